@@ -1,0 +1,3 @@
+module github.com/arvenza/helix
+
+go 1.26.8

@@ -1,0 +1,485 @@
+// Package engine runs workflows: it holds the component registry of one Helix
+// context, builds endpoints once per normalised URI, starts producers before consumers,
+// and on Stop drains in-flight exchanges before stopping producers.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/component/direct"
+	helixlog "github.com/arvenza/helix/pkg/component/log"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Workflow states reported by [Context.WorkflowState] and the helix://workflows resource.
+const (
+	StateStopped = "Stopped"
+	StateStarted = "Started"
+)
+
+// DefaultDrainTimeout bounds how long Stop waits for in-flight exchanges when the
+// context passed to Stop has no deadline.
+const DefaultDrainTimeout = 30 * time.Second
+
+// Context is one Helix application: components, workflows and their lifecycle.
+// Methods are safe for concurrent use. A Context is started once and stopped once.
+type Context struct {
+	name   string
+	logger *slog.Logger
+
+	mu         sync.Mutex
+	components map[string]component.Component
+	schemes    []string // registration order, for starting component lifecycles
+	workflows  []*Workflow
+	byID       map[string]*runtimeWorkflow
+	endpoints  map[string]component.Endpoint
+	producers  map[string]component.Producer
+	started    bool
+	stopped    bool
+
+	startedComponents []component.Lifecycle
+	startedServices   []component.Service // step services, started before consumers
+	consumers         []component.Consumer
+
+	inflight  sync.WaitGroup
+	bg        sync.WaitGroup
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+}
+
+type runtimeWorkflow struct {
+	wf       *Workflow
+	pipeline Processor
+	state    string
+}
+
+// NewContext creates an empty context named name with the in-process components
+// direct:// and log:// registered.
+func NewContext(name string) *Context {
+	c := &Context{
+		name:       name,
+		logger:     slog.Default(),
+		components: map[string]component.Component{},
+		byID:       map[string]*runtimeWorkflow{},
+		endpoints:  map[string]component.Endpoint{},
+		producers:  map[string]component.Producer{},
+	}
+	c.runCtx, c.cancelRun = context.WithCancel(context.Background())
+	c.AddComponent("direct", direct.New())
+	c.AddComponent("log", helixlog.New(func() *slog.Logger { return c.Logger() }))
+	return c
+}
+
+// Name returns the context's name.
+func (c *Context) Name() string { return c.name }
+
+// Logger returns the context's logger (slog.Default unless set).
+func (c *Context) Logger() *slog.Logger {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.logger
+}
+
+// SetLogger replaces the logger; call it before Start.
+func (c *Context) SetLogger(l *slog.Logger) {
+	c.mu.Lock()
+	c.logger = l
+	c.mu.Unlock()
+}
+
+// AddComponent registers comp under scheme, replacing any earlier one.
+func (c *Context) AddComponent(scheme string, comp component.Component) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.components[scheme]; !ok {
+		c.schemes = append(c.schemes, scheme)
+	}
+	c.components[scheme] = comp
+}
+
+// Component returns the component registered under scheme.
+func (c *Context) Component(scheme string) (component.Component, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	comp, ok := c.components[scheme]
+	return comp, ok
+}
+
+// Schemes lists the registered schemes, sorted.
+func (c *Context) Schemes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := append([]string(nil), c.schemes...)
+	sort.Strings(out)
+	return out
+}
+
+// AddWorkflow registers w. IDs must be unique and non-empty. Workflows added after
+// Start are not started.
+func (c *Context) AddWorkflow(w *Workflow) error {
+	if w == nil || w.ID == "" {
+		return errors.New("add workflow: a workflow needs an id")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.byID[w.ID]; dup {
+		return fmt.Errorf("add workflow %q: a workflow with this id already exists", w.ID)
+	}
+	if w.Kind == "" {
+		w.Kind = KindWorkflow
+	}
+	procs := append([]Processor(nil), w.Processors...)
+	for _, to := range w.ToURIs {
+		procs = append(procs, NewTarget(c, to))
+	}
+	c.workflows = append(c.workflows, w)
+	c.byID[w.ID] = &runtimeWorkflow{wf: w, pipeline: BuildPipeline(procs, w.Interceptors, w.ErrorHandler), state: StateStopped}
+	return nil
+}
+
+// Workflows returns the workflows in the order they were added.
+func (c *Context) Workflows() []*Workflow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*Workflow(nil), c.workflows...)
+}
+
+// Workflow returns the workflow with the given id.
+func (c *Context) Workflow(id string) (*Workflow, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rw, ok := c.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return rw.wf, true
+}
+
+// WorkflowState returns "Started" or "Stopped".
+func (c *Context) WorkflowState(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rw, ok := c.byID[id]; ok {
+		return rw.state
+	}
+	return StateStopped
+}
+
+// Run sends ex through the workflow's whole pipeline (interceptors and error handler
+// included) and counts it as in-flight so Stop waits for it. Panics are recovered into
+// errors. The returned error is also left on ex as its exception.
+func (c *Context) Run(ctx context.Context, workflowID string, ex *exchange.Exchange) error {
+	c.mu.Lock()
+	rw, ok := c.byID[workflowID]
+	c.mu.Unlock()
+	if !ok {
+		err := fmt.Errorf("no workflow with id %q", workflowID)
+		ex.SetException(err)
+		return err
+	}
+	return c.runPipeline(ctx, rw, ex)
+}
+
+func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) (err error) {
+	c.inflight.Add(1)
+	defer c.inflight.Done()
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r}
+			ex.SetException(err)
+		}
+		if err != nil && IsPanic(err) {
+			c.Logger().Error("workflow step panicked", "workflow", rw.wf.ID, "exchange", ex.ID(), "error", err)
+		}
+	}()
+	if ex.FromWorkflow() == "" {
+		ex.SetFromWorkflow(rw.wf.ID)
+	}
+	return rw.pipeline.Process(ctx, ex)
+}
+
+// Endpoint returns the endpoint for rawURI, building it once per normalised URI.
+func (c *Context) Endpoint(rawURI string) (component.Endpoint, error) {
+	u, err := uri.Parse(rawURI)
+	if err != nil {
+		return nil, err
+	}
+	key := u.Normalized()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ep, ok := c.endpoints[key]; ok {
+		return ep, nil
+	}
+	comp, ok := c.components[u.Scheme]
+	if !ok {
+		return nil, fmt.Errorf("%s: no component for scheme %q (registered: %v)", rawURI, u.Scheme, c.schemesLocked())
+	}
+	ep, err := comp.CreateEndpoint(u)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rawURI, err)
+	}
+	c.endpoints[key] = ep
+	return ep, nil
+}
+
+func (c *Context) schemesLocked() []string {
+	out := append([]string(nil), c.schemes...)
+	sort.Strings(out)
+	return out
+}
+
+// Producer returns the started producer for rawURI, creating and starting it on first
+// use; it is stopped by Stop. Safe for concurrent use.
+func (c *Context) Producer(ctx context.Context, rawURI string) (component.Producer, error) {
+	u, err := uri.Parse(rawURI)
+	if err != nil {
+		return nil, err
+	}
+	key := u.Normalized()
+	c.mu.Lock()
+	if p, ok := c.producers[key]; ok {
+		c.mu.Unlock()
+		return p, nil
+	}
+	if c.stopped {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%s: the context is stopped", rawURI)
+	}
+	c.mu.Unlock()
+	ep, err := c.Endpoint(rawURI)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ep.CreateProducer()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rawURI, err)
+	}
+	if err := p.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start producer %s: %w", rawURI, err)
+	}
+	c.mu.Lock()
+	if existing, ok := c.producers[key]; ok {
+		c.mu.Unlock()
+		_ = p.Stop(ctx)
+		return existing, nil
+	}
+	c.producers[key] = p
+	c.mu.Unlock()
+	return p, nil
+}
+
+// Send delivers ex to rawURI through its producer.
+func (c *Context) Send(ctx context.Context, rawURI string, ex *exchange.Exchange) error {
+	p, err := c.Producer(ctx, rawURI)
+	if err != nil {
+		return err
+	}
+	return p.Process(ctx, ex)
+}
+
+// Go runs f in a goroutine owned by the context: Stop waits for it (up to the drain
+// deadline) and f's context is cancelled when draining gives up. Used by wiretap and
+// other asynchronous steps.
+func (c *Context) Go(f func(ctx context.Context)) {
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		f(c.runCtx)
+	}()
+}
+
+// RunContext is cancelled when Stop gives up draining; consumers that create
+// exchanges on their own (timers) derive their contexts from it.
+func (c *Context) RunContext() context.Context { return c.runCtx }
+
+// Services is implemented by composite steps (choice, multicast …) so that the engine
+// can find every step with a lifecycle.
+type Services interface {
+	Children() []Processor
+}
+
+// Start starts component lifecycles, then step services (producers of static targets),
+// then the consumers of every workflow with a trigger. If anything fails, what was
+// started is stopped and the error returned.
+func (c *Context) Start(ctx context.Context) (err error) {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errors.New("context already started")
+	}
+	c.started = true
+	schemes := append([]string(nil), c.schemes...)
+	comps := make([]component.Component, len(schemes))
+	for i, s := range schemes {
+		comps[i] = c.components[s]
+	}
+	wfs := append([]*Workflow(nil), c.workflows...)
+	c.mu.Unlock()
+
+	defer func() {
+		if err != nil {
+			_ = c.stop(context.Background(), time.Second)
+		}
+	}()
+	for i, comp := range comps {
+		if lc, ok := comp.(component.Lifecycle); ok {
+			if err := lc.Start(ctx); err != nil {
+				return fmt.Errorf("start component %s: %w", schemes[i], err)
+			}
+			c.mu.Lock()
+			c.startedComponents = append(c.startedComponents, lc)
+			c.mu.Unlock()
+		}
+	}
+	for _, w := range wfs {
+		c.mu.Lock()
+		rw := c.byID[w.ID]
+		c.mu.Unlock()
+		for _, svc := range collectServices(rw.pipeline) {
+			if err := svc.Start(ctx); err != nil {
+				return fmt.Errorf("workflow %s: %w", w.ID, err)
+			}
+			c.mu.Lock()
+			c.startedServices = append(c.startedServices, svc)
+			c.mu.Unlock()
+		}
+	}
+	for _, w := range wfs {
+		if w.FromURI == "" {
+			continue
+		}
+		if err := c.startConsumer(ctx, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Context) startConsumer(ctx context.Context, w *Workflow) error {
+	c.mu.Lock()
+	rw := c.byID[w.ID]
+	c.mu.Unlock()
+	ep, err := c.Endpoint(w.FromURI)
+	if err != nil {
+		return fmt.Errorf("workflow %s: trigger %w", w.ID, err)
+	}
+	cons, err := ep.CreateConsumer(ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
+		return c.runPipeline(ctx, rw, ex)
+	}))
+	if err != nil {
+		return fmt.Errorf("workflow %s: trigger %s: %w", w.ID, w.FromURI, err)
+	}
+	if err := cons.Start(ctx); err != nil {
+		return fmt.Errorf("workflow %s: start trigger %s: %w", w.ID, w.FromURI, err)
+	}
+	c.mu.Lock()
+	c.consumers = append(c.consumers, cons)
+	rw.state = StateStarted
+	c.mu.Unlock()
+	c.Logger().Debug("workflow started", "workflow", w.ID, "trigger", w.FromURI)
+	return nil
+}
+
+// collectServices walks a processor tree for steps with a lifecycle.
+func collectServices(p Processor) []component.Service {
+	var out []component.Service
+	var walk func(p Processor)
+	walk = func(p Processor) {
+		if s, ok := p.(component.Service); ok {
+			out = append(out, s)
+		}
+		if cs, ok := p.(Services); ok {
+			for _, ch := range cs.Children() {
+				walk(ch)
+			}
+		}
+	}
+	walk(p)
+	return out
+}
+
+// Stop stops consumers (no new exchanges), waits for in-flight exchanges and
+// background work until ctx's deadline (or DefaultDrainTimeout), cancels what is left,
+// then stops step services, producers and components. Errors are joined.
+func (c *Context) Stop(ctx context.Context) error {
+	timeout := DefaultDrainTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	return c.stop(ctx, timeout)
+}
+
+func (c *Context) stop(ctx context.Context, drain time.Duration) error {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopped = true
+	consumers := c.consumers
+	c.consumers = nil
+	for _, rw := range c.byID {
+		rw.state = StateStopped
+	}
+	c.mu.Unlock()
+
+	var errs []error
+	for i := len(consumers) - 1; i >= 0; i-- {
+		if err := consumers[i].Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		c.inflight.Wait()
+		c.bg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(max(drain, 0))
+	select {
+	case <-done:
+		timer.Stop()
+	case <-timer.C:
+		c.Logger().Warn("stop: drain deadline passed; cancelling in-flight exchanges", "context", c.name)
+		c.cancelRun()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			errs = append(errs, errors.New("stop: in-flight exchanges did not finish after cancellation"))
+		}
+	}
+	c.cancelRun()
+
+	c.mu.Lock()
+	services := c.startedServices
+	c.startedServices = nil
+	producers := c.producers
+	c.producers = map[string]component.Producer{}
+	comps := c.startedComponents
+	c.startedComponents = nil
+	c.mu.Unlock()
+	for i := len(services) - 1; i >= 0; i-- {
+		if err := services[i].Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, p := range producers {
+		if err := p.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := len(comps) - 1; i >= 0; i-- {
+		if err := comps[i].Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

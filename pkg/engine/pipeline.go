@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/arvenza/helix/pkg/exchange"
+)
+
+// StepError records which step failed; errors.As finds it in a wrapped chain.
+type StepError struct {
+	Step string
+	Err  error
+}
+
+func (e *StepError) Error() string {
+	if e.Step == "" {
+		return e.Err.Error()
+	}
+	return e.Step + ": " + e.Err.Error()
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// PanicError is a panic recovered from a step.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("step panicked: %v", e.Value) }
+
+type pipeline struct {
+	steps []Processor
+	raw   []Processor
+	eh    ErrorHandler
+}
+
+// BuildPipeline chains processors in order, each wrapped by the interceptors (first
+// outermost). A step fails when it returns an error or leaves an exception on the
+// exchange; a panic in a step becomes a *PanicError. The failure goes to eh (when not
+// nil), which may retry, dead-letter or recover; otherwise the pipeline stops and the
+// error is returned and set as the exchange's exception.
+func BuildPipeline(processors []Processor, interceptors []Interceptor, eh ErrorHandler) Processor {
+	p := &pipeline{eh: eh}
+	for _, raw := range processors {
+		if raw == nil {
+			continue
+		}
+		wrapped := Processor(safeProcessor{raw})
+		for i := len(interceptors) - 1; i >= 0; i-- {
+			wrapped = interceptors[i](wrapped)
+		}
+		p.steps = append(p.steps, wrapped)
+		p.raw = append(p.raw, raw)
+	}
+	return p
+}
+
+func (p *pipeline) Process(ctx context.Context, ex *exchange.Exchange) error {
+	for i, step := range p.steps {
+		if err := ctx.Err(); err != nil {
+			ex.SetException(err)
+			return err
+		}
+		err := RunStep(ctx, step, ex)
+		if err == nil {
+			continue
+		}
+		err = &StepError{Step: StepName(p.raw[i]), Err: err}
+		if p.eh != nil {
+			ex.SetException(err)
+			err = p.eh.HandleError(ctx, ex, step, err)
+			if err == nil {
+				ex.SetException(nil)
+				continue
+			}
+		}
+		ex.SetException(err)
+		return err
+	}
+	return nil
+}
+
+// Unwrap lets composite steps see the processors of a pipeline (for lifecycle walks).
+func (p *pipeline) Children() []Processor { return p.raw }
+
+// RunStep runs one processor, turning a panic into *PanicError and an exception left
+// on the exchange into the returned error.
+func RunStep(ctx context.Context, p Processor, ex *exchange.Exchange) error {
+	err := p.Process(ctx, ex)
+	if err == nil {
+		err = ex.Exception()
+	}
+	return err
+}
+
+type safeProcessor struct{ p Processor }
+
+func (s safeProcessor) Process(ctx context.Context, ex *exchange.Exchange) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return s.p.Process(ctx, ex)
+}
+
+func (s safeProcessor) Name() string { return StepName(s.p) }
+
+// IsPanic reports whether err came from a recovered panic.
+func IsPanic(err error) bool {
+	var pe *PanicError
+	return errors.As(err, &pe)
+}

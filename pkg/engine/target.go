@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Target is the processor behind a `target:` step and Workflow.ToURIs: it sends the
+// exchange to an endpoint. URIs with ${…} placeholders are resolved per exchange;
+// static ones get their producer at Start, so a misconfigured target fails fast.
+type Target struct {
+	hc       *Context
+	template string
+	name     string
+}
+
+// NewTarget returns a processor that sends exchanges to rawURI.
+func NewTarget(hc *Context, rawURI string) *Target {
+	return &Target{hc: hc, template: rawURI, name: "target " + rawURI}
+}
+
+// WithName sets the step name used in error messages.
+func (t *Target) WithName(name string) *Target { t.name = name; return t }
+
+func (t *Target) Name() string { return t.name }
+
+// URI returns the (unresolved) target URI.
+func (t *Target) URI() string { return t.template }
+
+func (t *Target) Process(ctx context.Context, ex *exchange.Exchange) error {
+	target, err := uri.Expand(t.template, ex)
+	if err != nil {
+		return fmt.Errorf("resolve target: %w", err)
+	}
+	return t.hc.Send(ctx, target, ex)
+}
+
+// Start creates the producer of a static URI up front.
+func (t *Target) Start(ctx context.Context) error {
+	if uri.HasPlaceholders(t.template) {
+		return nil
+	}
+	_, err := t.hc.Producer(ctx, t.template)
+	return err
+}
+
+// Stop is a no-op: producers belong to the context.
+func (t *Target) Stop(context.Context) error { return nil }

@@ -1,0 +1,121 @@
+// Package uri parses Helix endpoint URIs (scheme://address/path?options) and
+// normalises them so that the engine builds one endpoint per distinct URI.
+package uri
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+)
+
+// URI is a parsed endpoint URI. Host is the authority part (host:port, or a name such
+// as "greet" in direct://greet); Path keeps its leading slash.
+type URI struct {
+	Raw    string
+	Scheme string
+	Host   string
+	Path   string
+	Params url.Values
+}
+
+// Parse splits raw into its parts. It accepts the shapes Helix uses:
+// direct://name, http-server://host:port/path, mcp:///usr/bin/x/tool?transport=stdio,
+// file:///?fileName=x, log://errors.
+func Parse(raw string) (*URI, error) {
+	raw = strings.TrimSpace(raw)
+	i := strings.Index(raw, "://")
+	if i <= 0 {
+		return nil, fmt.Errorf("invalid endpoint URI %q: want scheme://address (for example direct://orders)", raw)
+	}
+	u := &URI{Raw: raw, Scheme: strings.ToLower(raw[:i]), Params: url.Values{}}
+	for _, r := range u.Scheme {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '+' || r == '.') {
+			return nil, fmt.Errorf("invalid endpoint URI %q: bad scheme %q", raw, u.Scheme)
+		}
+	}
+	rest := raw[i+3:]
+	if q := strings.IndexByte(rest, '?'); q >= 0 {
+		vals, err := url.ParseQuery(rest[q+1:])
+		if err != nil {
+			return nil, fmt.Errorf("invalid endpoint URI %q: bad query: %v", raw, err)
+		}
+		u.Params = vals
+		rest = rest[:q]
+	}
+	if s := strings.IndexByte(rest, '/'); s >= 0 {
+		u.Host, u.Path = rest[:s], rest[s:]
+	} else {
+		u.Host = rest
+	}
+	return u, nil
+}
+
+// Normalized returns a canonical form: lower-case scheme, options sorted by name.
+func (u *URI) Normalized() string {
+	var b strings.Builder
+	b.WriteString(u.Scheme)
+	b.WriteString("://")
+	b.WriteString(u.Host)
+	b.WriteString(u.Path)
+	if len(u.Params) > 0 {
+		keys := make([]string, 0, len(u.Params))
+		for k := range u.Params {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('?')
+		for i, k := range keys {
+			for j, v := range u.Params[k] {
+				if i > 0 || j > 0 {
+					b.WriteByte('&')
+				}
+				b.WriteString(url.QueryEscape(k))
+				b.WriteByte('=')
+				b.WriteString(url.QueryEscape(v))
+			}
+		}
+	}
+	return b.String()
+}
+
+func (u *URI) String() string { return u.Raw }
+
+// Param returns an option or def when absent.
+func (u *URI) Param(name, def string) string {
+	if v, ok := u.Params[name]; ok && len(v) > 0 {
+		return v[0]
+	}
+	return def
+}
+
+// Duration reads a duration option ("30s", "500ms", or a bare number of milliseconds).
+func (u *URI) Duration(name string, def time.Duration) (time.Duration, error) {
+	v := u.Param(name, "")
+	if v == "" {
+		return def, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d, nil
+	}
+	var ms int64
+	if _, err := fmt.Sscanf(v, "%d", &ms); err == nil && fmt.Sprint(ms) == v {
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	return 0, fmt.Errorf("%s: option %s=%q is not a duration (use 30s, 500ms or milliseconds)", u.Raw, name, v)
+}
+
+// Bool reads a boolean option.
+func (u *URI) Bool(name string, def bool) (bool, error) {
+	v := strings.ToLower(u.Param(name, ""))
+	switch v {
+	case "":
+		return def, nil
+	case "true", "1", "yes":
+		return true, nil
+	case "false", "0", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: option %s=%q is not a boolean (use true or false)", u.Raw, name, v)
+}
