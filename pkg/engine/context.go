@@ -203,7 +203,7 @@ func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exch
 	if ex.FromWorkflow() == "" {
 		ex.SetFromWorkflow(rw.wf.ID)
 	}
-	return rw.pipeline.Process(ctx, ex)
+	return rw.pipeline.Process(withWorkflowID(ctx, rw.wf.ID), ex)
 }
 
 // Endpoint returns the endpoint for rawURI, building it once per normalised URI.

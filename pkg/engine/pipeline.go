@@ -60,6 +60,9 @@ func BuildPipeline(processors []Processor, interceptors []Interceptor, eh ErrorH
 }
 
 func (p *pipeline) Process(ctx context.Context, ex *exchange.Exchange) error {
+	if no, ok := p.eh.(NeedsOriginal); ok && no.NeedsOriginalBody() {
+		ctx = withOriginalBody(ctx, ex.In().Body())
+	}
 	for i, step := range p.steps {
 		if err := ctx.Err(); err != nil {
 			ex.SetException(err)
