@@ -1,0 +1,329 @@
+// Package testtools locates the external programs that Helix's integration tests drive
+// (Node 22 and the MCP peers installed from npm by scripts/setup-tools.sh) and offers small
+// helpers those tests share: free ports, a once-per-process helix binary, waiting for a
+// listener.
+//
+// A missing tool skips the test with a hint to run scripts/setup-tools.sh, unless the
+// environment variable HELIX_REQUIRE_TOOLS=1 is set (CI sets it), in which case the test fails:
+// CI must never go green by silently skipping the tests that talk to real peers.
+package testtools
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	// EnvToolsDir overrides where scripts/setup-tools.sh installed the tools.
+	EnvToolsDir = "HELIX_TOOLS_DIR"
+	// EnvRequireTools turns "tool missing" from a skip into a failure when set to 1.
+	EnvRequireTools = "HELIX_REQUIRE_TOOLS"
+
+	// modulePath identifies the Helix go.mod while walking up to the repository root, so a
+	// test run from inside some other module's tree never mistakes that module for ours.
+	modulePath = "github.com/arvenza/helix"
+
+	// nodeMajor is the Node major version the conformance suite needs.
+	nodeMajor = 22
+)
+
+// Package names of the npm peers installed by scripts/setup-tools.sh.
+const (
+	PkgInspector        = "@modelcontextprotocol/inspector"
+	PkgConformance      = "@modelcontextprotocol/conformance"
+	PkgServerEverything = "@modelcontextprotocol/server-everything"
+)
+
+// Dir returns the tools dir: $HELIX_TOOLS_DIR, or <repo root>/.tools where the repo root is
+// found by walking up to Helix's go.mod. It returns ".tools" relative to the working directory
+// when no root can be found; the lookups that use it then report the tool as missing.
+func Dir() string {
+	if d := os.Getenv(EnvToolsDir); d != "" {
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
+		return d
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return ".tools"
+	}
+	return filepath.Join(root, ".tools")
+}
+
+// RepoRoot returns the directory holding Helix's go.mod, searched from the working directory
+// upwards and then from this source file's directory upwards (for tests run elsewhere).
+func RepoRoot() (string, error) {
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		starts = append(starts, filepath.Dir(file))
+	}
+	for _, start := range starts {
+		if root, ok := findModuleRoot(start); ok {
+			return root, nil
+		}
+	}
+	return "", fmt.Errorf("testtools: no go.mod for module %s found above %v", modulePath, starts)
+}
+
+func findModuleRoot(dir string) (string, bool) {
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && declaresModule(data, modulePath) {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+func declaresModule(gomod []byte, path string) bool {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) >= 2 && fields[0] == "module" && strings.Trim(fields[1], `"`) == path {
+			return true
+		}
+	}
+	return false
+}
+
+// Required reports whether HELIX_REQUIRE_TOOLS=1, i.e. whether missing tools fail tests.
+func Required() bool {
+	return os.Getenv(EnvRequireTools) == "1"
+}
+
+// Missing reports a missing tool: t.Skipf with a hint to run scripts/setup-tools.sh, or
+// t.Fatalf when HELIX_REQUIRE_TOOLS=1.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	hint := fmt.Sprintf("%s (tools dir %s; run scripts/setup-tools.sh to install)", msg, Dir())
+	if Required() {
+		t.Fatalf("%s; %s=1 so this is a failure, not a skip", hint, EnvRequireTools)
+	}
+	t.Skipf("%s; skipping (set %s=1 to fail instead)", hint, EnvRequireTools)
+}
+
+var nodeCache struct {
+	mu      sync.Mutex
+	checked map[string]error // node path -> result of the version check
+}
+
+// Node returns the path of a Node 22+ binary: the one setup-tools.sh installed
+// (<tools>/bin/node), else a `node` on PATH whose major version is at least 22. When neither
+// exists it behaves as Missing.
+func Node(t testing.TB) string {
+	t.Helper()
+	var problems []string
+	candidates := []string{filepath.Join(Dir(), "bin", "node")}
+	if p, err := exec.LookPath("node"); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, c := range candidates {
+		if err := checkNode(c); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		return c
+	}
+	Missing(t, "no Node %d binary: %s", nodeMajor, strings.Join(problems, "; "))
+	return ""
+}
+
+func checkNode(path string) error {
+	nodeCache.mu.Lock()
+	defer nodeCache.mu.Unlock()
+	if err, ok := nodeCache.checked[path]; ok {
+		return err
+	}
+	err := probeNode(path)
+	if nodeCache.checked == nil {
+		nodeCache.checked = map[string]error{}
+	}
+	nodeCache.checked[path] = err
+	return err
+}
+
+func probeNode(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	out, err := exec.Command(path, "--version").Output()
+	if err != nil {
+		return fmt.Errorf("%s --version: %w", path, err)
+	}
+	version := strings.TrimSpace(string(out))
+	major, err := nodeMajorVersion(version)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if major < nodeMajor {
+		return fmt.Errorf("%s is %s, need v%d or newer", path, version, nodeMajor)
+	}
+	return nil
+}
+
+// nodeMajorVersion parses "v22.11.0" into 22.
+func nodeMajorVersion(v string) (int, error) {
+	s, ok := strings.CutPrefix(v, "v")
+	if !ok {
+		return 0, fmt.Errorf("unexpected node version %q", v)
+	}
+	majorStr, _, _ := strings.Cut(s, ".")
+	major, err := strconv.Atoi(majorStr)
+	if err != nil {
+		return 0, fmt.Errorf("unexpected node version %q: %w", v, err)
+	}
+	return major, nil
+}
+
+// NPMPackageDir returns <tools>/npm/node_modules/<pkg> (pkg may be scoped, e.g.
+// "@modelcontextprotocol/inspector"), or behaves as Missing when it has no package.json.
+func NPMPackageDir(t testing.TB, pkg string) string {
+	t.Helper()
+	dir := filepath.Join(Dir(), "npm", "node_modules", filepath.FromSlash(pkg))
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+		Missing(t, "npm package %s is not installed: %v", pkg, err)
+		return ""
+	}
+	return dir
+}
+
+// NPMBin returns the real path of an installed package's bin script
+// (<tools>/npm/node_modules/.bin/<name> with symlinks resolved, so it can be run as
+// `node <path>` with the Node from Node), or behaves as Missing.
+func NPMBin(t testing.TB, name string) string {
+	t.Helper()
+	link := filepath.Join(Dir(), "npm", "node_modules", ".bin", name)
+	real, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		Missing(t, "npm bin %s is not installed: %v", name, err)
+		return ""
+	}
+	return real
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. Another process may
+// grab it before the caller binds it; tests accept that small race for the simplicity of
+// handing a port number to external programs.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testtools: find free port: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		t.Fatalf("testtools: release free port %d: %v", port, err)
+	}
+	return port
+}
+
+// WaitForTCP waits until addr accepts TCP connections, failing the test after timeout.
+func WaitForTCP(t testing.TB, addr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = conn.Close()
+			return
+		}
+		lastErr = err
+		if time.Now().After(deadline) {
+			t.Fatalf("testtools: %s did not accept connections within %s: %v", addr, timeout, lastErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var helixBuild struct {
+	mu   sync.Mutex
+	done bool
+	path string
+	err  error
+}
+
+// binDirPrefix names the per-process directories HelixBinary builds into.
+const binDirPrefix = "helix-testtools-"
+
+// HelixBinary builds ./cmd/helix once per test process and returns the binary's path; a build
+// error fails the test (and every later caller in the process, without rebuilding).
+//
+// The binary outlives any single test, so it cannot live in t.TempDir; it goes into
+// $TMPDIR/helix-testtools-<pid>, and directories left by earlier, finished test processes are
+// removed on the way so repeated runs do not pile up binaries.
+func HelixBinary(t testing.TB) string {
+	t.Helper()
+	helixBuild.mu.Lock()
+	defer helixBuild.mu.Unlock()
+	if !helixBuild.done {
+		helixBuild.path, helixBuild.err = buildHelix()
+		helixBuild.done = true
+	}
+	if helixBuild.err != nil {
+		t.Fatalf("testtools: build helix: %v", helixBuild.err)
+	}
+	return helixBuild.path
+}
+
+func buildHelix() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	removeStaleBinDirs()
+	dir := filepath.Join(os.TempDir(), binDirPrefix+strconv.Itoa(os.Getpid()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	out := filepath.Join(dir, "helix")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		// `go test` may run with a PATH lacking go; the toolchain that built this test is the
+		// next best choice.
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(goBin, "build", "-o", out, modulePath+"/cmd/helix")
+	cmd.Dir = root
+	var output bytes.Buffer
+	cmd.Stdout = &output
+	cmd.Stderr = &output
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/helix in %s: %w\n%s", root, err, output.String())
+	}
+	return out, nil
+}
+
+// removeStaleBinDirs deletes helix-testtools-<pid> directories whose process has exited.
+func removeStaleBinDirs() {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
+	for _, m := range matches {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(m), binDirPrefix))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(m)
+		}
+	}
+}
