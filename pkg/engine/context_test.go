@@ -48,8 +48,14 @@ func (e *countingEndpoint) CreateConsumer(p component.Processor) (component.Cons
 
 type countingProducer struct{ e *countingEndpoint }
 
-func (p *countingProducer) Start(context.Context) error { p.e.c.log("start producer " + p.e.name); return nil }
-func (p *countingProducer) Stop(context.Context) error  { p.e.c.log("stop producer " + p.e.name); return nil }
+func (p *countingProducer) Start(context.Context) error {
+	p.e.c.log("start producer " + p.e.name)
+	return nil
+}
+func (p *countingProducer) Stop(context.Context) error {
+	p.e.c.log("stop producer " + p.e.name)
+	return nil
+}
 func (p *countingProducer) Process(_ context.Context, ex *exchange.Exchange) error {
 	ex.In().SetBody("sent to " + p.e.name)
 	return nil
@@ -64,7 +70,10 @@ func (c *countingConsumer) Start(context.Context) error {
 	c.e.c.log("start consumer " + c.e.name)
 	return nil
 }
-func (c *countingConsumer) Stop(context.Context) error { c.e.c.log("stop consumer " + c.e.name); return nil }
+func (c *countingConsumer) Stop(context.Context) error {
+	c.e.c.log("stop consumer " + c.e.name)
+	return nil
+}
 
 func TestProducersStartBeforeConsumersAndStopAfter(t *testing.T) {
 	cc := &countingComponent{}
