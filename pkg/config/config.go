@@ -1,0 +1,231 @@
+// Package config loads Helix YAML files (helix.yaml) into a model that keeps the
+// file:line:col of every element, so that every later error — a typo in a step, a bad
+// URI, a Starlang syntax error — can say exactly where it is.
+//
+// Loading is strict and exhaustive: unknown keys, wrong types, missing required keys
+// and duplicate ids are all collected and returned together as [Errors]. Step bodies
+// are kept as raw YAML nodes ([StepConfig.Node]) and decoded by pkg/step, which knows
+// each step kind; [Decoder] is the strict decoder both use.
+//
+// Environment variables written ${env:NAME} are resolved at load time in every scalar
+// except Starlang scripts (values of `starlang:` keys): substituting text into source
+// code would let a variable's content change the program, and a script can read
+// headers or use a constant step instead. A missing variable is an error naming it.
+// Other placeholders (${body.x}, ${header.X}) are left for run time.
+package config
+
+import (
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the merged content of one or more YAML files: lists are concatenated in
+// file order and helix: settings are merged (later files override set values).
+type Config struct {
+	Helix     HelixConfig
+	Workflows []WorkflowConfig
+	Tools     []ToolConfig
+	Agents    []AgentConfig
+	Pipelines []PipelineConfig
+	MCPs      []MCPConfig
+	// Files are the files loaded, in order.
+	Files []string
+	// Warnings are non-fatal findings (a workflow without trigger never runs …).
+	Warnings Errors
+}
+
+// HelixConfig is the top-level `helix:` block.
+type HelixConfig struct {
+	Name       string
+	MCP        MCPSection
+	Management ManagementConfig
+	LogLevel   string // helix.log_level: debug|info|warn|error
+}
+
+// MCPSection is `helix.mcp`.
+type MCPSection struct {
+	Servers []MCPServerConfig
+}
+
+// ManagementConfig is `helix.management`: the address of the manifest, health and
+// metrics endpoints. Enabled nil means "default" (on); Required makes a taken address
+// fatal instead of a warning.
+type ManagementConfig struct {
+	Addr     string
+	Enabled  *bool
+	Required bool
+	Pos      Pos
+}
+
+// MCPServerConfig is one entry of `helix.mcp.servers`.
+type MCPServerConfig struct {
+	Enabled   bool
+	Transport string // http | sse | stdio ("" means http)
+	Addr      string
+	Name      string
+	Version   string
+	// Workflows filters the exposed workflows (empty: all).
+	Workflows []string
+	// Tools overrides tool metadata per workflow id.
+	Tools map[string]ToolOverride
+	// Stateless serves Streamable HTTP without sessions (any replica answers any request).
+	Stateless          bool
+	SessionIdleTimeout time.Duration
+	Security
+	Pos Pos
+}
+
+// ToolOverride replaces a workflow's MCP description and/or input schema. InputSchema
+// is JSON text, checked to be a JSON object at load time.
+type ToolOverride struct {
+	Description string
+	InputSchema string
+	Pos         Pos
+}
+
+// Security is the HTTP protection of one MCP server (shared by helix.mcp.servers and mcps).
+type Security struct {
+	APIKeys        []string
+	TrustedProxies []string
+	RateLimit      int // requests per minute per client; 0 = unlimited
+	MaxBodyBytes   int64
+	CORSOrigins    []string
+	AllowedTools   []string
+	BlockedTools   []string
+	Auth           *OAuthConfig
+}
+
+// OAuthConfig validates bearer JWTs (OAuth 2.1 resource server). Scopes maps a tool
+// name (or "*") to the scopes a token needs to call it.
+type OAuthConfig struct {
+	Issuer   string
+	Audience string
+	JWKSURL  string
+	Scopes   map[string][]string
+	Pos      Pos
+}
+
+// MCPConfig is one entry of the top-level `mcps:` list.
+type MCPConfig struct {
+	ID        string
+	Addr      string
+	Transport string
+	Name      string
+	Version   string
+	Expose    []string
+	// ExposeSet distinguishes `expose: []` (nothing) from an omitted expose (everything).
+	ExposeSet          bool
+	Stateless          bool
+	SessionIdleTimeout time.Duration
+	Security
+	Pos Pos
+}
+
+// WorkflowConfig is one entry of `workflows:`.
+type WorkflowConfig struct {
+	ID          string
+	Description string
+	// From is the trigger URI (trigger: URI, trigger: {uri: URI} or from: URI); "" when
+	// the workflow has no trigger.
+	From         string
+	FromPos      Pos
+	Steps        []StepConfig
+	ErrorHandler *ErrorHandlerConfig
+	Pos          Pos
+}
+
+// ErrorHandlerConfig is a workflow's `error-handler:`.
+type ErrorHandlerConfig struct {
+	DeadLetterChannel string
+	Default           *RedeliveryConfig
+	Pos               Pos
+}
+
+// RedeliveryConfig is `error-handler.default`.
+type RedeliveryConfig struct {
+	MaximumRedeliveries    int
+	RedeliveryDelay        time.Duration
+	BackoffMultiplier      float64
+	MaximumRedeliveryDelay time.Duration
+	Pos                    Pos
+}
+
+// StepConfig is one step of a step list: its kind (the single key), where it is, and
+// its raw value node, which the step's builder in pkg/step decodes strictly.
+type StepConfig struct {
+	Kind string
+	Pos  Pos
+	// Path is the step's YAML path, e.g. workflows[0].steps[2].
+	Path string
+	Node *yaml.Node
+}
+
+// ToolConfig is one entry of `tools:`: a workflow with a guaranteed schema, triggered
+// as tool://id.
+type ToolConfig struct {
+	ID          string
+	Description string
+	Input       []FieldConfig // ordered as in the YAML
+	Output      []FieldConfig
+	Steps       []StepConfig
+	Pos         Pos
+}
+
+// FieldConfig is one input or output field of a tool.
+type FieldConfig struct {
+	Name        string
+	Type        string // string | integer | number | boolean | array | object
+	Description string
+	Required    bool
+	Default     any
+	Enum        []any
+	Items       *FieldConfig  // for arrays
+	Properties  []FieldConfig // for objects
+	Pos         Pos
+}
+
+// AgentConfig is one entry of `agents:`. Only the fields every consumer needs are
+// decoded here; Node keeps the whole entry for the agent runtime.
+type AgentConfig struct {
+	ID           string
+	Description  string
+	Type         string
+	Trigger      string
+	TriggerPos   Pos
+	Model        ModelConfig
+	SystemPrompt string
+	Tools        []AgentToolConfig
+	Node         *yaml.Node
+	Pos          Pos
+}
+
+// ModelConfig is an agent's `model:`.
+type ModelConfig struct {
+	Provider string
+	Model    string
+	APIKey   string
+	BaseURL  string
+	Node     *yaml.Node
+	Pos      Pos
+}
+
+// AgentToolConfig is one entry of an agent's `tools:`; Node keeps the entry (mcp_server,
+// auth …) for the agent runtime.
+type AgentToolConfig struct {
+	Name        string
+	Type        string
+	Description string
+	Node        *yaml.Node
+	Pos         Pos
+}
+
+// PipelineConfig is one entry of `pipelines:` (RAG ingestion and retrieval).
+type PipelineConfig struct {
+	ID          string
+	Description string
+	Source      string
+	Steps       []StepConfig
+	Output      string
+	Pos         Pos
+}

@@ -1,0 +1,696 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// maxFileBytes bounds one configuration file; a config larger than this is a mistake.
+const maxFileBytes = 16 << 20
+
+// Load reads and merges the given YAML files. On configuration problems it returns an
+// [Errors] listing all of them AND the partially decoded config (elements with errors
+// are kept when they still make sense, duplicates are dropped), so that callers such
+// as `helix validate` can go on building steps and report those errors too. The config
+// is nil only when nothing could be read.
+func Load(files ...string) (*Config, error) {
+	if len(files) == 0 {
+		return nil, errors.New("no configuration file given")
+	}
+	cfg := &Config{}
+	var errs Errors
+	for _, f := range files {
+		data, err := readFile(f)
+		if err != nil {
+			errs = append(errs, &Error{Pos: Pos{File: f}, Msg: err.Error()})
+			continue
+		}
+		errs = append(errs, cfg.add(f, data)...)
+	}
+	errs = append(errs, cfg.finish()...)
+	if len(cfg.Files) == 0 {
+		return nil, errs
+	}
+	return cfg, errs.Err()
+}
+
+func readFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	if len(data) > maxFileBytes {
+		return nil, fmt.Errorf("read config: file is larger than %d bytes", maxFileBytes)
+	}
+	return data, nil
+}
+
+// LoadBytes loads one in-memory document named name (used in positions). Like Load it
+// returns the partial config together with the errors.
+func LoadBytes(name string, data []byte) (*Config, error) {
+	cfg := &Config{}
+	errs := cfg.add(name, data)
+	errs = append(errs, cfg.finish()...)
+	return cfg, errs.Err()
+}
+
+// add parses one file (every YAML document in it) and merges it into c.
+func (c *Config) add(file string, data []byte) (errs Errors) {
+	c.Files = append(c.Files, file)
+	defer func() {
+		// The YAML parser is not ours; a panic on hostile input must still be an error.
+		if r := recover(); r != nil {
+			errs = append(errs, &Error{Pos: Pos{File: file}, Msg: fmt.Sprintf("cannot parse YAML: %v", r)})
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	lines := bytes.Split(data, []byte("\n"))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return errs
+		}
+		if err != nil {
+			return append(errs, yamlError(file, err))
+		}
+		fixBlockScalarPositions(&doc, lines, 0)
+		d := NewDecoder(file)
+		resolveEnv(d, &doc, false, 0)
+		c.decodeDocument(d, &doc)
+		errs = append(errs, d.Errors()...)
+		c.Warnings = append(c.Warnings, d.Warnings()...)
+	}
+}
+
+var yamlLineRe = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+
+// yamlError turns a parser error ("yaml: line 7: mapping values are not allowed in this
+// context") into an Error at that line.
+func yamlError(file string, err error) *Error {
+	msg := err.Error()
+	pos := Pos{File: file}
+	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+		if m[1] != "" {
+			pos.Line, _ = strconv.Atoi(m[1])
+		}
+		msg = m[2]
+	}
+	e := &Error{Pos: pos, Msg: "invalid YAML: " + msg}
+	if strings.Contains(msg, "mapping values are not allowed") {
+		e.Hint = "check the indentation of this line and the one before it; a value cannot be followed by a nested key"
+	}
+	if strings.Contains(msg, "found character that cannot start any token") {
+		e.Hint = "YAML does not allow tabs for indentation; use spaces"
+	}
+	return e
+}
+
+// fixBlockScalarPositions moves the position of literal (|) and folded (>) scalars
+// from the indicator to the first line of their content: that is where a Starlang
+// script starts, so its line and column numbers map onto the file by simple addition.
+func fixBlockScalarPositions(n *yaml.Node, lines [][]byte, depth int) {
+	if n == nil || depth > 10000 {
+		return
+	}
+	if n.Kind == yaml.ScalarNode && (n.Style&(yaml.LiteralStyle|yaml.FoldedStyle)) != 0 && n.Line > 0 {
+		for i := n.Line; i < len(lines); i++ { // lines[i] is 1-based line i+1
+			text := string(bytes.TrimRight(lines[i], "\r"))
+			if strings.TrimSpace(text) == "" {
+				continue
+			}
+			n.Line = n.Line + 1
+			n.Column = len(text) - len(strings.TrimLeft(text, " ")) + 1
+			break
+		}
+		return
+	}
+	for _, ch := range n.Content {
+		fixBlockScalarPositions(ch, lines, depth+1)
+	}
+}
+
+// resolveEnv replaces ${env:NAME} in every scalar except Starlang scripts. Aliases are
+// not followed: the anchored node is visited where it is defined.
+func resolveEnv(d *Decoder, n *yaml.Node, script bool, depth int) {
+	if n == nil || depth > 10000 {
+		return
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if script || !strings.Contains(n.Value, "${env:") {
+			return
+		}
+		v, err := expandEnv(n.Value)
+		if err != nil {
+			d.Errorf(n, "", "%v", err).Hint = "export the variable before starting helix, or remove the reference"
+			return
+		}
+		n.Value = v
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			resolveEnv(d, n.Content[i+1], k.Kind == yaml.ScalarNode && k.Value == "starlang", depth+1)
+		}
+	default:
+		for _, ch := range n.Content {
+			resolveEnv(d, ch, false, depth+1)
+		}
+	}
+}
+
+// expandEnv substitutes ${env:NAME} and leaves every other ${…} untouched.
+func expandEnv(s string) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${env:")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return "", fmt.Errorf("unterminated placeholder %q: add the closing }", s[i:])
+		}
+		name := strings.TrimSpace(s[i+len("${env:") : i+j])
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return "", fmt.Errorf("environment variable %s is not set (referenced as ${env:%s})", name, name)
+		}
+		b.WriteString(s[:i])
+		b.WriteString(v)
+		s = s[i+j+1:]
+	}
+}
+
+var topLevelKeys = []string{"helix", "workflows", "tools", "agents", "pipelines", "mcps"}
+
+func (c *Config) decodeDocument(d *Decoder, doc *yaml.Node) {
+	root := d.Resolve(doc)
+	if IsNull(root) {
+		return
+	}
+	d.Mapping(root, "", "the configuration", Fields{
+		"helix": func(v *yaml.Node, p string) { c.decodeHelix(d, v, p) },
+		"workflows": func(v *yaml.Node, p string) {
+			items, _ := d.Sequence(v, p, "workflows")
+			for i, it := range items {
+				if w, ok := decodeWorkflow(d, it, IndexPath(p, i)); ok {
+					c.Workflows = append(c.Workflows, w)
+				}
+			}
+		},
+		"tools": func(v *yaml.Node, p string) {
+			items, _ := d.Sequence(v, p, "tools")
+			for i, it := range items {
+				if t, ok := decodeTool(d, it, IndexPath(p, i)); ok {
+					c.Tools = append(c.Tools, t)
+				}
+			}
+		},
+		"agents": func(v *yaml.Node, p string) {
+			items, _ := d.Sequence(v, p, "agents")
+			for i, it := range items {
+				if a, ok := decodeAgent(d, it, IndexPath(p, i)); ok {
+					c.Agents = append(c.Agents, a)
+				}
+			}
+		},
+		"pipelines": func(v *yaml.Node, p string) {
+			items, _ := d.Sequence(v, p, "pipelines")
+			for i, it := range items {
+				if pl, ok := decodePipeline(d, it, IndexPath(p, i)); ok {
+					c.Pipelines = append(c.Pipelines, pl)
+				}
+			}
+		},
+		"mcps": func(v *yaml.Node, p string) {
+			items, _ := d.Sequence(v, p, "mcps")
+			for i, it := range items {
+				if m, ok := decodeMCP(d, it, IndexPath(p, i)); ok {
+					c.MCPs = append(c.MCPs, m)
+				}
+			}
+		},
+	})
+}
+
+func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
+	h := &c.Helix
+	d.Mapping(n, path, "helix", Fields{
+		"name": func(v *yaml.Node, p string) { h.Name = d.String(v, p) },
+		"log_level": func(v *yaml.Node, p string) {
+			h.LogLevel = d.String(v, p)
+			if !oneOf(h.LogLevel, "debug", "info", "warn", "warning", "error") {
+				d.Errorf(v, p, "unknown log level %q", h.LogLevel).Hint = "use debug, info, warn or error"
+			}
+		},
+		"management": func(v *yaml.Node, p string) {
+			m := &h.Management
+			m.Pos = d.Pos(v)
+			d.Mapping(v, p, "helix.management", Fields{
+				"addr":     func(v *yaml.Node, p string) { m.Addr = d.String(v, p) },
+				"enabled":  func(v *yaml.Node, p string) { b := d.Bool(v, p); m.Enabled = &b },
+				"required": func(v *yaml.Node, p string) { m.Required = d.Bool(v, p) },
+			})
+		},
+		"mcp": func(v *yaml.Node, p string) {
+			d.Mapping(v, p, "helix.mcp", Fields{
+				"servers": func(v *yaml.Node, p string) {
+					items, _ := d.Sequence(v, p, "helix.mcp.servers")
+					for i, it := range items {
+						if s, ok := decodeMCPServer(d, it, IndexPath(p, i)); ok {
+							h.MCP.Servers = append(h.MCP.Servers, s)
+						}
+					}
+				},
+			})
+		},
+	})
+}
+
+func oneOf(s string, options ...string) bool {
+	for _, o := range options {
+		if s == o {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTransport reports an MCP transport other than http, sse or stdio.
+func checkTransport(d *Decoder, v *yaml.Node, p, t string) {
+	if t != "" && !oneOf(t, "http", "sse", "stdio") {
+		d.Errorf(v, p, "unknown MCP transport %q", t).Hint = hintOr(DidYouMean(t, []string{"http", "sse", "stdio"}), "use http, sse or stdio")
+	}
+}
+
+func hintOr(h, def string) string {
+	if h != "" {
+		return h
+	}
+	return def
+}
+
+// securityFields adds the keys of [Security] to f.
+func securityFields(d *Decoder, s *Security, f Fields) Fields {
+	f["api_keys"] = func(v *yaml.Node, p string) { s.APIKeys = d.Strings(v, p) }
+	f["trusted_proxies"] = func(v *yaml.Node, p string) { s.TrustedProxies = d.Strings(v, p) }
+	f["rate_limit"] = func(v *yaml.Node, p string) {
+		s.RateLimit = d.Int(v, p)
+		if s.RateLimit < 0 {
+			d.Errorf(v, p, "rate_limit must not be negative")
+		}
+	}
+	f["max_body_bytes"] = func(v *yaml.Node, p string) {
+		s.MaxBodyBytes = d.Int64(v, p)
+		if s.MaxBodyBytes < 0 {
+			d.Errorf(v, p, "max_body_bytes must not be negative")
+		}
+	}
+	f["cors_origins"] = func(v *yaml.Node, p string) { s.CORSOrigins = d.Strings(v, p) }
+	f["allowed_tools"] = func(v *yaml.Node, p string) { s.AllowedTools = d.Strings(v, p) }
+	f["blocked_tools"] = func(v *yaml.Node, p string) { s.BlockedTools = d.Strings(v, p) }
+	f["auth"] = func(v *yaml.Node, p string) {
+		a := &OAuthConfig{Pos: d.Pos(v)}
+		if d.Mapping(v, p, "auth", Fields{
+			"issuer":   func(v *yaml.Node, p string) { a.Issuer = d.String(v, p) },
+			"audience": func(v *yaml.Node, p string) { a.Audience = d.String(v, p) },
+			"jwks_url": func(v *yaml.Node, p string) { a.JWKSURL = d.String(v, p) },
+			"scopes": func(v *yaml.Node, p string) {
+				pairs, _ := d.Pairs(v, p, "auth.scopes")
+				a.Scopes = map[string][]string{}
+				for _, pr := range pairs {
+					a.Scopes[pr.Key] = d.Strings(pr.Value, KeyPath(p, pr.Key))
+				}
+			},
+		}, "issuer") {
+			s.Auth = a
+		}
+	}
+	return f
+}
+
+func decodeMCPServer(d *Decoder, n *yaml.Node, path string) (MCPServerConfig, bool) {
+	s := MCPServerConfig{Pos: d.Pos(n)}
+	ok := d.Mapping(n, path, "an MCP server", securityFields(d, &s.Security, Fields{
+		"enabled": func(v *yaml.Node, p string) { s.Enabled = d.Bool(v, p) },
+		"transport": func(v *yaml.Node, p string) {
+			s.Transport = d.String(v, p)
+			checkTransport(d, v, p, s.Transport)
+		},
+		"addr":                 func(v *yaml.Node, p string) { s.Addr = d.String(v, p) },
+		"name":                 func(v *yaml.Node, p string) { s.Name = d.String(v, p) },
+		"version":              func(v *yaml.Node, p string) { s.Version = d.String(v, p) },
+		"workflows":            func(v *yaml.Node, p string) { s.Workflows = d.Strings(v, p) },
+		"stateless":            func(v *yaml.Node, p string) { s.Stateless = d.Bool(v, p) },
+		"session_idle_timeout": func(v *yaml.Node, p string) { s.SessionIdleTimeout = d.Duration(v, p) },
+		"tools": func(v *yaml.Node, p string) {
+			pairs, _ := d.Pairs(v, p, "tools")
+			s.Tools = map[string]ToolOverride{}
+			for _, pr := range pairs {
+				o := ToolOverride{Pos: d.Pos(pr.KeyN)}
+				tp := KeyPath(p, pr.Key)
+				d.Mapping(pr.Value, tp, "a tool override", Fields{
+					"description": func(v *yaml.Node, p string) { o.Description = d.String(v, p) },
+					"input_schema": func(v *yaml.Node, p string) {
+						o.InputSchema = d.String(v, p)
+						checkJSONSchema(d, v, p, o.InputSchema)
+					},
+				})
+				s.Tools[pr.Key] = o
+			}
+		},
+	}))
+	return s, ok
+}
+
+// checkJSONSchema reports input_schema text that is not a JSON object, pointing at
+// the line inside the YAML value where the JSON breaks.
+func checkJSONSchema(d *Decoder, v *yaml.Node, p, text string) {
+	var obj map[string]any
+	err := json.Unmarshal([]byte(text), &obj)
+	if err == nil {
+		return
+	}
+	pos := d.Pos(v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off := int(min(max(se.Offset, 1), int64(len(text))))
+		before := text[:off]
+		line := strings.Count(before, "\n")
+		col := off - strings.LastIndexByte(before, '\n')
+		if line > 0 {
+			pos.Line += line
+			pos.Col = pos.Col + col - 2
+		} else if v.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
+			pos.Col += col
+		} else {
+			pos.Col += col - 1
+		}
+	}
+	d.Add(&Error{Pos: pos, Path: p, Msg: fmt.Sprintf("input_schema is not a JSON object: %v", err),
+		Hint: "input_schema is JSON text, for example '{\"type\":\"object\",\"properties\":{...}}'"})
+}
+
+func decodeMCP(d *Decoder, n *yaml.Node, path string) (MCPConfig, bool) {
+	m := MCPConfig{Pos: d.Pos(n)}
+	ok := d.Mapping(n, path, "an mcps entry", securityFields(d, &m.Security, Fields{
+		"id":   func(v *yaml.Node, p string) { m.ID = d.String(v, p) },
+		"addr": func(v *yaml.Node, p string) { m.Addr = d.String(v, p) },
+		"transport": func(v *yaml.Node, p string) {
+			m.Transport = d.String(v, p)
+			checkTransport(d, v, p, m.Transport)
+		},
+		"name":    func(v *yaml.Node, p string) { m.Name = d.String(v, p) },
+		"version": func(v *yaml.Node, p string) { m.Version = d.String(v, p) },
+		"expose": func(v *yaml.Node, p string) {
+			m.Expose = d.Strings(v, p)
+			m.ExposeSet = true
+		},
+		"stateless":            func(v *yaml.Node, p string) { m.Stateless = d.Bool(v, p) },
+		"session_idle_timeout": func(v *yaml.Node, p string) { m.SessionIdleTimeout = d.Duration(v, p) },
+	}), "id")
+	return m, ok && m.ID != ""
+}
+
+// decodeTrigger accepts `trigger: URI` and `trigger: {uri: URI}`.
+func decodeTrigger(d *Decoder, v *yaml.Node, p string) (string, Pos) {
+	v = d.Resolve(v)
+	if v != nil && v.Kind == yaml.MappingNode {
+		var u string
+		pos := d.Pos(v)
+		d.Mapping(v, p, "trigger", Fields{"uri": func(v *yaml.Node, p string) {
+			u, pos = d.String(v, p), d.Pos(v)
+		}}, "uri")
+		return u, pos
+	}
+	return d.String(v, p), d.Pos(v)
+}
+
+func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool) {
+	w := WorkflowConfig{Pos: d.Pos(n)}
+	var fromSet bool
+	setFrom := func(v *yaml.Node, p string) {
+		if fromSet {
+			d.Errorf(v, p, "a workflow has one trigger: use either trigger: or from:, not both")
+			return
+		}
+		fromSet = true
+		w.From, w.FromPos = decodeTrigger(d, v, p)
+	}
+	ok := d.Mapping(n, path, "a workflow", Fields{
+		"id":            func(v *yaml.Node, p string) { w.ID = d.String(v, p) },
+		"description":   func(v *yaml.Node, p string) { w.Description = d.String(v, p) },
+		"trigger":       setFrom,
+		"from":          setFrom,
+		"steps":         func(v *yaml.Node, p string) { w.Steps = d.Steps(v, p) },
+		"error-handler": func(v *yaml.Node, p string) { w.ErrorHandler = decodeErrorHandler(d, v, p) },
+	}, "id")
+	if ok && w.ID != "" && w.From == "" {
+		d.Warn(n, path, "workflow %q has no trigger: it is not exposed as an MCP tool and never runs", w.ID).Hint =
+			"add trigger: direct://" + w.ID + " (or another URI) if it should run"
+	}
+	return w, ok && w.ID != ""
+}
+
+func decodeErrorHandler(d *Decoder, n *yaml.Node, path string) *ErrorHandlerConfig {
+	eh := &ErrorHandlerConfig{Pos: d.Pos(n)}
+	d.Mapping(n, path, "error-handler", Fields{
+		"dead-letter-channel": func(v *yaml.Node, p string) { eh.DeadLetterChannel = d.String(v, p) },
+		"default": func(v *yaml.Node, p string) {
+			r := &RedeliveryConfig{Pos: d.Pos(v)}
+			d.Mapping(v, p, "error-handler.default", Fields{
+				"maximum-redeliveries": func(v *yaml.Node, p string) {
+					r.MaximumRedeliveries = d.Int(v, p)
+					if r.MaximumRedeliveries < -1 {
+						d.Errorf(v, p, "maximum-redeliveries must be -1 (forever), 0 or more")
+					}
+				},
+				"redelivery-delay": func(v *yaml.Node, p string) { r.RedeliveryDelay = d.Duration(v, p) },
+				"backoff-multiplier": func(v *yaml.Node, p string) {
+					r.BackoffMultiplier = d.Float(v, p)
+					if r.BackoffMultiplier < 0 {
+						d.Errorf(v, p, "backoff-multiplier must not be negative")
+					}
+				},
+				"maximum-redelivery-delay": func(v *yaml.Node, p string) { r.MaximumRedeliveryDelay = d.Duration(v, p) },
+			})
+			eh.Default = r
+		},
+	})
+	return eh
+}
+
+func decodeTool(d *Decoder, n *yaml.Node, path string) (ToolConfig, bool) {
+	t := ToolConfig{Pos: d.Pos(n)}
+	ok := d.Mapping(n, path, "a tool", Fields{
+		"id":          func(v *yaml.Node, p string) { t.ID = d.String(v, p) },
+		"description": func(v *yaml.Node, p string) { t.Description = d.String(v, p) },
+		"input":       func(v *yaml.Node, p string) { t.Input = decodeFields(d, v, p, 0) },
+		"output":      func(v *yaml.Node, p string) { t.Output = decodeFields(d, v, p, 0) },
+		"steps":       func(v *yaml.Node, p string) { t.Steps = d.Steps(v, p) },
+	}, "id", "description", "input", "output")
+	if ok && t.Description == "" {
+		if desc := mappingValue(d, n, "description"); desc != nil {
+			d.Errorf(desc, KeyPath(path, "description"), "a tool's description must not be empty")
+		}
+	}
+	return t, ok && t.ID != ""
+}
+
+// mappingValue returns the value of key in mapping n, or nil.
+func mappingValue(d *Decoder, n *yaml.Node, key string) *yaml.Node {
+	n = d.Resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return d.Resolve(n.Content[i+1])
+		}
+	}
+	return nil
+}
+
+// FieldTypes are the JSON Schema types a tool field may have.
+var FieldTypes = []string{"string", "integer", "number", "boolean", "array", "object"}
+
+// decodeFields reads `name: {type: …, description: …}` entries in order. A bare
+// scalar is shorthand for the type (`limit: integer`).
+func decodeFields(d *Decoder, n *yaml.Node, path string, depth int) []FieldConfig {
+	if depth > 32 {
+		d.Errorf(n, path, "fields are nested too deeply")
+		return nil
+	}
+	pairs, _ := d.Pairs(n, path, "fields")
+	out := make([]FieldConfig, 0, len(pairs))
+	for _, pr := range pairs {
+		f := decodeField(d, pr.Value, KeyPath(path, pr.Key), depth)
+		f.Name = pr.Key
+		f.Pos = d.Pos(pr.KeyN)
+		out = append(out, f)
+	}
+	return out
+}
+
+func decodeField(d *Decoder, n *yaml.Node, path string, depth int) FieldConfig {
+	var f FieldConfig
+	if n != nil && n.Kind == yaml.ScalarNode && !IsNull(n) {
+		f.Type = n.Value
+		checkFieldType(d, n, path, f.Type)
+		return f
+	}
+	var typeNode, defNode *yaml.Node
+	d.Mapping(n, path, "a field", Fields{
+		"type":        func(v *yaml.Node, p string) { f.Type, typeNode = d.String(v, p), v },
+		"description": func(v *yaml.Node, p string) { f.Description = d.String(v, p) },
+		"required":    func(v *yaml.Node, p string) { f.Required = d.Bool(v, p) },
+		"default":     func(v *yaml.Node, p string) { f.Default, defNode = d.Value(v, p), v },
+		"enum": func(v *yaml.Node, p string) {
+			if items, ok := d.Sequence(v, p, "enum"); ok {
+				for i, it := range items {
+					f.Enum = append(f.Enum, d.Value(it, IndexPath(p, i)))
+				}
+			}
+		},
+		"items": func(v *yaml.Node, p string) {
+			it := decodeField(d, v, p, depth+1)
+			it.Pos = d.Pos(v)
+			f.Items = &it
+		},
+		"properties": func(v *yaml.Node, p string) { f.Properties = decodeFields(d, v, p, depth+1) },
+	}, "type")
+	if typeNode != nil {
+		checkFieldType(d, typeNode, KeyPath(path, "type"), f.Type)
+	}
+	if defNode != nil && f.Default != nil && !valueHasType(f.Default, f.Type) {
+		d.Errorf(defNode, KeyPath(path, "default"), "default %v is not of type %s", f.Default, f.Type)
+	}
+	return f
+}
+
+func checkFieldType(d *Decoder, n *yaml.Node, path, t string) {
+	if !oneOf(t, FieldTypes...) {
+		d.Errorf(n, path, "unknown field type %q", t).Hint = hintOr(DidYouMean(t, FieldTypes), "use one of "+strings.Join(FieldTypes, ", "))
+	}
+}
+
+func valueHasType(v any, t string) bool {
+	switch t {
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "integer":
+		_, ok := v.(int)
+		return ok
+	case "number":
+		switch v.(type) {
+		case int, float64:
+			return true
+		}
+		return false
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	}
+	return true // unknown types are reported elsewhere
+}
+
+// decodeAgent reads the fields every consumer of agents needs and keeps the node for
+// the agent runtime, which decodes the rest (memory, guardrails …) itself.
+func decodeAgent(d *Decoder, n *yaml.Node, path string) (AgentConfig, bool) {
+	a := AgentConfig{Pos: d.Pos(n), Node: n}
+	pairs, ok := d.Pairs(n, path, "an agent")
+	if !ok {
+		return a, false
+	}
+	for _, pr := range pairs {
+		p := KeyPath(path, pr.Key)
+		v := pr.Value
+		switch pr.Key {
+		case "id":
+			a.ID = d.String(v, p)
+		case "description":
+			a.Description = d.String(v, p)
+		case "type":
+			a.Type = d.String(v, p)
+		case "trigger":
+			a.Trigger, a.TriggerPos = decodeTrigger(d, v, p)
+		case "system_prompt":
+			a.SystemPrompt = d.String(v, p)
+		case "model":
+			m := &a.Model
+			m.Node, m.Pos = v, d.Pos(v)
+			if mp, ok := d.Pairs(v, p, "model"); ok {
+				for _, x := range mp {
+					switch x.Key {
+					case "provider":
+						m.Provider = d.String(x.Value, KeyPath(p, x.Key))
+					case "model":
+						m.Model = d.String(x.Value, KeyPath(p, x.Key))
+					case "api_key":
+						m.APIKey = d.String(x.Value, KeyPath(p, x.Key))
+					case "base_url":
+						m.BaseURL = d.String(x.Value, KeyPath(p, x.Key))
+					}
+				}
+			}
+		case "tools":
+			items, _ := d.Sequence(v, p, "agent tools")
+			for i, it := range items {
+				t := AgentToolConfig{Node: it, Pos: d.Pos(it)}
+				ip := IndexPath(p, i)
+				if tp, ok := d.Pairs(it, ip, "an agent tool"); ok {
+					for _, x := range tp {
+						switch x.Key {
+						case "name":
+							t.Name = d.String(x.Value, KeyPath(ip, x.Key))
+						case "type":
+							t.Type = d.String(x.Value, KeyPath(ip, x.Key))
+						case "description":
+							t.Description = d.String(x.Value, KeyPath(ip, x.Key))
+						}
+					}
+				}
+				a.Tools = append(a.Tools, t)
+			}
+		}
+	}
+	if a.ID == "" {
+		d.Errorf(n, path, "an agent is missing required key %q", "id")
+	}
+	return a, a.ID != ""
+}
+
+func decodePipeline(d *Decoder, n *yaml.Node, path string) (PipelineConfig, bool) {
+	pl := PipelineConfig{Pos: d.Pos(n)}
+	ok := d.Mapping(n, path, "a pipeline", Fields{
+		"id":          func(v *yaml.Node, p string) { pl.ID = d.String(v, p) },
+		"description": func(v *yaml.Node, p string) { pl.Description = d.String(v, p) },
+		"source":      func(v *yaml.Node, p string) { pl.Source = d.String(v, p) },
+		"steps":       func(v *yaml.Node, p string) { pl.Steps = d.Steps(v, p) },
+		"output":      func(v *yaml.Node, p string) { pl.Output = d.String(v, p) },
+	}, "id")
+	return pl, ok && pl.ID != ""
+}
