@@ -1,0 +1,205 @@
+package testtools
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNodeIsVersion22(t *testing.T) {
+	node := Node(t)
+	out, err := exec.Command(node, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", node, err)
+	}
+	major, err := nodeMajorVersion(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if major < 22 {
+		t.Fatalf("Node(t) = %s reports %s, want v22 or newer", node, out)
+	}
+}
+
+func TestServerEverythingInstalled(t *testing.T) {
+	dir := NPMPackageDir(t, PkgServerEverything)
+	bin := NPMBin(t, "mcp-server-everything")
+	if !strings.HasPrefix(bin, dir+string(filepath.Separator)) {
+		t.Fatalf("bin %s is not inside package dir %s", bin, dir)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("bin script: %v", err)
+	}
+}
+
+// TestServerEverythingSpeaksMCP starts the reference server over stdio with Node 22 and checks
+// that it answers an initialize request, proving the installed peer really runs.
+func TestServerEverythingSpeaksMCP(t *testing.T) {
+	node := Node(t)
+	bin := NPMBin(t, "mcp-server-everything")
+	cmd := exec.Command(node, bin, "stdio")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":` +
+		`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"testtools","version":"0"}}}` + "\n")
+	// With stdin at EOF the server exits after answering, so Output returns on its own.
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("server-everything stdio: %v (stdout %q)", err, out)
+	}
+	if !strings.Contains(string(out), `"id":1`) || !strings.Contains(string(out), `"serverInfo"`) {
+		t.Fatalf("no initialize result on stdout: %q", out)
+	}
+}
+
+func TestNPMPackageDirMissingSkips(t *testing.T) {
+	t.Setenv(EnvRequireTools, "")
+	t.Setenv(EnvToolsDir, t.TempDir())
+	ran := false
+	// A subtest isolates the Skip so the parent can observe it.
+	t.Run("missing", func(t *testing.T) {
+		ran = true
+		NPMPackageDir(t, "@example/not-installed")
+		t.Error("NPMPackageDir returned for a missing package instead of skipping")
+	})
+	if !ran {
+		t.Fatal("subtest did not run")
+	}
+}
+
+func TestMissingFailsWhenRequired(t *testing.T) {
+	t.Setenv(EnvRequireTools, "1")
+	t.Setenv(EnvToolsDir, t.TempDir())
+	rec := &recordingTB{TB: t}
+	done := make(chan struct{})
+	// Fatalf calls runtime.Goexit in the real testing.T; the recorder does the same, so run the
+	// call on its own goroutine and wait for it to end.
+	go func() {
+		defer close(done)
+		NPMBin(rec, "not-installed")
+	}()
+	<-done
+	if !rec.failed || rec.skipped {
+		t.Fatalf("with %s=1 a missing tool must fail, got failed=%v skipped=%v", EnvRequireTools, rec.failed, rec.skipped)
+	}
+	if !strings.Contains(rec.msg, "setup-tools.sh") {
+		t.Fatalf("failure message lacks the setup hint: %q", rec.msg)
+	}
+}
+
+// recordingTB captures Fatalf/Skipf instead of ending the real test.
+type recordingTB struct {
+	testing.TB
+	failed, skipped bool
+	msg             string
+}
+
+func (r *recordingTB) Helper() {}
+
+func (r *recordingTB) Fatalf(format string, args ...any) {
+	r.failed, r.msg = true, fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (r *recordingTB) Skipf(format string, args ...any) {
+	r.skipped, r.msg = true, fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func TestDirHonoursEnvAndRepoRoot(t *testing.T) {
+	custom := t.TempDir()
+	t.Setenv(EnvToolsDir, custom)
+	if got := Dir(); got != custom {
+		t.Fatalf("Dir() = %s, want %s", got, custom)
+	}
+	t.Setenv(EnvToolsDir, "")
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("RepoRoot() = %s has no go.mod: %v", root, err)
+	}
+	if got, want := Dir(), filepath.Join(root, ".tools"); got != want {
+		t.Fatalf("Dir() = %s, want %s", got, want)
+	}
+}
+
+func TestDeclaresModule(t *testing.T) {
+	cases := []struct {
+		gomod string
+		want  bool
+	}{
+		{"module github.com/arvenza/helix\n\ngo 1.26\n", true},
+		{"// comment\nmodule \"github.com/arvenza/helix\"\n", true},
+		{"module github.com/arvenza/helix/v2\n", false},
+		{"module example.com/other\n", false},
+		{"", false},
+	}
+	for _, c := range cases {
+		if got := declaresModule([]byte(c.gomod), modulePath); got != c.want {
+			t.Errorf("declaresModule(%q) = %v, want %v", c.gomod, got, c.want)
+		}
+	}
+}
+
+func TestNodeMajorVersion(t *testing.T) {
+	for in, want := range map[string]int{"v22.23.5": 22, "v20.20.2": 20, "v100.0.0": 100} {
+		got, err := nodeMajorVersion(in)
+		if err != nil || got != want {
+			t.Errorf("nodeMajorVersion(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"22.1.0", "vX.1", ""} {
+		if _, err := nodeMajorVersion(bad); err == nil {
+			t.Errorf("nodeMajorVersion(%q) succeeded, want error", bad)
+		}
+	}
+}
+
+func TestFreePortAndWaitForTCP(t *testing.T) {
+	port := FreePort(t)
+	if port <= 0 || port > 65535 {
+		t.Fatalf("FreePort() = %d", port)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("port %d from FreePort is not bindable: %v", port, err)
+	}
+	defer l.Close()
+	WaitForTCP(t, addr, 10*time.Second)
+}
+
+func TestWaitForTCPTimesOut(t *testing.T) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+	rec := &recordingTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WaitForTCP(rec, addr, 200*time.Millisecond)
+	}()
+	<-done
+	if !rec.failed {
+		t.Fatal("WaitForTCP on a closed port did not fail")
+	}
+}
+
+func TestHelixBinaryBuildsOnce(t *testing.T) {
+	first := HelixBinary(t)
+	info, err := os.Stat(first)
+	if err != nil {
+		t.Fatalf("helix binary: %v", err)
+	}
+	if info.Mode().Perm()&0o111 == 0 {
+		t.Fatalf("helix binary %s is not executable (%v)", first, info.Mode())
+	}
+	if second := HelixBinary(t); second != first {
+		t.Fatalf("second HelixBinary() = %s, want the cached %s", second, first)
+	}
+}
