@@ -1,0 +1,16 @@
+// Package pattern implements Helix's enterprise integration patterns as processors
+// usable from Go and from YAML steps (pkg/step wires them):
+//
+//   - [Choice]: content-based router, first matching branch wins (Camel choice/when/otherwise).
+//   - [Multicast]: send a copy of the exchange to several branches, sequentially or in
+//     parallel, and collect the replies in branch order; with an aggregation
+//     ([NewMulticastAggregate]) it completes on a size or a timeout.
+//   - [Enrich]: evaluate a script whose top-level assignments become exchange variables.
+//   - [Wiretap]: send a copy to an endpoint asynchronously, never delaying or failing
+//     the main exchange.
+//
+// Every processor is safe for concurrent use. Processors that start goroutines
+// (multicast, wiretap) own them: they are stopped by the exchange's context, by the
+// multicast's completion, or drained by Stop (the engine calls Stop on every step that
+// implements component.Service). docs/patterns.md is the user documentation.
+package pattern
