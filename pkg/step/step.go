@@ -1,0 +1,141 @@
+// Package step turns the steps of a YAML step list (config.StepConfig) into engine
+// processors. Each step kind lives in its own file and registers a [Builder] in
+// init(); composite steps (choice, multicast …) build their nested step lists with
+// [BuildSteps].
+//
+// Building never stops at the first problem: builders decode their node strictly
+// (unknown keys are errors with positions), compile Starlang scripts and check
+// endpoint URIs, and every error goes to the [BuildContext] so that one
+// `helix validate` run reports all of them.
+package step
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/engine"
+)
+
+// Builder builds the processor of one step. It returns the errors it found, ideally
+// as config.Errors with positions (a *config.Decoder collects them); any other error
+// is reported at the step's position. Returning (nil, nil) means the builder already
+// recorded its errors in bc (through [BuildContext.CheckEndpoint], say).
+type Builder func(bc *BuildContext, s config.StepConfig) (engine.Processor, error)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Builder{}
+)
+
+// Register makes a step kind available. It is called from init() of the file that
+// implements the kind; registering a kind twice is a programming error and panics.
+func Register(kind string, b Builder) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[kind]; dup {
+		panic(fmt.Sprintf("step: kind %q registered twice", kind))
+	}
+	registry[kind] = b
+}
+
+// Kinds lists the registered step kinds, sorted.
+func Kinds() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for k := range registry {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func lookup(kind string) (Builder, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	b, ok := registry[kind]
+	return b, ok
+}
+
+// maxSteps bounds the number of steps one build may create, so that a hostile file
+// that nests aliases of step lists cannot make building explode.
+const maxSteps = 100000
+
+// BuildContext is what builders get: the engine context the workflow is built for,
+// and the error collector. One BuildContext serves a whole configuration; it is not
+// safe for concurrent use.
+type BuildContext struct {
+	// HC is the engine context; builders use it for targets and component lookups.
+	HC *engine.Context
+	// Workflow is the id of the workflow (or tool) being built, for log attributes.
+	Workflow string
+
+	errs  config.Errors
+	steps int
+}
+
+// NewBuildContext returns a build context for hc.
+func NewBuildContext(hc *engine.Context) *BuildContext { return &BuildContext{HC: hc} }
+
+// Errorf records an error at pos/path and returns it so that the caller can add a Hint.
+func (bc *BuildContext) Errorf(pos config.Pos, path, format string, args ...any) *config.Error {
+	e := &config.Error{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)}
+	bc.errs = append(bc.errs, e)
+	return e
+}
+
+// Add records errors.
+func (bc *BuildContext) Add(errs ...*config.Error) { bc.errs = append(bc.errs, errs...) }
+
+// Errors returns every error recorded so far.
+func (bc *BuildContext) Errors() config.Errors { return bc.errs }
+
+// Decoder returns a fresh strict decoder for the step's file; its errors come back
+// through the builder's return value (decoder.Err()).
+func (bc *BuildContext) Decoder(s config.StepConfig) *config.Decoder {
+	return config.NewDecoder(s.Pos.File)
+}
+
+// Name is the step name engine.Named processors report: "helix.yaml:14:9 transform".
+func Name(s config.StepConfig) string { return s.Pos.String() + " " + s.Kind }
+
+// Build builds one step, recording its errors; nil means it could not be built.
+func Build(bc *BuildContext, s config.StepConfig) engine.Processor {
+	bc.steps++
+	if bc.steps == maxSteps {
+		bc.Errorf(s.Pos, s.Path, "more than %d steps: is a YAML alias nesting step lists into themselves?", maxSteps)
+	}
+	if bc.steps >= maxSteps {
+		return nil
+	}
+	b, ok := lookup(s.Kind)
+	if !ok {
+		e := bc.Errorf(s.Pos, s.Path, "unknown step %q", s.Kind)
+		e.Hint = config.DidYouMean(s.Kind, Kinds())
+		if e.Hint == "" {
+			e.Hint = "known steps: " + strings.Join(Kinds(), ", ")
+		}
+		return nil
+	}
+	p, err := b(bc, s)
+	if err != nil {
+		bc.Add(config.AsErrors(err, s.Pos, s.Path)...)
+		return nil
+	}
+	return p
+}
+
+// BuildSteps builds a step list in order. Steps that fail are left out (their errors
+// are recorded), so the result is only meant to run when bc has no errors.
+func BuildSteps(bc *BuildContext, steps []config.StepConfig) []engine.Processor {
+	out := make([]engine.Processor, 0, len(steps))
+	for _, s := range steps {
+		if p := Build(bc, s); p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,155 @@
+package step
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+func init() {
+	Register("target", buildTarget)
+	Register("to", buildTarget) // Camel's name for the same step
+}
+
+// TargetAuthHandler configures authentication for the endpoint of a target step
+// that has an `auth:` block (spec §4.7). It decodes auth with d (recording errors
+// there) and attaches the result to whatever serves targetURI in bc.HC — for mcp://,
+// the client component. It must not open connections: building is side-effect free.
+type TargetAuthHandler func(bc *BuildContext, targetURI string, auth *yaml.Node, path string, d *config.Decoder)
+
+var (
+	authMu       sync.RWMutex
+	authHandlers = map[string]TargetAuthHandler{}
+)
+
+// RegisterTargetAuth installs the handler of `auth:` blocks on targets of scheme.
+// Called from init() by the package that owns the scheme's authentication.
+func RegisterTargetAuth(scheme string, h TargetAuthHandler) {
+	authMu.Lock()
+	defer authMu.Unlock()
+	if _, dup := authHandlers[scheme]; dup {
+		panic(fmt.Sprintf("step: target auth for %q registered twice", scheme))
+	}
+	authHandlers[scheme] = h
+}
+
+func targetAuthHandler(scheme string) (TargetAuthHandler, []string) {
+	authMu.RLock()
+	defer authMu.RUnlock()
+	schemes := make([]string, 0, len(authHandlers))
+	for s := range authHandlers {
+		schemes = append(schemes, s+"://")
+	}
+	sort.Strings(schemes)
+	return authHandlers[scheme], schemes
+}
+
+// buildTarget builds `target:` (and `to:`), written as a URI or as a mapping:
+//
+//	- target: direct://next
+//	- target:
+//	    uri: postgres://db:5432/orders?operation=query
+//	    parameters:
+//	      query: "SELECT * FROM orders WHERE id = :orderId"
+//	    auth: {type: bearer, token: "${env:MCP_TOKEN}"}
+//
+// parameters become endpoint options, i.e. URI query parameters (values are
+// URL-encoded; ${…} placeholders inside them are kept and resolved per exchange), the
+// way Camel endpoint options work: one mechanism, and the component documents them.
+func buildTarget(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
+	d := bc.Decoder(s)
+	var raw string
+	uriNode := s.Node
+	var authNode *yaml.Node
+	var authPath string
+	var params []config.Pair
+	if s.Node != nil && s.Node.Kind == yaml.MappingNode {
+		d.Mapping(s.Node, s.Path, "a target", config.Fields{
+			"uri": func(v *yaml.Node, p string) { raw, uriNode = d.String(v, p), v },
+			"parameters": func(v *yaml.Node, p string) {
+				params, _ = d.Pairs(v, p, "parameters")
+				for _, pr := range params {
+					if pr.Value == nil || pr.Value.Kind != yaml.ScalarNode {
+						d.Errorf(pr.Value, config.KeyPath(p, pr.Key), "a parameter value must be a scalar, not %s", "a list or mapping")
+					}
+				}
+			},
+			"auth": func(v *yaml.Node, p string) { authNode, authPath = v, p },
+		}, "uri")
+	} else {
+		raw = d.String(s.Node, s.Path)
+	}
+	if len(params) > 0 {
+		raw = withParameters(raw, params)
+	}
+	checkPlaceholders(d, uriNode, s.Path, raw)
+	if authNode != nil {
+		if u, err := uri.Parse(raw); err == nil {
+			h, supported := targetAuthHandler(u.Scheme)
+			if h == nil {
+				e := d.Errorf(authNode, authPath, "auth: is not supported on %s:// targets", u.Scheme)
+				if len(supported) > 0 {
+					e.Hint = "auth applies to " + strings.Join(supported, ", ") + " targets"
+				}
+			} else {
+				h(bc, raw, authNode, authPath, d)
+			}
+		}
+	}
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
+	if !bc.CheckEndpoint(d.Pos(uriNode), s.Path, raw, false) {
+		return nil, nil
+	}
+	return engine.NewTarget(bc.HC, raw).WithName(Name(s)), nil
+}
+
+// withParameters appends parameters to raw's query, escaping values but keeping
+// ${…} placeholders intact.
+func withParameters(raw string, params []config.Pair) string {
+	var b strings.Builder
+	b.WriteString(raw)
+	sep := "?"
+	if strings.Contains(raw, "?") {
+		sep = "&"
+	}
+	for _, p := range params {
+		if p.Value == nil || p.Value.Kind != yaml.ScalarNode {
+			continue
+		}
+		b.WriteString(sep)
+		sep = "&"
+		b.WriteString(url.QueryEscape(p.Key))
+		b.WriteByte('=')
+		b.WriteString(escapeKeepingPlaceholders(p.Value.Value))
+	}
+	return b.String()
+}
+
+func escapeKeepingPlaceholders(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(url.QueryEscape(s))
+			return b.String()
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			b.WriteString(url.QueryEscape(s))
+			return b.String()
+		}
+		b.WriteString(url.QueryEscape(s[:i]))
+		b.WriteString(s[i : i+j+1])
+		s = s[i+j+1:]
+	}
+}

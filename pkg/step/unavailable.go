@@ -1,0 +1,28 @@
+package step
+
+import (
+	"fmt"
+
+	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/engine"
+)
+
+// Step kinds the specification documents whose runtime is not part of this build.
+// They are registered so that a config using them gets a clear answer instead of
+// "unknown step" with a misleading did-you-mean, and never pretends to run.
+var unavailable = map[string]string{
+	"agent":        "agents (LLM providers) are not implemented yet",
+	"rag-chunk":    "RAG pipelines are not implemented yet",
+	"rag-embed":    "RAG pipelines are not implemented yet",
+	"rag-store":    "RAG pipelines are not implemented yet",
+	"rag-retrieve": "RAG pipelines are not implemented yet",
+}
+
+func init() {
+	for kind, why := range unavailable {
+		Register(kind, func(_ *BuildContext, s config.StepConfig) (engine.Processor, error) {
+			return nil, &config.Error{Pos: s.Pos, Path: s.Path,
+				Msg: fmt.Sprintf("step %s is not available in this build", s.Kind), Hint: why}
+		})
+	}
+}
