@@ -17,8 +17,8 @@ func init() { Register("log", buildLog) }
 
 // logStep writes a message with ${…} placeholders resolved to the context's logger.
 //
-//	- log: "got ${body}"
-//	- log: {message: "got ${body}", level: debug}
+//   - log: "got ${body}"
+//   - log: {message: "got ${body}", level: debug}
 type logStep struct {
 	hc       *engine.Context
 	name     string
