@@ -75,6 +75,29 @@ type BuildContext struct {
 
 	errs  config.Errors
 	steps int
+
+	// next is the rest of the step list being built by BuildSteps and consumed how
+	// many of its steps the current builder took over (see Peek and Consume).
+	next     []config.StepConfig
+	consumed int
+}
+
+// Peek returns the step that follows the one being built in its step list, if any.
+// A builder whose step absorbs its successor (multicast absorbs the aggregate right
+// after it, so the two run as one processor) peeks at it and calls Consume.
+func (bc *BuildContext) Peek() (config.StepConfig, bool) {
+	if bc.consumed >= len(bc.next) {
+		return config.StepConfig{}, false
+	}
+	return bc.next[bc.consumed], true
+}
+
+// Consume marks the step returned by Peek as built by the current builder, so that
+// BuildSteps skips it.
+func (bc *BuildContext) Consume() {
+	if bc.consumed < len(bc.next) {
+		bc.consumed++
+	}
 }
 
 // NewBuildContext returns a build context for hc.
@@ -131,11 +154,17 @@ func Build(bc *BuildContext, s config.StepConfig) engine.Processor {
 // BuildSteps builds a step list in order. Steps that fail are left out (their errors
 // are recorded), so the result is only meant to run when bc has no errors.
 func BuildSteps(bc *BuildContext, steps []config.StepConfig) []engine.Processor {
+	// Builders of composite steps call BuildSteps for their nested lists: keep the
+	// enclosing list's lookahead intact for them.
+	savedNext, savedConsumed := bc.next, bc.consumed
+	defer func() { bc.next, bc.consumed = savedNext, savedConsumed }()
 	out := make([]engine.Processor, 0, len(steps))
-	for _, s := range steps {
-		if p := Build(bc, s); p != nil {
+	for i := 0; i < len(steps); i++ {
+		bc.next, bc.consumed = steps[i+1:], 0
+		if p := Build(bc, steps[i]); p != nil {
 			out = append(out, p)
 		}
+		i += bc.consumed
 	}
 	return out
 }
