@@ -1,0 +1,150 @@
+package direct_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/component/componenttest"
+	"github.com/arvenza/helix/pkg/component/direct"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	componenttest.Run(t, componenttest.Harness{
+		Features: componenttest.Features{
+			Producer: true, Consumer: true, RequestReply: true, Headers: true,
+			PassThrough: true, ProducerCancel: true, ConsumerCancel: true, ConcurrentConsumer: true,
+		},
+		Setup: func(t *testing.T) *componenttest.Fixture {
+			comp := direct.New()
+			const u = "direct://conformance"
+			return &componenttest.Fixture{
+				Component: comp,
+				URI:       u,
+				// The outside world of a direct producer is another workflow: a consumer
+				// on the same name.
+				Listen: func() <-chan componenttest.Message {
+					ch := make(chan componenttest.Message, 256)
+					c := mustEndpoint(t, comp, u)
+					cons, err := c.CreateConsumer(component.ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
+						ch <- toMessage(ex)
+						body := exchange.Stringify(ex.In().Body())
+						if body == componenttest.BlockBody {
+							<-ctx.Done()
+							return ctx.Err()
+						}
+						ex.In().SetBody(componenttest.ReplyPrefix + body)
+						ex.In().SetHeader(componenttest.ReplyHeader, "yes")
+						return nil
+					}))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := cons.Start(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = cons.Stop(context.Background()) })
+					return ch
+				},
+				Send: func(ctx context.Context, m componenttest.Message) (componenttest.Message, error) {
+					p, err := mustEndpoint(t, comp, u).CreateProducer()
+					if err != nil {
+						return componenttest.Message{}, err
+					}
+					ex := exchange.NewWithBody(exchange.InOut, m.Body)
+					for k, v := range m.Headers {
+						ex.In().SetHeader(k, v)
+					}
+					if err := p.Process(ctx, ex); err != nil {
+						return componenttest.Message{}, err
+					}
+					return toMessage(ex), nil
+				},
+			}
+		},
+	})
+}
+
+func mustEndpoint(t *testing.T, c component.Component, raw string) component.Endpoint {
+	t.Helper()
+	u, err := uri.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := c.CreateEndpoint(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+func toMessage(ex *exchange.Exchange) componenttest.Message {
+	m := componenttest.Message{Body: exchange.Stringify(ex.In().Body()), Headers: map[string]string{}}
+	for k, v := range ex.In().Headers() {
+		m.Headers[k] = exchange.Stringify(v)
+	}
+	return m
+}
+
+func TestDirectErrors(t *testing.T) {
+	comp := direct.New()
+	tests := []struct {
+		name    string
+		run     func() error
+		wantErr string
+	}{
+		{"empty name", func() error {
+			_, err := comp.CreateEndpoint(&uri.URI{Raw: "direct://", Scheme: "direct"})
+			return err
+		}, "needs a name"},
+		{"no consumer", func() error {
+			p, _ := mustEndpoint(t, comp, "direct://nobody").CreateProducer()
+			return p.Process(context.Background(), exchange.New(exchange.InOnly))
+		}, "no workflow is listening"},
+		{"second consumer on one name", func() error {
+			ep := mustEndpoint(t, comp, "direct://dup")
+			noop := component.ProcessorFunc(func(context.Context, *exchange.Exchange) error { return nil })
+			c1, _ := ep.CreateConsumer(noop)
+			if err := c1.Start(context.Background()); err != nil {
+				return err
+			}
+			defer c1.Stop(context.Background())
+			c2, _ := ep.CreateConsumer(noop)
+			return c2.Start(context.Background())
+		}, "already has a consumer"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run()
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("got %v, want error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// A processor error of the consuming workflow is the caller's error, unchanged.
+func TestDirectPropagatesError(t *testing.T) {
+	comp := direct.New()
+	boom := errors.New("boom")
+	c, _ := mustEndpoint(t, comp, "direct://fails").CreateConsumer(component.ProcessorFunc(func(context.Context, *exchange.Exchange) error { return boom }))
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(context.Background())
+	p, _ := mustEndpoint(t, comp, "direct://fails").CreateProducer()
+	if err := p.Process(context.Background(), exchange.New(exchange.InOut)); !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the consumer's error", err)
+	}
+	if got := comp.Names(); len(got) != 1 || got[0] != "fails" {
+		t.Fatalf("Names() = %v, want [fails]", got)
+	}
+}

@@ -1,0 +1,468 @@
+// Package file implements file://dir: reading and writing files below a base
+// directory (producer) and picking up files dropped into a directory (consumer).
+//
+// The base directory is the URI's address: file://./data is ./data, file:///srv/in is
+// /srv/in, file:/// is the file-system root. Every file name is relative to it, and a
+// name that leaves it ("../x", an absolute path elsewhere, a symlink pointing outside)
+// is refused. The checks are made twice: by name, resolving symlinks (for a clear
+// error), and by the operating system through os.Root (so that a symlink swapped in
+// between cannot escape).
+//
+// Producer options:
+//
+//	operation=write|read   write (default) stores the body; read replaces the body with
+//	                       the file's content as a string
+//	fileName=x             file to use; defaults to the HelixFileName header
+//	fileExist=override|append|fail   what a write does when the file exists (default override)
+//
+// Both operations set HelixFileName to the name used. Writes create missing parent
+// directories and, for override, write to a hidden temporary file first and rename it,
+// so that a consumer polling the directory never sees half a file.
+//
+// Consumer options:
+//
+//	period=500ms      time between polls (default 500ms)
+//	initialDelay=0s   wait before the first poll (default 0)
+//	delete=true       delete processed files instead of moving them to .done/
+//
+// The consumer takes regular files directly in the directory (not subdirectories,
+// not names starting with "." so temporary files are left alone), oldest name first,
+// one InOnly exchange per file with the content as a string body and HelixFileName set
+// to the name. After success the file moves to .done/ (or is deleted with delete=true);
+// after a failure it moves to .error/ so that it is not retried forever. A program
+// that drops files in the directory should write them under a name starting with "."
+// and rename them when complete, as the producer does; the consumer does not try to
+// guess whether a file is still being written.
+package file
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Directories the consumer moves processed files into, inside the base directory.
+const (
+	DoneDir  = ".done"
+	ErrorDir = ".error"
+)
+
+// DefaultStopTimeout bounds a consumer's Stop when its context has no deadline.
+const DefaultStopTimeout = 30 * time.Second
+
+// ErrOutsideBase is wrapped by every error about a file name that leaves the base directory.
+var ErrOutsideBase = errors.New("file name leaves the base directory")
+
+// Component is the file:// component. Safe for concurrent use; it holds no shared state.
+type Component struct {
+	logger func() *slog.Logger
+}
+
+var _ component.Component = (*Component)(nil)
+
+// New returns a file component that reports consumer failures to the logger that
+// logger() returns at that moment (slog.Default when logger is nil).
+func New(logger func() *slog.Logger) *Component {
+	if logger == nil {
+		logger = slog.Default
+	}
+	return &Component{logger: logger}
+}
+
+// CreateEndpoint validates the options and resolves the base directory to an absolute
+// path; it touches nothing on disk.
+func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
+	dir := u.Host + u.Path
+	if dir == "" {
+		dir = "."
+	}
+	base, err := filepath.Abs(filepath.FromSlash(dir))
+	if err != nil {
+		return nil, fmt.Errorf("%s: base directory %q: %w", u.Raw, dir, err)
+	}
+	e := &endpoint{c: c, raw: u.Raw, base: base, fileName: u.Param("fileName", "")}
+	switch e.op = strings.ToLower(u.Param("operation", "write")); e.op {
+	case "read", "write":
+	default:
+		return nil, fmt.Errorf("%s: option operation=%q: use read or write", u.Raw, e.op)
+	}
+	switch e.fileExist = strings.ToLower(u.Param("fileExist", "override")); e.fileExist {
+	case "override", "append", "fail":
+	default:
+		return nil, fmt.Errorf("%s: option fileExist=%q: use override, append or fail", u.Raw, e.fileExist)
+	}
+	if e.period, err = u.Duration("period", 500*time.Millisecond); err != nil {
+		return nil, err
+	}
+	if e.period <= 0 {
+		return nil, fmt.Errorf("%s: option period=%s must be positive", u.Raw, e.period)
+	}
+	if e.initialDelay, err = u.Duration("initialDelay", 0); err != nil {
+		return nil, err
+	}
+	if e.delete, err = u.Bool("delete", false); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+type endpoint struct {
+	c            *Component
+	raw          string
+	base         string // absolute, cleaned
+	op           string
+	fileName     string
+	fileExist    string
+	period       time.Duration
+	initialDelay time.Duration
+	delete       bool
+}
+
+func (e *endpoint) URI() string { return e.raw }
+
+func (e *endpoint) CreateProducer() (component.Producer, error) { return &producer{e: e}, nil }
+
+func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, error) {
+	if p == nil {
+		return nil, errors.New("file: consumer needs a processor")
+	}
+	return &consumer{e: e, p: p}, nil
+}
+
+// resolve maps name to a location below the base directory, refusing names that
+// leave it: it returns the directory to open as an os.Root and the path relative to
+// it. Absolute names are accepted when they lie inside the base
+// (file:///?fileName=/data/x.csv). Symlinks in the existing part of the path are
+// resolved here (and must stay inside the base) so that os.Root, which refuses any
+// absolute symlink, still opens paths like /usr/bin/x -> /etc/alternatives/x when the
+// base is /.
+func (e *endpoint) resolve(name string) (dir, rel string, err error) {
+	base := e.base
+	if name == "" {
+		return "", "", errors.New("no file name: set the fileName option or the HelixFileName header")
+	}
+	if strings.ContainsRune(name, 0) {
+		return "", "", fmt.Errorf("file name %q contains a NUL byte", name)
+	}
+	native := filepath.FromSlash(name)
+	var target string
+	if filepath.IsAbs(native) {
+		target = filepath.Clean(native)
+	} else {
+		target = filepath.Join(base, native)
+	}
+	if rel, err = filepath.Rel(base, target); err != nil || !filepath.IsLocal(rel) {
+		return "", "", fmt.Errorf("%w: %q is outside %s", ErrOutsideBase, name, base)
+	}
+	realBase, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		// A base that does not exist yet holds no symlinks; a write creates it.
+		return base, rel, nil
+	}
+	// Resolve the longest existing prefix of the target; the rest does not exist yet.
+	existing, rest := target, ""
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			return base, rel, nil
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = parent
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return "", "", fmt.Errorf("file name %q: %w", name, err)
+	}
+	real = filepath.Join(real, rest)
+	realRel, err := filepath.Rel(realBase, real)
+	if err != nil || !filepath.IsLocal(realRel) {
+		return "", "", fmt.Errorf("%w: %q resolves through a symlink to %s, outside %s", ErrOutsideBase, name, real, base)
+	}
+	return realBase, realRel, nil
+}
+
+type producer struct {
+	component.NopService
+	e *endpoint
+}
+
+// Process reads or writes one file. Safe for concurrent use; concurrent overriding
+// writes to one name each land whole (last rename wins).
+func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	name := p.e.fileName
+	if name == "" {
+		name = ex.In().HeaderString(exchange.HeaderFileName)
+	}
+	dir, rel, err := p.e.resolve(name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.e.raw, err)
+	}
+	if p.e.op == "read" {
+		err = p.read(ex, dir, rel)
+	} else {
+		err = p.write(ex, dir, rel)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %s %s: %w", p.e.raw, p.e.op, name, err)
+	}
+	ex.In().SetHeader(exchange.HeaderFileName, filepath.ToSlash(filepath.Clean(name)))
+	return nil
+}
+
+func (p *producer) read(ex *exchange.Exchange, dir, rel string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	data, err := root.ReadFile(rel)
+	if err != nil {
+		return err
+	}
+	ex.In().SetBody(string(data))
+	return nil
+}
+
+func (p *producer) write(ex *exchange.Exchange, dir, rel string) error {
+	data, err := bodyBytes(ex.In().Body())
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if sub := filepath.Dir(rel); sub != "." {
+		if err := root.MkdirAll(sub, 0o755); err != nil {
+			return err
+		}
+	}
+	switch p.e.fileExist {
+	case "append":
+		f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write(data)
+		return errors.Join(werr, f.Close())
+	case "fail":
+		f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("file exists and fileExist=fail: %w", err)
+		}
+		if err != nil {
+			return err
+		}
+		_, werr := f.Write(data)
+		return errors.Join(werr, f.Close())
+	default:
+		tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+".tmp-"+randomSuffix())
+		if err := root.WriteFile(tmp, data, 0o644); err != nil {
+			return err
+		}
+		if err := root.Rename(tmp, rel); err != nil {
+			_ = root.Remove(tmp)
+			return err
+		}
+		return nil
+	}
+}
+
+// bodyBytes renders a body for writing: text and bytes as they are, nil as an empty
+// file, structured values as JSON.
+func bodyBytes(body any) ([]byte, error) {
+	switch b := body.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []byte(b), nil
+	case []byte:
+		return b, nil
+	case json.RawMessage:
+		return b, nil
+	case map[string]any, []any:
+		out, err := json.Marshal(b)
+		if err != nil {
+			return nil, fmt.Errorf("encode body as JSON: %w", err)
+		}
+		return out, nil
+	default:
+		return []byte(exchange.Stringify(b)), nil
+	}
+}
+
+func randomSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// consumer polls the base directory on one goroutine it owns between Start and Stop.
+type consumer struct {
+	e *endpoint
+	p component.Processor
+
+	mu      sync.Mutex
+	started bool
+	stop    chan struct{}
+	done    chan struct{}
+	cancel  context.CancelFunc
+}
+
+// Start creates the directory when missing (a drop folder should exist once its
+// workflow runs) and starts polling.
+func (c *consumer) Start(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return fmt.Errorf("%s: consumer already started", c.e.raw)
+	}
+	if err := os.MkdirAll(c.e.base, 0o755); err != nil {
+		return fmt.Errorf("%s: create directory: %w", c.e.raw, err)
+	}
+	c.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop, c.done, c.cancel = make(chan struct{}), make(chan struct{}), cancel
+	go c.run(ctx, c.stop, c.done)
+	return nil
+}
+
+func (c *consumer) run(ctx context.Context, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	wait := time.NewTimer(c.e.initialDelay)
+	defer wait.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-wait.C:
+		}
+		if err := c.poll(ctx, stop); err != nil {
+			c.e.c.logger().Warn("file consumer poll failed", "uri", c.e.raw, "error", err)
+		}
+		wait.Reset(c.e.period)
+	}
+}
+
+// poll processes the files present now, checking stop between files so that Stop
+// waits for one file at most.
+func (c *consumer) poll(ctx context.Context, stop <-chan struct{}) error {
+	root, err := os.OpenRoot(c.e.base)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return err
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, ent := range entries {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		if !ent.Type().IsRegular() || strings.HasPrefix(ent.Name(), ".") {
+			continue
+		}
+		c.consume(ctx, root, ent.Name())
+	}
+	return nil
+}
+
+func (c *consumer) consume(ctx context.Context, root *os.Root, name string) {
+	log := c.e.c.logger()
+	data, err := root.ReadFile(name)
+	if err != nil {
+		log.Warn("file consumer: cannot read file", "uri", c.e.raw, "file", name, "error", err)
+		return
+	}
+	ex := exchange.NewWithBody(exchange.InOnly, string(data))
+	ex.In().SetHeader(exchange.HeaderFileName, name)
+	err = c.p.Process(ctx, ex)
+	if err == nil {
+		err = ex.Exception()
+	}
+	if err != nil {
+		log.Warn("file exchange failed; moving the file to "+ErrorDir, "uri", c.e.raw, "file", name, "error", err)
+		if merr := moveInto(root, name, ErrorDir); merr != nil {
+			log.Error("file consumer: cannot move failed file", "uri", c.e.raw, "file", name, "error", merr)
+		}
+		return
+	}
+	if c.e.delete {
+		err = root.Remove(name)
+	} else {
+		err = moveInto(root, name, DoneDir)
+	}
+	if err != nil {
+		// Left in place the file would be processed again on every poll.
+		log.Error("file consumer: cannot move processed file; it will be picked up again", "uri", c.e.raw, "file", name, "error", err)
+	}
+}
+
+func moveInto(root *os.Root, name, dir string) error {
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return root.Rename(name, filepath.Join(dir, name))
+}
+
+// Stop stops polling and waits for the file being processed; when ctx (or
+// DefaultStopTimeout without a deadline) ends first, the exchange's context is
+// cancelled and Stop waits one more second before reporting an error.
+func (c *consumer) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	if c.stop == nil {
+		c.mu.Unlock()
+		return nil
+	}
+	stop, done, cancel := c.stop, c.done, c.cancel
+	c.stop = nil
+	c.mu.Unlock()
+	close(stop)
+	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		var cf context.CancelFunc
+		ctx, cf = context.WithTimeout(ctx, DefaultStopTimeout)
+		defer cf()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(time.Second):
+		return fmt.Errorf("stop %s: the exchange in flight ignored cancellation", c.e.raw)
+	}
+}
