@@ -27,8 +27,8 @@ type chanHandler struct {
 }
 
 func (h chanHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h chanHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h chanHandler) WithGroup(string) slog.Handler             { return h }
+func (h chanHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h chanHandler) WithGroup(string) slog.Handler            { return h }
 func (h chanHandler) Handle(_ context.Context, r slog.Record) error {
 	m := componenttest.Message{Headers: map[string]string{}}
 	r.Attrs(func(a slog.Attr) bool {

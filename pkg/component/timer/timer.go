@@ -86,7 +86,9 @@ type endpoint struct {
 
 func (e *endpoint) URI() string { return e.raw }
 
-func (e *endpoint) CreateProducer() (component.Producer, error) { return nil, component.ErrConsumerOnly }
+func (e *endpoint) CreateProducer() (component.Producer, error) {
+	return nil, component.ErrConsumerOnly
+}
 
 func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, error) {
 	if p == nil {
