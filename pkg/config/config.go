@@ -133,6 +133,8 @@ type WorkflowConfig struct {
 	Steps        []StepConfig
 	ErrorHandler *ErrorHandlerConfig
 	Pos          Pos
+	// Path is the workflow's YAML path in its file, e.g. workflows[0].
+	Path string
 }
 
 // ErrorHandlerConfig is a workflow's `error-handler:`.
@@ -170,6 +172,8 @@ type ToolConfig struct {
 	Output      []FieldConfig
 	Steps       []StepConfig
 	Pos         Pos
+	// Path is the tool's YAML path in its file, e.g. tools[0].
+	Path string
 }
 
 // FieldConfig is one input or output field of a tool.

@@ -443,7 +443,7 @@ func decodeTrigger(d *Decoder, v *yaml.Node, p string) (string, Pos) {
 }
 
 func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool) {
-	w := WorkflowConfig{Pos: d.Pos(n)}
+	w := WorkflowConfig{Pos: d.Pos(n), Path: path}
 	var fromSet bool
 	setFrom := func(v *yaml.Node, p string) {
 		if fromSet {
@@ -497,7 +497,7 @@ func decodeErrorHandler(d *Decoder, n *yaml.Node, path string) *ErrorHandlerConf
 }
 
 func decodeTool(d *Decoder, n *yaml.Node, path string) (ToolConfig, bool) {
-	t := ToolConfig{Pos: d.Pos(n)}
+	t := ToolConfig{Pos: d.Pos(n), Path: path}
 	ok := d.Mapping(n, path, "a tool", Fields{
 		"id":          func(v *yaml.Node, p string) { t.ID = d.String(v, p) },
 		"description": func(v *yaml.Node, p string) { t.Description = d.String(v, p) },

@@ -15,10 +15,11 @@ import (
 
 func init() { Register("log", buildLog) }
 
-// logStep writes a message with ${…} placeholders resolved to the context's logger.
+// logStep writes a message with ${…} placeholders resolved to the context's logger:
 //
-//   - log: "got ${body}"
-//   - log: {message: "got ${body}", level: debug}
+//	steps:
+//	  - log: "got ${body}"
+//	  - log: {message: "got ${body}", level: debug}
 type logStep struct {
 	hc       *engine.Context
 	name     string

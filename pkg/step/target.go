@@ -54,12 +54,13 @@ func targetAuthHandler(scheme string) (TargetAuthHandler, []string) {
 
 // buildTarget builds `target:` (and `to:`), written as a URI or as a mapping:
 //
-//   - target: direct://next
-//   - target:
-//     uri: postgres://db:5432/orders?operation=query
-//     parameters:
-//     query: "SELECT * FROM orders WHERE id = :orderId"
-//     auth: {type: bearer, token: "${env:MCP_TOKEN}"}
+//	steps:
+//	  - target: direct://next
+//	  - target:
+//	      uri: postgres://db:5432/orders?operation=query
+//	      parameters:
+//	        query: "SELECT * FROM orders WHERE id = :orderId"
+//	      auth: {type: bearer, token: "${env:MCP_TOKEN}"}
 //
 // parameters become endpoint options, i.e. URI query parameters (values are
 // URL-encoded; ${…} placeholders inside them are kept and resolved per exchange), the

@@ -1,0 +1,198 @@
+// Package app turns a loaded configuration into a running Helix application: an
+// engine.Context with every component registered and every workflow and tool built
+// from its YAML steps. Building validates everything and reports all problems at
+// once, with positions, before anything starts; building has no side effects (no
+// listener is opened until Start), so [Validate] is simply a build that is thrown away.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/arvenza/helix/pkg/component/tool"
+	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/step"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Options tune [Build]. The zero value is valid.
+type Options struct {
+	// Logger receives the application's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// App is a built application. Start and Stop are called once each, from one goroutine.
+type App struct {
+	cfg    *config.Config
+	hc     *engine.Context
+	logger *slog.Logger
+
+	bc   *step.BuildContext
+	errs config.Errors
+}
+
+// Build creates the engine context for cfg: components, workflows (trigger, steps,
+// error handler) and tools (tool://id with input/output schemas and input
+// validation). It returns every problem found as config.Errors; on error no App is
+// returned.
+func Build(cfg *config.Config, opts Options) (*App, error) {
+	if cfg == nil {
+		return nil, errors.New("build: no configuration")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	name := cfg.Helix.Name
+	if name == "" {
+		name = "helix"
+	}
+	hc := engine.NewContext(name)
+	hc.SetLogger(logger)
+	registerComponents(hc)
+
+	a := &App{cfg: cfg, hc: hc, logger: logger, bc: step.NewBuildContext(hc)}
+	type built struct {
+		wf  *engine.Workflow
+		pos config.Pos
+	}
+	var workflows []built
+	triggers := map[string]config.Pos{}
+	for _, w := range cfg.Workflows {
+		if wf := a.buildWorkflow(w, triggers); wf != nil {
+			workflows = append(workflows, built{wf, w.Pos})
+		}
+	}
+	for _, t := range cfg.Tools {
+		if wf := a.buildTool(t); wf != nil {
+			workflows = append(workflows, built{wf, t.Pos})
+		}
+	}
+	for _, ag := range cfg.Agents {
+		a.errs = append(a.errs, &config.Error{Pos: ag.Pos, Msg: fmt.Sprintf("agent %q: agents are not available in this build", ag.ID),
+			Hint: "agents need the LLM runtime, which is not implemented yet; use workflows or tools"})
+	}
+	for _, p := range cfg.Pipelines {
+		a.errs = append(a.errs, &config.Error{Pos: p.Pos, Msg: fmt.Sprintf("pipeline %q: pipelines are not available in this build", p.ID),
+			Hint: "RAG pipelines are not implemented yet"})
+	}
+	a.errs = append(a.errs, a.bc.Errors()...)
+	if len(a.errs) > 0 {
+		return nil, a.errs.Sorted()
+	}
+	for _, b := range workflows {
+		if err := hc.AddWorkflow(b.wf); err != nil {
+			a.errs = append(a.errs, &config.Error{Pos: b.pos, Msg: err.Error()})
+		}
+	}
+	// MCP servers (helix.mcp.servers, mcps:) are wired here, by buildMCP in mcp.go.
+	if len(a.errs) > 0 {
+		return nil, a.errs.Sorted()
+	}
+	return a, nil
+}
+
+// Validate builds cfg and throws the result away: it reports every problem without
+// starting anything.
+func Validate(cfg *config.Config) error {
+	_, err := Build(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	return err
+}
+
+// Load reads files and builds them. It returns the configuration even when there are
+// errors (nil only when no file could be read), so callers can show its warnings, and
+// the errors of loading and building together, sorted by position.
+func Load(opts Options, files ...string) (*App, *config.Config, error) {
+	cfg, err := config.Load(files...)
+	var errs config.Errors
+	if err != nil {
+		var ce config.Errors
+		if !errors.As(err, &ce) {
+			return nil, cfg, err
+		}
+		errs = append(errs, ce...)
+	}
+	if cfg == nil {
+		return nil, nil, errs.Err()
+	}
+	a, err := Build(cfg, opts)
+	if err != nil {
+		errs = append(errs, config.AsErrors(err, config.Pos{}, "")...)
+	}
+	if len(errs) > 0 {
+		return nil, cfg, errs.Sorted()
+	}
+	return a, cfg, nil
+}
+
+// Context returns the engine context (for MCP servers, tests and embedding).
+func (a *App) Context() *engine.Context { return a.hc }
+
+// Config returns the configuration the app was built from.
+func (a *App) Config() *config.Config { return a.cfg }
+
+// Start starts components, producers, then the triggers of every workflow.
+func (a *App) Start(ctx context.Context) error { return a.hc.Start(ctx) }
+
+// Stop stops triggers, drains in-flight exchanges until ctx's deadline and stops the rest.
+func (a *App) Stop(ctx context.Context) error { return a.hc.Stop(ctx) }
+
+func registerComponents(hc *engine.Context) {
+	hc.AddComponent("tool", tool.NewComponent(hc))
+}
+
+func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.Pos) *engine.Workflow {
+	bc := a.bc
+	bc.Workflow = w.ID
+	wf := &engine.Workflow{
+		ID:          w.ID,
+		Description: w.Description,
+		FromURI:     w.From,
+		Kind:        engine.KindWorkflow,
+		Source:      w.Pos.String(),
+	}
+	if w.From != "" {
+		tp := config.KeyPath(w.Path, "trigger")
+		if bc.CheckEndpoint(w.FromPos, tp, w.From, true) {
+			if uri.HasPlaceholders(w.From) {
+				bc.Errorf(w.FromPos, tp, "a trigger URI cannot contain ${…} placeholders other than ${env:NAME}")
+			} else if u, err := uri.Parse(w.From); err == nil {
+				key := u.Normalized()
+				if first, dup := triggers[key]; dup {
+					bc.Errorf(w.FromPos, tp, "trigger %s is already used by the workflow at %s", w.From, first).Hint =
+						"two workflows cannot consume from the same endpoint; give each its own URI"
+				} else {
+					triggers[key] = w.FromPos
+				}
+			}
+		}
+	}
+	wf.Processors = step.BuildSteps(bc, w.Steps)
+	if w.ErrorHandler != nil {
+		wf.ErrorHandler = a.buildErrorHandler(w)
+	}
+	return wf
+}
+
+func (a *App) buildErrorHandler(w config.WorkflowConfig) engine.ErrorHandler {
+	eh := w.ErrorHandler
+	path := config.KeyPath(w.Path, "error-handler")
+	opts := engine.ErrorHandlerOptions{DeadLetterURI: eh.DeadLetterChannel}
+	if r := eh.Default; r != nil {
+		opts.MaximumRedeliveries = r.MaximumRedeliveries
+		opts.RedeliveryDelay = r.RedeliveryDelay
+		opts.BackoffMultiplier = r.BackoffMultiplier
+		opts.MaximumRedeliveryDelay = r.MaximumRedeliveryDelay
+	}
+	if err := opts.Validate(); err != nil {
+		a.bc.Errorf(eh.Pos, path, "%v", err)
+		return nil
+	}
+	if opts.DeadLetterURI != "" && !a.bc.CheckEndpoint(eh.Pos, config.KeyPath(path, "dead-letter-channel"), opts.DeadLetterURI, false) {
+		return nil
+	}
+	return engine.NewErrorHandler(a.hc, opts)
+}

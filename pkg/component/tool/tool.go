@@ -1,0 +1,109 @@
+// Package tool implements tool://id, the trigger of workflows declared under `tools:`.
+//
+// A tool has no inbound transport of its own: MCP servers invoke it with
+// engine.Context.Run. Its consumer therefore only marks the workflow as started, so
+// that listings (helix://workflows, the manifest) show it as running. As a target,
+// tool://id runs the tool's whole pipeline on the caller's exchange, which lets one
+// workflow chain into a tool the way direct:// chains workflows.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Component is the tool:// component of one engine context. Safe for concurrent use.
+type Component struct {
+	hc *engine.Context
+}
+
+var _ component.Component = (*Component)(nil)
+
+// NewComponent returns the tool component bound to hc.
+func NewComponent(hc *engine.Context) *Component { return &Component{hc: hc} }
+
+// CreateEndpoint accepts tool://id; options are not supported.
+func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
+	id := u.Host + u.Path
+	if id == "" {
+		return nil, fmt.Errorf("tool endpoint needs the tool id: tool://search")
+	}
+	if len(u.Params) > 0 {
+		return nil, fmt.Errorf("tool://%s: tool endpoints take no options", id)
+	}
+	return &endpoint{c: c, id: id, raw: u.Raw}, nil
+}
+
+type endpoint struct {
+	c   *Component
+	id  string
+	raw string
+}
+
+func (e *endpoint) URI() string { return e.raw }
+
+func (e *endpoint) CreateProducer() (component.Producer, error) { return &producer{e: e}, nil }
+
+func (e *endpoint) CreateConsumer(component.Processor) (component.Consumer, error) {
+	// The processor is not kept: invocations go through engine.Context.Run, which runs
+	// the same pipeline and counts the exchange as in flight.
+	return component.NopService{}, nil
+}
+
+type producer struct {
+	component.NopService
+	e *endpoint
+}
+
+// Process runs the tool's workflow on ex, validating (and defaulting) the arguments
+// first exactly as an MCP call would.
+func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
+	hc := p.e.c.hc
+	wf, ok := hc.Workflow(p.e.id)
+	if !ok {
+		return fmt.Errorf("tool://%s: no tool with this id", p.e.id)
+	}
+	if wf.ValidateInput != nil {
+		args, err := argumentsOf(ex.In().Body())
+		if err != nil {
+			return fmt.Errorf("tool://%s: %w", p.e.id, err)
+		}
+		args, err = wf.ValidateInput(args)
+		if err != nil {
+			return fmt.Errorf("tool://%s: invalid arguments: %w", p.e.id, err)
+		}
+		ex.In().SetBody(args)
+	}
+	return hc.Run(ctx, p.e.id, ex)
+}
+
+// argumentsOf turns a body into tool arguments: a JSON object in any of the body's
+// usual shapes.
+func argumentsOf(body any) (map[string]any, error) {
+	switch b := body.(type) {
+	case map[string]any:
+		return b, nil
+	case nil:
+		return map[string]any{}, nil
+	}
+	var text []byte
+	switch b := body.(type) {
+	case string:
+		text = []byte(b)
+	case []byte:
+		text = b
+	case json.RawMessage:
+		text = b
+	}
+	var m map[string]any
+	if text != nil && json.Unmarshal(text, &m) == nil && m != nil {
+		return m, nil
+	}
+	return nil, fmt.Errorf("tool arguments must be a JSON object, got %T", body)
+}
