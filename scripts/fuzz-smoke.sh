@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in the repository briefly (FUZZTIME each, default 10s), one
+# `go test -fuzz` per target because Go fuzzes a single target per invocation. Targets are found
+# by scanning *_test.go files, so new ones (FuzzLoad in ./pkg/config, FuzzEval in ./pkg/starlang,
+# ...) are picked up without editing this script, and a package without targets costs nothing.
+# A crasher is saved by Go under the package's testdata/fuzz/ and fails the run.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+FUZZTIME=${FUZZTIME:-10s}
+GO=${GO:-go}
+
+# Lines "dir<TAB>FuzzName" for each `func FuzzName(f *testing.F)`, skipping hidden dirs such as
+# .tools and .git, and testdata, which Go does not build. grep exits 1 when no file matches,
+# which here just means there are no targets.
+targets=$(find . \( -name '.?*' -o -name testdata \) -prune -o -name '*_test.go' -print |
+	{ xargs -r grep -HoE '^func Fuzz[A-Za-z0-9_]*\(\w+ \*testing\.F\)' || true; } |
+	sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*#\1\t\2#' |
+	sort -u)
+
+if [ -z "$targets" ]; then
+	echo "fuzz-smoke: no fuzz targets found"
+	exit 0
+fi
+
+while IFS=$'\t' read -r dir name; do
+	echo "fuzz-smoke: $dir $name for $FUZZTIME"
+	"$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$dir"
+done <<<"$targets"
