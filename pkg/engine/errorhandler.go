@@ -14,6 +14,8 @@ import (
 type ErrorHandlerOptions struct {
 	// MaximumRedeliveries is how many times the failed step is run again before giving
 	// up (0 = never). The first run does not count: 3 means up to 4 runs in all.
+	// -1 means forever, as in Camel: until the step succeeds, the exchange is
+	// cancelled or the engine stops.
 	MaximumRedeliveries int
 	// RedeliveryDelay is the wait before the first redelivery.
 	RedeliveryDelay time.Duration
@@ -30,8 +32,8 @@ type ErrorHandlerOptions struct {
 // Validate reports options that make no sense, so config loading can point at them.
 func (o ErrorHandlerOptions) Validate() error {
 	var errs []error
-	if o.MaximumRedeliveries < 0 {
-		errs = append(errs, fmt.Errorf("maximum-redeliveries must be 0 or more, got %d", o.MaximumRedeliveries))
+	if o.MaximumRedeliveries < -1 {
+		errs = append(errs, fmt.Errorf("maximum-redeliveries must be -1 (forever), 0 or more, got %d", o.MaximumRedeliveries))
 	}
 	if o.RedeliveryDelay < 0 {
 		errs = append(errs, fmt.Errorf("redelivery-delay must not be negative, got %s", o.RedeliveryDelay))
@@ -112,7 +114,7 @@ func WorkflowID(ctx context.Context) string {
 // DefaultErrorHandler implements Camel's redelivery policy and dead letter channel.
 //
 // When a step fails it is run again, on the same exchange, up to MaximumRedeliveries
-// times, waiting Delay(k) before the k-th redelivery (the wait ends early when the
+// times (-1: until it succeeds), waiting Delay(k) before the k-th redelivery (the wait ends early when the
 // exchange's context or the engine's run context is cancelled) and setting header
 // HelixRedeliveryCount to k. A fail() in Starlang, an error returned by a component
 // and a recovered panic are all failures it redelivers.
@@ -139,9 +141,11 @@ var (
 )
 
 // NewErrorHandler returns a [DefaultErrorHandler] sending dead letters through hc.
-// Negative numbers in opts are treated as 0; call opts.Validate to report them.
+// MaximumRedeliveries below -1 is treated as 0; call opts.Validate to report it.
 func NewErrorHandler(hc *Context, opts ErrorHandlerOptions) ErrorHandler {
-	opts.MaximumRedeliveries = max(opts.MaximumRedeliveries, 0)
+	if opts.MaximumRedeliveries < -1 {
+		opts.MaximumRedeliveries = 0
+	}
 	return &DefaultErrorHandler{hc: hc, opts: opts}
 }
 
@@ -161,7 +165,8 @@ func (h *DefaultErrorHandler) HandleError(ctx context.Context, ex *exchange.Exch
 		step = se.Step
 	}
 	attempts := 0
-	for attempt := 1; attempt <= h.opts.MaximumRedeliveries; attempt++ {
+	forever := h.opts.MaximumRedeliveries == -1
+	for attempt := 1; forever || attempt <= h.opts.MaximumRedeliveries; attempt++ {
 		if ctx.Err() != nil {
 			break // the caller is gone: another run could not be delivered anyway
 		}

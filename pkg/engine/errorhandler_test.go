@@ -70,6 +70,7 @@ func TestErrorHandlerRedelivery(t *testing.T) {
 		{name: "succeeds on second redelivery", redeliveries: 3, failures: 2, wantErr: false, wantRuns: 3, wantLastCount: 2},
 		{name: "exhausted", redeliveries: 2, failures: 10, wantErr: true, wantRuns: 3, wantLastCount: 2},
 		{name: "never fails", redeliveries: 2, failures: 0, wantErr: false, wantRuns: 1, wantLastCount: nil},
+		{name: "forever until it succeeds", redeliveries: -1, failures: 7, wantErr: false, wantRuns: 8, wantLastCount: 7},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -334,7 +335,8 @@ func TestErrorHandlerOptionsValidate(t *testing.T) {
 		wantErr string
 	}{
 		{engine.ErrorHandlerOptions{MaximumRedeliveries: 3, RedeliveryDelay: time.Second, BackoffMultiplier: 2}, ""},
-		{engine.ErrorHandlerOptions{MaximumRedeliveries: -1}, "maximum-redeliveries"},
+		{engine.ErrorHandlerOptions{MaximumRedeliveries: -1}, ""}, // forever
+		{engine.ErrorHandlerOptions{MaximumRedeliveries: -2}, "maximum-redeliveries"},
 		{engine.ErrorHandlerOptions{RedeliveryDelay: -time.Second}, "redelivery-delay"},
 		{engine.ErrorHandlerOptions{BackoffMultiplier: -2}, "backoff-multiplier"},
 		{engine.ErrorHandlerOptions{MaximumRedeliveryDelay: -1}, "maximum-redelivery-delay"},
