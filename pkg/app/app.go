@@ -9,7 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 
 	"github.com/arvenza/helix/pkg/component/tool"
 	"github.com/arvenza/helix/pkg/config"
@@ -22,10 +24,15 @@ import (
 type Options struct {
 	// Logger receives the application's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Stdin and Stdout are the streams of the stdio MCP transport; nil means
+	// os.Stdin and os.Stdout. Logs never go to Stdout.
+	Stdin  io.Reader
+	Stdout io.Writer
 }
 
 // App is a built application. Start and Stop are called once each, from one goroutine.
 type App struct {
+	opts   Options
 	cfg    *config.Config
 	hc     *engine.Context
 	logger *slog.Logger
@@ -54,7 +61,14 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	hc.SetLogger(logger)
 	registerComponents(hc)
 
-	a := &App{cfg: cfg, hc: hc, logger: logger, bc: step.NewBuildContext(hc)}
+	if opts.Stdin == nil {
+		opts.Stdin = os.Stdin
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	opts.Logger = logger
+	a := &App{opts: opts, cfg: cfg, hc: hc, logger: logger, bc: step.NewBuildContext(hc)}
 	type built struct {
 		wf  *engine.Workflow
 		pos config.Pos

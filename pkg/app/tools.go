@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -20,10 +21,12 @@ func (a *App) buildTool(t config.ToolConfig) *engine.Workflow {
 	bc.Workflow = t.ID
 	in, out := t.InputSchema(), t.OutputSchema()
 	validate, err := newValidator(in)
-	if err != nil {
+	// A field with an unknown type was already reported by config; the schema
+	// library's complaint about it would only repeat that.
+	if err != nil && fieldsValid(t.Input) {
 		bc.Errorf(t.Pos, config.KeyPath(t.Path, "input"), "%v", err)
 	}
-	if _, err := newValidator(out); err != nil {
+	if _, err := newValidator(out); err != nil && fieldsValid(t.Output) {
 		bc.Errorf(t.Pos, config.KeyPath(t.Path, "output"), "%v", err)
 	}
 	from := "tool://" + t.ID
@@ -80,4 +83,16 @@ func friendlySchemaError(err error) error {
 	msg = strings.TrimPrefix(msg, "validating root: ")
 	msg = strings.ReplaceAll(msg, "validating /properties/", "field ")
 	return fmt.Errorf("%s", msg)
+}
+
+func fieldsValid(fields []config.FieldConfig) bool {
+	for _, f := range fields {
+		if !slices.Contains(config.FieldTypes, f.Type) || !fieldsValid(f.Properties) {
+			return false
+		}
+		if f.Items != nil && !fieldsValid([]config.FieldConfig{*f.Items}) {
+			return false
+		}
+	}
+	return true
 }
