@@ -1,0 +1,346 @@
+package security
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is 0.
+// MCP requests are small JSON-RPC messages; 4 MiB leaves room for large tool
+// arguments while keeping one request from exhausting memory.
+const DefaultMaxBodyBytes int64 = 4 << 20
+
+// Realm is the realm announced in WWW-Authenticate challenges.
+const Realm = "helix-mcp"
+
+// Config is the security configuration of one MCP server. The zero value is
+// an open server with the default body limit: no keys, no rate limit, no CORS
+// headers, every tool allowed.
+type Config struct {
+	// APIKeys are accepted as "Authorization: Bearer <key>" or
+	// "X-API-Key: <key>". The caller resolves ${env:…} before calling New; an
+	// empty entry is an error because it almost always is an unset variable.
+	APIKeys []string
+	// TrustedProxies are IP addresses or CIDR prefixes of gateways. A request
+	// whose direct peer is listed skips authentication, and only for such a
+	// request is X-Forwarded-For believed when identifying the client.
+	TrustedProxies []string
+	// RateLimit is requests per minute per client (token bucket, burst equal
+	// to the limit); 0 switches rate limiting off.
+	RateLimit int
+	// MaxBodyBytes limits the request body: 0 means DefaultMaxBodyBytes, a
+	// negative value means unlimited.
+	MaxBodyBytes int64
+	// CORSOrigins lists browser origins ("http://localhost:3000") allowed to
+	// call the server; "*" allows any origin. Empty means no CORS headers are
+	// sent at all.
+	CORSOrigins []string
+	// AllowedTools, when non-empty, is the whitelist of callable tools.
+	AllowedTools []string
+	// BlockedTools are never listed nor callable; they win over AllowedTools.
+	BlockedTools []string
+	// Auth switches on OAuth 2.1 resource-server mode (JWT bearer tokens).
+	Auth *OAuthConfig
+	// ServerID names the server in logs.
+	ServerID string
+	// Logger receives one warning per rejected request; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// OAuthConfig configures JWT bearer validation (OAuth 2.1 resource server,
+// RFC 9728 metadata).
+type OAuthConfig struct {
+	// Issuer is the authorization server; the token's iss must equal it.
+	Issuer string
+	// Audience must appear in the token's aud. Defaults to ResourceURL.
+	Audience string
+	// JWKSURL is where the issuer's signing keys are fetched (RS*, PS*, ES*).
+	JWKSURL string
+	// Scopes maps a tool (raw id or MCP name) to the scopes a token needs to
+	// list or call it.
+	Scopes map[string][]string
+	// ResourceURL is this server's public MCP URL ("https://mcp.example.com/mcp")
+	// announced in the protected-resource metadata. When empty it is derived
+	// from each request's scheme, Host and path.
+	ResourceURL string
+}
+
+// Stack is the security middleware of one MCP server. Build it with [New];
+// all methods are safe for concurrent use. Close releases the rate limiter's
+// janitor goroutine.
+type Stack struct {
+	id      string
+	log     *slog.Logger
+	maxBody int64 // < 0: unlimited
+	keys    []keyDigest
+	proxies []netip.Prefix
+	cors    *corsPolicy
+	tools   toolFilter
+	oauth   *oauthVerifier
+	limiter *limiterStore
+	now     func() time.Time
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// options are knobs tests turn; production uses defaultOptions.
+type options struct {
+	now           func() time.Time
+	maxBuckets    int
+	idleAfter     time.Duration
+	sweepInterval time.Duration
+	httpClient    *http.Client
+}
+
+func defaultOptions() options {
+	return options{
+		now:           time.Now,
+		maxBuckets:    100_000,
+		idleAfter:     10 * time.Minute,
+		sweepInterval: time.Minute,
+		httpClient:    &http.Client{Timeout: 10 * time.Second},
+	}
+}
+
+// New validates cfg and builds the stack. It performs no I/O: JWKS keys are
+// fetched on the first token. When RateLimit > 0 a janitor goroutine evicts
+// idle client buckets until Close.
+func New(cfg Config) (*Stack, error) {
+	return newStack(cfg, defaultOptions())
+}
+
+func newStack(cfg Config, o options) (*Stack, error) {
+	s := &Stack{
+		id:   cfg.ServerID,
+		log:  cfg.Logger,
+		now:  o.now,
+		stop: make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	var errs []error
+	switch {
+	case cfg.MaxBodyBytes == 0:
+		s.maxBody = DefaultMaxBodyBytes
+	case cfg.MaxBodyBytes < 0:
+		s.maxBody = -1
+	default:
+		s.maxBody = cfg.MaxBodyBytes
+	}
+	for i, k := range cfg.APIKeys {
+		if k == "" {
+			errs = append(errs, fmt.Errorf("api_keys[%d] is empty (is the ${env:...} variable unset?)", i))
+			continue
+		}
+		s.keys = append(s.keys, digestKey(k))
+	}
+	proxies, err := parseProxies(cfg.TrustedProxies)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.proxies = proxies
+	if len(cfg.CORSOrigins) > 0 {
+		c, err := newCORSPolicy(cfg.CORSOrigins)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.cors = c
+	}
+	if cfg.RateLimit < 0 {
+		errs = append(errs, fmt.Errorf("rate_limit must be >= 0 (requests per minute, 0 = off), got %d", cfg.RateLimit))
+	}
+	if cfg.Auth != nil {
+		v, err := newOAuthVerifier(*cfg.Auth, o.httpClient, o.now)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.oauth = v
+	}
+	tf, err := newToolFilter(cfg.AllowedTools, cfg.BlockedTools, cfg.Auth)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.tools = tf
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("mcp server %q security: %w", cfg.ServerID, errors.Join(errs...))
+	}
+	if cfg.RateLimit > 0 {
+		s.limiter = newLimiterStore(cfg.RateLimit, o.maxBuckets, o.idleAfter)
+		s.wg.Add(1)
+		go s.janitor(o.sweepInterval)
+	}
+	return s, nil
+}
+
+// janitor evicts idle client buckets so that the map only holds clients seen
+// recently; the hard cap in limiterStore bounds it between sweeps.
+func (s *Stack) janitor(every time.Duration) {
+	defer s.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.limiter.sweep(s.now())
+		}
+	}
+}
+
+// Close stops the janitor goroutine. It is idempotent; the middleware keeps
+// working afterwards (idle buckets are then only bounded by the cap).
+func (s *Stack) Close() {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+	})
+}
+
+// MaxBodyBytes is the effective body limit (-1: unlimited). Pass it to the
+// go-sdk's StreamableHTTPOptions.MaxRequestBodyBytes so the SDK's own 4 MiB
+// default does not undercut a larger configured limit.
+func (s *Stack) MaxBodyBytes() int64 { return s.maxBody }
+
+// Middleware wraps next (the MCP transport handler) with the security layers.
+func (s *Stack) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r, next)
+	})
+}
+
+// request carries what the layers learn about one request.
+type request struct {
+	peer       netip.Addr // direct TCP peer
+	client     netip.Addr // peer, or the forwarded client behind a trusted proxy
+	viaTrusted bool       // peer is a trusted proxy
+}
+
+func (q *request) clientString() string {
+	if !q.client.IsValid() {
+		return "unknown"
+	}
+	return q.client.String()
+}
+
+func (s *Stack) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	q := s.identify(r)
+
+	// 1. Cheap body check first: a declared oversize body is refused before
+	// anything is read, and reads of an undeclared one are capped.
+	hasBody := r.Body != nil && r.Body != http.NoBody
+	if s.maxBody >= 0 {
+		if r.ContentLength > s.maxBody {
+			s.reject(w, r, q, http.StatusRequestEntityTooLarge, "request body too large",
+				"content_length", r.ContentLength, "limit", s.maxBody)
+			return
+		}
+		if hasBody {
+			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		}
+	}
+
+	// 2. Protected-resource metadata is public: clients fetch it to learn how
+	// to authenticate.
+	if s.oauth != nil && isMetadataPath(r.URL.Path) {
+		if !s.allowRate(w, r, q, "ip:"+q.clientString()) {
+			return
+		}
+		s.oauth.serveMetadata(w, r, q.viaTrusted)
+		return
+	}
+
+	// 3. CORS before auth: browsers send preflights without credentials, and
+	// error responses need CORS headers for the page to read them.
+	if s.cors != nil {
+		switch s.cors.handle(w, r) {
+		case corsAnswered:
+			return
+		case corsDenied:
+			s.reject(w, r, q, http.StatusForbidden, "cors origin not allowed", "origin", r.Header.Get("Origin"))
+			return
+		}
+	}
+
+	// 4. Authentication.
+	p, ok := s.authenticate(w, r, q)
+	if !ok {
+		return
+	}
+
+	// 5. Rate limit per authenticated principal (or client IP).
+	if !s.allowRate(w, r, q, p.id) {
+		return
+	}
+
+	// 6. Buffer the body so that an oversize body without Content-Length is
+	// refused here with 413 instead of failing half-way inside the MCP handler.
+	if s.maxBody >= 0 && hasBody {
+		buf, err := io.ReadAll(r.Body)
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				s.reject(w, r, q, http.StatusRequestEntityTooLarge, "request body too large", "limit", s.maxBody)
+				return
+			}
+			s.reject(w, r, q, http.StatusBadRequest, "reading request body failed", "error", err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(buf))
+		r.ContentLength = int64(len(buf))
+	}
+
+	if p.claims != nil {
+		s.serveWithClaims(w, r, next, p.claims)
+		return
+	}
+	next.ServeHTTP(w, r)
+}
+
+// reject writes an error response and logs it. Secrets never reach the log:
+// callers pass reasons and indexes, not keys or tokens.
+func (s *Stack) reject(w http.ResponseWriter, r *http.Request, q request, status int, reason string, attrs ...any) {
+	args := append([]any{
+		"server", s.id,
+		"client", q.clientString(),
+		"method", r.Method,
+		"path", r.URL.Path,
+		"status", status,
+		"reason", reason,
+	}, attrs...)
+	if q.viaTrusted {
+		args = append(args, "proxy", q.peer.String())
+	}
+	s.log.Warn("mcp request rejected", args...)
+	http.Error(w, http.StatusText(status)+": "+reason, status)
+}
+
+// allowRate applies the per-client token bucket; it answers 429 itself.
+func (s *Stack) allowRate(w http.ResponseWriter, r *http.Request, q request, key string) bool {
+	if s.limiter == nil {
+		return true
+	}
+	ok, wait := s.limiter.allow(key, s.now())
+	if ok {
+		return true
+	}
+	secs := int64((wait + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	s.reject(w, r, q, http.StatusTooManyRequests, "rate limit exceeded", "retry_after_s", secs)
+	return false
+}
