@@ -267,7 +267,9 @@ var helixBuild struct {
 const binDirPrefix = "helix-testtools-"
 
 // HelixBinary builds ./cmd/helix once per test process and returns the binary's path; a build
-// error fails the test (and every later caller in the process, without rebuilding).
+// error fails the test (and every later caller in the process, without rebuilding). When the test
+// runs under -race, helix is built with -race as well: a data race in the helix process then
+// prints "WARNING: DATA RACE" on its stderr and makes it exit with status 66.
 //
 // The binary outlives any single test, so it cannot live in t.TempDir; it goes into
 // $TMPDIR/helix-testtools-<pid>, and directories left by earlier, finished test processes are
@@ -303,7 +305,11 @@ func buildHelix() (string, error) {
 		// next best choice.
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	cmd := exec.Command(goBin, "build", "-o", out, modulePath+"/cmd/helix")
+	args := []string{"build", "-o", out}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(goBin, append(args, modulePath+"/cmd/helix")...)
 	cmd.Dir = root
 	var output bytes.Buffer
 	cmd.Stdout = &output

@@ -203,3 +203,26 @@ func TestHelixBinaryBuildsOnce(t *testing.T) {
 		t.Fatalf("second HelixBinary() = %s, want the cached %s", second, first)
 	}
 }
+
+func TestRemoveStaleBinDirs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	// A pid above Linux's maximum (2^22) cannot belong to a live process.
+	dead := filepath.Join(tmp, binDirPrefix+"99999999")
+	own := filepath.Join(tmp, binDirPrefix+strconv.Itoa(os.Getpid()))
+	other := filepath.Join(tmp, binDirPrefix+"notapid")
+	for _, d := range []string{dead, own, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStaleBinDirs()
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("dir of an exited process survived: %v", err)
+	}
+	for _, d := range []string{own, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
+	}
+}
