@@ -1,0 +1,564 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Identity the client reports in the MCP initialize handshake (spec: hard-coded
+// helix-mcp-client/1.0.0).
+const (
+	ClientName    = "helix-mcp-client"
+	ClientVersion = "1.0.0"
+)
+
+// Transports understood by the client.
+const (
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+	TransportStdio = "stdio"
+)
+
+// DefaultCallTimeout bounds one tool call (connecting included) when the URI sets no
+// timeout option.
+const DefaultCallTimeout = 30 * time.Second
+
+// Reconnect backoff: a failed connect may be retried after connectBackoffMin, doubling
+// per consecutive failure up to connectBackoffMax. Calls inside the window fail fast with
+// the last error instead of hammering a server that is down.
+const (
+	connectBackoffMin = 100 * time.Millisecond
+	connectBackoffMax = 10 * time.Second
+)
+
+// stdioTerminateGrace is how long closing a stdio session waits for the subprocess to
+// exit after its stdin is closed, before SIGTERM (and then SIGKILL). Well-behaved
+// servers exit as soon as stdin closes; the SDK default of 5s would make every Stop
+// slow for the ones that do not.
+const stdioTerminateGrace = 2 * time.Second
+
+// ClientConfig says how to reach one MCP server. The zero values of optional fields
+// mean defaults.
+type ClientConfig struct {
+	// Transport is TransportHTTP (Streamable HTTP, the default), TransportSSE or
+	// TransportStdio.
+	Transport string
+	// Endpoint is the URL of the Streamable HTTP or SSE endpoint.
+	Endpoint string
+	// Command, Args and Env start a stdio server; Env entries (K=V) are added to the
+	// current process environment.
+	Command string
+	Args    []string
+	Env     []string
+	// Stderr receives the stdio subprocess's stderr; nil means os.Stderr (never stdout:
+	// that belongs to Helix's own stdio MCP server when it runs as one).
+	Stderr io.Writer
+	// Header is sent with every HTTP request (helix mcp call --header).
+	Header http.Header
+	// Auth authenticates HTTP requests; nil means none.
+	Auth *AuthConfig
+	// Timeout bounds one call, connecting included; 0 means DefaultCallTimeout,
+	// negative means no limit beyond the caller's context.
+	Timeout time.Duration
+	// ProtocolVersion is the MCP version offered at initialize; "" means the SDK's
+	// latest (which falls back to the initialize handshake with older servers).
+	ProtocolVersion string
+	// Logger receives connection events; nil means slog.Default.
+	Logger *slog.Logger
+}
+
+// Validate reports a config that cannot work.
+func (c *ClientConfig) Validate() error {
+	switch c.Transport {
+	case "", TransportHTTP, TransportSSE:
+		if c.Endpoint == "" {
+			return errors.New("mcp client: an http or sse transport needs an endpoint URL")
+		}
+		if !strings.HasPrefix(c.Endpoint, "http://") && !strings.HasPrefix(c.Endpoint, "https://") {
+			return fmt.Errorf("mcp client: endpoint %q must be an http:// or https:// URL", c.Endpoint)
+		}
+	case TransportStdio:
+		if c.Command == "" {
+			return errors.New("mcp client: the stdio transport needs a command to run")
+		}
+		for _, kv := range c.Env {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return fmt.Errorf("mcp client: env entry %q must look like NAME=value", kv)
+			}
+		}
+	default:
+		return fmt.Errorf("mcp client: unknown transport %q (use http, sse or stdio)", c.Transport)
+	}
+	return nil
+}
+
+// target names the server in messages.
+func (c *ClientConfig) target() string {
+	if c.Transport == TransportStdio {
+		return strings.TrimSpace(c.Command + " " + strings.Join(c.Args, " "))
+	}
+	return c.Endpoint
+}
+
+// ClientConn is a lazily opened, shared MCP client session with one server.
+//
+// The session is opened by the first call and shared by every later call; it is safe
+// for concurrent use. Beyond the component page's "sticky init error, no reconnect",
+// a ClientConn heals itself:
+//
+//   - a failed connect is retried by a later call, but not before a backoff that
+//     doubles from 100ms to 10s per consecutive failure; a call inside the window fails
+//     at once with the last error and the time of the next attempt;
+//   - when a call finds the session gone (connection closed, server restarted so the
+//     session is unknown, connection refused, stdio subprocess exited), the session is
+//     re-opened once and the call is sent again before it fails. A call whose session
+//     broke after the server received it may thus run twice.
+//
+// Close ends the session; for stdio that terminates the subprocess.
+type ClientConn struct {
+	cfg    ClientConfig
+	client *sdk.Client
+	httpc  *http.Client
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	sess     *sdk.ClientSession
+	dialing  chan struct{} // closed when the connect in progress ends
+	lastErr  error
+	retryAt  time.Time
+	backoff  time.Duration
+	closed   bool
+	closeCtx context.Context
+	cancel   context.CancelFunc
+	watchers sync.WaitGroup
+	now      func() time.Time
+}
+
+// NewClientConn validates cfg and prepares a connection; nothing is dialled until the
+// first call. Auth files (mTLS certificates) are loaded here, so a bad path is reported
+// at build time rather than at the first call.
+func NewClientConn(cfg ClientConfig) (*ClientConn, error) {
+	if cfg.Transport == "" {
+		cfg.Transport = TransportHTTP
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultCallTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	c := &ClientConn{
+		cfg:    cfg,
+		client: sdk.NewClient(&sdk.Implementation{Name: ClientName, Version: ClientVersion}, nil),
+		log:    log,
+		now:    time.Now,
+	}
+	if cfg.Transport != TransportStdio {
+		hc, err := newHTTPClient(cfg.Header, cfg.Auth)
+		if err != nil {
+			return nil, fmt.Errorf("mcp client %s: %w", cfg.Endpoint, err)
+		}
+		c.httpc = hc
+	}
+	c.closeCtx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Config returns the connection's configuration (with defaults applied).
+func (c *ClientConn) Config() ClientConfig { return c.cfg }
+
+// CallTool calls tool name with args and returns the server's result. A JSON-RPC error
+// answered by the server (unknown tool, invalid arguments) is returned as a
+// *ToolError with Protocol set; a result with IsError is returned as is, with a nil
+// error. Any other error means the server could not be reached or the call timed out.
+func (c *ClientConn) CallTool(ctx context.Context, name string, args map[string]any) (*sdk.CallToolResult, error) {
+	return c.callTool(ctx, name, args, c.cfg.Timeout)
+}
+
+// callTool is CallTool with the caller's timeout: endpoints sharing a connection may
+// each have their own.
+func (c *ClientConn) callTool(ctx context.Context, name string, args map[string]any, timeout time.Duration) (*sdk.CallToolResult, error) {
+	if name == "" {
+		return nil, errors.New("no tool name given")
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	params := &sdk.CallToolParams{Name: name, Arguments: args}
+	var res *sdk.CallToolResult
+	err := c.withSession(ctx, func(s *sdk.ClientSession) error {
+		var err error
+		res, err = s.CallTool(ctx, params)
+		return err
+	})
+	if err != nil {
+		if we := protocolError(err); we != nil {
+			return nil, &ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}
+		}
+		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) && timeout > 0 {
+			return nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
+		}
+		return nil, fmt.Errorf("call %s on %s: %w", name, c.cfg.target(), err)
+	}
+	return res, nil
+}
+
+// ListTools lists the server's tools (all pages).
+func (c *ClientConn) ListTools(ctx context.Context) ([]*sdk.Tool, error) {
+	if c.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	var tools []*sdk.Tool
+	err := c.withSession(ctx, func(s *sdk.ClientSession) error {
+		tools = tools[:0]
+		for t, err := range s.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			tools = append(tools, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tools of %s: %w", c.cfg.target(), err)
+	}
+	return tools, nil
+}
+
+// withSession runs f on the shared session; when f fails because the session is gone,
+// the session is re-opened once and f runs again.
+func (c *ClientConn) withSession(ctx context.Context, f func(*sdk.ClientSession) error) error {
+	s, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	err = f(s)
+	if err == nil || !sessionGone(ctx, err) {
+		return err
+	}
+	c.log.Info("mcp session lost; reconnecting", "server", c.cfg.target(), "error", err)
+	c.drop(s)
+	s2, rerr := c.session(ctx)
+	if rerr != nil {
+		return fmt.Errorf("%w (reconnect failed: %v)", err, rerr)
+	}
+	return f(s2)
+}
+
+// session returns the open session, connecting when there is none. Concurrent callers
+// share one connect attempt.
+func (c *ClientConn) session(ctx context.Context) (*sdk.ClientSession, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, errClientClosed
+		}
+		if c.sess != nil {
+			s := c.sess
+			c.mu.Unlock()
+			return s, nil
+		}
+		if ch := c.dialing; ch != nil {
+			c.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if now := c.now(); now.Before(c.retryAt) {
+			err := fmt.Errorf("connect to %s failed, next attempt allowed in %s (at %s): %w",
+				c.cfg.target(), c.retryAt.Sub(now).Round(time.Millisecond), c.retryAt.Format(time.RFC3339Nano), c.lastErr)
+			c.mu.Unlock()
+			return nil, err
+		}
+		ch := make(chan struct{})
+		c.dialing = ch
+		c.mu.Unlock()
+
+		s, err := c.connect(ctx)
+
+		c.mu.Lock()
+		c.dialing = nil
+		close(ch)
+		switch {
+		case err == nil && c.closed:
+			c.mu.Unlock()
+			_ = s.Close()
+			return nil, errClientClosed
+		case err == nil:
+			c.sess = s
+			c.backoff = 0
+			c.lastErr = nil
+			c.retryAt = time.Time{}
+			c.watch(s)
+			c.mu.Unlock()
+			return s, nil
+		case ctx.Err() != nil:
+			// The caller gave up (or timed out): that says nothing about the server, so
+			// it does not start a backoff window for the next caller.
+			c.mu.Unlock()
+			return nil, fmt.Errorf("connect to %s: %w", c.cfg.target(), err)
+		default:
+			if c.backoff == 0 {
+				c.backoff = connectBackoffMin
+			} else {
+				c.backoff = min(c.backoff*2, connectBackoffMax)
+			}
+			c.lastErr = err
+			c.retryAt = c.now().Add(c.backoff)
+			c.mu.Unlock()
+			c.log.Warn("mcp connect failed", "server", c.cfg.target(), "error", err, "retry_in", c.backoff)
+			return nil, fmt.Errorf("connect to %s: %w", c.cfg.target(), err)
+		}
+	}
+}
+
+// watch forgets s once its connection ends (a stdio server exited, the SSE stream
+// closed), so the next call reconnects instead of failing on a dead session.
+// Called with c.mu held.
+func (c *ClientConn) watch(s *sdk.ClientSession) {
+	c.watchers.Add(1)
+	go func() {
+		defer c.watchers.Done()
+		_ = s.Wait()
+		// Release what the dead connection holds (reaps an exited stdio server).
+		_ = s.Close()
+		c.mu.Lock()
+		gone := c.sess == s
+		if gone {
+			c.sess = nil
+		}
+		c.mu.Unlock()
+		if gone {
+			c.log.Debug("mcp session ended", "server", c.cfg.target())
+		}
+	}()
+}
+
+// drop closes s and forgets it if it is still the current session.
+func (c *ClientConn) drop(s *sdk.ClientSession) {
+	c.mu.Lock()
+	if c.sess == s {
+		c.sess = nil
+	}
+	c.mu.Unlock()
+	_ = s.Close()
+}
+
+// connect opens a new session. The connect is abandoned when ctx ends or the
+// ClientConn is closed.
+func (c *ClientConn) connect(ctx context.Context) (*sdk.ClientSession, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.closeCtx, cancel)
+	defer stop()
+
+	var t sdk.Transport
+	var killGroup func()
+	switch c.cfg.Transport {
+	case TransportHTTP:
+		// Tool calls are request/response: the standalone GET stream for
+		// server-initiated messages is not needed, and keeping it would make the SDK
+		// retry it in the background whenever the server goes away.
+		t = &sdk.StreamableClientTransport{Endpoint: c.cfg.Endpoint, HTTPClient: c.httpc, DisableStandaloneSSE: true}
+	case TransportSSE:
+		t = &sessionScopedTransport{
+			inner:  &sdk.SSEClientTransport{Endpoint: c.cfg.Endpoint, HTTPClient: c.httpc},
+			parent: c.closeCtx,
+		}
+	case TransportStdio:
+		cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
+		if len(c.cfg.Env) > 0 {
+			cmd.Env = append(os.Environ(), c.cfg.Env...)
+		}
+		cmd.Stderr = c.cfg.Stderr
+		if cmd.Stderr == nil {
+			cmd.Stderr = os.Stderr
+		}
+		killGroup = ownProcessGroup(cmd)
+		t = &stdioTransport{CommandTransport: sdk.CommandTransport{Command: cmd, TerminateDuration: stdioTerminateGrace}, killGroup: killGroup}
+	}
+	var opts *sdk.ClientSessionOptions
+	if c.cfg.ProtocolVersion != "" {
+		opts = &sdk.ClientSessionOptions{ProtocolVersion: c.cfg.ProtocolVersion}
+	}
+	s, err := c.client.Connect(ctx, t, opts)
+	if err != nil {
+		if killGroup != nil {
+			// A server that started but failed the handshake must not linger.
+			killGroup()
+		}
+		return nil, err
+	}
+	c.log.Debug("mcp session opened", "server", c.cfg.target(), "session", s.ID())
+	return s, nil
+}
+
+// Close ends the session (terminating a stdio subprocess and waiting for it) and makes
+// every later call fail. Safe to call more than once.
+func (c *ClientConn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	s := c.sess
+	c.sess = nil
+	c.mu.Unlock()
+	c.cancel() // abandons a connect in progress
+	var err error
+	if s != nil {
+		err = s.Close()
+		// A server that has already gone away reports that on close; that is the
+		// state Close wants anyway.
+		if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) || isExitError(err) {
+			err = nil
+		}
+	}
+	c.watchers.Wait()
+	if err != nil {
+		return fmt.Errorf("close mcp session with %s: %w", c.cfg.target(), err)
+	}
+	return nil
+}
+
+var errClientClosed = errors.New("mcp client is closed")
+
+// ToolError is a tool call that failed on the server: the tool returned a result with
+// isError set, or the server answered the call with a JSON-RPC error (Protocol), for an
+// unknown tool or invalid arguments say.
+type ToolError struct {
+	Tool    string
+	Message string
+	// Code is the JSON-RPC error code when Protocol is set.
+	Code     int64
+	Protocol bool
+}
+
+func (e *ToolError) Error() string {
+	if e.Protocol {
+		return fmt.Sprintf("mcp tool %s: server error %d: %s", e.Tool, e.Code, e.Message)
+	}
+	return fmt.Sprintf("mcp tool %s returned an error: %s", e.Tool, e.Message)
+}
+
+// rejectedByTransport is the SDK's marker for an HTTP-level refusal (a non-2xx status,
+// possibly carrying a JSON-RPC error body): that is about the session or the transport,
+// not about the tool.
+var rejectedByTransport = &jsonrpc.Error{Code: -32005}
+
+// protocolError returns the JSON-RPC error the server answered a request with, or nil
+// when err is about the transport (including HTTP rejections that carry a JSON-RPC body,
+// such as a restarted server's "no valid session ID").
+func protocolError(err error) *jsonrpc.Error {
+	if errors.Is(err, rejectedByTransport) {
+		return nil
+	}
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	return nil
+}
+
+// sessionGone reports whether err means the session can no longer be used, so a fresh
+// one should be tried: everything except an answer from the server (a JSON-RPC error)
+// and the caller's own cancellation or deadline.
+func sessionGone(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, errClientClosed) {
+		return false
+	}
+	return protocolError(err) == nil
+}
+
+func isExitError(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee)
+}
+
+// sessionScopedTransport connects inner with a context that lives as long as the
+// connection rather than the connect call. The SDK's SSE transport ties its event
+// stream to the context given to Connect; the first call's context (cancelled when that
+// call returns) would otherwise end the shared session right after it opened. While
+// connecting, the caller's context still aborts the attempt.
+type sessionScopedTransport struct {
+	inner  sdk.Transport
+	parent context.Context // the ClientConn's lifetime
+}
+
+func (t *sessionScopedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	// Keep the caller's values (tracing, auth middleware) without its cancellation.
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopParent := context.AfterFunc(t.parent, cancel)
+	stopCaller := context.AfterFunc(ctx, cancel)
+	conn, err := t.inner.Connect(lctx)
+	if !stopCaller() {
+		// The caller gave up while connecting: the connection (if any) is cancelled.
+		err = errors.Join(ctx.Err(), err)
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}
+	if err != nil {
+		stopParent()
+		cancel()
+		return nil, err
+	}
+	return &hookedConn{Connection: conn, onClose: func() { stopParent(); cancel() }}, nil
+}
+
+// hookedConn runs onClose once after the connection is closed.
+type hookedConn struct {
+	sdk.Connection
+	once    sync.Once
+	onClose func()
+}
+
+func (c *hookedConn) Close() error {
+	err := c.Connection.Close()
+	c.once.Do(c.onClose)
+	return err
+}
+
+// stdioTransport is the SDK's CommandTransport plus a kill of the subprocess's
+// process group once the connection is closed, so that servers started through a
+// wrapper (npx, a shell script) leave no grandchildren behind.
+type stdioTransport struct {
+	sdk.CommandTransport
+	killGroup func()
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	conn, err := t.CommandTransport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &hookedConn{Connection: conn, onClose: t.killGroup}, nil
+}

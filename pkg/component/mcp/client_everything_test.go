@@ -1,0 +1,341 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/arvenza/helix/internal/testtools"
+	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
+)
+
+// everythingPeer is a running @modelcontextprotocol/server-everything.
+type everythingPeer struct {
+	node, script string
+	port         int
+	cmd          *exec.Cmd
+	done         chan struct{}
+	out          *lockedBuffer
+}
+
+// lockedBuffer collects a subprocess's output for failure messages.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// everythingPaths locates Node 22 and the reference server's entry script.
+func everythingPaths(t *testing.T) (node, script string) {
+	t.Helper()
+	node = testtools.Node(t)
+	script = testtools.NPMBin(t, "mcp-server-everything")
+	return node, script
+}
+
+// startEverything starts the reference server with the given transport (sse or
+// streamableHttp) on port (0: a free one) and stops it when the test ends.
+func startEverything(t *testing.T, transport string, port int) *everythingPeer {
+	t.Helper()
+	node, script := everythingPaths(t)
+	if port == 0 {
+		port = testtools.FreePort(t)
+	}
+	p := &everythingPeer{node: node, script: script, port: port}
+	p.start(t, transport)
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *everythingPeer) start(t *testing.T, transport string) {
+	t.Helper()
+	p.out = &lockedBuffer{}
+	p.cmd = exec.Command(p.node, p.script, transport)
+	p.cmd.Env = append(p.cmd.Environ(), "PORT="+strconv.Itoa(p.port))
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start server-everything %s: %v", transport, err)
+	}
+	p.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) {
+		_ = cmd.Wait()
+		close(done)
+	}(p.cmd, p.done)
+	testtools.WaitForTCP(t, p.addr(), 60*time.Second)
+}
+
+func (p *everythingPeer) addr() string { return "127.0.0.1:" + strconv.Itoa(p.port) }
+
+// kill stops the server and waits for it to exit (the port is free afterwards).
+func (p *everythingPeer) kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// clientHarness is an engine context with the mcp:// component and one workflow
+// direct://call → target, with an error handler recording failures.
+type clientHarness struct {
+	hc      *engine.Context
+	handled *recordingHandler
+}
+
+// recordingHandler is the workflow's error handler: it records what it saw and lets
+// the error end the exchange.
+type recordingHandler struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (h *recordingHandler) HandleError(_ context.Context, ex *exchange.Exchange, _ engine.Processor, err error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.errs = append(h.errs, err)
+	return err
+}
+
+func (h *recordingHandler) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.errs)
+}
+
+func newClientHarness(t *testing.T, target string) *clientHarness {
+	t.Helper()
+	hc := engine.NewContext("mcp-client-test")
+	hc.AddComponent("mcp", helixmcp.NewClient())
+	h := &clientHarness{hc: hc, handled: &recordingHandler{}}
+	if err := hc.AddWorkflow(&engine.Workflow{
+		ID:           "call",
+		FromURI:      "direct://call",
+		ToURIs:       []string{target},
+		ErrorHandler: h.handled,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := hc.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return h
+}
+
+// call sends body (and headers) through the workflow and returns the exchange.
+func (h *clientHarness) call(t *testing.T, body any, headers map[string]any) (*exchange.Exchange, error) {
+	t.Helper()
+	ex := exchange.NewWithBody(exchange.InOut, body)
+	for k, v := range headers {
+		ex.In().SetHeader(k, v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := h.hc.Send(ctx, "direct://call", ex)
+	return ex, err
+}
+
+// everythingTargets returns, per transport, the mcp:// URI prefix (without tool) of a
+// freshly started server-everything.
+func everythingTargets(t *testing.T) map[string]string {
+	t.Helper()
+	node, script := everythingPaths(t)
+	httpPeer := startEverything(t, "streamableHttp", 0)
+	ssePeer := startEverything(t, "sse", 0)
+	return map[string]string{
+		// server-everything serves Streamable HTTP at /mcp: the address carries the path.
+		"http": "mcp://" + httpPeer.addr() + "/mcp/%s",
+		// …and SSE at /sse, the client's default SSE path.
+		"sse": "mcp://" + ssePeer.addr() + "/%s?transport=sse",
+		// stdio: the address is the executable (node), args the script and transport.
+		"stdio": "mcp://" + node + "/%s?transport=stdio&args=" + script + "&args=stdio",
+	}
+}
+
+func TestClientAgainstServerEverything(t *testing.T) {
+	targets := everythingTargets(t)
+	for _, transport := range []string{"http", "sse", "stdio"} {
+		t.Run(transport, func(t *testing.T) {
+			tmpl := targets[transport]
+
+			t.Run("echo", func(t *testing.T) {
+				h := newClientHarness(t, fmt.Sprintf(tmpl, "echo"))
+				ex, err := h.call(t, `{"message":"hi"}`, nil)
+				if err != nil {
+					t.Fatalf("call: %v", err)
+				}
+				if got := ex.In().Body(); got != "Echo: hi" {
+					t.Fatalf("body = %#v, want %q", got, "Echo: hi")
+				}
+				if got := ex.In().HeaderString(exchange.HeaderMcpIsError); got != "false" {
+					t.Errorf("HelixMcpIsError = %q, want false", got)
+				}
+				if got := ex.In().HeaderString(exchange.HeaderMcpToolName); got != "echo" {
+					t.Errorf("HelixMcpToolName = %q, want echo", got)
+				}
+				// A map body is sent as is, and the header overrides the URI's tool.
+				ex, err = h.call(t, map[string]any{"a": 2, "b": 40}, map[string]any{exchange.HeaderMcpToolName: "get-sum"})
+				if err != nil {
+					t.Fatalf("call get-sum: %v", err)
+				}
+				if got := exchange.Stringify(ex.In().Body()); !strings.Contains(got, "42") {
+					t.Fatalf("get-sum body = %q, want the sum 42", got)
+				}
+				if got := ex.In().HeaderString(exchange.HeaderMcpToolName); got != "get-sum" {
+					t.Errorf("HelixMcpToolName = %q, want get-sum", got)
+				}
+				if n := h.handled.count(); n != 0 {
+					t.Errorf("error handler ran %d times for successful calls", n)
+				}
+			})
+
+			t.Run("structured", func(t *testing.T) {
+				h := newClientHarness(t, fmt.Sprintf(tmpl, "get-structured-content"))
+				ex, err := h.call(t, map[string]any{"location": "Chicago"}, nil)
+				if err != nil {
+					t.Fatalf("call: %v", err)
+				}
+				var weather struct {
+					Temperature float64 `json:"temperature"`
+					Conditions  string  `json:"conditions"`
+				}
+				body := exchange.Stringify(ex.In().Body())
+				if err := json.Unmarshal([]byte(body), &weather); err != nil {
+					t.Fatalf("body %q is not the weather JSON: %v", body, err)
+				}
+				if weather.Temperature != 36 || weather.Conditions == "" {
+					t.Fatalf("body = %q, want Chicago's weather (36°C)", body)
+				}
+			})
+
+			t.Run("unknown tool", func(t *testing.T) {
+				h := newClientHarness(t, fmt.Sprintf(tmpl, "no-such-tool"))
+				ex, err := h.call(t, "x", nil)
+				if err == nil {
+					t.Fatal("call of an unknown tool succeeded")
+				}
+				var te *helixmcp.ToolError
+				if !errors.As(err, &te) {
+					t.Fatalf("error %v (%T) is not a ToolError", err, err)
+				}
+				if got := ex.In().HeaderString(exchange.HeaderMcpIsError); got != "true" {
+					t.Errorf("HelixMcpIsError = %q, want true", got)
+				}
+				if body := exchange.Stringify(ex.In().Body()); !strings.Contains(body, "no-such-tool") {
+					t.Errorf("body = %q, want the server's message naming the tool", body)
+				}
+				if n := h.handled.count(); n != 1 {
+					t.Errorf("error handler ran %d times, want 1", n)
+				}
+				if ex.Exception() == nil {
+					t.Error("exchange has no exception")
+				}
+			})
+		})
+	}
+}
+
+func TestClientToolErrorResult(t *testing.T) {
+	// server-everything's get-sum rejects a non-number argument with isError (or a
+	// protocol error, depending on the SDK version): either way the exchange fails.
+	targets := everythingTargets(t)
+	h := newClientHarness(t, fmt.Sprintf(targets["http"], "get-sum"))
+	ex, err := h.call(t, map[string]any{"a": "x", "b": 1}, nil)
+	if err == nil {
+		t.Fatalf("get-sum with a string argument succeeded: %v", ex.In().Body())
+	}
+	if got := ex.In().HeaderString(exchange.HeaderMcpIsError); got != "true" {
+		t.Errorf("HelixMcpIsError = %q, want true", got)
+	}
+	if body := exchange.Stringify(ex.In().Body()); body == "" {
+		t.Error("empty body: want the error text")
+	}
+}
+
+func TestClientStdioSubprocessEndsOnStop(t *testing.T) {
+	node, script := everythingPaths(t)
+	hc := engine.NewContext("stdio-stop")
+	hc.AddComponent("mcp", helixmcp.NewClient())
+	// get-env shows the env option reaching the subprocess.
+	target := "mcp://" + node + "/get-env?transport=stdio&args=" + script + "&args=stdio&env=HELIX_STDIO_PROBE=present"
+	if err := hc.AddWorkflow(&engine.Workflow{ID: "call", FromURI: "direct://call", ToURIs: []string{target}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ex := exchange.NewWithBody(exchange.InOut, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := hc.Send(ctx, "direct://call", ex); err != nil {
+		t.Fatalf("call: %v", err)
+	}
+	var env map[string]any
+	if err := json.Unmarshal([]byte(exchange.Stringify(ex.In().Body())), &env); err != nil {
+		t.Fatalf("get-env body is not JSON: %v", err)
+	}
+	if env["HELIX_STDIO_PROBE"] != "present" {
+		t.Errorf("HELIX_STDIO_PROBE = %v, want present (env option)", env["HELIX_STDIO_PROBE"])
+	}
+	pids := childPIDs(t, node, script)
+	if len(pids) != 1 {
+		t.Fatalf("found %d server-everything stdio processes (%v), want 1", len(pids), pids)
+	}
+	if err := hc.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	for _, p := range pids {
+		if err := syscall.Kill(p, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("process %d still exists after Stop (kill -0: %v)", p, err)
+		}
+	}
+}
+
+// childPIDs lists this process's children running `node script stdio`.
+func childPIDs(t *testing.T, node, script string) []int {
+	t.Helper()
+	out, err := exec.Command("ps", "-o", "pid=,ppid=,args=", "--ppid", strconv.Itoa(syscall.Getpid())).Output()
+	if err != nil {
+		t.Fatalf("ps: %v", err)
+	}
+	var pids []int
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || !strings.Contains(line, script) || f[len(f)-1] != "stdio" {
+			continue
+		}
+		pid, err := strconv.Atoi(f[0])
+		if err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
