@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/arvenza/helix/pkg/component/all"
 	"github.com/arvenza/helix/pkg/component/tool"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
@@ -155,6 +156,7 @@ func (a *App) Start(ctx context.Context) error { return a.hc.Start(ctx) }
 func (a *App) Stop(ctx context.Context) error { return a.hc.Stop(ctx) }
 
 func registerComponents(hc *engine.Context) {
+	all.Register(hc)
 	hc.AddComponent("tool", tool.NewComponent(hc))
 }
 

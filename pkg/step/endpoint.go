@@ -33,6 +33,10 @@ func (bc *BuildContext) CheckEndpoint(pos config.Pos, path, raw string, trigger 
 	if strings.Contains(u.Scheme, "${") {
 		return true // the scheme is only known per exchange
 	}
+	if msg := directionProblem(u.Scheme, trigger); msg != "" {
+		bc.Errorf(pos, path, "%s", msg)
+		return false
+	}
 	if _, ok := bc.HC.Component(u.Scheme); !ok {
 		e := bc.Errorf(pos, path, "unknown scheme %q in %s %s", u.Scheme, role, raw)
 		if info, known := knownScheme(u.Scheme); known {
@@ -46,18 +50,12 @@ func (bc *BuildContext) CheckEndpoint(pos config.Pos, path, raw string, trigger 
 		}
 		return false
 	}
-	if msg := directionProblem(u.Scheme, trigger); msg != "" {
-		bc.Errorf(pos, path, "%s", msg)
-		return false
-	}
 	if uri.HasPlaceholders(raw) {
 		return true
 	}
-	ep, err := bc.HC.Endpoint(raw)
-	if err != nil {
+	if _, err := bc.HC.Endpoint(raw); err != nil {
 		bc.Errorf(pos, path, "%v", err)
 		return false
 	}
-	_ = ep
 	return true
 }
