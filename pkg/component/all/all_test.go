@@ -1,0 +1,174 @@
+package all_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/component/all"
+	"github.com/arvenza/helix/pkg/component/httpserver"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestSchemeTable(t *testing.T) {
+	s := all.Schemes()
+	if !sort.SliceIsSorted(s, func(i, j int) bool { return s[i].Scheme < s[j].Scheme }) {
+		t.Fatal("Schemes() is not sorted")
+	}
+	want := map[string]component.Direction{
+		"direct": component.Both, "log": component.ProducerOnly, "timer": component.ConsumerOnly,
+		"file": component.Both, "http-server": component.ConsumerOnly, "http": component.ProducerOnly,
+		"https": component.ProducerOnly, "mcp": component.ProducerOnly, "mcp-server": component.ConsumerOnly,
+		"tool": component.ConsumerOnly,
+	}
+	if len(s) != len(want) {
+		t.Fatalf("Schemes() has %d entries, want %d", len(s), len(want))
+	}
+	for scheme, dir := range want {
+		info, ok := all.Lookup(scheme)
+		if !ok || info.Direction != dir || info.Description == "" {
+			t.Errorf("Lookup(%q) = %+v, %v; want direction %v and a description", scheme, info, ok, dir)
+		}
+	}
+	if _, ok := all.Lookup("kafkaa"); ok {
+		t.Error("Lookup of an unknown scheme succeeded")
+	}
+	s[0].Scheme = "mutated"
+	if all.Schemes()[0].Scheme == "mutated" {
+		t.Error("Schemes() exposes the table itself")
+	}
+}
+
+// Every scheme registered on a context behaves as the table says: a consumer-only
+// component refuses producers and vice versa, the others accept both.
+func TestRegisteredComponentsMatchTable(t *testing.T) {
+	hc := engine.NewContext("table")
+	all.Register(hc)
+	samples := map[string]string{
+		"direct": "direct://x", "log": "log://x", "timer": "timer://x", "file": "file://" + t.TempDir(),
+		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "https": "https://h/x",
+	}
+	for _, scheme := range hc.Schemes() {
+		raw, ok := samples[scheme]
+		if !ok {
+			t.Errorf("scheme %q registered but no sample URI in this test", scheme)
+			continue
+		}
+		info, ok := all.Lookup(scheme)
+		if !ok {
+			t.Errorf("scheme %q registered but missing from all.Schemes()", scheme)
+			continue
+		}
+		comp, _ := hc.Component(scheme)
+		u, err := uri.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep, err := comp.CreateEndpoint(u)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		_, perr := ep.CreateProducer()
+		_, cerr := ep.CreateConsumer(component.ProcessorFunc(func(context.Context, *exchange.Exchange) error { return nil }))
+		if got := errors.Is(perr, component.ErrConsumerOnly); got != (info.Direction == component.ConsumerOnly) {
+			t.Errorf("%s: CreateProducer error %v does not match direction %v", scheme, perr, info.Direction)
+		}
+		if got := errors.Is(cerr, component.ErrProducerOnly); got != (info.Direction == component.ProducerOnly) {
+			t.Errorf("%s: CreateConsumer error %v does not match direction %v", scheme, cerr, info.Direction)
+		}
+	}
+	if len(hc.Schemes()) != len(samples) {
+		t.Errorf("registered %v, want the %d schemes of this test", hc.Schemes(), len(samples))
+	}
+}
+
+// An http-server workflow answering JSON, called by an http:// target of another
+// Helix context: method, headers, body, status and failures across the wire.
+func TestHTTPRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	server := engine.NewContext("server")
+	all.Register(server)
+	if err := server.AddWorkflow(&engine.Workflow{
+		ID:      "research",
+		FromURI: "http-server://127.0.0.1:0/research",
+		Processors: []engine.Processor{engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
+			in, _ := ex.In().Body().(map[string]any)
+			if in["topic"] == nil {
+				return errors.New("topic is required")
+			}
+			ex.In().SetHeader(exchange.HeaderHTTPResponseCode, 201)
+			ex.In().SetHeader("X-Served-By", "research")
+			ex.In().SetBody(map[string]any{
+				"topic":  in["topic"],
+				"method": ex.In().HeaderString(exchange.HeaderHTTPMethod),
+				"auth":   ex.In().HeaderString("Authorization"),
+			})
+			return nil
+		})},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer server.Stop(ctx)
+	comp, _ := server.Component("http-server")
+	addr, ok := comp.(*httpserver.Component).Addr("127.0.0.1:0")
+	if !ok {
+		t.Fatal("server not listening")
+	}
+
+	client := engine.NewContext("client")
+	all.Register(client)
+	auth := engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
+		ex.In().SetHeader("Authorization", "Bearer abc")
+		return nil
+	})
+	target := "http://" + addr.String() + "/research"
+	for id, to := range map[string]string{"ask": target, "ask-strict": target + "?throwExceptionOnFailure=true"} {
+		if err := client.AddWorkflow(&engine.Workflow{ID: id, FromURI: "direct://" + id, Processors: []engine.Processor{auth}, ToURIs: []string{to}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Stop(ctx)
+
+	ex := exchange.NewWithBody(exchange.InOut, map[string]any{"topic": "otters"})
+	if err := client.Send(ctx, "direct://ask", ex); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := ex.In().Body().(map[string]any)
+	if body["topic"] != "otters" || body["method"] != http.MethodPost || body["auth"] != "Bearer abc" {
+		t.Fatalf("reply %#v", ex.In().Body())
+	}
+	if ex.In().Header(exchange.HeaderHTTPResponseCode) != 201 || ex.In().HeaderString("X-Served-By") != "research" {
+		t.Fatalf("reply headers %v", ex.In().Headers())
+	}
+
+	// A failing server workflow is a 500 with {"error": …}; by default that is data.
+	ex = exchange.NewWithBody(exchange.InOut, map[string]any{"nothing": true})
+	if err := client.Send(ctx, "direct://ask", ex); err != nil {
+		t.Fatal(err)
+	}
+	body, _ = ex.In().Body().(map[string]any)
+	if ex.In().Header(exchange.HeaderHTTPResponseCode) != 500 || !strings.Contains(exchange.Stringify(body["error"]), "topic is required") {
+		t.Fatalf("failure reply %d %#v", ex.In().Header(exchange.HeaderHTTPResponseCode), ex.In().Body())
+	}
+	// … and an error with throwExceptionOnFailure=true.
+	err := client.Send(ctx, "direct://ask-strict", exchange.NewWithBody(exchange.InOut, map[string]any{}))
+	if err == nil || !strings.Contains(err.Error(), "HTTP 500") || !strings.Contains(err.Error(), "topic is required") {
+		t.Fatalf("got %v, want the server's 500 as an error", err)
+	}
+}

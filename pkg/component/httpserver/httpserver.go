@@ -1,0 +1,584 @@
+// Package httpserver implements http-server://host:port/path: a consumer that turns
+// HTTP requests into InOut exchanges and their results into HTTP responses.
+//
+// Workflows whose triggers name the same host:port share one listener (reference
+// counted: it opens with the first consumer and closes with the last). Each path is
+// matched exactly ("/research" does not match "/research/x"); unknown paths get 404,
+// a path served for other methods only gets 405. Options:
+//
+//	httpMethod=POST     accept only this method (default: any)
+//	maxBodyBytes=N      request body limit, 413 beyond it (default 10 MiB)
+//
+// Request → exchange: the body is the request body as a string, or, when the
+// Content-Type is JSON and the body parses, the decoded map/list (an empty body is
+// nil). Headers are the request headers (first value of each; inbound headers starting
+// with "Helix" are dropped so clients cannot forge internal ones) plus HelixHttpMethod,
+// HelixHttpPath and HelixHttpQuery (the raw query string).
+//
+// Exchange → response: the status is HelixHttpResponseCode when set (an int or a
+// numeric string), else 200; a failed pipeline gives 500 with {"error": "message"}.
+// string and []byte bodies are written as they are; maps, lists, numbers and bools as
+// JSON with Content-Type application/json. A Content-Type the workflow set wins (a
+// Content-Type inherited unchanged from the request is kept only when it still fits a
+// text body, that is when the request was JSON and the body still parses as JSON).
+// Other headers the workflow added or changed are copied to the response, except
+// Helix headers and connection/framing headers.
+//
+// Port 0 binds a free port; [Component.Addr] reports it.
+package httpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	nethttp "net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/arvenza/helix/pkg/component"
+	helixhttp "github.com/arvenza/helix/pkg/component/http"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// DefaultMaxBodyBytes is the request body limit when maxBodyBytes is not set.
+const DefaultMaxBodyBytes = 10 << 20
+
+// DefaultStopTimeout bounds a consumer's Stop when its context has no deadline.
+const DefaultStopTimeout = 30 * time.Second
+
+// Server timeouts. There is deliberately no write timeout: a workflow behind a trigger
+// may call a model for minutes; a client that gives up cancels the exchange instead.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 60 * time.Second
+	IdleTimeout       = 120 * time.Second
+)
+
+// Component is the http-server:// component: a registry of listeners shared by the
+// consumers of one engine context. Safe for concurrent use.
+type Component struct {
+	logger func() *slog.Logger
+
+	mu        sync.Mutex
+	listeners map[string]*listener // by host:port as written in the URIs
+}
+
+var (
+	_ component.Component = (*Component)(nil)
+	_ component.Lifecycle = (*Component)(nil)
+)
+
+// New returns a component that logs to the logger that logger() returns at that
+// moment (slog.Default when logger is nil).
+func New(logger func() *slog.Logger) *Component {
+	if logger == nil {
+		logger = slog.Default
+	}
+	return &Component{logger: logger, listeners: map[string]*listener{}}
+}
+
+// Addr returns the address the listener for hostport (as written in the URIs, e.g.
+// "127.0.0.1:0") is bound to, while at least one consumer on it is started.
+func (c *Component) Addr(hostport string) (net.Addr, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.listeners[strings.ToLower(hostport)]
+	if !ok {
+		return nil, false
+	}
+	return l.ln.Addr(), true
+}
+
+// Start is part of component.Lifecycle; listeners open with their first consumer.
+func (c *Component) Start(context.Context) error { return nil }
+
+// Stop closes listeners whose consumers were not all stopped (a safety net: normally
+// the last consumer's Stop closes its listener).
+func (c *Component) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	ls := make([]*listener, 0, len(c.listeners))
+	for k, l := range c.listeners {
+		ls = append(ls, l)
+		delete(c.listeners, k)
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, l := range ls {
+		errs = append(errs, l.shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// CreateEndpoint validates the address and options; nothing binds until a consumer starts.
+func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
+	if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
+		return nil, fmt.Errorf("%s: want http-server://host:port/path (for example http-server://0.0.0.0:8080/orders)", u.Raw)
+	}
+	path := u.Path
+	if path == "" {
+		path = "/"
+	}
+	method := strings.ToUpper(u.Param("httpMethod", ""))
+	for _, r := range method {
+		if r < 'A' || r > 'Z' {
+			return nil, fmt.Errorf("%s: option httpMethod=%q is not an HTTP method", u.Raw, method)
+		}
+	}
+	maxBody := int64(DefaultMaxBodyBytes)
+	if v := u.Param("maxBodyBytes", ""); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: option maxBodyBytes=%q must be a positive number of bytes", u.Raw, v)
+		}
+		maxBody = n
+	}
+	return &endpoint{c: c, raw: u.Raw, addr: strings.ToLower(u.Host), path: path, method: method, maxBody: maxBody}, nil
+}
+
+type endpoint struct {
+	c       *Component
+	raw     string
+	addr    string
+	path    string
+	method  string
+	maxBody int64
+}
+
+func (e *endpoint) URI() string { return e.raw }
+
+func (e *endpoint) CreateProducer() (component.Producer, error) {
+	return nil, component.ErrConsumerOnly
+}
+
+func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, error) {
+	if p == nil {
+		return nil, errors.New("http-server: consumer needs a processor")
+	}
+	return &consumer{e: e, p: p}, nil
+}
+
+// acquire returns the listener for addr, opening it for the first user.
+func (c *Component) acquire(addr string) (*listener, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.listeners[addr]; ok {
+		l.refs++
+		return l, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	l := &listener{c: c, key: addr, ln: ln, refs: 1, routes: map[string][]*route{}, served: make(chan struct{})}
+	l.srv = &nethttp.Server{
+		Handler:           l,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		IdleTimeout:       IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(c.logger().Handler(), slog.LevelWarn),
+	}
+	go func() {
+		defer close(l.served)
+		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
+			c.logger().Error("http-server: listener failed", "addr", addr, "error", err)
+		}
+	}()
+	c.listeners[addr] = l
+	c.logger().Info("http-server listening", "addr", addr, "bound", ln.Addr().String())
+	return l, nil
+}
+
+// release drops one reference and shuts the listener down with the last one.
+func (c *Component) release(ctx context.Context, l *listener) error {
+	c.mu.Lock()
+	l.refs--
+	last := l.refs == 0
+	if last && c.listeners[l.key] == l {
+		delete(c.listeners, l.key)
+	}
+	c.mu.Unlock()
+	if !last {
+		return nil
+	}
+	return l.shutdown(ctx)
+}
+
+// listener is one bound address and the routes served on it.
+type listener struct {
+	c      *Component
+	key    string
+	ln     net.Listener
+	srv    *nethttp.Server
+	refs   int           // guarded by c.mu
+	served chan struct{} // closed when Serve returned
+
+	mu     sync.RWMutex
+	routes map[string][]*route // by exact path
+	once   sync.Once
+	err    error
+}
+
+// shutdown stops accepting and waits for open requests within ctx (or
+// DefaultStopTimeout), then closes what is left. Safe to call more than once.
+func (l *listener) shutdown(ctx context.Context) error {
+	l.once.Do(func() {
+		ctx, cancel := withDefaultTimeout(ctx)
+		defer cancel()
+		if err := l.srv.Shutdown(ctx); err != nil {
+			l.err = fmt.Errorf("http-server %s: shutdown: %w", l.key, errors.Join(err, l.srv.Close()))
+		}
+		<-l.served
+	})
+	return l.err
+}
+
+func (l *listener) add(r *route) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, other := range l.routes[r.path] {
+		if other.method == "" || r.method == "" || other.method == r.method {
+			return fmt.Errorf("path %s on %s is already served by %s", r.path, l.key, other.raw)
+		}
+	}
+	l.routes[r.path] = append(l.routes[r.path], r)
+	return nil
+}
+
+func (l *listener) remove(r *route) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rs := l.routes[r.path]
+	for i, x := range rs {
+		if x == r {
+			rs = append(rs[:i:i], rs[i+1:]...)
+			break
+		}
+	}
+	if len(rs) == 0 {
+		delete(l.routes, r.path)
+	} else {
+		l.routes[r.path] = rs
+	}
+}
+
+// match finds the route for a request; allowed lists the methods of the path when
+// only the method is wrong.
+func (l *listener) match(path, method string) (r *route, allowed []string) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, x := range l.routes[path] {
+		if x.method == "" || x.method == method || method == nethttp.MethodHead && x.method == nethttp.MethodGet {
+			return x, nil
+		}
+		allowed = append(allowed, x.method)
+	}
+	return nil, allowed
+}
+
+// route is one consumer's path on a listener.
+type route struct {
+	raw     string
+	path    string
+	method  string
+	maxBody int64
+	p       component.Processor
+	logger  func() *slog.Logger
+
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
+	// abort is cancelled when Stop stops waiting for in-flight requests.
+	abort       context.Context
+	cancelAbort context.CancelFunc
+}
+
+// enter registers a request unless the route is closing.
+func (r *route) enter() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.inflight.Add(1)
+	return true
+}
+
+func (l *listener) ServeHTTP(w nethttp.ResponseWriter, req *nethttp.Request) {
+	r, allowed := l.match(req.URL.Path, req.Method)
+	if r == nil {
+		if len(allowed) > 0 {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			writeError(w, nethttp.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", req.Method, req.URL.Path))
+			return
+		}
+		writeError(w, nethttp.StatusNotFound, "no workflow serves "+req.URL.Path)
+		return
+	}
+	if !r.enter() {
+		writeError(w, nethttp.StatusServiceUnavailable, "the workflow serving "+req.URL.Path+" is stopping")
+		return
+	}
+	defer r.inflight.Done()
+	r.serve(w, req)
+}
+
+func (r *route) serve(w nethttp.ResponseWriter, req *nethttp.Request) {
+	data, err := io.ReadAll(nethttp.MaxBytesReader(w, req.Body, r.maxBody))
+	if err != nil {
+		var tooBig *nethttp.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, nethttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", r.maxBody))
+			return
+		}
+		writeError(w, nethttp.StatusBadRequest, "read request body: "+err.Error())
+		return
+	}
+	ex := exchange.New(exchange.InOut)
+	inbound := map[string]string{}
+	for k, vs := range req.Header {
+		if len(vs) == 0 || helixhttp.IsHelixHeader(k) {
+			continue
+		}
+		ex.In().SetHeader(k, vs[0])
+		inbound[k] = vs[0]
+	}
+	ex.In().SetHeader(exchange.HeaderHTTPMethod, req.Method)
+	ex.In().SetHeader(exchange.HeaderHTTPPath, req.URL.Path)
+	ex.In().SetHeader(exchange.HeaderHTTPQuery, req.URL.RawQuery)
+	ex.In().SetBody(decodeBody(data, req.Header.Get("Content-Type")))
+
+	// The exchange ends when the client goes away or when Stop gives up waiting.
+	ctx, cancel := context.WithCancel(req.Context())
+	defer cancel()
+	defer context.AfterFunc(r.abort, cancel)()
+
+	if err := r.process(ctx, ex); err != nil {
+		r.logger().Debug("http-server: workflow failed", "uri", r.raw, "exchange", ex.ID(), "error", err)
+		writeError(w, nethttp.StatusInternalServerError, err.Error())
+		return
+	}
+	respond(w, req, ex, inbound)
+}
+
+// process runs the pipeline; a panic that escaped it becomes an error, so that one bad
+// request never takes the connection down with a half-written response.
+func (r *route) process(ctx context.Context, ex *exchange.Exchange) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("workflow panicked: %v", v)
+		}
+	}()
+	if err := r.p.Process(ctx, ex); err != nil {
+		return err
+	}
+	return ex.Exception()
+}
+
+func decodeBody(data []byte, contentType string) any {
+	if len(data) == 0 {
+		return nil
+	}
+	if helixhttp.IsJSON(contentType) {
+		var v any
+		if err := json.Unmarshal(data, &v); err == nil {
+			return v
+		}
+	}
+	return string(data)
+}
+
+func respond(w nethttp.ResponseWriter, req *nethttp.Request, ex *exchange.Exchange, inbound map[string]string) {
+	status := nethttp.StatusOK
+	if v := ex.In().Header(exchange.HeaderHTTPResponseCode); v != nil {
+		code, err := statusCode(v)
+		if err != nil {
+			writeError(w, nethttp.StatusInternalServerError, err.Error())
+			return
+		}
+		status = code
+	}
+	var setCT string // a Content-Type the workflow set or changed
+	for k, v := range ex.In().Headers() {
+		if !helixhttp.OutboundHeader(k) {
+			continue
+		}
+		s, ok := helixhttp.HeaderValue(v)
+		if !ok {
+			continue
+		}
+		if old, was := inbound[k]; was && old == s {
+			continue // still the request's header, not part of the answer
+		}
+		if nethttp.CanonicalHeaderKey(k) == "Content-Type" {
+			setCT = s
+			continue
+		}
+		w.Header().Set(k, s)
+	}
+	inheritedCT := inbound[nethttp.CanonicalHeaderKey("Content-Type")]
+	var payload []byte
+	ct := setCT
+	switch b := ex.In().Body().(type) {
+	case nil:
+	case string:
+		payload = []byte(b)
+		if ct == "" {
+			ct = "text/plain; charset=utf-8"
+			if helixhttp.IsJSON(inheritedCT) && json.Valid(payload) {
+				ct = inheritedCT
+			}
+		}
+	case []byte:
+		payload = b // Content-Type sniffed by net/http unless set
+	case json.RawMessage:
+		payload = b
+		if ct == "" {
+			ct = "application/json"
+		}
+	default:
+		out, err := json.Marshal(b)
+		if err != nil {
+			writeError(w, nethttp.StatusInternalServerError, "encode response body as JSON: "+err.Error())
+			return
+		}
+		payload = out
+		if ct == "" {
+			ct = "application/json"
+		}
+	}
+	if ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.WriteHeader(status)
+	if req.Method != nethttp.MethodHead && len(payload) > 0 {
+		_, _ = w.Write(payload)
+	}
+}
+
+// statusCode reads HelixHttpResponseCode: an int, a whole float (JSON numbers) or a
+// numeric string, between 100 and 999.
+func statusCode(v any) (int, error) {
+	var code int
+	switch t := v.(type) {
+	case int:
+		code = t
+	case int64:
+		code = int(t)
+	case float64:
+		if t != float64(int(t)) {
+			return 0, fmt.Errorf("header %s=%v is not a whole number", exchange.HeaderHTTPResponseCode, v)
+		}
+		code = int(t)
+	default:
+		n, err := strconv.Atoi(strings.TrimSpace(exchange.Stringify(v)))
+		if err != nil {
+			return 0, fmt.Errorf("header %s=%q is not a status code", exchange.HeaderHTTPResponseCode, exchange.Stringify(v))
+		}
+		code = n
+	}
+	if code < 100 || code > 999 {
+		return 0, fmt.Errorf("header %s=%d is not a status code (100-999)", exchange.HeaderHTTPResponseCode, code)
+	}
+	return code, nil
+}
+
+func writeError(w nethttp.ResponseWriter, status int, msg string) {
+	body, _ := json.Marshal(map[string]string{"error": msg})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// consumer is one workflow's route on a shared listener.
+type consumer struct {
+	e *endpoint
+	p component.Processor
+
+	mu sync.Mutex
+	l  *listener
+	r  *route
+}
+
+// Start binds the address (or joins its listener) and adds the route.
+func (c *consumer) Start(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.l != nil {
+		return fmt.Errorf("%s: consumer already started", c.e.raw)
+	}
+	l, err := c.e.c.acquire(c.e.addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.e.raw, err)
+	}
+	abort, cancel := context.WithCancel(context.Background())
+	r := &route{raw: c.e.raw, path: c.e.path, method: c.e.method, maxBody: c.e.maxBody, p: c.p,
+		logger: c.e.c.logger, abort: abort, cancelAbort: cancel}
+	if err := l.add(r); err != nil {
+		cancel()
+		return errors.Join(fmt.Errorf("%s: %w", c.e.raw, err), c.e.c.release(context.Background(), l))
+	}
+	c.l, c.r = l, r
+	return nil
+}
+
+// Stop removes the route (new requests get 404), waits for its in-flight requests
+// within ctx (or DefaultStopTimeout), cancels those still running after that, and
+// releases the listener, which shuts down gracefully with its last route.
+func (c *consumer) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	l, r := c.l, c.r
+	c.l, c.r = nil, nil
+	c.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	l.remove(r)
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	defer r.cancelAbort()
+
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	drained := make(chan struct{})
+	go func() { r.inflight.Wait(); close(drained) }()
+	var errs []error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		r.cancelAbort()
+		select {
+		case <-drained:
+		case <-time.After(time.Second):
+			// The waiter goroutine ends when the stuck requests do; the listener
+			// shutdown below closes their connections.
+			errs = append(errs, fmt.Errorf("stop %s: in-flight requests ignored cancellation", c.e.raw))
+		}
+	}
+	// Shutdown gets its own short budget when ctx is already spent, so that the
+	// listener is closed either way.
+	sctx := ctx
+	if ctx.Err() != nil {
+		var c2 context.CancelFunc
+		sctx, c2 = context.WithTimeout(context.Background(), time.Second)
+		defer c2()
+	}
+	errs = append(errs, c.e.c.release(sctx, l))
+	return errors.Join(errs...)
+}
+
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, DefaultStopTimeout)
+}
