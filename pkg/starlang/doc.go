@@ -1,0 +1,46 @@
+// Package starlang implements Starlang, the Starlark dialect that Helix YAML steps
+// (transform, set-body, set-header, process, enrich, choice …) are scripted in.
+//
+// Starlang is go.starlark.net with these differences:
+//
+//   - `++` concatenates strings and lists; it is rewritten to Starlark's `+` outside
+//     string literals and comments before parsing (see rewriteConcat for the exact
+//     rule; `a + +b` keeps its Starlark meaning).
+//   - if, for and while are allowed at top level, as are sets, recursion and
+//     reassignment of globals.
+//   - The value of a script is the value of its last statement when that statement
+//     is an expression: `{"query": payload}` on its own is a complete script.
+//   - Top-level code reads names in order, as a Python module does: before the script
+//     assigns a name, it reads the predeclared value or exchange variable of that name,
+//     so `payload = payload["data"]` and `count = count + 1` work. A predeclared name
+//     the script assigns only in some branch keeps its predeclared value otherwise.
+//   - load statements are rejected.
+//
+// Predeclared names, fresh for every evaluation:
+//
+//	payload, body   the in-message body (the same object): JSON text is decoded when the
+//	                Content-Type header says JSON; other text stays a string. Mutations
+//	                (payload["total"] = 1) are visible in [Result.Payload].
+//	headers         dict of the in-message headers (a copy; changing it changes nothing)
+//	header(name)    a header's value or None (exact name first, then any case)
+//	variables       dict of the exchange variables; each variable is also predeclared
+//	                under its own name unless a builtin already has that name
+//	response_code   the HelixHttpResponseCode header as an int, or None
+//	write(value, content_type="application/json")
+//	                sets the exchange body and Content-Type; returns None
+//	fail(msg)       stops the script with a *[FailError] whose message is msg
+//	sizeOf(x)       len(x), and 0 for None
+//	sum(xs, start=0) sum of ints and floats
+//	json, time, math the go.starlark.net/lib modules
+//
+// plus every standard Starlark builtin (str, int, float, len, enumerate, sorted …).
+// Any other name the script reads without having assigned it (see
+// [Script.Variables]) must be an exchange variable at evaluation time, set by an
+// earlier enrich step; otherwise [Script.Eval] reports it as undefined, even when it
+// appears only in a branch that would not run, as Starlark does for undefined names.
+//
+// A [Script] is compiled once, when the YAML is loaded, and evaluated many times,
+// concurrently, each evaluation on its own starlark.Thread with a step limit and
+// cancelled with the caller's context. Errors carry positions in the YAML file:
+// "helix.yaml:14:13: …".
+package starlang
