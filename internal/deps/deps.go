@@ -3,6 +3,7 @@
 package deps
 
 import (
+	_ "github.com/golang-jwt/jwt/v5"
 	_ "github.com/google/jsonschema-go/jsonschema"
 	_ "github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "github.com/spf13/cobra"
@@ -11,5 +12,4 @@ import (
 	_ "go.yaml.in/yaml/v3"
 	_ "golang.org/x/oauth2/clientcredentials"
 	_ "golang.org/x/time/rate"
-	_ "github.com/golang-jwt/jwt/v5"
 )
