@@ -265,7 +265,7 @@ func TestInputSchema(t *testing.T) {
 
 func TestSuggest(t *testing.T) {
 	kinds := []string{"transform", "process", "set-body", "set-header", "log", "target"}
-	for word, want := range map[string]string{"tranform": "transform", "set-bdy": "set-body", "lg": "log", "targte": "target", "xyz": "", "choice": ""} {
+	for word, want := range map[string]string{"tranform": "transform", "set-bdy": "set-body", "lg": "log", "targte": "target", "lgo": "log", "xyz": "", "choice": ""} {
 		if got := Suggest(word, kinds); got != want {
 			t.Errorf("Suggest(%q) = %q, want %q", word, got, want)
 		}

@@ -39,6 +39,9 @@ func allSchemes(bc *BuildContext) []string {
 	for _, s := range all.Schemes() {
 		set[s.Scheme] = true
 	}
+	for s := range documentedElsewhere {
+		set[s] = true
+	}
 	out := make([]string, 0, len(set))
 	for s := range set {
 		out = append(out, s)
