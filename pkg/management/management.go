@@ -1,0 +1,204 @@
+// Package management serves Helix's management endpoints: the discovery
+// manifest (GET /.well-known/helix-manifest.json), liveness (/healthz) and
+// readiness (/readyz).
+//
+// The management server is a convenience, not a dependency: when its address
+// is taken (a second Helix on the same host, or a stdio MCP server launched by
+// an AI client beside a running Helix) Start logs a warning and returns nil,
+// unless Options.Required is set.
+package management
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultAddr is loopback only: the manifest lists internal tools and
+// addresses, which are nobody else's business unless configured otherwise.
+const DefaultAddr = "127.0.0.1:9999"
+
+// ManifestPath is the discovery document's path.
+const ManifestPath = "/.well-known/helix-manifest.json"
+
+// Options configure a management server; nil funcs mean "empty manifest" and
+// "always ready".
+type Options struct {
+	Addr     string // default DefaultAddr
+	Required bool   // fail Start when the address cannot be bound
+	// Manifest is called on every manifest request, so it reflects the
+	// current state; it must be safe for concurrent use.
+	Manifest func() Manifest
+	// Ready returns nil when Helix serves traffic, else the reason it does
+	// not (e.g. "starting", "draining"). Safe for concurrent use.
+	Ready  func() error
+	Logger *slog.Logger
+}
+
+// Server is the management HTTP server. Start and Stop are called once each
+// by the application's lifecycle; Addr is safe for concurrent use.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	srv  *http.Server
+	addr string
+	done chan struct{}
+}
+
+// New returns an unstarted server; it has no side effects.
+func New(o Options) *Server {
+	if o.Addr == "" {
+		o.Addr = DefaultAddr
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{opts: o, log: log}
+}
+
+// Start binds the address and serves in a goroutine owned by the server
+// until Stop. When binding fails and the server is not required, it logs a
+// warning and returns nil: Helix runs on without management endpoints.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		return errors.New("management server: already started")
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.opts.Addr)
+	if err != nil {
+		if s.opts.Required {
+			return fmt.Errorf("management server: listen on %s: %w (choose a free address or make management optional)", s.opts.Addr, err)
+		}
+		s.log.Warn("management server not started; continuing without manifest and health endpoints",
+			"addr", s.opts.Addr, "error", err)
+		return nil
+	}
+	s.addr = ln.Addr().String()
+	s.srv = &http.Server{
+		Handler:           s.handler(isLoopbackListener(ln.Addr())),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.done = make(chan struct{})
+	go func(srv *http.Server, done chan struct{}) {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("management server stopped", "addr", ln.Addr().String(), "error", err)
+		}
+	}(s.srv, s.done)
+	s.log.Info("management server listening", "addr", s.addr)
+	return nil
+}
+
+// Stop shuts the server down gracefully within ctx, then forcibly. It is a
+// no-op when the server is not running.
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	srv, done := s.srv, s.done
+	s.srv, s.addr = nil, ""
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	<-done
+	if err != nil {
+		return fmt.Errorf("management server: shutdown: %w", err)
+	}
+	return nil
+}
+
+// Addr is the bound address ("127.0.0.1:9999"), or "" when not running
+// (never started, stopped, or the address was taken).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Handler returns the routes without a listener, for embedding in another
+// server or for tests. Host checking is off.
+func (s *Server) Handler() http.Handler { return s.handler(false) }
+
+func (s *Server) handler(checkHost bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+ManifestPath, s.serveManifest)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", s.serveReady)
+	if !checkHost {
+		return mux
+	}
+	// DNS-rebinding guard: on a loopback listener only loopback host names are
+	// answered, so a web page whose domain was rebound to 127.0.0.1 cannot
+	// read the manifest.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			http.Error(w, fmt.Sprintf("forbidden: host %q is not a loopback name", r.Host), http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) serveManifest(w http.ResponseWriter, _ *http.Request) {
+	var m Manifest
+	if s.opts.Manifest != nil {
+		m = s.opts.Manifest()
+	}
+	b, err := json.MarshalIndent(m.normalized(), "", "  ")
+	if err != nil {
+		http.Error(w, "encoding manifest: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ready\n"))
+}
+
+func isLoopbackListener(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}

@@ -1,0 +1,73 @@
+package management
+
+// ManifestVersion is the manifest format version. Consumers (gateways doing
+// auto-discovery) should refuse a manifest with a larger major version.
+const ManifestVersion = 1
+
+// Manifest describes what a running Helix exposes, served as
+// GET /.well-known/helix-manifest.json (spec §16 auto-discovery). Its JSON
+// form is specified by docs/manifest.schema.json.
+type Manifest struct {
+	// ManifestVersion is set to [ManifestVersion] when left zero.
+	ManifestVersion int         `json:"manifest_version"`
+	Name            string      `json:"name"`
+	Version         string      `json:"version"`
+	Agents          []Agent     `json:"agents"`
+	MCPServers      []MCPServer `json:"mcp_servers"`
+	HTTPRoutes      []HTTPRoute `json:"http_routes"`
+}
+
+// Agent is a registered AI agent.
+type Agent struct {
+	ID           string   `json:"id"`
+	Type         string   `json:"type,omitempty"`
+	Model        string   `json:"model,omitempty"`
+	Tools        []string `json:"tools"`
+	Capabilities []string `json:"capabilities"`
+}
+
+// MCPServer is one configured MCP server.
+type MCPServer struct {
+	ID        string `json:"id"`
+	Name      string `json:"name,omitempty"`
+	Transport string `json:"transport"` // http | sse | stdio
+	Addr      string `json:"addr,omitempty"`
+	// Endpoints are full URLs clients connect to, e.g. http://127.0.0.1:3100/mcp
+	// or http://127.0.0.1:3100/sse; empty for stdio.
+	Endpoints []string `json:"endpoints"`
+	// Tools are the MCP tool names the server lists (after filtering).
+	Tools []string `json:"tools"`
+}
+
+// HTTPRoute is a workflow triggered over HTTP (http-server:// consumers).
+type HTTPRoute struct {
+	Workflow string `json:"workflow"`
+	Method   string `json:"method,omitempty"`
+	URI      string `json:"uri"`
+}
+
+// normalized returns m with nil lists replaced by empty ones, so consumers
+// always get arrays (never null), and the format version filled in.
+func (m Manifest) normalized() Manifest {
+	if m.ManifestVersion == 0 {
+		m.ManifestVersion = ManifestVersion
+	}
+	m.Agents = nonNil(m.Agents)
+	for i := range m.Agents {
+		m.Agents[i].Tools = nonNil(m.Agents[i].Tools)
+		m.Agents[i].Capabilities = nonNil(m.Agents[i].Capabilities)
+	}
+	m.MCPServers = nonNil(m.MCPServers)
+	for i := range m.MCPServers {
+		m.MCPServers[i].Endpoints = nonNil(m.MCPServers[i].Endpoints)
+		m.MCPServers[i].Tools = nonNil(m.MCPServers[i].Tools)
+	}
+	m.HTTPRoutes = nonNil(m.HTTPRoutes)
+	return m
+}
+
+// nonNil copies s (so the caller's slices are never written) or returns an
+// empty slice for nil.
+func nonNil[T any](s []T) []T {
+	return append(make([]T, 0, len(s)), s...)
+}
