@@ -74,6 +74,13 @@ func (c *ClientComponent) EndpointWithAuth(u *uri.URI, auth *AuthConfig) (*Clien
 		if err := auth.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: %w", u.Raw, err)
 		}
+		if auth.Type == AuthMTLS {
+			// Load the certificates now: a wrong path is a configuration error, better
+			// reported when the workflow is built than at its first call.
+			if _, err := auth.tlsConfig(); err != nil {
+				return nil, fmt.Errorf("%s: %w", u.Raw, err)
+			}
+		}
 		if auth.Type == AuthMTLS && u.Param("scheme", "") == "" {
 			// Client certificates only mean something over TLS.
 			cfg.Endpoint = "https" + strings.TrimPrefix(cfg.Endpoint, "http")

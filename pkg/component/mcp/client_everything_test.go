@@ -339,3 +339,79 @@ func childPIDs(t *testing.T, node, script string) []int {
 	}
 	return pids
 }
+
+// TestClientSurvivesServerRestart kills the server under a running workflow and starts
+// it again on the same port (or, for stdio, kills the subprocess): the next call goes
+// through on a new session without restarting the workflow.
+func TestClientSurvivesServerRestart(t *testing.T) {
+	for _, tc := range []struct{ name, transport, target string }{
+		{"http", "streamableHttp", "mcp://%s/mcp/echo"},
+		{"sse", "sse", "mcp://%s/echo?transport=sse"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			peer := startEverything(t, tc.transport, 0)
+			h := newClientHarness(t, fmt.Sprintf(tc.target, peer.addr()))
+			echo := func(msg string) (*exchange.Exchange, error) {
+				return h.call(t, map[string]any{"message": msg}, nil)
+			}
+			if ex, err := echo("before"); err != nil || ex.In().Body() != "Echo: before" {
+				t.Fatalf("first call: %v %v", ex.In().Body(), err)
+			}
+
+			// Restarted behind the client's back: the old session is unknown to the new
+			// server (or its stream is gone), so the call re-opens the session once.
+			peer.kill()
+			peer.start(t, tc.transport)
+			if ex, err := echo("restarted"); err != nil || ex.In().Body() != "Echo: restarted" {
+				t.Fatalf("call after restart: %v %v\nserver output:\n%s", ex.In().Body(), err, peer.out)
+			}
+
+			peer.kill()
+			// While the server is down a call fails (it does not hang) …
+			if _, err := echo("down"); err == nil {
+				t.Fatal("call with the server down succeeded")
+			}
+			peer.start(t, tc.transport)
+			// … and once it is back the next call succeeds on a fresh session. The
+			// failed call above started a backoff window (100ms) that the server's
+			// start-up outlasts; should a loaded machine start it faster, the call
+			// reports when it may retry, and the retry below waits for that.
+			ex, err := echo("after")
+			if err != nil && strings.Contains(err.Error(), "next attempt allowed") {
+				time.Sleep(200 * time.Millisecond)
+				ex, err = echo("after")
+			}
+			if err != nil {
+				t.Fatalf("call after the server came back: %v\nserver output:\n%s", err, peer.out)
+			}
+			if got := ex.In().Body(); got != "Echo: after" {
+				t.Fatalf("body after restart = %#v", got)
+			}
+		})
+	}
+
+	t.Run("stdio", func(t *testing.T) {
+		node, script := everythingPaths(t)
+		h := newClientHarness(t, "mcp://"+node+"/echo?transport=stdio&args="+script+"&args=stdio")
+		if _, err := h.call(t, map[string]any{"message": "one"}, nil); err != nil {
+			t.Fatalf("first call: %v", err)
+		}
+		pids := childPIDs(t, node, script)
+		if len(pids) != 1 {
+			t.Fatalf("found %d stdio servers, want 1", len(pids))
+		}
+		if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		ex, err := h.call(t, map[string]any{"message": "two"}, nil)
+		if err != nil {
+			t.Fatalf("call after the subprocess died: %v", err)
+		}
+		if got := ex.In().Body(); got != "Echo: two" {
+			t.Fatalf("body = %#v", got)
+		}
+		if now := childPIDs(t, node, script); len(now) != 1 || now[0] == pids[0] {
+			t.Fatalf("stdio servers after restart: %v (old %d), want one new", now, pids[0])
+		}
+	})
+}
