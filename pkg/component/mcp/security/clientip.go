@@ -97,3 +97,20 @@ func parseAddr(s string) netip.Addr {
 	}
 	return a.Unmap().WithZone("")
 }
+
+// reboundHost reports a request that arrived on a loopback listener but names
+// a non-loopback host, the signature of a DNS-rebinding attack.
+func reboundHost(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !parseAddr(local.String()).IsLoopback() {
+		return false
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	return !parseAddr(host).IsLoopback()
+}

@@ -18,6 +18,8 @@
 // A request passes the layers in this order, each answering on its own when it
 // rejects:
 //
+//  0. DNS-rebinding guard: on a loopback listener a non-loopback Host is
+//     refused (403), except from trusted proxies;
 //  1. body limit by Content-Length (413), the body is wrapped in
 //     [http.MaxBytesReader];
 //  2. OAuth protected-resource metadata (public, when OAuth is configured);

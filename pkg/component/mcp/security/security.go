@@ -66,7 +66,7 @@ type OAuthConfig struct {
 	// JWKSURL is where the issuer's signing keys are fetched (RS*, PS*, ES*).
 	JWKSURL string
 	// Scopes maps a tool (raw id or MCP name) to the scopes a token needs to
-	// list or call it.
+	// list or call it; the key "*" applies to every tool.
 	Scopes map[string][]string
 	// ResourceURL is this server's public MCP URL ("https://mcp.example.com/mcp")
 	// announced in the protected-resource metadata. When empty it is derived
@@ -237,6 +237,14 @@ func (q *request) clientString() string {
 
 func (s *Stack) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	q := s.identify(r)
+
+	// 0. DNS rebinding: a web page whose domain was rebound to 127.0.0.1
+	// reaches a loopback listener with its own Host name. Trusted proxies are
+	// exempt: a reverse proxy on the same host forwards the public Host.
+	if !q.viaTrusted && reboundHost(r) {
+		s.reject(w, r, q, http.StatusForbidden, "non-loopback Host on a loopback listener (DNS rebinding?)", "host", r.Host)
+		return
+	}
 
 	// 1. Cheap body check first: a declared oversize body is refused before
 	// anything is read, and reads of an undeclared one are capped.

@@ -59,7 +59,7 @@ func newToolFilter(allowed, blocked []string, oc *OAuthConfig) (toolFilter, erro
 	add("blocked_tools", blocked, f.blocked)
 	if oc != nil {
 		for tool, sc := range oc.Scopes {
-			n := SanitizeToolName(strings.TrimSpace(tool))
+			n := SanitizeToolName(strings.TrimSpace(tool)) // "*" stays "*"
 			f.scopes[n] = append(f.scopes[n], sc...)
 		}
 	}
@@ -84,7 +84,8 @@ func (s *Stack) ToolAllowed(toolName string, ctx context.Context) error {
 		return &ToolError{Tool: toolName, Reason: ErrToolNotAllowed,
 			msg: fmt.Sprintf("tool %s is not allowed on this server", toolName)}
 	}
-	need := s.tools.scopes[n]
+	// "*" lists scopes every tool needs, on top of the tool's own.
+	need := append(slices.Clip(s.tools.scopes["*"]), s.tools.scopes[n]...)
 	if s.oauth == nil || len(need) == 0 {
 		return nil
 	}

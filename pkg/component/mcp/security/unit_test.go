@@ -139,6 +139,23 @@ func TestToolAllowed(t *testing.T) {
 	if err := oauth.ToolAllowed("other", ctx); err != nil {
 		t.Errorf("unscoped tool: %v", err)
 	}
+	star := mustStack(t, Config{Auth: &OAuthConfig{Issuer: "https://i", Audience: "a", JWKSURL: "https://i/jwks",
+		Scopes: map[string][]string{"*": {"mcp"}, "admin-tool": {"admin"}}}}, nil)
+	withScopes := func(sc ...string) context.Context {
+		return context.WithValue(ctx, claimsKey{}, &Claims{Scopes: sc})
+	}
+	if err := star.ToolAllowed("other", withScopes("read")); err == nil || err.Error() != "tool other requires scope mcp" {
+		t.Errorf(`"*" scope not required: %v`, err)
+	}
+	if err := star.ToolAllowed("other", withScopes("mcp")); err != nil {
+		t.Errorf(`"*" scope present: %v`, err)
+	}
+	if err := star.ToolAllowed("admin_tool", withScopes("mcp")); err == nil || err.Error() != "tool admin_tool requires scope admin" {
+		t.Errorf("tool scope on top of \"*\": %v", err)
+	}
+	if err := star.ToolAllowed("admin_tool", withScopes("admin", "mcp")); err != nil {
+		t.Errorf("both scopes present: %v", err)
+	}
 }
 
 func TestTrustedProxySkipsAuthButNotOthers(t *testing.T) {
@@ -310,5 +327,32 @@ func BenchmarkMiddlewareAPIKey(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		serveFrom(h, "192.0.2.1:1", func(r *http.Request) { r.Header.Set("X-API-Key", "k3") })
+	}
+}
+
+func TestDNSRebindingGuard(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		proxies []string
+		host    string
+		want    int
+	}{
+		{"loopback host", nil, "", 200},
+		{"localhost name", nil, "localhost:1234", 200},
+		{"rebound domain", nil, "attacker.example:1234", 403},
+		{"rebound domain via trusted proxy", []string{"127.0.0.1", "::1"}, "mcp.example.com", 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustStack(t, Config{TrustedProxies: tc.proxies}, nil)
+			ts := httptest.NewServer(s.Middleware(okHandler))
+			defer ts.Close()
+			req, _ := http.NewRequest(http.MethodGet, ts.URL, nil)
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			if resp, _ := do(t, req); resp.StatusCode != tc.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
 	}
 }
