@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ var clientOptions = []string{"transport", "scheme", "timeout", "args", "env"}
 type ClientComponent struct {
 	mu    sync.Mutex
 	conns map[string]*sharedConn
+	auths map[string]*AuthConfig // by normalised URI; see SetAuth
 }
 
 type sharedConn struct {
@@ -52,12 +54,39 @@ var (
 
 // NewClient returns the mcp:// component.
 func NewClient() *ClientComponent {
-	return &ClientComponent{conns: map[string]*sharedConn{}}
+	return &ClientComponent{conns: map[string]*sharedConn{}, auths: map[string]*AuthConfig{}}
 }
 
-// CreateEndpoint parses an mcp:// URI; see [ParseClientURI].
+// CreateEndpoint parses an mcp:// URI (see [ParseClientURI]); the endpoint
+// authenticates with what [ClientComponent.SetAuth] registered for the URI, if anything.
 func (c *ClientComponent) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
-	return c.EndpointWithAuth(u, nil)
+	c.mu.Lock()
+	auth := c.auths[u.Normalized()]
+	c.mu.Unlock()
+	return c.EndpointWithAuth(u, auth)
+}
+
+// SetAuth makes the endpoint of u authenticate with auth. The target step calls it
+// while a workflow is built, for `target: {uri: mcp://…, auth: {…}}`; the engine
+// creates the endpoint later, on start. The URI is checked and mTLS files are loaded
+// now, so mistakes are configuration errors. Registering a different auth for the
+// same URI is an error: the engine builds one endpoint per URI, so the two targets
+// could not both be honoured.
+func (c *ClientComponent) SetAuth(u *uri.URI, auth *AuthConfig) error {
+	if auth == nil {
+		return fmt.Errorf("%s: no auth given", u.Raw)
+	}
+	if _, err := c.EndpointWithAuth(u, auth); err != nil {
+		return err
+	}
+	key := u.Normalized()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.auths[key]; ok && !reflect.DeepEqual(prev, auth) {
+		return fmt.Errorf("%s: another target with this URI has a different auth; one URI is one endpoint with one auth (vary the URI, e.g. a timeout option, to keep them apart)", u.Raw)
+	}
+	c.auths[key] = auth
+	return nil
 }
 
 // EndpointWithAuth builds an endpoint whose calls authenticate with auth (nil: none).
