@@ -1,0 +1,346 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+)
+
+func init() { mcpSubcommands = append(mcpSubcommands, newMCPCallCmd) }
+
+// mcpCallFlags are the options of `helix mcp call`.
+type mcpCallFlags struct {
+	stdio     string
+	transport string
+	headers   []string
+	jsonArgs  string
+	output    string
+	timeout   time.Duration
+	list      bool
+	env       []string
+}
+
+func newMCPCallCmd() *cobra.Command {
+	var f mcpCallFlags
+	cmd := &cobra.Command{
+		Use:   "call (URL | --stdio 'COMMAND ARGS…') TOOL [key=value…]",
+		Short: "Call a tool on an MCP server and print its result",
+		Long: `Call connects to an MCP server as Helix's mcp:// component does, calls one tool and
+prints the result: its text (the same body an mcp:// target produces), or with
+--output json the whole tools/call result.
+
+URL is host:port or a full http(s):// URL. With --transport http (the default) it is
+the Streamable HTTP endpoint as given (host:port means http://host:port/); with
+--transport sse, host:port means http://host:port/sse. With --stdio the server is a
+command started for the call (quote it as one argument), and TOOL is the first
+argument.
+
+Arguments are key=value pairs; a value is JSON when it parses as JSON (a=2 is a number,
+b=true a boolean, c='{"x":1}' an object), else a string. --json gives them as one JSON
+object; key=value pairs are added to it.
+
+Exit status: 0 when the tool succeeded, 1 when it returned an error (the message goes
+to stderr) or the server could not be reached, 2 for bad input.`,
+		Example: `  helix mcp call localhost:3000 greet name=Ada
+  helix mcp call http://127.0.0.1:3001/mcp get-sum a=2 b=40
+  helix mcp call localhost:3002 echo message=hi --transport sse
+  helix mcp call --stdio 'npx -y @modelcontextprotocol/server-everything' echo --json '{"message":"hi"}'
+  helix mcp call localhost:3000 --list`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMCPCall(cmd, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.stdio, "stdio", "", "start this command and talk to it over stdio instead of connecting to a URL")
+	fl.StringArrayVar(&f.env, "env", nil, "NAME=value added to the --stdio command's environment (repeatable)")
+	fl.StringVar(&f.transport, "transport", helixmcp.TransportHTTP, "transport for URL: http (Streamable HTTP) or sse")
+	fl.StringArrayVarP(&f.headers, "header", "H", nil, `HTTP header "Name: value" sent with every request (repeatable)`)
+	fl.StringVar(&f.jsonArgs, "json", "", "tool arguments as a JSON object")
+	fl.StringVarP(&f.output, "output", "o", "text", "output: text (the result's text) or json (the whole result)")
+	fl.DurationVar(&f.timeout, "timeout", helixmcp.DefaultCallTimeout, "limit for connecting and calling (0: none)")
+	fl.BoolVar(&f.list, "list", false, "list the server's tools instead of calling one")
+	return cmd
+}
+
+func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
+	cfg, tool, kv, err := mcpCallConfig(f, args)
+	if err != nil {
+		return configError(err)
+	}
+	if f.output != "text" && f.output != "json" {
+		return configError(fmt.Errorf("--output %q: use text or json", f.output))
+	}
+	var arguments map[string]any
+	if !f.list {
+		if arguments, err = toolArguments(f.jsonArgs, kv); err != nil {
+			return configError(err)
+		}
+	}
+	// Connection problems are reported as the command's error; the client's own
+	// warnings would say the same twice unless --log-level asks for them.
+	logger, err := newLogger(cmd, "error")
+	if err != nil {
+		return err
+	}
+	cfg.Logger = logger
+	cfg.Stderr = cmd.ErrOrStderr()
+	conn, err := helixmcp.NewClientConn(cfg)
+	if err != nil {
+		return configError(err)
+	}
+	defer conn.Close()
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+
+	if f.list {
+		tools, err := conn.ListTools(ctx)
+		if err != nil {
+			return runtimeError(err)
+		}
+		return printTools(out, tools, f.output)
+	}
+
+	res, err := conn.CallTool(ctx, tool, arguments)
+	var te *helixmcp.ToolError
+	if errors.As(err, &te) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "helix: tool %s failed: %s\n", tool, te.Message)
+		return reported{code: ExitRuntime}
+	}
+	if err != nil {
+		return runtimeError(err)
+	}
+	text, err := helixmcp.BodyFromResult(res)
+	if err != nil {
+		return runtimeError(err)
+	}
+	if f.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return runtimeError(err)
+		}
+	} else if !res.IsError {
+		if _, err := io.WriteString(out, withNewline(text)); err != nil {
+			return runtimeError(err)
+		}
+	}
+	if res.IsError {
+		if text == "" {
+			text = helixmcp.MsgToolErrorNoText
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "helix: tool %s returned an error: %s\n", tool, text)
+		return reported{code: ExitRuntime}
+	}
+	return nil
+}
+
+// mcpCallConfig turns the flags and positional arguments into a connection config,
+// the tool name and the key=value arguments.
+func mcpCallConfig(f mcpCallFlags, args []string) (helixmcp.ClientConfig, string, []string, error) {
+	var cfg helixmcp.ClientConfig
+	cfg.Timeout = f.timeout
+	if f.timeout == 0 {
+		cfg.Timeout = -1
+	}
+	need := 2 // URL TOOL
+	if f.stdio != "" {
+		need = 1 // TOOL
+	}
+	if f.list {
+		need--
+	}
+	if len(args) < need {
+		if f.stdio != "" {
+			return cfg, "", nil, errors.New("usage: helix mcp call --stdio 'COMMAND ARGS…' TOOL [key=value…] (or --list instead of TOOL)")
+		}
+		return cfg, "", nil, errors.New("usage: helix mcp call URL TOOL [key=value…] (or URL --list)")
+	}
+	if f.stdio != "" {
+		words, err := splitCommandLine(f.stdio)
+		if err != nil {
+			return cfg, "", nil, fmt.Errorf("--stdio: %w", err)
+		}
+		if len(words) == 0 {
+			return cfg, "", nil, errors.New("--stdio: empty command")
+		}
+		if len(f.headers) > 0 {
+			return cfg, "", nil, errors.New("--header applies to URLs, not --stdio servers")
+		}
+		cfg.Transport = helixmcp.TransportStdio
+		cfg.Command, cfg.Args, cfg.Env = words[0], words[1:], f.env
+	} else {
+		if len(f.env) > 0 {
+			return cfg, "", nil, errors.New("--env applies to --stdio servers")
+		}
+		endpoint, err := mcpEndpointURL(args[0], f.transport)
+		if err != nil {
+			return cfg, "", nil, err
+		}
+		cfg.Transport, cfg.Endpoint = f.transport, endpoint
+		if cfg.Header, err = parseHeaders(f.headers); err != nil {
+			return cfg, "", nil, err
+		}
+		args = args[1:]
+	}
+	tool := ""
+	if !f.list {
+		tool, args = args[0], args[1:]
+	} else if len(args) > 0 {
+		return cfg, "", nil, fmt.Errorf("--list takes no tool or arguments, got %q", args)
+	}
+	return cfg, tool, args, nil
+}
+
+// mcpEndpointURL turns URL or host:port into the endpoint, following the mcp:// URI
+// rules: a bare host:port is http://host:port for Streamable HTTP and
+// http://host:port/sse for SSE.
+func mcpEndpointURL(raw, transport string) (string, error) {
+	switch transport {
+	case helixmcp.TransportHTTP, helixmcp.TransportSSE:
+	default:
+		return "", fmt.Errorf("--transport %q: use http or sse (or --stdio for a command)", transport)
+	}
+	if strings.HasPrefix(raw, "http://") || strings.HasPrefix(raw, "https://") {
+		return raw, nil
+	}
+	if strings.Contains(raw, "://") {
+		return "", fmt.Errorf("URL %q: use host:port or an http:// or https:// URL", raw)
+	}
+	if raw == "" || strings.HasPrefix(raw, "/") {
+		return "", fmt.Errorf("URL %q: use host:port or an http:// or https:// URL", raw)
+	}
+	endpoint := "http://" + raw
+	if transport == helixmcp.TransportSSE && !strings.Contains(raw, "/") {
+		endpoint += "/sse"
+	}
+	return endpoint, nil
+}
+
+func parseHeaders(list []string) (http.Header, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	h := http.Header{}
+	for _, kv := range list {
+		k, v, ok := strings.Cut(kv, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf(`--header %q: use "Name: value"`, kv)
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	return h, nil
+}
+
+// toolArguments merges --json and key=value pairs (pairs win).
+func toolArguments(jsonArgs string, pairs []string) (map[string]any, error) {
+	args := map[string]any{}
+	if strings.TrimSpace(jsonArgs) != "" {
+		if err := json.Unmarshal([]byte(jsonArgs), &args); err != nil || args == nil {
+			return nil, fmt.Errorf("--json must be a JSON object such as '{\"message\":\"hi\"}': %v", err)
+		}
+	}
+	for _, kv := range pairs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("argument %q: use key=value", kv)
+		}
+		var val any
+		if err := json.Unmarshal([]byte(v), &val); err != nil {
+			val = v
+		}
+		args[k] = val
+	}
+	return args, nil
+}
+
+func withNewline(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
+}
+
+func printTools(w io.Writer, tools []*sdk.Tool, output string) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"tools": tools}); err != nil {
+			return runtimeError(err)
+		}
+		return nil
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	for _, t := range tools {
+		desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
+		if _, err := fmt.Fprintf(w, "%-28s %s\n", t.Name, desc); err != nil {
+			return runtimeError(err)
+		}
+	}
+	return nil
+}
+
+// splitCommandLine splits a command line into words the way a POSIX shell would for
+// plain words, single and double quotes and backslash escapes (no expansion of
+// variables or globs: the command is not run through a shell).
+func splitCommandLine(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	escaped := false
+	for _, r := range s {
+		switch {
+		case escaped:
+			cur.WriteRune(r)
+			escaped = false
+		case quote == '\'':
+			if r == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case quote == '"':
+			switch r {
+			case '"':
+				quote = 0
+			case '\\':
+				escaped = true
+			default:
+				cur.WriteRune(r)
+			}
+		case r == '\\':
+			escaped, inWord = true, true
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t' || r == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote in %q", quote, s)
+	}
+	if escaped {
+		return nil, fmt.Errorf("trailing backslash in %q", s)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
