@@ -10,6 +10,7 @@
 //	mcpload [run] -url http://127.0.0.1:3000/mcp -clients 16 -duration 10s -pid 1234
 //	mcpload startup -url http://127.0.0.1:3000/mcp -runs 10 -- helix mcp serve bench/echo.yaml
 //	mcpload sessions -url http://127.0.0.1:3000/mcp -n 10000 -pid 1234 -idle 10s
+//	mcpload wait -url http://127.0.0.1:3000/mcp -timeout 60s
 //	mcpload summarize -base limit results.jsonl
 package main
 
@@ -58,10 +59,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return startupCmd(ctx, args, out)
 	case "sessions":
 		return sessionsCmd(ctx, args, out)
+	case "wait":
+		return waitCmd(ctx, args, out)
 	case "summarize":
 		return summarizeCmd(args, out)
 	default:
-		return fmt.Errorf("unknown subcommand %q (want run, startup, sessions or summarize)", cmd)
+		return fmt.Errorf("unknown subcommand %q (want run, startup, sessions, wait or summarize)", cmd)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -223,5 +224,56 @@ func TestProcReaders(t *testing.T) {
 	}
 	if _, err := procCPU(-5); err == nil {
 		t.Fatal("bad pid: want an error")
+	}
+}
+
+// TestMain doubles as a fake server process for the startup test: with
+// MCPLOAD_FAKE_ADDR set, the test binary serves fakeServer there until killed.
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("MCPLOAD_FAKE_ADDR"); addr != "" {
+		time.Sleep(20 * time.Millisecond) // a start-up delay the measurement must include
+		f := &fakeServer{sessions: map[string]bool{}}
+		if err := http.ListenAndServe(addr, f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func TestStartupMeasuresAChildServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	t.Setenv("MCPLOAD_FAKE_ADDR", addr)
+	var buf bytes.Buffer
+	out := filepath.Join(t.TempDir(), "s.jsonl")
+	err = run(context.Background(), []string{"startup", "-runs", "2", "-json", out, "-url", "http://" + addr + "/mcp", "--", os.Args[0]}, &buf)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Runs     int     `json:"runs"`
+		MedianMS float64 `json:"median_ms"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Runs != 2 || rep.MedianMS < 20 {
+		t.Fatalf("report %+v: want 2 runs of at least the child's 20 ms delay", rep)
+	}
+
+	// A command that exits at once is reported, not waited for.
+	err = run(context.Background(), []string{"startup", "-runs", "1", "-url", "http://" + addr + "/mcp", "--", "false"}, &buf)
+	if err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("want an exited error, got %v", err)
 	}
 }

@@ -103,9 +103,30 @@ func timeStartup(ctx context.Context, argv []string, url, protocol string, state
 		}
 	}()
 
+	ready, err := waitReady(ctx, url, protocol, stateless, t0.Add(timeout), exited)
+	if err != nil {
+		var ex *exitedError
+		if errors.As(err, &ex) {
+			stopped = true
+		}
+		return 0, fmt.Errorf("%w; output: %s", err, output.String())
+	}
+	return ready.Sub(t0), nil
+}
+
+// exitedError says the server process ended while waitReady polled it.
+type exitedError struct{ err error }
+
+func (e *exitedError) Error() string {
+	return fmt.Sprintf("server exited before answering (%v)", e.err)
+}
+
+// waitReady polls url every millisecond until a client can open a session (unless
+// stateless) and list at least one tool. It gives up at deadline, when ctx ends, or
+// when exited (may be nil) delivers the server's exit.
+func waitReady(ctx context.Context, url, protocol string, stateless bool, deadline time.Time, exited <-chan error) (time.Time, error) {
 	hc := newHTTPClient(1, 2*time.Second)
 	defer hc.CloseIdleConnections()
-	deadline := t0.Add(timeout)
 	var lastErr error
 	for {
 		s := &session{hc: hc, url: url, protocol: protocol}
@@ -121,21 +142,38 @@ func timeStartup(ctx context.Context, argv []string, url, protocol string, state
 			}
 		}
 		if err == nil {
-			d := time.Since(t0)
+			ready := time.Now()
 			s.close(ctx)
-			return d, nil
+			return ready, nil
 		}
 		lastErr = err
 		select {
 		case werr := <-exited:
-			stopped = true
-			return 0, fmt.Errorf("%s exited before answering (%v): %s", argv[0], werr, output.String())
+			return time.Time{}, &exitedError{werr}
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return time.Time{}, ctx.Err()
 		case <-time.After(time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no tools/list answer within %s, last error: %w; output: %s", timeout, lastErr, output.String())
+			return time.Time{}, fmt.Errorf("no tools/list answer from %s by the deadline, last error: %w", url, lastErr)
 		}
 	}
+}
+
+// waitCmd blocks until a server answers tools/list (for scripts that start servers).
+func waitCmd(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("mcpload wait", flag.ContinueOnError)
+	fs.SetOutput(out)
+	url := fs.String("url", "", "Streamable HTTP endpoint")
+	stateless := fs.Bool("stateless", false, "server is stateless: tools/list without initialize")
+	protocol := fs.String("protocol", defaultProtocol, "MCP protocol revision")
+	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *url == "" {
+		return errors.New("usage: mcpload wait -url URL [-timeout 60s]")
+	}
+	_, err := waitReady(ctx, *url, *protocol, *stateless, time.Now().Add(*timeout), nil)
+	return err
 }
