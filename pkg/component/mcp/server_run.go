@@ -1,0 +1,377 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/pkg/engine"
+)
+
+// shutdownGrace bounds how long Stop waits for in-flight tool calls and open
+// connections when its context carries no deadline.
+const shutdownGrace = 10 * time.Second
+
+// NewSDKServer builds a go-sdk server offering the tools and resources that a Helix
+// server with opts would offer, for use with any go-sdk transport (in-memory
+// transports in tests, a custom HTTP mux). Transport, Addr and the HTTP options of
+// opts are ignored. The caller runs and closes the server.
+func NewSDKServer(hc *engine.Context, opts ServerOptions) (*sdk.Server, error) {
+	c := NewServer(hc)
+	if err := c.normalize(&opts); err != nil {
+		return nil, err
+	}
+	s := &mcpServer{comp: c, opts: opts}
+	srv, _, err := s.build()
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %s: %w", opts.ID, err)
+	}
+	return srv, nil
+}
+
+// mcpServer is one declared or URI-triggered server. start and stop are called
+// once each by the component.
+type mcpServer struct {
+	comp *ServerComponent
+	opts ServerOptions
+
+	mu      sync.Mutex
+	tools   []*serverTool
+	sdk     *sdk.Server
+	gate    *callGate
+	ln      net.Listener
+	httpSrv *http.Server
+	running bool
+
+	serveDone   chan struct{} // http: Serve returned
+	stdioCancel context.CancelFunc
+	stdioDone   chan struct{} // stdio: Run returned
+}
+
+// build resolves the tools and makes the go-sdk server.
+func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
+	s.opts.Logger = s.comp.logger(&s.opts)
+	tools, err := buildTools(s.comp.hc, &s.opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &sdk.ServerOptions{
+		Logger: s.opts.Logger,
+		// Advertise every feature explicitly, including the empty prompt list: clients
+		// (and the conformance suite) probe prompts/list and logging/setLevel, and the
+		// tool list may change when workflows are reloaded.
+		Capabilities: &sdk.ServerCapabilities{
+			Logging:   &sdk.LoggingCapabilities{},
+			Prompts:   &sdk.PromptCapabilities{},
+			Resources: &sdk.ResourceCapabilities{},
+			Tools:     &sdk.ToolCapabilities{ListChanged: true},
+		},
+	})
+	gate := newCallGate()
+	caller := &toolCaller{hc: s.comp.hc, serverName: s.opts.Name, allowed: s.opts.ToolAllowed, logger: s.opts.Logger, gate: gate}
+	for _, t := range tools {
+		srv.AddTool(t.sdkTool(), caller.handler(t))
+	}
+	addWorkflowResources(srv, s.comp.hc)
+	if s.opts.ToolAllowed != nil {
+		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed))
+	}
+	s.mu.Lock()
+	s.tools = tools
+	s.mu.Unlock()
+	return srv, gate, nil
+}
+
+// hideDisallowedTools filters tools/list through allowed, so that a client never
+// sees a tool it may not call.
+func hideDisallowedTools(allowed func(string) error) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if err != nil || method != "tools/list" {
+				return res, err
+			}
+			if lr, ok := res.(*sdk.ListToolsResult); ok {
+				kept := lr.Tools[:0:0]
+				for _, t := range lr.Tools {
+					if allowed(t.Name) == nil {
+						kept = append(kept, t)
+					}
+				}
+				lr.Tools = kept
+			}
+			return res, nil
+		}
+	}
+}
+
+func (s *mcpServer) start(ctx context.Context) error {
+	srv, gate, err := s.build()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.sdk, s.gate = srv, gate
+	s.mu.Unlock()
+	if s.opts.Transport == TransportStdio {
+		s.startStdio()
+	} else if err := s.startHTTP(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.running = true
+	s.mu.Unlock()
+	s.opts.Logger.Info("mcp server started", "id", s.opts.ID, "name", s.opts.Name, "transport", s.opts.Transport,
+		"addr", addrString(s.boundAddr()), "tools", toolNames(s.tools))
+	return nil
+}
+
+func (s *mcpServer) startHTTP(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
+	}
+	var h http.Handler = s.httpHandler()
+	if s.opts.HTTPMiddleware != nil {
+		h = s.opts.HTTPMiddleware(h)
+	}
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.ln, s.httpSrv, s.serveDone = ln, hs, done
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.opts.Logger.Error("mcp server stopped serving", "id", s.opts.ID, "error", err)
+		}
+	}()
+	return nil
+}
+
+// httpHandler routes the transports. Streamable HTTP answers at /mcp (what clients
+// are told to use) and at every other path, so that mcp://host:port/tool client URIs
+// reach the server whatever path they carry. The SSE transport answers at /sse
+// (event stream) and /message (client posts); for transport http it is served too,
+// for clients that predate Streamable HTTP.
+func (s *mcpServer) httpHandler() http.Handler {
+	getServer := func(*http.Request) *sdk.Server { return s.sdk }
+	mux := http.NewServeMux()
+	sse := sdk.NewSSEHandler(getServer, nil)
+	// The go-sdk tells SSE clients to post to the URL of the GET that opened the
+	// stream; presenting that GET as /message makes the advertised endpoint the
+	// documented /message?sessionid=… (posting to /sse?sessionid=… works as well).
+	sseEntry := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			r = r.Clone(r.Context())
+			r.URL.Path = "/message"
+			r.URL.RawPath = ""
+		}
+		sse.ServeHTTP(w, r)
+	})
+	mux.Handle("/sse", sseEntry)
+	mux.Handle("/message", sse)
+	if s.opts.Transport == TransportHTTP {
+		timeout := s.opts.SessionIdleTimeout
+		if timeout < 0 {
+			timeout = 0
+		}
+		streamable := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+			Stateless:      s.opts.Stateless,
+			SessionTimeout: timeout,
+			Logger:         s.opts.Logger,
+		})
+		mux.Handle("/mcp", streamable)
+		mux.Handle("/", streamable)
+	} else {
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "this MCP server speaks the SSE transport: open GET /sse", http.StatusNotFound)
+		})
+	}
+	return mux
+}
+
+func (s *mcpServer) startStdio() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.stdioCancel, s.stdioDone = cancel, done
+	s.mu.Unlock()
+	t := &sdk.IOTransport{Reader: readCloser(s.opts.Stdin), Writer: nopWriteCloser{s.opts.Stdout}}
+	go func() {
+		defer close(done)
+		err := s.sdk.Run(ctx, t)
+		if ctx.Err() == nil {
+			// The client closed our input: a subprocess server has nothing left to do.
+			if err != nil && !errors.Is(err, io.EOF) {
+				s.opts.Logger.Warn("mcp stdio server ended", "id", s.opts.ID, "error", err)
+			} else {
+				s.opts.Logger.Info("mcp stdio client disconnected", "id", s.opts.ID)
+			}
+			s.comp.signalDone()
+		}
+	}()
+}
+
+// stop refuses new tool calls, waits (within ctx's deadline, or shutdownGrace) for
+// running ones, then closes sessions and connections.
+func (s *mcpServer) stop(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.running {
+		s.mu.Unlock()
+		return nil
+	}
+	s.running = false
+	gate, hs, serveDone := s.gate, s.httpSrv, s.serveDone
+	cancelStdio, stdioDone := s.stdioCancel, s.stdioDone
+	s.mu.Unlock()
+
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, shutdownGrace)
+		defer cancel()
+	}
+	var errs []error
+	shutdownDone := make(chan error, 1)
+	if hs != nil {
+		// Shutdown closes the listener at once and then waits for handlers; the
+		// long-lived SSE streams end when their sessions are closed below.
+		go func() { shutdownDone <- hs.Shutdown(ctx) }()
+	}
+	if err := gate.closeAndWait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("tool calls still running: %w", err))
+	}
+	for ss := range s.sdk.Sessions() {
+		_ = ss.Close()
+	}
+	if hs != nil {
+		if err := <-shutdownDone; err != nil {
+			_ = hs.Close()
+		}
+		<-serveDone
+	}
+	if cancelStdio != nil {
+		cancelStdio()
+		select {
+		case <-stdioDone:
+		case <-ctx.Done():
+			// A blocking read on the process's real stdin cannot be interrupted; the
+			// goroutine ends with the process.
+			s.opts.Logger.Warn("mcp stdio server: input still blocked at stop", "id", s.opts.ID)
+		}
+	}
+	s.opts.Logger.Info("mcp server stopped", "id", s.opts.ID)
+	return errors.Join(errs...)
+}
+
+func (s *mcpServer) boundAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+func (s *mcpServer) info() ServerInfo {
+	s.mu.Lock()
+	running, tools := s.running, s.tools
+	s.mu.Unlock()
+	si := ServerInfo{ID: s.opts.ID, Name: s.opts.Name, Version: s.opts.Version, Transport: s.opts.Transport,
+		Addr: s.opts.Addr, Stateless: s.opts.Stateless, Running: running}
+	if a := s.boundAddr(); running && a != nil {
+		si.Addr = a.String()
+	}
+	if !running {
+		var err error
+		if tools, err = buildTools(s.comp.hc, &s.opts); err != nil {
+			tools = nil
+		}
+	}
+	for _, t := range tools {
+		si.Tools = append(si.Tools, t.info)
+	}
+	return si
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// callGate counts running tool calls and, once closed, refuses new ones, so that
+// stop can wait for exactly the calls that were admitted.
+type callGate struct {
+	mu     sync.Mutex
+	closed bool
+	n      int
+	idle   chan struct{} // closed when closed && n == 0
+}
+
+func newCallGate() *callGate { return &callGate{idle: make(chan struct{})} }
+
+func (g *callGate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.n++
+	return true
+}
+
+func (g *callGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n--
+	if g.closed && g.n == 0 {
+		close(g.idle)
+	}
+}
+
+func (g *callGate) closeAndWait(ctx context.Context) error {
+	g.mu.Lock()
+	if !g.closed {
+		g.closed = true
+		if g.n == 0 {
+			close(g.idle)
+		}
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readCloser keeps a closable reader closable (so that stop can interrupt a pipe)
+// and makes any other reader satisfy io.ReadCloser.
+func readCloser(r io.Reader) io.ReadCloser {
+	if rc, ok := r.(io.ReadCloser); ok {
+		return rc
+	}
+	return io.NopCloser(r)
+}
+
+// nopWriteCloser keeps the transport from closing the process's stdout, which
+// other code (a final log line on a terminal) may still own.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
