@@ -18,13 +18,13 @@ import (
 // concurrent use.
 type Component struct {
 	mu        sync.RWMutex
-	consumers map[string]component.Processor
+	consumers map[string]*consumer
 }
 
 var _ component.Component = (*Component)(nil)
 
 // New returns an empty direct component.
-func New() *Component { return &Component{consumers: map[string]component.Processor{}} }
+func New() *Component { return &Component{consumers: map[string]*consumer{}} }
 
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	name := u.Host + u.Path
@@ -71,7 +71,7 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if !ok {
 		return fmt.Errorf("direct://%s: no workflow is listening (define a workflow with trigger direct://%s, or check that it started)", p.e.name, p.e.name)
 	}
-	return target.Process(ctx, ex)
+	return target.p.Process(ctx, ex)
 }
 
 type consumer struct {
@@ -85,14 +85,16 @@ func (c *consumer) Start(context.Context) error {
 	if _, taken := c.e.c.consumers[c.e.name]; taken {
 		return fmt.Errorf("direct://%s already has a consumer: two workflows cannot share one direct name", c.e.name)
 	}
-	c.e.c.consumers[c.e.name] = c.p
+	c.e.c.consumers[c.e.name] = c
 	return nil
 }
 
+// Stop unregisters the name, but only when this consumer holds it: a consumer whose
+// Start failed because the name was taken must not remove the other one.
 func (c *consumer) Stop(context.Context) error {
 	c.e.c.mu.Lock()
 	defer c.e.c.mu.Unlock()
-	if c.e.c.consumers[c.e.name] != nil {
+	if c.e.c.consumers[c.e.name] == c {
 		delete(c.e.c.consumers, c.e.name)
 	}
 	return nil

@@ -3,6 +3,7 @@ package direct_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -118,7 +119,14 @@ func TestDirectErrors(t *testing.T) {
 			}
 			defer c1.Stop(context.Background())
 			c2, _ := ep.CreateConsumer(noop)
-			return c2.Start(context.Background())
+			err := c2.Start(context.Background())
+			// Stopping the consumer that failed to start must leave the first in place.
+			_ = c2.Stop(context.Background())
+			p, _ := ep.CreateProducer()
+			if perr := p.Process(context.Background(), exchange.New(exchange.InOnly)); perr != nil {
+				return fmt.Errorf("the first consumer was unregistered: %w", perr)
+			}
+			return err
 		}, "already has a consumer"},
 	}
 	for _, tc := range tests {
