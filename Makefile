@@ -16,6 +16,7 @@ test:
 	scripts/setup-tools.sh
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory fuzz-smoke
+	$(MAKE) --no-print-directory bench-smoke
 	HELIX_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # Installs Node 22 and the npm MCP peers into .tools (or $HELIX_TOOLS_DIR).
