@@ -46,7 +46,7 @@ var schemes = []SchemeInfo{
 	{"mcp", component.ProducerOnly, "call a tool on an MCP server (mcp://host:port/tool?transport=http)"},
 	{"mcp-server", component.ConsumerOnly, "expose the workflow as a tool of an MCP server (mcp-server://0.0.0.0:3000?transport=http&name=my-tools)"},
 	{"timer", component.ConsumerOnly, "fire exchanges on a schedule (timer://name?period=1s&repeatCount=N&delay=0)"},
-	{"tool", component.ConsumerOnly, "make the workflow a tool that agents and MCP servers can call (tool://name)"},
+	{"tool", component.Both, "a tools: entry; as a trigger it is implicit (tool://id), as a target it calls the tool with input validation"},
 }
 
 // Schemes lists every scheme Helix knows, sorted by name. The result is a fresh copy.

@@ -29,7 +29,7 @@ func TestSchemeTable(t *testing.T) {
 		"direct": component.Both, "log": component.ProducerOnly, "timer": component.ConsumerOnly,
 		"file": component.Both, "http-server": component.ConsumerOnly, "http": component.ProducerOnly,
 		"https": component.ProducerOnly, "mcp": component.ProducerOnly, "mcp-server": component.ConsumerOnly,
-		"tool": component.ConsumerOnly,
+		"tool": component.Both,
 	}
 	if len(s) != len(want) {
 		t.Fatalf("Schemes() has %d entries, want %d", len(s), len(want))
