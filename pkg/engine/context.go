@@ -42,6 +42,7 @@ type Context struct {
 	byID       map[string]*runtimeWorkflow
 	endpoints  map[string]component.Endpoint
 	producers  map[string]component.Producer
+	dynamic    dynamicProducers
 	started    bool
 	stopped    bool
 
@@ -471,6 +472,7 @@ func (c *Context) stop(ctx context.Context, drain time.Duration) error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.stopDynamic(ctx)...)
 	for _, p := range producers {
 		if err := p.Stop(ctx); err != nil {
 			errs = append(errs, err)

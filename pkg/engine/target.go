@@ -35,6 +35,9 @@ func (t *Target) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if err != nil {
 		return fmt.Errorf("resolve target: %w", err)
 	}
+	if uri.HasPlaceholders(t.template) {
+		return t.hc.SendDynamic(ctx, target, ex)
+	}
 	return t.hc.Send(ctx, target, ex)
 }
 

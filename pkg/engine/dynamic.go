@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// MaxDynamicProducers bounds how many producers built for placeholder URIs
+// (http://api/users/${body.userId}) stay open. Each distinct resolved URI needs its
+// own endpoint; caching them all would let memory grow with every new user id, so the
+// least recently used ones beyond this bound are stopped once no exchange uses them.
+const MaxDynamicProducers = 256
+
+type dynamicEntry struct {
+	key     string
+	p       component.Producer
+	refs    int
+	evicted bool
+	elem    *list.Element
+}
+
+type dynamicProducers struct {
+	lru     *list.List // front = most recently used; values are *dynamicEntry
+	entries map[string]*dynamicEntry
+}
+
+// SendDynamic delivers ex to a URI resolved per exchange. Its producer comes from a
+// bounded LRU cache instead of the context's permanent producer map.
+func (c *Context) SendDynamic(ctx context.Context, rawURI string, ex *exchange.Exchange) error {
+	e, err := c.acquireDynamic(ctx, rawURI)
+	if err != nil {
+		return err
+	}
+	defer c.releaseDynamic(ctx, e)
+	return e.p.Process(ctx, ex)
+}
+
+func (c *Context) acquireDynamic(ctx context.Context, rawURI string) (*dynamicEntry, error) {
+	u, err := uri.Parse(rawURI)
+	if err != nil {
+		return nil, err
+	}
+	key := u.Normalized()
+	c.mu.Lock()
+	// A URI that is also a static target shares the permanent producer.
+	if p, ok := c.producers[key]; ok {
+		c.mu.Unlock()
+		return &dynamicEntry{key: key, p: p, refs: 1, evicted: false, elem: nil}, nil
+	}
+	if c.stopped {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%s: the context is stopped", rawURI)
+	}
+	if c.dynamic.entries == nil {
+		c.dynamic.entries = map[string]*dynamicEntry{}
+		c.dynamic.lru = list.New()
+	}
+	if e, ok := c.dynamic.entries[key]; ok {
+		e.refs++
+		c.dynamic.lru.MoveToFront(e.elem)
+		c.mu.Unlock()
+		return e, nil
+	}
+	comp, ok := c.components[u.Scheme]
+	c.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%s: no component for scheme %q", rawURI, u.Scheme)
+	}
+	ep, err := comp.CreateEndpoint(u)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rawURI, err)
+	}
+	p, err := ep.CreateProducer()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rawURI, err)
+	}
+	if err := p.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start producer %s: %w", rawURI, err)
+	}
+	c.mu.Lock()
+	if e, ok := c.dynamic.entries[key]; ok { // lost a race: use the winner's
+		e.refs++
+		c.dynamic.lru.MoveToFront(e.elem)
+		c.mu.Unlock()
+		_ = p.Stop(ctx)
+		return e, nil
+	}
+	e := &dynamicEntry{key: key, p: p, refs: 1}
+	e.elem = c.dynamic.lru.PushFront(e)
+	c.dynamic.entries[key] = e
+	var toStop []component.Producer
+	for c.dynamic.lru.Len() > MaxDynamicProducers {
+		old := c.dynamic.lru.Remove(c.dynamic.lru.Back()).(*dynamicEntry)
+		delete(c.dynamic.entries, old.key)
+		old.evicted = true
+		if old.refs == 0 {
+			toStop = append(toStop, old.p)
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range toStop {
+		_ = p.Stop(ctx)
+	}
+	return e, nil
+}
+
+func (c *Context) releaseDynamic(ctx context.Context, e *dynamicEntry) {
+	if e.elem == nil { // permanent producer
+		return
+	}
+	c.mu.Lock()
+	e.refs--
+	stop := e.evicted && e.refs == 0
+	c.mu.Unlock()
+	if stop {
+		_ = e.p.Stop(ctx)
+	}
+}
+
+// DynamicProducers reports how many placeholder-URI producers are open (for tests
+// and metrics).
+func (c *Context) DynamicProducers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.dynamic.entries)
+}
+
+// stopDynamic stops every cached dynamic producer; called by Stop after draining.
+func (c *Context) stopDynamic(ctx context.Context) []error {
+	c.mu.Lock()
+	entries := c.dynamic.entries
+	c.dynamic.entries = nil
+	c.dynamic.lru = nil
+	c.mu.Unlock()
+	var errs []error
+	for _, e := range entries {
+		if err := e.p.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
