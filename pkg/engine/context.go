@@ -50,8 +50,8 @@ type Context struct {
 	startedServices   []component.Service // step services, started before consumers
 	consumers         []component.Consumer
 
-	inflight  sync.WaitGroup
-	bg        sync.WaitGroup
+	inflight  activity
+	bg        activity
 	runCtx    context.Context
 	cancelRun context.CancelFunc
 }
