@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,6 +49,7 @@ type mcpServer struct {
 	tools   []*serverTool
 	sdk     *sdk.Server
 	gate    *callGate
+	posts   postContexts
 	ln      net.Listener
 	httpSrv *http.Server
 	running bool
@@ -64,7 +67,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		return nil, nil, err
 	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &sdk.ServerOptions{
-		Logger: s.opts.Logger,
+		Logger: sdkLogger(s.opts.Logger),
 		// Advertise every feature explicitly, including the empty prompt list: clients
 		// (and the conformance suite) probe prompts/list and logging/setLevel, and the
 		// tool list may change when workflows are reloaded.
@@ -76,7 +79,8 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		},
 	})
 	gate := newCallGate()
-	caller := &toolCaller{hc: s.comp.hc, serverName: s.opts.Name, allowed: s.opts.ToolAllowed, logger: s.opts.Logger, gate: gate}
+	caller := &toolCaller{hc: s.comp.hc, serverName: s.opts.Name, allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
+		gate: gate, postContext: s.posts.lookup}
 	for _, t := range tools {
 		srv.AddTool(t.sdkTool(), caller.handler(t))
 	}
@@ -192,10 +196,11 @@ func (s *mcpServer) httpHandler() http.Handler {
 		streamable := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
 			Stateless:      s.opts.Stateless,
 			SessionTimeout: timeout,
-			Logger:         s.opts.Logger,
+			Logger:         sdkLogger(s.opts.Logger),
 		})
-		mux.Handle("/mcp", streamable)
-		mux.Handle("/", streamable)
+		h := s.posts.track(streamable)
+		mux.Handle("/mcp", h)
+		mux.Handle("/", h)
 	} else {
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "this MCP server speaks the SSE transport: open GET /sse", http.StatusNotFound)
@@ -307,11 +312,78 @@ func (s *mcpServer) info() ServerInfo {
 	return si
 }
 
+// sdkLogger passes the go-sdk's warnings and errors on; its per-session Info lines
+// (connecting, initialized, disconnected) would drown Helix's own logs.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(minLevelHandler{Handler: l.Handler(), min: slog.LevelWarn})
+}
+
+type minLevelHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevelHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= h.min && h.Handler.Enabled(ctx, level)
+}
+
+func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevelHandler{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h minLevelHandler) WithGroup(name string) slog.Handler {
+	return minLevelHandler{Handler: h.Handler.WithGroup(name), min: h.min}
+}
+
 func addrString(a net.Addr) string {
 	if a == nil {
 		return ""
 	}
 	return a.String()
+}
+
+// postContexts lets a tool call see the HTTP request that carries it. The go-sdk
+// does not derive handler contexts from the POST for protocol versions before
+// 2026-07-28, so without this a stateless server would keep running a workflow
+// whose caller has hung up (nobody can send it notifications/cancelled: the
+// next POST lands in another temporary session). A POST that is gone cannot
+// receive the result, so the call is cancelled with it.
+type postContexts struct {
+	next atomic.Uint64
+	m    sync.Map // tag → context.Context of the POST
+}
+
+// postTagHeader is set by the server on each incoming request (overwriting any
+// value a client sent) and read back from the tool request's headers.
+const postTagHeader = "X-Helix-Mcp-Post"
+
+func (p *postContexts) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			r.Header.Del(postTagHeader)
+			next.ServeHTTP(w, r)
+			return
+		}
+		tag := strconv.FormatUint(p.next.Add(1), 36)
+		r.Header.Set(postTagHeader, tag)
+		p.m.Store(tag, r.Context())
+		defer p.m.Delete(tag)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (p *postContexts) lookup(h http.Header) context.Context {
+	if h == nil {
+		return nil
+	}
+	tag := h.Get(postTagHeader)
+	if tag == "" {
+		return nil
+	}
+	if v, ok := p.m.Load(tag); ok {
+		return v.(context.Context)
+	}
+	return nil
 }
 
 // callGate counts running tool calls and, once closed, refuses new ones, so that

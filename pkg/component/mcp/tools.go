@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -246,12 +247,22 @@ type toolCaller struct {
 	allowed    func(string) error
 	logger     *slog.Logger
 	gate       *callGate // nil: no shutdown tracking (NewSDKServer)
+	// postContext returns the context of the HTTP POST carrying a call, or nil.
+	postContext func(http.Header) context.Context
 }
 
 // handler returns the go-sdk handler of t. It never returns a protocol error: every
 // failure becomes an isError result the model can read.
 func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		if c.postContext != nil && req.Extra != nil {
+			if pc := c.postContext(req.Extra.Header); pc != nil {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				defer context.AfterFunc(pc, cancel)()
+			}
+		}
 		return c.call(ctx, t, req.Params.Arguments), nil
 	}
 }
