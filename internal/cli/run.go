@@ -57,7 +57,10 @@ func runFiles(cmd *cobra.Command, files []string) error {
 		return runtimeError(fmt.Errorf("start: %w", err))
 	}
 	logger.Info("helix started", "files", files, "workflows", len(cfg.Workflows), "tools", len(cfg.Tools))
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-a.MCPDone(): // a stdio MCP client closed our stdin: nothing left to serve
+	}
 	// Restore default signal handling so that a second Ctrl-C ends the process now.
 	stopSignals()
 	logger.Info("helix stopping: draining in-flight exchanges", "timeout", drainTimeout)

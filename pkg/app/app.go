@@ -104,6 +104,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 		}
 	}
 	// MCP servers (helix.mcp.servers, mcps:) are wired here, by buildMCP in mcp.go.
+	a.buildMCP()
 	if len(a.errs) > 0 {
 		return nil, a.errs.Sorted()
 	}

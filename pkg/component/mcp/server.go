@@ -120,17 +120,14 @@ func (c *ServerComponent) Done() <-chan struct{} { return c.done }
 func (c *ServerComponent) signalDone() { c.doneOnce.Do(func() { close(c.done) }) }
 
 // AddServer declares a server that starts with the context (or at once, when the
-// context is already running). The exposed workflows are resolved now, so call it
-// after adding them: unknown ids, clashing tool names and bad schemas are reported
-// here; they are resolved again at start to pick up later workflows.
+// context is already running). Its options are checked now; the exposed workflows
+// are resolved when it starts, so workflows may be added after it (use
+// [ServerComponent.Describe] to check them earlier, as configuration validation does).
 func (c *ServerComponent) AddServer(opts ServerOptions) error {
 	if err := c.normalize(&opts); err != nil {
 		return err
 	}
 	s := &mcpServer{comp: c, opts: opts}
-	if _, err := buildTools(c.hc, &s.opts); err != nil {
-		return fmt.Errorf("mcp server %s: %w", opts.ID, err)
-	}
 	c.mu.Lock()
 	for _, d := range c.declared {
 		if d.opts.ID == opts.ID {
@@ -305,17 +302,20 @@ func (c *ServerComponent) Servers() []ServerInfo {
 	return out
 }
 
-// Describe resolves what a server with opts would expose, without starting it;
-// helix mcp list uses it for mcp-server:// triggers.
+// Describe resolves what a server with opts would expose, without starting it.
+// Configuration validation and helix mcp list use it. On an *UnknownExposeError
+// the returned info still lists the tools that resolved.
 func (c *ServerComponent) Describe(opts ServerOptions) (ServerInfo, error) {
 	if err := c.normalize(&opts); err != nil {
 		return ServerInfo{}, err
 	}
 	s := &mcpServer{comp: c, opts: opts}
-	if _, err := buildTools(c.hc, &s.opts); err != nil {
-		return ServerInfo{}, fmt.Errorf("mcp server %s: %w", opts.ID, err)
+	tools, err := buildTools(c.hc, &s.opts)
+	info := s.infoWith(tools)
+	if err != nil {
+		return info, fmt.Errorf("mcp server %s: %w", opts.ID, err)
 	}
-	return s.info(), nil
+	return info, nil
 }
 
 // CreateEndpoint builds the endpoint of an mcp-server://host:port?transport=…&name=…

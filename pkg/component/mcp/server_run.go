@@ -295,16 +295,21 @@ func (s *mcpServer) info() ServerInfo {
 	s.mu.Lock()
 	running, tools := s.running, s.tools
 	s.mu.Unlock()
+	if !running {
+		// Not running: show what it would expose now (the tools that resolve).
+		tools, _ = buildTools(s.comp.hc, &s.opts)
+	}
+	return s.infoWith(tools)
+}
+
+func (s *mcpServer) infoWith(tools []*serverTool) ServerInfo {
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
 	si := ServerInfo{ID: s.opts.ID, Name: s.opts.Name, Version: s.opts.Version, Transport: s.opts.Transport,
 		Addr: s.opts.Addr, Stateless: s.opts.Stateless, Running: running}
 	if a := s.boundAddr(); running && a != nil {
 		si.Addr = a.String()
-	}
-	if !running {
-		var err error
-		if tools, err = buildTools(s.comp.hc, &s.opts); err != nil {
-			tools = nil
-		}
 	}
 	for _, t := range tools {
 		si.Tools = append(si.Tools, t.info)

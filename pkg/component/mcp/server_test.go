@@ -221,12 +221,6 @@ func TestToolRegistryErrors(t *testing.T) {
 			wantErr: []string{`"t"`, `"type": "object"`},
 		},
 		{
-			name:    "override for unexposed workflow",
-			wfs:     []*engine.Workflow{greetWorkflow()},
-			opts:    ServerOptions{Tools: map[string]ToolOverride{"other": {Description: "x"}}},
-			wantErr: []string{`tools: "other"`},
-		},
-		{
 			name:    "override schema not json",
 			wfs:     []*engine.Workflow{greetWorkflow()},
 			opts:    ServerOptions{Tools: map[string]ToolOverride{"greet": {InputSchema: json.RawMessage(`{oops`)}}},
@@ -235,9 +229,9 @@ func TestToolRegistryErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hc := newTestContext(t, tc.wfs...)
-			err := NewServer(hc).AddServer(tc.opts)
+			_, err := NewServer(hc).Describe(tc.opts)
 			if err == nil {
-				t.Fatal("AddServer succeeded")
+				t.Fatal("Describe succeeded")
 			}
 			for _, w := range tc.wantErr {
 				if !strings.Contains(err.Error(), w) {
@@ -245,6 +239,26 @@ func TestToolRegistryErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestUnknownExposeFailsStart(t *testing.T) {
+	hc := newTestContext(t, greetWorkflow())
+	comp := NewServer(hc)
+	hc.AddComponent("mcp-server", comp)
+	opts := ServerOptions{ID: "s", Addr: "127.0.0.1:0", Expose: []string{"greet", "later"},
+		Tools: map[string]ToolOverride{"unrelated": {Description: "ignored"}}}
+	info, err := comp.Describe(opts)
+	var ue *UnknownExposeError
+	if !errors.As(err, &ue) || strings.Join(ue.IDs, ",") != "later" || len(info.Tools) != 1 {
+		t.Fatalf("Describe: %v %+v", err, info)
+	}
+	if err := comp.AddServer(opts); err != nil {
+		t.Fatalf("AddServer checks options only: %v", err)
+	}
+	err = hc.Start(testCtx(t))
+	if err == nil || !strings.Contains(err.Error(), `"later"`) {
+		t.Fatalf("Start: %v", err)
 	}
 }
 

@@ -57,10 +57,13 @@ type serverTool struct {
 }
 
 // buildTools resolves which workflows of hc a server exposes and how they look as
-// tools. It fails on unknown or unexposable ids in expose, on two ids that sanitize
-// to the same name, and on invalid schemas, naming the workflows involved.
+// tools. It fails on unexposable ids in expose, on two ids that sanitize to the same
+// name, and on invalid schemas, naming the workflows involved. Ids that name no
+// workflow come last, as an *UnknownExposeError alongside the tools that resolved.
+// Tool overrides for workflows the server does not expose are ignored (pkg/app warns).
 func buildTools(hc *engine.Context, opts *ServerOptions) ([]*serverTool, error) {
 	var candidates []*engine.Workflow
+	var missing []string
 	if opts.Expose == nil {
 		for _, wf := range hc.Workflows() {
 			if exposable(wf) == nil {
@@ -68,7 +71,6 @@ func buildTools(hc *engine.Context, opts *ServerOptions) ([]*serverTool, error) 
 			}
 		}
 	} else {
-		var missing []string
 		var errs []error
 		seen := map[string]bool{}
 		for _, id := range opts.Expose {
@@ -87,17 +89,8 @@ func buildTools(hc *engine.Context, opts *ServerOptions) ([]*serverTool, error) 
 			}
 			candidates = append(candidates, wf)
 		}
-		if len(missing) > 0 {
-			errs = append([]error{fmt.Errorf("expose: no workflow, tool or agent with id %s (known: %s)",
-				quoteList(missing), quoteList(exposableIDs(hc)))}, errs...)
-		}
 		if len(errs) > 0 {
 			return nil, errors.Join(errs...)
-		}
-	}
-	for id := range opts.Tools {
-		if !containsWorkflow(candidates, id) {
-			return nil, fmt.Errorf("tools: %q is not among the workflows this server exposes (%s)", id, quoteList(idsOf(candidates)))
 		}
 	}
 
@@ -109,7 +102,7 @@ func buildTools(hc *engine.Context, opts *ServerOptions) ([]*serverTool, error) 
 			return nil, err
 		}
 		if other, dup := byName[name]; dup {
-			return nil, fmt.Errorf("workflows %q and %q both become the MCP tool %q; rename one of them (tool names replace '.', '-' and '/' with '_')", other, wf.ID, name)
+			return nil, &ToolNameClashError{Name: name, WorkflowIDs: [2]string{other, wf.ID}}
 		}
 		byName[name] = wf.ID
 		t, err := newServerTool(wf, name, opts.Tools[wf.ID])
@@ -118,7 +111,34 @@ func buildTools(hc *engine.Context, opts *ServerOptions) ([]*serverTool, error) 
 		}
 		tools = append(tools, t)
 	}
+	if len(missing) > 0 {
+		return tools, &UnknownExposeError{IDs: missing, Known: exposableIDs(hc)}
+	}
 	return tools, nil
+}
+
+// ToolNameClashError reports two exposed workflows whose ids sanitize to the same
+// tool name; WorkflowIDs are in declaration order.
+type ToolNameClashError struct {
+	Name        string
+	WorkflowIDs [2]string
+}
+
+func (e *ToolNameClashError) Error() string {
+	return fmt.Sprintf("workflows %q and %q both become the MCP tool %q; rename one of them (tool names replace '.', '-' and '/' with '_')",
+		e.WorkflowIDs[0], e.WorkflowIDs[1], e.Name)
+}
+
+// UnknownExposeError reports exposed ids that name no workflow of the context.
+// Configuration validation treats it as a warning (a file may be validated on its
+// own, before the file defining the workflows is added); starting the server fails.
+type UnknownExposeError struct {
+	IDs   []string
+	Known []string
+}
+
+func (e *UnknownExposeError) Error() string {
+	return fmt.Sprintf("expose: no workflow, tool or agent with id %s (known: %s)", quoteList(e.IDs), quoteList(e.Known))
 }
 
 // exposable says why wf cannot be a tool, or nil.

@@ -1,0 +1,152 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	"github.com/arvenza/helix/pkg/config"
+)
+
+// MCPServerScheme is the scheme of the MCP server component.
+const MCPServerScheme = "mcp-server"
+
+// buildMCP registers the mcp-server component (so that mcp-server:// triggers work)
+// and declares the servers of helix.mcp.servers (enabled entries only) and mcps:.
+// It runs after the workflows and tools are added: declaring a server resolves its
+// exposed ids, so unknown ids and clashing tool names are configuration errors with
+// the position of the server entry (or of the clashing workflow).
+//
+// The security fields (api_keys, cors_origins …) are wired by the security layer
+// through ServerOptions.HTTPMiddleware and ToolAllowed; nothing here rejects them.
+func (a *App) buildMCP() {
+	comp := helixmcp.NewServer(a.hc)
+	a.hc.AddComponent(MCPServerScheme, comp)
+	for i, s := range a.cfg.Helix.MCP.Servers {
+		if !s.Enabled {
+			continue
+		}
+		path := fmt.Sprintf("helix.mcp.servers[%d]", i)
+		id := s.Name
+		if id == "" {
+			id = path
+		}
+		opts := a.mcpServerOptions(id, s.Name, s.Version, s.Transport, s.Addr, s.Stateless, s.SessionIdleTimeout)
+		opts.Expose = nilIfEmpty(s.Workflows) // spec §3.5: an empty filter means all
+		if len(s.Tools) > 0 {
+			opts.Tools = map[string]helixmcp.ToolOverride{}
+			for wid, o := range s.Tools {
+				opts.Tools[wid] = helixmcp.ToolOverride{Description: o.Description, InputSchema: json.RawMessage(o.InputSchema)}
+			}
+		}
+		a.addMCPServer(comp, opts, s.Pos, path)
+	}
+	for i, m := range a.cfg.MCPs {
+		name := m.Name
+		if name == "" {
+			name = m.ID
+		}
+		opts := a.mcpServerOptions(m.ID, name, m.Version, m.Transport, m.Addr, m.Stateless, m.SessionIdleTimeout)
+		if m.ExposeSet {
+			// `expose: []` exposes nothing; an omitted expose exposes everything.
+			opts.Expose = append([]string{}, m.Expose...)
+		}
+		a.addMCPServer(comp, opts, m.Pos, fmt.Sprintf("mcps[%d]", i))
+	}
+}
+
+func (a *App) mcpServerOptions(id, name, version, transport, addr string, stateless bool, idle time.Duration) helixmcp.ServerOptions {
+	return helixmcp.ServerOptions{
+		ID: id, Name: name, Version: version, Transport: transport, Addr: addr,
+		Stateless: stateless, SessionIdleTimeout: idle,
+		Stdin: a.opts.Stdin, Stdout: a.opts.Stdout, Logger: a.logger,
+	}
+}
+
+func (a *App) addMCPServer(comp *helixmcp.ServerComponent, opts helixmcp.ServerOptions, pos config.Pos, path string) {
+	info, err := comp.Describe(opts)
+	var unknown *helixmcp.UnknownExposeError
+	var clash *helixmcp.ToolNameClashError
+	switch {
+	case err == nil:
+	case errors.As(err, &unknown):
+		// A file may be validated on its own (the spec's snippets are), before the
+		// file with the workflows joins it; the server itself refuses to start.
+		a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: pos, Path: path, Msg: err.Error(),
+			Hint: "the server will not start until these ids exist"})
+	case errors.As(err, &clash):
+		if p, ok := a.workflowPos(clash.WorkflowIDs[1]); ok {
+			a.errs = append(a.errs, &config.Error{Pos: p, Msg: err.Error(),
+				Hint: fmt.Sprintf("exposed by the MCP server at %s", pos)})
+			return
+		}
+		fallthrough
+	default:
+		a.errs = append(a.errs, &config.Error{Pos: pos, Path: path, Msg: err.Error()})
+		return
+	}
+	exposed := map[string]bool{}
+	for _, t := range info.Tools {
+		exposed[t.WorkflowID] = true
+	}
+	for wid := range opts.Tools {
+		if !exposed[wid] && !contains(opts.Expose, wid) {
+			a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: pos, Path: path + ".tools." + wid,
+				Msg: fmt.Sprintf("tool override for %q, which this server does not expose; it is ignored", wid)})
+		}
+	}
+	if err := comp.AddServer(opts); err != nil {
+		a.errs = append(a.errs, &config.Error{Pos: pos, Path: path, Msg: err.Error()})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// workflowPos finds where a workflow or tool was declared.
+func (a *App) workflowPos(id string) (config.Pos, bool) {
+	for _, w := range a.cfg.Workflows {
+		if w.ID == id {
+			return w.Pos, true
+		}
+	}
+	for _, t := range a.cfg.Tools {
+		if t.ID == id {
+			return t.Pos, true
+		}
+	}
+	return config.Pos{}, false
+}
+
+// MCPServers returns the app's mcp-server component: the servers it declares, their
+// bound addresses once started, and Done for stdio servers.
+func (a *App) MCPServers() *helixmcp.ServerComponent {
+	c, _ := a.hc.Component(MCPServerScheme)
+	sc, _ := c.(*helixmcp.ServerComponent)
+	return sc
+}
+
+// MCPDone is closed when a stdio MCP server's client has closed its input: an app
+// launched as an MCP subprocess should then stop. It never closes for apps without
+// stdio servers.
+func (a *App) MCPDone() <-chan struct{} {
+	if sc := a.MCPServers(); sc != nil {
+		return sc.Done()
+	}
+	return nil
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
