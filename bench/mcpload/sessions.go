@@ -23,6 +23,7 @@ func sessionsCmd(ctx context.Context, args []string, out io.Writer) error {
 	conc := fs.Int("clients", 16, "concurrent openers")
 	pid := fs.Int("pid", 0, "server PID for RSS (/proc)")
 	idle := fs.Duration("idle", 0, "the server's session idle timeout; when set, wait past it and probe every session")
+	settle := fs.Duration("settle", 0, "after the eviction check, wait this long and read RSS again (the Go runtime returns freed memory to the OS only after a GC, which an idle server runs at most every 2 minutes)")
 	protocol := fs.String("protocol", defaultProtocol, "MCP protocol revision")
 	jsonOut := fs.String("json", "", "append the result as one JSON line to this file")
 	if err := fs.Parse(args); err != nil {
@@ -122,6 +123,13 @@ func sessionsCmd(ctx context.Context, args []string, out io.Writer) error {
 			gone.Load(), alive.Load(), other.Load(), perr.samples)
 		rep["evicted"], rep["alive"], rep["probe_errors"] = gone.Load(), alive.Load(), other.Load()
 		rss("evicted")
+		if *settle > 0 {
+			fmt.Fprintf(out, "waiting %s for the runtime to return memory…\n", *settle)
+			if !sleepUntil(ctx, time.Now().Add(*settle)) {
+				return ctx.Err()
+			}
+			rss("settled")
+		}
 	}
 	if *jsonOut != "" {
 		if err := appendJSON(*jsonOut, rep); err != nil {
