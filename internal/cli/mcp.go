@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/arvenza/helix/pkg/app"
+	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+func init() {
+	mcpSubcommands = append(mcpSubcommands, newMCPListCmd, newMCPServeCmd, newMCPInspectCmd)
+}
+
+func newMCPListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list FILE...",
+		Short: "List the MCP servers of the files and the workflows they can expose",
+		Long: `List loads the files (nothing is started) and prints each MCP server declared in
+helix.mcp.servers, mcps: or an mcp-server:// trigger with its transport, address and
+tools, then every workflow, tool, agent and pipeline that can be exposed as a tool.
+Markers: [tool  ] tools: entries (with output schema), [agent ] agents,
+[pipe  ] pipelines, [route ] workflows.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			a, cfg, err := app.Load(app.Options{Logger: slog.New(slog.DiscardHandler)}, files...)
+			if cfg != nil {
+				printWarnings(cmd.ErrOrStderr(), cfg.Warnings)
+			}
+			if err != nil {
+				return printConfigErrors(cmd.ErrOrStderr(), err)
+			}
+			servers, err := mcpServersOf(a)
+			if err != nil {
+				return configError(err)
+			}
+			return printMCPList(cmd.OutOrStdout(), strings.Join(files, ", "), servers, a.Context())
+		},
+	}
+}
+
+// mcpServersOf lists the declared servers and those of mcp-server:// triggers.
+func mcpServersOf(a *app.App) ([]helixmcp.ServerInfo, error) {
+	comp := a.MCPServers()
+	servers := comp.Servers()
+	for _, wf := range a.Context().Workflows() {
+		u, err := uri.Parse(wf.FromURI)
+		if err != nil || u.Scheme != app.MCPServerScheme {
+			continue
+		}
+		opts, err := helixmcp.ServerOptionsFromURI(u)
+		if err != nil {
+			return nil, fmt.Errorf("workflow %s: %w", wf.ID, err)
+		}
+		info, err := comp.Describe(opts)
+		var unknown *helixmcp.UnknownExposeError
+		if err != nil && !errors.As(err, &unknown) {
+			return nil, fmt.Errorf("workflow %s: %w", wf.ID, err)
+		}
+		servers = append(servers, info)
+	}
+	return servers, nil
+}
+
+// printMCPList prints the integration guide's §4A listing.
+func printMCPList(w io.Writer, source string, servers []helixmcp.ServerInfo, hc *engine.Context) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "MCP Servers in %s:\n\n", source)
+	if len(servers) == 0 {
+		b.WriteString("  (none: add an mcps: entry, helix.mcp.servers or an mcp-server:// trigger)\n")
+	} else {
+		fmt.Fprintf(&b, "%-20s %-10s %-25s %s\n", "NAME", "TRANSPORT", "ADDRESS", "TOOLS")
+		fmt.Fprintf(&b, "%-20s %-10s %-25s %s\n", "----", "---------", "-------", "-----")
+		for _, s := range servers {
+			addr := s.Addr
+			if s.Transport == helixmcp.TransportStdio {
+				addr = "stdin/stdout"
+			}
+			names := make([]string, len(s.Tools))
+			for i, t := range s.Tools {
+				names[i] = t.Name
+			}
+			tools := strings.Join(names, ", ")
+			if tools == "" {
+				tools = "(none)"
+			}
+			fmt.Fprintf(&b, "%-20s %-10s %-25s %s\n", s.Name, s.Transport, addr, tools)
+		}
+	}
+	// Describe every exposable workflow as a server exposing everything would.
+	all, err := helixmcp.NewServer(hc).Describe(helixmcp.ServerOptions{ID: "list", Transport: helixmcp.TransportStdio})
+	if err != nil {
+		return configError(err)
+	}
+	fmt.Fprintf(&b, "\nAvailable workflows (%d):\n", len(all.Tools))
+	for _, t := range all.Tools {
+		fmt.Fprintf(&b, "  %-25s [%-6s] %s (%s)\n", t.WorkflowID, kindMarker(t.Kind), firstLine(t.Description), schemaSummary(t))
+	}
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+func kindMarker(k engine.Kind) string {
+	switch k {
+	case engine.KindTool:
+		return "tool"
+	case engine.KindAgent:
+		return "agent"
+	case engine.KindPipeline:
+		return "pipe"
+	default:
+		return "route"
+	}
+}
+
+// schemaSummary says how many input properties (and output fields) a tool has.
+func schemaSummary(t helixmcp.ToolInfo) string {
+	in := propertyCount(t.InputSchema)
+	var s string
+	switch in {
+	case -1:
+		s = "any input"
+	case 1:
+		s = "1 param"
+	default:
+		s = fmt.Sprintf("%d params", in)
+	}
+	if t.OutputSchema != nil {
+		switch out := propertyCount(t.OutputSchema); out {
+		case -1:
+			s += ", output: any"
+		case 1:
+			s += ", output: 1 field"
+		default:
+			s += fmt.Sprintf(", output: %d fields", out)
+		}
+	}
+	return s
+}
+
+// propertyCount counts a schema's top-level properties; -1 when it declares none
+// (any object is accepted).
+func propertyCount(schema json.RawMessage) int {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil || s.Properties == nil {
+		return -1
+	}
+	return len(s.Properties)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimSpace(s[:i]) + " …"
+	}
+	return s
+}
+
+func newMCPServeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve FILE...",
+		Short: "Run the files with their MCP servers (same as helix run)",
+		Long: `Serve is helix run: it starts every workflow and MCP server of the files and runs
+until SIGINT or SIGTERM, or, for a stdio MCP server, until the client closes stdin.
+With a stdio server nothing but MCP messages is written to stdout (logs go to stderr),
+so an AI client can launch "helix mcp serve helix.yaml" as its subprocess.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error { return runFiles(cmd, files) },
+	}
+}
+
+type mcpInspectFlags struct {
+	transport string
+	timeout   time.Duration
+	schemas   bool
+}
+
+func newMCPInspectCmd() *cobra.Command {
+	var f mcpInspectFlags
+	cmd := &cobra.Command{
+		Use:   "inspect ADDR",
+		Short: "Connect to a running MCP server and list its tools",
+		Long: `Inspect connects to the MCP server at ADDR (host:port, or a full http:// or
+https:// URL such as http://localhost:3000/mcp) with the official MCP Go SDK, over
+Streamable HTTP (--transport http, the default) or SSE (--transport sse), and prints
+its tools. For host:port, Streamable HTTP tries the root path, then /mcp; SSE uses /sse.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runMCPInspect(cmd, f, args[0]) },
+	}
+	cmd.Flags().StringVar(&f.transport, "transport", helixmcp.TransportHTTP, "http (Streamable HTTP) or sse")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Second, "give up connecting and listing after this long")
+	cmd.Flags().BoolVar(&f.schemas, "schemas", false, "also print each tool's input (and output) schema")
+	return cmd
+}
+
+func runMCPInspect(cmd *cobra.Command, f mcpInspectFlags, addr string) error {
+	endpoint, err := mcpEndpointURL(addr, f.transport)
+	if err != nil {
+		return configError(err)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	candidates := []string{endpoint}
+	if f.transport == helixmcp.TransportHTTP && !strings.Contains(addr, "://") && !strings.Contains(addr, "/") {
+		// Helix answers on every path; other servers usually only on /mcp.
+		candidates = append(candidates, endpoint+"/mcp")
+	}
+	var cs *sdk.ClientSession
+	var errs []error
+	for _, ep := range candidates {
+		if cs, err = inspectConnect(ctx, ep, f.transport); err == nil {
+			break
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+	}
+	if cs == nil {
+		return runtimeError(fmt.Errorf("connect: %w", errors.Join(errs...)))
+	}
+	defer cs.Close()
+	var tools []*sdk.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return runtimeError(fmt.Errorf("list tools: %w", err))
+		}
+		tools = append(tools, t)
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "MCP Server: %s\n", endpoint)
+	fmt.Fprintf(&b, "Tools: %d\n\n", len(tools))
+	fmt.Fprintf(&b, "%-25s %s\n", "TOOL", "DESCRIPTION")
+	fmt.Fprintf(&b, "%-25s %s\n", "----", "-----------")
+	for _, t := range tools {
+		fmt.Fprintf(&b, "%-25s %s\n", t.Name, firstLine(t.Description))
+		if f.schemas {
+			writeSchema(&b, "input", t.InputSchema)
+			if t.OutputSchema != nil {
+				writeSchema(&b, "output", t.OutputSchema)
+			}
+		}
+	}
+	if _, err := io.WriteString(cmd.OutOrStdout(), b.String()); err != nil {
+		return runtimeError(err)
+	}
+	return nil
+}
+
+func inspectConnect(ctx context.Context, endpoint, transport string) (*sdk.ClientSession, error) {
+	var t sdk.Transport
+	if transport == helixmcp.TransportSSE {
+		t = &sdk.SSEClientTransport{Endpoint: endpoint}
+	} else {
+		t = &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "helix-mcp-inspect", Version: Version}, nil)
+	return client.Connect(ctx, t, nil)
+}
+
+func writeSchema(b *strings.Builder, label string, schema any) {
+	data, err := json.MarshalIndent(schema, "    ", "  ")
+	if err != nil {
+		data = []byte(err.Error())
+	}
+	fmt.Fprintf(b, "    %s: %s\n", label, data)
+}
