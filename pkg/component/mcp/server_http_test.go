@@ -386,3 +386,66 @@ func TestStdioWritesOnlyProtocol(t *testing.T) {
 		t.Fatal("server did not notice the end of its input")
 	}
 }
+
+func TestStopWaitsForRunningCallsAndRefusesNewOnes(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	hc := newTestContext(t, greetWorkflow(), &engine.Workflow{ID: "busy", FromURI: "direct://busy",
+		Processors: step(func(ctx context.Context, ex *exchange.Exchange) error {
+			close(entered)
+			<-release
+			ex.In().SetBody("finished")
+			return nil
+		})})
+	comp := NewServer(hc)
+	hc.AddComponent("mcp-server", comp)
+	// Served by a trigger, so it stops with the consumers, before the drain.
+	if err := hc.AddWorkflow(&engine.Workflow{ID: "srv", FromURI: "mcp-server://127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Start(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	// Without the standalone GET stream: the server ends that stream when it closes
+	// the session at stop, and the go-sdk client then fails every pending call, even
+	// one whose answer is already in its socket buffer (a client-side race).
+	cs := connectHTTP(t, &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "mcp-server://127.0.0.1:0", "/mcp"),
+		MaxRetries: -1, DisableStandaloneSSE: true})
+	type outcome struct {
+		res *sdk.CallToolResult
+		err error
+	}
+	busy := make(chan outcome, 1)
+	go func() {
+		res, err := cs.CallTool(testCtx(t), &sdk.CallToolParams{Name: "busy"})
+		busy <- outcome{res, err}
+	}()
+	<-entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- hc.Stop(testCtx(t)) }()
+
+	// While stopping, a new call on the open session is refused with a tool error
+	// (or the connection is already gone); it never runs the workflow.
+	deadline := time.Now().Add(testTimeout)
+	for {
+		res, err := cs.CallTool(testCtx(t), &sdk.CallToolParams{Name: "greet"})
+		if err != nil || (res.IsError && strings.Contains(resultText(t, res), "shutting down")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("calls still accepted while stopping")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	o := <-busy
+	if o.err != nil || o.res.IsError || resultText(t, o.res) != "finished" {
+		t.Fatalf("running call: %v %+v", o.err, o.res)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if comp.Addr("mcp-server://127.0.0.1:0") != nil {
+		t.Fatal("server still registered after stop")
+	}
+}

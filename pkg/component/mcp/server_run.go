@@ -250,20 +250,22 @@ func (s *mcpServer) stop(ctx context.Context) error {
 		defer cancel()
 	}
 	var errs []error
-	shutdownDone := make(chan error, 1)
-	if hs != nil {
-		// Shutdown closes the listener at once and then waits for handlers; the
-		// long-lived SSE streams end when their sessions are closed below.
-		go func() { shutdownDone <- hs.Shutdown(ctx) }()
-	}
+	// Calls first: while running ones finish, the listener stays open and new calls
+	// get a clear "shutting down" tool error instead of a refused connection, which
+	// most clients would report as a broken session.
 	if err := gate.closeAndWait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("tool calls still running: %w", err))
 	}
+	// A finished call's result is written to its POST after the handler returns;
+	// let those answers (and any "shutting down" refusals) go out before closing.
+	_ = s.posts.active.wait(ctx)
+	// Closing the sessions ends the long-lived SSE streams, so that Shutdown only
+	// waits for requests that are about to finish.
 	for ss := range s.sdk.Sessions() {
 		_ = ss.Close()
 	}
 	if hs != nil {
-		if err := <-shutdownDone; err != nil {
+		if err := hs.Shutdown(ctx); err != nil {
 			_ = hs.Close()
 		}
 		<-serveDone
@@ -354,8 +356,9 @@ func addrString(a net.Addr) string {
 // next POST lands in another temporary session). A POST that is gone cannot
 // receive the result, so the call is cancelled with it.
 type postContexts struct {
-	next atomic.Uint64
-	m    sync.Map // tag → context.Context of the POST
+	next   atomic.Uint64
+	m      sync.Map // tag → context.Context of the POST
+	active callGate // POSTs being answered; never closed
 }
 
 // postTagHeader is set by the server on each incoming request (overwriting any
@@ -369,6 +372,8 @@ func (p *postContexts) track(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		p.active.enter()
+		defer p.active.leave()
 		tag := strconv.FormatUint(p.next.Add(1), 36)
 		r.Header.Set(postTagHeader, tag)
 		p.m.Store(tag, r.Context())
@@ -391,16 +396,16 @@ func (p *postContexts) lookup(h http.Header) context.Context {
 	return nil
 }
 
-// callGate counts running tool calls and, once closed, refuses new ones, so that
-// stop can wait for exactly the calls that were admitted.
+// callGate counts running work (tool calls, POST requests); once closed it refuses
+// new work, so that stop can wait for exactly what was admitted.
 type callGate struct {
 	mu     sync.Mutex
 	closed bool
 	n      int
-	idle   chan struct{} // closed when closed && n == 0
+	zero   chan struct{} // closed when n drops to 0; nil when no one waits
 }
 
-func newCallGate() *callGate { return &callGate{idle: make(chan struct{})} }
+func newCallGate() *callGate { return &callGate{} }
 
 func (g *callGate) enter() bool {
 	g.mu.Lock()
@@ -416,26 +421,37 @@ func (g *callGate) leave() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.n--
-	if g.closed && g.n == 0 {
-		close(g.idle)
+	if g.n == 0 && g.zero != nil {
+		close(g.zero)
+		g.zero = nil
+	}
+}
+
+// wait blocks until nothing is running or ctx ends.
+func (g *callGate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	if g.n == 0 {
+		g.mu.Unlock()
+		return nil
+	}
+	if g.zero == nil {
+		g.zero = make(chan struct{})
+	}
+	ch := g.zero
+	g.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
 func (g *callGate) closeAndWait(ctx context.Context) error {
 	g.mu.Lock()
-	if !g.closed {
-		g.closed = true
-		if g.n == 0 {
-			close(g.idle)
-		}
-	}
+	g.closed = true
 	g.mu.Unlock()
-	select {
-	case <-g.idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return g.wait(ctx)
 }
 
 // readCloser keeps a closable reader closable (so that stop can interrupt a pipe)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,8 @@ func greetWorkflow() *engine.Workflow {
 func newTestContext(t *testing.T, wfs ...*engine.Workflow) *engine.Context {
 	t.Helper()
 	hc := engine.NewContext("test")
+	// Failing and panicking workflows are tested on purpose; their logs are noise.
+	hc.SetLogger(slog.New(slog.DiscardHandler))
 	for _, wf := range wfs {
 		if err := hc.AddWorkflow(wf); err != nil {
 			t.Fatal(err)
