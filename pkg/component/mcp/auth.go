@@ -214,9 +214,10 @@ func contains(list []string, s string) bool {
 
 // newHTTPClient returns the HTTP client the SDK transports use: static headers, then
 // the auth, on a fresh transport (never http.DefaultTransport, whose TLS settings an
-// mTLS config must not touch). No client-wide timeout: an SSE stream lives as long as
-// the session; each call is bounded by its context instead.
-func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, error) {
+// mTLS config must not touch), and that transport, whose idle connections the owner
+// closes when done. No client-wide timeout: an SSE stream lives as long as the
+// session; each call is bounded by its context instead.
+func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, *http.Transport, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	var rt http.RoundTripper = base
 	if auth != nil {
@@ -230,26 +231,26 @@ func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, error) {
 			}
 			rt = &headerTransport{base: rt, header: http.Header{http.CanonicalHeaderKey(name): {auth.Key}}}
 		case AuthOAuth2:
-			rt = &oauth2.Transport{Source: auth.tokenSource(), Base: rt}
+			rt = &oauth2.Transport{Source: auth.tokenSource(base), Base: rt}
 		case AuthMTLS:
 			tc, err := auth.tlsConfig()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			base.TLSClientConfig = tc
 		default:
-			return nil, auth.Validate()
+			return nil, nil, auth.Validate()
 		}
 	}
 	if len(header) > 0 {
 		rt = &headerTransport{base: rt, header: header.Clone()}
 	}
-	return &http.Client{Transport: rt}, nil
+	return &http.Client{Transport: rt}, base, nil
 }
 
 // tokenSource returns a caching token source: a token is fetched on first use and
 // reused until shortly before it expires (oauth2's expiry delta), then fetched again.
-func (a *AuthConfig) tokenSource() oauth2.TokenSource {
+func (a *AuthConfig) tokenSource(base http.RoundTripper) oauth2.TokenSource {
 	cc := &clientcredentials.Config{
 		ClientID:     a.ClientID,
 		ClientSecret: a.ClientSecret,
@@ -258,8 +259,9 @@ func (a *AuthConfig) tokenSource() oauth2.TokenSource {
 	}
 	// The token source keeps this context for every fetch, so it must not be a
 	// call's context (that would break the next refresh once the call ended); each
-	// fetch is bounded by the client timeout instead.
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: tokenFetchTimeout})
+	// fetch is bounded by the client timeout instead. It shares the connection's
+	// transport, so closing the connection closes its idle token connections too.
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: base, Timeout: tokenFetchTimeout})
 	return cc.TokenSource(ctx)
 }
 

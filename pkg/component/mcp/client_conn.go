@@ -131,6 +131,7 @@ type ClientConn struct {
 	cfg    ClientConfig
 	client *sdk.Client
 	httpc  *http.Client
+	httpt  *http.Transport // httpc's base transport, for closing idle connections
 	log    *slog.Logger
 
 	mu       sync.Mutex
@@ -170,11 +171,11 @@ func NewClientConn(cfg ClientConfig) (*ClientConn, error) {
 		now:    time.Now,
 	}
 	if cfg.Transport != TransportStdio {
-		hc, err := newHTTPClient(cfg.Header, cfg.Auth)
+		hc, ht, err := newHTTPClient(cfg.Header, cfg.Auth)
 		if err != nil {
 			return nil, fmt.Errorf("mcp client %s: %w", cfg.Endpoint, err)
 		}
-		c.httpc = hc
+		c.httpc, c.httpt = hc, ht
 	}
 	c.closeCtx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
@@ -443,6 +444,10 @@ func (c *ClientConn) Close() error {
 		}
 	}
 	c.watchers.Wait()
+	if c.httpt != nil {
+		// Kept-alive connections hold goroutines of their own until closed.
+		c.httpt.CloseIdleConnections()
+	}
 	return nil
 }
 

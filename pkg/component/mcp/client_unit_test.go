@@ -417,6 +417,9 @@ func TestToolErrorResultAndTimeout(t *testing.T) {
 	t.Cleanup(hs.Close)
 	addr := strings.TrimPrefix(hs.URL, "http://")
 
+	// run calls the URI's tool once; the producer is stopped when the test ends, not
+	// right after the call: stopping closes the session, and a cancellation that has not
+	// reached the server by then never will.
 	run := func(raw string) (*exchange.Exchange, error) {
 		u, _ := uri.Parse(raw)
 		ep, err := NewClientEndpoint(u, nil)
@@ -427,7 +430,7 @@ func TestToolErrorResultAndTimeout(t *testing.T) {
 		if err := p.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		defer p.Stop(context.Background())
+		t.Cleanup(func() { _ = p.Stop(context.Background()) })
 		ex := exchange.NewWithBody(exchange.InOut, "payload")
 		err = p.Process(context.Background(), ex)
 		if err == nil {
