@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/arvenza/helix/pkg/component/all"
+	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
 	"github.com/arvenza/helix/pkg/component/tool"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
@@ -159,6 +160,9 @@ func (a *App) Stop(ctx context.Context) error { return a.hc.Stop(ctx) }
 func registerComponents(hc *engine.Context) {
 	all.Register(hc)
 	hc.AddComponent("tool", tool.NewComponent(hc))
+	// The MCP client (mcp:// targets) is registered before workflows are built: a
+	// target's auth: block attaches its credentials to this component while building.
+	hc.AddComponent(helixmcp.ClientScheme, helixmcp.NewClient())
 }
 
 func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.Pos) *engine.Workflow {
