@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -199,5 +200,55 @@ helix:
 				}
 			}
 		})
+	}
+}
+
+// examples/mcp-tools.yaml runs: its tools validate input, apply defaults and answer
+// with structured content.
+func TestMCPToolsExample(t *testing.T) {
+	src, err := os.ReadFile("../../examples/mcp-tools.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const exampleAddr = `addr: "0.0.0.0:3100"`
+	if !strings.Contains(string(src), exampleAddr) {
+		t.Fatalf("examples/mcp-tools.yaml no longer contains %s; update this test", exampleAddr)
+	}
+	a, err := buildYAML(t, strings.Replace(string(src), exampleAddr, `addr: "127.0.0.1:0"`, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = a.Stop(ctx)
+	})
+	cs := mcpSession(t, a, "my-tools")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		tool    string
+		args    map[string]any
+		want    string
+		isError bool
+	}{
+		{"translate", map[string]any{"text": "Hello world", "target_lang": "fr"}, `{"confidence":1,"translated":"bonjour monde"}`, false},
+		{"translate", map[string]any{"text": "good day", "target_lang": "de"}, `{"confidence":0.5,"translated":"guten day"}`, false},
+		{"translate", map[string]any{"text": "hi", "source_lang": "fr", "target_lang": "fr"}, `{"confidence":1,"translated":"hi"}`, false},
+		{"translate", map[string]any{"text": "hi", "target_lang": "xx"}, "cannot translate from en to xx", true},
+		{"translate", map[string]any{"text": "hi"}, "target_lang", true},
+		{"search", map[string]any{"query": "go"}, `{"results":[],"total":0}`, false},
+	} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil {
+			t.Fatalf("%s %v: %v", tc.tool, tc.args, err)
+		}
+		text := res.Content[0].(*sdk.TextContent).Text
+		if res.IsError != tc.isError || (tc.isError && !strings.Contains(text, tc.want)) || (!tc.isError && text != tc.want) {
+			t.Errorf("%s %v: isError=%v %q, want %q", tc.tool, tc.args, res.IsError, text, tc.want)
+		}
 	}
 }
