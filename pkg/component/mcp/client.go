@@ -296,6 +296,41 @@ func orTool(tool string) string {
 	return tool
 }
 
+// VariableMcpToolNameWritten is the exchange variable in which the producer records
+// the tool name it wrote to HelixMcpToolName; see [toolOverride].
+const VariableMcpToolNameWritten = "HelixMcpToolNameWritten"
+
+// toolOverride returns the tool named by header HelixMcpToolName, or "".
+//
+// One header name serves two purposes (spec): read, it overrides the URI's tool;
+// written, it reports the tool an MCP call was about — by the mcp-server:// side for an
+// incoming call, by this producer after an outgoing one. Taken literally, a written
+// value would then redirect every later mcp:// target of the workflow: spec §12.4's
+// research-topic, called as a tool, would call "research_topic" on each of its three
+// sources, and a second mcp:// target would call the first one's tool. So when the URI
+// names a tool, a header value that Helix itself wrote is not an override: the one this
+// producer recorded in VariableMcpToolNameWritten, and the incoming tool's name that
+// the MCP server set next to HelixMcpServerName and HelixMcpRouteID. A value set by
+// the workflow (set-header) is always an override. When the URI names no tool
+// (mcp://host:port), the header is the only source, whatever set it — which makes
+// `target: mcp://upstream:8080` a pass-through proxy for the incoming tool.
+func toolOverride(ex *exchange.Exchange, uriHasTool bool) string {
+	msg := ex.In()
+	v := strings.TrimSpace(msg.HeaderString(exchange.HeaderMcpToolName))
+	if v == "" || !uriHasTool {
+		return v
+	}
+	if w, ok := ex.Variable(VariableMcpToolNameWritten).(string); ok && w == v {
+		return ""
+	}
+	if msg.HeaderString(exchange.HeaderMcpServerName) != "" {
+		if rid := msg.HeaderString(exchange.HeaderMcpRouteID); rid != "" && SanitizeToolName(rid) == v {
+			return ""
+		}
+	}
+	return v
+}
+
 // ClientEndpoint is one mcp:// URI: a server and a default tool.
 type ClientEndpoint struct {
 	comp *ClientComponent
@@ -384,13 +419,14 @@ func (p *ClientProducer) Process(ctx context.Context, ex *exchange.Exchange) err
 	}
 	msg := ex.In()
 	tool := p.ep.tool
-	if override := strings.TrimSpace(msg.HeaderString(exchange.HeaderMcpToolName)); override != "" {
+	if override := toolOverride(ex, tool != ""); override != "" {
 		tool = override
 	}
 	if tool == "" {
 		return fmt.Errorf("%s: no tool to call: name it in the URI (mcp://host:port/tool) or in header %s", p.ep.uri.Raw, exchange.HeaderMcpToolName)
 	}
 	msg.SetHeader(exchange.HeaderMcpToolName, tool)
+	ex.SetVariable(VariableMcpToolNameWritten, tool)
 	res, err := conn.callTool(ctx, tool, ArgumentsFromBody(msg.Body()), p.ep.cfg.Timeout)
 	var te *ToolError
 	switch {

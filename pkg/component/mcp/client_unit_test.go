@@ -461,3 +461,93 @@ func TestToolErrorResultAndTimeout(t *testing.T) {
 		t.Fatal("the server never saw the call cancelled")
 	}
 }
+
+func TestToolOverride(t *testing.T) {
+	fromServer := func() *exchange.Exchange {
+		ex := exchange.New(exchange.InOut)
+		ex.In().SetHeader(exchange.HeaderMcpToolName, "research_topic")
+		ex.In().SetHeader(exchange.HeaderMcpRouteID, "research-topic")
+		ex.In().SetHeader(exchange.HeaderMcpServerName, "orchestrator")
+		return ex
+	}
+	for _, tc := range []struct {
+		name       string
+		ex         func() *exchange.Exchange
+		uriHasTool bool
+		want       string
+	}{
+		{"no header", func() *exchange.Exchange { return exchange.New(exchange.InOut) }, true, ""},
+		{"set by the workflow", func() *exchange.Exchange {
+			ex := exchange.New(exchange.InOut)
+			ex.In().SetHeader(exchange.HeaderMcpToolName, " analyze-generic ")
+			return ex
+		}, true, "analyze-generic"},
+		{"incoming tool name is not an override", fromServer, true, ""},
+		{"incoming tool name changed by the workflow", func() *exchange.Exchange {
+			ex := fromServer()
+			ex.In().SetHeader(exchange.HeaderMcpToolName, "other")
+			return ex
+		}, true, "other"},
+		{"incoming tool name with no tool in the URI: pass-through", fromServer, false, "research_topic"},
+		{"written by an earlier mcp:// call", func() *exchange.Exchange {
+			ex := exchange.New(exchange.InOut)
+			ex.In().SetHeader(exchange.HeaderMcpToolName, "search")
+			ex.SetVariable(VariableMcpToolNameWritten, "search")
+			return ex
+		}, true, ""},
+		{"reset by the workflow after an earlier call", func() *exchange.Exchange {
+			ex := exchange.New(exchange.InOut)
+			ex.In().SetHeader(exchange.HeaderMcpToolName, "summarize")
+			ex.SetVariable(VariableMcpToolNameWritten, "search")
+			return ex
+		}, true, "summarize"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := toolOverride(tc.ex(), tc.uriHasTool); got != tc.want {
+				t.Fatalf("toolOverride = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSequentialTargets checks that a second mcp:// target calls its own tool, not the
+// one the first target reported in HelixMcpToolName.
+func TestSequentialTargets(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "seq", Version: "1"}, nil)
+	for _, name := range []string{"first", "second"} {
+		srv.AddTool(&sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: name + " saw " + string(req.Params.Arguments)}}}, nil
+			})
+	}
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	addr := strings.TrimPrefix(hs.URL, "http://")
+	comp := NewClient()
+	var steps []component.Producer
+	for _, tool := range []string{"first", "second"} {
+		u, _ := uri.Parse("mcp://" + addr + "/" + tool)
+		ep, err := comp.CreateEndpoint(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := ep.CreateProducer()
+		if err := p.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Stop(context.Background()) })
+		steps = append(steps, p)
+	}
+	ex := exchange.NewWithBody(exchange.InOut, `{"n":1}`)
+	for _, p := range steps {
+		if err := p.Process(context.Background(), ex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ex.In().Body(); got != `second saw {"input":"first saw {\"n\":1}"}` {
+		t.Fatalf("body = %q", got)
+	}
+	if got := ex.In().HeaderString(exchange.HeaderMcpToolName); got != "second" {
+		t.Fatalf("HelixMcpToolName = %q, want second", got)
+	}
+}
