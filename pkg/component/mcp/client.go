@@ -25,7 +25,7 @@ const MsgToolErrorNoText = "mcp tool returned error with no message"
 
 // clientOptions are the URI options the client understands; others are rejected so a
 // typo (tranport=stdio) is not silently ignored.
-var clientOptions = []string{"transport", "scheme", "timeout", "args", "env"}
+var clientOptions = []string{"transport", "scheme", "timeout", "args", "env", "throwExceptionOnFailure"}
 
 // ClientComponent is the mcp:// component: a producer that calls a tool on an external
 // MCP server (mcp://<server-addr>/<tool-name>?transport=http|sse|stdio).
@@ -119,7 +119,11 @@ func (c *ClientComponent) EndpointWithAuth(u *uri.URI, auth *AuthConfig) (*Clien
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", u.Raw, err)
 	}
-	return &ClientEndpoint{comp: c, uri: u, cfg: cfg, tool: tool}, nil
+	throw, err := u.Bool("throwExceptionOnFailure", true)
+	if err != nil {
+		return nil, err
+	}
+	return &ClientEndpoint{comp: c, uri: u, cfg: cfg, tool: tool, throw: throw}, nil
 }
 
 // NewClientEndpoint builds a stand-alone endpoint (with its own session) for u,
@@ -213,7 +217,9 @@ func connKey(cfg ClientConfig) (string, error) {
 //   - scheme=http|https for http and sse;
 //   - timeout=30s bounds each call, connecting included (0 = no limit);
 //   - args=… (repeatable, one argument each, in order) and env=NAME=value (repeatable)
-//     for stdio.
+//     for stdio;
+//   - throwExceptionOnFailure=false (read by the endpoint, not here) keeps tool errors
+//     from failing the exchange.
 func ParseClientURI(u *uri.URI) (ClientConfig, string, error) {
 	var cfg ClientConfig
 	if u.Scheme != ClientScheme {
@@ -337,6 +343,9 @@ type ClientEndpoint struct {
 	uri  *uri.URI
 	cfg  ClientConfig
 	tool string
+	// throw sets the exchange's exception on tool errors (throwExceptionOnFailure,
+	// default true); false lets the workflow go on and test HelixMcpIsError itself.
+	throw bool
 }
 
 var _ component.Endpoint = (*ClientEndpoint)(nil)
@@ -433,7 +442,9 @@ func (p *ClientProducer) Process(ctx context.Context, ex *exchange.Exchange) err
 	case errors.As(err, &te):
 		msg.SetBody(te.Message)
 		msg.SetHeader(exchange.HeaderMcpIsError, "true")
-		ex.SetException(te)
+		if p.ep.throw {
+			ex.SetException(te)
+		}
 		return nil
 	case err != nil:
 		return err
@@ -448,7 +459,9 @@ func (p *ClientProducer) Process(ctx context.Context, ex *exchange.Exchange) err
 		}
 		msg.SetBody(body)
 		msg.SetHeader(exchange.HeaderMcpIsError, "true")
-		ex.SetException(&ToolError{Tool: tool, Message: body})
+		if p.ep.throw {
+			ex.SetException(&ToolError{Tool: tool, Message: body})
+		}
 		return nil
 	}
 	msg.SetBody(body)

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/app"
 	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -414,4 +417,98 @@ func TestClientSurvivesServerRestart(t *testing.T) {
 			t.Fatalf("stdio servers after restart: %v (old %d), want one new", now, pids[0])
 		}
 	})
+}
+
+// errorsYAML is spec §10.2 against a real server: a failing mcp:// target either
+// fails the exchange (the error handler's dead letter channel receives it) or, with
+// throwExceptionOnFailure=false, lets the workflow's choice test HelixMcpIsError.
+const errorsYAML = `
+workflows:
+  - id: call-unknown
+    trigger: { uri: direct://call-unknown }
+    error-handler:
+      dead-letter-channel: direct://failed
+    steps:
+      - target: mcp://%[1]s/mcp/no-such-tool
+      - set-body: { constant: "not reached" }
+
+  - id: call-external
+    trigger:
+      uri: direct://call
+    steps:
+      - target: mcp://%[1]s/mcp/_unused?transport=http&throwExceptionOnFailure=false
+      - choice:
+          when:
+            - starlang: |
+                headers.get("HelixMcpIsError", "false") == "true"
+              steps:
+                - set-body:
+                    starlang: '"MCP tool failed: " ++ payload'
+          otherwise:
+            steps:
+              - set-body:
+                  starlang: '"MCP tool succeeded: " ++ payload'
+`
+
+func TestClientErrorsInYAMLWorkflows(t *testing.T) {
+	peer := startEverything(t, "streamableHttp", 0)
+	a, _, err := app.Load(app.Options{Logger: slog.New(slog.DiscardHandler)}, writeYAML(t, fmt.Sprintf(errorsYAML, peer.addr())))
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	dead := make(chan *exchange.Exchange, 1)
+	if err := a.Context().AddWorkflow(&engine.Workflow{ID: "failed", FromURI: "direct://failed", Processors: []engine.Processor{
+		engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error { dead <- ex.Copy(); return nil }),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := a.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := a.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+
+	// Default: the unknown tool fails the exchange; the error handler dead-letters it.
+	ex := exchange.NewWithBody(exchange.InOut, map[string]any{"q": 1})
+	err = a.Context().Send(ctx, "direct://call-unknown", ex)
+	var te *helixmcp.ToolError
+	if !errors.As(err, &te) {
+		t.Fatalf("err = %v, want a ToolError", err)
+	}
+	if ex.In().HeaderString(exchange.HeaderMcpIsError) != "true" || !strings.Contains(exchange.Stringify(ex.In().Body()), "no-such-tool") {
+		t.Fatalf("headers %v body %v", ex.In().Headers(), ex.In().Body())
+	}
+	select {
+	case dl := <-dead:
+		if msg := dl.In().HeaderString(exchange.HeaderExceptionMessage); !strings.Contains(msg, "no-such-tool") {
+			t.Errorf("dead letter HelixExceptionMessage = %q", msg)
+		}
+		if got := dl.In().Body(); !reflect.DeepEqual(got, map[string]any{"q": 1}) {
+			t.Errorf("dead letter body = %#v, want the original body", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("no dead letter")
+	}
+
+	// throwExceptionOnFailure=false: §10.2's choice sees HelixMcpIsError.
+	for _, tc := range []struct {
+		tool, want string
+	}{
+		{"no-such-tool", "MCP tool failed: "},
+		{"echo", "MCP tool succeeded: Echo: hi"},
+	} {
+		ex := exchange.NewWithBody(exchange.InOut, map[string]any{"message": "hi"})
+		ex.In().SetHeader(exchange.HeaderMcpToolName, tc.tool)
+		if err := a.Context().Send(ctx, "direct://call", ex); err != nil {
+			t.Fatalf("%s: %v", tc.tool, err)
+		}
+		if got := exchange.Stringify(ex.In().Body()); !strings.HasPrefix(got, tc.want) {
+			t.Fatalf("%s: body %q, want prefix %q", tc.tool, got, tc.want)
+		}
+	}
 }

@@ -386,6 +386,10 @@ func TestClientProducerErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no tool to call") || !strings.Contains(err.Error(), exchange.HeaderMcpToolName) {
 		t.Fatalf("no tool: err = %v", err)
 	}
+	u3, _ := uri.Parse("mcp://h:1/t?throwExceptionOnFailure=maybe")
+	if _, err := comp.CreateEndpoint(u3); err == nil || !strings.Contains(err.Error(), "not a boolean") {
+		t.Fatalf("bad throwExceptionOnFailure: err = %v", err)
+	}
 	u2, _ := uri.Parse("mcp:///bin/srv/t?transport=stdio")
 	if _, err := comp.EndpointWithAuth(u2, &AuthConfig{Type: AuthBearer, Token: "x"}); err == nil || !strings.Contains(err.Error(), "not stdio") {
 		t.Fatalf("auth on stdio: err = %v", err)
