@@ -1,10 +1,10 @@
 // Package tool implements tool://id, the trigger of workflows declared under `tools:`.
 //
 // A tool has no inbound transport of its own: MCP servers invoke it with
-// engine.Context.Run. Its consumer therefore only marks the workflow as started, so
-// that listings (helix://workflows, the manifest) show it as running. As a target,
-// tool://id runs the tool's whole pipeline on the caller's exchange, which lets one
-// workflow chain into a tool the way direct:// chains workflows.
+// engine.Context.Run. As a target, tool://id validates (and defaults) the arguments
+// exactly as an MCP call would, then runs the tool on the caller's exchange, which lets
+// one workflow chain into a tool the way direct:// chains workflows. The in-process
+// hand-over is direct://'s: the tool's consumer registers under the tool id.
 package tool
 
 import (
@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/component/direct"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
@@ -20,13 +21,16 @@ import (
 
 // Component is the tool:// component of one engine context. Safe for concurrent use.
 type Component struct {
-	hc *engine.Context
+	hc     *engine.Context
+	direct *direct.Component
 }
 
 var _ component.Component = (*Component)(nil)
 
 // NewComponent returns the tool component bound to hc.
-func NewComponent(hc *engine.Context) *Component { return &Component{hc: hc} }
+func NewComponent(hc *engine.Context) *Component {
+	return &Component{hc: hc, direct: direct.New()}
+}
 
 // CreateEndpoint accepts tool://id; options are not supported.
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
@@ -37,39 +41,52 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if len(u.Params) > 0 {
 		return nil, fmt.Errorf("tool://%s: tool endpoints take no options", id)
 	}
-	return &endpoint{c: c, id: id, raw: u.Raw}, nil
+	inner, err := c.direct.CreateEndpoint(u)
+	if err != nil {
+		return nil, err
+	}
+	return &endpoint{c: c, id: id, raw: u.Raw, inner: inner}, nil
 }
 
 type endpoint struct {
-	c   *Component
-	id  string
-	raw string
+	c     *Component
+	id    string
+	raw   string
+	inner component.Endpoint
 }
 
 func (e *endpoint) URI() string { return e.raw }
 
-func (e *endpoint) CreateProducer() (component.Producer, error) { return &producer{e: e}, nil }
+func (e *endpoint) CreateProducer() (component.Producer, error) {
+	inner, err := e.inner.CreateProducer()
+	if err != nil {
+		return nil, err
+	}
+	return &producer{e: e, inner: inner}, nil
+}
 
-func (e *endpoint) CreateConsumer(component.Processor) (component.Consumer, error) {
-	// The processor is not kept: invocations go through engine.Context.Run, which runs
-	// the same pipeline and counts the exchange as in flight.
-	return component.NopService{}, nil
+func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, error) {
+	return e.inner.CreateConsumer(p)
 }
 
 type producer struct {
 	component.NopService
-	e *endpoint
+	e     *endpoint
+	inner component.Producer
 }
 
 // Process runs the tool's workflow on ex, validating (and defaulting) the arguments
 // first exactly as an MCP call would.
 func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
-	hc := p.e.c.hc
-	wf, ok := hc.Workflow(p.e.id)
-	if !ok {
-		return fmt.Errorf("tool://%s: no tool with this id", p.e.id)
+	var wf *engine.Workflow
+	if hc := p.e.c.hc; hc != nil {
+		w, ok := hc.Workflow(p.e.id)
+		if !ok {
+			return fmt.Errorf("tool://%s: no tool with this id", p.e.id)
+		}
+		wf = w
 	}
-	if wf.ValidateInput != nil {
+	if wf != nil && wf.ValidateInput != nil {
 		args, err := argumentsOf(ex.In().Body())
 		if err != nil {
 			return fmt.Errorf("tool://%s: %w", p.e.id, err)
@@ -80,7 +97,10 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 		}
 		ex.In().SetBody(args)
 	}
-	return hc.Run(ctx, p.e.id, ex)
+	if err := p.inner.Process(ctx, ex); err != nil {
+		return fmt.Errorf("tool://%s: %w", p.e.id, err)
+	}
+	return nil
 }
 
 // argumentsOf turns a body into tool arguments: a JSON object in any of the body's
