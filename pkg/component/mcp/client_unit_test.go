@@ -518,9 +518,13 @@ func TestToolOverride(t *testing.T) {
 // one the first target reported in HelixMcpToolName.
 func TestSequentialTargets(t *testing.T) {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "seq", Version: "1"}, nil)
+	var identity atomic.Value
 	for _, name := range []string{"first", "second"} {
 		srv.AddTool(&sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+					identity.Store(ip.ClientInfo.Name + "/" + ip.ClientInfo.Version)
+				}
 				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: name + " saw " + string(req.Params.Arguments)}}}, nil
 			})
 	}
@@ -553,5 +557,8 @@ func TestSequentialTargets(t *testing.T) {
 	}
 	if got := ex.In().HeaderString(exchange.HeaderMcpToolName); got != "second" {
 		t.Fatalf("HelixMcpToolName = %q, want second", got)
+	}
+	if got, _ := identity.Load().(string); got != "helix-mcp-client/1.0.0" {
+		t.Fatalf("client identity seen by the server = %q, want helix-mcp-client/1.0.0", got)
 	}
 }
