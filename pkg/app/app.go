@@ -12,12 +12,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
+	"time"
 
 	"github.com/arvenza/helix/pkg/component/all"
 	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
 	"github.com/arvenza/helix/pkg/component/tool"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/management"
 	"github.com/arvenza/helix/pkg/step"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -30,6 +33,8 @@ type Options struct {
 	// os.Stdin and os.Stdout. Logs never go to Stdout.
 	Stdin  io.Reader
 	Stdout io.Writer
+	// Version is the Helix version reported by the management manifest; "" means "dev".
+	Version string
 }
 
 // App is a built application. Start and Stop are called once each, from one goroutine.
@@ -41,6 +46,14 @@ type App struct {
 
 	bc   *step.BuildContext
 	errs config.Errors
+
+	// security holds one entry per declared MCP server with security settings;
+	// their live stacks exist from Start to Stop.
+	security     []*serverSecurity
+	securityByID map[string]*serverSecurity
+	// mgmt is the management server (nil when helix.management.enabled is false).
+	mgmt  *management.Server
+	state atomic.Int32 // stateBuilt … stateStopped, for /readyz
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -106,6 +119,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	}
 	// MCP servers (helix.mcp.servers, mcps:) are wired here, by buildMCP in mcp.go.
 	a.buildMCP()
+	a.buildManagement()
 	if len(a.errs) > 0 {
 		return nil, a.errs.Sorted()
 	}
@@ -151,11 +165,64 @@ func (a *App) Context() *engine.Context { return a.hc }
 // Config returns the configuration the app was built from.
 func (a *App) Config() *config.Config { return a.cfg }
 
-// Start starts components, producers, then the triggers of every workflow.
-func (a *App) Start(ctx context.Context) error { return a.hc.Start(ctx) }
+// Start starts the management server (unless disabled), then components, producers
+// and the triggers of every workflow. /readyz reports ready once all of that has
+// started. When the management address is taken Start logs a warning and goes on,
+// unless helix.management.required is set.
+func (a *App) Start(ctx context.Context) error {
+	if !a.state.CompareAndSwap(stateBuilt, stateStarting) {
+		return errors.New("app: already started")
+	}
+	if err := a.openSecurity(); err != nil {
+		a.state.Store(stateStopped)
+		return err
+	}
+	// Management first, so that /healthz answers and /readyz says "starting" while
+	// the rest comes up.
+	if a.mgmt != nil {
+		if err := a.mgmt.Start(ctx); err != nil {
+			a.closeSecurity()
+			a.state.Store(stateStopped)
+			return err
+		}
+	}
+	if err := a.hc.Start(ctx); err != nil {
+		a.state.Store(stateStopped)
+		_ = a.stopManagement(ctx)
+		a.closeSecurity()
+		return err
+	}
+	a.state.Store(stateRunning)
+	return nil
+}
 
-// Stop stops triggers, drains in-flight exchanges until ctx's deadline and stops the rest.
-func (a *App) Stop(ctx context.Context) error { return a.hc.Stop(ctx) }
+// Stop stops triggers, drains in-flight exchanges until ctx's deadline and stops the
+// rest. /readyz answers 503 "stopping" during the drain; the management server and
+// the MCP security stacks stop last.
+func (a *App) Stop(ctx context.Context) error {
+	a.state.Store(stateStopping)
+	err := a.hc.Stop(ctx)
+	if mErr := a.stopManagement(ctx); mErr != nil {
+		err = errors.Join(err, mErr)
+	}
+	a.closeSecurity()
+	a.state.Store(stateStopped)
+	return err
+}
+
+// managementStopGrace bounds the management server's shutdown. It gets its own
+// deadline: the drain may have used up ctx's, and the health endpoints answer
+// instantly anyway.
+const managementStopGrace = 5 * time.Second
+
+func (a *App) stopManagement(ctx context.Context) error {
+	if a.mgmt == nil {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), managementStopGrace)
+	defer cancel()
+	return a.mgmt.Stop(sctx)
+}
 
 func registerComponents(hc *engine.Context) {
 	all.Register(hc)

@@ -19,8 +19,9 @@ const MCPServerScheme = "mcp-server"
 // exposed ids, so unknown ids and clashing tool names are configuration errors with
 // the position of the server entry (or of the clashing workflow).
 //
-// The security fields (api_keys, cors_origins …) are wired by the security layer
-// through ServerOptions.HTTPMiddleware and ToolAllowed; nothing here rejects them.
+// The security keys (api_keys, cors_origins, blocked_tools …) become a security
+// stack per server (security.go), wired through ServerOptions.HTTPMiddleware and
+// ToolAllowed.
 func (a *App) buildMCP() {
 	comp := helixmcp.NewServer(a.hc)
 	a.hc.AddComponent(MCPServerScheme, comp)
@@ -41,6 +42,7 @@ func (a *App) buildMCP() {
 				opts.Tools[wid] = helixmcp.ToolOverride{Description: o.Description, InputSchema: json.RawMessage(o.InputSchema)}
 			}
 		}
+		a.applySecurity(&opts, s.Security, s.Pos, path)
 		a.addMCPServer(comp, opts, s.Pos, path)
 	}
 	for i, m := range a.cfg.MCPs {
@@ -53,7 +55,9 @@ func (a *App) buildMCP() {
 			// `expose: []` exposes nothing; an omitted expose exposes everything.
 			opts.Expose = append([]string{}, m.Expose...)
 		}
-		a.addMCPServer(comp, opts, m.Pos, fmt.Sprintf("mcps[%d]", i))
+		path := fmt.Sprintf("mcps[%d]", i)
+		a.applySecurity(&opts, m.Security, m.Pos, path)
+		a.addMCPServer(comp, opts, m.Pos, path)
 	}
 }
 

@@ -89,11 +89,12 @@ type Security struct {
 	APIKeys        []string
 	TrustedProxies []string
 	RateLimit      int // requests per minute per client; 0 = unlimited
-	MaxBodyBytes   int64
-	CORSOrigins    []string
-	AllowedTools   []string
-	BlockedTools   []string
-	Auth           *OAuthConfig
+	// MaxBodyBytes limits request bodies: 0 means the default (4 MiB), -1 no limit.
+	MaxBodyBytes int64
+	CORSOrigins  []string
+	AllowedTools []string
+	BlockedTools []string
+	Auth         *OAuthConfig
 }
 
 // OAuthConfig validates bearer JWTs (OAuth 2.1 resource server). Scopes maps a tool
@@ -103,7 +104,10 @@ type OAuthConfig struct {
 	Audience string
 	JWKSURL  string
 	Scopes   map[string][]string
-	Pos      Pos
+	// ResourceURL is the server's public MCP URL announced in the protected-resource
+	// metadata (and the default audience); empty means derived from each request.
+	ResourceURL string
+	Pos         Pos
 }
 
 // MCPConfig is one entry of the top-level `mcps:` list.

@@ -318,8 +318,9 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 	}
 	f["max_body_bytes"] = func(v *yaml.Node, p string) {
 		s.MaxBodyBytes = d.Int64(v, p)
-		if s.MaxBodyBytes < 0 {
-			d.Errorf(v, p, "max_body_bytes must not be negative")
+		if s.MaxBodyBytes < -1 {
+			d.Errorf(v, p, "max_body_bytes must be a number of bytes, 0 for the default (4 MiB) or -1 for no limit").Hint =
+				"-1 lifts the limit entirely; only do that behind a gateway that limits bodies itself"
 		}
 	}
 	f["cors_origins"] = func(v *yaml.Node, p string) { s.CORSOrigins = d.Strings(v, p) }
@@ -328,9 +329,10 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 	f["auth"] = func(v *yaml.Node, p string) {
 		a := &OAuthConfig{Pos: d.Pos(v)}
 		if d.Mapping(v, p, "auth", Fields{
-			"issuer":   func(v *yaml.Node, p string) { a.Issuer = d.String(v, p) },
-			"audience": func(v *yaml.Node, p string) { a.Audience = d.String(v, p) },
-			"jwks_url": func(v *yaml.Node, p string) { a.JWKSURL = d.String(v, p) },
+			"issuer":       func(v *yaml.Node, p string) { a.Issuer = d.String(v, p) },
+			"audience":     func(v *yaml.Node, p string) { a.Audience = d.String(v, p) },
+			"jwks_url":     func(v *yaml.Node, p string) { a.JWKSURL = d.String(v, p) },
+			"resource_url": func(v *yaml.Node, p string) { a.ResourceURL = d.String(v, p) },
 			"scopes": func(v *yaml.Node, p string) {
 				pairs, _ := d.Pairs(v, p, "auth.scopes")
 				a.Scopes = map[string][]string{}

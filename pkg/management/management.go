@@ -158,12 +158,14 @@ func (s *Server) handler(checkHost bool) http.Handler {
 	})
 }
 
-func (s *Server) serveManifest(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request) {
 	var m Manifest
 	if s.opts.Manifest != nil {
 		m = s.opts.Manifest()
 	}
-	b, err := json.MarshalIndent(m.normalized(), "", "  ")
+	m = m.normalized()
+	m.reachableEndpoints(r.Host)
+	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		http.Error(w, "encoding manifest: "+err.Error(), http.StatusInternalServerError)
 		return

@@ -38,7 +38,8 @@ func sampleManifest() Manifest {
 				Endpoints: []string{"http://127.0.0.1:3101/sse"}, Tools: []string{"admin_tool", "code_assistant"}},
 			{ID: "local", Transport: "stdio"},
 		},
-		HTTPRoutes: []HTTPRoute{{Workflow: "orders", Method: "POST", URI: "http-server://0.0.0.0:8080/orders"}},
+		HTTPRoutes: []HTTPRoute{{Workflow: "orders", Method: "POST", URI: "http-server://0.0.0.0:8080/orders"},
+			{Workflow: "echo", Method: "*", URI: "http-server://127.0.0.1:8081/echo"}},
 	}
 }
 
@@ -97,7 +98,7 @@ func TestRoutes(t *testing.T) {
 	}
 	want := sampleManifest()
 	if got.ManifestVersion != ManifestVersion || got.Name != want.Name || len(got.MCPServers) != 3 ||
-		got.MCPServers[0].Endpoints[0] != "http://0.0.0.0:3100/mcp" || got.HTTPRoutes[0].URI != want.HTTPRoutes[0].URI ||
+		got.MCPServers[0].Endpoints[0] != "http://127.0.0.1:3100/mcp" || got.MCPServers[0].Addr != "0.0.0.0:3100" || got.HTTPRoutes[0].URI != want.HTTPRoutes[0].URI ||
 		got.Agents[0].Model != "gpt-4o-mini" {
 		t.Errorf("manifest = %+v", got)
 	}
@@ -274,6 +275,9 @@ func TestSchemaRejectsBadManifests(t *testing.T) {
 			m["mcp_servers"].([]any)[0].(map[string]any)["endpoints"] = []any{"localhost:3100"}
 		},
 		"null tools": func(m map[string]any) { m["agents"].([]any)[0].(map[string]any)["tools"] = nil },
+		"lower-case method": func(m map[string]any) {
+			m["http_routes"].([]any)[0].(map[string]any)["method"] = "post"
+		},
 	}
 	for name, mutate := range bad {
 		var m map[string]any
@@ -287,5 +291,28 @@ func TestSchemaRejectsBadManifests(t *testing.T) {
 	_ = json.Unmarshal(good, &m)
 	if err := resolved.Validate(m); err != nil {
 		t.Errorf("good manifest rejected: %v", err)
+	}
+}
+
+// Endpoints on every interface are rewritten with the host the manifest was
+// requested by; specific addresses and other fields stay as they are.
+func TestReachableEndpoints(t *testing.T) {
+	src := Manifest{MCPServers: []MCPServer{
+		{ID: "v4", Transport: "http", Addr: "0.0.0.0:3100", Endpoints: []string{"http://0.0.0.0:3100/mcp", "http://0.0.0.0:3100/sse"}},
+		{ID: "v6", Transport: "sse", Addr: "[::]:3101", Endpoints: []string{"http://[::]:3101/sse"}},
+		{ID: "fixed", Transport: "http", Addr: "10.1.2.3:3102", Endpoints: []string{"http://10.1.2.3:3102/mcp"}},
+	}}
+	m := src.normalized()
+	m.reachableEndpoints("helix.internal:9999")
+	got := []string{m.MCPServers[0].Endpoints[0], m.MCPServers[0].Endpoints[1], m.MCPServers[1].Endpoints[0], m.MCPServers[2].Endpoints[0]}
+	want := []string{"http://helix.internal:3100/mcp", "http://helix.internal:3100/sse", "http://helix.internal:3101/sse", "http://10.1.2.3:3102/mcp"}
+	if strings.Join(got, " ") != strings.Join(want, " ") || m.MCPServers[0].Addr != "0.0.0.0:3100" ||
+		src.MCPServers[0].Endpoints[0] != "http://0.0.0.0:3100/mcp" {
+		t.Errorf("endpoints %v, want %v (addr %s; the caller's manifest must not change: %v)", got, want, m.MCPServers[0].Addr, src.MCPServers[0].Endpoints)
+	}
+	m6 := Manifest{MCPServers: []MCPServer{{ID: "a", Transport: "http", Endpoints: []string{"http://0.0.0.0:1/mcp"}}}}.normalized()
+	m6.reachableEndpoints("[::1]:9999")
+	if m6.MCPServers[0].Endpoints[0] != "http://[::1]:1/mcp" {
+		t.Errorf("ipv6 request host: %s", m6.MCPServers[0].Endpoints[0])
 	}
 }

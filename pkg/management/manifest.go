@@ -1,5 +1,11 @@
 package management
 
+import (
+	"net"
+	"net/netip"
+	"net/url"
+)
+
 // ManifestVersion is the manifest format version. Consumers (gateways doing
 // auto-discovery) should refuse a manifest with a larger major version.
 const ManifestVersion = 1
@@ -42,8 +48,9 @@ type MCPServer struct {
 // HTTPRoute is a workflow triggered over HTTP (http-server:// consumers).
 type HTTPRoute struct {
 	Workflow string `json:"workflow"`
-	Method   string `json:"method,omitempty"`
-	URI      string `json:"uri"`
+	// Method is the one HTTP method the route accepts, or "*" for any.
+	Method string `json:"method,omitempty"`
+	URI    string `json:"uri"`
 }
 
 // normalized returns m with nil lists replaced by empty ones, so consumers
@@ -70,4 +77,33 @@ func (m Manifest) normalized() Manifest {
 // empty slice for nil.
 func nonNil[T any](s []T) []T {
 	return append(make([]T, 0, len(s)), s...)
+}
+
+// reachableEndpoints rewrites endpoints of servers listening on every interface
+// (http://0.0.0.0:3100/mcp, http://[::]:3100/mcp), which no client can connect
+// to, with the host name the manifest was requested by: a consumer that reached
+// the management server that way reaches the MCP servers of the same host the
+// same way. Must run on a normalized manifest (its slices are copies).
+func (m *Manifest) reachableEndpoints(requestHost string) {
+	host := requestHost
+	if h, _, err := net.SplitHostPort(requestHost); err == nil {
+		host = h
+	}
+	if host == "" {
+		return
+	}
+	for i := range m.MCPServers {
+		for j, e := range m.MCPServers[i].Endpoints {
+			u, err := url.Parse(e)
+			if err != nil {
+				continue
+			}
+			a, err := netip.ParseAddr(u.Hostname())
+			if err != nil || !a.IsUnspecified() {
+				continue
+			}
+			u.Host = net.JoinHostPort(host, u.Port())
+			m.MCPServers[i].Endpoints[j] = u.String()
+		}
+	}
 }

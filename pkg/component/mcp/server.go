@@ -63,11 +63,23 @@ type ServerOptions struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	// HTTPMiddleware, when set, wraps the whole HTTP handler of this server (security
-	// layers: auth, CORS, rate limits, body limits).
+	// layers: auth, CORS, rate limits, body limits). It is called once, when the
+	// server starts.
 	HTTPMiddleware func(http.Handler) http.Handler
-	// ToolAllowed, when set, is asked about each tool by name: an error hides the
-	// tool from tools/list and makes a call return isError with the error's text.
-	ToolAllowed func(toolName string) error
+	// MaxRequestBodyBytes is the go-sdk's own request body limit: 0 keeps the SDK
+	// default (4 MiB), negative disables it. Set it to the limit HTTPMiddleware
+	// enforces, so that the SDK does not refuse bodies the middleware allowed.
+	MaxRequestBodyBytes int64
+	// DisableLocalhostProtection switches off the go-sdk's DNS-rebinding check (a
+	// non-loopback Host on a loopback listener is refused with 403). Set it only when
+	// HTTPMiddleware performs that check itself: the security stack does, and exempts
+	// trusted proxies, which forward the public Host to a loopback listener.
+	DisableLocalhostProtection bool
+	// ToolAllowed, when set, is asked about each tool by its MCP name: an error hides
+	// the tool from tools/list and makes a call return isError with the error's text.
+	// ctx carries the caller's OAuth token, when there is one, for
+	// security.ClaimsFromContext (per-tool scopes).
+	ToolAllowed func(ctx context.Context, toolName string) error
 	// Logger defaults to the engine context's logger at the time the server starts.
 	Logger *slog.Logger
 }

@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/pkg/component/mcp/security"
 	"github.com/arvenza/helix/pkg/engine"
 )
 
@@ -96,7 +97,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 
 // hideDisallowedTools filters tools/list through allowed, so that a client never
 // sees a tool it may not call.
-func hideDisallowedTools(allowed func(string) error) sdk.Middleware {
+func hideDisallowedTools(allowed func(context.Context, string) error) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			res, err := next(ctx, method, req)
@@ -104,9 +105,10 @@ func hideDisallowedTools(allowed func(string) error) sdk.Middleware {
 				return res, err
 			}
 			if lr, ok := res.(*sdk.ListToolsResult); ok {
+				actx := withCallerToken(ctx, req)
 				kept := lr.Tools[:0:0]
 				for _, t := range lr.Tools {
-					if allowed(t.Name) == nil {
+					if allowed(actx, t.Name) == nil {
 						kept = append(kept, t)
 					}
 				}
@@ -115,6 +117,20 @@ func hideDisallowedTools(allowed func(string) error) sdk.Middleware {
 			return res, nil
 		}
 	}
+}
+
+// withCallerToken puts the OAuth token the go-sdk attached to req (verified by the
+// HTTP security layer) into ctx, where ToolAllowed looks for it. Handler contexts
+// do not descend from the HTTP request (except with the newest protocol version),
+// so the request's Extra is the only reliable carrier.
+func withCallerToken(ctx context.Context, req sdk.Request) context.Context {
+	if req == nil {
+		return ctx
+	}
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		return security.WithTokenInfo(ctx, ex.TokenInfo)
+	}
+	return ctx
 }
 
 func (s *mcpServer) start(ctx context.Context) error {
@@ -174,7 +190,10 @@ func (s *mcpServer) startHTTP(ctx context.Context) error {
 func (s *mcpServer) httpHandler() http.Handler {
 	getServer := func(*http.Request) *sdk.Server { return s.sdk }
 	mux := http.NewServeMux()
-	sse := sdk.NewSSEHandler(getServer, nil)
+	sse := sdk.NewSSEHandler(getServer, &sdk.SSEOptions{
+		DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
+		MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
+	})
 	// The go-sdk tells SSE clients to post to the URL of the GET that opened the
 	// stream; presenting that GET as /message makes the advertised endpoint the
 	// documented /message?sessionid=… (posting to /sse?sessionid=… works as well).
@@ -194,9 +213,11 @@ func (s *mcpServer) httpHandler() http.Handler {
 			timeout = 0
 		}
 		streamable := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
-			Stateless:      s.opts.Stateless,
-			SessionTimeout: timeout,
-			Logger:         sdkLogger(s.opts.Logger),
+			Stateless:                  s.opts.Stateless,
+			SessionTimeout:             timeout,
+			Logger:                     sdkLogger(s.opts.Logger),
+			DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
+			MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
 		})
 		h := s.posts.track(streamable)
 		mux.Handle("/mcp", h)

@@ -557,7 +557,7 @@ func TestToolsSchemasValidationStructuredOutput(t *testing.T) {
 func TestToolAllowedHook(t *testing.T) {
 	hc := newTestContext(t, greetWorkflow(), &engine.Workflow{ID: "admin-tool", FromURI: "direct://admin",
 		Processors: step(func(context.Context, *exchange.Exchange) error { return nil })})
-	cs := connectInMemory(t, hc, ServerOptions{ToolAllowed: func(name string) error {
+	cs := connectInMemory(t, hc, ServerOptions{ToolAllowed: func(_ context.Context, name string) error {
 		if name == "admin_tool" {
 			return fmt.Errorf("tool %s is blocked", name)
 		}

@@ -264,7 +264,7 @@ func (t *serverTool) sdkTool() *sdk.Tool {
 type toolCaller struct {
 	hc         *engine.Context
 	serverName string
-	allowed    func(string) error
+	allowed    func(context.Context, string) error
 	logger     *slog.Logger
 	gate       *callGate // nil: no shutdown tracking (NewSDKServer)
 	// postContext returns the context of the HTTP POST carrying a call, or nil.
@@ -283,7 +283,8 @@ func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 				defer context.AfterFunc(pc, cancel)()
 			}
 		}
-		return c.call(ctx, t, req.Params.Arguments), nil
+		// The caller's token travels in ctx for the ToolAllowed hook (per-tool scopes).
+		return c.call(withCallerToken(ctx, req), t, req.Params.Arguments), nil
 	}
 }
 
@@ -295,7 +296,7 @@ func (c *toolCaller) call(ctx context.Context, t *serverTool, rawArgs json.RawMe
 		defer c.gate.leave()
 	}
 	if c.allowed != nil {
-		if err := c.allowed(t.info.Name); err != nil {
+		if err := c.allowed(ctx, t.info.Name); err != nil {
 			return errorResult(err.Error())
 		}
 	}

@@ -1,0 +1,131 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Lifecycle states reported by /readyz.
+const (
+	stateBuilt int32 = iota
+	stateStarting
+	stateRunning
+	stateStopping
+	stateStopped
+)
+
+// buildManagement declares the management server (manifest, /healthz, /readyz)
+// unless helix.management.enabled is false. Nothing listens until Start.
+func (a *App) buildManagement() {
+	m := a.cfg.Helix.Management
+	if m.Enabled != nil && !*m.Enabled {
+		return
+	}
+	addr := m.Addr
+	if addr == "" {
+		addr = management.DefaultAddr
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		a.errs = append(a.errs, &config.Error{Pos: m.Pos, Path: "helix.management.addr",
+			Msg:  fmt.Sprintf("addr %q: want host:port: %v", addr, err),
+			Hint: "for example 127.0.0.1:9999 (the default); use enabled: false to switch the endpoints off"})
+		return
+	}
+	a.mgmt = management.New(management.Options{
+		Addr:     addr,
+		Required: m.Required,
+		Manifest: a.Manifest,
+		Ready:    a.ready,
+		Logger:   a.logger,
+	})
+}
+
+// ManagementAddr is the bound address of the management server while it runs, or ""
+// (disabled, not started, stopped, or its address was taken).
+func (a *App) ManagementAddr() string {
+	if a.mgmt == nil {
+		return ""
+	}
+	return a.mgmt.Addr()
+}
+
+// ready is /readyz: ready from the end of Start until Stop begins.
+func (a *App) ready() error {
+	switch a.state.Load() {
+	case stateRunning:
+		return nil
+	case stateStopping:
+		return errors.New("stopping")
+	case stateStopped:
+		return errors.New("stopped")
+	default:
+		return errors.New("starting")
+	}
+}
+
+// Manifest describes what the application exposes (spec §16 auto-discovery): its
+// MCP servers with their bound addresses, endpoints and listed tools, and the
+// workflows triggered over HTTP. This build has no agent runtime, so agents is empty.
+// It is safe for concurrent use.
+func (a *App) Manifest() management.Manifest {
+	version := a.opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	m := management.Manifest{Name: a.hc.Name(), Version: version}
+	if sc := a.MCPServers(); sc != nil {
+		for _, si := range sc.Servers() {
+			m.MCPServers = append(m.MCPServers, a.manifestServer(si))
+		}
+	}
+	m.HTTPRoutes = a.httpRoutes()
+	return m
+}
+
+func (a *App) manifestServer(si helixmcp.ServerInfo) management.MCPServer {
+	ms := management.MCPServer{ID: si.ID, Name: si.Name, Transport: si.Transport}
+	if si.Transport != helixmcp.TransportStdio && si.Addr != "" {
+		ms.Addr = si.Addr
+		base := "http://" + si.Addr
+		if si.Transport == helixmcp.TransportHTTP {
+			ms.Endpoints = append(ms.Endpoints, base+"/mcp")
+		}
+		ms.Endpoints = append(ms.Endpoints, base+"/sse")
+	}
+	sec := a.securityByID[si.ID]
+	for _, t := range si.Tools {
+		if sec == nil || sec.listed(t.Name) {
+			ms.Tools = append(ms.Tools, t.Name)
+		}
+	}
+	return ms
+}
+
+// httpRoutes lists the workflows with an http-server:// trigger, by workflow id.
+func (a *App) httpRoutes() []management.HTTPRoute {
+	var routes []management.HTTPRoute
+	for _, wf := range a.hc.Workflows() {
+		if wf.FromURI == "" {
+			continue
+		}
+		u, err := uri.Parse(wf.FromURI)
+		if err != nil || u.Scheme != "http-server" {
+			continue
+		}
+		method := strings.ToUpper(u.Param("httpMethod", ""))
+		if method == "" {
+			method = "*"
+		}
+		routes = append(routes, management.HTTPRoute{Workflow: wf.ID, Method: method, URI: wf.FromURI})
+	}
+	sort.Slice(routes, func(i, j int) bool { return routes[i].Workflow < routes[j].Workflow })
+	return routes
+}

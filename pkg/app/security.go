@@ -1,0 +1,201 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	"github.com/arvenza/helix/pkg/component/mcp/security"
+	"github.com/arvenza/helix/pkg/config"
+)
+
+// serverSecurity is the security of one declared MCP server. Two stacks exist:
+//
+//   - filter is built with the application (Build), so that a bad setting is a
+//     configuration error with a position. It answers the tool hook (allowed/blocked
+//     tools, OAuth scopes), which keeps no state, and is built without a rate limit so
+//     that it owns no goroutine: a validated-and-discarded build leaks nothing.
+//   - live serves HTTP (keys, rate-limit buckets, the JWKS cache). It exists from
+//     App.Start to App.Stop, because the rate limiter's janitor goroutine needs an
+//     owner that stops it.
+type serverSecurity struct {
+	id     string
+	cfg    security.Config
+	filter *security.Stack
+
+	mu   sync.Mutex
+	live *security.Stack
+}
+
+// hasSecurity reports whether any security key is set.
+func hasSecurity(s config.Security) bool {
+	return len(s.APIKeys) > 0 || len(s.TrustedProxies) > 0 || s.RateLimit != 0 || s.MaxBodyBytes != 0 ||
+		len(s.CORSOrigins) > 0 || len(s.AllowedTools) > 0 || len(s.BlockedTools) > 0 || s.Auth != nil
+}
+
+// httpOnlySettings names the keys that only act on the HTTP layer.
+func httpOnlySettings(s config.Security) []string {
+	var keys []string
+	add := func(set bool, key string) {
+		if set {
+			keys = append(keys, key)
+		}
+	}
+	add(len(s.APIKeys) > 0, "api_keys")
+	add(len(s.TrustedProxies) > 0, "trusted_proxies")
+	add(s.RateLimit != 0, "rate_limit")
+	add(s.MaxBodyBytes != 0, "max_body_bytes")
+	add(len(s.CORSOrigins) > 0, "cors_origins")
+	add(s.Auth != nil, "auth")
+	return keys
+}
+
+// securityConfig converts the YAML settings. ${env:…} references were resolved when
+// the file was loaded; an empty key (a variable set to "") is refused by security.New.
+func securityConfig(id string, s config.Security, logger *slog.Logger) security.Config {
+	c := security.Config{
+		APIKeys:        s.APIKeys,
+		TrustedProxies: s.TrustedProxies,
+		RateLimit:      s.RateLimit,
+		MaxBodyBytes:   s.MaxBodyBytes,
+		CORSOrigins:    s.CORSOrigins,
+		AllowedTools:   s.AllowedTools,
+		BlockedTools:   s.BlockedTools,
+		ServerID:       id,
+		Logger:         logger,
+	}
+	if a := s.Auth; a != nil {
+		c.Auth = &security.OAuthConfig{Issuer: a.Issuer, Audience: a.Audience, JWKSURL: a.JWKSURL,
+			Scopes: a.Scopes, ResourceURL: a.ResourceURL}
+	}
+	return c
+}
+
+// applySecurity wires the security settings of a declared server into opts. On a
+// stdio server only the tool lists apply (there is no HTTP layer); the other keys
+// draw a warning. Errors are configuration errors at pos.
+func (a *App) applySecurity(opts *helixmcp.ServerOptions, s config.Security, pos config.Pos, path string) {
+	if !hasSecurity(s) {
+		return
+	}
+	stdio := strings.EqualFold(strings.TrimSpace(opts.Transport), helixmcp.TransportStdio)
+	if stdio {
+		if keys := httpOnlySettings(s); len(keys) > 0 {
+			a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: pos, Path: path,
+				Msg:  fmt.Sprintf("%s: not applied to a stdio server, which has no HTTP layer", strings.Join(keys, ", ")),
+				Hint: "only allowed_tools and blocked_tools act on stdio; the process that launches helix controls who talks to it"})
+		}
+		s = config.Security{AllowedTools: s.AllowedTools, BlockedTools: s.BlockedTools}
+		if !hasSecurity(s) {
+			return
+		}
+	}
+	cfg := securityConfig(opts.ID, s, a.logger)
+	filterCfg := cfg
+	filterCfg.RateLimit = 0 // no janitor goroutine: this stack is never closed
+	filter, err := security.New(filterCfg)
+	if err == nil && cfg.RateLimit < 0 {
+		err = fmt.Errorf("rate_limit must be >= 0, got %d", cfg.RateLimit)
+	}
+	if err != nil {
+		a.errs = append(a.errs, &config.Error{Pos: pos, Path: path, Msg: err.Error()})
+		return
+	}
+	sec := &serverSecurity{id: opts.ID, cfg: cfg, filter: filter}
+	opts.ToolAllowed = sec.toolAllowed
+	if !stdio {
+		opts.HTTPMiddleware = sec.middleware
+		// The stack enforces the body limit; the SDK's own limit must not be lower.
+		opts.MaxRequestBodyBytes = filter.MaxBodyBytes()
+		// The stack guards against DNS rebinding itself, exempting trusted proxies
+		// (a reverse proxy on this host forwards the public Host to loopback).
+		opts.DisableLocalhostProtection = true
+	}
+	a.security = append(a.security, sec)
+	if a.securityByID == nil {
+		a.securityByID = map[string]*serverSecurity{}
+	}
+	a.securityByID[opts.ID] = sec
+}
+
+func (s *serverSecurity) toolAllowed(ctx context.Context, name string) error {
+	return s.filter.ToolAllowed(name, ctx)
+}
+
+// listed reports whether the server lists the tool to somebody: blocked tools and
+// tools outside allowed_tools are never listed, while a tool that needs OAuth scopes
+// is listed to tokens that carry them.
+func (s *serverSecurity) listed(name string) bool {
+	err := s.filter.ToolAllowed(name, context.Background())
+	return err == nil || !(errors.Is(err, security.ErrToolBlocked) || errors.Is(err, security.ErrToolNotAllowed))
+}
+
+// middleware is the server's HTTPMiddleware; the server calls it when it starts,
+// after App.Start opened the live stack.
+func (s *serverSecurity) middleware(next http.Handler) http.Handler {
+	s.mu.Lock()
+	live := s.live
+	s.mu.Unlock()
+	if live == nil {
+		// Only reachable if the server were started outside App.Start; refusing is
+		// the safe answer for a server that is meant to be protected.
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "mcp server security is not initialised", http.StatusServiceUnavailable)
+		})
+	}
+	return live.Middleware(next)
+}
+
+// open builds the live stack with the logger current at start (helix run replaces
+// the build-time logger once helix.log_level is known).
+func (s *serverSecurity) open(logger *slog.Logger) error {
+	cfg := s.cfg
+	cfg.Logger = logger
+	st, err := security.New(cfg)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old := s.live
+	s.live = st
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+// close stops the live stack's janitor; the handler built from it keeps working
+// (a server still shutting down can answer its last requests).
+func (s *serverSecurity) close() {
+	s.mu.Lock()
+	live := s.live
+	s.live = nil
+	s.mu.Unlock()
+	if live != nil {
+		live.Close()
+	}
+}
+
+func (a *App) openSecurity() error {
+	for i, s := range a.security {
+		if err := s.open(a.hc.Logger()); err != nil {
+			for _, o := range a.security[:i] {
+				o.close()
+			}
+			return fmt.Errorf("mcp server %s: %w", s.id, err)
+		}
+	}
+	return nil
+}
+
+func (a *App) closeSecurity() {
+	for _, s := range a.security {
+		s.close()
+	}
+}
