@@ -198,6 +198,7 @@ func (c *ClientConn) callTool(ctx context.Context, name string, args map[string]
 	if name == "" {
 		return nil, errors.New("no tool name given")
 	}
+	parent := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -217,7 +218,7 @@ func (c *ClientConn) callTool(ctx context.Context, name string, args map[string]
 		if we := protocolError(err); we != nil {
 			return nil, &ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}
 		}
-		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) && timeout > 0 {
+		if ctx.Err() != nil && parent.Err() == nil && timeout > 0 {
 			return nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
 		}
 		return nil, fmt.Errorf("call %s on %s: %w", name, c.cfg.target(), err)
@@ -293,8 +294,8 @@ func (c *ClientConn) session(ctx context.Context) (*sdk.ClientSession, error) {
 			}
 		}
 		if now := c.now(); now.Before(c.retryAt) {
-			err := fmt.Errorf("connect to %s failed, next attempt allowed in %s (at %s): %w",
-				c.cfg.target(), c.retryAt.Sub(now).Round(time.Millisecond), c.retryAt.Format(time.RFC3339Nano), c.lastErr)
+			err := &connectError{target: c.cfg.target(), err: c.lastErr,
+				retry: fmt.Sprintf("next attempt allowed in %s (at %s)", c.retryAt.Sub(now).Round(time.Millisecond), c.retryAt.Format(time.RFC3339Nano))}
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -324,7 +325,7 @@ func (c *ClientConn) session(ctx context.Context) (*sdk.ClientSession, error) {
 			// The caller gave up (or timed out): that says nothing about the server, so
 			// it does not start a backoff window for the next caller.
 			c.mu.Unlock()
-			return nil, fmt.Errorf("connect to %s: %w", c.cfg.target(), err)
+			return nil, &connectError{target: c.cfg.target(), err: err}
 		default:
 			if c.backoff == 0 {
 				c.backoff = connectBackoffMin
@@ -335,7 +336,7 @@ func (c *ClientConn) session(ctx context.Context) (*sdk.ClientSession, error) {
 			c.retryAt = c.now().Add(c.backoff)
 			c.mu.Unlock()
 			c.log.Warn("mcp connect failed", "server", c.cfg.target(), "error", err, "retry_in", c.backoff)
-			return nil, fmt.Errorf("connect to %s: %w", c.cfg.target(), err)
+			return nil, &connectError{target: c.cfg.target(), err: err}
 		}
 	}
 }
@@ -453,6 +454,23 @@ func (c *ClientConn) Close() error {
 
 var errClientClosed = errors.New("mcp client is closed")
 
+// connectError is a failure to open a session. Whatever it wraps — even a JSON-RPC
+// error answered to initialize — it is about reaching the server, not about a tool.
+type connectError struct {
+	target string
+	err    error
+	retry  string // set when the call was refused inside the backoff window
+}
+
+func (e *connectError) Error() string {
+	if e.retry != "" {
+		return fmt.Sprintf("connect to %s failed, %s: %v", e.target, e.retry, e.err)
+	}
+	return fmt.Sprintf("connect to %s: %v", e.target, e.err)
+}
+
+func (e *connectError) Unwrap() error { return e.err }
+
 // ToolError is a tool call that failed on the server: the tool returned a result with
 // isError set, or the server answered the call with a JSON-RPC error (Protocol), for an
 // unknown tool or invalid arguments say.
@@ -480,7 +498,8 @@ var rejectedByTransport = &jsonrpc.Error{Code: -32005}
 // when err is about the transport (including HTTP rejections that carry a JSON-RPC body,
 // such as a restarted server's "no valid session ID").
 func protocolError(err error) *jsonrpc.Error {
-	if errors.Is(err, rejectedByTransport) {
+	var ce *connectError
+	if errors.Is(err, rejectedByTransport) || errors.As(err, &ce) {
 		return nil
 	}
 	var we *jsonrpc.Error

@@ -202,6 +202,7 @@ func TestProtocolErrorClassification(t *testing.T) {
 		{"plain transport error", errors.New("dial tcp: connection refused"), ctx, false, true},
 		{"caller cancelled", errors.New("dial tcp: connection refused"), cancelled, false, false},
 		{"client closed", errClientClosed, ctx, false, false},
+		{"json-rpc error while connecting", fmt.Errorf("call: %w", &connectError{target: "x", err: toolErr}), ctx, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := protocolError(tc.err) != nil; got != tc.protocol {
