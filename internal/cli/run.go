@@ -36,7 +36,7 @@ func runFiles(cmd *cobra.Command, files []string) error {
 	if err != nil {
 		return err
 	}
-	opts := app.Options{Logger: logger, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout()}
+	opts := app.Options{Logger: logger, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Version: Version}
 	a, cfg, err := app.Load(opts, files...)
 	if cfg != nil {
 		printWarnings(cmd.ErrOrStderr(), cfg.Warnings)

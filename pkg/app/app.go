@@ -35,6 +35,10 @@ type Options struct {
 	Stdout io.Writer
 	// Version is the Helix version reported by the management manifest; "" means "dev".
 	Version string
+	// ManagementAddr, when set, replaces helix.management.addr: programs embedding
+	// Helix, and tests, pass "127.0.0.1:0" for a free port (see App.ManagementAddr).
+	// It does not switch on a management server the configuration disabled.
+	ManagementAddr string
 }
 
 // App is a built application. Start and Stop are called once each, from one goroutine.

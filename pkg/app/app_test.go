@@ -16,7 +16,9 @@ import (
 	"github.com/arvenza/helix/pkg/config"
 )
 
-var quiet = app.Options{Logger: slog.New(slog.DiscardHandler)}
+// quiet discards logs and keeps the management server off the shared default
+// port, which parallel test packages would otherwise fight over.
+var quiet = app.Options{Logger: slog.New(slog.DiscardHandler), ManagementAddr: "127.0.0.1:0"}
 
 // startApp loads files, starts the app and stops it when the test ends.
 func startApp(t *testing.T, files ...string) *app.App {

@@ -30,6 +30,9 @@ func (a *App) buildManagement() {
 		return
 	}
 	addr := m.Addr
+	if a.opts.ManagementAddr != "" {
+		addr = a.opts.ManagementAddr
+	}
 	if addr == "" {
 		addr = management.DefaultAddr
 	}

@@ -71,7 +71,8 @@ func patternApp(t *testing.T, file string, goWorkflows map[string]engine.Process
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	logs := &syncBuffer{}
-	a, _, err := app.Load(app.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+	a, _, err := app.Load(app.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		ManagementAddr: "127.0.0.1:0"},
 		filepath.Join("testdata", "patterns", file))
 	if err != nil {
 		t.Fatalf("load %s: %v", file, err)
