@@ -254,13 +254,20 @@ func (ht headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // sdkSession connects a real go-sdk client over Streamable HTTP, sending header.
 func sdkSession(t *testing.T, endpoint string, header http.Header) (*sdk.ClientSession, error) {
 	t.Helper()
+	return sdkSessionVersion(t, endpoint, header, "")
+}
+
+// sdkSessionVersion is sdkSession asking for a protocol version ("" = the newest).
+func sdkSessionVersion(t *testing.T, endpoint string, header http.Header, version string) (*sdk.ClientSession, error) {
+	t.Helper()
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint,
-		HTTPClient: &http.Client{Transport: headerTransport{h: header, base: base}}, MaxRetries: -1}, nil)
+		HTTPClient: &http.Client{Transport: headerTransport{h: header, base: base}}, MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, err
 	}

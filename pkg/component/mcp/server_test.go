@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/component/mcp/security"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
@@ -569,6 +571,58 @@ func TestToolAllowedHook(t *testing.T) {
 	res := callTool(t, cs, "admin_tool", nil)
 	if !res.IsError || resultText(t, res) != "tool admin_tool is blocked" {
 		t.Fatalf("blocked call: %q", resultText(t, res))
+	}
+}
+
+// The tool hook sees the caller's token through the request's TokenInfo (the
+// go-sdk's documented carrier), even when the handler context does not descend
+// from the HTTP request: that is what makes per-tool OAuth scopes work for every
+// protocol version and transport.
+func TestToolAllowedSeesTokenInfo(t *testing.T) {
+	hc := newTestContext(t, greetWorkflow())
+	var seen []string
+	allowed := func(ctx context.Context, name string) error {
+		c := security.ClaimsFromContext(ctx)
+		if c == nil {
+			seen = append(seen, name+":none")
+			return fmt.Errorf("tool %s requires scope greet", name)
+		}
+		seen = append(seen, name+":"+strings.Join(c.Scopes, " "))
+		return nil
+	}
+	ti := &auth.TokenInfo{Scopes: []string{"greet"}, UserID: "iss|ada", Expiration: time.Now().Add(time.Hour)}
+	wf, _ := hc.Workflow("greet")
+	tool, err := newServerTool(wf, "greet", ToolOverride{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller := &toolCaller{hc: hc, serverName: "s", allowed: allowed, logger: slog.New(slog.DiscardHandler)}
+	handler := caller.handler(tool)
+
+	res, _ := handler(context.Background(), &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "greet"},
+		Extra: &sdk.RequestExtra{TokenInfo: ti}})
+	if res.IsError {
+		t.Errorf("call with token refused: %+v", res.Content)
+	}
+	res, _ = handler(context.Background(), &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "greet"}})
+	if !res.IsError {
+		t.Error("call without token allowed")
+	}
+
+	list := hideDisallowedTools(allowed)(func(context.Context, string, sdk.Request) (sdk.Result, error) {
+		return &sdk.ListToolsResult{Tools: []*sdk.Tool{{Name: "greet"}}}, nil
+	})
+	got, err := list(context.Background(), "tools/list", &sdk.ListToolsRequest{Params: &sdk.ListToolsParams{},
+		Extra: &sdk.RequestExtra{TokenInfo: ti}})
+	if err != nil || len(got.(*sdk.ListToolsResult).Tools) != 1 {
+		t.Errorf("list with token: %v %+v", err, got)
+	}
+	got, _ = list(context.Background(), "tools/list", &sdk.ListToolsRequest{Params: &sdk.ListToolsParams{}})
+	if len(got.(*sdk.ListToolsResult).Tools) != 0 {
+		t.Errorf("list without token shows %+v", got)
+	}
+	if want := "greet:greet,greet:none,greet:greet,greet:none"; strings.Join(seen, ",") != want {
+		t.Errorf("hook saw %s, want %s", strings.Join(seen, ","), want)
 	}
 }
 
