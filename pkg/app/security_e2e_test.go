@@ -368,6 +368,36 @@ func TestSecurityEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("SSE transport", func(t *testing.T) {
+		connect := func(header http.Header) (*sdk.ClientSession, error) {
+			base := &http.Transport{}
+			t.Cleanup(base.CloseIdleConnections)
+			// The SSE stream lives on the Connect context: keep it until the end.
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e-sse", Version: "1"}, nil).Connect(ctx,
+				&sdk.SSEClientTransport{Endpoint: serverURL(t, a, "admin-tools") + "/sse",
+					HTTPClient: &http.Client{Transport: headerTransport{h: header, base: base}}}, nil)
+			if err == nil {
+				t.Cleanup(func() { _ = cs.Close() })
+			}
+			return cs, err
+		}
+		if _, err := connect(http.Header{"X-Api-Key": {"mcp-public-key"}}); err == nil {
+			t.Fatal("SSE connected with the public key")
+		}
+		cs, err := connect(http.Header{"X-Api-Key": {"mcp-admin-key"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(listedNames(t, cs), ","); got != "admin_tool,code_assistant" {
+			t.Errorf("admin tools over SSE: %s", got)
+		}
+		if text, isErr := call(t, cs, "code_assistant", map[string]any{"q": "sse"}); isErr || text != "code: sse" {
+			t.Errorf("code_assistant over SSE: %q isError=%v", text, isErr)
+		}
+	})
+
 	t.Run("trusted proxy", func(t *testing.T) {
 		gw := serverURL(t, a, "gateway") + "/mcp"
 		if resp, body := rc.post(gw, initBody); resp.StatusCode != 200 {
