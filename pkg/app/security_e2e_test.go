@@ -642,3 +642,49 @@ func validateManifest(t *testing.T, doc []byte) {
 		t.Errorf("manifest does not match docs/manifest.schema.json: %v\n%s", err, doc)
 	}
 }
+
+// examples/mcp-secure.yaml runs as documented: each server takes only its own key,
+// and its workflows answer.
+func TestMCPSecureExample(t *testing.T) {
+	src, err := os.ReadFile("../../examples/mcp-secure.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(src)
+	for _, addr := range []string{`"127.0.0.1:3100"`, `"127.0.0.1:3101"`, `"127.0.0.1:9999"`} {
+		if !strings.Contains(text, addr) {
+			t.Fatalf("examples/mcp-secure.yaml no longer contains %s; update this test", addr)
+		}
+		text = strings.Replace(text, addr, `"127.0.0.1:0"`, 1)
+	}
+	a := startSecure(t, text, nil)
+	public := serverURL(t, a, "public-tools") + "/mcp"
+	admin := serverURL(t, a, "admin-tools") + "/mcp"
+	rc := newRawClient(t)
+	if resp, _ := rc.post(admin, initBody); resp.StatusCode != 401 {
+		t.Errorf("admin without key: %d", resp.StatusCode)
+	}
+	if resp, _ := rc.post(admin, initBody, "Authorization", "Bearer mcp-public-key"); resp.StatusCode != 401 {
+		t.Errorf("admin with the public key: %d", resp.StatusCode)
+	}
+	cs, err := sdkSession(t, public, http.Header{"Authorization": {"Bearer mcp-public-key"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string]string{"code_assistant": "2 lines of code", "math_agent": "5", "summarizer": "First"} {
+		args := map[string]any{"code": "a\nb", "a": 2, "b": 3, "text": "First. Second."}
+		if text, isErr := call(t, cs, tool, args); isErr || text != want {
+			t.Errorf("%s: %q isError=%v, want %q", tool, text, isErr, want)
+		}
+	}
+	adm, err := sdkSession(t, admin, http.Header{"X-Api-Key": {"mcp-admin-key"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := call(t, adm, "admin_tool", nil); isErr || text != "all systems nominal" {
+		t.Errorf("admin_tool: %q isError=%v", text, isErr)
+	}
+	if a.ManagementAddr() == "" {
+		t.Error("the example's management server is not running")
+	}
+}
