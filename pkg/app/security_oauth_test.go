@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const (
@@ -99,8 +101,8 @@ mcps:
 		t.Errorf("management server runs although disabled: %s", a.ManagementAddr())
 	}
 	rc := newRawClient(t)
-	base := serverURL(t, a, "secured")
-	endpoint := base + "/mcp"
+	serverBase := serverURL(t, a, "secured")
+	endpoint := serverBase + "/mcp"
 
 	bearer := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 	for _, tc := range []struct {
@@ -130,7 +132,7 @@ mcps:
 	}
 
 	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
-		resp, body := rc.do(http.MethodGet, base+path, nil)
+		resp, body := rc.do(http.MethodGet, serverBase+path, nil)
 		var md struct {
 			Resource             string   `json:"resource"`
 			AuthorizationServers []string `json:"authorization_servers"`
@@ -179,4 +181,34 @@ mcps:
 			}
 		})
 	}
+
+	// Over SSE the go-sdk attaches no token to messages: the scopes are those of the
+	// token that opened the event stream (the claims travel in its context).
+	t.Run("scopes over SSE", func(t *testing.T) {
+		connect := func(tok string) *sdk.ClientSession {
+			base := &http.Transport{}
+			t.Cleanup(base.CloseIdleConnections)
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "sse", Version: "1"}, nil).Connect(ctx,
+				&sdk.SSEClientTransport{Endpoint: serverBase + "/sse",
+					HTTPClient: &http.Client{Transport: headerTransport{h: http.Header{"Authorization": {"Bearer " + tok}}, base: base}}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cs.Close() })
+			return cs
+		}
+		user := connect(is.token(t, nil, jwt.MapClaims{"scope": "mcp"}))
+		if got := strings.Join(listedNames(t, user), ","); got != "code_assistant" {
+			t.Errorf("SSE tools for scope mcp: %s", got)
+		}
+		if text, isErr := call(t, user, "admin_tool", nil); !isErr || text != "tool admin_tool requires scope admin" {
+			t.Errorf("SSE admin_tool without scope: %q isError=%v", text, isErr)
+		}
+		root := connect(is.token(t, nil, jwt.MapClaims{"scope": "mcp admin"}))
+		if text, isErr := call(t, root, "admin_tool", nil); isErr || text != "admin done" {
+			t.Errorf("SSE admin_tool with scope: %q isError=%v", text, isErr)
+		}
+	})
 }
