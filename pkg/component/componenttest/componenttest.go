@@ -16,6 +16,10 @@
 // (something outside receives what the producer sends, for example an httptest server).
 // [Features] switches off what does not apply: a producer-only component such as log://
 // skips every consumer test, a self-triggering consumer such as timer:// skips Send.
+// A consumer that runs other workflows of its engine context instead of the processor
+// it was created with (mcp-server:// serves the context's workflows as MCP tools) sets
+// [Features.ExternalProcessor]; its fixture routes what Send delivers to the suite's
+// processor through [Fixture.Bind].
 //
 // Every subtest checks with goleak that no goroutine it started outlives it, so a
 // consumer whose Stop returns before its goroutines end fails here. Subtests do not run
@@ -94,6 +98,14 @@ type Features struct {
 	// ConcurrentConsumer: the consumer processes several messages at the same time
 	// (one goroutine per request), so the suite can send many in parallel.
 	ConcurrentConsumer bool
+
+	// ExternalProcessor: the consumer does not call the processor handed to
+	// CreateConsumer; what arrives runs other workflows of the consumer's engine
+	// context (mcp-server:// exposes them as tools). Before each CreateConsumer the
+	// suite hands its processor to Fixture.Bind, and the fixture wires it as the work
+	// done by the workflow that Send reaches. Every consumer test still goes through
+	// the real consumer: Send must reach that workflow through it.
+	ExternalProcessor bool
 }
 
 // Message is what the outside world sends or receives, in text form.
@@ -122,6 +134,11 @@ type Fixture struct {
 	// Prepare, when set, is applied to every exchange the suite sends through the
 	// producer, for components that address each message (file:// sets HelixFileName).
 	Prepare func(ex *exchange.Exchange)
+	// Bind, required with Features.ExternalProcessor, makes p the processor that the
+	// messages Send delivers reach (for mcp-server://, a step of the workflow exposed as
+	// the tool Send calls). The suite calls it before each CreateConsumer with the
+	// processor it then hands to CreateConsumer.
+	Bind func(p component.Processor)
 }
 
 // newExchange builds an exchange for a producer test.
@@ -457,12 +474,26 @@ func (r *recorder) next(t *testing.T, what string) received {
 	}
 }
 
-func startConsumer(t *testing.T, fx *Fixture, p component.Processor) component.Consumer {
+// createConsumer creates a consumer with processor p, first routing the outside
+// world's messages to p when the consumer runs workflows of its context.
+func createConsumer(t *testing.T, h Harness, fx *Fixture, p component.Processor) component.Consumer {
 	t.Helper()
+	if h.Features.ExternalProcessor {
+		if fx.Bind == nil {
+			t.Fatal("componenttest: Fixture.Bind is required with Features.ExternalProcessor")
+		}
+		fx.Bind(p)
+	}
 	c, err := endpoint(t, fx).CreateConsumer(p)
 	if err != nil {
 		t.Fatalf("CreateConsumer: %v", err)
 	}
+	return c
+}
+
+func startConsumer(t *testing.T, h Harness, fx *Fixture, p component.Processor) component.Consumer {
+	t.Helper()
+	c := createConsumer(t, h, fx, p)
 	if err := c.Start(testCtx(t)); err != nil {
 		t.Fatalf("consumer Start: %v", err)
 	}
@@ -505,11 +536,8 @@ type sendResult struct {
 	err   error
 }
 
-func testConsumerStartStop(t *testing.T, _ Harness, fx *Fixture) {
-	c, err := endpoint(t, fx).CreateConsumer(newRecorder())
-	if err != nil {
-		t.Fatalf("CreateConsumer: %v", err)
-	}
+func testConsumerStartStop(t *testing.T, h Harness, fx *Fixture) {
+	c := createConsumer(t, h, fx, newRecorder())
 	if err := c.Start(testCtx(t)); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -518,7 +546,7 @@ func testConsumerStartStop(t *testing.T, _ Harness, fx *Fixture) {
 
 func testConsumerReceive(t *testing.T, h Harness, fx *Fixture) {
 	rec := newRecorder()
-	c := startConsumer(t, fx, rec)
+	c := startConsumer(t, h, fx, rec)
 	defer stopConsumer(t, c)
 	if h.Features.SelfTriggering {
 		m := rec.next(t, "self-triggered exchange")
@@ -543,7 +571,7 @@ func testConsumerReceive(t *testing.T, h Harness, fx *Fixture) {
 
 func testConsumerHeaders(t *testing.T, h Harness, fx *Fixture) {
 	rec := newRecorder()
-	c := startConsumer(t, fx, rec)
+	c := startConsumer(t, h, fx, rec)
 	defer stopConsumer(t, c)
 	reply, err := send(t, fx, testCtx(t), Message{Body: "hdr", Headers: map[string]string{TestHeader: "v1"}})
 	if err != nil {
@@ -557,8 +585,8 @@ func testConsumerHeaders(t *testing.T, h Harness, fx *Fixture) {
 	}
 }
 
-func testConsumerRequestReply(t *testing.T, _ Harness, fx *Fixture) {
-	c := startConsumer(t, fx, newRecorder())
+func testConsumerRequestReply(t *testing.T, h Harness, fx *Fixture) {
+	c := startConsumer(t, h, fx, newRecorder())
 	defer stopConsumer(t, c)
 	reply, err := send(t, fx, testCtx(t), Message{Body: "ping"})
 	if err != nil {
@@ -571,7 +599,7 @@ func testConsumerRequestReply(t *testing.T, _ Harness, fx *Fixture) {
 
 func testConsumerCancel(t *testing.T, h Harness, fx *Fixture) {
 	rec := newRecorder()
-	c := startConsumer(t, fx, rec)
+	c := startConsumer(t, h, fx, rec)
 	defer stopConsumer(t, c)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
@@ -591,7 +619,7 @@ func testConsumerCancel(t *testing.T, h Harness, fx *Fixture) {
 func testConsumerStopDrains(t *testing.T, h Harness, fx *Fixture) {
 	rec := newRecorder()
 	rec.hold = true
-	c := startConsumer(t, fx, rec)
+	c := startConsumer(t, h, fx, rec)
 	res := trigger(t, h, fx, testCtx(t), "in flight")
 	rec.next(t, "in-flight message")
 
@@ -625,7 +653,7 @@ func testConsumerStopDrains(t *testing.T, h Harness, fx *Fixture) {
 
 func testConsumerNothingAfterStop(t *testing.T, h Harness, fx *Fixture) {
 	rec := newRecorder()
-	c := startConsumer(t, fx, rec)
+	c := startConsumer(t, h, fx, rec)
 	if h.Features.SelfTriggering {
 		rec.next(t, "first exchange")
 	}
@@ -651,7 +679,7 @@ func testConsumerNothingAfterStop(t *testing.T, h Harness, fx *Fixture) {
 
 func testConsumerConcurrent(t *testing.T, h Harness, fx *Fixture) {
 	rec := newRecorder()
-	c := startConsumer(t, fx, rec)
+	c := startConsumer(t, h, fx, rec)
 	defer stopConsumer(t, c)
 	const n = 16
 	ctx := testCtx(t)
