@@ -13,6 +13,7 @@
 #   ROUNDS=3 DURATION=5s scripts/bench-side-by-side.sh
 #   HELIX_VARIANTS="gogc400:GOGC=400" scripts/bench-side-by-side.sh   # extra helix runs with env
 #   SESSIONS=2000 SETTLE=0s scripts/bench-side-by-side.sh    # smaller/faster idle-session part
+#   SERVERS="limit gosdk helix mcpgo gosdkconn" …  # add the own-Connection experiment
 #
 # Results go to $OUT (default bench/results/<timestamp>): results.jsonl (one line
 # per run), summary.md, startup.txt, sessions.txt and the servers' logs.
@@ -50,7 +51,7 @@ trap cleanup EXIT
 echo "== build"
 $GO build -o "$bin/mcpload" ./bench/mcpload
 $GO build -o "$bin/helix" ./cmd/helix
-(cd bench/peers && $GO build -o "$bin/" ./limit ./gosdk ./mcpgo)
+(cd bench/peers && $GO build -o "$bin/" ./limit ./gosdk ./mcpgo ./gosdkconn)
 
 {
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
@@ -82,12 +83,12 @@ start() {
 
 for s in $SERVERS; do
 	case $s in
-	limit | gosdk | mcpgo)
+	limit | gosdk | mcpgo | gosdkconn)
 		start "$s" -- "$bin/$s" -addr "127.0.0.1:$next_port"
 		memstats[$s]="http://127.0.0.1:${port[$s]}/debug/vars"
 		;;
 	helix) start helix -- $(helix_cmd) ;;
-	*) echo "unknown server $s (want limit, gosdk, helix, mcpgo)" >&2; exit 2 ;;
+	*) echo "unknown server $s (want limit, gosdk, helix, mcpgo, gosdkconn)" >&2; exit 2 ;;
 	esac
 done
 for v in $HELIX_VARIANTS; do
