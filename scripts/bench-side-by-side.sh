@@ -12,6 +12,7 @@
 #   scripts/bench-side-by-side.sh                    # 5 rounds x 10 s, 16 clients
 #   ROUNDS=3 DURATION=5s scripts/bench-side-by-side.sh
 #   HELIX_VARIANTS="gogc400:GOGC=400" scripts/bench-side-by-side.sh   # extra helix runs with env
+#   HELIX_VARIANTS="sdk:YAML=bench/echo-sdk.yaml gogc100:GOGC=100" …  # YAML=FILE serves another file
 #   SESSIONS=2000 SETTLE=0s scripts/bench-side-by-side.sh    # smaller/faster idle-session part
 #   SERVERS="limit gosdk helix mcpgo gosdkconn" …  # add the own-Connection experiment
 #
@@ -62,7 +63,8 @@ $GO build -o "$bin/helix" ./cmd/helix
 
 # helix serves bench/echo.yaml; HELIX_BENCH_ADDR picks its listen address.
 # HELIX_SUBCOMMAND=run measures the same server through `helix run`.
-helix_cmd() { echo "$bin/helix ${HELIX_SUBCOMMAND:-mcp serve} bench/echo.yaml"; }
+# helix_cmd [FILE] serves FILE instead (the YAML=FILE entry of a variant).
+helix_cmd() { echo "$bin/helix ${HELIX_SUBCOMMAND:-mcp serve} ${1:-bench/echo.yaml}"; }
 
 declare -A port pid url memstats
 next_port=3101
@@ -94,7 +96,11 @@ done
 for v in $HELIX_VARIANTS; do
 	name="helix-${v%%:*}"
 	IFS=, read -r -a venv <<<"${v#*:}"
-	start "$name" "${venv[@]}" -- $(helix_cmd)
+	file="" envs=()
+	for e in "${venv[@]}"; do
+		if [[ $e == YAML=* ]]; then file=${e#YAML=}; else envs+=("$e"); fi
+	done
+	start "$name" "${envs[@]}" -- $(helix_cmd "$file")
 done
 names=(${!port[@]})
 # stable order: as declared

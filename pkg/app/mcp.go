@@ -35,6 +35,7 @@ func (a *App) buildMCP() {
 			id = path
 		}
 		opts := a.mcpServerOptions(id, s.Name, s.Version, s.Transport, s.Addr, s.Stateless, s.SessionIdleTimeout)
+		opts.HTTPTransport = s.HTTPTransport
 		opts.Expose = nilIfEmpty(s.Workflows) // spec §3.5: an empty filter means all
 		if len(s.Tools) > 0 {
 			opts.Tools = map[string]helixmcp.ToolOverride{}
@@ -51,6 +52,7 @@ func (a *App) buildMCP() {
 			name = m.ID
 		}
 		opts := a.mcpServerOptions(m.ID, name, m.Version, m.Transport, m.Addr, m.Stateless, m.SessionIdleTimeout)
+		opts.HTTPTransport = m.HTTPTransport
 		if m.ExposeSet {
 			// `expose: []` exposes nothing; an omitted expose exposes everything.
 			opts.Expose = append([]string{}, m.Expose...)

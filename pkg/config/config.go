@@ -72,6 +72,9 @@ type MCPServerConfig struct {
 	// Stateless serves Streamable HTTP without sessions (any replica answers any request).
 	Stateless          bool
 	SessionIdleTimeout time.Duration
+	// HTTPTransport picks the Streamable HTTP implementation: helix (default) or sdk
+	// (the go-sdk's stock handler); "" means the default.
+	HTTPTransport string
 	Security
 	Pos Pos
 }
@@ -122,6 +125,9 @@ type MCPConfig struct {
 	ExposeSet          bool
 	Stateless          bool
 	SessionIdleTimeout time.Duration
+	// HTTPTransport picks the Streamable HTTP implementation: helix (default) or sdk
+	// (the go-sdk's stock handler); "" means the default.
+	HTTPTransport string
 	Security
 	Pos Pos
 }

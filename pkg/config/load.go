@@ -361,6 +361,10 @@ func decodeMCPServer(d *Decoder, n *yaml.Node, path string) (MCPServerConfig, bo
 		"workflows":            func(v *yaml.Node, p string) { s.Workflows = d.Strings(v, p) },
 		"stateless":            func(v *yaml.Node, p string) { s.Stateless = d.Bool(v, p) },
 		"session_idle_timeout": func(v *yaml.Node, p string) { s.SessionIdleTimeout = d.Duration(v, p) },
+		"http_transport": func(v *yaml.Node, p string) {
+			s.HTTPTransport = d.String(v, p)
+			checkHTTPTransport(d, v, p, s.HTTPTransport)
+		},
 		"tools": func(v *yaml.Node, p string) {
 			pairs, _ := d.Pairs(v, p, "tools")
 			s.Tools = map[string]ToolOverride{}
@@ -426,6 +430,10 @@ func decodeMCP(d *Decoder, n *yaml.Node, path string) (MCPConfig, bool) {
 		},
 		"stateless":            func(v *yaml.Node, p string) { m.Stateless = d.Bool(v, p) },
 		"session_idle_timeout": func(v *yaml.Node, p string) { m.SessionIdleTimeout = d.Duration(v, p) },
+		"http_transport": func(v *yaml.Node, p string) {
+			m.HTTPTransport = d.String(v, p)
+			checkHTTPTransport(d, v, p, m.HTTPTransport)
+		},
 	}), "id")
 	return m, ok && m.ID != ""
 }
@@ -695,4 +703,12 @@ func decodePipeline(d *Decoder, n *yaml.Node, path string) (PipelineConfig, bool
 		"output":      func(v *yaml.Node, p string) { pl.Output = d.String(v, p) },
 	}, "id")
 	return pl, ok && pl.ID != ""
+}
+
+// checkHTTPTransport reports an http_transport other than helix or sdk.
+func checkHTTPTransport(d *Decoder, v *yaml.Node, p, t string) {
+	if t != "" && !oneOf(strings.ToLower(strings.TrimSpace(t)), "helix", "sdk") {
+		d.Errorf(v, p, "unknown http_transport %q", t).Hint = hintOr(DidYouMean(t, []string{"helix", "sdk"}),
+			"use helix (Helix's own Streamable HTTP, the default) or sdk (the go-sdk's stock handler)")
+	}
 }

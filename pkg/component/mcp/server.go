@@ -31,6 +31,9 @@ const (
 	DefaultServerVersion      = "1.0.0"
 	DefaultAddr               = "127.0.0.1:3000"
 	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultHTTPTransport is the Streamable HTTP implementation used when
+	// ServerOptions.HTTPTransport is empty.
+	DefaultHTTPTransport = HTTPTransportHelix
 )
 
 // ServerOptions declares one MCP server. Zero values mean defaults.
@@ -55,6 +58,11 @@ type ServerOptions struct {
 	// any number of replicas can sit behind a plain load balancer (MCP 2026-07-28
 	// clients). Server-to-client requests are then impossible.
 	Stateless bool
+	// HTTPTransport picks the Streamable HTTP implementation of transport http:
+	// HTTPTransportHelix (default; Helix's own, see streamable.go) or HTTPTransportSDK
+	// (the go-sdk's StreamableHTTPHandler, the fallback). The SSE transport is
+	// always the go-sdk's.
+	HTTPTransport string
 	// SessionIdleTimeout closes stateful sessions that saw no request for this long
 	// (default 30m); negative keeps idle sessions forever.
 	SessionIdleTimeout time.Duration
@@ -66,12 +74,14 @@ type ServerOptions struct {
 	// layers: auth, CORS, rate limits, body limits). It is called once, when the
 	// server starts.
 	HTTPMiddleware func(http.Handler) http.Handler
-	// MaxRequestBodyBytes is the go-sdk's own request body limit: 0 keeps the SDK
-	// default (4 MiB), negative disables it. Set it to the limit HTTPMiddleware
+	// MaxRequestBodyBytes is the MCP transports' own request body limit (Helix's
+	// Streamable HTTP and the go-sdk's): 0 keeps the default (4 MiB), negative
+	// disables it. Set it to the limit HTTPMiddleware
 	// enforces, so that the SDK does not refuse bodies the middleware allowed.
 	MaxRequestBodyBytes int64
-	// DisableLocalhostProtection switches off the go-sdk's DNS-rebinding check (a
-	// non-loopback Host on a loopback listener is refused with 403). Set it only when
+	// DisableLocalhostProtection switches off the transports' DNS-rebinding check (a
+	// non-loopback Host, or with Helix's transport also Origin, on a loopback
+	// listener is refused with 403). Set it only when
 	// HTTPMiddleware performs that check itself: the security stack does, and exempts
 	// trusted proxies, which forward the public Host to a loopback listener.
 	DisableLocalhostProtection bool
@@ -179,6 +189,14 @@ func (c *ServerComponent) normalize(o *ServerOptions) error {
 		o.Transport = TransportHTTP
 	default:
 		return fmt.Errorf("mcp server %s: unknown transport %q (use http, sse or stdio)", o.ID, o.Transport)
+	}
+	o.HTTPTransport = strings.ToLower(strings.TrimSpace(o.HTTPTransport))
+	switch o.HTTPTransport {
+	case "":
+		o.HTTPTransport = DefaultHTTPTransport
+	case HTTPTransportHelix, HTTPTransportSDK:
+	default:
+		return fmt.Errorf("mcp server %s: unknown http_transport %q (use helix or sdk)", o.ID, o.HTTPTransport)
 	}
 	if o.Transport != TransportStdio && o.Addr == "" {
 		o.Addr = DefaultAddr
@@ -348,9 +366,9 @@ func (c *ServerComponent) CreateEndpoint(u *uri.URI) (component.Endpoint, error)
 func ServerOptionsFromURI(u *uri.URI) (ServerOptions, error) {
 	for k := range u.Params {
 		switch k {
-		case "transport", "name", "version", "stateless", "sessionIdleTimeout":
+		case "transport", "name", "version", "stateless", "sessionIdleTimeout", "httpTransport":
 		default:
-			return ServerOptions{}, fmt.Errorf("mcp-server: unknown option %q (known: transport, name, version, stateless, sessionIdleTimeout)", k)
+			return ServerOptions{}, fmt.Errorf("mcp-server: unknown option %q (known: transport, name, version, stateless, sessionIdleTimeout, httpTransport)", k)
 		}
 	}
 	opts := ServerOptions{
@@ -359,6 +377,8 @@ func ServerOptionsFromURI(u *uri.URI) (ServerOptions, error) {
 		Version:   u.Param("version", ""),
 		Transport: u.Param("transport", ""),
 		Addr:      u.Host,
+
+		HTTPTransport: u.Param("httpTransport", ""),
 	}
 	var err error
 	if opts.Stateless, err = u.Bool("stateless", false); err != nil {

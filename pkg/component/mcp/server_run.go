@@ -212,13 +212,18 @@ func (s *mcpServer) httpHandler() http.Handler {
 		if timeout < 0 {
 			timeout = 0
 		}
-		streamable := sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
-			Stateless:                  s.opts.Stateless,
-			SessionTimeout:             timeout,
-			Logger:                     sdkLogger(s.opts.Logger),
-			DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
-			MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
-		})
+		var streamable http.Handler
+		if s.opts.HTTPTransport == HTTPTransportSDK {
+			streamable = sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+				Stateless:                  s.opts.Stateless,
+				SessionTimeout:             timeout,
+				Logger:                     sdkLogger(s.opts.Logger),
+				DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
+				MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
+			})
+		} else {
+			streamable = newStreamableHandler(s.sdk, &s.opts)
+		}
 		h := s.posts.track(streamable)
 		mux.Handle("/mcp", h)
 		mux.Handle("/", h)
