@@ -86,7 +86,9 @@ func goSDKStock(b *testing.B) string {
 	return serve(b, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 }
 
-func helixServer(b *testing.B, stateless bool) string {
+// helixServer serves the echo workflow with Streamable HTTP implementation impl
+// (mcp.HTTPTransportHelix or mcp.HTTPTransportSDK).
+func helixServer(b *testing.B, stateless bool, impl string) string {
 	hc := engine.NewContext("bench")
 	hc.SetLogger(discardLogger())
 	err := hc.AddWorkflow(&engine.Workflow{
@@ -104,7 +106,7 @@ func helixServer(b *testing.B, stateless bool) string {
 	}
 	sc := mcp.NewServer(hc)
 	hc.AddComponent("mcp-server", sc)
-	if err := sc.AddServer(mcp.ServerOptions{ID: "bench", Addr: "127.0.0.1:0", Stateless: stateless}); err != nil {
+	if err := sc.AddServer(mcp.ServerOptions{ID: "bench", Addr: "127.0.0.1:0", Stateless: stateless, HTTPTransport: impl}); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
@@ -213,8 +215,10 @@ func benchServer(b *testing.B, url string, stateless bool) {
 func BenchmarkToolsCallHTTP(b *testing.B) {
 	b.Run("limit", func(b *testing.B) { benchServer(b, serve(b, limitHandler()), false) })
 	b.Run("gosdk-stock", func(b *testing.B) { benchServer(b, goSDKStock(b), false) })
-	b.Run("helix", func(b *testing.B) { benchServer(b, helixServer(b, false), false) })
-	b.Run("helix-stateless", func(b *testing.B) { benchServer(b, helixServer(b, true), true) })
+	b.Run("helix", func(b *testing.B) { benchServer(b, helixServer(b, false, mcp.HTTPTransportHelix), false) })
+	b.Run("helix-stateless", func(b *testing.B) { benchServer(b, helixServer(b, true, mcp.HTTPTransportHelix), true) })
+	b.Run("helix-sdk", func(b *testing.B) { benchServer(b, helixServer(b, false, mcp.HTTPTransportSDK), false) })
+	b.Run("helix-sdk-stateless", func(b *testing.B) { benchServer(b, helixServer(b, true, mcp.HTTPTransportSDK), true) })
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
