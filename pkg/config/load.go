@@ -199,6 +199,19 @@ func expandEnv(s string) (string, error) {
 
 var topLevelKeys = []string{"helix", "workflows", "tools", "agents", "pipelines", "mcps"}
 
+// decodeList decodes a top-level list (workflows:, tools: …) item by item, keeping
+// the items that decoded; errors are collected by d.
+func decodeList[T any](d *Decoder, v *yaml.Node, p, name string, decode func(*Decoder, *yaml.Node, string) (T, bool)) []T {
+	items, _ := d.Sequence(v, p, name)
+	var out []T
+	for i, it := range items {
+		if x, ok := decode(d, it, IndexPath(p, i)); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func (c *Config) decodeDocument(d *Decoder, doc *yaml.Node) {
 	root := d.Resolve(doc)
 	if IsNull(root) {
@@ -207,45 +220,16 @@ func (c *Config) decodeDocument(d *Decoder, doc *yaml.Node) {
 	d.Mapping(root, "", "the configuration", Fields{
 		"helix": func(v *yaml.Node, p string) { c.decodeHelix(d, v, p) },
 		"workflows": func(v *yaml.Node, p string) {
-			items, _ := d.Sequence(v, p, "workflows")
-			for i, it := range items {
-				if w, ok := decodeWorkflow(d, it, IndexPath(p, i)); ok {
-					c.Workflows = append(c.Workflows, w)
-				}
-			}
+			c.Workflows = append(c.Workflows, decodeList(d, v, p, "workflows", decodeWorkflow)...)
 		},
-		"tools": func(v *yaml.Node, p string) {
-			items, _ := d.Sequence(v, p, "tools")
-			for i, it := range items {
-				if t, ok := decodeTool(d, it, IndexPath(p, i)); ok {
-					c.Tools = append(c.Tools, t)
-				}
-			}
-		},
+		"tools": func(v *yaml.Node, p string) { c.Tools = append(c.Tools, decodeList(d, v, p, "tools", decodeTool)...) },
 		"agents": func(v *yaml.Node, p string) {
-			items, _ := d.Sequence(v, p, "agents")
-			for i, it := range items {
-				if a, ok := decodeAgent(d, it, IndexPath(p, i)); ok {
-					c.Agents = append(c.Agents, a)
-				}
-			}
+			c.Agents = append(c.Agents, decodeList(d, v, p, "agents", decodeAgent)...)
 		},
 		"pipelines": func(v *yaml.Node, p string) {
-			items, _ := d.Sequence(v, p, "pipelines")
-			for i, it := range items {
-				if pl, ok := decodePipeline(d, it, IndexPath(p, i)); ok {
-					c.Pipelines = append(c.Pipelines, pl)
-				}
-			}
+			c.Pipelines = append(c.Pipelines, decodeList(d, v, p, "pipelines", decodePipeline)...)
 		},
-		"mcps": func(v *yaml.Node, p string) {
-			items, _ := d.Sequence(v, p, "mcps")
-			for i, it := range items {
-				if m, ok := decodeMCP(d, it, IndexPath(p, i)); ok {
-					c.MCPs = append(c.MCPs, m)
-				}
-			}
-		},
+		"mcps": func(v *yaml.Node, p string) { c.MCPs = append(c.MCPs, decodeList(d, v, p, "mcps", decodeMCP)...) },
 	})
 }
 
@@ -365,6 +349,7 @@ func decodeMCPServer(d *Decoder, n *yaml.Node, path string) (MCPServerConfig, bo
 			s.HTTPTransport = d.String(v, p)
 			checkHTTPTransport(d, v, p, s.HTTPTransport)
 		},
+		"fast_tool_calls": func(v *yaml.Node, p string) { s.DisableFastToolCalls = !d.Bool(v, p) },
 		"tools": func(v *yaml.Node, p string) {
 			pairs, _ := d.Pairs(v, p, "tools")
 			s.Tools = map[string]ToolOverride{}
@@ -434,6 +419,7 @@ func decodeMCP(d *Decoder, n *yaml.Node, path string) (MCPConfig, bool) {
 			m.HTTPTransport = d.String(v, p)
 			checkHTTPTransport(d, v, p, m.HTTPTransport)
 		},
+		"fast_tool_calls": func(v *yaml.Node, p string) { m.DisableFastToolCalls = !d.Bool(v, p) },
 	}), "id")
 	return m, ok && m.ID != ""
 }

@@ -20,56 +20,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
 	componenttest.Run(t, componenttest.Harness{
-		Features: componenttest.Features{
-			Producer: true, Consumer: true, RequestReply: true, Headers: true,
-			PassThrough: true, ProducerCancel: true, ConsumerCancel: true, ConcurrentConsumer: true,
-		},
+		Features: componenttest.InProcessFeatures,
 		Setup: func(t *testing.T) *componenttest.Fixture {
-			comp := direct.New()
-			const u = "direct://conformance"
-			return &componenttest.Fixture{
-				Component: comp,
-				URI:       u,
-				// The outside world of a direct producer is another workflow: a consumer
-				// on the same name.
-				Listen: func() <-chan componenttest.Message {
-					ch := make(chan componenttest.Message, 256)
-					c := mustEndpoint(t, comp, u)
-					cons, err := c.CreateConsumer(component.ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
-						ch <- toMessage(ex)
-						body := exchange.Stringify(ex.In().Body())
-						if body == componenttest.BlockBody {
-							<-ctx.Done()
-							return ctx.Err()
-						}
-						ex.In().SetBody(componenttest.ReplyPrefix + body)
-						ex.In().SetHeader(componenttest.ReplyHeader, "yes")
-						return nil
-					}))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := cons.Start(context.Background()); err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { _ = cons.Stop(context.Background()) })
-					return ch
-				},
-				Send: func(ctx context.Context, m componenttest.Message) (componenttest.Message, error) {
-					p, err := mustEndpoint(t, comp, u).CreateProducer()
-					if err != nil {
-						return componenttest.Message{}, err
-					}
-					ex := exchange.NewWithBody(exchange.InOut, m.Body)
-					for k, v := range m.Headers {
-						ex.In().SetHeader(k, v)
-					}
-					if err := p.Process(ctx, ex); err != nil {
-						return componenttest.Message{}, err
-					}
-					return toMessage(ex), nil
-				},
-			}
+			return componenttest.InProcessFixture(t, direct.New(), "direct://conformance")
 		},
 	})
 }
@@ -85,14 +38,6 @@ func mustEndpoint(t *testing.T, c component.Component, raw string) component.End
 		t.Fatal(err)
 	}
 	return ep
-}
-
-func toMessage(ex *exchange.Exchange) componenttest.Message {
-	m := componenttest.Message{Body: exchange.Stringify(ex.In().Body()), Headers: map[string]string{}}
-	for k, v := range ex.In().Headers() {
-		m.Headers[k] = exchange.Stringify(v)
-	}
-	return m
 }
 
 func TestDirectErrors(t *testing.T) {

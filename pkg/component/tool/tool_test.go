@@ -8,12 +8,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/component/componenttest"
 	"github.com/arvenza/helix/pkg/component/tool"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/pkg/uri"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,53 +21,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // hand-over.
 func TestConformance(t *testing.T) {
 	componenttest.Run(t, componenttest.Harness{
-		Features: componenttest.Features{
-			Producer: true, Consumer: true, RequestReply: true, Headers: true,
-			PassThrough: true, ProducerCancel: true, ConsumerCancel: true, ConcurrentConsumer: true,
-		},
+		Features: componenttest.InProcessFeatures,
 		Setup: func(t *testing.T) *componenttest.Fixture {
-			comp := tool.NewComponent(nil)
-			const u = "tool://conformance"
-			return &componenttest.Fixture{
-				Component: comp,
-				URI:       u,
-				Listen: func() <-chan componenttest.Message {
-					ch := make(chan componenttest.Message, 256)
-					cons, err := endpoint(t, comp, u).CreateConsumer(component.ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
-						ch <- toMessage(ex)
-						body := exchange.Stringify(ex.In().Body())
-						if body == componenttest.BlockBody {
-							<-ctx.Done()
-							return ctx.Err()
-						}
-						ex.In().SetBody(componenttest.ReplyPrefix + body)
-						ex.In().SetHeader(componenttest.ReplyHeader, "yes")
-						return nil
-					}))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := cons.Start(context.Background()); err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { _ = cons.Stop(context.Background()) })
-					return ch
-				},
-				Send: func(ctx context.Context, m componenttest.Message) (componenttest.Message, error) {
-					p, err := endpoint(t, comp, u).CreateProducer()
-					if err != nil {
-						return componenttest.Message{}, err
-					}
-					ex := exchange.NewWithBody(exchange.InOut, m.Body)
-					for k, v := range m.Headers {
-						ex.In().SetHeader(k, v)
-					}
-					if err := p.Process(ctx, ex); err != nil {
-						return componenttest.Message{}, err
-					}
-					return toMessage(ex), nil
-				},
-			}
+			return componenttest.InProcessFixture(t, tool.NewComponent(nil), "tool://conformance")
 		},
 	})
 }
@@ -125,25 +79,4 @@ func TestTargetValidatesInput(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no tool with this id") {
 		t.Errorf("missing tool: %v", err)
 	}
-}
-
-func endpoint(t *testing.T, c component.Component, raw string) component.Endpoint {
-	t.Helper()
-	u, err := uri.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := c.CreateEndpoint(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ep
-}
-
-func toMessage(ex *exchange.Exchange) componenttest.Message {
-	m := componenttest.Message{Body: exchange.Stringify(ex.In().Body()), Headers: map[string]string{}}
-	for k, v := range ex.In().Headers() {
-		m.Headers[k] = exchange.Stringify(v)
-	}
-	return m
 }
