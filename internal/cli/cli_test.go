@@ -100,7 +100,7 @@ func TestRunQuickstart(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testtools.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- ExecuteContext(ctx, []string{"--log-format", "json", "--log-level", "debug", "run", file}, strings.NewReader(""), &stdout, &stderr)

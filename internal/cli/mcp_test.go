@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/testtools"
 	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -167,7 +168,7 @@ workflows:
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var stderr syncBuffer
+	var stderr testtools.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		code := Execute([]string{"mcp", "serve", file}, inR, outW, &stderr)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -22,25 +22,6 @@ type namedStep struct {
 func (s namedStep) Name() string { return s.name }
 func (s namedStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 	return s.f(ctx, ex)
-}
-
-// recorder is a dead letter workflow's processor: it keeps copies of what arrives.
-type recorder struct {
-	mu  sync.Mutex
-	got []*exchange.Exchange
-}
-
-func (r *recorder) Process(_ context.Context, ex *exchange.Exchange) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, ex.Copy())
-	return nil
-}
-
-func (r *recorder) all() []*exchange.Exchange {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]*exchange.Exchange(nil), r.got...)
 }
 
 func startContext(t *testing.T, hc *engine.Context) {
@@ -132,7 +113,7 @@ func TestErrorHandlerRedelivery(t *testing.T) {
 
 func TestErrorHandlerDeadLetter(t *testing.T) {
 	hc := engine.NewContext("t")
-	dead := &recorder{}
+	dead := &testtools.Recorder{}
 	if err := hc.AddWorkflow(&engine.Workflow{ID: "dead", FromURI: "direct://dead", Processors: []engine.Processor{dead}}); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +153,7 @@ func TestErrorHandlerDeadLetter(t *testing.T) {
 	if runs.Load() != 3 {
 		t.Errorf("failing step ran %d times, want 3 (1 + 2 redeliveries)", runs.Load())
 	}
-	got := dead.all()
+	got := dead.All()
 	if len(got) != 1 {
 		t.Fatalf("dead letter received %d exchanges, want 1", len(got))
 	}
@@ -205,7 +186,7 @@ func TestErrorHandlerDeadLetterNestedWorkflow(t *testing.T) {
 	// The inner workflow's handler must report the inner workflow and the body the
 	// inner workflow received, not the outer caller's.
 	hc := engine.NewContext("t")
-	dead := &recorder{}
+	dead := &testtools.Recorder{}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -238,7 +219,7 @@ func TestErrorHandlerDeadLetterNestedWorkflow(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "inner failed") {
 		t.Fatalf("err = %v, want inner failed", err)
 	}
-	got := dead.all()
+	got := dead.All()
 	if len(got) != 1 {
 		t.Fatalf("dead letters = %d, want 1", len(got))
 	}

@@ -6,58 +6,21 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
-// syncBuffer collects log output written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// recorder is a Go workflow processor keeping copies of what it receives.
-type recorder struct {
-	mu  sync.Mutex
-	got []*exchange.Exchange
-}
-
-func (r *recorder) Process(_ context.Context, ex *exchange.Exchange) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, ex.Copy())
-	return nil
-}
-
-func (r *recorder) all() []*exchange.Exchange {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]*exchange.Exchange(nil), r.got...)
-}
-
 // byStub returns the bodies recorded per value of header Stub.
-func (r *recorder) byStub() map[string][]any {
+func byStub(r *testtools.Recorder) map[string][]any {
 	out := map[string][]any{}
-	for _, ex := range r.all() {
+	for _, ex := range r.All() {
 		k := ex.In().HeaderString("Stub")
 		out[k] = append(out[k], ex.In().Body())
 	}
@@ -67,10 +30,10 @@ func (r *recorder) byStub() map[string][]any {
 // patternApp loads testdata/patterns/<file>, adds the Go workflows (trigger URI →
 // processor), starts it and stops it at the end of the test. The test fails if a
 // goroutine started by the app outlives Stop.
-func patternApp(t *testing.T, file string, goWorkflows map[string]engine.Processor) (*engine.Context, *syncBuffer) {
+func patternApp(t *testing.T, file string, goWorkflows map[string]engine.Processor) (*engine.Context, *testtools.SyncBuffer) {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	logs := &syncBuffer{}
+	logs := &testtools.SyncBuffer{}
 	a, _, err := app.Load(app.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ManagementAddr: "127.0.0.1:0"},
 		filepath.Join("testdata", "patterns", file))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -15,7 +16,7 @@ import (
 // Spec §13 Recipe 5: one tool chains three others through direct://, carrying the
 // account id in an enrich variable.
 func TestPatternRecipe5FullOnboarding(t *testing.T) {
-	rec := &recorder{}
+	rec := &testtools.Recorder{}
 	hc, _ := patternApp(t, "onboarding.yaml", map[string]engine.Processor{"direct://record": rec})
 
 	ex, err := call(t, hc, "full-onboarding", map[string]any{"email": "ada@example.com", "plan": "pro"})
@@ -33,7 +34,7 @@ func TestPatternRecipe5FullOnboarding(t *testing.T) {
 	if v := ex.Variable("accountId"); v != "acc-ada" {
 		t.Errorf("variable accountId = %v, want acc-ada", v)
 	}
-	got := rec.byStub()
+	got := byStub(rec)
 	jsonEqual(t, "create-account input", got["create-account"], []any{map[string]any{"email": "ada@example.com", "plan": "pro"}})
 	jsonEqual(t, "send-email input", got["send-email"], []any{map[string]any{"to": "ada@example.com", "template": "welcome", "accountId": "acc-ada"}})
 	// The reply of send-email has no plan, so the recipe's payload.get("plan", "free")
@@ -151,7 +152,7 @@ func TestPatternResearchTopicMulticastAggregate(t *testing.T) {
 // Spec §10.1: the failure goes to the dead letter channel log://errors and still
 // reaches the caller.
 func TestPatternRiskyOperationDeadLetter(t *testing.T) {
-	hc, logs := patternApp(t, "errors.yaml", map[string]engine.Processor{"direct://record": &recorder{}, "direct://dlq": &recorder{}})
+	hc, logs := patternApp(t, "errors.yaml", map[string]engine.Processor{"direct://record": &testtools.Recorder{}, "direct://dlq": &testtools.Recorder{}})
 
 	ex, err := call(t, hc, "risky-operation", map[string]any{"value": 1})
 	if err != nil {
@@ -183,8 +184,8 @@ func TestPatternRiskyOperationDeadLetter(t *testing.T) {
 
 // Spec §13 Recipe 2, with direct://billing-db standing in for postgres.
 func TestPatternRecipe2CreateInvoice(t *testing.T) {
-	rec := &recorder{}
-	hc, _ := patternApp(t, "errors.yaml", map[string]engine.Processor{"direct://record": rec, "direct://dlq": &recorder{}})
+	rec := &testtools.Recorder{}
+	hc, _ := patternApp(t, "errors.yaml", map[string]engine.Processor{"direct://record": rec, "direct://dlq": &testtools.Recorder{}})
 	cases := []struct {
 		name    string
 		in      map[string]any
@@ -202,13 +203,13 @@ func TestPatternRecipe2CreateInvoice(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := len(rec.all())
+			before := len(rec.All())
 			ex, err := call(t, hc, "create-invoice", tc.in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
 				}
-				if n := len(rec.all()) - before; n != 0 {
+				if n := len(rec.All()) - before; n != 0 {
 					t.Errorf("the database stub was called %d times after a validation failure", n)
 				}
 				return
@@ -217,7 +218,7 @@ func TestPatternRecipe2CreateInvoice(t *testing.T) {
 				t.Fatal(err)
 			}
 			jsonEqual(t, "reply", ex.In().Body(), tc.want)
-			if n := len(rec.all()) - before; n != 1 {
+			if n := len(rec.All()) - before; n != 1 {
 				t.Errorf("the database stub was called %d times, want 1", n)
 			}
 		})
@@ -227,8 +228,8 @@ func TestPatternRecipe2CreateInvoice(t *testing.T) {
 // error-handler redelivery from YAML: Starlang sees HelixRedeliveryCount; once
 // exhausted the dead letter carries the original body and the failing step.
 func TestPatternRedeliveryAndDeadLetter(t *testing.T) {
-	dlq := &recorder{}
-	hc, _ := patternApp(t, "errors.yaml", map[string]engine.Processor{"direct://record": &recorder{}, "direct://dlq": dlq})
+	dlq := &testtools.Recorder{}
+	hc, _ := patternApp(t, "errors.yaml", map[string]engine.Processor{"direct://record": &testtools.Recorder{}, "direct://dlq": dlq})
 
 	ex, err := call(t, hc, "flaky", map[string]any{"succeedAt": 2})
 	if err != nil {
@@ -238,7 +239,7 @@ func TestPatternRedeliveryAndDeadLetter(t *testing.T) {
 	if got := ex.In().Header(exchange.HeaderRedeliveryCount); got != 2 {
 		t.Errorf("HelixRedeliveryCount = %v, want 2", got)
 	}
-	if n := len(dlq.all()); n != 0 {
+	if n := len(dlq.All()); n != 0 {
 		t.Fatalf("%d dead letters for a recovered exchange", n)
 	}
 
@@ -246,7 +247,7 @@ func TestPatternRedeliveryAndDeadLetter(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "attempt 2 failed") {
 		t.Fatalf("err = %v, want the last attempt's failure", err)
 	}
-	got := dlq.all()
+	got := dlq.All()
 	if len(got) != 1 {
 		t.Fatalf("dead letters = %d, want 1", len(got))
 	}
@@ -269,7 +270,7 @@ func TestPatternRedeliveryAndDeadLetter(t *testing.T) {
 
 // Spec §10.2 and §12.3: choice routes on headers and on the payload.
 func TestPatternChoice(t *testing.T) {
-	hc, logs := patternApp(t, "routing.yaml", map[string]engine.Processor{"direct://audit": &recorder{}})
+	hc, logs := patternApp(t, "routing.yaml", map[string]engine.Processor{"direct://audit": &testtools.Recorder{}})
 	cases := []struct {
 		name, workflow string
 		body           any

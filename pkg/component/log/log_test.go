@@ -1,17 +1,16 @@
 package log_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/component/componenttest"
 	helixlog "github.com/arvenza/helix/pkg/component/log"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -64,24 +63,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// syncBuffer lets the race detector see that writes and the final read do not overlap.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestLogOutput(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -102,7 +83,7 @@ func TestLogOutput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf syncBuffer
+			var buf testtools.SyncBuffer
 			logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			comp := helixlog.New(func() *slog.Logger { return logger })
 			u, err := uri.Parse(tc.uri)
