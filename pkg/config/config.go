@@ -75,6 +75,9 @@ type MCPServerConfig struct {
 	// HTTPTransport picks the Streamable HTTP implementation: helix (default) or sdk
 	// (the go-sdk's stock handler); "" means the default.
 	HTTPTransport string
+	// DisableFastToolCalls is `fast_tool_calls: false`: every tools/call goes
+	// through the go-sdk session (helix transport only).
+	DisableFastToolCalls bool
 	Security
 	Pos Pos
 }
@@ -128,6 +131,9 @@ type MCPConfig struct {
 	// HTTPTransport picks the Streamable HTTP implementation: helix (default) or sdk
 	// (the go-sdk's stock handler); "" means the default.
 	HTTPTransport string
+	// DisableFastToolCalls is `fast_tool_calls: false`: every tools/call goes
+	// through the go-sdk session (helix transport only).
+	DisableFastToolCalls bool
 	Security
 	Pos Pos
 }

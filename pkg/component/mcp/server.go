@@ -63,6 +63,12 @@ type ServerOptions struct {
 	// (the go-sdk's StreamableHTTPHandler, the fallback). The SSE transport is
 	// always the go-sdk's.
 	HTTPTransport string
+	// DisableFastToolCalls sends every tools/call through the go-sdk session.
+	// By default Helix's own transport answers a plain tools/call of an
+	// established session itself (same tool handler, same answer, about half the
+	// allocation; see fastcall.go); this is the switch back should a difference
+	// ever matter. YAML: fast_tool_calls: false. No effect with HTTPTransportSDK.
+	DisableFastToolCalls bool
 	// SessionIdleTimeout closes stateful sessions that saw no request for this long
 	// (default 30m); negative keeps idle sessions forever.
 	SessionIdleTimeout time.Duration

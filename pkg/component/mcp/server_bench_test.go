@@ -87,8 +87,9 @@ func goSDKStock(b *testing.B) string {
 }
 
 // helixServer serves the echo workflow with Streamable HTTP implementation impl
-// (mcp.HTTPTransportHelix or mcp.HTTPTransportSDK).
-func helixServer(b *testing.B, stateless bool, impl string) string {
+// (mcp.HTTPTransportHelix or mcp.HTTPTransportSDK); noFast turns off the
+// transport's tools/call fast path (fastcall.go).
+func helixServer(b *testing.B, stateless bool, impl string, noFast bool) string {
 	hc := engine.NewContext("bench")
 	hc.SetLogger(discardLogger())
 	err := hc.AddWorkflow(&engine.Workflow{
@@ -106,7 +107,8 @@ func helixServer(b *testing.B, stateless bool, impl string) string {
 	}
 	sc := mcp.NewServer(hc)
 	hc.AddComponent("mcp-server", sc)
-	if err := sc.AddServer(mcp.ServerOptions{ID: "bench", Addr: "127.0.0.1:0", Stateless: stateless, HTTPTransport: impl}); err != nil {
+	if err := sc.AddServer(mcp.ServerOptions{ID: "bench", Addr: "127.0.0.1:0", Stateless: stateless, HTTPTransport: impl,
+		DisableFastToolCalls: noFast}); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
@@ -215,10 +217,14 @@ func benchServer(b *testing.B, url string, stateless bool) {
 func BenchmarkToolsCallHTTP(b *testing.B) {
 	b.Run("limit", func(b *testing.B) { benchServer(b, serve(b, limitHandler()), false) })
 	b.Run("gosdk-stock", func(b *testing.B) { benchServer(b, goSDKStock(b), false) })
-	b.Run("helix", func(b *testing.B) { benchServer(b, helixServer(b, false, mcp.HTTPTransportHelix), false) })
-	b.Run("helix-stateless", func(b *testing.B) { benchServer(b, helixServer(b, true, mcp.HTTPTransportHelix), true) })
-	b.Run("helix-sdk", func(b *testing.B) { benchServer(b, helixServer(b, false, mcp.HTTPTransportSDK), false) })
-	b.Run("helix-sdk-stateless", func(b *testing.B) { benchServer(b, helixServer(b, true, mcp.HTTPTransportSDK), true) })
+	b.Run("helix", func(b *testing.B) { benchServer(b, helixServer(b, false, mcp.HTTPTransportHelix, false), false) })
+	b.Run("helix-stateless", func(b *testing.B) { benchServer(b, helixServer(b, true, mcp.HTTPTransportHelix, false), true) })
+	b.Run("helix-nofast", func(b *testing.B) { benchServer(b, helixServer(b, false, mcp.HTTPTransportHelix, true), false) })
+	b.Run("helix-nofast-stateless", func(b *testing.B) {
+		benchServer(b, helixServer(b, true, mcp.HTTPTransportHelix, true), true)
+	})
+	b.Run("helix-sdk", func(b *testing.B) { benchServer(b, helixServer(b, false, mcp.HTTPTransportSDK, false), false) })
+	b.Run("helix-sdk-stateless", func(b *testing.B) { benchServer(b, helixServer(b, true, mcp.HTTPTransportSDK, false), true) })
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

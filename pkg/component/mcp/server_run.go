@@ -48,6 +48,8 @@ type mcpServer struct {
 
 	mu      sync.Mutex
 	tools   []*serverTool
+	caller  *toolCaller
+	fast    *fastToolCalls // nil unless Helix's transport answers tool calls itself
 	sdk     *sdk.Server
 	gate    *callGate
 	posts   postContexts
@@ -90,7 +92,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed))
 	}
 	s.mu.Lock()
-	s.tools = tools
+	s.tools, s.caller = tools, caller
 	s.mu.Unlock()
 	return srv, gate, nil
 }
@@ -222,7 +224,14 @@ func (s *mcpServer) httpHandler() http.Handler {
 				MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
 			})
 		} else {
-			streamable = newStreamableHandler(s.sdk, &s.opts)
+			sh := newStreamableHandler(s.sdk, &s.opts)
+			if !s.opts.DisableFastToolCalls {
+				s.mu.Lock()
+				sh.fast = newFastToolCalls(s.caller, s.tools)
+				s.fast = sh.fast
+				s.mu.Unlock()
+			}
+			streamable = sh
 		}
 		h := s.posts.track(streamable)
 		mux.Handle("/mcp", h)

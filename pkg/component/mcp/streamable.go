@@ -32,6 +32,8 @@ import (
 // which dominated the CPU profile; see docs/performance.md), and writing answers as
 // application/json, or as an event stream when the client accepts only that or when
 // notifications must travel while a request runs.
+// A plain tools/call of an established session is answered without the SDK session
+// at all (fastcall.go).
 
 // HTTP transport implementations selectable with ServerOptions.HTTPTransport.
 const (
@@ -73,6 +75,7 @@ type streamableHandler struct {
 	maxBody   int64         // <= 0: unlimited
 	checkHost bool          // DNS-rebinding protection on loopback listeners
 	logger    *slog.Logger
+	fast      *fastToolCalls // nil: every request goes through the SDK session (fastcall.go)
 
 	mu       sync.Mutex
 	sessions map[string]*streamConn
@@ -247,7 +250,12 @@ func (h *streamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		}
 	}
 
+	fc := h.fast.match(msgs, batch, effective)
 	if h.stateless {
+		if fc != nil {
+			h.serveFastStateless(w, r, fc, jsonOK)
+			return
+		}
 		h.postStateless(w, r, msgs, calls, batch, hasInit, effective, jsonOK, streamOK)
 		return
 	}
@@ -278,6 +286,17 @@ func (h *streamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		return
 	}
 	defer c.end()
+	if fc != nil {
+		// Only sessions the SDK would serve a tools/call in: initialized, with a
+		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
+		if ip := c.session.InitializeParams(); ip != nil && ip.ProtocolVersion < statelessProtocol {
+			c.serveFast(w, r, fc, jsonOK)
+			return
+		}
+	}
+	if h.fast != nil {
+		c.cancelFast(msgs)
+	}
 	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
 }
 
@@ -498,8 +517,9 @@ type streamConn struct {
 	mu       sync.Mutex
 	closed   bool
 	pending  map[jsonrpc.ID]*postStream
-	progress map[string]*postStream // progress token (raw JSON) → POST
-	only     *postStream            // stateless: the one POST
+	fast     map[jsonrpc.ID]context.CancelFunc // tool calls of the fast path (fastcall.go)
+	progress map[string]*postStream            // progress token (raw JSON) → POST
+	only     *postStream                       // stateless: the one POST
 	getOpen  bool
 	active   int         // requests being served; the idle timer runs only at 0
 	timer    *time.Timer // idle eviction
@@ -509,7 +529,7 @@ var _ sdk.Connection = (*streamConn)(nil)
 
 func newStreamConn(h *streamableHandler, id string) *streamConn {
 	return &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
-		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, progress: map[string]*postStream{}}
+		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]context.CancelFunc{}, progress: map[string]*postStream{}}
 }
 
 func (c *streamConn) SessionID() string { return c.id }
@@ -533,6 +553,10 @@ func (c *streamConn) Close() error {
 		c.closed = true
 		if c.timer != nil {
 			c.timer.Stop()
+		}
+		// Calls of a closed session are cancelled, as the SDK cancels its own.
+		for _, cancel := range c.fast {
+			cancel()
 		}
 		c.mu.Unlock()
 		close(c.done)
@@ -657,7 +681,8 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 	defer close(ps.gone)
 	c.mu.Lock()
 	for _, req := range calls {
-		if _, dup := c.pending[req.ID]; dup {
+		_, fast := c.fast[req.ID]
+		if _, dup := c.pending[req.ID]; dup || fast {
 			c.mu.Unlock()
 			writeJSONRPCError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 				Message: fmt.Sprintf("request id %v is already in use in this session", req.ID.Raw())})
