@@ -191,7 +191,7 @@ helix:
 `, ln.Addr(), required) + fourWorkflows
 	}
 
-	logs := &lockedBuffer{}
+	logs := &testtools.SyncBuffer{}
 	cfg, err := config.LoadBytes("helix.yaml", []byte(yaml(false)))
 	if err != nil {
 		t.Fatal(err)

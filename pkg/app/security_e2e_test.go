@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,13 +10,13 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/management"
@@ -137,24 +136,6 @@ mcps:
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 const pingBody = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
-
-// lockedBuffer collects logs written from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // startSecure builds yaml, starts it and stops it when the test ends.
 func startSecure(t *testing.T, yaml string, logs io.Writer) *app.App {
@@ -310,7 +291,7 @@ func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any)
 
 func TestSecurityEndToEnd(t *testing.T) {
 	t.Setenv("HELIX_E2E_ADMIN_KEY", "mcp-admin-key")
-	logs := &lockedBuffer{}
+	logs := &testtools.SyncBuffer{}
 	a := startSecure(t, secureYAML, logs)
 	rc := newRawClient(t)
 	public := serverURL(t, a, "public-tools") + "/mcp"

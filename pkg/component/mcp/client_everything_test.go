@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,25 +28,7 @@ type everythingPeer struct {
 	port         int
 	cmd          *exec.Cmd
 	done         chan struct{}
-	out          *lockedBuffer
-}
-
-// lockedBuffer collects a subprocess's output for failure messages.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	out          *testtools.SyncBuffer
 }
 
 // everythingPaths locates Node 22 and the reference server's entry script.
@@ -74,7 +55,7 @@ func startEverything(t *testing.T, transport string, port int) *everythingPeer {
 
 func (p *everythingPeer) start(t *testing.T, transport string) {
 	t.Helper()
-	p.out = &lockedBuffer{}
+	p.out = &testtools.SyncBuffer{}
 	p.cmd = exec.Command(p.node, p.script, transport)
 	p.cmd.Env = append(p.cmd.Environ(), "PORT="+strconv.Itoa(p.port))
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out

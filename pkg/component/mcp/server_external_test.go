@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,24 +55,6 @@ func exampleWithAddr(t *testing.T, addr string) string {
 	return file
 }
 
-// syncBuf collects a child's stderr.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveExample runs `helix mcp serve` on the example at a free loopback port and
 // returns the port; at cleanup it sends SIGTERM and requires a clean exit (a data
 // race in the -race binary would exit 66).
@@ -82,7 +63,7 @@ func serveExample(t *testing.T) int {
 	helix := testtools.HelixBinary(t)
 	port := testtools.FreePort(t)
 	cmd := exec.Command(helix, "mcp", "serve", exampleWithAddr(t, fmt.Sprintf("127.0.0.1:%d", port)))
-	var stderr syncBuf
+	var stderr testtools.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package security
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
@@ -43,20 +43,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // logBuffer is a concurrency-safe sink for the stack's logs.
 type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	testtools.SyncBuffer
 }
 
 func (b *logBuffer) logger() *slog.Logger {
