@@ -45,6 +45,9 @@ Markers: [tool  ] tools: entries (with output schema), [agent ] agents,
 			if err != nil {
 				return configError(err)
 			}
+			for i := range servers {
+				servers[i].Tools = a.ListedTools(servers[i])
+			}
 			return printMCPList(cmd.OutOrStdout(), strings.Join(files, ", "), servers, a.Context())
 		},
 	}

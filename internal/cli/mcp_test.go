@@ -41,6 +41,46 @@ func TestMCPListGolden(t *testing.T) {
 	}
 }
 
+// A server's TOOLS column shows what its clients can list: blocked tools (and tools
+// outside allowed_tools) are left out, as in the manifest.
+func TestMCPListHidesFilteredTools(t *testing.T) {
+	file := t.TempDir() + "/filtered.yaml"
+	yaml := `workflows:
+  - {id: open, trigger: direct://open, steps: []}
+  - {id: secret, trigger: direct://secret, steps: []}
+  - {id: both, trigger: direct://both, steps: []}
+mcps:
+  - id: filtered
+    addr: 127.0.0.1:0
+    allowed_tools: [open, both]
+    blocked_tools: [both]
+  - id: everything
+    addr: 127.0.0.1:0
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := execute(t, "mcp", "list", file)
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	var filtered, everything string
+	for _, line := range strings.Split(stdout, "\n") {
+		switch {
+		case strings.HasPrefix(line, "filtered "):
+			filtered = line
+		case strings.HasPrefix(line, "everything "):
+			everything = line
+		}
+	}
+	if !strings.HasSuffix(filtered, " open") || strings.Contains(filtered, "both") || strings.Contains(filtered, "secret") {
+		t.Errorf("filtered server lists %q, want only open", filtered)
+	}
+	if !strings.Contains(everything, "both") || !strings.Contains(everything, "open") || !strings.Contains(everything, "secret") {
+		t.Errorf("unfiltered server lists %q, want all three", everything)
+	}
+}
+
 func TestMCPListRejectsBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	file := dir + "/bad.yaml"

@@ -103,13 +103,27 @@ func (a *App) manifestServer(si helixmcp.ServerInfo) management.MCPServer {
 		}
 		ms.Endpoints = append(ms.Endpoints, base+"/sse")
 	}
-	sec := a.securityByID[si.ID]
-	for _, t := range si.Tools {
-		if sec == nil || sec.listed(t.Name) {
-			ms.Tools = append(ms.Tools, t.Name)
-		}
+	for _, t := range a.ListedTools(si) {
+		ms.Tools = append(ms.Tools, t.Name)
 	}
 	return ms
+}
+
+// ListedTools returns the tools of server si that its allowed_tools/blocked_tools
+// let clients see; tools that need OAuth scopes stay listed (whether a caller sees
+// them depends on its token). The manifest and `helix mcp list` both use it.
+func (a *App) ListedTools(si helixmcp.ServerInfo) []helixmcp.ToolInfo {
+	sec := a.securityByID[si.ID]
+	if sec == nil {
+		return si.Tools
+	}
+	var out []helixmcp.ToolInfo
+	for _, t := range si.Tools {
+		if sec.listed(t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // httpRoutes lists the workflows with an http-server:// trigger, by workflow id.
