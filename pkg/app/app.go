@@ -234,6 +234,9 @@ func registerComponents(hc *engine.Context) {
 	// The MCP client (mcp:// targets) is registered before workflows are built: a
 	// target's auth: block attaches its credentials to this component while building.
 	hc.AddComponent(helixmcp.ClientScheme, helixmcp.NewClient())
+	// The MCP server component too: workflows with an mcp-server:// trigger (spec §3.2)
+	// are checked against the registered schemes while they are built.
+	hc.AddComponent(MCPServerScheme, helixmcp.NewServer(hc))
 }
 
 func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.Pos) *engine.Workflow {

@@ -13,8 +13,8 @@ import (
 // MCPServerScheme is the scheme of the MCP server component.
 const MCPServerScheme = "mcp-server"
 
-// buildMCP registers the mcp-server component (so that mcp-server:// triggers work)
-// and declares the servers of helix.mcp.servers (enabled entries only) and mcps:.
+// buildMCP declares on the mcp-server component (registered with the others, so that
+// mcp-server:// triggers validate) the servers of helix.mcp.servers (enabled entries only) and mcps:.
 // It runs after the workflows and tools are added: declaring a server resolves its
 // exposed ids, so unknown ids and clashing tool names are configuration errors with
 // the position of the server entry (or of the clashing workflow).
@@ -23,8 +23,7 @@ const MCPServerScheme = "mcp-server"
 // stack per server (security.go), wired through ServerOptions.HTTPMiddleware and
 // ToolAllowed.
 func (a *App) buildMCP() {
-	comp := helixmcp.NewServer(a.hc)
-	a.hc.AddComponent(MCPServerScheme, comp)
+	comp := a.MCPServers()
 	for i, s := range a.cfg.Helix.MCP.Servers {
 		if !s.Enabled {
 			continue
