@@ -250,9 +250,13 @@ func (s *mcpServer) startStdio() {
 	s.mu.Lock()
 	s.stdioCancel, s.stdioDone = cancel, done
 	s.mu.Unlock()
-	t := &sdk.IOTransport{Reader: readCloser(s.opts.Stdin), Writer: nopWriteCloser{s.opts.Stdout}}
+	drain := newStdioDrain(s.opts.Stdin, s.opts.Stdout)
+	t := &sdk.IOTransport{Reader: readCloser(drain, s.opts.Stdin), Writer: nopWriteCloser{drain}}
 	go func() {
 		defer close(done)
+		defer drain.Stop()
+		stopWaiting := context.AfterFunc(ctx, drain.Stop)
+		defer stopWaiting()
 		err := s.sdk.Run(ctx, t)
 		if ctx.Err() == nil {
 			// The client closed our input: a subprocess server has nothing left to do.
@@ -491,9 +495,14 @@ func (g *callGate) closeAndWait(ctx context.Context) error {
 
 // readCloser keeps a closable reader closable (so that stop can interrupt a pipe)
 // and makes any other reader satisfy io.ReadCloser.
-func readCloser(r io.Reader) io.ReadCloser {
-	if rc, ok := r.(io.ReadCloser); ok {
-		return rc
+// readCloser reads from r and closes orig when orig can be closed (the transport
+// closes its input when the connection ends).
+func readCloser(r io.Reader, orig io.Reader) io.ReadCloser {
+	if c, ok := orig.(io.Closer); ok {
+		return struct {
+			io.Reader
+			io.Closer
+		}{r, c}
 	}
 	return io.NopCloser(r)
 }
