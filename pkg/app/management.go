@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -22,7 +23,7 @@ const (
 	stateStopped
 )
 
-// buildManagement declares the management server (manifest, /healthz, /readyz)
+// buildManagement declares the management server (manifest, /healthz, /readyz, /metrics)
 // unless helix.management.enabled is false. Nothing listens until Start.
 func (a *App) buildManagement() {
 	m := a.cfg.Helix.Management
@@ -47,6 +48,7 @@ func (a *App) buildManagement() {
 		Required: m.Required,
 		Manifest: a.Manifest,
 		Ready:    a.ready,
+		Metrics:  a.Metrics,
 		Logger:   a.logger,
 	})
 }
@@ -90,6 +92,29 @@ func (a *App) Manifest() management.Manifest {
 		}
 	}
 	m.HTTPRoutes = a.httpRoutes()
+	return m
+}
+
+// Metrics is the /metrics snapshot: the engine's workflow counters, the MCP servers'
+// tool calls and their security rejections. It is safe for concurrent use.
+func (a *App) Metrics() management.Metrics {
+	st := a.hc.Stats()
+	m := management.Metrics{Version: a.opts.Version, GoVersion: runtime.Version(), InFlight: st.InFlight}
+	for _, wf := range st.Workflows {
+		m.Workflows = append(m.Workflows, management.WorkflowMetrics{Workflow: wf.ID, Exchanges: wf.Exchanges,
+			Failed: wf.Failed, DurationSeconds: wf.Duration.Seconds()})
+	}
+	if sc := a.MCPServers(); sc != nil {
+		for _, tc := range sc.ToolCallStats() {
+			m.ToolCalls = append(m.ToolCalls, management.ToolCallMetrics{Server: tc.Server, Tool: tc.Tool,
+				Calls: tc.Calls, Errors: tc.Errors})
+		}
+	}
+	for _, sec := range a.security {
+		for _, r := range sec.cfg.Rejections.Snapshot() {
+			m.Rejected = append(m.Rejected, management.RejectedMetrics{Server: sec.id, Reason: r.Reason, Count: r.Count})
+		}
+	}
 	return m
 }
 

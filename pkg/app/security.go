@@ -96,6 +96,8 @@ func (a *App) applySecurity(opts *helixmcp.ServerOptions, s config.Security, pos
 		}
 	}
 	cfg := securityConfig(opts.ID, s, a.logger)
+	// One counter for every live stack of this server, so /metrics survives restarts.
+	cfg.Rejections = &security.Rejections{}
 	filterCfg := cfg
 	filterCfg.RateLimit = 0 // no janitor goroutine: this stack is never closed
 	filter, err := security.New(filterCfg)

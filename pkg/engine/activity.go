@@ -42,3 +42,10 @@ func (a *activity) Wait() {
 	a.mu.Unlock()
 	<-ch
 }
+
+// Count is the work running now (in-flight exchanges for /metrics).
+func (a *activity) Count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n
+}

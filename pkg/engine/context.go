@@ -51,6 +51,7 @@ type Context struct {
 	consumers         []component.Consumer
 
 	inflight  activity
+	counters  map[string]*workflowCounters
 	bg        activity
 	runCtx    context.Context
 	cancelRun context.CancelFunc
@@ -60,6 +61,7 @@ type runtimeWorkflow struct {
 	wf       *Workflow
 	pipeline Processor
 	state    string
+	counters *workflowCounters
 }
 
 // NewContext creates an empty context named name with the in-process components
@@ -142,7 +144,8 @@ func (c *Context) AddWorkflow(w *Workflow) error {
 		procs = append(procs, NewTarget(c, to))
 	}
 	c.workflows = append(c.workflows, w)
-	c.byID[w.ID] = &runtimeWorkflow{wf: w, pipeline: BuildPipeline(procs, w.Interceptors, w.ErrorHandler), state: StateStopped}
+	c.byID[w.ID] = &runtimeWorkflow{wf: w, pipeline: BuildPipeline(procs, w.Interceptors, w.ErrorHandler), state: StateStopped,
+		counters: c.countersLocked(w.ID)}
 	return nil
 }
 
@@ -192,10 +195,18 @@ func (c *Context) Run(ctx context.Context, workflowID string, ex *exchange.Excha
 func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) (err error) {
 	c.inflight.Add(1)
 	defer c.inflight.Done()
+	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r}
 			ex.SetException(err)
+		}
+		// Counted here, once per exchange, whichever trigger or caller started it.
+		wc := rw.counters
+		wc.nanos.Add(int64(time.Since(start)))
+		wc.exchanges.Add(1)
+		if err != nil {
+			wc.failed.Add(1)
 		}
 		if err != nil && IsPanic(err) {
 			c.Logger().Error("workflow step panicked", "workflow", rw.wf.ID, "exchange", ex.ID(), "error", err)

@@ -1,6 +1,6 @@
 // Package management serves Helix's management endpoints: the discovery
-// manifest (GET /.well-known/helix-manifest.json), liveness (/healthz) and
-// readiness (/readyz).
+// manifest (GET /.well-known/helix-manifest.json), liveness (/healthz),
+// readiness (/readyz) and metrics (/metrics, Prometheus text format).
 //
 // The management server is a convenience, not a dependency: when its address
 // is taken (a second Helix on the same host, or a stdio MCP server launched by
@@ -39,8 +39,11 @@ type Options struct {
 	Manifest func() Manifest
 	// Ready returns nil when Helix serves traffic, else the reason it does
 	// not (e.g. "starting", "draining"). Safe for concurrent use.
-	Ready  func() error
-	Logger *slog.Logger
+	Ready func() error
+	// Metrics is called on every /metrics request; nil serves only
+	// helix_build_info and empty families. Safe for concurrent use.
+	Metrics func() Metrics
+	Logger  *slog.Logger
 }
 
 // Server is the management HTTP server. Start and Stop are called once each
@@ -143,6 +146,7 @@ func (s *Server) handler(checkHost bool) http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", s.serveReady)
+	mux.HandleFunc("GET "+MetricsPath, s.serveMetrics)
 	if !checkHost {
 		return mux
 	}

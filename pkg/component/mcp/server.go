@@ -128,6 +128,8 @@ type ServerComponent struct {
 
 	done     chan struct{} // closed when a stdio server's input ends
 	doneOnce sync.Once
+
+	calls toolCallStats
 }
 
 var (

@@ -83,7 +83,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	})
 	gate := newCallGate()
 	caller := &toolCaller{hc: s.comp.hc, serverName: s.opts.Name, allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
-		gate: gate, postContext: s.posts.lookup}
+		gate: gate, postContext: s.posts.lookup, serverID: s.opts.ID, stats: &s.comp.calls}
 	for _, t := range tools {
 		srv.AddTool(t.sdkTool(), caller.handler(t))
 	}

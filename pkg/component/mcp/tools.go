@@ -269,6 +269,8 @@ type toolCaller struct {
 	gate       *callGate // nil: no shutdown tracking (NewSDKServer)
 	// postContext returns the context of the HTTP POST carrying a call, or nil.
 	postContext func(http.Header) context.Context
+	serverID    string
+	stats       *toolCallStats // nil: not counted (NewSDKServer, tests)
 }
 
 // handler returns the go-sdk handler of t. It never returns a protocol error: every
@@ -288,7 +290,17 @@ func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 	}
 }
 
+// call runs one tool call and counts it; the go-sdk handler and the fast path both
+// come through here, so each call is counted exactly once.
 func (c *toolCaller) call(ctx context.Context, t *serverTool, rawArgs json.RawMessage) *sdk.CallToolResult {
+	res := c.run(ctx, t, rawArgs)
+	if c.stats != nil {
+		c.stats.record(c.serverID, t.info.Name, res.IsError)
+	}
+	return res
+}
+
+func (c *toolCaller) run(ctx context.Context, t *serverTool, rawArgs json.RawMessage) *sdk.CallToolResult {
 	if c.gate != nil {
 		if !c.gate.enter() {
 			return errorResult("the MCP server is shutting down; try again later")

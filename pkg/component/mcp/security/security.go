@@ -51,6 +51,9 @@ type Config struct {
 	Auth *OAuthConfig
 	// ServerID names the server in logs.
 	ServerID string
+	// Rejections, when set, counts this stack's rejected requests (shared by the
+	// stacks of one server across restarts); nil means a counter of its own.
+	Rejections *Rejections
 	// Logger receives one warning per rejected request; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -88,6 +91,7 @@ type Stack struct {
 	oauth   *oauthVerifier
 	limiter *limiterStore
 	now     func() time.Time
+	rejects *Rejections
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -122,10 +126,14 @@ func New(cfg Config) (*Stack, error) {
 
 func newStack(cfg Config, o options) (*Stack, error) {
 	s := &Stack{
-		id:   cfg.ServerID,
-		log:  cfg.Logger,
-		now:  o.now,
-		stop: make(chan struct{}),
+		id:      cfg.ServerID,
+		log:     cfg.Logger,
+		now:     o.now,
+		rejects: cfg.Rejections,
+		stop:    make(chan struct{}),
+	}
+	if s.rejects == nil {
+		s.rejects = &Rejections{}
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -317,7 +325,11 @@ func (s *Stack) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	next.ServeHTTP(w, r)
 }
 
-// reject writes an error response and logs it. Secrets never reach the log:
+// Rejections returns the stack's rejection counts by reason (the logged reason
+// without its detail), sorted by reason.
+func (s *Stack) Rejections() []RejectionCount { return s.rejects.Snapshot() }
+
+// reject writes an error response, logs and counts it. Secrets never reach the log:
 // callers pass reasons and indexes, not keys or tokens.
 func (s *Stack) reject(w http.ResponseWriter, r *http.Request, q request, status int, reason string, attrs ...any) {
 	args := append([]any{
@@ -332,6 +344,7 @@ func (s *Stack) reject(w http.ResponseWriter, r *http.Request, q request, status
 		args = append(args, "proxy", q.peer.String())
 	}
 	s.log.Warn("mcp request rejected", args...)
+	s.rejects.add(reason)
 	http.Error(w, http.StatusText(status)+": "+reason, status)
 }
 
