@@ -374,9 +374,9 @@ func (c *ServerComponent) CreateEndpoint(u *uri.URI) (component.Endpoint, error)
 func ServerOptionsFromURI(u *uri.URI) (ServerOptions, error) {
 	for k := range u.Params {
 		switch k {
-		case "transport", "name", "version", "stateless", "sessionIdleTimeout", "httpTransport":
+		case "transport", "name", "version", "stateless", "sessionIdleTimeout", "httpTransport", "fastToolCalls":
 		default:
-			return ServerOptions{}, fmt.Errorf("mcp-server: unknown option %q (known: transport, name, version, stateless, sessionIdleTimeout, httpTransport)", k)
+			return ServerOptions{}, fmt.Errorf("mcp-server: unknown option %q (known: transport, name, version, stateless, sessionIdleTimeout, httpTransport, fastToolCalls)", k)
 		}
 	}
 	opts := ServerOptions{
@@ -395,6 +395,11 @@ func ServerOptionsFromURI(u *uri.URI) (ServerOptions, error) {
 	if opts.SessionIdleTimeout, err = u.Duration("sessionIdleTimeout", 0); err != nil {
 		return ServerOptions{}, fmt.Errorf("mcp-server: %w", err)
 	}
+	fast, err := u.Bool("fastToolCalls", true)
+	if err != nil {
+		return ServerOptions{}, fmt.Errorf("mcp-server: %w", err)
+	}
+	opts.DisableFastToolCalls = !fast
 	if strings.EqualFold(opts.Transport, TransportStdio) {
 		opts.Addr = ""
 	}
