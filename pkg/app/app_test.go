@@ -27,8 +27,13 @@ func startApp(t *testing.T, files ...string) *app.App {
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	ctx := context.Background()
-	if err := a.Start(ctx); err != nil {
+	return startBuilt(t, a)
+}
+
+// startBuilt starts a built app and stops it (with a 30 s drain) when the test ends.
+func startBuilt(t *testing.T, a *app.App) *app.App {
+	t.Helper()
+	if err := a.Start(context.Background()); err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	t.Cleanup(func() {

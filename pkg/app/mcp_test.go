@@ -66,14 +66,11 @@ func buildYAML(t *testing.T, yaml string) (*app.App, error) {
 
 func mcpSession(t *testing.T, a *app.App, id string) *sdk.ClientSession {
 	t.Helper()
-	addr := a.MCPServers().Addr(id)
-	if addr == nil {
-		t.Fatalf("server %s is not listening", id)
-	}
+	endpoint := serverURL(t, a, id) + "/mcp"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "app-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: "http://" + addr.String() + "/mcp", MaxRetries: -1}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,16 +88,7 @@ func TestMCPServersFromConfig(t *testing.T) {
 		t.Fatalf("servers %+v", infos)
 	}
 	ctx := context.Background()
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.Stop(stopCtx); err != nil {
-			t.Error(err)
-		}
-	})
+	startBuilt(t, a)
 	callCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 
@@ -218,14 +206,7 @@ func TestMCPToolsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = a.Stop(ctx)
-	})
+	startBuilt(t, a)
 	cs := mcpSession(t, a, "my-tools")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

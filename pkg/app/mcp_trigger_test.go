@@ -32,16 +32,7 @@ workflows:
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.Stop(stopCtx); err != nil {
-			t.Error(err)
-		}
-	})
+	startBuilt(t, a)
 	cs := mcpSession(t, a, "mcp-server://127.0.0.1:0")
 	if info := cs.InitializeResult().ServerInfo; info.Name != "my-tools" || info.Version != "1.0.0" {
 		t.Fatalf("server info %+v", info)

@@ -151,17 +151,7 @@ func startSecure(t *testing.T, yaml string, logs io.Writer) *app.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return a
+	return startBuilt(t, a)
 }
 
 func serverURL(t *testing.T, a *app.App, id string) string {
