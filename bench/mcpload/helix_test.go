@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/arvenza/helix/internal/testtools"
 	"log/slog"
 	"strings"
 	"testing"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/arvenza/helix/pkg/component/mcp"
 	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // startHelix serves an echo tool from an in-process Helix MCP server and returns
@@ -19,16 +19,7 @@ func startHelix(t *testing.T, opts mcp.ServerOptions) string {
 	t.Helper()
 	hc := engine.NewContext("mcpload-smoke")
 	hc.SetLogger(slog.New(slog.DiscardHandler))
-	err := hc.AddWorkflow(&engine.Workflow{
-		ID:          "echo",
-		Description: "Returns its text argument",
-		FromURI:     "direct://echo",
-		Processors: []engine.Processor{engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
-			m, _ := ex.In().Body().(map[string]any)
-			ex.In().SetBody(m["text"])
-			return nil
-		})},
-	})
+	err := hc.AddWorkflow(testtools.EchoWorkflow())
 	if err != nil {
 		t.Fatal(err)
 	}

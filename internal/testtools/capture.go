@@ -5,6 +5,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -46,4 +47,19 @@ func (r *Recorder) All() []*exchange.Exchange {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]*exchange.Exchange(nil), r.got...)
+}
+
+// EchoWorkflow is the workflow the MCP benchmarks and load smoke tests expose as the
+// tool "echo": it answers with its "text" argument.
+func EchoWorkflow() *engine.Workflow {
+	return &engine.Workflow{
+		ID:          "echo",
+		Description: "Returns its text argument",
+		FromURI:     "direct://echo",
+		Processors: []engine.Processor{engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
+			m, _ := ex.In().Body().(map[string]any)
+			ex.In().SetBody(m["text"])
+			return nil
+		})},
+	}
 }

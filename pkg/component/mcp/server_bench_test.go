@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/arvenza/helix/internal/testtools"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/arvenza/helix/pkg/component/mcp"
 	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // These benchmarks put one tools/call of an echo tool through a real loopback
@@ -92,16 +92,7 @@ func goSDKStock(b *testing.B) string {
 func helixServer(b *testing.B, stateless bool, impl string, noFast bool) string {
 	hc := engine.NewContext("bench")
 	hc.SetLogger(discardLogger())
-	err := hc.AddWorkflow(&engine.Workflow{
-		ID:          "echo",
-		Description: "Returns its text argument",
-		FromURI:     "direct://echo",
-		Processors: []engine.Processor{engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
-			m, _ := ex.In().Body().(map[string]any)
-			ex.In().SetBody(m["text"])
-			return nil
-		})},
-	})
+	err := hc.AddWorkflow(testtools.EchoWorkflow())
 	if err != nil {
 		b.Fatal(err)
 	}
