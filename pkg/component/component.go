@@ -1,11 +1,3 @@
-// Package component defines the contracts between the engine and the components
-// that connect workflows to the outside world. A Component is registered under a URI
-// scheme; it builds an Endpoint per distinct URI; an endpoint gives Producers (send)
-// and/or Consumers (receive, feeding a Processor).
-//
-// Lifecycle: the engine starts producers before consumers and stops consumers first,
-// drains in-flight exchanges, then stops producers. Start and Stop are called once each
-// by the engine; implementations must be safe for concurrent Process calls between them.
 package component
 
 import (

@@ -45,6 +45,9 @@ type Context struct {
 	dynamic    dynamicProducers
 	started    bool
 	stopped    bool
+	// producersClosed is set when Stop, after draining, takes the producers to stop
+	// them; from then on no producer (permanent or dynamic) may be created or kept.
+	producersClosed bool
 
 	startedComponents []component.Lifecycle
 	startedServices   []component.Service // step services, started before consumers
@@ -226,17 +229,29 @@ func (c *Context) Endpoint(rawURI string) (component.Endpoint, error) {
 	}
 	key := u.Normalized()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if ep, ok := c.endpoints[key]; ok {
+		c.mu.Unlock()
 		return ep, nil
 	}
 	comp, ok := c.components[u.Scheme]
 	if !ok {
-		return nil, fmt.Errorf("%s: no component for scheme %q (registered: %v)", rawURI, u.Scheme, c.schemesLocked())
+		schemes := c.schemesLocked()
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%s: no component for scheme %q (registered: %v)", rawURI, u.Scheme, schemes)
 	}
+	c.mu.Unlock()
+	// Built without the lock: CreateEndpoint may call back into the Context (see the
+	// contract in pkg/component). Two callers racing for one URI may both build; the
+	// first endpoint stored wins and the other is dropped, which the contract allows
+	// because CreateEndpoint acquires nothing.
 	ep, err := comp.CreateEndpoint(u)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rawURI, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if existing, ok := c.endpoints[key]; ok {
+		return existing, nil
 	}
 	c.endpoints[key] = ep
 	return ep, nil
@@ -261,7 +276,7 @@ func (c *Context) Producer(ctx context.Context, rawURI string) (component.Produc
 		c.mu.Unlock()
 		return p, nil
 	}
-	if c.stopped {
+	if c.producersClosed {
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%s: the context is stopped", rawURI)
 	}
@@ -278,6 +293,15 @@ func (c *Context) Producer(ctx context.Context, rawURI string) (component.Produc
 		return nil, fmt.Errorf("start producer %s: %w", rawURI, err)
 	}
 	c.mu.Lock()
+	if c.producersClosed {
+		// Stop collected the producers while this one was starting: nobody else
+		// would ever stop it.
+		c.mu.Unlock()
+		if err := p.Stop(ctx); err != nil {
+			c.Logger().Warn("stop producer created during Stop", "uri", rawURI, "error", err)
+		}
+		return nil, fmt.Errorf("%s: the context is stopped", rawURI)
+	}
 	if existing, ok := c.producers[key]; ok {
 		c.mu.Unlock()
 		_ = p.Stop(ctx)
@@ -475,6 +499,7 @@ func (c *Context) stop(ctx context.Context, drain time.Duration) error {
 	c.startedServices = nil
 	producers := c.producers
 	c.producers = map[string]component.Producer{}
+	c.producersClosed = true
 	comps := c.startedComponents
 	c.startedComponents = nil
 	c.mu.Unlock()

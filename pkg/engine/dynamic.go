@@ -52,7 +52,7 @@ func (c *Context) acquireDynamic(ctx context.Context, rawURI string) (*dynamicEn
 		c.mu.Unlock()
 		return &dynamicEntry{key: key, p: p, refs: 1, evicted: false, elem: nil}, nil
 	}
-	if c.stopped {
+	if c.producersClosed {
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%s: the context is stopped", rawURI)
 	}
@@ -83,6 +83,15 @@ func (c *Context) acquireDynamic(ctx context.Context, rawURI string) (*dynamicEn
 		return nil, fmt.Errorf("start producer %s: %w", rawURI, err)
 	}
 	c.mu.Lock()
+	if c.producersClosed {
+		// stopDynamic ran while this producer was starting (entries and lru are nil
+		// now): stop it here, nobody else would.
+		c.mu.Unlock()
+		if err := p.Stop(ctx); err != nil {
+			c.Logger().Warn("stop producer created during Stop", "uri", rawURI, "error", err)
+		}
+		return nil, fmt.Errorf("%s: the context is stopped", rawURI)
+	}
 	if e, ok := c.dynamic.entries[key]; ok { // lost a race: use the winner's
 		e.refs++
 		c.dynamic.lru.MoveToFront(e.elem)
