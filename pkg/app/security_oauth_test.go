@@ -163,8 +163,8 @@ mcps:
 			if got := strings.Join(listedNames(t, user), ","); got != "code_assistant" {
 				t.Errorf("tools for scope mcp: %s", got)
 			}
-			if text, isErr := call(t, user, "admin_tool", nil); !isErr || text != "tool admin_tool requires scope admin" {
-				t.Errorf("admin_tool without scope: %q isError=%v", text, isErr)
+			if err := callRefused(t, user, "admin_tool", nil); err != nil {
+				t.Errorf("admin_tool without scope: %v", err)
 			}
 			if text, isErr := call(t, user, "code_assistant", map[string]any{"q": "x"}); isErr || text != "code: x" {
 				t.Errorf("code_assistant: %q isError=%v", text, isErr)
@@ -203,8 +203,8 @@ mcps:
 		if got := strings.Join(listedNames(t, user), ","); got != "code_assistant" {
 			t.Errorf("SSE tools for scope mcp: %s", got)
 		}
-		if text, isErr := call(t, user, "admin_tool", nil); !isErr || text != "tool admin_tool requires scope admin" {
-			t.Errorf("SSE admin_tool without scope: %q isError=%v", text, isErr)
+		if err := callRefused(t, user, "admin_tool", nil); err != nil {
+			t.Errorf("SSE admin_tool without scope: %v", err)
 		}
 		root := connect(is.token(t, nil, jwt.MapClaims{"scope": "mcp admin"}))
 		if text, isErr := call(t, root, "admin_tool", nil); isErr || text != "admin done" {

@@ -46,6 +46,10 @@ func newFastToolCalls(caller *toolCaller, tools []*serverTool) *fastToolCalls {
 	for _, t := range tools {
 		f.tools[t.info.Name] = t
 	}
+	// A workflow id is an alias of its tool name in tools/call (toolAliases).
+	for alias, name := range toolAliases(tools) {
+		f.tools[alias] = f.tools[name]
+	}
 	return f
 }
 
@@ -139,13 +143,16 @@ func jsonDeeperThan(data []byte, max int) bool {
 // error.
 func (f *fastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) *jsonrpc.Response {
 	if fc.tool == nil {
-		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: fmt.Sprintf("unknown tool %q", fc.name)}}
+		return &jsonrpc.Response{ID: fc.id, Error: unknownToolError(fc.name)}
 	}
 	// ToolAllowed finds the caller's token in ctx, as withCallerToken puts it there
 	// on the SDK path.
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		ctx = security.WithTokenInfo(ctx, ti)
+	}
+	// A refused tool answers like an unknown one, as on the SDK path.
+	if err := f.caller.refusal(ctx, fc.tool, fc.name); err != nil {
+		return &jsonrpc.Response{ID: fc.id, Error: err}
 	}
 	res := f.caller.call(ctx, fc.tool, fc.args)
 	if res.Content == nil {

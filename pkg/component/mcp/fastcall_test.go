@@ -241,7 +241,11 @@ var equivalenceSteps = []fastStep{
 			t.Fatalf("unknown tool: %v %q", code, msg)
 		}
 	}},
-	{name: "blocked tool", body: call(15, "secret", `{}`), fast: true, expect: wantTool("tool secret is blocked", true)},
+	{name: "blocked tool", body: call(15, "secret", `{}`), fast: true, expect: func(t *testing.T, d decodedReply) {
+		if code, msg := rpcError(t, d); code != -32602 || msg != `unknown tool "secret"` {
+			t.Fatalf("blocked tool: %v %q", code, msg)
+		}
+	}},
 	{name: "allowed with scope", body: call(16, "secret", `{}`), hdr: map[string]string{"Authorization": "Bearer secret"}, fast: true,
 		expect: wantTool("the secret", false)},
 	{name: "tool fails", body: call(17, "fails", `{}`), fast: true, expect: wantTool("database unavailable", true)},

@@ -92,7 +92,8 @@ type ServerOptions struct {
 	// trusted proxies, which forward the public Host to a loopback listener.
 	DisableLocalhostProtection bool
 	// ToolAllowed, when set, is asked about each tool by its MCP name: an error hides
-	// the tool from tools/list and makes a call return isError with the error's text.
+	// the tool from tools/list, and a call gets exactly the answer of a tool that does
+	// not exist (JSON-RPC -32602 unknown tool "…"); the error's text is logged.
 	// ctx carries the caller's OAuth token, when there is one, for
 	// security.ClaimsFromContext (per-tool scopes).
 	ToolAllowed func(ctx context.Context, toolName string) error

@@ -88,6 +88,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		srv.AddTool(t.sdkTool(), caller.handler(t))
 	}
 	addWorkflowResources(srv, s.comp.hc)
+	srv.AddReceivingMiddleware(resolveToolAliases(tools))
 	if s.opts.ToolAllowed != nil {
 		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed))
 	}

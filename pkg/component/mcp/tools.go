@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/pkg/engine"
@@ -286,7 +287,81 @@ func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 			}
 		}
 		// The caller's token travels in ctx for the ToolAllowed hook (per-tool scopes).
-		return c.call(withCallerToken(ctx, req), t, req.Params.Arguments), nil
+		ctx = withCallerToken(ctx, req)
+		if err := c.refusal(ctx, t, requestedToolName(ctx, req.Params.Name)); err != nil {
+			return nil, err
+		}
+		return c.call(ctx, t, req.Params.Arguments), nil
+	}
+}
+
+// refusal asks the ToolAllowed hook about t. A refused call gets exactly the
+// go-sdk's answer for a tool that does not exist (requested is the name the client
+// sent), so that nobody can probe which tools a server hides; the reason goes to
+// the log. nil means the call may run.
+func (c *toolCaller) refusal(ctx context.Context, t *serverTool, requested string) error {
+	if c.allowed == nil {
+		return nil
+	}
+	err := c.allowed(ctx, t.info.Name)
+	if err == nil {
+		return nil
+	}
+	c.logger.Warn("mcp tool call refused", "server", c.serverID, "tool", t.info.Name, "requested", requested, "reason", err)
+	return unknownToolError(requested)
+}
+
+// unknownToolError is the go-sdk's answer to a tools/call of a tool it does not
+// have (mcp.Server.callTool), byte for byte.
+func unknownToolError(name string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+// toolAliases maps the workflow id of each tool whose id differs from its tool name
+// ("format-code" → "format_code"), so that a client that calls a tool by its
+// workflow id (spec §4.2: mcp://host:3000/format-code) reaches it. Aliases are never
+// listed.
+func toolAliases(tools []*serverTool) map[string]string {
+	aliases := map[string]string{}
+	for _, t := range tools {
+		if t.wf.ID != t.info.Name {
+			aliases[t.wf.ID] = t.info.Name
+		}
+	}
+	return aliases
+}
+
+type requestedNameKey struct{}
+
+// requestedToolName is the tool name the client sent: the alias when
+// resolveToolAliases rewrote the request, else name.
+func requestedToolName(ctx context.Context, name string) string {
+	if n, ok := ctx.Value(requestedNameKey{}).(string); ok {
+		return n
+	}
+	return name
+}
+
+// resolveToolAliases rewrites a tools/call of an alias to the tool's name before the
+// go-sdk looks the tool up. The name the client sent stays in the context, so that
+// a refusal names it as an unknown tool would be named.
+func resolveToolAliases(tools []*serverTool) sdk.Middleware {
+	aliases := toolAliases(tools)
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		if len(aliases) == 0 {
+			return next
+		}
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "tools/call" {
+				if cr, ok := req.(*sdk.CallToolRequest); ok && cr.Params != nil {
+					if name, ok := aliases[cr.Params.Name]; ok {
+						ctx = context.WithValue(ctx, requestedNameKey{}, cr.Params.Name)
+						cr.Params.Name = name
+					}
+				}
+			}
+			return next(ctx, method, req)
+		}
 	}
 }
 
@@ -306,11 +381,6 @@ func (c *toolCaller) run(ctx context.Context, t *serverTool, rawArgs json.RawMes
 			return errorResult("the MCP server is shutting down; try again later")
 		}
 		defer c.gate.leave()
-	}
-	if c.allowed != nil {
-		if err := c.allowed(ctx, t.info.Name); err != nil {
-			return errorResult(err.Error())
-		}
 	}
 	args, err := decodeArguments(rawArgs)
 	if err != nil {

@@ -17,8 +17,9 @@ var (
 	ErrInsufficientScope = errors.New("token lacks a required scope")
 )
 
-// ToolError is the error of a refused tool. Its message is what the MCP
-// client sees in the isError result, e.g. "tool admin-tool is blocked".
+// ToolError is the error of a refused tool, e.g. "tool admin-tool is blocked".
+// The MCP server logs it; the client gets the answer of an unknown tool, so
+// that nobody learns which tools a server hides.
 type ToolError struct {
 	Tool   string
 	Reason error // ErrToolBlocked, ErrToolNotAllowed or ErrInsufficientScope
@@ -68,8 +69,8 @@ func newToolFilter(allowed, blocked []string, oc *OAuthConfig) (toolFilter, erro
 
 // ToolAllowed reports whether toolName (raw workflow id or sanitized MCP
 // name) may be listed and called. The MCP server calls it to hide tools from
-// tools/list and to refuse tools/call with an isError result carrying the
-// error's message. Blocked wins over allowed.
+// tools/list and to refuse tools/call (as an unknown tool; the error's message
+// goes to the log). Blocked wins over allowed.
 //
 // When OAuth is configured and the tool requires scopes, ctx must carry the
 // caller's token: the HTTP request context (the middleware stores the claims
