@@ -32,7 +32,24 @@ type dynamicProducers struct {
 // SendDynamic delivers ex to a URI resolved per exchange. Its producer comes from a
 // bounded LRU cache instead of the context's permanent producer map.
 func (c *Context) SendDynamic(ctx context.Context, rawURI string, ex *exchange.Exchange) error {
-	e, err := c.acquireDynamic(ctx, rawURI)
+	return c.sendDynamic(ctx, "", rawURI, ex)
+}
+
+// SendTemplate resolves the placeholders of template against ex with
+// [uri.ExpandURI] (substituted values cannot add options) and delivers ex to the
+// result like SendDynamic. The component sees the template as the endpoint URI's
+// Template, so it can tell options written by the author from options supplied by
+// the exchange (file:// confines a placeholder fileName to its directory).
+func (c *Context) SendTemplate(ctx context.Context, template string, ex *exchange.Exchange) error {
+	target, err := uri.ExpandURI(template, ex)
+	if err != nil {
+		return fmt.Errorf("resolve target: %w", err)
+	}
+	return c.sendDynamic(ctx, template, target, ex)
+}
+
+func (c *Context) sendDynamic(ctx context.Context, template, rawURI string, ex *exchange.Exchange) error {
+	e, err := c.acquireDynamic(ctx, template, rawURI)
 	if err != nil {
 		return err
 	}
@@ -40,17 +57,24 @@ func (c *Context) SendDynamic(ctx context.Context, rawURI string, ex *exchange.E
 	return e.p.Process(ctx, ex)
 }
 
-func (c *Context) acquireDynamic(ctx context.Context, rawURI string) (*dynamicEntry, error) {
+func (c *Context) acquireDynamic(ctx context.Context, template, rawURI string) (*dynamicEntry, error) {
 	u, err := uri.Parse(rawURI)
 	if err != nil {
 		return nil, err
 	}
+	u.Template = template
 	key := u.Normalized()
 	c.mu.Lock()
-	// A URI that is also a static target shares the permanent producer.
-	if p, ok := c.producers[key]; ok {
-		c.mu.Unlock()
-		return &dynamicEntry{key: key, p: p, refs: 1, evicted: false, elem: nil}, nil
+	// A URI that is also a static target shares the permanent producer, unless it was
+	// resolved from a template: its endpoint then knows which options came from the
+	// exchange, and is cached per template.
+	if template == "" {
+		if p, ok := c.producers[key]; ok {
+			c.mu.Unlock()
+			return &dynamicEntry{key: key, p: p, refs: 1, evicted: false, elem: nil}, nil
+		}
+	} else {
+		key += "\x00" + template
 	}
 	if c.producersClosed {
 		c.mu.Unlock()

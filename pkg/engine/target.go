@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
@@ -31,14 +30,10 @@ func (t *Target) Name() string { return t.name }
 func (t *Target) URI() string { return t.template }
 
 func (t *Target) Process(ctx context.Context, ex *exchange.Exchange) error {
-	target, err := uri.Expand(t.template, ex)
-	if err != nil {
-		return fmt.Errorf("resolve target: %w", err)
+	if !uri.HasPlaceholders(t.template) {
+		return t.hc.Send(ctx, t.template, ex)
 	}
-	if uri.HasPlaceholders(t.template) {
-		return t.hc.SendDynamic(ctx, target, ex)
-	}
-	return t.hc.Send(ctx, target, ex)
+	return t.hc.SendTemplate(ctx, t.template, ex)
 }
 
 // Start creates the producer of a static URI up front.

@@ -18,6 +18,34 @@ type URI struct {
 	Host   string
 	Path   string
 	Params url.Values
+	// Template is the URI as written when Raw was resolved from it for one exchange
+	// (http://api/users/${body.id}); empty for a URI used as written. Components use
+	// it, through FromPlaceholder, to treat caller-supplied option values with care.
+	Template string
+}
+
+// FromPlaceholder reports whether the value of option name was (partly) supplied by
+// a per-exchange placeholder of the Template, i.e. by the data of an exchange rather
+// than by the author of the workflow.
+func (u *URI) FromPlaceholder(name string) bool {
+	if u.Template == "" {
+		return false
+	}
+	q := queryStart(u.Template)
+	if q < 0 {
+		return false
+	}
+	// The template's query is parsed by hand: its ${…} text is not valid escaping.
+	for _, kv := range strings.Split(u.Template[q+1:], "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
+		}
+		if k == name && HasPlaceholders(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // Parse splits raw into its parts. It accepts the shapes Helix uses:

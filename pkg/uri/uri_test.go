@@ -82,3 +82,74 @@ func TestExpand(t *testing.T) {
 		t.Errorf("json text body: %q", got)
 	}
 }
+
+// ${env:NAME:-default} follows the shell: the default applies when NAME is unset or
+// empty; it may itself contain colons.
+func TestEnvDefault(t *testing.T) {
+	t.Setenv("HELIX_TEST_SET", "9090")
+	t.Setenv("HELIX_TEST_EMPTY", "")
+	cases := map[string]string{
+		"${env:HELIX_TEST_SET:-8080}":                "9090",
+		"${env:HELIX_TEST_EMPTY:-8080}":              "8080",
+		"${env:HELIX_SURELY_UNSET_VAR:-8080}":        "8080",
+		"${env:HELIX_SURELY_UNSET_VAR:-}":            "",
+		"${env:HELIX_SURELY_UNSET_VAR:-127.0.0.1:1}": "127.0.0.1:1",
+		"x ${env: HELIX_TEST_SET :-1} y":             "x 9090 y",
+		"${env:HELIX_TEST_EMPTY}":                    "",
+	}
+	for in, want := range cases {
+		got, err := Expand(in, nil)
+		if err != nil || got != want {
+			t.Errorf("%q: got %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := Expand("${env::-x}", nil); err == nil {
+		t.Error("an empty variable name is accepted")
+	}
+}
+
+// Values substituted into a URI's query cannot add or change options: they are
+// query-escaped, and a '?' substituted into the address does not start a query.
+func TestExpandURIKeepsValuesInTheirOption(t *testing.T) {
+	ex := exchange.NewWithBody(exchange.InOut, map[string]any{
+		"p":   "/etc/passwd&allowEscape=true",
+		"q":   "a+b c%d",
+		"dir": "x?fileName=/etc/shadow",
+	})
+	got, err := ExpandURI("file:///d?operation=read&fileName=${body.p}", ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := Parse(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Param("fileName", "") != "/etc/passwd&allowEscape=true" || u.Param("allowEscape", "") != "" || u.Param("operation", "") != "read" {
+		t.Fatalf("%s parsed to %v", got, u.Params)
+	}
+	got, _ = ExpandURI("http://api/s?q=${body.q}", ex)
+	if u, _ = Parse(got); u.Param("q", "") != "a+b c%d" {
+		t.Fatalf("%s: q = %q", got, u.Param("q", ""))
+	}
+	got, _ = ExpandURI("file://${body.dir}?operation=read", ex)
+	if u, _ = Parse(got); u.Param("fileName", "") != "" || u.Param("operation", "") != "read" {
+		t.Fatalf("%s parsed to %v", got, u.Params)
+	}
+	// Placeholders in the template's own query text (a '?' inside ${…}) do not confuse
+	// where the query starts.
+	if got, _ = ExpandURI("log://x?message=${body.q}", ex); got != "log://x?message=a%2Bb+c%25d" {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestFromPlaceholder(t *testing.T) {
+	u, _ := Parse("file:///d?fileName=a%26b&operation=read")
+	u.Template = "file:///d?fileName=${body.p}&operation=read"
+	if !u.FromPlaceholder("fileName") || u.FromPlaceholder("operation") || u.FromPlaceholder("allowEscape") {
+		t.Fatal("FromPlaceholder wrong")
+	}
+	u.Template = ""
+	if u.FromPlaceholder("fileName") {
+		t.Fatal("a URI without template has no placeholder options")
+	}
+}

@@ -14,6 +14,16 @@
 //	                       the file's content as a string
 //	fileName=x             file to use; defaults to the HelixFileName header
 //	fileExist=override|append|fail   what a write does when the file exists (default override)
+//	allowEscape=true       names may leave the base directory (default false)
+//
+// A fileName written with a placeholder (file://./data?fileName=${body.name}) is data
+// chosen by whoever sent the exchange — a tool argument, an HTTP body. Such a name
+// must be relative and stay inside the directory: no "..", not absolute, no symlink
+// out; and a base of file:/// (the whole file system) accepts no such name at all.
+// Only allowEscape=true, written in the URI itself (it cannot come from a
+// placeholder), lifts this; with it any name the process can open is used, relative
+// names still counted from the base directory. Values substituted into the URI cannot
+// add options: the engine query-escapes them.
 //
 // Both operations set HelixFileName to the name used. Writes create missing parent
 // directories and, for override, write to a hidden temporary file first and rename it,
@@ -95,7 +105,14 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: base directory %q: %w", u.Raw, dir, err)
 	}
-	e := &endpoint{c: c, raw: u.Raw, base: base, fileName: u.Param("fileName", "")}
+	e := &endpoint{c: c, raw: u.Raw, base: base, fileName: u.Param("fileName", ""),
+		nameFromData: u.FromPlaceholder("fileName")}
+	if u.FromPlaceholder("allowEscape") {
+		return nil, fmt.Errorf("%s: option allowEscape must be written as true or false, not come from a placeholder", u.Raw)
+	}
+	if e.allowEscape, err = u.Bool("allowEscape", false); err != nil {
+		return nil, err
+	}
 	switch e.op = strings.ToLower(u.Param("operation", "write")); e.op {
 	case "read", "write":
 	default:
@@ -128,6 +145,8 @@ type endpoint struct {
 	op           string
 	fileName     string
 	fileExist    string
+	nameFromData bool // fileName was resolved from a ${…} placeholder
+	allowEscape  bool
 	period       time.Duration
 	initialDelay time.Duration
 	delete       bool
@@ -151,7 +170,7 @@ func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, er
 // resolved here (and must stay inside the base) so that os.Root, which refuses any
 // absolute symlink, still opens paths like /usr/bin/x -> /etc/alternatives/x when the
 // base is /.
-func (e *endpoint) resolve(name string) (dir, rel string, err error) {
+func (e *endpoint) resolve(name string, fromData bool) (dir, rel string, err error) {
 	base := e.base
 	if name == "" {
 		return "", "", errors.New("no file name: set the fileName option or the HelixFileName header")
@@ -160,6 +179,21 @@ func (e *endpoint) resolve(name string) (dir, rel string, err error) {
 		return "", "", fmt.Errorf("file name %q contains a NUL byte", name)
 	}
 	native := filepath.FromSlash(name)
+	if e.allowEscape {
+		// Any name the operating system can open: confine to the file-system root
+		// (of the target's volume) instead of the base directory.
+		if !filepath.IsAbs(native) {
+			native = filepath.Join(base, native)
+		}
+		base = filepath.VolumeName(native) + string(filepath.Separator)
+	} else if fromData {
+		if filepath.Dir(base) == base {
+			return "", "", fmt.Errorf("%w: %q comes from a placeholder and the directory is the file-system root, so the caller could pick any file; name a directory (file:///srv/data?fileName=${…}) or set allowEscape=true", ErrOutsideBase, name)
+		}
+		if !filepath.IsLocal(native) {
+			return "", "", fmt.Errorf("%w: %q comes from a placeholder and must be a relative name inside %s (no \"..\", not absolute); set allowEscape=true to allow other names", ErrOutsideBase, name, base)
+		}
+	}
 	var target string
 	if filepath.IsAbs(native) {
 		target = filepath.Clean(native)
@@ -214,8 +248,12 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if name == "" {
 		name = ex.In().HeaderString(exchange.HeaderFileName)
 	}
-	dir, rel, err := p.e.resolve(name)
+	fromData := p.e.nameFromData && p.e.fileName != ""
+	dir, rel, err := p.e.resolve(name, fromData)
 	if err != nil {
+		if fromData && errors.Is(err, ErrOutsideBase) && !strings.Contains(err.Error(), "allowEscape") {
+			err = fmt.Errorf("%w (the name comes from a placeholder; set allowEscape=true to allow it)", err)
+		}
 		return fmt.Errorf("%s: %w", p.e.raw, err)
 	}
 	if p.e.op == "read" {

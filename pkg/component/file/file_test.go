@@ -160,14 +160,15 @@ func TestTraversalRefused(t *testing.T) {
 	}
 }
 
-// file:///?fileName=${payload.path} (spec recipe 3) reads an absolute path.
+// file:///?fileName=${payload.path}&allowEscape=true (spec recipe 3, with the opt-in)
+// reads an absolute path.
 func TestRootBaseReadsAbsolutePath(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "data.csv")
 	must(t, os.WriteFile(path, []byte("a,b\n1,2\n"), 0o644))
 	hc := engine.NewContext("file-test")
 	hc.AddComponent("file", file.New(hc.Logger))
-	must(t, hc.AddWorkflow(&engine.Workflow{ID: "read", ToURIs: []string{"file:///?fileName=${payload.path}&operation=read"}}))
+	must(t, hc.AddWorkflow(&engine.Workflow{ID: "read", ToURIs: []string{"file:///?fileName=${payload.path}&operation=read&allowEscape=true"}}))
 	ctx := context.Background()
 	must(t, hc.Start(ctx))
 	defer hc.Stop(ctx)
@@ -320,5 +321,95 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A fileName written as a placeholder is data from the exchange (a tool argument, an
+// HTTP body): it must name a file inside the endpoint's directory — relative, no "..",
+// no symlink out — unless the author opts in with allowEscape=true. Spec recipe 3
+// (file:///?fileName=${payload.path}) would otherwise let any caller read /etc/….
+func TestPlaceholderFileNameStaysInDirectory(t *testing.T) {
+	root := t.TempDir()
+	base := filepath.Join(root, "base")
+	outside := filepath.Join(root, "outside")
+	must(t, os.MkdirAll(filepath.Join(base, "sub"), 0o755))
+	must(t, os.MkdirAll(outside, 0o755))
+	secret := filepath.Join(outside, "secret.txt")
+	must(t, os.WriteFile(secret, []byte("secret"), 0o644))
+	must(t, os.WriteFile(filepath.Join(base, "ok.txt"), []byte("fine"), 0o644))
+	must(t, os.WriteFile(filepath.Join(base, "sub", "deep.txt"), []byte("deep"), 0o644))
+	must(t, os.Symlink(secret, filepath.Join(base, "link-out.txt")))
+
+	hc := engine.NewContext("file-test")
+	hc.AddComponent("file", file.New(hc.Logger))
+	routes := map[string]string{
+		"base":       "file://" + base + "?operation=read&fileName=${payload.path}",
+		"root":       "file:///?operation=read&fileName=${payload.path}",
+		"rootEscape": "file:///?operation=read&fileName=${payload.path}&allowEscape=true",
+		"baseEscape": "file://" + base + "?operation=read&allowEscape=true&fileName=${payload.path}",
+		"write":      "file://" + base + "?fileName=${payload.path}",
+	}
+	for id, u := range routes {
+		must(t, hc.AddWorkflow(&engine.Workflow{ID: id, ToURIs: []string{u}}))
+	}
+	ctx := context.Background()
+	must(t, hc.Start(ctx))
+	defer hc.Stop(ctx)
+
+	tests := []struct {
+		route, path string
+		want        string // body after a read; "" when refused
+	}{
+		{"base", "ok.txt", "fine"},
+		{"base", "sub/deep.txt", "fine-deep"},
+		{"base", "../outside/secret.txt", ""},
+		{"base", "sub/../../base/ok.txt", ""}, // leaves and comes back: still ".."
+		{"base", filepath.Join(base, "ok.txt"), ""},
+		{"base", secret, ""},
+		{"base", "link-out.txt", ""},
+		{"root", secret, ""},
+		{"root", strings.TrimPrefix(secret, "/"), ""}, // file:/// is no directory to confine to
+		{"root", secret + "&allowEscape=true", ""},
+		{"rootEscape", secret, "secret"},
+		{"baseEscape", "../outside/secret.txt", "secret"},
+		{"baseEscape", "ok.txt", "fine"},
+		{"write", "../outside/new.txt", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.route+" "+tc.path, func(t *testing.T) {
+			ex := exchange.NewWithBody(exchange.InOut, map[string]any{"path": tc.path})
+			err := hc.Run(ctx, tc.route, ex)
+			if tc.want == "" {
+				if !errors.Is(err, file.ErrOutsideBase) {
+					t.Fatalf("got %v (body %v), want an error wrapping file.ErrOutsideBase", err, ex.In().Body())
+				}
+				if tc.route != "rootEscape" && !strings.Contains(err.Error(), "allowEscape=true") {
+					t.Fatalf("error %q does not name the allowEscape=true opt-in", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			if want == "fine-deep" {
+				want = "deep"
+			}
+			if got := ex.In().Body(); got != want {
+				t.Fatalf("body %v, want %q", got, want)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(outside, "new.txt")); err == nil {
+		t.Fatal("a refused write created a file outside the directory")
+	}
+}
+
+// allowEscape cannot itself come from the exchange.
+func TestAllowEscapeMustBeWritten(t *testing.T) {
+	u, _ := uri.Parse("file:///d?fileName=x&allowEscape=true")
+	u.Template = "file:///d?fileName=x&allowEscape=${body.x}"
+	if _, err := file.New(nil).CreateEndpoint(u); err == nil || !strings.Contains(err.Error(), "allowEscape") {
+		t.Fatalf("got %v", err)
 	}
 }
