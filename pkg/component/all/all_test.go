@@ -135,7 +135,7 @@ func TestHTTPRoundTrip(t *testing.T) {
 		return nil
 	})
 	target := "http://" + addr.String() + "/research"
-	for id, to := range map[string]string{"ask": target, "ask-strict": target + "?throwExceptionOnFailure=true"} {
+	for id, to := range map[string]string{"ask": target + "?throwExceptionOnFailure=false", "ask-strict": target} {
 		if err := client.AddWorkflow(&engine.Workflow{ID: id, FromURI: "direct://" + id, Processors: []engine.Processor{auth}, ToURIs: []string{to}}); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,8 @@ func TestHTTPRoundTrip(t *testing.T) {
 		t.Fatalf("reply headers %v", ex.In().Headers())
 	}
 
-	// A failing server workflow is a 500 with {"error": …}; by default that is data.
+	// A failing server workflow is a 500 with {"error": …}; with
+	// throwExceptionOnFailure=false that is data.
 	ex = exchange.NewWithBody(exchange.InOut, map[string]any{"nothing": true})
 	if err := client.Send(ctx, "direct://ask", ex); err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestHTTPRoundTrip(t *testing.T) {
 	if ex.In().Header(exchange.HeaderHTTPResponseCode) != 500 || !strings.Contains(exchange.Stringify(body["error"]), "topic is required") {
 		t.Fatalf("failure reply %d %#v", ex.In().Header(exchange.HeaderHTTPResponseCode), ex.In().Body())
 	}
-	// … and an error with throwExceptionOnFailure=true.
+	// … and by default an error.
 	err := client.Send(ctx, "direct://ask-strict", exchange.NewWithBody(exchange.InOut, map[string]any{}))
 	if err == nil || !strings.Contains(err.Error(), "HTTP 500") || !strings.Contains(err.Error(), "topic is required") {
 		t.Fatalf("got %v, want the server's 500 as an error", err)

@@ -33,8 +33,11 @@
 //
 //	httpMethod=PUT                 fixed method
 //	timeout=30s                    whole-request timeout (default 30s)
-//	throwExceptionOnFailure=true   a non-2xx status is an error (default false: the
-//	                               workflow inspects HelixHttpResponseCode)
+//	throwExceptionOnFailure=false  a non-2xx status is data: the response passes on
+//	                               and the workflow inspects HelixHttpResponseCode
+//	                               (default true: a non-2xx status fails the exchange
+//	                               with a [StatusError] naming the status and the
+//	                               first 512 bytes of the body)
 //	bridgeEndpoint=true            the URL comes from the exchange, see below
 //	maxResponseBytes=N             response size limit (default 64 MiB)
 //
@@ -58,6 +61,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -150,7 +154,7 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if e.timeout <= 0 {
 		return nil, fmt.Errorf("%s: option timeout=%s must be positive", u.Raw, e.timeout)
 	}
-	if e.throw, err = u.Bool("throwExceptionOnFailure", false); err != nil {
+	if e.throw, err = u.Bool("throwExceptionOnFailure", true); err != nil {
 		return nil, err
 	}
 	if e.bridge, err = u.Bool("bridgeEndpoint", false); err != nil {
@@ -302,7 +306,7 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	m.SetHeader(exchange.HeaderHTTPResponseCode, resp.StatusCode)
 	m.SetBody(decodeResponse(data, resp.Header.Get("Content-Type")))
 	if e.throw && (resp.StatusCode < 200 || resp.StatusCode > 299) {
-		return &StatusError{Method: rq.method, URL: rq.url, StatusCode: resp.StatusCode, Body: truncate(string(data), 512)}
+		return &StatusError{Method: rq.method, URL: rq.url, StatusCode: resp.StatusCode, Body: truncate(string(data), MaxErrorBodyBytes)}
 	}
 	return nil
 }
@@ -311,7 +315,10 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 // cancellation so that the message can blame the right thing.
 var errTimeout = fmt.Errorf("http endpoint timeout: %w", context.DeadlineExceeded)
 
-// StatusError is returned for non-2xx responses when throwExceptionOnFailure=true.
+// MaxErrorBodyBytes bounds the excerpt of a failed response's body in a [StatusError].
+const MaxErrorBodyBytes = 512
+
+// StatusError is returned for non-2xx responses unless throwExceptionOnFailure=false.
 // The exchange still holds the response (body, headers, HelixHttpResponseCode).
 type StatusError struct {
 	Method     string
@@ -450,6 +457,9 @@ func removeHeader(m *exchange.Message, name string) {
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) { // do not cut a character in two
+		n--
 	}
 	return s[:n] + "…"
 }

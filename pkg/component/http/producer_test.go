@@ -150,9 +150,21 @@ func TestRequests(t *testing.T) {
 				t.Fatal("Accept-Encoding from the exchange overrode the transport's")
 			}
 		}},
-		{"non-2xx is not an error by default", "/e", nil, map[string]any{"X-Reply-Status": "404", "X-Reply-Body": `{"error":"nope"}`}, func(t *testing.T, _ seen, ex *exchange.Exchange, err error) {
-			if err != nil || ex.In().Header(exchange.HeaderHTTPResponseCode) != 404 {
-				t.Fatalf("err=%v code=%v", err, ex.In().Header(exchange.HeaderHTTPResponseCode))
+		{"non-2xx fails by default, with status and body", "/e", nil, map[string]any{"X-Reply-Status": "501", "X-Reply-Body": `{"error":"not implemented here"}`}, func(t *testing.T, _ seen, ex *exchange.Exchange, err error) {
+			var se *helixhttp.StatusError
+			if !errors.As(err, &se) || se.StatusCode != 501 || !strings.Contains(err.Error(), "HTTP 501") || !strings.Contains(err.Error(), "not implemented here") {
+				t.Fatalf("got %v, want a StatusError 501 with the body", err)
+			}
+		}},
+		{"non-2xx body excerpt is bounded", "/e", nil, map[string]any{"X-Reply-Status": "500", "X-Reply-Body": `"` + strings.Repeat("x", 5000) + `"`}, func(t *testing.T, _ seen, ex *exchange.Exchange, err error) {
+			if err == nil || len(err.Error()) > 512+200 || !strings.Contains(err.Error(), "xxxx") {
+				t.Fatalf("error of %d bytes, want a bounded excerpt", len(exchange.Stringify(err)))
+			}
+		}},
+		{"throwExceptionOnFailure=false passes the answer on", "/e?throwExceptionOnFailure=false", nil, map[string]any{"X-Reply-Status": "404", "X-Reply-Body": `{"error":"nope"}`}, func(t *testing.T, _ seen, ex *exchange.Exchange, err error) {
+			body, _ := ex.In().Body().(map[string]any)
+			if err != nil || ex.In().Header(exchange.HeaderHTTPResponseCode) != 404 || body["error"] != "nope" {
+				t.Fatalf("err=%v code=%v body=%v", err, ex.In().Header(exchange.HeaderHTTPResponseCode), ex.In().Body())
 			}
 		}},
 		{"throwExceptionOnFailure", "/e?throwExceptionOnFailure=true", nil, map[string]any{"X-Reply-Status": "503", "X-Reply-Body": `{"error":"down"}`}, func(t *testing.T, _ seen, ex *exchange.Exchange, err error) {
