@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 // maxFileBytes bounds one configuration file; a config larger than this is a mistake.
@@ -173,7 +175,8 @@ func resolveEnv(d *Decoder, n *yaml.Node, script bool, depth int) {
 	}
 }
 
-// expandEnv substitutes ${env:NAME} and leaves every other ${…} untouched.
+// expandEnv substitutes ${env:NAME} and ${env:NAME:-default} and leaves every other
+// ${…} untouched.
 func expandEnv(s string) (string, error) {
 	var b strings.Builder
 	for {
@@ -186,10 +189,10 @@ func expandEnv(s string) (string, error) {
 		if j < 0 {
 			return "", fmt.Errorf("unterminated placeholder %q: add the closing }", s[i:])
 		}
-		name := strings.TrimSpace(s[i+len("${env:") : i+j])
-		v, ok := os.LookupEnv(name)
-		if !ok {
-			return "", fmt.Errorf("environment variable %s is not set (referenced as ${env:%s})", name, name)
+		// NAME or NAME:-default (default when unset or empty), as in pkg/uri.
+		v, err := uri.Env(s[i+len("${env:") : i+j])
+		if err != nil {
+			return "", err
 		}
 		b.WriteString(s[:i])
 		b.WriteString(v)
