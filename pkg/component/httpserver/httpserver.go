@@ -8,12 +8,16 @@
 //
 //	httpMethod=POST     accept only this method (default: any)
 //	maxBodyBytes=N      request body limit, 413 beyond it (default 10 MiB)
+//	consumes=application/json   media types the workflow reads (comma-separated;
+//	                    default any): another Content-Type gets 415, an empty body 400
 //
 // Request → exchange: the body is the request body as a string, or, when the
-// Content-Type is JSON and the body parses, the decoded map/list (an empty body is
-// nil). Headers are the request headers (first value of each; inbound headers starting
-// with "Helix" are dropped so clients cannot forge internal ones) plus HelixHttpMethod,
-// HelixHttpPath and HelixHttpQuery (the raw query string).
+// Content-Type is JSON, the decoded map/list (an empty body is nil). A body labelled
+// JSON that does not parse is answered 400 without running the workflow: requests
+// the workflow cannot read are the client's mistake, not a 500. Headers are the
+// request headers (first value of each; inbound headers starting with "Helix" are
+// dropped so clients cannot forge internal ones) plus HelixHttpMethod, HelixHttpPath
+// and HelixHttpQuery (the raw query string).
 //
 // Exchange → response: the status is HelixHttpResponseCode when set (an int or a
 // numeric string), else 200; a failed pipeline gives 500 with {"error": "message"}.
@@ -34,6 +38,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	nethttp "net/http"
 	"strconv"
@@ -139,7 +144,35 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 		}
 		maxBody = n
 	}
-	return &endpoint{c: c, raw: u.Raw, addr: strings.ToLower(u.Host), path: path, method: method, maxBody: maxBody}, nil
+	consumes, err := parseConsumes(u)
+	if err != nil {
+		return nil, err
+	}
+	return &endpoint{c: c, raw: u.Raw, addr: strings.ToLower(u.Host), path: path, method: method, maxBody: maxBody, consumes: consumes}, nil
+}
+
+// parseConsumes reads the consumes option: a comma-separated list of media types
+// (application/json, text/csv …); empty or */* means any.
+func parseConsumes(u *uri.URI) ([]string, error) {
+	vs, ok := u.Params["consumes"]
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, v := range vs {
+		for _, t := range strings.Split(v, ",") {
+			t = strings.ToLower(strings.TrimSpace(t))
+			mt, _, err := mime.ParseMediaType(t)
+			if err != nil || !strings.Contains(mt, "/") {
+				return nil, fmt.Errorf("%s: option consumes=%q: want media types such as application/json or text/csv, comma-separated", u.Raw, v)
+			}
+			if mt == "*/*" {
+				return nil, nil
+			}
+			out = append(out, mt)
+		}
+	}
+	return out, nil
 }
 
 type endpoint struct {
@@ -149,6 +182,8 @@ type endpoint struct {
 	path    string
 	method  string
 	maxBody int64
+	// consumes lists the media types requests may have (nil: any).
+	consumes []string
 }
 
 func (e *endpoint) URI() string { return e.raw }
@@ -290,6 +325,8 @@ type route struct {
 	maxBody int64
 	p       component.Processor
 	logger  func() *slog.Logger
+	// consumes lists the media types the route reads (nil: any).
+	consumes []string
 
 	mu       sync.Mutex
 	closed   bool
@@ -352,7 +389,13 @@ func (r *route) serve(w nethttp.ResponseWriter, req *nethttp.Request) {
 	ex.In().SetHeader(exchange.HeaderHTTPMethod, req.Method)
 	ex.In().SetHeader(exchange.HeaderHTTPPath, req.URL.Path)
 	ex.In().SetHeader(exchange.HeaderHTTPQuery, req.URL.RawQuery)
-	ex.In().SetBody(decodeBody(data, req.Header.Get("Content-Type")))
+	body, status, msg := r.read(data, req.Header.Get("Content-Type"))
+	if status != 0 {
+		// The client's mistake, said plainly; the workflow does not run.
+		writeError(w, status, msg)
+		return
+	}
+	ex.In().SetBody(body)
 
 	// The exchange ends when the client goes away or when Stop gives up waiting.
 	ctx, cancel := context.WithCancel(req.Context())
@@ -381,17 +424,50 @@ func (r *route) process(ctx context.Context, ex *exchange.Exchange) (err error) 
 	return ex.Exception()
 }
 
-func decodeBody(data []byte, contentType string) any {
+// read turns a request body into the exchange body, or returns a 4xx status and a
+// plain message for a request the workflow cannot read: a body labelled JSON that
+// does not parse (400), and with the consumes option a Content-Type it does not
+// list (415) or an empty body (400).
+func (r *route) read(data []byte, contentType string) (body any, status int, msg string) {
+	if len(r.consumes) > 0 {
+		mt, _, _ := mime.ParseMediaType(contentType)
+		if !r.accepts(mt) {
+			got := "no Content-Type"
+			if contentType != "" {
+				got = "Content-Type " + contentType
+			}
+			return nil, nethttp.StatusUnsupportedMediaType, fmt.Sprintf("this endpoint reads %s; the request has %s (send Content-Type: %s)",
+				strings.Join(r.consumes, " or "), got, r.consumes[0])
+		}
+		if len(data) == 0 {
+			return nil, nethttp.StatusBadRequest, "the request body is empty; this endpoint reads " + strings.Join(r.consumes, " or ")
+		}
+	}
 	if len(data) == 0 {
-		return nil
+		return nil, 0, ""
 	}
 	if helixhttp.IsJSON(contentType) {
 		var v any
-		if err := json.Unmarshal(data, &v); err == nil {
-			return v
+		if err := json.Unmarshal(data, &v); err != nil {
+			return nil, nethttp.StatusBadRequest, "the request body is not valid JSON: " + err.Error()
+		}
+		return v, 0, ""
+	}
+	return string(data), 0, ""
+}
+
+// accepts reports whether media type mt (lower-case, without parameters) is one the
+// route consumes; any JSON type (application/vnd.api+json) counts as application/json.
+func (r *route) accepts(mt string) bool {
+	for _, c := range r.consumes {
+		if c == mt || c == "application/json" && helixhttp.IsJSON(mt) {
+			return true
+		}
+		if base, ok := strings.CutSuffix(c, "/*"); ok && strings.HasPrefix(mt, base+"/") {
+			return true
 		}
 	}
-	return string(data)
+	return false
 }
 
 func respond(w nethttp.ResponseWriter, req *nethttp.Request, ex *exchange.Exchange, inbound map[string]string) {
@@ -521,7 +597,7 @@ func (c *consumer) Start(context.Context) error {
 	}
 	abort, cancel := context.WithCancel(context.Background())
 	r := &route{raw: c.e.raw, path: c.e.path, method: c.e.method, maxBody: c.e.maxBody, p: c.p,
-		logger: c.e.c.logger, abort: abort, cancelAbort: cancel}
+		logger: c.e.c.logger, abort: abort, cancelAbort: cancel, consumes: c.e.consumes}
 	if err := l.add(r); err != nil {
 		cancel()
 		return errors.Join(fmt.Errorf("%s: %w", c.e.raw, err), c.e.c.release(context.Background(), l))

@@ -89,7 +89,7 @@ func TestRequestToExchange(t *testing.T) {
 	}{
 		{"json object", "POST", "application/json", `{"a":1}`, "", nil, map[string]any{"a": 1.0}},
 		{"json list with charset", "PUT", "application/json; charset=utf-8", `[1,"x"]`, "", nil, []any{1.0, "x"}},
-		{"invalid json stays text", "POST", "application/json", `{oops`, "", nil, "{oops"},
+		{"invalid json labelled text stays text", "POST", "text/plain", `{oops`, "", nil, "{oops"},
 		{"text", "POST", "text/plain", "hello", "a=1&b=two", nil, "hello"},
 		{"empty body is nil", "GET", "", "", "q=x", nil, nil},
 		{"forged Helix headers dropped", "POST", "text/plain", "x", "", []string{"HelixHttpResponseCode", "201", "HelixMcpToolName", "evil"}, "x"},
