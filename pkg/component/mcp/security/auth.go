@@ -57,7 +57,7 @@ func bearerToken(r *http.Request) string {
 // trusted proxy are never refused here (the gateway authenticated them), but
 // credentials they carry are still honoured for identity and scopes.
 func (s *Stack) authenticate(w http.ResponseWriter, r *http.Request, q request) (principal, bool) {
-	anon := principal{id: "ip:" + q.clientString()}
+	anon := principal{id: q.clientKey()}
 	if len(s.keys) == 0 && s.oauth == nil {
 		// No auth configured: presented keys are meaningless and must not
 		// select a rate-limit bucket, or a client could mint fresh buckets.
@@ -97,7 +97,8 @@ func (s *Stack) authenticate(w http.ResponseWriter, r *http.Request, q request) 
 		challenge += `, error="invalid_token"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	s.reject(w, r, q, http.StatusUnauthorized, reason)
+	level, attrs := s.authFailed(q)
+	s.rejectAt(level, w, r, q, http.StatusUnauthorized, reason, attrs...)
 	return principal{}, false
 }
 

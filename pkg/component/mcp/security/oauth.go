@@ -35,6 +35,16 @@ const (
 	// jwksMinRefresh throttles re-fetching on an unknown kid: tokens with
 	// random kids must not turn the server into a JWKS flooder.
 	jwksMinRefresh = 10 * time.Second
+	// jwksMaxWait bounds how long a token whose key is not cached waits for a
+	// fetch in flight; the fetch itself goes on (up to the HTTP client's
+	// timeout) and serves later tokens.
+	jwksMaxWait = 5 * time.Second
+	// jwksUnknownTTL is how long a kid that a completed fetch did not contain is
+	// refused without waiting or fetching again (negative cache). Issuers publish
+	// a new key before they sign with it, so such a kid is almost always forged.
+	jwksUnknownTTL = time.Minute
+	// jwksMaxUnknown bounds the negative cache.
+	jwksMaxUnknown = 4096
 	// jwksMaxBytes bounds the JWKS document.
 	jwksMaxBytes = 1 << 20
 )
@@ -53,7 +63,7 @@ type oauthVerifier struct {
 	now         func() time.Time
 }
 
-func newOAuthVerifier(c OAuthConfig, client *http.Client, now func() time.Time) (*oauthVerifier, error) {
+func newOAuthVerifier(c OAuthConfig, client *http.Client, now func() time.Time, maxWait time.Duration) (*oauthVerifier, error) {
 	var errs []error
 	if c.Issuer == "" {
 		errs = append(errs, errors.New("auth.issuer is required (the authorization server's issuer URL)"))
@@ -90,7 +100,7 @@ func newOAuthVerifier(c OAuthConfig, client *http.Client, now func() time.Time) 
 		audience:    aud,
 		resourceURL: strings.TrimSuffix(c.ResourceURL, "/"),
 		scopes:      scopes,
-		jwks:        &jwksCache{url: c.JWKSURL, client: client, now: now},
+		jwks:        newJWKSCache(c.JWKSURL, client, now, maxWait),
 		now:         now,
 	}
 	v.parser = jwt.NewParser(
@@ -225,16 +235,51 @@ func (v *oauthVerifier) serveMetadata(w http.ResponseWriter, r *http.Request, vi
 
 // jwksCache holds the issuer's public keys, fetched lazily and re-fetched when
 // stale or when a token names an unknown kid (key rotation).
+//
+// No lock is held across a fetch, so a slow or hanging JWKS endpoint never
+// delays tokens whose key is cached. Fetches are single-flight: a token that
+// needs one joins the fetch in flight, and waits for it at most maxWait. Stale
+// keys keep serving while a refresh runs in the background. A kid that a
+// completed fetch did not contain is remembered for jwksUnknownTTL and refused
+// at once (negative cache), and fetches for unknown kids are throttled to one
+// per jwksMinRefresh, so tokens with random kids cost neither waits nor fetches.
 type jwksCache struct {
-	url    string
-	client *http.Client
-	now    func() time.Time
+	url     string
+	client  *http.Client
+	now     func() time.Time
+	maxWait time.Duration
 
-	// mu is held across a fetch so concurrent requests wait for one fetch
-	// instead of each starting their own.
-	mu      sync.Mutex
-	keys    []jwk
-	fetched time.Time
+	// ctx ends with the stack (close): a fetch does not outlive it, and does
+	// not depend on the request that started it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex // guards the fields below; never held across a fetch
+	keys      []jwk
+	fetched   time.Time            // last successful fetch
+	attempted time.Time            // last fetch started
+	inflight  *jwksFetch           // the fetch running, or nil
+	unknown   map[string]time.Time // kid → refused without fetching until
+}
+
+// jwksFetch is one fetch; done is closed when it ended, err says how.
+type jwksFetch struct {
+	done chan struct{}
+	err  error
+}
+
+// errJWKSPending wraps the error of a token whose key could not be found
+// within maxWait because a fetch was still running.
+var errJWKSPending = errors.New("the jwks fetch is still running")
+
+func newJWKSCache(url string, client *http.Client, now func() time.Time, maxWait time.Duration) *jwksCache {
+	if maxWait <= 0 {
+		maxWait = jwksMaxWait
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &jwksCache{url: url, client: client, now: now, maxWait: maxWait, ctx: ctx, cancel: cancel,
+		unknown: map[string]time.Time{}}
 }
 
 type jwk struct {
@@ -243,24 +288,107 @@ type jwk struct {
 	pub any // *rsa.PublicKey or *ecdsa.PublicKey
 }
 
+// close ends a fetch in flight and waits for its goroutine. Later fetches fail
+// at once.
+func (c *jwksCache) close() {
+	c.cancel()
+	c.wg.Wait()
+}
+
 func (c *jwksCache) key(ctx context.Context, kid, alg string) (any, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := c.now()
-	var fetchErr error
-	if c.fetched.IsZero() || now.Sub(c.fetched) > jwksMaxAge {
-		fetchErr = c.fetch(ctx)
-	}
+	stale := c.fetched.IsZero() || now.Sub(c.fetched) > jwksMaxAge
 	k, err := c.find(kid, alg)
-	if err != nil && fetchErr == nil && now.Sub(c.fetched) >= jwksMinRefresh {
-		if fetchErr = c.fetch(ctx); fetchErr == nil {
-			k, err = c.find(kid, alg)
+	if err == nil {
+		if stale {
+			c.startFetchLocked(now) // refresh in the background; the cached key answers now
+		}
+		c.mu.Unlock()
+		return k, nil
+	}
+	if until, ok := c.unknown[kid]; ok && kid != "" {
+		if now.Before(until) {
+			c.mu.Unlock()
+			return nil, err
+		}
+		delete(c.unknown, kid)
+	}
+	f := c.inflight
+	if f == nil && (stale || now.Sub(c.attempted) >= jwksMinRefresh) {
+		f = c.startFetchLocked(now)
+	}
+	c.mu.Unlock()
+	if f == nil {
+		return nil, err // refreshed too recently
+	}
+
+	t := time.NewTimer(c.maxWait)
+	defer t.Stop()
+	select {
+	case <-f.done:
+	case <-t.C:
+		return nil, fmt.Errorf("%w (%w)", err, errJWKSPending)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w (%w)", err, ctx.Err())
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, err = c.find(kid, alg)
+	if err == nil {
+		return k, nil
+	}
+	if f.err != nil {
+		return nil, fmt.Errorf("%w (fetching jwks: %v)", err, f.err)
+	}
+	if kid != "" {
+		c.rememberUnknownLocked(kid, c.now())
+	}
+	return nil, err
+}
+
+// startFetchLocked starts a fetch unless one is running (then it returns that
+// one) or the last one started less than jwksMinRefresh ago (then nil). Called
+// with mu held.
+func (c *jwksCache) startFetchLocked(now time.Time) *jwksFetch {
+	if c.inflight != nil {
+		return c.inflight
+	}
+	if !c.attempted.IsZero() && now.Sub(c.attempted) < jwksMinRefresh {
+		return nil
+	}
+	c.attempted = now
+	f := &jwksFetch{done: make(chan struct{})}
+	c.inflight = f
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		keys, err := c.fetch(c.ctx)
+		c.mu.Lock()
+		if err == nil {
+			c.keys, c.fetched = keys, c.now()
+		}
+		f.err = err
+		c.inflight = nil
+		c.mu.Unlock()
+		close(f.done)
+	}()
+	return f
+}
+
+func (c *jwksCache) rememberUnknownLocked(kid string, now time.Time) {
+	if len(c.unknown) >= jwksMaxUnknown {
+		for k, until := range c.unknown {
+			if !now.Before(until) {
+				delete(c.unknown, k)
+			}
+		}
+		if len(c.unknown) >= jwksMaxUnknown {
+			clear(c.unknown)
 		}
 	}
-	if err != nil && fetchErr != nil {
-		return nil, fmt.Errorf("%w (fetching jwks: %v)", err, fetchErr)
-	}
-	return k, err
+	c.unknown[kid] = now.Add(jwksUnknownTTL)
 }
 
 func (c *jwksCache) find(kid, alg string) (any, error) {
@@ -301,22 +429,21 @@ func keyFitsAlg(pub any, alg string) bool {
 	return false
 }
 
-// fetch replaces the key set; on failure the previous keys stay in use. The
-// fetch time is recorded either way so a failing endpoint is not hammered.
-func (c *jwksCache) fetch(ctx context.Context) error {
-	c.fetched = c.now()
+// fetch reads the key set. It touches no field guarded by mu: the caller
+// installs the keys (on failure the previous keys stay in use).
+func (c *jwksCache) fetch(ctx context.Context) ([]jwk, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: status %s", c.url, resp.Status)
+		return nil, fmt.Errorf("GET %s: status %s", c.url, resp.Status)
 	}
 	var doc struct {
 		Keys []struct {
@@ -332,7 +459,7 @@ func (c *jwksCache) fetch(ctx context.Context) error {
 		} `json:"keys"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, jwksMaxBytes)).Decode(&doc); err != nil {
-		return fmt.Errorf("GET %s: decoding jwks: %w", c.url, err)
+		return nil, fmt.Errorf("GET %s: decoding jwks: %w", c.url, err)
 	}
 	var keys []jwk
 	var skipped []error
@@ -357,10 +484,9 @@ func (c *jwksCache) fetch(ctx context.Context) error {
 		keys = append(keys, jwk{kid: k.Kid, alg: k.Alg, pub: pub})
 	}
 	if len(keys) == 0 {
-		return fmt.Errorf("GET %s: no usable signing key in jwks: %w", c.url, errors.Join(skipped...))
+		return nil, fmt.Errorf("GET %s: no usable signing key in jwks: %w", c.url, errors.Join(skipped...))
 	}
-	c.keys = keys
-	return nil
+	return keys, nil
 }
 
 func b64(s string) ([]byte, error) {

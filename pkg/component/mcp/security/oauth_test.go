@@ -148,7 +148,9 @@ func TestOAuthTokens(t *testing.T) {
 	rsaKey := is.addRSA("rsa-1")
 	is.addEC("ec-1")
 	logs := &logBuffer{}
-	ts := newMCPServer(t, oauthStack(t, is, clock, Config{Logger: logs.logger()}))
+	// Fourteen bad tokens from one address: the failed-authentication limit
+	// would answer the later ones with 429.
+	ts := newMCPServer(t, oauthStack(t, is, clock, Config{Logger: logs.logger(), AuthFailureLimit: -1}))
 	now := clock.Now()
 
 	// A key of the issuer's that is not published: right kid, wrong key.

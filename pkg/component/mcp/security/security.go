@@ -36,6 +36,15 @@ type Config struct {
 	// RateLimit is requests per minute per client (token bucket, burst equal
 	// to the limit); 0 switches rate limiting off.
 	RateLimit int
+	// AuthFailureLimit is how many failed authentications (401) one client
+	// address (IPv6: one /64) may have within AuthFailureWindow; after that its
+	// requests get 429 with Retry-After until the window ends, before any key or
+	// token is checked. 0 means DefaultAuthFailureLimit, -1 switches the limit
+	// off. It only acts when APIKeys or Auth are set.
+	AuthFailureLimit int
+	// AuthFailureWindow is the window of AuthFailureLimit; 0 means
+	// DefaultAuthFailureWindow.
+	AuthFailureWindow time.Duration
 	// MaxBodyBytes limits the request body: 0 means DefaultMaxBodyBytes, a
 	// negative value means unlimited.
 	MaxBodyBytes int64
@@ -90,6 +99,7 @@ type Stack struct {
 	tools   toolFilter
 	oauth   *oauthVerifier
 	limiter *limiterStore
+	fails   *failureStore // nil: no authentication, or the limit is off
 	now     func() time.Time
 	rejects *Rejections
 
@@ -105,6 +115,8 @@ type options struct {
 	idleAfter     time.Duration
 	sweepInterval time.Duration
 	httpClient    *http.Client
+	// jwksMaxWait bounds how long a token waits for a JWKS fetch in flight.
+	jwksMaxWait time.Duration
 }
 
 func defaultOptions() options {
@@ -114,6 +126,7 @@ func defaultOptions() options {
 		idleAfter:     10 * time.Minute,
 		sweepInterval: time.Minute,
 		httpClient:    &http.Client{Timeout: 10 * time.Second},
+		jwksMaxWait:   jwksMaxWait,
 	}
 }
 
@@ -169,8 +182,15 @@ func newStack(cfg Config, o options) (*Stack, error) {
 	if cfg.RateLimit < 0 {
 		errs = append(errs, fmt.Errorf("rate_limit must be >= 0 (requests per minute, 0 = off), got %d", cfg.RateLimit))
 	}
+	if cfg.AuthFailureLimit < -1 {
+		errs = append(errs, fmt.Errorf("auth_failure_limit must be a number of failures, 0 for the default (%d) or -1 for no limit, got %d",
+			DefaultAuthFailureLimit, cfg.AuthFailureLimit))
+	}
+	if cfg.AuthFailureWindow < 0 {
+		errs = append(errs, fmt.Errorf("auth_failure_window must not be negative, got %s", cfg.AuthFailureWindow))
+	}
 	if cfg.Auth != nil {
-		v, err := newOAuthVerifier(*cfg.Auth, o.httpClient, o.now)
+		v, err := newOAuthVerifier(*cfg.Auth, o.httpClient, o.now, o.jwksMaxWait)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -183,6 +203,16 @@ func newStack(cfg Config, o options) (*Stack, error) {
 	s.tools = tf
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("mcp server %q security: %w", cfg.ServerID, errors.Join(errs...))
+	}
+	if (len(s.keys) > 0 || s.oauth != nil) && cfg.AuthFailureLimit >= 0 {
+		limit, window := cfg.AuthFailureLimit, cfg.AuthFailureWindow
+		if limit == 0 {
+			limit = DefaultAuthFailureLimit
+		}
+		if window == 0 {
+			window = DefaultAuthFailureWindow
+		}
+		s.fails = newFailureStore(limit, window, o.maxBuckets)
 	}
 	if cfg.RateLimit > 0 {
 		s.limiter = newLimiterStore(cfg.RateLimit, o.maxBuckets, o.idleAfter)
@@ -208,12 +238,16 @@ func (s *Stack) janitor(every time.Duration) {
 	}
 }
 
-// Close stops the janitor goroutine. It is idempotent; the middleware keeps
-// working afterwards (idle buckets are then only bounded by the cap).
+// Close stops the janitor goroutine and ends a JWKS fetch in flight. It is
+// idempotent; the middleware keeps working afterwards (idle buckets are then
+// only bounded by the cap).
 func (s *Stack) Close() {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
+		if s.oauth != nil {
+			s.oauth.jwks.close()
+		}
 	})
 }
 
@@ -241,6 +275,19 @@ func (q *request) clientString() string {
 		return "unknown"
 	}
 	return q.client.String()
+}
+
+// clientKey identifies the client for rate limits: its address, or for IPv6 its
+// /64. A host is routinely given a whole /64, so counting single IPv6 addresses
+// would hand an attacker 2^64 fresh buckets.
+func (q *request) clientKey() string {
+	if !q.client.IsValid() {
+		return "ip:unknown"
+	}
+	if q.client.Is6() {
+		return "ip:" + netip.PrefixFrom(q.client, 64).Masked().String()
+	}
+	return "ip:" + q.client.String()
 }
 
 func (s *Stack) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
@@ -271,7 +318,7 @@ func (s *Stack) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	// 2. Protected-resource metadata is public: clients fetch it to learn how
 	// to authenticate.
 	if s.oauth != nil && isMetadataPath(r.URL.Path) {
-		if !s.allowRate(w, r, q, "ip:"+q.clientString()) {
+		if !s.allowRate(w, r, q, q.clientKey()) {
 			return
 		}
 		s.oauth.serveMetadata(w, r, q.viaTrusted)
@@ -290,7 +337,11 @@ func (s *Stack) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		}
 	}
 
-	// 4. Authentication.
+	// 4. Authentication, unless this client failed it too often lately: a
+	// locked-out client is refused before its key or token is looked at.
+	if s.authLockedOut(w, r, q) {
+		return
+	}
 	p, ok := s.authenticate(w, r, q)
 	if !ok {
 		return
@@ -332,6 +383,12 @@ func (s *Stack) Rejections() []RejectionCount { return s.rejects.Snapshot() }
 // reject writes an error response, logs and counts it. Secrets never reach the log:
 // callers pass reasons and indexes, not keys or tokens.
 func (s *Stack) reject(w http.ResponseWriter, r *http.Request, q request, status int, reason string, attrs ...any) {
+	s.rejectAt(slog.LevelWarn, w, r, q, status, reason, attrs...)
+}
+
+// rejectAt is reject with the log level chosen by the caller (repeated
+// authentication failures are logged at debug level; see authFailed).
+func (s *Stack) rejectAt(level slog.Level, w http.ResponseWriter, r *http.Request, q request, status int, reason string, attrs ...any) {
 	args := append([]any{
 		"server", s.id,
 		"client", q.clientString(),
@@ -343,9 +400,57 @@ func (s *Stack) reject(w http.ResponseWriter, r *http.Request, q request, status
 	if q.viaTrusted {
 		args = append(args, "proxy", q.peer.String())
 	}
-	s.log.Warn("mcp request rejected", args...)
+	s.log.Log(r.Context(), level, "mcp request rejected", args...)
 	s.rejects.add(reason)
 	http.Error(w, http.StatusText(status)+": "+reason, status)
+}
+
+// authLockedOut answers 429 when q's client address had too many failed
+// authentications in the current window. The lockout was announced as a warning
+// when it began (authFailed); its refusals are logged at debug level, counted,
+// and their number is reported with the first failure of the next window.
+func (s *Stack) authLockedOut(w http.ResponseWriter, r *http.Request, q request) bool {
+	if s.fails == nil || q.viaTrusted {
+		return false
+	}
+	wait, blocked := s.fails.blocked(q.clientKey(), s.now())
+	if !blocked {
+		return false
+	}
+	secs := retryAfterSeconds(wait)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	s.rejectAt(slog.LevelDebug, w, r, q, http.StatusTooManyRequests, "too many failed authentications", "retry_after_s", secs)
+	return true
+}
+
+// authFailed records a failed authentication of q's client and says how to log
+// its rejection: the first failure of a window as a warning (with what the last
+// window refused), the one that reaches the limit as a warning announcing the
+// lockout, the others at debug level. Every one is counted.
+func (s *Stack) authFailed(q request) (slog.Level, []any) {
+	if s.fails == nil {
+		return slog.LevelWarn, nil
+	}
+	n, refusedBefore := s.fails.failure(q.clientKey(), s.now())
+	switch {
+	case n == s.fails.limit:
+		s.log.Warn("mcp client locked out: too many failed authentications", "server", s.id, "client", q.clientString(),
+			"failures", n, "window", s.fails.window.String())
+		return slog.LevelDebug, nil
+	case n == 1 && refusedBefore > 0:
+		return slog.LevelWarn, []any{"refused_last_window", refusedBefore}
+	case n == 1:
+		return slog.LevelWarn, nil
+	}
+	return slog.LevelDebug, []any{"failures_in_window", n}
+}
+
+func retryAfterSeconds(wait time.Duration) int64 {
+	secs := int64((wait + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	return secs
 }
 
 // allowRate applies the per-client token bucket; it answers 429 itself.
@@ -357,10 +462,7 @@ func (s *Stack) allowRate(w http.ResponseWriter, r *http.Request, q request, key
 	if ok {
 		return true
 	}
-	secs := int64((wait + time.Second - 1) / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
+	secs := retryAfterSeconds(wait)
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	s.reject(w, r, q, http.StatusTooManyRequests, "rate limit exceeded", "retry_after_s", secs)
 	return false
