@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/arvenza/helix/pkg/config"
+)
+
+// exampleFiles lists examples/*.yaml.
+func exampleFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	return files
+}
+
+// listenAddrs are the addresses a configuration listens on: http-server:// triggers,
+// MCP servers and a management address written in the file.
+func listenAddrs(cfg *config.Config) []string {
+	var out []string
+	for _, w := range cfg.Workflows {
+		if rest, ok := strings.CutPrefix(w.From, "http-server://"); ok {
+			host, _, _ := strings.Cut(rest, "/")
+			host, _, _ = strings.Cut(host, "?")
+			out = append(out, host)
+		}
+	}
+	for _, s := range cfg.Helix.MCP.Servers {
+		if s.Addr != "" {
+			out = append(out, s.Addr)
+		}
+	}
+	for _, m := range cfg.MCPs {
+		if m.Addr != "" {
+			out = append(out, m.Addr)
+		}
+	}
+	if cfg.Helix.Management.Addr != "" {
+		out = append(out, cfg.Helix.Management.Addr)
+	}
+	return out
+}
+
+var envPort = regexp.MustCompile(`\$\{env:([A-Z0-9_]+_PORT):-[0-9]+\}`)
+
+// Every example takes each port it listens on from ${env:X_PORT:-default}, so that two
+// examples (or two copies of one) can run side by side; without the variables the
+// documented defaults apply.
+func TestExamplesTakePortsFromEnv(t *testing.T) {
+	for _, f := range exampleFiles(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defaults := listenAddrs(cfg)
+			for _, m := range envPort.FindAllStringSubmatch(string(src), -1) {
+				t.Setenv(m[1], "0")
+			}
+			cfg, err = config.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, addr := range listenAddrs(cfg) {
+				if _, port, err := net.SplitHostPort(addr); err != nil || port != "0" {
+					t.Errorf("listens on %s whatever the environment; write its port as ${env:NAME_PORT:-%s}", defaults[i], port)
+				}
+			}
+		})
+	}
+}
+
+// Every tools: entry of an example is reachable: some MCP server of the file lists it
+// (helix mcp list), so that a reader can call it as the file suggests.
+func TestExampleToolsAreReachable(t *testing.T) {
+	for _, f := range exampleFiles(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			code, stdout, stderr := execute(t, "mcp", "list", f)
+			if code != ExitOK {
+				t.Fatalf("mcp list: exit %d: %s", code, stderr)
+			}
+			servers, workflows, _ := strings.Cut(stdout, "Available workflows")
+			for _, line := range strings.Split(workflows, "\n") {
+				fields := strings.Fields(line)
+				if len(fields) < 3 || fields[1] != "[tool" {
+					continue
+				}
+				name := strings.NewReplacer("-", "_", ".", "_", "/", "_").Replace(fields[0])
+				if !regexp.MustCompile(`[\s,]` + regexp.QuoteMeta(name) + `(,|\s|$)`).MatchString(servers) {
+					t.Errorf("tool %s is declared but no MCP server of the file lists it:\n%s", fields[0], stdout)
+				}
+			}
+		})
+	}
+}
