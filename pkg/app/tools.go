@@ -82,6 +82,8 @@ func friendlySchemaError(err error) error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "validating root: ")
 	msg = strings.ReplaceAll(msg, "validating /properties/", "field ")
+	// The library prints a JSON null as "<invalid reflect.Value>".
+	msg = strings.ReplaceAll(msg, "<invalid reflect.Value>", "null")
 	return fmt.Errorf("%s", msg)
 }
 

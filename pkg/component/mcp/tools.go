@@ -55,6 +55,8 @@ type serverTool struct {
 	info      ToolInfo
 	wf        *engine.Workflow
 	outSchema *jsonschema.Resolved // nil without an output schema
+	// override enforces the input schema of a tools: override; nil without one.
+	override *inputValidator
 }
 
 // buildTools resolves which workflows of hc a server exposes and how they look as
@@ -220,6 +222,17 @@ func newServerTool(wf *engine.Workflow, name string, ov ToolOverride) (*serverTo
 		return nil, fmt.Errorf("workflow %q: input schema must have \"type\": \"object\" (MCP tool arguments are always an object), got %v", wf.ID, t)
 	}
 	t := &serverTool{wf: wf, info: ToolInfo{Name: name, WorkflowID: wf.ID, Kind: wf.Kind, Description: desc}}
+	if len(bytes.TrimSpace(ov.InputSchema)) > 0 {
+		// An override is enforced, not only advertised: the client was told this
+		// schema, so arguments that break it never reach the steps.
+		compiled, err := json.Marshal(schema)
+		if err == nil {
+			t.override, err = newInputValidator(compiled)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("workflow %q: tools override input_schema: %v", wf.ID, err)
+		}
+	}
 	if out := bytes.TrimSpace(wf.OutputSchema); len(out) > 0 {
 		var outDoc any
 		if err := json.Unmarshal(out, &outDoc); err != nil {
@@ -385,6 +398,14 @@ func (c *toolCaller) run(ctx context.Context, t *serverTool, rawArgs json.RawMes
 	args, err := decodeArguments(rawArgs)
 	if err != nil {
 		return errorResult(err.Error())
+	}
+	// The override's schema is what the client was shown; the workflow's own schema
+	// (a tools: entry) still guards its steps.
+	if t.override != nil {
+		args, err = safeValidate(t.override.validate, args)
+		if err != nil {
+			return errorResult(fmt.Sprintf("invalid arguments for tool %s: %v", t.info.Name, err))
+		}
 	}
 	if t.wf.ValidateInput != nil {
 		args, err = safeValidate(t.wf.ValidateInput, args)
