@@ -35,6 +35,7 @@ type serverSecurity struct {
 // hasSecurity reports whether any security key is set.
 func hasSecurity(s config.Security) bool {
 	return len(s.APIKeys) > 0 || len(s.TrustedProxies) > 0 || s.RateLimit != 0 || s.MaxBodyBytes != 0 ||
+		s.AuthFailureLimit != 0 || s.AuthFailureWindow != 0 ||
 		len(s.CORSOrigins) > 0 || len(s.AllowedTools) > 0 || len(s.BlockedTools) > 0 || s.Auth != nil
 }
 
@@ -49,6 +50,8 @@ func httpOnlySettings(s config.Security) []string {
 	add(len(s.APIKeys) > 0, "api_keys")
 	add(len(s.TrustedProxies) > 0, "trusted_proxies")
 	add(s.RateLimit != 0, "rate_limit")
+	add(s.AuthFailureLimit != 0, "auth_failure_limit")
+	add(s.AuthFailureWindow != 0, "auth_failure_window")
 	add(s.MaxBodyBytes != 0, "max_body_bytes")
 	add(len(s.CORSOrigins) > 0, "cors_origins")
 	add(s.Auth != nil, "auth")
@@ -69,6 +72,7 @@ func securityConfig(id string, s config.Security, logger *slog.Logger) security.
 		ServerID:       id,
 		Logger:         logger,
 	}
+	c.AuthFailureLimit, c.AuthFailureWindow = s.AuthFailureLimit, s.AuthFailureWindow
 	if a := s.Auth; a != nil {
 		c.Auth = &security.OAuthConfig{Issuer: a.Issuer, Audience: a.Audience, JWKSURL: a.JWKSURL,
 			Scopes: a.Scopes, ResourceURL: a.ResourceURL}

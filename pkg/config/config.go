@@ -95,6 +95,12 @@ type Security struct {
 	APIKeys        []string
 	TrustedProxies []string
 	RateLimit      int // requests per minute per client; 0 = unlimited
+	// AuthFailureLimit is auth_failure_limit: failed authentications per client
+	// address (IPv6: per /64) within AuthFailureWindow before 429; 0 means the
+	// default (10), -1 no limit.
+	AuthFailureLimit int
+	// AuthFailureWindow is auth_failure_window; 0 means the default (1m).
+	AuthFailureWindow time.Duration
 	// MaxBodyBytes limits request bodies: 0 means the default (4 MiB), -1 no limit.
 	MaxBodyBytes int64
 	CORSOrigins  []string
@@ -144,7 +150,10 @@ type WorkflowConfig struct {
 	Description string
 	// From is the trigger URI (trigger: URI, trigger: {uri: URI} or from: URI); "" when
 	// the workflow has no trigger.
-	From         string
+	From string
+	// FromRaw is the trigger URI as written, before ${env:…} was resolved: what
+	// may be shown to MCP clients (helix://workflows) without leaking secrets.
+	FromRaw      string
 	FromPos      Pos
 	Steps        []StepConfig
 	ErrorHandler *ErrorHandlerConfig

@@ -24,10 +24,34 @@ type Decoder struct {
 	errs     Errors
 	warnings Errors
 	aliases  int
+	// raw keeps the text of scalars whose ${env:…} references were resolved.
+	raw map[*yaml.Node]string
 }
 
 // NewDecoder returns a decoder whose positions are in file.
 func NewDecoder(file string) *Decoder { return &Decoder{file: file} }
+
+// keepRaw records n's text before ${env:…} resolution replaces it.
+func (d *Decoder) keepRaw(n *yaml.Node) {
+	if d.raw == nil {
+		d.raw = map[*yaml.Node]string{}
+	}
+	if _, ok := d.raw[n]; !ok {
+		d.raw[n] = n.Value
+	}
+}
+
+// Raw is the text of scalar n as written in the file, before ${env:…} resolution;
+// "" for nil and non-scalar nodes.
+func (d *Decoder) Raw(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	if r, ok := d.raw[n]; ok {
+		return r
+	}
+	return n.Value
+}
 
 // File is the file name used in positions.
 func (d *Decoder) File() string { return d.file }

@@ -162,6 +162,7 @@ func resolveEnv(d *Decoder, n *yaml.Node, script bool, depth int) {
 			d.Errorf(n, "", "%v", err).Hint = "export the variable before starting helix, or remove the reference"
 			return
 		}
+		d.keepRaw(n)
 		n.Value = v
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -303,6 +304,18 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 			d.Errorf(v, p, "rate_limit must not be negative")
 		}
 	}
+	f["auth_failure_limit"] = func(v *yaml.Node, p string) {
+		s.AuthFailureLimit = d.Int(v, p)
+		if s.AuthFailureLimit < -1 {
+			d.Errorf(v, p, "auth_failure_limit must be a number of failures, 0 for the default (10) or -1 for no limit")
+		}
+	}
+	f["auth_failure_window"] = func(v *yaml.Node, p string) {
+		s.AuthFailureWindow = d.Duration(v, p)
+		if s.AuthFailureWindow < 0 {
+			d.Errorf(v, p, "auth_failure_window must not be negative")
+		}
+	}
 	f["max_body_bytes"] = func(v *yaml.Node, p string) {
 		s.MaxBodyBytes = d.Int64(v, p)
 		if s.MaxBodyBytes < -1 {
@@ -441,6 +454,16 @@ func decodeTrigger(d *Decoder, v *yaml.Node, p string) (string, Pos) {
 	return d.String(v, p), d.Pos(v)
 }
 
+// triggerRaw is the trigger URI of v (as decodeTrigger reads it) as written, before
+// ${env:…} resolution.
+func triggerRaw(d *Decoder, v *yaml.Node) string {
+	v = d.Resolve(v)
+	if v != nil && v.Kind == yaml.MappingNode {
+		v = mappingValue(d, v, "uri")
+	}
+	return d.Raw(v)
+}
+
 func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool) {
 	w := WorkflowConfig{Pos: d.Pos(n), Path: path}
 	var fromSet bool
@@ -451,6 +474,7 @@ func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool
 		}
 		fromSet = true
 		w.From, w.FromPos = decodeTrigger(d, v, p)
+		w.FromRaw = triggerRaw(d, v)
 	}
 	ok := d.Mapping(n, path, "a workflow", Fields{
 		"id":            func(v *yaml.Node, p string) { w.ID = d.String(v, p) },
