@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/arvenza/helix/pkg/exchange"
-	starjson "go.starlark.net/lib/json"
 	starmath "go.starlark.net/lib/math"
 	startime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
@@ -24,6 +23,9 @@ type FailError struct {
 
 func (e *FailError) Error() string { return e.Msg }
 
+// ClientMessage is the message for the caller: the message passed to fail.
+func (e *FailError) ClientMessage() string { return e.Msg }
+
 // fixed holds the builtins every evaluation shares. They keep no state of their own:
 // the exchange being evaluated reaches them through the thread (see evalState), so
 // one set serves all concurrent evaluations.
@@ -33,7 +35,7 @@ var fixed = starlark.StringDict{
 	"sizeOf": starlark.NewBuiltin("sizeOf", builtinSizeOf),
 	"sum":    starlark.NewBuiltin("sum", builtinSum),
 	"header": starlark.NewBuiltin("header", builtinHeader),
-	"json":   starjson.Module,
+	"json":   jsonModule,
 	"time":   startime.Module,
 	"math":   starmath.Module,
 }
@@ -62,6 +64,10 @@ type evalState struct {
 	script  *Script
 	ex      *exchange.Exchange
 	written bool
+	used    int64 // bytes charged against script.maxMemory
+
+	input     starlark.Value // the payload as given, for checkOutput
+	inputText int64          // its text size, once computed (-1 before)
 }
 
 func stateOf(thread *starlark.Thread) (*evalState, error) {
@@ -99,6 +105,9 @@ func builtinWrite(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	case starlark.NoneType:
 	default:
 		return nil, fmt.Errorf("%s: content_type must be a string or None, not %s", b.Name(), ct.Type())
+	}
+	if err := st.checkOutput(value, "the written body"); err != nil {
+		return nil, err
 	}
 	v, err := FromStarlark(value)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 // maxDepth bounds the nesting of converted values. Go values and Starlark lists can
 // be cyclic (a list appended to itself); without a bound the conversion would
 // recurse until the goroutine stack is exhausted, which is fatal, not a panic.
-const maxDepth = 1000
+const maxDepth = DefaultMaxNesting
 
 // ToStarlark converts a Go value into a new, unfrozen Starlark value.
 //
@@ -46,7 +46,7 @@ func ToStarlark(v any) (starlark.Value, error) { return toStarlark(v, 0) }
 
 func toStarlark(v any, depth int) (starlark.Value, error) {
 	if depth > maxDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels (is it cyclic?)", maxDepth)
+		return nil, nestingError("the value (or it is cyclic)")
 	}
 	switch t := v.(type) {
 	case nil:
@@ -277,7 +277,7 @@ func FromStarlark(v starlark.Value) (any, error) { return fromStarlark(v, 0) }
 
 func fromStarlark(v starlark.Value, depth int) (any, error) {
 	if depth > maxDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels (is it cyclic?)", maxDepth)
+		return nil, nestingError("the value (or it is cyclic)")
 	}
 	switch t := v.(type) {
 	case nil, starlark.NoneType:
@@ -301,6 +301,8 @@ func fromStarlark(v starlark.Value, depth int) (any, error) {
 		return iterableFromStarlark(t, t.Len(), depth)
 	case *starlark.Set:
 		return iterableFromStarlark(t, t.Len(), depth)
+	case *headerDict:
+		return fromStarlark(t.d, depth)
 	case *starlark.Dict:
 		out := make(map[string]any, t.Len())
 		for _, item := range t.Items() {

@@ -26,7 +26,9 @@ var ErrStepLimit = errors.New("starlang: step limit exceeded")
 
 // Options tunes compilation. A nil *Options means defaults.
 type Options struct {
-	MaxSteps uint64 // execution steps per evaluation; 0 means DefaultMaxSteps
+	MaxSteps     uint64 // execution steps per evaluation; 0 means DefaultMaxSteps
+	MaxMemory    int64  // allocation budget per evaluation in bytes; 0 means DefaultMaxMemory
+	MaxCallDepth int    // nested function calls; 0 means DefaultMaxCallDepth
 }
 
 // Error is a compile or runtime error of a script, located in the YAML file. Error()
@@ -39,6 +41,10 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Pos + ": " + e.Msg }
+
+// ClientMessage is the error without its position, for whoever sent the exchange (an
+// MCP client, an HTTP caller): file names and YAML positions are for the log only.
+func (e *Error) ClientMessage() string { return e.Msg }
 func (e *Error) Unwrap() error { return e.Err }
 
 // Script is a compiled Starlang script. It is immutable: one Script may be evaluated
@@ -49,6 +55,8 @@ type Script struct {
 	src       string
 	prog      *starlark.Program
 	maxSteps  uint64
+	maxMemory int64
+	maxDepth  int
 	hasExpr   bool       // the last statement is an expression, captured as valueName
 	seeded    []string   // predeclared names the script assigns at top level
 	free      []freeName // names that must be exchange variables
@@ -88,9 +96,16 @@ func Compile(file string, line, col int, src string, opts *Options) (*Script, er
 	if file == "" {
 		file = "<starlang>"
 	}
-	s := &Script{file: file, line: max(line, 1), col: max(col, 1), src: src, maxSteps: DefaultMaxSteps}
+	s := &Script{file: file, line: max(line, 1), col: max(col, 1), src: src,
+		maxSteps: DefaultMaxSteps, maxMemory: DefaultMaxMemory, maxDepth: DefaultMaxCallDepth}
 	if opts != nil && opts.MaxSteps > 0 {
 		s.maxSteps = opts.MaxSteps
+	}
+	if opts != nil && opts.MaxMemory > 0 {
+		s.maxMemory = opts.MaxMemory
+	}
+	if opts != nil && opts.MaxCallDepth > 0 {
+		s.maxDepth = opts.MaxCallDepth
 	}
 	code := rewriteConcat(src)
 
@@ -147,6 +162,7 @@ func Compile(file string, line, col int, src string, opts *Options) (*Script, er
 		}
 		f.Stmts = append(seeds, f.Stmts...)
 	}
+	instrument(f)
 	s.prog, err = starlark.FileProgram(f, isPredeclared)
 	if err != nil {
 		return nil, s.compileError(err)
@@ -203,6 +219,7 @@ type Result struct {
 
 // outcome is an evaluation's raw Starlark state, converted only as far as the caller needs.
 type outcome struct {
+	st      *evalState
 	pre     starlark.StringDict
 	globals starlark.StringDict
 	value   starlark.Value
@@ -221,6 +238,9 @@ func (s *Script) Eval(ctx context.Context, ex *exchange.Exchange) (*Result, erro
 	}
 	res := &Result{Written: out.written, Globals: map[string]any{}}
 	if out.value != starlark.None {
+		if err := out.st.checkOutput(out.value, "the script's value"); err != nil {
+			return nil, s.outputError(err)
+		}
 		if res.Value, err = FromStarlark(out.value); err != nil {
 			return nil, &Error{Pos: s.position(syntax.Position{}), Msg: "script value: " + err.Error(), Err: err}
 		}
@@ -242,6 +262,9 @@ func (s *Script) Eval(ctx context.Context, ex *exchange.Exchange) (*Result, erro
 	payload := out.pre["payload"]
 	if g, ok := out.globals["payload"]; ok && g != nil {
 		payload = g
+	}
+	if err := out.st.checkOutput(payload, "the payload"); err != nil {
+		return nil, s.outputError(err)
 	}
 	if res.Payload, err = FromStarlark(payload); err != nil {
 		return nil, &Error{Pos: s.position(syntax.Position{}), Msg: "payload: " + err.Error(), Err: err}
@@ -271,7 +294,7 @@ func (s *Script) run(ctx context.Context, ex *exchange.Exchange) (*outcome, erro
 	if err != nil {
 		return nil, err
 	}
-	st := &evalState{script: s, ex: ex}
+	st := &evalState{script: s, ex: ex, input: pre["payload"], inputText: -1}
 	thread := &starlark.Thread{
 		Name: s.position(syntax.Position{}),
 		Print: func(t *starlark.Thread, msg string) {
@@ -295,7 +318,7 @@ func (s *Script) run(ctx context.Context, ex *exchange.Exchange) (*outcome, erro
 	if err != nil {
 		return nil, s.runtimeError(ctx, err, stepLimit, cancelled.Load())
 	}
-	out := &outcome{pre: pre, globals: globals, value: starlark.None, written: st.written}
+	out := &outcome{st: st, pre: pre, globals: globals, value: starlark.None, written: st.written}
 	if v, ok := globals[valueName]; ok && v != nil && s.hasExpr {
 		out.value = v
 	}
@@ -337,7 +360,7 @@ func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error)
 	}
 	pre["payload"] = payload
 	pre["body"] = payload
-	pre["headers"] = headers
+	pre["headers"] = newHeaderDict(headers.(*starlark.Dict))
 	pre["variables"] = varDict
 	pre["response_code"] = responseCode(in.Headers())
 	for _, fn := range s.free {
@@ -402,6 +425,11 @@ func (s *Script) runtimeError(ctx context.Context, err error, stepLimit, cancell
 		return &Error{Pos: at, Msg: "script stopped: " + ctx.Err().Error(), Err: ctx.Err()}
 	}
 	return &Error{Pos: at, Msg: msg, Err: err}
+}
+
+// outputError reports a limit hit by the value an evaluation returns.
+func (s *Script) outputError(err error) error {
+	return &Error{Pos: s.position(syntax.Position{}), Msg: err.Error(), Err: err}
 }
 
 func (s *Script) compileError(err error) error {
