@@ -45,7 +45,7 @@ func (e *Error) Error() string { return e.Pos + ": " + e.Msg }
 // ClientMessage is the error without its position, for whoever sent the exchange (an
 // MCP client, an HTTP caller): file names and YAML positions are for the log only.
 func (e *Error) ClientMessage() string { return e.Msg }
-func (e *Error) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error         { return e.Err }
 
 // Script is a compiled Starlang script. It is immutable: one Script may be evaluated
 // by any number of goroutines at once.
