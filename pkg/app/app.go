@@ -248,6 +248,7 @@ func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.
 		FromURI:     w.From,
 		Kind:        engine.KindWorkflow,
 		Source:      w.Pos.String(),
+		ShownURI:    w.FromRaw, // MCP clients see the URI without resolved secrets
 	}
 	if w.From != "" {
 		tp := config.KeyPath(w.Path, "trigger")

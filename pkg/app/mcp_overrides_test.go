@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -154,5 +155,76 @@ func TestNullArgumentIsDescribedAsNull(t *testing.T) {
 	text, isErr := callText(t, cs, "search", map[string]any{"query": nil})
 	if !isErr || !strings.Contains(text, "null") || strings.Contains(text, "reflect") {
 		t.Errorf("null query: %q isError=%v", text, isErr)
+	}
+}
+
+func readEntries(t *testing.T, cs *sdk.ClientSession, uri string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rr.Contents[0].Text
+}
+
+// helix://workflows and helix://routes show each server its own tools, filtered
+// like tools/list, with trigger URIs as written: ${env:HOOK_SECRET} stays unresolved.
+func TestWorkflowsResourcePerServerWithoutSecrets(t *testing.T) {
+	t.Setenv("HOOK_SECRET", "hook-s3cret")
+	a, err := buildYAML(t, `
+helix:
+  mcp:
+    servers:
+      - enabled: true
+        addr: "127.0.0.1:0"
+        name: "public"
+        workflows: [greet, hook]
+mcps:
+  - id: admin
+    addr: "127.0.0.1:0"
+    expose: [hook, admin-tool, greet]
+    blocked_tools: [greet]
+workflows:
+  - id: greet
+    trigger: direct://greet
+    steps: []
+  - id: hook
+    description: "Called by the CI"
+    trigger: http-server://127.0.0.1:0/hook?token=${env:HOOK_SECRET}
+    steps: []
+  - id: admin-tool
+    trigger: direct://admin-tool
+    steps: []
+  - id: internal
+    trigger: direct://internal
+    steps: []
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBuilt(t, a)
+	for _, tc := range []struct{ server, want string }{
+		{"public", `[{"id":"greet","from_uri":"direct://greet","description":"","state":"Started"},` +
+			`{"id":"hook","from_uri":"http-server://127.0.0.1:0/hook?token=${env:HOOK_SECRET}","description":"Called by the CI","state":"Started"}]`},
+		{"admin", `[{"id":"hook","from_uri":"http-server://127.0.0.1:0/hook?token=${env:HOOK_SECRET}","description":"Called by the CI","state":"Started"},` +
+			`{"id":"admin-tool","from_uri":"direct://admin-tool","description":"","state":"Started"}]`},
+	} {
+		cs := mcpSession(t, a, tc.server)
+		for _, uri := range []string{"helix://workflows", "helix://routes"} {
+			text := readEntries(t, cs, uri)
+			var v any
+			if err := json.Unmarshal([]byte(text), &v); err != nil {
+				t.Fatal(err)
+			}
+			compact, _ := json.Marshal(v)
+			var want any
+			_ = json.Unmarshal([]byte(tc.want), &want)
+			wantJSON, _ := json.Marshal(want)
+			if string(compact) != string(wantJSON) || strings.Contains(text, "hook-s3cret") {
+				t.Errorf("%s %s:\n%s\nwant\n%s", tc.server, uri, compact, wantJSON)
+			}
+		}
 	}
 }

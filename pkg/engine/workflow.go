@@ -49,6 +49,10 @@ type Workflow struct {
 	ValidateInput func(args map[string]any) (map[string]any, error)
 	// Source is where the workflow was declared (helix.yaml:12:5), for messages.
 	Source string
+	// ShownURI is FromURI as written in the configuration, before ${env:…}
+	// references were resolved: what MCP clients are shown (helix://workflows),
+	// so that a secret in a trigger URI is not. "" means FromURI.
+	ShownURI string
 }
 
 // Interceptor wraps a processor, for tracing, metrics and the like.

@@ -87,7 +87,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	for _, t := range tools {
 		srv.AddTool(t.sdkTool(), caller.handler(t))
 	}
-	addWorkflowResources(srv, s.comp.hc)
+	addWorkflowResources(srv, s.comp.hc, tools, s.opts.ToolAllowed)
 	srv.AddReceivingMiddleware(resolveToolAliases(tools))
 	if s.opts.ToolAllowed != nil {
 		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed))

@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/pkg/component/mcp/security"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -172,5 +175,92 @@ func TestWorkflowIDIsAnAliasOfTheToolName(t *testing.T) {
 	res, err := cs.CallTool(testCtx(t), &sdk.CallToolParams{Name: "format-code", Arguments: map[string]any{"code": "y"}})
 	if err != nil || res.IsError || resultText(t, res) != "formatted y (format_code)" {
 		t.Fatalf("in-memory alias call: %v %+v", err, res)
+	}
+}
+
+// readWorkflows reads a workflows resource and decodes it.
+func readWorkflows(t *testing.T, cs *sdk.ClientSession, uri string) []WorkflowEntry {
+	t.Helper()
+	rr, err := cs.ReadResource(testCtx(t), &sdk.ReadResourceParams{URI: uri})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []WorkflowEntry
+	if err := json.Unmarshal([]byte(rr.Contents[0].Text), &entries); err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+func entryIDs(entries []WorkflowEntry) string {
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	return strings.Join(ids, ",")
+}
+
+// helix://workflows and helix://routes list only the workflows the server exposes
+// and the caller may list (the filters of tools/list), with trigger URIs as
+// written: a secret that ${env:…} brought into a URI is not shown.
+func TestWorkflowsResourceListsOnlyWhatTheCallerMayList(t *testing.T) {
+	noop := step(func(context.Context, *exchange.Exchange) error { return nil })
+	hook := &engine.Workflow{ID: "hook", Description: "Web hook", FromURI: "direct://hook?token=s3cret",
+		ShownURI: "direct://hook?token=${env:HOOK_SECRET}", Processors: noop}
+	hc := newTestContext(t, greetWorkflow(), hook,
+		&engine.Workflow{ID: "admin-tool", FromURI: "direct://admin", Processors: noop},
+		&engine.Workflow{ID: "internal", FromURI: "direct://internal", Processors: noop},
+		&engine.Workflow{ID: "scoped", FromURI: "direct://scoped", Processors: noop})
+	allowed := func(ctx context.Context, name string) error {
+		switch name {
+		case "admin_tool":
+			return errors.New("blocked")
+		case "scoped":
+			if c := security.ClaimsFromContext(ctx); c == nil || !slices.Contains(c.Scopes, "s") {
+				return errors.New("scope s missing")
+			}
+		}
+		return nil
+	}
+	cs := connectInMemory(t, hc, ServerOptions{Expose: []string{"hook", "greet", "admin-tool", "scoped"}, ToolAllowed: allowed})
+	for _, uri := range []string{WorkflowsResourceURI, RoutesResourceURI} {
+		entries := readWorkflows(t, cs, uri)
+		// The context's order, not expose's; internal is not exposed, admin-tool is
+		// blocked, scoped needs a scope this caller lacks.
+		if got := entryIDs(entries); got != "greet,hook" {
+			t.Fatalf("%s lists %s", uri, got)
+		}
+		if entries[1].FromURI != "direct://hook?token=${env:HOOK_SECRET}" || strings.Contains(fmt.Sprint(entries), "s3cret") {
+			t.Fatalf("%s shows %+v", uri, entries[1])
+		}
+	}
+
+	// A caller whose token carries the scope sees scoped too (over HTTP the go-sdk
+	// attaches the token to the request as here).
+	opts := ServerOptions{Expose: []string{"greet", "scoped"}}
+	tools, err := buildTools(hc, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := workflowsResourceHandler(hc, tools, allowed)
+	for _, tc := range []struct {
+		scopes []string
+		want   string
+	}{{nil, "greet"}, {[]string{"s"}, "greet,scoped"}} {
+		req := &sdk.ReadResourceRequest{Params: &sdk.ReadResourceParams{URI: WorkflowsResourceURI}}
+		if tc.scopes != nil {
+			req.Extra = &sdk.RequestExtra{TokenInfo: &auth.TokenInfo{Scopes: tc.scopes, UserID: "u"}}
+		}
+		res, err := handler(testCtx(t), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries []WorkflowEntry
+		if err := json.Unmarshal([]byte(res.Contents[0].Text), &entries); err != nil {
+			t.Fatal(err)
+		}
+		if got := entryIDs(entries); got != tc.want {
+			t.Errorf("scopes %v: %s, want %s", tc.scopes, got, tc.want)
+		}
 	}
 }
