@@ -124,6 +124,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	// MCP servers (helix.mcp.servers, mcps:) are wired here, by buildMCP in mcp.go.
 	a.buildMCP()
 	a.buildManagement()
+	a.warnOpenListeners() // warnings, security.go
 	if len(a.errs) > 0 {
 		return nil, a.errs.Sorted()
 	}

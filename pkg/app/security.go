@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 
 	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
 	"github.com/arvenza/helix/pkg/component/mcp/security"
 	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 // serverSecurity is the security of one declared MCP server. Two stacks exist:
@@ -204,4 +207,87 @@ func (a *App) closeSecurity() {
 	for _, s := range a.security {
 		s.close()
 	}
+}
+
+// warnOpenListeners warns (helix validate, helix run) about listeners that accept
+// connections from beyond loopback without authentication: an MCP server without
+// api_keys or auth whose addr is a wildcard (0.0.0.0, ::, an empty host), a
+// non-loopback address or a host name, and the management address, whose
+// endpoints never ask for credentials.
+func (a *App) warnOpenListeners() {
+	open := func(transport, addr string) (string, bool) {
+		if strings.EqualFold(strings.TrimSpace(transport), helixmcp.TransportStdio) {
+			return "", false
+		}
+		if addr == "" {
+			addr = helixmcp.DefaultAddr
+		}
+		return addr, beyondLoopback(addr)
+	}
+	warn := func(pos config.Pos, path, what, addr string) {
+		a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: pos, Path: path,
+			Msg:  fmt.Sprintf("%s listens on %s, beyond loopback, and has neither api_keys nor auth: anyone who reaches the port can list and call its tools", what, addr),
+			Hint: `add api_keys: ["${env:MCP_KEY}"] or an auth: block, or bind it to 127.0.0.1`})
+	}
+	for i, s := range a.cfg.Helix.MCP.Servers {
+		if !s.Enabled || len(s.APIKeys) > 0 || s.Auth != nil {
+			continue
+		}
+		if addr, ok := open(s.Transport, s.Addr); ok {
+			name := s.Name
+			if name == "" {
+				name = fmt.Sprintf("helix.mcp.servers[%d]", i)
+			}
+			warn(s.Pos, fmt.Sprintf("helix.mcp.servers[%d]", i), fmt.Sprintf("mcp server %q", name), addr)
+		}
+	}
+	for i, m := range a.cfg.MCPs {
+		if len(m.APIKeys) > 0 || m.Auth != nil {
+			continue
+		}
+		if addr, ok := open(m.Transport, m.Addr); ok {
+			warn(m.Pos, fmt.Sprintf("mcps[%d]", i), fmt.Sprintf("mcp server %q", m.ID), addr)
+		}
+	}
+	for _, w := range a.cfg.Workflows {
+		u, err := uri.Parse(w.From)
+		if err != nil || u.Scheme != MCPServerScheme {
+			continue
+		}
+		if addr, ok := open(u.Param("transport", ""), u.Host); ok {
+			a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: w.FromPos, Path: w.Path,
+				Msg:  fmt.Sprintf("the mcp-server:// trigger of workflow %q listens on %s, beyond loopback, without authentication: anyone who reaches the port can list and call its tools", w.ID, addr),
+				Hint: "declare the server under mcps: with api_keys or auth, or bind it to 127.0.0.1"})
+		}
+	}
+	if a.mgmt != nil {
+		m := a.cfg.Helix.Management
+		addr := m.Addr
+		if a.opts.ManagementAddr != "" {
+			addr = a.opts.ManagementAddr
+		}
+		if addr != "" && beyondLoopback(addr) {
+			a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: m.Pos, Path: "helix.management.addr",
+				Msg:  fmt.Sprintf("the management endpoints listen on %s, beyond loopback, without authentication: the manifest lists every tool and workflow", addr),
+				Hint: "bind helix.management.addr to 127.0.0.1 (the default) or to an interface only your monitoring reaches"})
+		}
+	}
+}
+
+// beyondLoopback reports whether a listener on host:port accepts connections from
+// other hosts: a wildcard or empty host, a non-loopback address, or a host name other
+// than localhost (it may resolve to anything).
+func beyondLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false // reported elsewhere
+	}
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	if err != nil {
+		return true // "" or a host name
+	}
+	return !ip.Unmap().IsLoopback()
 }
