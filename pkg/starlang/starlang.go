@@ -206,6 +206,47 @@ func (s *Script) Variables() []string {
 	return names
 }
 
+// NameUse is a name a script reads without defining it, and where it first does
+// (mapped to the YAML file: "helix.yaml:14:13").
+type NameUse struct {
+	Name string
+	Pos  string
+}
+
+// Reads returns, in order of first use, the names the script reads without defining
+// them (see [Script.Variables]) with their positions, so that a loader can report a
+// name that no step defines where it is written, before anything runs.
+func (s *Script) Reads() []NameUse {
+	out := make([]NameUse, len(s.free))
+	for i, fn := range s.free {
+		out[i] = NameUse{Name: fn.name, Pos: s.position(fn.pos)}
+	}
+	return out
+}
+
+// Assigns returns the names the script assigns at top level: for an enrich step, the
+// exchange variables it may set.
+func (s *Script) Assigns() []string { return append([]string(nil), s.globalSet...) }
+
+// Predeclared returns the names every script can read without defining them:
+// Starlang's builtins, the exchange's data (payload, headers …) and Starlark's
+// universe. Loaders use it to suggest a name for a misspelt one.
+func Predeclared() []string {
+	names := append([]string{}, dataNames...)
+	for name := range fixed {
+		if !strings.HasPrefix(name, "$") {
+			names = append(names, name)
+		}
+	}
+	for _, name := range starlark.Universe.Keys() {
+		if _, dup := fixed[name]; !dup {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Result is what one evaluation produced. Steps decide what to use: typically the
 // body is left alone when Written, replaced by Value when HasValue, and otherwise
 // replaced by Payload (which carries in-place mutations).

@@ -71,7 +71,7 @@ func buildWhen(bc *BuildContext, d *config.Decoder, item *yaml.Node, path string
 	var script *starlang.Script
 	var steps []config.StepConfig
 	ok := d.Mapping(item, path, "a when branch", config.Fields{
-		"starlang": func(v *yaml.Node, p string) { script = CompileScript(d, v, p) },
+		"starlang": func(v *yaml.Node, p string) { script = CompileScript(bc, d, v, p) },
 		"steps":    func(v *yaml.Node, p string) { steps = d.Steps(v, p) },
 	}, "starlang", "steps")
 	if !ok || script == nil {

@@ -25,11 +25,12 @@ func buildEnrich(bc *BuildContext, s config.StepConfig) (engine.Processor, error
 	d := bc.Decoder(s)
 	var script *starlang.Script
 	d.Mapping(s.Node, s.Path, "an enrich step", config.Fields{
-		"starlang": func(v *yaml.Node, p string) { script = CompileScript(d, v, p) },
+		"starlang": func(v *yaml.Node, p string) { script = CompileScript(bc, d, v, p) },
 	}, "starlang")
 	if err := d.Err(); err != nil || script == nil {
 		return nil, err
 	}
+	bc.defineVariables(script)
 	e, err := pattern.NewEnrich(func(ctx context.Context, ex *exchange.Exchange) (map[string]any, error) {
 		res, err := script.Eval(ctx, ex)
 		if err != nil {

@@ -33,7 +33,7 @@ func buildSetBody(bc *BuildContext, s config.StepConfig) (engine.Processor, erro
 		checkPlaceholders(d, s.Node, s.Path, s.Node.Value)
 		return st, d.Err()
 	}
-	d.Mapping(s.Node, s.Path, "a set-body step", st.val.fields(d, config.Fields{}))
+	d.Mapping(s.Node, s.Path, "a set-body step", st.val.fields(bc, d, config.Fields{}))
 	st.val.check(d, s.Node, s.Path, "set-body", hasKey(s.Node, "starlang"))
 	return st, d.Err()
 }

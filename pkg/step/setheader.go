@@ -29,7 +29,7 @@ type setHeader struct {
 func buildSetHeader(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
 	d := bc.Decoder(s)
 	st := &setHeader{name: Name(s)}
-	d.Mapping(s.Node, s.Path, "a set-header step", st.val.fields(d, config.Fields{
+	d.Mapping(s.Node, s.Path, "a set-header step", st.val.fields(bc, d, config.Fields{
 		"name": func(v *yaml.Node, p string) {
 			st.header = d.String(v, p)
 			if strings.TrimSpace(st.header) == "" {

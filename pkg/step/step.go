@@ -17,6 +17,7 @@ import (
 
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/starlang"
 )
 
 // Builder builds the processor of one step. It returns the errors it found, ideally
@@ -72,6 +73,12 @@ type BuildContext struct {
 	HC *engine.Context
 	// Workflow is the id of the workflow (or tool) being built, for log attributes.
 	Workflow string
+	// Trigger is the trigger URI of the workflow being built ("" for none). It tells
+	// whether the workflow's exchanges can carry variables set elsewhere (direct://
+	// hands the caller's exchange over) when checking the names scripts read.
+	Trigger string
+	// Starlang tunes every script compiled (memory budget …); nil means defaults.
+	Starlang *starlang.Options
 
 	errs  config.Errors
 	steps int
@@ -80,6 +87,11 @@ type BuildContext struct {
 	// many of its steps the current builder took over (see Peek and Consume).
 	next     []config.StepConfig
 	consumed int
+
+	depth      int             // nesting of BuildSteps calls; 0 between workflows
+	vars       map[string]bool // variables set by the enrich steps built so far in this workflow
+	enrichVars map[string]bool // … in any workflow
+	nameChecks []nameCheck     // scripts whose names are checked once every workflow is built
 }
 
 // Peek returns the step that follows the one being built in its step list, if any.
@@ -113,8 +125,12 @@ func (bc *BuildContext) Errorf(pos config.Pos, path, format string, args ...any)
 // Add records errors.
 func (bc *BuildContext) Add(errs ...*config.Error) { bc.errs = append(bc.errs, errs...) }
 
-// Errors returns every error recorded so far.
-func (bc *BuildContext) Errors() config.Errors { return bc.errs }
+// Errors returns every error recorded so far. It first completes the checks that
+// need every workflow built: names read by scripts (see checkNames).
+func (bc *BuildContext) Errors() config.Errors {
+	bc.finishNameChecks()
+	return bc.errs
+}
 
 // Decoder returns a fresh strict decoder for the step's file; its errors come back
 // through the builder's return value (decoder.Err()).
@@ -157,7 +173,11 @@ func BuildSteps(bc *BuildContext, steps []config.StepConfig) []engine.Processor 
 	// Builders of composite steps call BuildSteps for their nested lists: keep the
 	// enclosing list's lookahead intact for them.
 	savedNext, savedConsumed := bc.next, bc.consumed
-	defer func() { bc.next, bc.consumed = savedNext, savedConsumed }()
+	if bc.depth == 0 {
+		bc.vars = map[string]bool{} // a new workflow: no variables yet
+	}
+	bc.depth++
+	defer func() { bc.next, bc.consumed = savedNext, savedConsumed; bc.depth-- }()
 	out := make([]engine.Processor, 0, len(steps))
 	for i := 0; i < len(steps); i++ {
 		bc.next, bc.consumed = steps[i+1:], 0

@@ -110,6 +110,7 @@ func TestScriptErrorPositions(t *testing.T) {
 		"helix.yaml:8:21: workflows[0].steps[0].starlang: starlang:",
 		"helix.yaml:9:39: workflows[0].steps[1].starlang: starlang:",
 		"helix.yaml:10:31: workflows[0].steps[2].starlang: empty Starlang script",
+		"helix.yaml:11:31: workflows[0].steps[3].starlang: starlang: undefined: x is not a Starlang builtin",
 		"helix.yaml:11:34: workflows[0].steps[3]: unknown key \"extra\" in a transform step",
 	}
 	got := strings.Split(errs.Error(), "\n")

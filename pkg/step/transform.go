@@ -38,7 +38,7 @@ func buildScriptStep(bc *BuildContext, s config.StepConfig, process bool) (engin
 	d := bc.Decoder(s)
 	st := &scriptStep{name: Name(s), process: process}
 	d.Mapping(s.Node, s.Path, "a "+s.Kind+" step", config.Fields{
-		"starlang": func(v *yaml.Node, p string) { st.script = CompileScript(d, v, p) },
+		"starlang": func(v *yaml.Node, p string) { st.script = CompileScript(bc, d, v, p) },
 	}, "starlang")
 	return st, d.Err()
 }

@@ -23,14 +23,14 @@ type valueSource struct {
 }
 
 // valueFields returns the decoder fields of a valueSource.
-func (v *valueSource) fields(d *config.Decoder, f config.Fields) config.Fields {
+func (v *valueSource) fields(bc *BuildContext, d *config.Decoder, f config.Fields) config.Fields {
 	f["constant"] = func(n *yaml.Node, p string) {
 		v.constant, v.hasConstant = d.Value(n, p), true
 		if s, ok := v.constant.(string); ok {
 			checkPlaceholders(d, n, p, s)
 		}
 	}
-	f["starlang"] = func(n *yaml.Node, p string) { v.script = CompileScript(d, n, p) }
+	f["starlang"] = func(n *yaml.Node, p string) { v.script = CompileScript(bc, d, n, p) }
 	return f
 }
 
