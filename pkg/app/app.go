@@ -21,6 +21,7 @@ import (
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/pkg/starlang"
 	"github.com/arvenza/helix/pkg/step"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -88,6 +89,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	}
 	opts.Logger = logger
 	a := &App{opts: opts, cfg: cfg, hc: hc, logger: logger, bc: step.NewBuildContext(hc)}
+	a.bc.Starlang = &starlang.Options{MaxMemory: cfg.Helix.StarlangMaxMemory}
 	type built struct {
 		wf  *engine.Workflow
 		pos config.Pos
@@ -242,7 +244,7 @@ func registerComponents(hc *engine.Context) {
 
 func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.Pos) *engine.Workflow {
 	bc := a.bc
-	bc.Workflow = w.ID
+	bc.Workflow, bc.Trigger = w.ID, w.From
 	wf := &engine.Workflow{
 		ID:          w.ID,
 		Description: w.Description,

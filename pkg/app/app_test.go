@@ -98,8 +98,19 @@ func TestSpecSnippetsValidate(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no spec snippets: %v", err)
 	}
+	// Spec §13 Recipe 3 reads headers_list, which nothing defines: every call would
+	// fail, so validate reports it where it is written.
+	wantErr := map[string]string{
+		"s13_recipe3_csv.yaml": "s13_recipe3_csv.yaml:21:27: workflows[0].steps[2].starlang: starlang: undefined: headers_list",
+	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
+			if want, ok := wantErr[filepath.Base(f)]; ok {
+				if _, _, err := app.Load(quiet, f); err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v, want %s", err, want)
+				}
+				return
+			}
 			if _, _, err := app.Load(quiet, f); err != nil {
 				t.Errorf("%v", err)
 			}

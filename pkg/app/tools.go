@@ -18,7 +18,7 @@ import (
 // step runs.
 func (a *App) buildTool(t config.ToolConfig) *engine.Workflow {
 	bc := a.bc
-	bc.Workflow = t.ID
+	bc.Workflow, bc.Trigger = t.ID, "tool://"+t.ID
 	in, out := t.InputSchema(), t.OutputSchema()
 	validate, err := newValidator(in)
 	// A field with an unknown type was already reported by config; the schema

@@ -41,6 +41,9 @@ type HelixConfig struct {
 	MCP        MCPSection
 	Management ManagementConfig
 	LogLevel   string // helix.log_level: debug|info|warn|error
+	// StarlangMaxMemory is the allocation budget of one Starlang evaluation in bytes
+	// (helix.starlang_max_memory: 64MiB, 128MB or plain bytes); 0 means the default.
+	StarlangMaxMemory int64
 }
 
 // MCPSection is `helix.mcp`.

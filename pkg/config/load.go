@@ -240,7 +240,8 @@ func (c *Config) decodeDocument(d *Decoder, doc *yaml.Node) {
 func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 	h := &c.Helix
 	d.Mapping(n, path, "helix", Fields{
-		"name": func(v *yaml.Node, p string) { h.Name = d.String(v, p) },
+		"name":                func(v *yaml.Node, p string) { h.Name = d.String(v, p) },
+		"starlang_max_memory": func(v *yaml.Node, p string) { h.StarlangMaxMemory = d.ByteSize(v, p) },
 		"log_level": func(v *yaml.Node, p string) {
 			h.LogLevel = d.String(v, p)
 			if !oneOf(h.LogLevel, "debug", "info", "warn", "warning", "error") {
