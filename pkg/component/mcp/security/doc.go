@@ -24,8 +24,10 @@
 //     [http.MaxBytesReader];
 //  2. OAuth protected-resource metadata (public, when OAuth is configured);
 //  3. CORS (preflight from an unlisted origin → 403, listed → 204);
-//  4. authentication: API key or JWT (401), skipped for trusted proxies;
-//  5. rate limit per client (429 with Retry-After);
+//  4. authentication: API key or JWT (401), skipped for trusted proxies; a
+//     client address with too many recent failures gets 429 with Retry-After
+//     before its credentials are checked (Config.AuthFailureLimit);
+//  5. rate limit per client (429 with Retry-After); IPv6 addresses count per /64;
 //  6. the body is read into memory up to the limit (413 when larger), so the
 //     MCP handler never sees a partial body and an oversize chunked body is
 //     refused before any MCP handling.
