@@ -33,7 +33,7 @@ func exampleWithAddr(t *testing.T, addr string) string {
 		t.Fatal(err)
 	}
 	text := string(src)
-	const exampleAddr = `addr: "0.0.0.0:${env:MCP_SERVER_PORT:-3000}"`
+	const exampleAddr = `addr: "127.0.0.1:${env:MCP_SERVER_PORT:-3000}"`
 	if !strings.Contains(text, exampleAddr) {
 		t.Fatalf("examples/mcp-server.yaml no longer contains %s; update this test", exampleAddr)
 	}
