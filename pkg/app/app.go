@@ -106,6 +106,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 			workflows = append(workflows, built{wf, t.Pos})
 		}
 	}
+	a.checkDuplicateBodies() // validate.go
 	for _, ag := range cfg.Agents {
 		a.errs = append(a.errs, &config.Error{Pos: ag.Pos, Msg: fmt.Sprintf("agent %q: agents are not available in this build", ag.ID),
 			Hint: "agents need the LLM runtime, which is not implemented yet; use workflows or tools"})
@@ -115,9 +116,9 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 			Hint: "RAG pipelines are not implemented yet"})
 	}
 	a.errs = append(a.errs, a.bc.Errors()...)
-	if len(a.errs) > 0 {
-		return nil, a.errs.Sorted()
-	}
+	// Step errors do not stop the build here: the MCP servers are checked too, so
+	// that one run of helix validate reports their problems as well. An app with
+	// errors is never returned, so nothing built from a broken step can start.
 	for _, b := range workflows {
 		if err := hc.AddWorkflow(b.wf); err != nil {
 			a.errs = append(a.errs, &config.Error{Pos: b.pos, Msg: err.Error()})
@@ -126,6 +127,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	// MCP servers (helix.mcp.servers, mcps:) are wired here, by buildMCP in mcp.go.
 	a.buildMCP()
 	a.buildManagement()
+	a.lintWorkflows()     // warnings, validate.go
 	a.warnOpenListeners() // warnings, security.go
 	if len(a.errs) > 0 {
 		return nil, a.errs.Sorted()

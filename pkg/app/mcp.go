@@ -75,22 +75,31 @@ func (a *App) mcpServerOptions(id, name, version, transport, addr string, statel
 func (a *App) addMCPServer(comp *helixmcp.ServerComponent, opts helixmcp.ServerOptions, pos config.Pos, path string) {
 	info, err := comp.Describe(opts)
 	var unknown *helixmcp.UnknownExposeError
-	var clash *helixmcp.ToolNameClashError
-	switch {
-	case err == nil:
-	case errors.As(err, &unknown):
+	unknownWarning := func(err error) {
 		// A file may be validated on its own (the spec's snippets are), before the
 		// file with the workflows joins it; the server itself refuses to start.
 		a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: pos, Path: path, Msg: err.Error(),
 			Hint: "the server will not start until these ids exist"})
-	case errors.As(err, &clash):
-		if p, ok := a.workflowPos(clash.WorkflowIDs[1]); ok {
-			a.errs = append(a.errs, &config.Error{Pos: p, Msg: err.Error(),
-				Hint: fmt.Sprintf("exposed by the MCP server at %s", pos)})
-			return
-		}
-		fallthrough
+	}
+	switch {
+	case err == nil:
+	case errors.As(err, &unknown):
+		unknownWarning(err)
 	default:
+		// Describe stops at the first naming problem (clashing or invalid tool names,
+		// ids that cannot be tools); report them all, each at its workflow
+		// (validate.go) — unless the server's own settings are the problem.
+		bare := opts
+		bare.Expose, bare.Tools = []string{}, nil
+		if _, berr := comp.Describe(bare); berr == nil {
+			if problems, missing := a.mcpNamingProblems(comp, opts, pos); len(problems) > 0 {
+				a.errs = append(a.errs, problems...)
+				if missing != nil {
+					unknownWarning(missing)
+				}
+				return
+			}
+		}
 		a.errs = append(a.errs, &config.Error{Pos: pos, Path: path, Msg: err.Error()})
 		return
 	}

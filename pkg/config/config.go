@@ -33,6 +33,11 @@ type Config struct {
 	Files []string
 	// Warnings are non-fatal findings (a workflow without trigger never runs …).
 	Warnings Errors
+	// DuplicateWorkflows and DuplicateTools are the entries dropped because their id
+	// was already taken (an error). They are kept so that building can still check
+	// their steps, and report those mistakes in the same run.
+	DuplicateWorkflows []WorkflowConfig
+	DuplicateTools     []ToolConfig
 }
 
 // HelixConfig is the top-level `helix:` block.

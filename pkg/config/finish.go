@@ -6,7 +6,8 @@ import "fmt"
 // across workflows, tools, agents and pipelines (they share one namespace: each
 // becomes a workflow of the engine and possibly an MCP tool), and mcps ids among
 // themselves. Later duplicates are dropped from the model so that building does not
-// report them a second time.
+// report them a second time; dropped workflows and tools are kept aside
+// (DuplicateWorkflows, DuplicateTools) so that their steps are still checked.
 func (c *Config) finish() Errors {
 	var errs Errors
 	type owner struct {
@@ -27,10 +28,18 @@ func (c *Config) finish() Errors {
 		return true
 	}
 	c.Workflows = keep(c.Workflows, func(_ int, w WorkflowConfig) bool {
-		return check("workflow", w.ID, w.Pos)
+		if !check("workflow", w.ID, w.Pos) {
+			c.DuplicateWorkflows = append(c.DuplicateWorkflows, w)
+			return false
+		}
+		return true
 	})
 	c.Tools = keep(c.Tools, func(_ int, t ToolConfig) bool {
-		return check("tool", t.ID, t.Pos)
+		if !check("tool", t.ID, t.Pos) {
+			c.DuplicateTools = append(c.DuplicateTools, t)
+			return false
+		}
+		return true
 	})
 	c.Agents = keep(c.Agents, func(_ int, a AgentConfig) bool {
 		return check("agent", a.ID, a.Pos)
