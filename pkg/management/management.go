@@ -19,7 +19,8 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/arvenza/helix/pkg/netguard"
 )
 
 // DefaultAddr is loopback only: the manifest lists internal tools and
@@ -44,6 +45,10 @@ type Options struct {
 	// helix_build_info and empty families. Safe for concurrent use.
 	Metrics func() Metrics
 	Logger  *slog.Logger
+	// Limits are the listener's connection limits and timeouts (helix.management:
+	// read_timeout, idle_timeout, write_timeout, max_connections,
+	// max_connections_per_ip); zero fields mean the netguard defaults.
+	Limits netguard.Limits
 }
 
 // Server is the management HTTP server. Start and Stop are called once each
@@ -90,14 +95,15 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.addr = ln.Addr().String()
 	s.srv = &http.Server{
-		Handler:           s.handler(isLoopbackListener(ln.Addr())),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		Handler:  s.handler(isLoopbackListener(ln.Addr())),
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	netguard.Configure(s.srv, s.opts.Limits)
 	s.done = make(chan struct{})
+	guarded := netguard.NewListener(ln, s.opts.Limits, "management", s.log)
 	go func(srv *http.Server, done chan struct{}) {
 		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(guarded); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("management server stopped", "addr", ln.Addr().String(), "error", err)
 		}
 	}(s.srv, s.done)
