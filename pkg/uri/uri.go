@@ -24,6 +24,19 @@ type URI struct {
 	Template string
 }
 
+// AddressFromPlaceholder reports whether the address (host and path) of the
+// Template holds a per-exchange placeholder, i.e. was chosen by the exchange's data.
+func (u *URI) AddressFromPlaceholder() bool {
+	if u.Template == "" {
+		return false
+	}
+	addr := u.Template
+	if q := queryStart(addr); q >= 0 {
+		addr = addr[:q]
+	}
+	return HasPlaceholders(addr)
+}
+
 // FromPlaceholder reports whether the value of option name was (partly) supplied by
 // a per-exchange placeholder of the Template, i.e. by the data of an exchange rather
 // than by the author of the workflow.

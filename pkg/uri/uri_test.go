@@ -153,3 +153,18 @@ func TestFromPlaceholder(t *testing.T) {
 		t.Fatal("a URI without template has no placeholder options")
 	}
 }
+
+func TestAddressFromPlaceholder(t *testing.T) {
+	u, _ := Parse("file:///tmp/x?fileName=a")
+	for tpl, want := range map[string]bool{
+		"":                                 false,
+		"file:///tmp/x?fileName=${body.p}": false,
+		"file://${body.dir}?fileName=a":    true,
+		"file:///srv/${header.X}":          true,
+	} {
+		u.Template = tpl
+		if got := u.AddressFromPlaceholder(); got != want {
+			t.Errorf("%q: %v, want %v", tpl, got, want)
+		}
+	}
+}

@@ -19,7 +19,9 @@
 // A fileName written with a placeholder (file://./data?fileName=${body.name}) is data
 // chosen by whoever sent the exchange — a tool argument, an HTTP body. Such a name
 // must be relative and stay inside the directory: no "..", not absolute, no symlink
-// out; and a base of file:/// (the whole file system) accepts no such name at all.
+// out; and a base of file:/// (the whole file system) accepts no such name at all. A
+// directory written with a placeholder (file://${body.dir}) is refused for the same
+// reason.
 // Only allowEscape=true, written in the URI itself (it cannot come from a
 // placeholder), lifts this; with it any name the process can open is used, relative
 // names still counted from the base directory. Values substituted into the URI cannot
@@ -112,6 +114,9 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	}
 	if e.allowEscape, err = u.Bool("allowEscape", false); err != nil {
 		return nil, err
+	}
+	if u.AddressFromPlaceholder() && !e.allowEscape {
+		return nil, fmt.Errorf("%s: %w: the directory comes from a placeholder, so the caller could pick any directory; write the directory in the URI and the placeholder in fileName, or set allowEscape=true", u.Raw, ErrOutsideBase)
 	}
 	switch e.op = strings.ToLower(u.Param("operation", "write")); e.op {
 	case "read", "write":

@@ -413,3 +413,25 @@ func TestAllowEscapeMustBeWritten(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A directory written with a placeholder is chosen by the caller just as well; it is
+// refused unless allowEscape=true.
+func TestPlaceholderDirectoryRefused(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "x.txt"), []byte("x"), 0o644))
+	hc := engine.NewContext("file-test")
+	hc.AddComponent("file", file.New(hc.Logger))
+	must(t, hc.AddWorkflow(&engine.Workflow{ID: "dir", ToURIs: []string{"file://${payload.dir}?operation=read&fileName=x.txt"}}))
+	must(t, hc.AddWorkflow(&engine.Workflow{ID: "dirEscape", ToURIs: []string{"file://${payload.dir}?operation=read&fileName=x.txt&allowEscape=true"}}))
+	ctx := context.Background()
+	must(t, hc.Start(ctx))
+	defer hc.Stop(ctx)
+	err := hc.Run(ctx, "dir", exchange.NewWithBody(exchange.InOut, map[string]any{"dir": dir}))
+	if !errors.Is(err, file.ErrOutsideBase) || !strings.Contains(err.Error(), "allowEscape=true") {
+		t.Fatalf("got %v, want a refusal naming allowEscape=true", err)
+	}
+	ex := exchange.NewWithBody(exchange.InOut, map[string]any{"dir": dir})
+	if err := hc.Run(ctx, "dirEscape", ex); err != nil || ex.In().Body() != "x" {
+		t.Fatalf("with allowEscape=true: %v %v", err, ex.In().Body())
+	}
+}
