@@ -104,7 +104,10 @@ func (w *Wiretap) Stop(context.Context) error { return nil }
 // Process taps ex and returns at once. Only a tap URI that cannot be resolved against
 // the exchange is logged and counted as failed; Process itself never fails.
 func (w *Wiretap) Process(_ context.Context, ex *exchange.Exchange) error {
-	target, err := uri.Expand(w.template, ex)
+	// Resolved here only to skip (and log) a tap whose URI cannot be resolved; the tap
+	// itself goes through SendTemplate so a placeholder URI gets a bounded, cached
+	// producer and the component can tell which options came from the exchange.
+	target, err := uri.ExpandURI(w.template, ex)
 	if err != nil {
 		w.failed.Add(1)
 		w.hc.Logger().Warn("wiretap: cannot resolve the tap uri; tap skipped", "step", w.name, "exchange", ex.ID(), "error", err)
@@ -134,7 +137,10 @@ func (w *Wiretap) Process(_ context.Context, ex *exchange.Exchange) error {
 			}
 		}()
 		if err := engine.RunStep(ctx, component.ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
-			return w.hc.Send(ctx, target, ex)
+			if !uri.HasPlaceholders(w.template) {
+				return w.hc.Send(ctx, w.template, ex)
+			}
+			return w.hc.SendTemplate(ctx, w.template, ex)
 		}), tap); err != nil {
 			w.failed.Add(1)
 			w.hc.Logger().Warn("wiretap: tap failed", "step", w.name, "uri", target, "exchange", tap.ID(), "error", err)

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/pattern"
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 func mustWiretap(t *testing.T, hc *engine.Context, uri string, opts pattern.WiretapOptions) *pattern.Wiretap {
@@ -167,5 +169,85 @@ func TestWiretapValidation(t *testing.T) {
 	w := mustWiretap(t, hc, "nosuch://x", pattern.WiretapOptions{})
 	if err := w.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "no component for scheme") {
 		t.Errorf("Start: err = %v, want an unknown scheme error", err)
+	}
+}
+
+// templateRecorder is a component that records the endpoint URIs it is asked for,
+// with the template they were resolved from.
+type templateRecorder struct {
+	mu        sync.Mutex
+	templates []string
+	taps      chan string
+}
+
+func (r *templateRecorder) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
+	r.mu.Lock()
+	r.templates = append(r.templates, u.Template)
+	r.mu.Unlock()
+	return &recordingEndpoint{raw: u.Raw, taps: r.taps}, nil
+}
+
+type recordingEndpoint struct {
+	raw  string
+	taps chan string
+}
+
+func (e *recordingEndpoint) URI() string { return e.raw }
+func (e *recordingEndpoint) CreateProducer() (component.Producer, error) {
+	return &recordingProducer{raw: e.raw, taps: e.taps}, nil
+}
+func (e *recordingEndpoint) CreateConsumer(component.Processor) (component.Consumer, error) {
+	return nil, component.ErrProducerOnly
+}
+
+type recordingProducer struct {
+	component.NopService
+	raw  string
+	taps chan string
+}
+
+func (p *recordingProducer) Process(context.Context, *exchange.Exchange) error {
+	p.taps <- p.raw
+	return nil
+}
+
+// A placeholder tap URI is resolved like a target's: substituted values cannot add
+// options, and the component sees the template (file:// uses it to keep a placeholder
+// fileName inside its directory).
+func TestWiretapPlaceholderURIResolvesLikeATarget(t *testing.T) {
+	rec := &templateRecorder{taps: make(chan string, 1)}
+	hc := engine.NewContext("t")
+	hc.AddComponent("rec", rec)
+	tmpl := "rec://audit?name=${header.name}"
+	tap := mustWiretap(t, hc, tmpl, pattern.WiretapOptions{})
+	if err := hc.AddWorkflow(&engine.Workflow{ID: "main", Processors: []engine.Processor{tap}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Stop(context.Background())
+	ex := exchange.NewWithBody(exchange.InOut, "x")
+	ex.In().SetHeader("name", "a&admin=true")
+	if err := hc.Run(context.Background(), "main", ex); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	select {
+	case got = <-rec.taps:
+	case <-time.After(10 * time.Second):
+		t.Fatal("tap never arrived")
+	}
+	u, err := uri.Parse(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Params.Has("admin") || u.Params.Get("name") != "a&admin=true" {
+		t.Errorf("tap URI %q: the header's value added an option", got)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.templates) != 1 || rec.templates[0] != tmpl {
+		t.Errorf("component saw templates %q, want [%q]", rec.templates, tmpl)
 	}
 }
