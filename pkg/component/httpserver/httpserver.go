@@ -404,7 +404,7 @@ func (r *route) serve(w nethttp.ResponseWriter, req *nethttp.Request) {
 
 	if err := r.process(ctx, ex); err != nil {
 		r.logger().Debug("http-server: workflow failed", "uri", r.raw, "exchange", ex.ID(), "error", err)
-		writeError(w, nethttp.StatusInternalServerError, err.Error())
+		writeError(w, nethttp.StatusInternalServerError, exchange.ClientMessage(err))
 		return
 	}
 	respond(w, req, ex, inbound)

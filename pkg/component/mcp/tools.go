@@ -435,7 +435,8 @@ func (c *toolCaller) run(ctx context.Context, t *serverTool, rawArgs json.RawMes
 		} else {
 			c.logger.Debug("mcp tool failed", "tool", t.info.Name, "workflow", t.wf.ID, "error", err)
 		}
-		return errorResult(err.Error())
+		// The client gets the message only; the log above keeps the step and position.
+		return errorResult(exchange.ClientMessage(err))
 	}
 	return t.result(ex.In().Body())
 }
