@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -424,5 +425,56 @@ func (w *guardWriter) finish() {
 		w.writeHeaderLocked(http.StatusRequestTimeout)
 		return
 	}
-	w.arm()
+	if !w.wroteHeader || w.stream {
+		// A plain response was armed when it started; these were not (or long ago).
+		w.arm()
+	}
+}
+
+// URIOptions are the names of the limits as endpoint URI options
+// (http-server://, mcp-server://), in the camelCase of the other options.
+var URIOptions = []string{"readTimeout", "idleTimeout", "writeTimeout", "maxConnections", "maxConnectionsPerIp"}
+
+// FromURIOptions reads the limits from URI options; param returns an option's
+// value ("" when absent). Durations are Go durations or milliseconds, counts
+// whole numbers; 0 (or absent) means the default, off or -1 switches a limit
+// off. set reports whether any option was given.
+func FromURIOptions(param func(name string) string) (l Limits, set bool, err error) {
+	durations := []*time.Duration{&l.ReadTimeout, &l.IdleTimeout, &l.WriteTimeout}
+	counts := []*int{&l.MaxConnections, &l.MaxConnectionsPerIP}
+	for i, name := range URIOptions {
+		v := strings.TrimSpace(param(name))
+		if v == "" {
+			continue
+		}
+		set = true
+		off := strings.EqualFold(v, "off") || v == "-1"
+		if i < len(durations) {
+			d, perr := time.ParseDuration(v)
+			if perr != nil {
+				if ms, aerr := strconv.ParseInt(v, 10, 64); aerr == nil && ms >= 0 {
+					d, perr = time.Duration(ms)*time.Millisecond, nil
+				}
+			}
+			switch {
+			case off:
+				*durations[i] = -1
+			case perr != nil || d < 0:
+				return Limits{}, true, fmt.Errorf("option %s=%q is not a duration (use 30s, 500ms, or off)", name, v)
+			default:
+				*durations[i] = d
+			}
+			continue
+		}
+		n, perr := strconv.Atoi(v)
+		switch {
+		case off:
+			*counts[i-len(durations)] = -1
+		case perr != nil || n < 0:
+			return Limits{}, true, fmt.Errorf("option %s=%q is not a number of connections (use a whole number, or off)", name, v)
+		default:
+			*counts[i-len(durations)] = n
+		}
+	}
+	return l, set, nil
 }
