@@ -11,6 +11,18 @@
 //	consumes=application/json   media types the workflow reads (comma-separated;
 //	                    default any): another Content-Type gets 415, an empty body 400
 //
+// Listener options (pkg/netguard; they belong to the host:port, so workflows that
+// share a listener must give the same values or leave them out; off or -1 switches
+// one off):
+//
+//	readTimeout=30s          time to receive a request's headers and body; a
+//	                         stalled body is answered 408
+//	idleTimeout=120s         keep-alive connections without a request are closed
+//	writeTimeout=60s         time to send a response once it starts (a slow
+//	                         workflow is not cut off; event streams: per event)
+//	maxConnections=4096      open connections on the listener; more are closed at once
+//	maxConnectionsPerIp=256  open connections per client address (IPv6: per /64)
+//
 // Request → exchange: the body is the request body as a string, or, when the
 // Content-Type is JSON, the decoded map/list (an empty body is nil). A body labelled
 // JSON that does not parse is answered 400 without running the workflow: requests
@@ -49,6 +61,7 @@ import (
 	"github.com/arvenza/helix/pkg/component"
 	helixhttp "github.com/arvenza/helix/pkg/component/http"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/netguard"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -58,13 +71,10 @@ const DefaultMaxBodyBytes = 10 << 20
 // DefaultStopTimeout bounds a consumer's Stop when its context has no deadline.
 const DefaultStopTimeout = 30 * time.Second
 
-// Server timeouts. There is deliberately no write timeout: a workflow behind a trigger
-// may call a model for minutes; a client that gives up cancels the exchange instead.
-const (
-	ReadHeaderTimeout = 10 * time.Second
-	ReadTimeout       = 60 * time.Second
-	IdleTimeout       = 120 * time.Second
-)
+// Server timeouts and connection limits are netguard's (readTimeout, idleTimeout,
+// writeTimeout, maxConnections, maxConnectionsPerIp). Its write timeout starts with
+// the response, so a workflow that calls a model for minutes is not cut off; a
+// client that gives up cancels the exchange instead.
 
 // Component is the http-server:// component: a registry of listeners shared by the
 // consumers of one engine context. Safe for concurrent use.
@@ -148,7 +158,12 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &endpoint{c: c, raw: u.Raw, addr: strings.ToLower(u.Host), path: path, method: method, maxBody: maxBody, consumes: consumes}, nil
+	limits, limitsSet, err := netguard.FromURIOptions(func(name string) string { return u.Param(name, "") })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", u.Raw, err)
+	}
+	return &endpoint{c: c, raw: u.Raw, addr: strings.ToLower(u.Host), path: path, method: method, maxBody: maxBody, consumes: consumes,
+		limits: limits, limitsSet: limitsSet}, nil
 }
 
 // parseConsumes reads the consumes option: a comma-separated list of media types
@@ -184,6 +199,9 @@ type endpoint struct {
 	maxBody int64
 	// consumes lists the media types requests may have (nil: any).
 	consumes []string
+	// limits are the listener options of the URI; limitsSet: any was given.
+	limits    netguard.Limits
+	limitsSet bool
 }
 
 func (e *endpoint) URI() string { return e.raw }
@@ -199,26 +217,33 @@ func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, er
 	return &consumer{e: e, p: p}, nil
 }
 
-// acquire returns the listener for addr, opening it for the first user.
-func (c *Component) acquire(addr string) (*listener, error) {
+// acquire returns the listener for e's address, opening it for the first user
+// with e's listener options. A later endpoint that gives other options is refused:
+// a running listener cannot change its limits.
+func (c *Component) acquire(e *endpoint) (*listener, error) {
+	addr := e.addr
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if l, ok := c.listeners[addr]; ok {
+		if e.limitsSet && e.limits.Resolved() != l.limits {
+			return nil, fmt.Errorf("listener options %s differ from those of %s, which shares %s; give every workflow on a host:port the same readTimeout, idleTimeout, writeTimeout, maxConnections and maxConnectionsPerIp, or leave them out",
+				limitsDiff(e.limits.Resolved(), l.limits), l.limitsFrom, addr)
+		}
 		l.refs++
 		return l, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	raw, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	l := &listener{c: c, key: addr, ln: ln, refs: 1, routes: map[string][]*route{}, served: make(chan struct{})}
+	ln := netguard.NewListener(raw, e.limits, "http-server "+addr, c.logger())
+	l := &listener{c: c, key: addr, ln: ln, refs: 1, routes: map[string][]*route{}, served: make(chan struct{}),
+		limits: e.limits.Resolved(), limitsFrom: e.raw}
 	l.srv = &nethttp.Server{
-		Handler:           l,
-		ReadHeaderTimeout: ReadHeaderTimeout,
-		ReadTimeout:       ReadTimeout,
-		IdleTimeout:       IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(c.logger().Handler(), slog.LevelWarn),
+		Handler:  l,
+		ErrorLog: slog.NewLogLogger(c.logger().Handler(), slog.LevelWarn),
 	}
+	netguard.Configure(l.srv, e.limits)
 	go func() {
 		defer close(l.served)
 		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
@@ -253,6 +278,10 @@ type listener struct {
 	srv    *nethttp.Server
 	refs   int           // guarded by c.mu
 	served chan struct{} // closed when Serve returned
+	// limits are the listener's options (defaults applied), set by the URI
+	// limitsFrom that opened it.
+	limits     netguard.Limits
+	limitsFrom string
 
 	mu     sync.RWMutex
 	routes map[string][]*route // by exact path
@@ -591,7 +620,7 @@ func (c *consumer) Start(context.Context) error {
 	if c.l != nil {
 		return fmt.Errorf("%s: consumer already started", c.e.raw)
 	}
-	l, err := c.e.c.acquire(c.e.addr)
+	l, err := c.e.c.acquire(c.e)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.e.raw, err)
 	}
@@ -650,6 +679,22 @@ func (c *consumer) Stop(ctx context.Context) error {
 	}
 	errs = append(errs, c.e.c.release(sctx, l))
 	return errors.Join(errs...)
+}
+
+// limitsDiff names the listener options in which a and b differ, with a's values.
+func limitsDiff(a, b netguard.Limits) string {
+	var d []string
+	add := func(name string, av, bv any) {
+		if av != bv {
+			d = append(d, fmt.Sprintf("%s=%v (the listener has %v)", name, av, bv))
+		}
+	}
+	add("readTimeout", a.ReadTimeout, b.ReadTimeout)
+	add("idleTimeout", a.IdleTimeout, b.IdleTimeout)
+	add("writeTimeout", a.WriteTimeout, b.WriteTimeout)
+	add("maxConnections", a.MaxConnections, b.MaxConnections)
+	add("maxConnectionsPerIp", a.MaxConnectionsPerIP, b.MaxConnectionsPerIP)
+	return strings.Join(d, ", ")
 }
 
 func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
