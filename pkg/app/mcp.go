@@ -36,6 +36,7 @@ func (a *App) buildMCP() {
 		opts := a.mcpServerOptions(id, s.Name, s.Version, s.Transport, s.Addr, s.Stateless, s.SessionIdleTimeout)
 		opts.HTTPTransport = s.HTTPTransport
 		opts.DisableFastToolCalls = s.DisableFastToolCalls
+		opts.MaxSessions, opts.MaxSessionsPerPrincipal = s.MaxSessions, s.MaxSessionsPerPrincipal
 		opts.Expose = nilIfEmpty(s.Workflows) // spec §3.5: an empty filter means all
 		if len(s.Tools) > 0 {
 			opts.Tools = map[string]helixmcp.ToolOverride{}
@@ -54,6 +55,7 @@ func (a *App) buildMCP() {
 		opts := a.mcpServerOptions(m.ID, name, m.Version, m.Transport, m.Addr, m.Stateless, m.SessionIdleTimeout)
 		opts.HTTPTransport = m.HTTPTransport
 		opts.DisableFastToolCalls = m.DisableFastToolCalls
+		opts.MaxSessions, opts.MaxSessionsPerPrincipal = m.MaxSessions, m.MaxSessionsPerPrincipal
 		if m.ExposeSet {
 			// `expose: []` exposes nothing; an omitted expose exposes everything.
 			opts.Expose = append([]string{}, m.Expose...)

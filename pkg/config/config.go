@@ -86,6 +86,7 @@ type MCPServerConfig struct {
 	// DisableFastToolCalls is `fast_tool_calls: false`: every tools/call goes
 	// through the go-sdk session (helix transport only).
 	DisableFastToolCalls bool
+	SessionLimits
 	Security
 	Pos Pos
 }
@@ -96,6 +97,14 @@ type ToolOverride struct {
 	Description string
 	InputSchema string
 	Pos         Pos
+}
+
+// SessionLimits are `max_sessions` and `max_sessions_per_principal` of one MCP
+// server (shared by helix.mcp.servers and mcps): 0 means the default (10,000 and
+// 1,000), -1 no limit.
+type SessionLimits struct {
+	MaxSessions             int
+	MaxSessionsPerPrincipal int
 }
 
 // Security is the HTTP protection of one MCP server (shared by helix.mcp.servers and mcps).
@@ -148,6 +157,7 @@ type MCPConfig struct {
 	// DisableFastToolCalls is `fast_tool_calls: false`: every tools/call goes
 	// through the go-sdk session (helix transport only).
 	DisableFastToolCalls bool
+	SessionLimits
 	Security
 	Pos Pos
 }

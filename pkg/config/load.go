@@ -295,6 +295,21 @@ func hintOr(h, def string) string {
 	return def
 }
 
+// sessionLimitFields adds the keys of [SessionLimits] to f.
+func sessionLimitFields(d *Decoder, l *SessionLimits, f Fields) Fields {
+	limit := func(dst *int, key, def string) func(*yaml.Node, string) {
+		return func(v *yaml.Node, p string) {
+			if *dst = d.Int(v, p); *dst < -1 {
+				d.Errorf(v, p, "%s must be a number of sessions, 0 for the default (%s) or -1 for no limit", key, def).Hint =
+					"at the limit the session idle longest is closed; -1 lifts the limit (memory then bounds the sessions)"
+			}
+		}
+	}
+	f["max_sessions"] = limit(&l.MaxSessions, "max_sessions", "10000")
+	f["max_sessions_per_principal"] = limit(&l.MaxSessionsPerPrincipal, "max_sessions_per_principal", "1000")
+	return f
+}
+
 // securityFields adds the keys of [Security] to f.
 func securityFields(d *Decoder, s *Security, f Fields) Fields {
 	f["api_keys"] = func(v *yaml.Node, p string) { s.APIKeys = d.Strings(v, p) }
@@ -350,7 +365,7 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 
 func decodeMCPServer(d *Decoder, n *yaml.Node, path string) (MCPServerConfig, bool) {
 	s := MCPServerConfig{Pos: d.Pos(n)}
-	ok := d.Mapping(n, path, "an MCP server", securityFields(d, &s.Security, Fields{
+	ok := d.Mapping(n, path, "an MCP server", securityFields(d, &s.Security, sessionLimitFields(d, &s.SessionLimits, Fields{
 		"enabled": func(v *yaml.Node, p string) { s.Enabled = d.Bool(v, p) },
 		"transport": func(v *yaml.Node, p string) {
 			s.Transport = d.String(v, p)
@@ -383,7 +398,7 @@ func decodeMCPServer(d *Decoder, n *yaml.Node, path string) (MCPServerConfig, bo
 				s.Tools[pr.Key] = o
 			}
 		},
-	}))
+	})))
 	return s, ok
 }
 
@@ -417,7 +432,7 @@ func checkJSONSchema(d *Decoder, v *yaml.Node, p, text string) {
 
 func decodeMCP(d *Decoder, n *yaml.Node, path string) (MCPConfig, bool) {
 	m := MCPConfig{Pos: d.Pos(n)}
-	ok := d.Mapping(n, path, "an mcps entry", securityFields(d, &m.Security, Fields{
+	ok := d.Mapping(n, path, "an mcps entry", securityFields(d, &m.Security, sessionLimitFields(d, &m.SessionLimits, Fields{
 		"id":   func(v *yaml.Node, p string) { m.ID = d.String(v, p) },
 		"addr": func(v *yaml.Node, p string) { m.Addr = d.String(v, p) },
 		"transport": func(v *yaml.Node, p string) {
@@ -437,7 +452,7 @@ func decodeMCP(d *Decoder, n *yaml.Node, path string) (MCPConfig, bool) {
 			checkHTTPTransport(d, v, p, m.HTTPTransport)
 		},
 		"fast_tool_calls": func(v *yaml.Node, p string) { m.DisableFastToolCalls = !d.Bool(v, p) },
-	}), "id")
+	})), "id")
 	return m, ok && m.ID != ""
 }
 

@@ -72,6 +72,15 @@ type ServerOptions struct {
 	// SessionIdleTimeout closes stateful sessions that saw no request for this long
 	// (default 30m); negative keeps idle sessions forever.
 	SessionIdleTimeout time.Duration
+	// MaxSessions caps the stateful sessions of the server (Streamable HTTP and
+	// SSE together; default DefaultMaxSessions, negative: no cap), and
+	// MaxSessionsPerPrincipal those of one API key or OAuth subject (default
+	// DefaultMaxSessionsPerPrincipal, negative: no cap; sessions opened without
+	// credentials count only against MaxSessions). At a cap the session idle
+	// longest is closed to make room; when every session has a call in flight the
+	// new one is refused with HTTP 503 and a JSON-RPC error (sessions.go).
+	MaxSessions             int
+	MaxSessionsPerPrincipal int
 	// Stdin and Stdout carry the stdio transport; defaults os.Stdin and os.Stdout.
 	// Nothing else may write to Stdout while the server runs.
 	Stdin  io.Reader
@@ -217,6 +226,12 @@ func (c *ServerComponent) normalize(o *ServerOptions) error {
 	}
 	if o.SessionIdleTimeout == 0 {
 		o.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxSessionsPerPrincipal == 0 {
+		o.MaxSessionsPerPrincipal = DefaultMaxSessionsPerPrincipal
 	}
 	if o.Stdin == nil {
 		o.Stdin = os.Stdin
@@ -375,9 +390,10 @@ func (c *ServerComponent) CreateEndpoint(u *uri.URI) (component.Endpoint, error)
 func ServerOptionsFromURI(u *uri.URI) (ServerOptions, error) {
 	for k := range u.Params {
 		switch k {
-		case "transport", "name", "version", "stateless", "sessionIdleTimeout", "httpTransport", "fastToolCalls":
+		case "transport", "name", "version", "stateless", "sessionIdleTimeout", "httpTransport", "fastToolCalls",
+			"maxSessions", "maxSessionsPerPrincipal":
 		default:
-			return ServerOptions{}, fmt.Errorf("mcp-server: unknown option %q (known: transport, name, version, stateless, sessionIdleTimeout, httpTransport, fastToolCalls)", k)
+			return ServerOptions{}, fmt.Errorf("mcp-server: unknown option %q (known: transport, name, version, stateless, sessionIdleTimeout, httpTransport, fastToolCalls, maxSessions, maxSessionsPerPrincipal)", k)
 		}
 	}
 	opts := ServerOptions{
@@ -395,6 +411,12 @@ func ServerOptionsFromURI(u *uri.URI) (ServerOptions, error) {
 	}
 	if opts.SessionIdleTimeout, err = u.Duration("sessionIdleTimeout", 0); err != nil {
 		return ServerOptions{}, fmt.Errorf("mcp-server: %w", err)
+	}
+	if opts.MaxSessions, err = sessionLimitParam(u, "maxSessions"); err != nil {
+		return ServerOptions{}, err
+	}
+	if opts.MaxSessionsPerPrincipal, err = sessionLimitParam(u, "maxSessionsPerPrincipal"); err != nil {
+		return ServerOptions{}, err
 	}
 	fast, err := u.Bool("fastToolCalls", true)
 	if err != nil {

@@ -193,10 +193,11 @@ func (s *mcpServer) startHTTP(ctx context.Context) error {
 func (s *mcpServer) httpHandler() http.Handler {
 	getServer := func(*http.Request) *sdk.Server { return s.sdk }
 	mux := http.NewServeMux()
-	sse := sdk.NewSSEHandler(getServer, &sdk.SSEOptions{
-		DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
-		MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
-	})
+	// One session table for the server's stateful transports: limits, owners and
+	// idle expiry (sessions.go).
+	sessions := newSessionTable(&s.opts)
+	sdkServer := func() *sdk.Server { return s.sdk }
+	sse := newSSEHandler(sdkServer, sessions, &s.opts)
 	// The go-sdk tells SSE clients to post to the URL of the GET that opened the
 	// stream; presenting that GET as /message makes the advertised endpoint the
 	// documented /message?sessionid=… (posting to /sse?sessionid=… works as well).
@@ -224,8 +225,12 @@ func (s *mcpServer) httpHandler() http.Handler {
 				DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
 				MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
 			})
+			if !s.opts.Stateless {
+				streamable = newSDKSessions(streamable, sdkServer, sessions)
+			}
 		} else {
 			sh := newStreamableHandler(s.sdk, &s.opts)
+			sh.table = sessions
 			if !s.opts.DisableFastToolCalls {
 				s.mu.Lock()
 				sh.fast = newFastToolCalls(s.caller, s.tools)

@@ -76,6 +76,7 @@ type streamableHandler struct {
 	checkHost bool          // DNS-rebinding protection on loopback listeners
 	logger    *slog.Logger
 	fast      *fastToolCalls // nil: every request goes through the SDK session (fastcall.go)
+	table     *sessionTable  // session limits and idle expiry (sessions.go)
 
 	mu       sync.Mutex
 	sessions map[string]*streamConn
@@ -83,7 +84,7 @@ type streamableHandler struct {
 
 func newStreamableHandler(srv *sdk.Server, o *ServerOptions) *streamableHandler {
 	h := &streamableHandler{srv: srv, stateless: o.Stateless, checkHost: !o.DisableLocalhostProtection,
-		logger: o.Logger, sessions: map[string]*streamConn{}}
+		logger: o.Logger, sessions: map[string]*streamConn{}, table: newSessionTable(o)}
 	if o.SessionIdleTimeout > 0 {
 		h.idle = o.SessionIdleTimeout
 	}
@@ -267,6 +268,10 @@ func (h *streamableHandler) post(w http.ResponseWriter, r *http.Request, version
 			return
 		}
 		if c, err = h.newSession(r); err != nil {
+			if limit := (*sessionLimitError)(nil); errors.As(err, &limit) {
+				refuseSession(w, initializeID(calls), err)
+				return
+			}
 			h.logger.Error("mcp: cannot start a session", "error", err)
 			http.Error(w, "cannot start a session", http.StatusInternalServerError)
 			return
@@ -277,6 +282,7 @@ func (h *streamableHandler) post(w http.ResponseWriter, r *http.Request, version
 			if c.session.InitializeParams() == nil {
 				_ = c.session.Close()
 			}
+			c.slot.end() // the hold newSession took; the session may now idle
 		}()
 	} else if c = h.lookup(w, r, sid); c == nil {
 		return
@@ -391,8 +397,16 @@ func (h *streamableHandler) postStateless(w http.ResponseWriter, r *http.Request
 	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
 }
 
+// newSession opens a session for the initialize request r, within the session
+// limits (a *sessionLimitError when they refuse it). The session belongs to r's
+// principal; its slot stays busy until the caller ends it.
 func (h *streamableHandler) newSession(r *http.Request) (*streamConn, error) {
+	slot, err := h.table.admit(sessionOwner(r), "streamable", true)
+	if err != nil {
+		return nil, err
+	}
 	c := newStreamConn(h, rand.Text())
+	c.slot, c.owner = slot, slot.owner
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		c.userID = ti.UserID
 	}
@@ -402,29 +416,43 @@ func (h *streamableHandler) newSession(r *http.Request) (*streamConn, error) {
 		return nil, err
 	}
 	c.session = ss
+	slot.ready(c.id, func() { _ = ss.Close() })
 	h.mu.Lock()
 	h.sessions[c.id] = c
 	h.mu.Unlock()
 	return c, nil
 }
 
-// lookup finds the session a request names, or answers 404 (unknown or closed,
-// the client must initialize again) or 403 (a token of another user).
+// lookup finds the session a request names, or answers 404: unknown or closed
+// (the client must initialize again), or another principal's (an API key or
+// token other than the one that opened it), which must not learn that it exists.
 func (h *streamableHandler) lookup(w http.ResponseWriter, r *http.Request, sid string) *streamConn {
 	h.mu.Lock()
 	c := h.sessions[sid]
 	h.mu.Unlock()
+	if c != nil && c.owner != sessionOwner(r) {
+		c = nil
+	}
+	if c != nil && c.userID != "" {
+		if ti := auth.TokenInfoFromContext(r.Context()); ti == nil || ti.UserID != c.userID {
+			c = nil
+		}
+	}
 	if c == nil {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return nil
 	}
-	if c.userID != "" {
-		if ti := auth.TokenInfoFromContext(r.Context()); ti == nil || ti.UserID != c.userID {
-			http.Error(w, "session belongs to another user", http.StatusForbidden)
-			return nil
+	return c
+}
+
+// initializeID is the id of the initialize request among calls.
+func initializeID(calls []*jsonrpc.Request) jsonrpc.ID {
+	for _, req := range calls {
+		if req.Method == "initialize" {
+			return req.ID
 		}
 	}
-	return c
+	return jsonrpc.ID{}
 }
 
 func (h *streamableHandler) delete(w http.ResponseWriter, r *http.Request) {
@@ -506,7 +534,9 @@ func (t *streamTransport) SupportsProtocolVersion(v string) bool {
 type streamConn struct {
 	h       *streamableHandler
 	id      string
-	userID  string
+	owner   string       // the principal that opened the session (sessions.go)
+	userID  string       // the go-sdk token's user, when a middleware set one
+	slot    *sessionSlot // nil for the one-POST sessions of a stateless server
 	session *sdk.ServerSession
 
 	in         chan jsonrpc.Message
@@ -521,8 +551,7 @@ type streamConn struct {
 	progress map[string]*postStream            // progress token (raw JSON) → POST
 	only     *postStream                       // stateless: the one POST
 	getOpen  bool
-	active   int         // requests being served; the idle timer runs only at 0
-	timer    *time.Timer // idle eviction
+	active   int // requests being served
 }
 
 var _ sdk.Connection = (*streamConn)(nil)
@@ -551,8 +580,8 @@ func (c *streamConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		if c.timer != nil {
-			c.timer.Stop()
+		if c.slot != nil {
+			c.slot.release()
 		}
 		// Calls of a closed session are cancelled, as the SDK cancels its own.
 		for _, cancel := range c.fast {
@@ -571,42 +600,25 @@ func (c *streamConn) Close() error {
 	return nil
 }
 
-// begin and end bracket every request of a session; an idle session (no request
-// running, none arriving for the idle timeout) is closed.
+// begin and end bracket every request of a session. The session's slot in the
+// session table (sessions.go) closes it once idle (no request running, none
+// arriving for the idle timeout), and never evicts it while a request runs.
 func (c *streamConn) begin() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed || (c.slot != nil && !c.slot.begin()) {
 		return false
 	}
 	c.active++
-	if c.timer != nil {
-		c.timer.Stop()
-	}
 	return true
 }
 
 func (c *streamConn) end() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.active--
-	if c.active > 0 || c.closed || c.id == "" || c.h.idle <= 0 {
-		return
-	}
-	if c.timer == nil {
-		c.timer = time.AfterFunc(c.h.idle, c.evict)
-	} else {
-		c.timer.Reset(c.h.idle)
-	}
-}
-
-func (c *streamConn) evict() {
-	c.mu.Lock()
-	idle := c.active == 0 && !c.closed
 	c.mu.Unlock()
-	if idle {
-		c.h.logger.Debug("mcp: closing idle session", "session", c.id)
-		_ = c.session.Close()
+	if c.slot != nil {
+		c.slot.end()
 	}
 }
 

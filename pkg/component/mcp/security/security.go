@@ -369,6 +369,8 @@ func (s *Stack) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		r.ContentLength = int64(len(buf))
 	}
 
+	// The MCP transports bind sessions to this principal (PrincipalFromContext).
+	r = r.WithContext(withPrincipal(r.Context(), p))
 	if p.claims != nil {
 		s.serveWithClaims(w, r, next, p.claims)
 		return
