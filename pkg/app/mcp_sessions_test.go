@@ -600,7 +600,7 @@ mcps:
     addr: "127.0.0.1:0"
     transport: sse
     expose: [code-assistant, block]
-    session_idle_timeout: 200ms
+    session_idle_timeout: 500ms
 `, nil)
 	base := serverURL(t, a, "idle")
 	c := newSessionClient(t)
@@ -625,7 +625,7 @@ mcps:
 		t.Fatalf("open: %d %s", status, body)
 	}
 	answer := inFlight(t, busy, b)
-	time.Sleep(time.Second) // five idle timeouts with the call running
+	time.Sleep(2 * time.Second) // four idle timeouts with the call running
 	b.open()
 	released(t, answer)
 	if !busy.alive() {
