@@ -245,7 +245,9 @@ func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, *http.Tr
 	if len(header) > 0 {
 		rt = &headerTransport{base: rt, header: header.Clone()}
 	}
-	return &http.Client{Transport: rt}, base, nil
+	// Outermost: it sees the request as the SDK sent it and the answer as the server
+	// gave it (see callTracker).
+	return &http.Client{Transport: &trackingTransport{base: rt}}, base, nil
 }
 
 // tokenSource returns a caching token source: a token is fetched on first use and

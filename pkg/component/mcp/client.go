@@ -193,11 +193,12 @@ func (c *ClientComponent) release(conn *ClientConn) error {
 func connKey(cfg ClientConfig) (string, error) {
 	k := struct {
 		Transport, Endpoint, Command string
+		FindPath                     bool
 		Args, Env                    []string
 		Header                       map[string][]string
 		Auth                         *AuthConfig
 		Protocol                     string
-	}{cfg.Transport, cfg.Endpoint, cfg.Command, cfg.Args, cfg.Env, cfg.Header, cfg.Auth, cfg.ProtocolVersion}
+	}{cfg.Transport, cfg.Endpoint, cfg.Command, cfg.FindPath, cfg.Args, cfg.Env, cfg.Header, cfg.Auth, cfg.ProtocolVersion}
 	b, err := json.Marshal(k)
 	if err != nil {
 		return "", fmt.Errorf("mcp client: key for %s: %w", cfg.target(), err)
@@ -211,7 +212,8 @@ func connKey(cfg ClientConfig) (string, error) {
 // address, the last segment the tool (empty when absent: then every exchange must name
 // the tool in HelixMcpToolName). Options:
 //
-//   - transport=http (default: Streamable HTTP at http://<addr>), sse (the SSE endpoint
+//   - transport=http (default: Streamable HTTP at http://<addr>; a bare host:port is
+//     looked for at /mcp, then at /, see ClientConfig.FindPath), sse (the SSE endpoint
 //     http://<addr>/sse, or http://<addr> as is when the address has a path) or stdio
 //     (<addr> is the executable, a path or a name looked up in PATH);
 //   - scheme=http|https for http and sse;
@@ -268,8 +270,14 @@ func ParseClientURI(u *uri.URI) (ClientConfig, string, error) {
 			return cfg, "", fmt.Errorf("%s: scheme=%q: use http or https", u.Raw, scheme)
 		}
 		cfg.Endpoint = scheme + "://" + addr
-		if cfg.Transport == TransportSSE && !strings.Contains(addr, "/") {
-			cfg.Endpoint += "/sse"
+		if !strings.Contains(addr, "/") {
+			switch cfg.Transport {
+			case TransportSSE:
+				cfg.Endpoint += "/sse"
+			case TransportHTTP:
+				// No path: find the server at /mcp, else at / (ClientConfig.FindPath).
+				cfg.FindPath = true
+			}
 		}
 		if _, err := url.Parse(cfg.Endpoint); err != nil {
 			return cfg, "", fmt.Errorf("%s: bad server address: %w", u.Raw, err)

@@ -57,6 +57,12 @@ type ClientConfig struct {
 	Transport string
 	// Endpoint is the URL of the Streamable HTTP or SSE endpoint.
 	Endpoint string
+	// FindPath, for Streamable HTTP, treats Endpoint (a URL without a path) as the
+	// server's base: the first connect tries Endpoint+"/mcp", then Endpoint itself
+	// (the root path), and the connection remembers the one that worked. An
+	// mcp://host:port/tool URI sets it, so that servers serving only /mcp (such as the
+	// reference server-everything) are found as well as those serving only /.
+	FindPath bool
 	// Command, Args and Env start a stdio server; Env entries (K=V) are added to the
 	// current process environment.
 	Command string
@@ -121,10 +127,15 @@ func (c *ClientConfig) target() string {
 //   - a failed connect is retried by a later call, but not before a backoff that
 //     doubles from 100ms to 10s per consecutive failure; a call inside the window fails
 //     at once with the last error and the time of the next attempt;
-//   - when a call finds the session gone (connection closed, server restarted so the
-//     session is unknown, connection refused, stdio subprocess exited), the session is
-//     re-opened once and the call is sent again before it fails. A call whose session
-//     broke after the server received it may thus run twice.
+//   - when a call finds the session gone before its request could reach the server
+//     (connection refused, the session's connection already closed, stdio subprocess
+//     exited), or the server refused the request without processing it (HTTP 404 for
+//     a session it no longer knows, another 4xx without a JSON-RPC answer), the
+//     session is re-opened once and the call is sent again. A request that may have
+//     reached the server (the connection broke after it was written, a 5xx) is never
+//     sent again: the call fails, and the next call opens a new session if needed;
+//   - a JSON-RPC error answered in a non-2xx body (mcp-go answers an unknown tool
+//     with HTTP 400) is the server's answer: a *ToolError, not a transport failure.
 //
 // Close ends the session; for stdio that terminates the subprocess.
 type ClientConn struct {
@@ -136,6 +147,7 @@ type ClientConn struct {
 
 	mu       sync.Mutex
 	sess     *sdk.ClientSession
+	found    string        // the endpoint a FindPath connect succeeded with
 	dialing  chan struct{} // closed when the connect in progress ends
 	lastErr  error
 	retryAt  time.Time
@@ -185,9 +197,12 @@ func NewClientConn(cfg ClientConfig) (*ClientConn, error) {
 func (c *ClientConn) Config() ClientConfig { return c.cfg }
 
 // CallTool calls tool name with args and returns the server's result. A JSON-RPC error
-// answered by the server (unknown tool, invalid arguments) is returned as a
-// *ToolError with Protocol set; a result with IsError is returned as is, with a nil
-// error. Any other error means the server could not be reached or the call timed out.
+// answered by the server (unknown tool, invalid arguments; also one in an HTTP 400
+// body, as mcp-go answers) is returned as a *ToolError with Protocol set; a result
+// with IsError is returned as is, with a nil error. Any other error means the server
+// could not be reached, the call timed out (the server was sent
+// notifications/cancelled before CallTool returns), or the connection broke after the
+// request may have reached the server — such a request is never sent again.
 func (c *ClientConn) CallTool(ctx context.Context, name string, args map[string]any) (*sdk.CallToolResult, error) {
 	return c.callTool(ctx, name, args, c.cfg.Timeout)
 }
@@ -209,12 +224,15 @@ func (c *ClientConn) callTool(ctx context.Context, name string, args map[string]
 	}
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
 	var res *sdk.CallToolResult
-	err := c.withSession(ctx, func(s *sdk.ClientSession) error {
+	tr, err := c.withSession(ctx, false, func(ctx context.Context, s *sdk.ClientSession) error {
 		var err error
 		res, err = s.CallTool(ctx, params)
 		return err
 	})
 	if err != nil {
+		if we := tr.serverAnswer(); we != nil {
+			return nil, &ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}
+		}
 		if we := protocolError(err); we != nil {
 			return nil, &ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}
 		}
@@ -234,7 +252,7 @@ func (c *ClientConn) ListTools(ctx context.Context) ([]*sdk.Tool, error) {
 		defer cancel()
 	}
 	var tools []*sdk.Tool
-	err := c.withSession(ctx, func(s *sdk.ClientSession) error {
+	_, err := c.withSession(ctx, true, func(ctx context.Context, s *sdk.ClientSession) error {
 		tools = tools[:0]
 		for t, err := range s.Tools(ctx, nil) {
 			if err != nil {
@@ -250,25 +268,61 @@ func (c *ClientConn) ListTools(ctx context.Context) ([]*sdk.Tool, error) {
 	return tools, nil
 }
 
-// withSession runs f on the shared session; when f fails because the session is gone,
-// the session is re-opened once and f runs again.
-func (c *ClientConn) withSession(ctx context.Context, f func(*sdk.ClientSession) error) error {
-	s, err := c.session(ctx)
-	if err != nil {
-		return err
+// withSession runs f on the shared session with a context carrying a callTracker,
+// and returns the tracker of the last attempt. When f fails because the session is
+// gone, f runs once more on a new session — but only when that cannot make the
+// request run twice: idempotent requests (listing tools), or a request that certainly
+// did not reach the server or that the server refused without processing it. A
+// request that may have reached the server fails with errMaybeRan; its session is
+// dropped when its connection is closed, so the next call opens a new one.
+//
+// When f fails because ctx ended after its request was written, withSession waits
+// (boundedly) for the SDK to deliver notifications/cancelled before returning.
+func (c *ClientConn) withSession(ctx context.Context, idempotent bool, f func(context.Context, *sdk.ClientSession) error) (*callTracker, error) {
+	var first error
+	for attempt := 0; ; attempt++ {
+		s, err := c.session(ctx)
+		if err != nil {
+			if first != nil {
+				return newCallTracker(), fmt.Errorf("%w (reconnect failed: %v)", first, err)
+			}
+			return newCallTracker(), err
+		}
+		tr := newCallTracker()
+		err = f(withTracker(ctx, tr), s)
+		switch {
+		case err == nil:
+			return tr, nil
+		case ctx.Err() != nil:
+			if tr.mayHaveReached() {
+				tr.awaitCancelNotification(c.closeCtx.Done())
+			}
+			return tr, err
+		case tr.serverAnswer() != nil || !sessionGone(ctx, err):
+			return tr, err
+		case attempt > 0:
+			return tr, err
+		case !idempotent && !tr.resendable():
+			if errors.Is(err, sdk.ErrConnectionClosed) {
+				c.drop(s)
+			}
+			return tr, &maybeRanError{err: err}
+		}
+		c.log.Info("mcp session lost before the request was processed; reconnecting", "server", c.cfg.target(), "error", err)
+		c.drop(s)
+		first = err
 	}
-	err = f(s)
-	if err == nil || !sessionGone(ctx, err) {
-		return err
-	}
-	c.log.Info("mcp session lost; reconnecting", "server", c.cfg.target(), "error", err)
-	c.drop(s)
-	s2, rerr := c.session(ctx)
-	if rerr != nil {
-		return fmt.Errorf("%w (reconnect failed: %v)", err, rerr)
-	}
-	return f(s2)
 }
+
+// maybeRanError is a call that failed after its request may have reached the server:
+// it is not sent again, since the tool may have run.
+type maybeRanError struct{ err error }
+
+func (e *maybeRanError) Error() string {
+	return fmt.Sprintf("the connection failed after the request was sent, so the tool may have run; it was not sent again: %v", e.err)
+}
+
+func (e *maybeRanError) Unwrap() error { return e.err }
 
 // session returns the open session, connecting when there is none. Concurrent callers
 // share one connect attempt.
@@ -381,14 +435,16 @@ func (c *ClientConn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	stop := context.AfterFunc(c.closeCtx, cancel)
 	defer stop()
 
+	var opts *sdk.ClientSessionOptions
+	if c.cfg.ProtocolVersion != "" {
+		opts = &sdk.ClientSessionOptions{ProtocolVersion: c.cfg.ProtocolVersion}
+	}
+	if c.cfg.Transport == TransportHTTP {
+		return c.connectHTTP(ctx, opts)
+	}
 	var t sdk.Transport
 	var killGroup func()
 	switch c.cfg.Transport {
-	case TransportHTTP:
-		// Tool calls are request/response: the standalone GET stream for
-		// server-initiated messages is not needed, and keeping it would make the SDK
-		// retry it in the background whenever the server goes away.
-		t = &sdk.StreamableClientTransport{Endpoint: c.cfg.Endpoint, HTTPClient: c.httpc, DisableStandaloneSSE: true}
 	case TransportSSE:
 		t = &sessionScopedTransport{
 			inner:  &sdk.SSEClientTransport{Endpoint: c.cfg.Endpoint, HTTPClient: c.httpc},
@@ -406,12 +462,10 @@ func (c *ClientConn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 		killGroup = ownProcessGroup(cmd)
 		t = &stdioTransport{CommandTransport: sdk.CommandTransport{Command: cmd, TerminateDuration: stdioTerminateGrace}, killGroup: killGroup}
 	}
-	var opts *sdk.ClientSessionOptions
-	if c.cfg.ProtocolVersion != "" {
-		opts = &sdk.ClientSessionOptions{ProtocolVersion: c.cfg.ProtocolVersion}
-	}
-	s, err := c.client.Connect(ctx, t, opts)
+	ct := &callTracker{connect: true}
+	s, err := c.client.Connect(withTracker(ctx, ct), t, opts)
 	if err != nil {
+		err = &statusError{err: err, status: ct.httpStatus()}
 		if killGroup != nil {
 			// A server that started but failed the handshake must not linger.
 			killGroup()
@@ -420,6 +474,111 @@ func (c *ClientConn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	c.log.Debug("mcp session opened", "server", c.cfg.target(), "session", s.ID())
 	return s, nil
+}
+
+// connectHTTP opens a Streamable HTTP session: at the endpoint, or with FindPath at
+// the one that worked before, else at /mcp and then at the root path. A path is only
+// given up for the next when the server answered (a 404, say); when nothing
+// answered (connection refused, timeout) another path would not help.
+func (c *ClientConn) connectHTTP(ctx context.Context, opts *sdk.ClientSessionOptions) (*sdk.ClientSession, error) {
+	candidates := []string{c.cfg.Endpoint}
+	if c.cfg.FindPath {
+		c.mu.Lock()
+		found := c.found
+		c.mu.Unlock()
+		candidates = []string{c.cfg.Endpoint + "/mcp", c.cfg.Endpoint}
+		if found == c.cfg.Endpoint {
+			candidates[0], candidates[1] = candidates[1], candidates[0]
+		}
+	}
+	var errs pathErrors
+	status := 0
+	for _, ep := range candidates {
+		// Tool calls are request/response: the standalone GET stream for
+		// server-initiated messages is not needed, and keeping it would make the SDK
+		// retry it in the background whenever the server goes away.
+		t := &sdk.StreamableClientTransport{Endpoint: ep, HTTPClient: c.httpc, DisableStandaloneSSE: true}
+		ct := &callTracker{connect: true}
+		s, err := c.client.Connect(withTracker(ctx, ct), t, opts)
+		if err == nil {
+			if c.cfg.FindPath {
+				c.mu.Lock()
+				c.found = ep
+				c.mu.Unlock()
+			}
+			c.log.Debug("mcp session opened", "server", ep, "session", s.ID())
+			return s, nil
+		}
+		status = ct.httpStatus()
+		errs = append(errs, pathError{endpoint: ep, err: err})
+		if ctx.Err() != nil || status == 0 {
+			break
+		}
+	}
+	var err error = errs
+	if len(errs) == 1 && !c.cfg.FindPath {
+		err = errs[0].err
+	}
+	return nil, &statusError{err: err, status: status}
+}
+
+// pathError and pathErrors report the connect attempts of FindPath, one per endpoint.
+type pathError struct {
+	endpoint string
+	err      error
+}
+
+type pathErrors []pathError
+
+func (e pathErrors) Error() string {
+	var b strings.Builder
+	for i, pe := range e {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %v", pe.endpoint, pe.err)
+	}
+	return b.String()
+}
+
+func (e pathErrors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, pe := range e {
+		out[i] = pe.err
+	}
+	return out
+}
+
+// statusError is a failed connect with the HTTP status the server answered (0: no
+// answer); see ConnectHTTPStatus.
+type statusError struct {
+	err    error
+	status int
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
+
+// ConnectHTTPStatus returns the HTTP status with which the server answered the failed
+// connect that err reports (404 when nothing serves MCP at the path, say), or 0 when
+// err is not such a failure or no HTTP answer came (connection refused, timeout).
+func ConnectHTTPStatus(err error) int {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.status
+	}
+	return 0
+}
+
+// Endpoint returns the URL the connection talks to: with FindPath, the one that
+// worked once a session has been opened.
+func (c *ClientConn) Endpoint() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.found != "" {
+		return c.found
+	}
+	return c.cfg.Endpoint
 }
 
 // Close ends the session (terminating a stdio subprocess and waiting for it) and makes
@@ -555,6 +714,11 @@ type hookedConn struct {
 	sdk.Connection
 	once    sync.Once
 	onClose func()
+}
+
+// Write records what a callTracker in ctx needs (stdio has no HTTP request to trace).
+func (c *hookedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	return trackWrite(ctx, msg, func() error { return c.Connection.Write(ctx, msg) })
 }
 
 func (c *hookedConn) Close() error {

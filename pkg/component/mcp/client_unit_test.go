@@ -88,16 +88,16 @@ func TestParseClientURI(t *testing.T) {
 		want ClientConfig
 		tool string
 	}{
-		{"mcp://localhost:8181/search", ClientConfig{Transport: "http", Endpoint: "http://localhost:8181", Timeout: DefaultCallTimeout}, "search"},
+		{"mcp://localhost:8181/search", ClientConfig{Transport: "http", Endpoint: "http://localhost:8181", FindPath: true, Timeout: DefaultCallTimeout}, "search"},
 		{"mcp://127.0.0.1:3011/mcp/echo", ClientConfig{Transport: "http", Endpoint: "http://127.0.0.1:3011/mcp", Timeout: DefaultCallTimeout}, "echo"},
 		{"mcp://h:1/a/b/tool?transport=http&scheme=https&timeout=5s", ClientConfig{Transport: "http", Endpoint: "https://h:1/a/b", Timeout: 5 * time.Second}, "tool"},
 		{"mcp://h:1/tool?transport=sse", ClientConfig{Transport: "sse", Endpoint: "http://h:1/sse", Timeout: DefaultCallTimeout}, "tool"},
 		{"mcp://h:1/events/tool?transport=sse", ClientConfig{Transport: "sse", Endpoint: "http://h:1/events", Timeout: DefaultCallTimeout}, "tool"},
-		{"mcp://localhost:8181/_unused?timeout=0", ClientConfig{Transport: "http", Endpoint: "http://localhost:8181", Timeout: -1}, "_unused"},
-		{"mcp://localhost:8181", ClientConfig{Transport: "http", Endpoint: "http://localhost:8181", Timeout: DefaultCallTimeout}, ""},
+		{"mcp://localhost:8181/_unused?timeout=0", ClientConfig{Transport: "http", Endpoint: "http://localhost:8181", FindPath: true, Timeout: -1}, "_unused"},
+		{"mcp://localhost:8181", ClientConfig{Transport: "http", Endpoint: "http://localhost:8181", FindPath: true, Timeout: DefaultCallTimeout}, ""},
 		{"mcp:///usr/local/bin/mcp-fs/read_file?transport=stdio", ClientConfig{Transport: "stdio", Command: "/usr/local/bin/mcp-fs", Timeout: DefaultCallTimeout}, "read_file"},
 		{"mcp://npx/echo?transport=stdio&args=-y&args=some+server&env=A=1&env=B=x%3Dy", ClientConfig{Transport: "stdio", Command: "npx", Args: []string{"-y", "some server"}, Env: []string{"A=1", "B=x=y"}, Timeout: DefaultCallTimeout}, "echo"},
-		{"mcp://h:1/my%20tool", ClientConfig{Transport: "http", Endpoint: "http://h:1", Timeout: DefaultCallTimeout}, "my tool"},
+		{"mcp://h:1/my%20tool", ClientConfig{Transport: "http", Endpoint: "http://h:1", FindPath: true, Timeout: DefaultCallTimeout}, "my tool"},
 	} {
 		t.Run(tc.raw, func(t *testing.T) {
 			u, err := uri.Parse(tc.raw)
