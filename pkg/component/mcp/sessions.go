@@ -80,7 +80,14 @@ type sessionTable struct {
 	slots  map[*sessionSlot]struct{}
 	owners map[string]int
 	clock  uint64 // orders activity: a higher last means used more recently
+
+	refused  int       // refusals since the last warning
+	lastWarn time.Time // refusals are logged at most once per refusalLogEvery
 }
+
+// refusalLogEvery samples the warning about refused sessions: a flood of new
+// sessions at the cap must not become a flood of log lines.
+const refusalLogEvery = 10 * time.Second
 
 func newSessionTable(o *ServerOptions) *sessionTable {
 	t := &sessionTable{max: o.MaxSessions, perOwner: o.MaxSessionsPerPrincipal, logger: o.Logger,
@@ -120,13 +127,11 @@ func (t *sessionTable) admit(owner, kind string, expire bool) (*sessionSlot, err
 	switch {
 	case t.perOwner > 0 && owner != "" && t.owners[owner] >= t.perOwner:
 		if victim = t.oldestIdleLocked(owner); victim == nil {
-			t.mu.Unlock()
-			return nil, &sessionLimitError{setting: "max_sessions_per_principal", limit: t.perOwner}
+			return nil, t.refuseLocked(&sessionLimitError{setting: "max_sessions_per_principal", limit: t.perOwner})
 		}
 	case t.max > 0 && len(t.slots) >= t.max:
 		if victim = t.oldestIdleLocked(""); victim == nil {
-			t.mu.Unlock()
-			return nil, &sessionLimitError{setting: "max_sessions", limit: t.max}
+			return nil, t.refuseLocked(&sessionLimitError{setting: "max_sessions", limit: t.max})
 		}
 	}
 	var closeVictim func()
@@ -142,13 +147,29 @@ func (t *sessionTable) admit(owner, kind string, expire bool) (*sessionSlot, err
 	}
 	t.mu.Unlock()
 	if victim != nil {
-		t.logger.Info("mcp: session limit reached, closing the session idle longest", "session", victim.id,
+		t.logger.Debug("mcp: session limit reached, closing the session idle longest", "session", victim.id,
 			"transport", victim.kind)
 		if closeVictim != nil {
 			closeVictim()
 		}
 	}
 	return s, nil
+}
+
+// refuseLocked counts a refusal, logs a sampled warning and unlocks t.mu.
+func (t *sessionTable) refuseLocked(err *sessionLimitError) error {
+	t.refused++
+	now := time.Now()
+	n := 0
+	if now.Sub(t.lastWarn) >= refusalLogEvery {
+		n, t.refused, t.lastWarn = t.refused, 0, now
+	}
+	t.mu.Unlock()
+	if n > 0 {
+		t.logger.Warn("mcp: new sessions refused: every session in scope has a call in flight",
+			"limit", err.setting, "value", err.limit, "refused", n)
+	}
+	return err
 }
 
 // oldestIdleLocked finds the least recently used session without a request in

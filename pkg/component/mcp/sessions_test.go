@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -11,7 +13,9 @@ import (
 // The session table's rules, without HTTP: the end-to-end tests through the
 // security stack are in pkg/app (mcp_sessions_test.go).
 func TestSessionTableEvictsIdleLongestAndNeverBusy(t *testing.T) {
-	tab := newSessionTable(&ServerOptions{MaxSessions: 3, MaxSessionsPerPrincipal: 2})
+	var logs bytes.Buffer
+	tab := newSessionTable(&ServerOptions{MaxSessions: 3, MaxSessionsPerPrincipal: 2,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	closed := map[string]bool{}
 	open := func(owner, id string) *sessionSlot {
 		t.Helper()
@@ -63,6 +67,10 @@ func TestSessionTableEvictsIdleLongestAndNeverBusy(t *testing.T) {
 	}
 	if len(closed) != 3 {
 		t.Fatalf("closed %v after refusals", closed)
+	}
+	// Refusals are logged sampled: one warning for the two.
+	if n := strings.Count(logs.String(), "new sessions refused"); n != 1 {
+		t.Fatalf("%d refusal warnings, want 1:\n%s", n, logs.String())
 	}
 }
 
