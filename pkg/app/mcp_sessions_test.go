@@ -525,6 +525,16 @@ mcps:`+sessionServers("capped", "    api_keys: [key-a]\n    max_sessions: 2\n", 
 				return s
 			}
 			first, second := open(), open()
+			if transport != "sse" {
+				// At the cap, a POST that opens no session evicts nobody.
+				probe := &rawSession{t: t, c: c, base: base, transport: transport, auth: key}
+				if status, body, _ := probe.post(`{"jsonrpc":"2.0","id":9,"method":"ping"}`, ""); status == http.StatusOK && strings.Contains(body, `"result"`) {
+					t.Logf("ping without a session answered: %s", body)
+				}
+				if !first.alive() || !second.alive() {
+					t.Fatal("a request without a session id evicted a session")
+				}
+			}
 			busyFirst := inFlight(t, first, b)
 			third := open() // evicts second: idle, while first has a call running
 			if second.alive() {

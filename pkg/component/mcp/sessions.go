@@ -318,13 +318,16 @@ func (h *sdkSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	if r.Method != http.MethodPost {
+	id, method := requestOf(r)
+	if r.Method != http.MethodPost || method != "initialize" {
+		// Only initialize opens a session the client can use (the SDK closes any
+		// other at the end of its request): nothing to admit, nobody to evict for it.
 		h.next.ServeHTTP(w, r)
 		return
 	}
 	slot, err := h.table.admit(sessionOwner(r), "streamable-sdk", false)
 	if err != nil {
-		refuseSession(w, requestID(r), err)
+		refuseSession(w, id, err)
 		return
 	}
 	rec := &sessionHeaderWriter{ResponseWriter: w, h: h, slot: slot}
@@ -339,22 +342,31 @@ func (h *sdkSessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(rec, r)
 }
 
-// requestID reads the id of the JSON-RPC request in r's body, restoring the body.
-func requestID(r *http.Request) jsonrpc.ID {
-	if r.Body == nil || r.Body == http.NoBody {
-		return jsonrpc.ID{}
+// peekLimit bounds what requestOf reads of a body.
+const peekLimit = 64 << 10
+
+// requestOf reads the id and method of the JSON-RPC request in a POST's body,
+// restoring the body (the SDK's handler reads it again and applies its limit).
+func requestOf(r *http.Request) (jsonrpc.ID, string) {
+	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
+		return jsonrpc.ID{}, ""
 	}
-	data, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(data))
-	if err != nil {
-		return jsonrpc.ID{}
+	// An initialize is small: read at most peekLimit bytes and hand the rest on
+	// unread, so that a huge body meets the SDK's own limit, not this read.
+	data, err := io.ReadAll(io.LimitReader(r.Body, peekLimit+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(data), r.Body), r.Body}
+	if err != nil || len(data) > peekLimit {
+		return jsonrpc.ID{}, ""
 	}
 	if m, err := jsonrpc.DecodeMessage(data); err == nil {
 		if req, ok := m.(*jsonrpc.Request); ok {
-			return req.ID
+			return req.ID, req.Method
 		}
 	}
-	return jsonrpc.ID{}
+	return jsonrpc.ID{}, ""
 }
 
 // register binds a session id the SDK just issued to its slot, before the answer
