@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/arvenza/helix/pkg/app"
@@ -199,7 +197,9 @@ func newMCPInspectCmd() *cobra.Command {
 		Long: `Inspect connects to the MCP server at ADDR (host:port, or a full http:// or
 https:// URL such as http://localhost:3000/mcp) with the official MCP Go SDK, over
 Streamable HTTP (--transport http, the default) or SSE (--transport sse), and prints
-its tools. For host:port, Streamable HTTP tries the root path, then /mcp; SSE uses /sse.`,
+its tools. For host:port, Streamable HTTP tries /mcp, then the root path; SSE uses
+/sse. When the server answers 404 and an SSE server answers at /sse, the error says
+to add --transport sse.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runMCPInspect(cmd, f, args[0]) },
 	}
@@ -214,35 +214,36 @@ func runMCPInspect(cmd *cobra.Command, f mcpInspectFlags, addr string) error {
 	if err != nil {
 		return configError(err)
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-	defer cancel()
-	candidates := []string{endpoint}
-	if f.transport == helixmcp.TransportHTTP && !strings.Contains(addr, "://") && !strings.Contains(addr, "/") {
-		// Helix answers on every path; other servers usually only on /mcp.
-		candidates = append(candidates, endpoint+"/mcp")
+	logger, err := newLogger(cmd, "error")
+	if err != nil {
+		return err
 	}
-	var cs *sdk.ClientSession
-	var errs []error
-	for _, ep := range candidates {
-		if cs, err = inspectConnect(ctx, ep, f.transport); err == nil {
-			break
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+	timeout := f.timeout
+	if timeout <= 0 {
+		timeout = -1 // ClientConfig: no limit
 	}
-	if cs == nil {
-		return runtimeError(fmt.Errorf("connect: %w", errors.Join(errs...)))
+	cfg := helixmcp.ClientConfig{
+		Transport: f.transport,
+		Endpoint:  endpoint,
+		// host:port: Streamable HTTP at /mcp, then / (Helix answers on both; other
+		// servers usually only on /mcp), as for mcp://host:port/tool.
+		FindPath: f.transport == helixmcp.TransportHTTP && isHostPort(addr),
+		Timeout:  timeout,
+		Logger:   logger,
 	}
-	defer cs.Close()
-	var tools []*sdk.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return runtimeError(fmt.Errorf("list tools: %w", err))
-		}
-		tools = append(tools, t)
+	conn, err := helixmcp.NewClientConn(cfg)
+	if err != nil {
+		return configError(err)
+	}
+	defer conn.Close()
+	ctx := cmd.Context()
+	tools, err := conn.ListTools(ctx)
+	if err != nil {
+		return runtimeError(withSSEHint(ctx, err, cfg))
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "MCP Server: %s\n", endpoint)
+	fmt.Fprintf(&b, "MCP Server: %s\n", conn.Endpoint())
 	fmt.Fprintf(&b, "Tools: %d\n\n", len(tools))
 	fmt.Fprintf(&b, "%-25s %s\n", "TOOL", "DESCRIPTION")
 	fmt.Fprintf(&b, "%-25s %s\n", "----", "-----------")
@@ -259,17 +260,6 @@ func runMCPInspect(cmd *cobra.Command, f mcpInspectFlags, addr string) error {
 		return runtimeError(err)
 	}
 	return nil
-}
-
-func inspectConnect(ctx context.Context, endpoint, transport string) (*sdk.ClientSession, error) {
-	var t sdk.Transport
-	if transport == helixmcp.TransportSSE {
-		t = &sdk.SSEClientTransport{Endpoint: endpoint}
-	} else {
-		t = &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}
-	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "helix-mcp-inspect", Version: Version}, nil)
-	return client.Connect(ctx, t, nil)
 }
 
 func writeSchema(b *strings.Builder, label string, schema any) {

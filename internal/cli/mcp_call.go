@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -39,9 +42,12 @@ func newMCPCallCmd() *cobra.Command {
 prints the result: its text (the same body an mcp:// target produces), or with
 --output json the whole tools/call result.
 
-URL is host:port or a full http(s):// URL. With --transport http (the default) it is
-the Streamable HTTP endpoint as given (host:port means http://host:port/); with
---transport sse, host:port means http://host:port/sse. With --stdio the server is a
+URL is host:port or a full http(s):// URL. With --transport http (the default) a
+full URL is the Streamable HTTP endpoint as given, and host:port is looked for at
+http://host:port/mcp, then http://host:port/; with --transport sse, host:port means
+http://host:port/sse. When the server answers 404 and an SSE server answers at /sse,
+the error says to add --transport sse. When --timeout passes, the server is sent
+notifications/cancelled before the command exits. With --stdio the server is a
 command started for the call (quote it as one argument), and TOOL is the first
 argument.
 
@@ -105,7 +111,7 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 	if f.list {
 		tools, err := conn.ListTools(ctx)
 		if err != nil {
-			return runtimeError(err)
+			return runtimeError(withSSEHint(ctx, err, cfg))
 		}
 		return printTools(out, tools, f.output)
 	}
@@ -117,7 +123,7 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 		return reported{code: ExitRuntime}
 	}
 	if err != nil {
-		return runtimeError(err)
+		return runtimeError(withSSEHint(ctx, err, cfg))
 	}
 	text, err := helixmcp.BodyFromResult(res)
 	if err != nil {
@@ -187,6 +193,8 @@ func mcpCallConfig(f mcpCallFlags, args []string) (helixmcp.ClientConfig, string
 			return cfg, "", nil, err
 		}
 		cfg.Transport, cfg.Endpoint = f.transport, endpoint
+		// host:port finds Streamable HTTP at /mcp, then /, as mcp://host:port/tool does.
+		cfg.FindPath = f.transport == helixmcp.TransportHTTP && isHostPort(args[0])
 		if cfg.Header, err = parseHeaders(f.headers); err != nil {
 			return cfg, "", nil, err
 		}
@@ -201,9 +209,59 @@ func mcpCallConfig(f mcpCallFlags, args []string) (helixmcp.ClientConfig, string
 	return cfg, tool, args, nil
 }
 
+// isHostPort reports whether an address is a bare host:port (no scheme, no path).
+func isHostPort(raw string) bool {
+	return !strings.Contains(raw, "://") && !strings.Contains(raw, "/")
+}
+
+// sseHintProbeTimeout bounds the GET that checks whether /sse answers.
+const sseHintProbeTimeout = 5 * time.Second
+
+// withSSEHint adds, to a Streamable HTTP connect that the server answered with 404,
+// the flag to use when an SSE server answers at /sse of the same host: a server
+// speaking only the 2024-11-05 SSE transport is a common reason for the 404.
+func withSSEHint(ctx context.Context, err error, cfg helixmcp.ClientConfig) error {
+	if cfg.Transport != helixmcp.TransportHTTP || helixmcp.ConnectHTTPStatus(err) != http.StatusNotFound {
+		return err
+	}
+	u, perr := url.Parse(cfg.Endpoint)
+	if perr != nil || u.Host == "" {
+		return err
+	}
+	sseURL := u.Scheme + "://" + u.Host + "/sse"
+	if !answersSSE(ctx, sseURL, cfg.Header) {
+		return err
+	}
+	return fmt.Errorf("%w\nhint: %s answers as an MCP SSE server: add --transport sse", err, sseURL)
+}
+
+// answersSSE reports whether a GET of u opens an event stream (the SSE transport's
+// endpoint). The stream is closed right away.
+func answersSSE(ctx context.Context, u string, header http.Header) bool {
+	ctx, cancel := context.WithTimeout(ctx, sseHintProbeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return resp.StatusCode == http.StatusOK && mt == "text/event-stream"
+}
+
 // mcpEndpointURL turns URL or host:port into the endpoint, following the mcp:// URI
-// rules: a bare host:port is http://host:port for Streamable HTTP and
-// http://host:port/sse for SSE.
+// rules: a bare host:port is http://host:port for Streamable HTTP (where the client
+// looks for the server at /mcp, then /) and http://host:port/sse for SSE.
 func mcpEndpointURL(raw, transport string) (string, error) {
 	switch transport {
 	case helixmcp.TransportHTTP, helixmcp.TransportSSE:

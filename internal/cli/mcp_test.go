@@ -135,7 +135,7 @@ func TestMCPInspect(t *testing.T) {
 		args     []string
 		endpoint string
 	}{
-		{[]string{addr}, "http://" + addr},
+		{[]string{addr}, "http://" + addr + "/mcp"}, // host:port: /mcp first, then /
 		{[]string{"http://" + addr + "/mcp"}, "http://" + addr + "/mcp"},
 		{[]string{"--transport", "sse", addr}, "http://" + addr + "/sse"},
 	} {
