@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -401,5 +403,83 @@ func TestClientTimeoutSendsCancelled(t *testing.T) {
 				t.Fatalf("%d notifications/cancelled reached the server when the call returned, want 1", n)
 			}
 		})
+	}
+}
+
+// stdioHelperEnv names the file the stdio helper server counts tools/call runs in;
+// when set, TestClientStdioHelperServer is that server instead of a test.
+const stdioHelperEnv = "HELIX_TEST_STDIO_SERVER_COUNT"
+
+// TestClientStdioHelperServer is not a test: run as a subprocess by
+// TestClientStdioNoResendAfterExit with stdioHelperEnv set, it is a stdio MCP server
+// whose tool "crash" records the call and exits without answering.
+func TestClientStdioHelperServer(t *testing.T) {
+	countFile := os.Getenv(stdioHelperEnv)
+	if countFile == "" {
+		t.Skip("helper process for TestClientStdioNoResendAfterExit")
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "stdio-helper", Version: "1"}, nil)
+	record := func(name string) {
+		f, err := os.OpenFile(countFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			_, _ = f.WriteString(name + "\n")
+			_ = f.Close()
+		}
+	}
+	s.AddTool(&sdk.Tool{Name: "crash", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			record("crash")
+			os.Exit(3)
+			return nil, nil
+		})
+	s.AddTool(&sdk.Tool{Name: "ping", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			record("ping")
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "pong"}}}, nil
+		})
+	_ = s.Run(context.Background(), &sdk.StdioTransport{})
+	os.Exit(0) // nothing of the test framework may reach stdout
+}
+
+// TestClientStdioNoResendAfterExit: a stdio server that read the call and exited may
+// have run it: the call fails without being sent to a new subprocess, and the next
+// call starts one.
+func TestClientStdioNoResendAfterExit(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	countFile := filepath.Join(t.TempDir(), "calls")
+	conn, err := NewClientConn(ClientConfig{
+		Transport: TransportStdio,
+		Command:   exe,
+		Args:      []string{"-test.run=^TestClientStdioHelperServer$"},
+		Env:       []string{stdioHelperEnv + "=" + countFile},
+		Stderr:    io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	calls := func() string {
+		data, _ := os.ReadFile(countFile)
+		return string(data)
+	}
+	_, err = conn.CallTool(context.Background(), "crash", nil)
+	if err == nil || !strings.Contains(err.Error(), "not sent again") {
+		t.Fatalf("err = %v, want a failure that was not sent again", err)
+	}
+	if got := calls(); got != "crash\n" {
+		t.Fatalf("calls received = %q, want crash once", got)
+	}
+	res, err := conn.CallTool(context.Background(), "ping", nil)
+	if err != nil {
+		t.Fatalf("next call: %v", err)
+	}
+	if body, _ := BodyFromResult(res); body != "pong" {
+		t.Fatalf("next call: body %q", body)
+	}
+	if got := calls(); got != "crash\nping\n" {
+		t.Fatalf("calls received = %q, want crash then ping", got)
 	}
 }
