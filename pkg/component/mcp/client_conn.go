@@ -273,7 +273,7 @@ func (c *ClientConn) ListTools(ctx context.Context) ([]*sdk.Tool, error) {
 // gone, f runs once more on a new session — but only when that cannot make the
 // request run twice: idempotent requests (listing tools), or a request that certainly
 // did not reach the server or that the server refused without processing it. A
-// request that may have reached the server fails with errMaybeRan; its session is
+// request that may have reached the server fails with a maybeRanError; its session is
 // dropped when its connection is closed, so the next call opens a new one.
 //
 // When f fails because ctx ended after its request was written, withSession waits
