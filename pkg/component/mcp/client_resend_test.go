@@ -46,7 +46,7 @@ func peekRPC(r *http.Request) rpcPeek {
 // pingServer is a go-sdk server with a tool "ping" answering "pong" and counting runs.
 func pingServer(runs *atomic.Int64) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "resend", Version: "1"}, nil)
-	for _, name := range []string{"ping", "crash", "nope"} {
+	for _, name := range []string{"ping", "crash", "nope", "gateway"} {
 		s.AddTool(&sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				runs.Add(1)
@@ -79,8 +79,9 @@ func (c *callsCounter) get(tool string) int {
 
 // mcpgoStyleServer is a Streamable HTTP server that answers the mcp-go way for tool
 // "nope": HTTP 400 with a JSON-RPC error that echoes the request's id. Tool "crash"
-// drops the connection once it has read the request; other tools are served by a
-// go-sdk server. Every tools/call is counted.
+// drops the connection once it has read the request, "gateway" gets a 502 (a proxy
+// whose upstream failed); other tools are served by a go-sdk server. Every tools/call
+// is counted.
 func mcpgoStyleServer(t *testing.T, calls *callsCounter, runs *atomic.Int64) *httptest.Server {
 	t.Helper()
 	srv := pingServer(runs)
@@ -100,6 +101,10 @@ func mcpgoStyleServer(t *testing.T, calls *callsCounter, runs *atomic.Int64) *ht
 				if err == nil {
 					_ = conn.Close()
 				}
+				return
+			case "gateway":
+				// A proxy whose upstream took the call and then failed.
+				http.Error(w, "upstream went away", http.StatusBadGateway)
 				return
 			}
 		}
@@ -170,8 +175,8 @@ func TestClientHTTP400JSONRPCErrorIsToolError(t *testing.T) {
 }
 
 // TestClientNoResendAfterConnectionDrop: a server that reads tools/call and then drops
-// the connection may have run the tool; the call fails without being sent again, and
-// the next call goes through.
+// the connection, or a 502 from a proxy, may mean the tool ran; the call fails without
+// being sent again, and the next call goes through.
 func TestClientNoResendAfterConnectionDrop(t *testing.T) {
 	var calls callsCounter
 	var runs atomic.Int64
@@ -183,16 +188,18 @@ func TestClientNoResendAfterConnectionDrop(t *testing.T) {
 	t.Cleanup(func() { _ = conn.Close() })
 	ctx := context.Background()
 
-	_, err = conn.CallTool(ctx, "crash", nil)
-	var te *ToolError
-	if err == nil || errors.As(err, &te) {
-		t.Fatalf("err = %v, want a transport error", err)
-	}
-	if n := calls.get("crash"); n != 1 {
-		t.Fatalf("tools/call sent %d times, want 1 (the server may have run it)", n)
-	}
-	if !strings.Contains(err.Error(), "not sent again") {
-		t.Errorf("err = %v, want it to say the call was not sent again", err)
+	for _, tool := range []string{"crash", "gateway"} {
+		_, err = conn.CallTool(ctx, tool, nil)
+		var te *ToolError
+		if err == nil || errors.As(err, &te) {
+			t.Fatalf("%s: err = %v, want a transport error", tool, err)
+		}
+		if n := calls.get(tool); n != 1 {
+			t.Fatalf("%s: tools/call sent %d times, want 1 (the server may have run it)", tool, n)
+		}
+		if !strings.Contains(err.Error(), "not sent again") {
+			t.Errorf("%s: err = %v, want it to say the call was not sent again", tool, err)
+		}
 	}
 	res, err := conn.CallTool(ctx, "ping", nil)
 	if err != nil {
