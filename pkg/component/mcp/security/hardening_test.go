@@ -196,8 +196,10 @@ func TestJWKSSlowEndpointDoesNotStallValidTokens(t *testing.T) {
 	is.addRSA("good")
 	j := newSlowJWKS(t, is)
 	// The failed-authentication limit would soon answer the forged tokens itself.
+	// The HTTP client has no timeout: the hanging fetch lasts until the test ends
+	// it, so anything that waits for it waits beyond the test's bounds.
 	s := mustStack(t, Config{Auth: &OAuthConfig{Issuer: testIssuer, Audience: testAudience, JWKSURL: j.srv.URL}, AuthFailureLimit: -1},
-		clock, func(o *options) { o.jwksMaxWait = 200 * time.Millisecond })
+		clock, func(o *options) { o.jwksMaxWait = 200 * time.Millisecond; o.httpClient = &http.Client{} })
 	h := s.Middleware(okHandler)
 	serve := func(tok string) int {
 		return serveFrom(h, "192.0.2.1:1", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }).Code
@@ -229,6 +231,11 @@ func TestJWKSSlowEndpointDoesNotStallValidTokens(t *testing.T) {
 	}
 	// Valid tokens are answered while the refresh hangs. (If a lock were held
 	// across the fetch they would hang until the test's cleanup.)
+	for deadline := time.Now().Add(30 * time.Second); j.stalled.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no refresh started")
+		}
+	}
 	done := make(chan int, 1)
 	go func() {
 		for range 20 {
