@@ -20,7 +20,7 @@ const (
 )
 
 // failureStore counts failed authentications per client address (IPv6 per
-// /64) in fixed windows. It owns no goroutine: windows that ended are dropped
+// /64) in fixed windows; limit 0 never locks out (the counts still sample logs). It owns no goroutine: windows that ended are dropped
 // from the least recently failed end on every access, and a hard cap evicts the
 // least recently failed address when a new one arrives at capacity.
 type failureStore struct {
@@ -74,7 +74,7 @@ func (st *failureStore) blocked(key string, now time.Time) (wait time.Duration, 
 	}
 	f := e.Value.(*failures)
 	end := f.start.Add(st.window)
-	if f.count < st.limit || !now.Before(end) {
+	if st.limit <= 0 || f.count < st.limit || !now.Before(end) {
 		return 0, false
 	}
 	f.refused++

@@ -88,12 +88,17 @@ func TestAuthFailureLimitIsConfigurable(t *testing.T) {
 		t.Fatalf("4th failure: %d Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
 	}
 
-	off := mustStack(t, Config{APIKeys: []string{"good"}, AuthFailureLimit: -1}, clock)
+	logs := &logBuffer{}
+	off := mustStack(t, Config{APIKeys: []string{"good"}, AuthFailureLimit: -1, Logger: logs.logger()}, clock)
 	h = off.Middleware(okHandler)
 	for i := range 100 {
 		if rec := serveFrom(h, "203.0.113.7:1", withKey("bad")); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("limit off, failure %d: %d", i, rec.Code)
 		}
+	}
+	// The log is sampled all the same.
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Errorf("limit off: %d warnings for 100 failures, want 1", n)
 	}
 	if _, err := New(Config{APIKeys: []string{"k"}, AuthFailureLimit: -2}); err == nil {
 		t.Error("auth_failure_limit -2 accepted")

@@ -99,7 +99,7 @@ type Stack struct {
 	tools   toolFilter
 	oauth   *oauthVerifier
 	limiter *limiterStore
-	fails   *failureStore // nil: no authentication, or the limit is off
+	fails   *failureStore // nil: no authentication
 	now     func() time.Time
 	rejects *Rejections
 
@@ -204,10 +204,14 @@ func newStack(cfg Config, o options) (*Stack, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("mcp server %q security: %w", cfg.ServerID, errors.Join(errs...))
 	}
-	if (len(s.keys) > 0 || s.oauth != nil) && cfg.AuthFailureLimit >= 0 {
+	if len(s.keys) > 0 || s.oauth != nil {
+		// With the limit off (-1) failures are still counted, for sampled logs.
 		limit, window := cfg.AuthFailureLimit, cfg.AuthFailureWindow
-		if limit == 0 {
+		switch {
+		case limit == 0:
 			limit = DefaultAuthFailureLimit
+		case limit < 0:
+			limit = 0
 		}
 		if window == 0 {
 			window = DefaultAuthFailureWindow
