@@ -38,11 +38,14 @@ const sdkMaxJSONDepth = 1000
 type fastToolCalls struct {
 	caller *toolCaller
 	tools  map[string]*serverTool
-	served atomic.Uint64 // calls answered here; tests use it to prove the path was taken
+	// middleware is the server's ServerOptions.ReceivingMiddleware, which the go-sdk
+	// session runs around every request; the fast path runs it around its calls.
+	middleware []sdk.Middleware
+	served     atomic.Uint64 // calls answered here; tests use it to prove the path was taken
 }
 
-func newFastToolCalls(caller *toolCaller, tools []*serverTool) *fastToolCalls {
-	f := &fastToolCalls{caller: caller, tools: make(map[string]*serverTool, len(tools))}
+func newFastToolCalls(caller *toolCaller, tools []*serverTool, middleware []sdk.Middleware) *fastToolCalls {
+	f := &fastToolCalls{caller: caller, tools: make(map[string]*serverTool, len(tools)), middleware: middleware}
 	for _, t := range tools {
 		f.tools[t.info.Name] = t
 	}
@@ -141,9 +144,31 @@ func jsonDeeperThan(data []byte, max int) bool {
 // run executes fc with ctx (which ends with the POST) and returns the response the
 // SDK would send: the tool result, or for an unknown tool the SDK's invalid-params
 // error.
-func (f *fastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) *jsonrpc.Response {
+func (f *fastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall, session *sdk.ServerSession) *jsonrpc.Response {
+	var res *sdk.CallToolResult
+	var err error
+	if len(f.middleware) == 0 {
+		res, err = f.callTool(ctx, r, fc)
+	} else {
+		res, err = f.throughMiddleware(ctx, r, fc, session)
+	}
+	if err != nil {
+		// As the go-sdk session passes a handler's error on (toWire shapes it).
+		return &jsonrpc.Response{ID: fc.id, Error: err}
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("encoding the result of tool %s: %v", fc.name, err)}}
+	}
+	return &jsonrpc.Response{ID: fc.id, Result: data}
+}
+
+// callTool does what the go-sdk's tools/call handling does after its middleware:
+// find the tool, ask ToolAllowed, run it.
+func (f *fastToolCalls) callTool(ctx context.Context, r *http.Request, fc *fastCall) (*sdk.CallToolResult, error) {
 	if fc.tool == nil {
-		return &jsonrpc.Response{ID: fc.id, Error: unknownToolError(fc.name)}
+		return nil, unknownToolError(fc.name)
 	}
 	// ToolAllowed finds the caller's token in ctx, as withCallerToken puts it there
 	// on the SDK path.
@@ -152,18 +177,50 @@ func (f *fastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) 
 	}
 	// A refused tool answers like an unknown one, as on the SDK path.
 	if err := f.caller.refusal(ctx, fc.tool, fc.name); err != nil {
-		return &jsonrpc.Response{ID: fc.id, Error: err}
+		return nil, err
 	}
 	res := f.caller.call(ctx, fc.tool, fc.args)
 	if res.Content == nil {
 		res.Content = []sdk.Content{} // as the SDK's callTool does: never "content": null
 	}
-	data, err := json.Marshal(res)
-	if err != nil {
-		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("encoding the result of tool %s: %v", fc.name, err)}}
+	return res, nil
+}
+
+// throughMiddleware runs the server's receiving middleware around callTool with
+// the request the go-sdk session would hand it: a *sdk.CallToolRequest with the
+// session (nil on a stateless server), the raw params and the HTTP request's
+// headers and token. Middleware may change the params (the tool name, the
+// arguments) or answer itself.
+func (f *fastToolCalls) throughMiddleware(ctx context.Context, r *http.Request, fc *fastCall, session *sdk.ServerSession) (*sdk.CallToolResult, error) {
+	req := &sdk.CallToolRequest{Session: session, Params: &sdk.CallToolParamsRaw{Name: fc.name, Arguments: fc.args},
+		Extra: &sdk.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
+	var h sdk.MethodHandler = func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		cr, ok := req.(*sdk.CallToolRequest)
+		if !ok || cr.Params == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("receiving middleware passed on %T for tools/call", req)}
+		}
+		call := fastCall{id: fc.id, name: cr.Params.Name, tool: f.tools[cr.Params.Name], args: cr.Params.Arguments}
+		res, err := f.callTool(ctx, r, &call)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
 	}
-	return &jsonrpc.Response{ID: fc.id, Result: data}
+	for i := len(f.middleware) - 1; i >= 0; i-- {
+		h = f.middleware[i](h)
+	}
+	res, err := h(ctx, "tools/call", req)
+	if err != nil {
+		return nil, err
+	}
+	ctr, ok := res.(*sdk.CallToolResult)
+	if !ok || ctr == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("receiving middleware answered tools/call with %T", res)}
+	}
+	if ctr.Content == nil {
+		ctr.Content = []sdk.Content{}
+	}
+	return ctr, nil
 }
 
 // fastAnswer writes one response the way serve does: application/json, or a
@@ -203,13 +260,13 @@ func (a *fastAnswer) write(resp *jsonrpc.Response) {
 func (h *streamableHandler) serveFastStateless(w http.ResponseWriter, r *http.Request, fc *fastCall, jsonOK bool) {
 	h.fast.served.Add(1)
 	ans := startFastAnswer(w, jsonOK)
-	ans.write(h.fast.run(r.Context(), r, fc))
+	ans.write(h.fast.run(r.Context(), r, fc, nil))
 }
 
 // serveFast answers a tool call of an established session. The call is registered
 // under its request id, like the SDK path's calls: the id cannot be reused while it
-// runs, notifications/cancelled for it cancels it (cancelFast), and closing the
-// session cancels it.
+// runs, notifications/cancelled for it cancels it (noteCancels) and then no result
+// is sent for it, and closing the session cancels it.
 func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastCall, jsonOK bool) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -231,12 +288,13 @@ func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastC
 	defer func() {
 		c.mu.Lock()
 		delete(c.fast, fc.id)
+		delete(c.cancelled, fc.id)
 		c.mu.Unlock()
 	}()
 
 	c.h.fast.served.Add(1)
 	ans := startFastAnswer(w, jsonOK)
-	resp := c.h.fast.run(ctx, r, fc)
+	resp := c.h.fast.run(ctx, r, fc, c.session)
 	select {
 	case <-c.done:
 		// The session ended while the call ran; the SDK path answers 404 then too.
@@ -246,29 +304,39 @@ func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastC
 		return
 	default:
 	}
+	c.mu.Lock()
+	withdrawn := c.cancelled[fc.id]
+	c.mu.Unlock()
+	if withdrawn {
+		// The client cancelled the call: no result, as on the SDK path (serve).
+		if ans.stream == nil {
+			w.WriteHeader(http.StatusAccepted)
+		}
+		return
+	}
 	ans.write(resp)
 }
 
-// cancelFast cancels the fast calls that notifications/cancelled in msgs name. The
-// notifications still go to the session, which ignores ids it is not running.
-func (c *streamConn) cancelFast(msgs []jsonrpc.Message) {
+// noteCancels handles the notifications/cancelled in msgs for the session's
+// running requests: a fast call is cancelled here, and the result of any cancelled
+// request (fast path or SDK path) is not sent (MCP cancellation: the receiver
+// should not answer a cancelled request). The notifications still go to the
+// session, which cancels its own handlers and ignores ids it is not running.
+func (c *streamConn) noteCancels(msgs []jsonrpc.Message) {
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
 		if !ok || req.IsCall() || req.Method != "notifications/cancelled" {
 			continue
 		}
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		if json.Unmarshal(req.Params, &p) != nil {
-			continue
-		}
-		id, err := decodeID(p.RequestID)
-		if err != nil || !id.IsValid() {
+		id, ok := cancelledID(req.Params)
+		if !ok {
 			continue
 		}
 		c.mu.Lock()
 		cancel := c.fast[id]
+		if _, running := c.pending[id]; running || cancel != nil {
+			c.cancelled[id] = true
+		}
 		c.mu.Unlock()
 		if cancel != nil {
 			cancel()

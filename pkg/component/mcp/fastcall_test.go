@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/pkg/component/mcp/security"
 	"github.com/arvenza/helix/pkg/engine"
@@ -147,8 +148,29 @@ type fastStep struct {
 type decodedReply struct {
 	Status      int
 	ContentType string
-	Messages    []any  // JSON bodies and event-stream data
-	Text        string // non-JSON bodies (http.Error)
+	Messages    []any    // JSON bodies and event-stream data
+	IDs         []string // the ids of the messages exactly as sent (Messages has float64s)
+	Text        string   // non-JSON bodies (http.Error)
+}
+
+// rawIDs returns the "id" of a JSON-RPC message, or of each in a batch, as written.
+func rawIDs(data []byte) []string {
+	var one struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &one) == nil {
+		return []string{string(one.ID)}
+	}
+	var batch []struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(data, &batch)
+	var ids []string
+	for _, m := range batch {
+		ids = append(ids, string(m.ID))
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func decodeReply(t *testing.T, r rawReply) decodedReply {
@@ -168,6 +190,7 @@ func decodeReply(t *testing.T, r rawReply) decodedReply {
 			})
 		}
 		d.Messages = append(d.Messages, v)
+		d.IDs = rawIDs([]byte(r.body))
 	case "text/event-stream":
 		sc := bufio.NewScanner(strings.NewReader(r.body))
 		for sc.Scan() {
@@ -177,6 +200,7 @@ func decodeReply(t *testing.T, r rawReply) decodedReply {
 					t.Fatalf("event %q: %v", data, err)
 				}
 				d.Messages = append(d.Messages, v)
+				d.IDs = append(d.IDs, rawIDs([]byte(data))...)
 			}
 		}
 	default:
@@ -222,6 +246,36 @@ func wantTool(text string, isError bool) func(*testing.T, decodedReply) {
 		got, isErr := toolText(t, d)
 		if !strings.Contains(got, text) || isErr != isError {
 			t.Fatalf("tool result %q (isError %v), want %q (isError %v)", got, isErr, text, isError)
+		}
+	}
+}
+
+func both(checks ...func(*testing.T, decodedReply)) func(*testing.T, decodedReply) {
+	return func(t *testing.T, d decodedReply) {
+		t.Helper()
+		for _, c := range checks {
+			c(t, d)
+		}
+	}
+}
+
+func wantIDs(ids ...string) func(*testing.T, decodedReply) {
+	return func(t *testing.T, d decodedReply) {
+		t.Helper()
+		if !slices.Equal(d.IDs, ids) {
+			t.Fatalf("ids %q, want %q (%+v)", d.IDs, ids, d)
+		}
+	}
+}
+
+func wantRPCError(status int, code float64) func(*testing.T, decodedReply) {
+	return func(t *testing.T, d decodedReply) {
+		t.Helper()
+		if d.Status != status {
+			t.Fatalf("status %d, want %d (%+v)", d.Status, status, d)
+		}
+		if got, msg := rpcError(t, d); got != code {
+			t.Fatalf("error %v %q, want code %v", got, msg, code)
 		}
 	}
 }
@@ -288,6 +342,38 @@ var equivalenceSteps = []fastStep{
 	{name: "unsupported protocol header", body: call(31, "greet", `{}`), hdr: map[string]string{"Mcp-Protocol-Version": "2023-01-01"}},
 	{name: "tools/list hides blocked", body: `{"jsonrpc":"2.0","id":32,"method":"tools/list"}`},
 	{name: "ping", body: `{"jsonrpc":"2.0","id":33,"method":"ping"}`},
+	// Ids come back exactly as sent, also beyond float64's integers.
+	{name: "id beyond float64", body: `{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"greet","arguments":{"name":"Ida"}}}`,
+		fast: true, expect: both(wantTool("Hello, Ida!", false), wantIDs("9007199254740993"))},
+	{name: "largest int64 id", body: `{"jsonrpc":"2.0","id":9223372036854775807,"method":"tools/call","params":{"name":"greet"}}`,
+		fast: true, expect: wantIDs("9223372036854775807")},
+	{name: "largest int64 id, SDK session", body: `{"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"}`, expect: wantIDs("9223372036854775807")},
+	{name: "id 1.0 as the go-sdk reads it", body: `{"jsonrpc":"2.0","id":1.0,"method":"ping"}`, expect: wantIDs("1")},
+	// Envelopes are read like the go-sdk's jsonrpc.DecodeMessage: keys are case-sensitive.
+	{name: "capitalised envelope", body: `{"jsonrpc":"2.0","ID":34,"Method":"ping"}`, expect: wantRPCError(http.StatusBadRequest, -32600)},
+	{name: "id null", body: `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"greet"}}`,
+		expect: both(wantRPCError(http.StatusBadRequest, -32600), wantIDs("null"))},
+	{name: "tools/call without id", body: `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"greet"}}`,
+		expect: both(wantRPCError(http.StatusBadRequest, -32600), wantIDs("null"))},
+	{name: "not JSON", body: `this is not json`, expect: both(wantRPCError(http.StatusBadRequest, -32700), wantIDs("null"))},
+	{name: "unknown protocol version", body: call(35, "greet", `{}`), hdr: map[string]string{"Mcp-Protocol-Version": "garbage"},
+		expect: func(t *testing.T, d decodedReply) {
+			wantRPCError(http.StatusBadRequest, sdk.CodeUnsupportedProtocolVersion)(t, d)
+			if _, msg := rpcError(t, d); !strings.Contains(msg, "2025-11-25") || strings.Contains(msg, "stateless") {
+				t.Fatalf("message %q does not name the supported versions", msg)
+			}
+		}},
+	{name: "no 2026-07-28 fields before 2026-07-28", body: `{"jsonrpc":"2.0","id":36,"method":"tools/list"}`, expect: func(t *testing.T, d decodedReply) {
+		res, _ := d.Messages[0].(map[string]any)["result"].(map[string]any)
+		if res == nil {
+			t.Fatalf("no result: %+v", d)
+		}
+		for _, k := range newProtocolResultKeys {
+			if _, ok := res[k]; ok {
+				t.Errorf("result has %s: %+v", k, res)
+			}
+		}
+	}},
 }
 
 // runSequence sends the stateful sequence: a call without a session, initialize,
@@ -430,8 +516,8 @@ func awaitReply(t *testing.T, ch <-chan rawReply) rawReply {
 }
 
 // TestFastToolCallCancellation: notifications/cancelled for a running call
-// cancels its context, a reused request id is refused while it runs, and the
-// answers match the SDK path's.
+// cancels its context and no result is sent for it, a reused request id is refused
+// while it runs, and the answers match the SDK path's.
 func TestFastToolCallCancellation(t *testing.T) {
 	probe := newSlowProbe()
 	comp := fastTestServers(t, probe)
@@ -450,7 +536,12 @@ func TestFastToolCallCancellation(t *testing.T) {
 			t.Fatalf("%s: cancel: %d %s", id, r.status, r.body)
 		}
 		probe.waitCancelled(t)
-		answers[i] = append(answers[i], dup, decodeReply(t, awaitReply(t, slow)))
+		// After the client's cancel no result is sent for the call's id.
+		cancelled := decodeReply(t, awaitReply(t, slow))
+		if slices.Contains(cancelled.IDs, "50") || len(cancelled.Messages) != 0 {
+			t.Errorf("%s: the cancelled call was answered: %+v", id, cancelled)
+		}
+		answers[i] = append(answers[i], dup, cancelled)
 		// The id is free again once the call has ended.
 		answers[i] = append(answers[i], decodeReply(t, send(t, http.MethodPost, url, hdr, call(50, "greet", `{}`))))
 		if got, want := fastServed(comp, id)-before, map[string]uint64{"fast": 2, "sdk": 0}[id]; got != want {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/uri"
@@ -106,6 +108,12 @@ type ServerOptions struct {
 	// ctx carries the caller's OAuth token, when there is one, for
 	// security.ClaimsFromContext (per-tool scopes).
 	ToolAllowed func(ctx context.Context, toolName string) error
+	// ReceivingMiddleware wraps the handling of every request the server receives
+	// (go-sdk receiving middleware, outermost first, outside Helix's own). It runs
+	// for tools/call answered by the fast path too (fastcall.go), where the
+	// request's Session is nil on a stateless server. Register middleware here
+	// rather than on the go-sdk server, which the fast path does not consult.
+	ReceivingMiddleware []sdk.Middleware
 	// Logger defaults to the engine context's logger at the time the server starts.
 	Logger *slog.Logger
 }

@@ -92,6 +92,9 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	if s.opts.ToolAllowed != nil {
 		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed))
 	}
+	// Registered last, so outermost: they see requests as the client sent them, as
+	// they do on the fast path (fastcall.go).
+	srv.AddReceivingMiddleware(s.opts.ReceivingMiddleware...)
 	s.mu.Lock()
 	s.tools, s.caller = tools, caller
 	s.mu.Unlock()
@@ -228,12 +231,13 @@ func (s *mcpServer) httpHandler() http.Handler {
 			if !s.opts.Stateless {
 				streamable = newSDKSessions(streamable, sdkServer, sessions)
 			}
+			streamable = newSDKProtocolFront(streamable, &s.opts)
 		} else {
 			sh := newStreamableHandler(s.sdk, &s.opts)
 			sh.table = sessions
 			if !s.opts.DisableFastToolCalls {
 				s.mu.Lock()
-				sh.fast = newFastToolCalls(s.caller, s.tools)
+				sh.fast = newFastToolCalls(s.caller, s.tools, s.opts.ReceivingMiddleware)
 				s.fast = sh.fast
 				s.mu.Unlock()
 			}
@@ -257,7 +261,9 @@ func (s *mcpServer) startStdio() {
 	s.stdioCancel, s.stdioDone = cancel, done
 	s.mu.Unlock()
 	drain := newStdioDrain(s.opts.Stdin, s.opts.Stdout)
-	t := &sdk.IOTransport{Reader: readCloser(drain, s.opts.Stdin), Writer: nopWriteCloser{drain}}
+	// Helix's stdio connection (stdio_conn.go): a malformed line is answered, not
+	// the end of the session; ids are echoed exactly.
+	t := newStdioTransport(drain, drain, s.opts.Stdin, drain, s.opts.Logger)
 	go func() {
 		defer close(done)
 		defer drain.Stop()
@@ -498,23 +504,3 @@ func (g *callGate) closeAndWait(ctx context.Context) error {
 	g.mu.Unlock()
 	return g.wait(ctx)
 }
-
-// readCloser keeps a closable reader closable (so that stop can interrupt a pipe)
-// and makes any other reader satisfy io.ReadCloser.
-// readCloser reads from r and closes orig when orig can be closed (the transport
-// closes its input when the connection ends).
-func readCloser(r io.Reader, orig io.Reader) io.ReadCloser {
-	if c, ok := orig.(io.Closer); ok {
-		return struct {
-			io.Reader
-			io.Closer
-		}{r, c}
-	}
-	return io.NopCloser(r)
-}
-
-// nopWriteCloser keeps the transport from closing the process's stdout, which
-// other code (a final log line on a terminal) may still own.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

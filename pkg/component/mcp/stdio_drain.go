@@ -63,6 +63,16 @@ func envelopes(line []byte) []rpcEnvelope {
 
 func hasID(e rpcEnvelope) bool { return len(e.ID) > 0 && string(e.ID) != "null" }
 
+// idKey is the form of an id both directions share: a request's `1.0` is
+// answered as `1`.
+func idKey(raw json.RawMessage) string {
+	id, err := decodeID(raw)
+	if err != nil || !id.IsValid() {
+		return string(raw)
+	}
+	return string(encodeID(id))
+}
+
 // lines splits tail+p into complete lines and returns the new unterminated tail.
 func lines(tail, p []byte, each func(line []byte)) []byte {
 	buf := append(tail, p...)
@@ -83,7 +93,7 @@ func (d *stdioDrain) Read(p []byte) (int, error) {
 		d.inTail = lines(d.inTail, p[:n], func(line []byte) {
 			for _, e := range envelopes(line) {
 				if e.Method != "" && hasID(e) {
-					d.pending[string(e.ID)] = true
+					d.pending[idKey(e.ID)] = true
 				}
 			}
 		})
@@ -102,16 +112,42 @@ func (d *stdioDrain) Write(p []byte) (int, error) {
 	d.mu.Lock()
 	d.outTail = lines(d.outTail, p[:n], func(line []byte) {
 		for _, e := range envelopes(line) {
-			if e.Method == "" && hasID(e) && d.pending[string(e.ID)] {
-				delete(d.pending, string(e.ID))
-				close(d.changed)
-				d.changed = make(chan struct{})
+			if e.Method == "" && hasID(e) {
+				d.answered(idKey(e.ID))
 			}
 		}
 	})
 	d.outTail = append([]byte(nil), d.outTail...)
 	d.mu.Unlock()
 	return n, err
+}
+
+// answered forgets a pending request id (d.mu held).
+func (d *stdioDrain) answered(key string) {
+	if d.pending[key] {
+		delete(d.pending, key)
+		close(d.changed)
+		d.changed = make(chan struct{})
+	}
+}
+
+// forgetLine forgets the requests of an input line the transport answered itself
+// (stdio_conn.go: a refused line or batch).
+func (d *stdioDrain) forgetLine(line []byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range envelopes(line) {
+		if hasID(e) {
+			d.answered(idKey(e.ID))
+		}
+	}
+}
+
+// forgetID forgets a request the transport will not answer (it was cancelled).
+func (d *stdioDrain) forgetID(raw json.RawMessage) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.answered(idKey(raw))
 }
 
 // waitAnswered blocks until no request is pending, the timeout passes, or the

@@ -62,9 +62,9 @@ const (
 )
 
 // knownProtocolVersions are the revisions the go-sdk v1.8.0 session layer speaks.
-// A Mcp-Protocol-Version header naming an older or unknown revision is refused
-// with 400, as the spec requires; later ones are left to the session layer, which
-// answers them with the JSON-RPC error that lists what it supports.
+// A Mcp-Protocol-Version header naming any other value is refused with 400 and the
+// JSON-RPC error -32022 listing the versions the server speaks
+// (refuseUnknownProtocol).
 var knownProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", statelessProtocol}
 
 // streamableHandler serves Streamable HTTP for one sdk.Server.
@@ -108,9 +108,8 @@ func (h *streamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	version := r.Header.Get(protocolVersionHeader)
-	if version != "" && version < statelessProtocol && !slices.Contains(knownProtocolVersions, version) {
-		http.Error(w, fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", protocolVersionHeader, version,
-			strings.Join(knownProtocolVersions, ", ")), http.StatusBadRequest)
+	if version != "" && !slices.Contains(knownProtocolVersions, version) {
+		h.refuseUnknownProtocol(w, version)
 		return
 	}
 	allow := "GET, POST, DELETE"
@@ -209,11 +208,19 @@ func (h *streamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	msgs, batch, err := decodeMessages(data)
+	dec, err := decodeBody(data)
 	if err != nil {
-		http.Error(w, "malformed JSON-RPC payload: "+err.Error(), http.StatusBadRequest)
+		// Not JSON (-32700), or JSON that is no JSON-RPC message (-32600).
+		writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, parseErrorResponse(err))
 		return
 	}
+	if e := dec.check(); e != nil {
+		// "id": null, or a request without id: the session would take it for a
+		// notification and never answer.
+		writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, e)
+		return
+	}
+	msgs, batch := dec.msgs, dec.batch
 	effective := version
 	if effective == "" {
 		effective = defaultProtocol
@@ -300,10 +307,23 @@ func (h *streamableHandler) post(w http.ResponseWriter, r *http.Request, version
 			return
 		}
 	}
-	if h.fast != nil {
-		c.cancelFast(msgs)
-	}
+	c.noteCancels(msgs)
 	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
+}
+
+// refuseUnknownProtocol answers a request whose Mcp-Protocol-Version names no
+// version this server speaks: 400 with the JSON-RPC error -32022, naming the
+// versions it does speak (in the message and, as the 2026-07-28 protocol has it,
+// in data.supported).
+func (h *streamableHandler) refuseUnknownProtocol(w http.ResponseWriter, version string) {
+	supported := knownProtocolVersions
+	if !h.stateless {
+		supported = slices.DeleteFunc(slices.Clone(knownProtocolVersions), func(v string) bool { return v >= statelessProtocol })
+	}
+	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: supported, Requested: version})
+	writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
+		Message: fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", protocolVersionHeader, version,
+			strings.Join(supported, ", ")), Data: data})
 }
 
 // newProtocolMeta tells whether req uses the stateless protocol (2026-07-28 or
@@ -384,6 +404,7 @@ func (h *streamableHandler) postStateless(w http.ResponseWriter, r *http.Request
 		state.LogLevel = "info"
 	}
 	c := newStreamConn(h, "")
+	c.oldProtocol = version < statelessProtocol
 	ss, err := h.srv.Connect(context.WithoutCancel(r.Context()), &streamTransport{c: c}, &sdk.ServerSessionOptions{State: state})
 	if err != nil {
 		h.logger.Error("mcp: cannot start a stateless session", "error", err)
@@ -552,13 +573,24 @@ type streamConn struct {
 	only     *postStream                       // stateless: the one POST
 	getOpen  bool
 	active   int // requests being served
+
+	// cancelled holds the running requests (SDK path and fast path) the client
+	// cancelled with notifications/cancelled: their results are not sent.
+	cancelled map[jsonrpc.ID]bool
+	// oldProtocol: the session speaks a protocol before 2026-07-28, so results lose
+	// that version's fields (stripNewProtocolFields).
+	oldProtocol bool
 }
 
 var _ sdk.Connection = (*streamConn)(nil)
 
 func newStreamConn(h *streamableHandler, id string) *streamConn {
 	return &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
-		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]context.CancelFunc{}, progress: map[string]*postStream{}}
+		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]context.CancelFunc{}, progress: map[string]*postStream{},
+		cancelled: map[jsonrpc.ID]bool{},
+		// A stateful session never speaks 2026-07-28 (SupportsProtocolVersion);
+		// postStateless decides for its one-POST sessions.
+		oldProtocol: id != ""}
 }
 
 func (c *streamConn) SessionID() string { return c.id }
@@ -629,17 +661,25 @@ type postStream struct {
 }
 
 func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if resp, ok := m.(*jsonrpc.Response); ok && c.oldProtocol {
+		m = stripNewProtocolFields(resp)
+	}
 	c.mu.Lock()
 	var ps *postStream
-	switch m := m.(type) {
+	switch mm := m.(type) {
 	case *jsonrpc.Response:
-		ps = c.pending[m.ID]
-		delete(c.pending, m.ID)
+		ps = c.pending[mm.ID]
+		delete(c.pending, mm.ID)
+		if c.cancelled[mm.ID] {
+			// Cancelled by the client: the POST ends without this result.
+			delete(c.cancelled, mm.ID)
+			m = &jsonrpc.Response{ID: mm.ID, Extra: withheld{}}
+		}
 	case *jsonrpc.Request:
 		if c.only != nil {
 			ps = c.only
-		} else if m.Method == "notifications/progress" {
-			ps = c.progress[progressToken(m.Params)]
+		} else if mm.Method == "notifications/progress" {
+			ps = c.progress[progressToken(mm.Params)]
 		}
 	}
 	c.mu.Unlock()
@@ -759,6 +799,9 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 		case m := <-ps.out:
 			if resp, ok := m.(*jsonrpc.Response); ok {
 				delete(unanswered, resp.ID)
+				if _, skip := resp.Extra.(withheld); skip {
+					continue
+				}
 				if stream == nil {
 					answers = append(answers, resp)
 					continue
@@ -794,6 +837,11 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 	if stream != nil {
 		return
 	}
+	if len(answers) == 0 {
+		// Every request of the POST was cancelled by the client: no result is due.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	var out []byte
 	var err error
@@ -827,6 +875,10 @@ func (c *streamConn) cancel(ids map[jsonrpc.ID]bool) {
 		}
 	}
 }
+
+// withheld marks, in Response.Extra, the result of a request the client cancelled:
+// serve counts it as answered and sends nothing.
+type withheld struct{}
 
 // eventWriter writes JSON-RPC messages as server-sent events.
 type eventWriter struct {
@@ -915,84 +967,6 @@ func encodeID(id jsonrpc.ID) json.RawMessage {
 		return b
 	}
 	return json.RawMessage("null")
-}
-
-// decodeMessages reads a POST body: one JSON-RPC message or a batch (array).
-func decodeMessages(data []byte) ([]jsonrpc.Message, bool, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 {
-		return nil, false, errors.New("empty body")
-	}
-	if data[0] == '[' {
-		var wires []wireMessage
-		if err := json.Unmarshal(data, &wires); err != nil {
-			return nil, true, err
-		}
-		if len(wires) == 0 {
-			return nil, true, errors.New("empty batch")
-		}
-		msgs := make([]jsonrpc.Message, len(wires))
-		for i := range wires {
-			m, err := wires[i].message()
-			if err != nil {
-				return nil, true, fmt.Errorf("message %d: %w", i, err)
-			}
-			msgs[i] = m
-		}
-		return msgs, true, nil
-	}
-	var wm wireMessage
-	if err := json.Unmarshal(data, &wm); err != nil {
-		return nil, false, err
-	}
-	m, err := wm.message()
-	if err != nil {
-		return nil, false, err
-	}
-	return []jsonrpc.Message{m}, false, nil
-}
-
-func (w *wireMessage) message() (jsonrpc.Message, error) {
-	if w.JSONRPC != "2.0" {
-		return nil, fmt.Errorf("jsonrpc must be \"2.0\", got %q", w.JSONRPC)
-	}
-	id, err := decodeID(w.ID)
-	if err != nil {
-		return nil, err
-	}
-	if w.Method != "" {
-		return &jsonrpc.Request{ID: id, Method: w.Method, Params: w.Params}, nil
-	}
-	if !id.IsValid() {
-		return nil, errors.New("neither a request (method) nor a response (id)")
-	}
-	if w.Error != nil {
-		return &jsonrpc.Response{ID: id, Error: w.Error}, nil
-	}
-	if w.Result == nil {
-		return nil, errors.New("response without result or error")
-	}
-	return &jsonrpc.Response{ID: id, Result: w.Result}, nil
-}
-
-// decodeID reads a request id: a string or an integer; absent or null means a
-// notification.
-func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return jsonrpc.ID{}, nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return jsonrpc.ID{}, fmt.Errorf("id: %w", err)
-		}
-		return jsonrpc.MakeID(s)
-	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil {
-		return jsonrpc.ID{}, fmt.Errorf("id must be a string or an integer, got %s", raw)
-	}
-	return jsonrpc.MakeID(float64(n))
 }
 
 func writeJSONRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
