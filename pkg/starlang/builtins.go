@@ -67,7 +67,7 @@ type evalState struct {
 	used    int64 // bytes charged against script.maxMemory
 
 	input     starlark.Value // the payload as given, for checkOutput
-	inputText int64          // its text size, once computed (-1 before)
+	inputText int64          // its text size, measured before the script runs (-1: unknown)
 }
 
 func stateOf(thread *starlark.Thread) (*evalState, error) {

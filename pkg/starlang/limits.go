@@ -192,7 +192,7 @@ type textBound struct {
 	nodes int64
 	depth int
 	deep  bool
-	path  map[starlark.Value]bool
+	path  []starlark.Value // the containers being walked, to spot cycles
 }
 
 func estimateText(v starlark.Value, limit int64) (n, nodes int64, maxDepth int, err error) {
@@ -226,16 +226,15 @@ func (w *textBound) walk(v starlark.Value, depth int) {
 	case starlark.Bool, starlark.NoneType:
 		w.n += 5
 	case *starlark.List, starlark.Tuple, *starlark.Dict, *starlark.Set, *headerDict:
-		if _, hashable := t.(starlark.Tuple); !hashable {
-			if w.path[t] {
-				w.n += 5 // the cycle is written as [...]
-				return
+		if _, isTuple := t.(starlark.Tuple); !isTuple {
+			for _, p := range w.path {
+				if p == t {
+					w.n += 5 // the cycle is written as [...]
+					return
+				}
 			}
-			if w.path == nil {
-				w.path = map[starlark.Value]bool{}
-			}
-			w.path[t] = true
-			defer delete(w.path, t)
+			w.path = append(w.path, t)
+			defer func() { w.path = w.path[:len(w.path)-1] }()
 		}
 		w.n += 2
 		if m, ok := t.(starlark.IterableMapping); ok {
@@ -289,7 +288,8 @@ func (st *evalState) checkOutput(v starlark.Value, what string) error {
 		return nil
 	}
 	if st.inputText < 0 {
-		st.inputText, _, _, _ = estimateText(st.input, math.MaxInt64/4)
+		return &limitError{kind: ErrMemoryLimit, msg: fmt.Sprintf(
+			"memory budget exceeded: %s would be larger than %s, the limit per evaluation (raise helix.starlang_max_memory if the script really needs it)", what, FormatBytes(limit))}
 	}
 	if n, _, _, _ = estimateText(v, satAdd(limit, st.inputText)); n <= satAdd(limit, st.inputText) {
 		return nil

@@ -100,6 +100,7 @@ func TestMemoryBudget(t *testing.T) {
 		`[payload["s"]] * 100`,
 		"d = {'a': [payload['s']] * 100}\nd",
 		"write([payload['s']] * 100)",
+		"payload['big'] = [payload['s']] * 100",
 	} {
 		t.Run(src, func(t *testing.T) {
 			wantLimit(t, evalErr(t, src, body, nil), ErrMemoryLimit, "64 MiB", "starlang_max_memory")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -61,6 +62,7 @@ type Script struct {
 	seeded    []string   // predeclared names the script assigns at top level
 	free      []freeName // names that must be exchange variables
 	globalSet []string   // names the script assigns at top level, for suggestions
+	builtins  []string   // names of fixed (builtins, guards) the program reads
 }
 
 // freeName is a name the script reads but neither defines nor gets from Starlang.
@@ -170,7 +172,17 @@ func Compile(file string, line, col int, src string, opts *Options) (*Script, er
 	seen := map[string]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		id, ok := n.(*syntax.Ident)
-		if !ok || seen[id.Name] || strings.HasPrefix(id.Name, "$") || isReserved(id.Name) {
+		if !ok || seen[id.Name] {
+			return true
+		}
+		if _, builtin := fixed[id.Name]; builtin {
+			if b, ok := id.Binding.(*resolve.Binding); ok && b.Scope == resolve.Predeclared {
+				seen[id.Name] = true
+				s.builtins = append(s.builtins, id.Name)
+			}
+			return true
+		}
+		if strings.HasPrefix(id.Name, "$") || isReserved(id.Name) {
 			return true
 		}
 		if b, ok := id.Binding.(*resolve.Binding); ok && b.Scope == resolve.Predeclared {
@@ -335,7 +347,10 @@ func (s *Script) run(ctx context.Context, ex *exchange.Exchange) (*outcome, erro
 	if err != nil {
 		return nil, err
 	}
-	st := &evalState{script: s, ex: ex, input: pre["payload"], inputText: -1}
+	// The input's size is measured before the script can change it in place: what the
+	// evaluation hands back may exceed it by the budget only (see checkOutput).
+	st := &evalState{script: s, ex: ex, input: pre["payload"]}
+	st.inputText, _, _, _ = estimateText(st.input, math.MaxInt64/4)
 	thread := &starlark.Thread{
 		Name: s.position(syntax.Position{}),
 		Print: func(t *starlark.Thread, msg string) {
@@ -369,9 +384,9 @@ func (s *Script) run(ctx context.Context, ex *exchange.Exchange) (*outcome, erro
 // predeclared builds the names a script sees, from the exchange.
 func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error) {
 	in := ex.In()
-	pre := make(starlark.StringDict, len(fixed)+len(dataNames)+len(s.free)+len(s.seeded))
-	for k, v := range fixed {
-		pre[k] = v
+	pre := make(starlark.StringDict, len(s.builtins)+len(dataNames)+len(s.free)+len(s.seeded))
+	for _, k := range s.builtins {
+		pre[k] = fixed[k]
 	}
 	start := s.position(syntax.Position{})
 	ct, _ := lookupHeader(in.Headers(), exchange.HeaderContentType)
@@ -413,6 +428,8 @@ func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error)
 	}
 	for _, name := range s.seeded {
 		if v, ok := pre[name]; ok {
+			pre[seedName(name)] = v
+		} else if v, ok := fixed[name]; ok {
 			pre[seedName(name)] = v
 		} else {
 			pre[seedName(name)] = starlark.Universe[name]
