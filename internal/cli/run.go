@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/arvenza/helix/pkg/app"
 )
-
-// drainTimeout bounds how long `helix run` waits for in-flight exchanges on shutdown.
-const drainTimeout = 30 * time.Second
 
 func newRunCmd() *cobra.Command {
 	return &cobra.Command{
@@ -21,7 +17,8 @@ func newRunCmd() *cobra.Command {
 		Short: "Run the workflows, tools and MCP servers of the given files",
 		Long: `Run loads and validates the files (all problems are printed, exit status 2), starts
 every workflow and MCP server, and runs until SIGINT or SIGTERM. It then stops
-accepting work, lets in-flight exchanges finish (up to 30s) and exits.
+accepting work, lets in-flight exchanges finish (up to helix.shutdown_timeout,
+30s by default) and exits.
 A second signal during the drain exits at once.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error { return runFiles(cmd, files) },
@@ -63,10 +60,9 @@ func runFiles(cmd *cobra.Command, files []string) error {
 	}
 	// Restore default signal handling so that a second Ctrl-C ends the process now.
 	stopSignals()
-	logger.Info("helix stopping: draining in-flight exchanges", "timeout", drainTimeout)
-	stopCtx, cancel := context.WithTimeout(context.Background(), drainTimeout)
-	defer cancel()
-	if err := a.Stop(stopCtx); err != nil {
+	// Stop bounds the drain itself, with helix.shutdown_timeout.
+	logger.Info("helix stopping: draining in-flight exchanges", "timeout", a.ShutdownTimeout())
+	if err := a.Stop(context.Background()); err != nil {
 		return runtimeError(fmt.Errorf("stop: %w", err))
 	}
 	logger.Info("helix stopped")

@@ -205,11 +205,32 @@ func (a *App) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops triggers, drains in-flight exchanges until ctx's deadline and stops the
-// rest. /readyz answers 503 "stopping" during the drain; the management server and
-// the MCP security stacks stop last.
+// DefaultShutdownTimeout bounds the drain at Stop when helix.shutdown_timeout is
+// not set.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// ShutdownTimeout is how long Stop lets in-flight exchanges and tool calls finish:
+// helix.shutdown_timeout, or DefaultShutdownTimeout.
+func (a *App) ShutdownTimeout() time.Duration {
+	if d := a.cfg.Helix.ShutdownTimeout; d > 0 {
+		return d
+	}
+	return DefaultShutdownTimeout
+}
+
+// Stop stops triggers, drains in-flight exchanges until ShutdownTimeout (or ctx's
+// deadline, if earlier) and stops the rest. The order matters to clients and load
+// balancers: /readyz answers 503 "stopping" first; then MCP servers refuse new
+// tools/call requests ("server is shutting down") and new sessions (503) while the
+// calls already running drain; the management server and the MCP security stacks
+// stop last.
 func (a *App) Stop(ctx context.Context) error {
 	a.state.Store(stateStopping)
+	if sc := a.MCPServers(); sc != nil {
+		sc.BeginShutdown()
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.ShutdownTimeout())
+	defer cancel()
 	err := a.hc.Stop(ctx)
 	if mErr := a.stopManagement(ctx); mErr != nil {
 		err = errors.Join(err, mErr)

@@ -11,6 +11,7 @@ import (
 	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/pkg/netguard"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -50,7 +51,15 @@ func (a *App) buildManagement() {
 		Ready:    a.ready,
 		Metrics:  a.Metrics,
 		Logger:   a.logger,
+		Limits:   listenerLimits(m.Listener),
 	})
+}
+
+// listenerLimits turns the YAML connection settings of a listener into
+// netguard's (the same zero-means-default, negative-means-off convention).
+func listenerLimits(l config.ListenerLimits) netguard.Limits {
+	return netguard.Limits{ReadTimeout: l.ReadTimeout, IdleTimeout: l.IdleTimeout, WriteTimeout: l.WriteTimeout,
+		MaxConnections: l.MaxConnections, MaxConnectionsPerIP: l.MaxConnectionsPerIP}
 }
 
 // ManagementAddr is the bound address of the management server while it runs, or ""

@@ -37,6 +37,7 @@ func (a *App) buildMCP() {
 		opts.HTTPTransport = s.HTTPTransport
 		opts.DisableFastToolCalls = s.DisableFastToolCalls
 		opts.MaxSessions, opts.MaxSessionsPerPrincipal = s.MaxSessions, s.MaxSessionsPerPrincipal
+		opts.Limits = listenerLimits(s.Listener)
 		opts.Expose = nilIfEmpty(s.Workflows) // spec §3.5: an empty filter means all
 		if len(s.Tools) > 0 {
 			opts.Tools = map[string]helixmcp.ToolOverride{}
@@ -56,6 +57,7 @@ func (a *App) buildMCP() {
 		opts.HTTPTransport = m.HTTPTransport
 		opts.DisableFastToolCalls = m.DisableFastToolCalls
 		opts.MaxSessions, opts.MaxSessionsPerPrincipal = m.MaxSessions, m.MaxSessionsPerPrincipal
+		opts.Limits = listenerLimits(m.Listener)
 		if m.ExposeSet {
 			// `expose: []` exposes nothing; an omitted expose exposes everything.
 			opts.Expose = append([]string{}, m.Expose...)

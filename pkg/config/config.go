@@ -49,6 +49,9 @@ type HelixConfig struct {
 	// StarlangMaxMemory is the allocation budget of one Starlang evaluation in bytes
 	// (helix.starlang_max_memory: 64MiB, 128MB or plain bytes); 0 means the default.
 	StarlangMaxMemory int64
+	// ShutdownTimeout bounds the drain of in-flight exchanges and tool calls at
+	// stop (helix.shutdown_timeout); 0 means the default (30s).
+	ShutdownTimeout time.Duration
 }
 
 // MCPSection is `helix.mcp`.
@@ -63,7 +66,21 @@ type ManagementConfig struct {
 	Addr     string
 	Enabled  *bool
 	Required bool
+	// Listener holds the connection limits of the management listener.
+	Listener ListenerLimits
 	Pos      Pos
+}
+
+// ListenerLimits are the connection settings of one HTTP listener (an MCP
+// server, the management server): read_timeout, idle_timeout, write_timeout,
+// max_connections and max_connections_per_ip. Zero means the default
+// (pkg/netguard); negative (written `off` or -1) switches the limit off.
+type ListenerLimits struct {
+	ReadTimeout         time.Duration
+	IdleTimeout         time.Duration
+	WriteTimeout        time.Duration
+	MaxConnections      int
+	MaxConnectionsPerIP int
 }
 
 // MCPServerConfig is one entry of `helix.mcp.servers`.
@@ -124,6 +141,8 @@ type Security struct {
 	AllowedTools []string
 	BlockedTools []string
 	Auth         *OAuthConfig
+	// Listener holds the connection limits of the server's HTTP listener.
+	Listener ListenerLimits
 }
 
 // OAuthConfig validates bearer JWTs (OAuth 2.1 resource server). Scopes maps a tool

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -248,14 +249,15 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 				d.Errorf(v, p, "unknown log level %q", h.LogLevel).Hint = "use debug, info, warn or error"
 			}
 		},
+		"shutdown_timeout": func(v *yaml.Node, p string) { h.ShutdownTimeout = d.Duration(v, p) },
 		"management": func(v *yaml.Node, p string) {
 			m := &h.Management
 			m.Pos = d.Pos(v)
-			d.Mapping(v, p, "helix.management", Fields{
+			d.Mapping(v, p, "helix.management", listenerFields(d, &m.Listener, Fields{
 				"addr":     func(v *yaml.Node, p string) { m.Addr = d.String(v, p) },
 				"enabled":  func(v *yaml.Node, p string) { b := d.Bool(v, p); m.Enabled = &b },
 				"required": func(v *yaml.Node, p string) { m.Required = d.Bool(v, p) },
-			})
+			}))
 		},
 		"mcp": func(v *yaml.Node, p string) {
 			d.Mapping(v, p, "helix.mcp", Fields{
@@ -360,6 +362,42 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 			s.Auth = a
 		}
 	}
+	return listenerFields(d, &s.Listener, f)
+}
+
+// listenerFields adds the connection limits of an HTTP listener to f. Omitted or
+// 0 means the default; `off` (or -1) switches a limit off, stored as -1.
+func listenerFields(d *Decoder, l *ListenerLimits, f Fields) Fields {
+	off := func(v *yaml.Node) bool {
+		v = d.Resolve(v)
+		return v != nil && v.Kind == yaml.ScalarNode && (strings.EqualFold(v.Value, "off") || v.Value == "-1")
+	}
+	timeout := func(dst *time.Duration) func(*yaml.Node, string) {
+		return func(v *yaml.Node, p string) {
+			if off(v) {
+				*dst = -1
+				return
+			}
+			*dst = d.Duration(v, p)
+		}
+	}
+	count := func(dst *int) func(*yaml.Node, string) {
+		return func(v *yaml.Node, p string) {
+			if off(v) {
+				*dst = -1
+				return
+			}
+			if *dst = d.Int(v, p); *dst < 0 {
+				d.Errorf(v, p, "%s must be a number of connections", p[strings.LastIndexByte(p, '.')+1:]).Hint =
+					"use 0 (or leave it out) for the default, or off for no limit"
+			}
+		}
+	}
+	f["read_timeout"] = timeout(&l.ReadTimeout)
+	f["idle_timeout"] = timeout(&l.IdleTimeout)
+	f["write_timeout"] = timeout(&l.WriteTimeout)
+	f["max_connections"] = count(&l.MaxConnections)
+	f["max_connections_per_ip"] = count(&l.MaxConnectionsPerIP)
 	return f
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/netguard"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -74,6 +75,10 @@ type ServerOptions struct {
 	// SessionIdleTimeout closes stateful sessions that saw no request for this long
 	// (default 30m); negative keeps idle sessions forever.
 	SessionIdleTimeout time.Duration
+	// Limits are the HTTP listener's connection limits and timeouts
+	// (read_timeout, idle_timeout, write_timeout, max_connections,
+	// max_connections_per_ip); zero fields mean the netguard defaults.
+	Limits netguard.Limits
 	// MaxSessions caps the stateful sessions of the server (Streamable HTTP and
 	// SSE together; default DefaultMaxSessions, negative: no cap), and
 	// MaxSessionsPerPrincipal those of one API key or OAuth subject (default
@@ -399,9 +404,10 @@ func ServerOptionsFromURI(u *uri.URI) (ServerOptions, error) {
 	for k := range u.Params {
 		switch k {
 		case "transport", "name", "version", "stateless", "sessionIdleTimeout", "httpTransport", "fastToolCalls",
-			"maxSessions", "maxSessionsPerPrincipal":
+			"maxSessions", "maxSessionsPerPrincipal",
+			"readTimeout", "idleTimeout", "writeTimeout", "maxConnections", "maxConnectionsPerIp":
 		default:
-			return ServerOptions{}, fmt.Errorf("mcp-server: unknown option %q (known: transport, name, version, stateless, sessionIdleTimeout, httpTransport, fastToolCalls, maxSessions, maxSessionsPerPrincipal)", k)
+			return ServerOptions{}, fmt.Errorf("mcp-server: unknown option %q (known: transport, name, version, stateless, sessionIdleTimeout, httpTransport, fastToolCalls, maxSessions, maxSessionsPerPrincipal, readTimeout, idleTimeout, writeTimeout, maxConnections, maxConnectionsPerIp)", k)
 		}
 	}
 	opts := ServerOptions{
@@ -425,6 +431,9 @@ func ServerOptionsFromURI(u *uri.URI) (ServerOptions, error) {
 	}
 	if opts.MaxSessionsPerPrincipal, err = sessionLimitParam(u, "maxSessionsPerPrincipal"); err != nil {
 		return ServerOptions{}, err
+	}
+	if opts.Limits, _, err = netguard.FromURIOptions(func(name string) string { return u.Param(name, "") }); err != nil {
+		return ServerOptions{}, fmt.Errorf("mcp-server: %w", err)
 	}
 	fast, err := u.Bool("fastToolCalls", true)
 	if err != nil {

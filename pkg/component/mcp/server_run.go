@@ -13,10 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/pkg/component/mcp/security"
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/netguard"
 )
 
 // shutdownGrace bounds how long Stop waits for in-flight tool calls and open
@@ -56,6 +58,8 @@ type mcpServer struct {
 	ln      net.Listener
 	httpSrv *http.Server
 	running bool
+	// stopping is set by beginShutdown: new tool calls and new sessions are refused.
+	stopping atomic.Bool
 
 	serveDone   chan struct{} // http: Serve returned
 	stdioCancel context.CancelFunc
@@ -162,19 +166,22 @@ func (s *mcpServer) start(ctx context.Context) error {
 
 func (s *mcpServer) startHTTP(ctx context.Context) error {
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.opts.Addr)
+	raw, err := lc.Listen(ctx, "tcp", s.opts.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
 	}
+	// Connection limits and timeouts (read_timeout, max_connections …): one shared
+	// implementation for every Helix listener.
+	ln := netguard.NewListener(raw, s.opts.Limits, "mcp server "+s.opts.ID, s.opts.Logger)
 	var h http.Handler = s.httpHandler()
 	if s.opts.HTTPMiddleware != nil {
 		h = s.opts.HTTPMiddleware(h)
 	}
 	hs := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
+		Handler:  s.refuseNewSessionsWhenStopping(h),
+		ErrorLog: slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
 	}
+	netguard.Configure(hs, s.opts.Limits)
 	done := make(chan struct{})
 	s.mu.Lock()
 	s.ln, s.httpSrv, s.serveDone = ln, hs, done
@@ -282,9 +289,85 @@ func (s *mcpServer) startStdio() {
 	}()
 }
 
+// CodeShuttingDown is the JSON-RPC error code of a request refused because the
+// server is stopping: the first implementation-defined server error. Not -32004,
+// the go-sdk's "server is closing": its clients take that code for a closed
+// connection and fail every call still running in the session.
+const CodeShuttingDown = -32000
+
+// shuttingDownError answers a tools/call that arrives once the server is stopping.
+func shuttingDownError() *jsonrpc.Error {
+	return &jsonrpc.Error{Code: CodeShuttingDown, Message: "server is shutting down"}
+}
+
+// BeginShutdown is the first step of stopping, for the application to take before
+// it drains in-flight exchanges: every running server refuses new tools/call
+// requests (JSON-RPC error CodeShuttingDown, "server is shutting down") and new
+// sessions (HTTP 503), and stops keeping connections alive, while the calls
+// already running go on. Stop (of the component, or of an mcp-server:// trigger)
+// then waits for them and closes the servers.
+func (c *ServerComponent) BeginShutdown() {
+	c.mu.Lock()
+	all := make([]*mcpServer, 0, len(c.running))
+	for _, s := range c.running {
+		all = append(all, s)
+	}
+	c.mu.Unlock()
+	for _, s := range all {
+		s.beginShutdown()
+	}
+}
+
+func (s *mcpServer) beginShutdown() {
+	s.stopping.Store(true)
+	s.posts.draining.Store(true)
+	s.mu.Lock()
+	gate, hs := s.gate, s.httpSrv
+	s.mu.Unlock()
+	if gate != nil {
+		gate.close()
+	}
+	if hs != nil {
+		hs.SetKeepAlivesEnabled(false)
+	}
+}
+
+// refuseNewSessionsWhenStopping answers 503 to requests that would open a session
+// once the server is stopping: a Streamable HTTP POST without Mcp-Session-Id on a
+// stateful server (initialize) and GET /sse. Requests of existing sessions go on;
+// their new tools/call requests get the JSON-RPC error instead (toolCaller.refusal).
+func (s *mcpServer) refuseNewSessionsWhenStopping(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.stopping.Load() && s.opensSession(r) {
+			w.Header().Set("Connection", "close")
+			if r.Method == http.MethodPost {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":"server is shutting down"}}`+"\n", CodeShuttingDown)
+				return
+			}
+			http.Error(w, "server is shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *mcpServer) opensSession(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/sse":
+		return r.Method == http.MethodGet
+	case "/message":
+		return false
+	}
+	return s.opts.Transport == TransportHTTP && !s.opts.Stateless &&
+		r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+}
+
 // stop refuses new tool calls, waits (within ctx's deadline, or shutdownGrace) for
 // running ones, then closes sessions and connections.
 func (s *mcpServer) stop(ctx context.Context) error {
+	s.beginShutdown()
 	s.mu.Lock()
 	if !s.running {
 		s.mu.Unlock()
@@ -410,6 +493,10 @@ type postContexts struct {
 	next   atomic.Uint64
 	m      sync.Map // tag → context.Context of the POST
 	active callGate // POSTs being answered; never closed
+	// draining is set when the server begins to stop: answers are then flushed
+	// before the POST counts as done, so that they are on the wire before stop
+	// closes the sessions (a client that sees its session end first may drop them).
+	draining atomic.Bool
 }
 
 // postTagHeader is set by the server on each incoming request (overwriting any
@@ -430,6 +517,9 @@ func (p *postContexts) track(next http.Handler) http.Handler {
 		p.m.Store(tag, r.Context())
 		defer p.m.Delete(tag)
 		next.ServeHTTP(w, r)
+		if p.draining.Load() {
+			_ = http.NewResponseController(w).Flush()
+		}
 	})
 }
 
@@ -499,8 +589,19 @@ func (g *callGate) wait(ctx context.Context) error {
 }
 
 func (g *callGate) closeAndWait(ctx context.Context) error {
+	g.close()
+	return g.wait(ctx)
+}
+
+// close refuses new work from now on.
+func (g *callGate) close() {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
-	return g.wait(ctx)
+}
+
+func (g *callGate) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
 }

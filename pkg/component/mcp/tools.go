@@ -313,6 +313,9 @@ func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 // sent), so that nobody can probe which tools a server hides; the reason goes to
 // the log. nil means the call may run.
 func (c *toolCaller) refusal(ctx context.Context, t *serverTool, requested string) error {
+	if c.gate != nil && c.gate.isClosed() {
+		return shuttingDownError() // the server is stopping (server_run.go)
+	}
 	if c.allowed == nil {
 		return nil
 	}
