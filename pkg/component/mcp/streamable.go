@@ -27,7 +27,7 @@ import (
 // "Streamable HTTP"). The go-sdk's session layer (initialize, tools, schemas,
 // logging) is used unchanged through its public Transport/Connection interfaces;
 // what Helix does itself is the HTTP side: sessions by Mcp-Session-Id, decoding each
-// POST with encoding/json straight from its bytes (the SDK's transport wraps every
+// POST straight from its bytes (jsonrpc_decode.go; the SDK's transport wraps every
 // unmarshal in a streaming decoder with a 32 KiB buffer, several times per request,
 // which dominated the CPU profile; see docs/performance.md), and writing answers as
 // application/json, or as an event stream when the client accepts only that or when
