@@ -22,6 +22,8 @@
 //	                Content-Type header says JSON; other text stays a string. Mutations
 //	                (payload["total"] = 1) are visible in [Result.Payload].
 //	headers         dict of the in-message headers (a copy; changing it changes nothing)
+//	                whose lookups ignore case: headers.get("dataType"), headers["x-id"]
+//	                and "X-ID" in headers find headers sent as DataType and X-Id
 //	header(name)    a header's value or None (exact name first, then any case)
 //	variables       dict of the exchange variables; each variable is also predeclared
 //	                under its own name unless a builtin already has that name
@@ -42,5 +44,14 @@
 // A [Script] is compiled once, when the YAML is loaded, and evaluated many times,
 // concurrently, each evaluation on its own starlark.Thread with a step limit and
 // cancelled with the caller's context. Errors carry positions in the YAML file:
-// "helix.yaml:14:13: …".
+// "helix.yaml:14:13: …"; [Error.ClientMessage] and [FailError.ClientMessage] are the
+// same without them, for whoever sent the exchange.
+//
+// Because scripts run on callers' data, one evaluation is bounded in every resource
+// a caller could inflate (see limits.go): nesting of values, including JSON given to
+// json.decode ([DefaultMaxNesting]); an allocation budget ([Options.MaxMemory],
+// helix.starlang_max_memory), charged by the operations that can allocate in
+// proportion to their operands, which Compile routes through guard builtins; call
+// depth ([Options.MaxCallDepth]); integer size ([MaxIntBits]); and ranges longer
+// than the step limit.
 package starlang
