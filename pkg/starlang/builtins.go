@@ -78,12 +78,15 @@ func stateOf(thread *starlark.Thread) (*evalState, error) {
 	return st, nil
 }
 
-// callerPos is the position of the Starlark code calling the current builtin.
+// callerPos is the position of the Starlark code calling the current builtin,
+// directly or through other builtins (print is called through its guard).
 func callerPos(thread *starlark.Thread) syntax.Position {
-	if thread.CallStackDepth() < 2 {
-		return syntax.Position{}
+	for depth := 1; depth < thread.CallStackDepth(); depth++ {
+		if p := thread.CallFrame(depth).Pos; p.IsValid() && p.Line >= 1 {
+			return p
+		}
 	}
-	return thread.CallFrame(1).Pos
+	return syntax.Position{}
 }
 
 // write(value, content_type="application/json") replaces the exchange body with

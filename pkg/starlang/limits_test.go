@@ -1,9 +1,11 @@
 package starlang
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -260,4 +262,20 @@ func TestClientMessage(t *testing.T) {
 func jsonText(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
+}
+
+// print goes through a guard builtin; the log still names the script line that
+// called it.
+func TestPrintLogsScriptPosition(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	s := compile(t, "x = 1\nprint('hello', x)", nil)
+	if _, err := s.Eval(context.Background(), input{}.exchange()); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "pos=helix.yaml:11:18") || !strings.Contains(out, `msg="hello 1"`) {
+		t.Errorf("log %q, want pos=helix.yaml:11:18", out)
+	}
 }
