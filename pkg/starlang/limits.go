@@ -336,7 +336,7 @@ var augmentedGuards = map[syntax.Token]string{
 var guardedMethods = map[string]bool{
 	"join": true, "replace": true, "format": true, "extend": true, "split": true,
 	"rsplit": true, "splitlines": true, "items": true, "keys": true, "values": true,
-	"update": true, "union": true, "elems": false,
+	"update": true, "union": true,
 }
 
 func guardCall(name string, pos syntax.Position, end syntax.Position, args ...syntax.Expr) *syntax.CallExpr {
