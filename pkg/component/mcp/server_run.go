@@ -216,6 +216,9 @@ func (s *mcpServer) httpHandler() http.Handler {
 			r = r.Clone(r.Context())
 			r.URL.Path = "/message"
 			r.URL.RawPath = ""
+			// Results travel on this stream: without 2026-07-28 fields, as the
+			// 2024-11-05 transport's sessions expect (protocol_fields.go).
+			w = legacyResultWriter{w}
 		}
 		sse.ServeHTTP(w, r)
 	})
@@ -303,8 +306,7 @@ func shuttingDownError() *jsonrpc.Error {
 // BeginShutdown is the first step of stopping, for the application to take before
 // it drains in-flight exchanges: every running server refuses new tools/call
 // requests (JSON-RPC error CodeShuttingDown, "server is shutting down") and new
-// sessions (HTTP 503), and stops keeping connections alive, while the calls
-// already running go on. Stop (of the component, or of an mcp-server:// trigger)
+// sessions (HTTP 503), while the calls already running go on. Stop (of the component, or of an mcp-server:// trigger)
 // then waits for them and closes the servers.
 func (c *ServerComponent) BeginShutdown() {
 	c.mu.Lock()
@@ -322,14 +324,14 @@ func (s *mcpServer) beginShutdown() {
 	s.stopping.Store(true)
 	s.posts.draining.Store(true)
 	s.mu.Lock()
-	gate, hs := s.gate, s.httpSrv
+	gate := s.gate
 	s.mu.Unlock()
 	if gate != nil {
 		gate.close()
 	}
-	if hs != nil {
-		hs.SetKeepAlivesEnabled(false)
-	}
+	// Keep-alive stays on: switching it off closes idle connections at once, and a
+	// client that is just sending its next request on one gets a reset instead of
+	// the clear "shutting down" answer. Shutdown closes them at the end.
 }
 
 // refuseNewSessionsWhenStopping answers 503 to requests that would open a session
