@@ -84,3 +84,32 @@ workflows:
 		t.Error("management: a connection with stalled headers was kept open past read_timeout")
 	}
 }
+
+// Listener keys on a stdio server (which has no listener) draw a warning naming
+// them, like the HTTP-only security keys do.
+func TestListenerLimitsOnStdioWarn(t *testing.T) {
+	a, err := buildYAML(t, `
+mcps:
+  - id: local
+    transport: stdio
+    read_timeout: 5s
+    max_connections_per_ip: 4
+workflows:
+  - id: hello
+    trigger: direct://hello
+    steps:
+      - set-body: hi
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, w := range a.Config().Warnings {
+		if strings.Contains(w.Error(), "mcps[0]: read_timeout, max_connections_per_ip: not applied to a stdio server") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no warning about listener keys on a stdio server: %v", a.Config().Warnings)
+	}
+}

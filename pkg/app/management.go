@@ -55,6 +55,29 @@ func (a *App) buildManagement() {
 	})
 }
 
+// warnListenerOnStdio warns about listener keys on a stdio MCP server, which has
+// no listener for them to act on.
+func (a *App) warnListenerOnStdio(transport string, l config.ListenerLimits, pos config.Pos, path string) {
+	if !strings.EqualFold(strings.TrimSpace(transport), helixmcp.TransportStdio) {
+		return
+	}
+	var keys []string
+	for _, k := range []struct {
+		set  bool
+		name string
+	}{{l.ReadTimeout != 0, "read_timeout"}, {l.IdleTimeout != 0, "idle_timeout"}, {l.WriteTimeout != 0, "write_timeout"},
+		{l.MaxConnections != 0, "max_connections"}, {l.MaxConnectionsPerIP != 0, "max_connections_per_ip"}} {
+		if k.set {
+			keys = append(keys, k.name)
+		}
+	}
+	if len(keys) > 0 {
+		a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: pos, Path: path,
+			Msg:  fmt.Sprintf("%s: not applied to a stdio server, which has no HTTP listener", strings.Join(keys, ", ")),
+			Hint: "remove them, or serve the tools over transport: http"})
+	}
+}
+
 // listenerLimits turns the YAML connection settings of a listener into
 // netguard's (the same zero-means-default, negative-means-off convention).
 func listenerLimits(l config.ListenerLimits) netguard.Limits {

@@ -45,6 +45,7 @@ func (a *App) buildMCP() {
 				opts.Tools[wid] = helixmcp.ToolOverride{Description: o.Description, InputSchema: json.RawMessage(o.InputSchema)}
 			}
 		}
+		a.warnListenerOnStdio(opts.Transport, s.Listener, s.Pos, path)
 		a.applySecurity(&opts, s.Security, s.Pos, path)
 		a.addMCPServer(comp, opts, s.Pos, path)
 	}
@@ -63,6 +64,7 @@ func (a *App) buildMCP() {
 			opts.Expose = append([]string{}, m.Expose...)
 		}
 		path := fmt.Sprintf("mcps[%d]", i)
+		a.warnListenerOnStdio(opts.Transport, m.Listener, m.Pos, path)
 		a.applySecurity(&opts, m.Security, m.Pos, path)
 		a.addMCPServer(comp, opts, m.Pos, path)
 	}
