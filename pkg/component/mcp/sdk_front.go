@@ -16,6 +16,8 @@ import (
 //   - an Mcp-Protocol-Version that names no version the server speaks is refused
 //     with 400 and -32022 listing the versions it does speak (the go-sdk would
 //     answer "needs a stateless server" or serve it);
+//   - results of sessions before 2026-07-28 lose that version's fields
+//     (legacyResultWriter);
 //   - a stateful server refuses 2026-07-28 requests with -32022 listing the
 //     earlier versions. The go-sdk's handler answers server/discover at
 //     2026-07-28 on a stateful server, which commits clients that probe with it
@@ -40,6 +42,11 @@ func newSDKProtocolFront(next http.Handler, o *ServerOptions) http.Handler {
 
 func (f *sdkProtocolFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	version := r.Header.Get(protocolVersionHeader)
+	if !f.h.stateless || version < statelessProtocol {
+		// Sessions of earlier versions get results without 2026-07-28 fields
+		// (a stateful server serves no later version).
+		w = legacyResultWriter{w}
+	}
 	if version == "" {
 		f.next.ServeHTTP(w, r)
 		return

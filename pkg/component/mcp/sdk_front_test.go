@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bufio"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -56,6 +57,11 @@ func TestMcpGoDefaultClientSequence(t *testing.T) {
 			if r.status != http.StatusOK || !strings.Contains(r.body, `"greet"`) {
 				t.Fatalf("tools/list: %d %s", r.status, r.body)
 			}
+			for _, k := range newProtocolResultKeys {
+				if strings.Contains(r.body, `"`+k+`"`) {
+					t.Errorf("tools/list of a 2025-11-25 session has %s: %s", k, r.body)
+				}
+			}
 			r = send(t, http.MethodPost, url, hdr, call(4, "greet", `{"name":"Go"}`))
 			if r.status != http.StatusOK || !strings.Contains(r.body, "Hello, Go!") {
 				t.Fatalf("tools/call: %d %s", r.status, r.body)
@@ -66,5 +72,49 @@ func TestMcpGoDefaultClientSequence(t *testing.T) {
 				t.Fatalf("unknown version: %d %s", r.status, r.body)
 			}
 		})
+	}
+}
+
+// TestSSEResultsHaveNoNewProtocolFields: the go-sdk's SSE transport (2024-11-05)
+// sends list results without the 2026-07-28 fields too.
+func TestSSEResultsHaveNoNewProtocolFields(t *testing.T) {
+	comp := startContext(t, newTestContext(t, greetWorkflow()), ServerOptions{ID: "sse", Transport: "sse", Addr: "127.0.0.1:0"})
+	req, _ := http.NewRequestWithContext(testCtx(t), http.MethodGet, serverURL(t, comp, "sse", "/sse"), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	events.Buffer(make([]byte, 1<<20), 1<<20)
+	nextData := func() string {
+		t.Helper()
+		for events.Scan() {
+			if data, ok := strings.CutPrefix(events.Text(), "data: "); ok {
+				return data
+			}
+		}
+		t.Fatalf("stream ended: %v", events.Err())
+		return ""
+	}
+	endpoint := serverURL(t, comp, "sse", "") + nextData()
+	for _, body := range []string{stdioInitialize("2025-11-25"), `{"jsonrpc":"2.0","method":"notifications/initialized"}`, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`} {
+		if r := send(t, http.MethodPost, endpoint, nil, body); r.status != http.StatusAccepted {
+			t.Fatalf("POST %s: %d %s", body, r.status, r.body)
+		}
+		if !strings.Contains(body, `"id"`) {
+			continue
+		}
+		data := nextData()
+		if strings.Contains(body, "tools/list") {
+			if !strings.Contains(data, `"greet"`) {
+				t.Fatalf("tools/list: %s", data)
+			}
+			for _, k := range newProtocolResultKeys {
+				if strings.Contains(data, `"`+k+`"`) {
+					t.Errorf("tools/list over SSE has %s: %s", k, data)
+				}
+			}
+		}
 	}
 }
