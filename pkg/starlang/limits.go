@@ -312,8 +312,13 @@ func (st *evalState) checkOutput(v starlark.Value, what string) error {
 // Names starting with '$' cannot be written in Starlark, so scripts cannot reach or
 // shadow the guards.
 func instrument(f *syntax.File) {
-	stmts(f.Stmts)
+	in := &instrumenter{}
+	f.Stmts = in.stmts(f.Stmts)
 }
+
+// instrumenter numbers the temporaries that augmented assignments to computed
+// targets need ($lhs1, $lhs2 …).
+type instrumenter struct{ temps int }
 
 var binaryGuards = map[syntax.Token]string{
 	syntax.PLUS:    "$add",
@@ -348,36 +353,34 @@ func guardCall(name string, pos syntax.Position, end syntax.Position, args ...sy
 	}
 }
 
-func stmts(list []syntax.Stmt) {
-	for i, s := range list {
-		list[i] = stmt(s)
+func (in *instrumenter) stmts(list []syntax.Stmt) []syntax.Stmt {
+	out := list[:0:0]
+	for _, s := range list {
+		out = append(out, in.stmt(s)...)
 	}
+	return out
 }
 
-func stmt(s syntax.Stmt) syntax.Stmt {
+func (in *instrumenter) stmt(s syntax.Stmt) []syntax.Stmt {
 	switch s := s.(type) {
 	case *syntax.AssignStmt:
 		s.RHS = expr(s.RHS)
 		if guard, ok := augmentedGuards[s.Op]; ok {
-			if read, pure := clonePure(s.LHS); pure {
-				_, end := s.RHS.Span()
-				return &syntax.AssignStmt{OpPos: s.OpPos, Op: syntax.EQ, LHS: s.LHS,
-					RHS: guardCall(guard, s.OpPos, end, read, s.RHS)}
-			}
+			return in.augmented(s, guard)
 		}
 		s.LHS = expr(s.LHS)
 	case *syntax.ExprStmt:
 		s.X = expr(s.X)
 	case *syntax.IfStmt:
 		s.Cond = expr(s.Cond)
-		stmts(s.True)
-		stmts(s.False)
+		s.True = in.stmts(s.True)
+		s.False = in.stmts(s.False)
 	case *syntax.ForStmt:
 		s.X = expr(s.X)
-		stmts(s.Body)
+		s.Body = in.stmts(s.Body)
 	case *syntax.WhileStmt:
 		s.Cond = expr(s.Cond)
-		stmts(s.Body)
+		s.Body = in.stmts(s.Body)
 	case *syntax.ReturnStmt:
 		if s.Result != nil {
 			s.Result = expr(s.Result)
@@ -386,11 +389,48 @@ func stmt(s syntax.Stmt) syntax.Stmt {
 		for i, p := range s.Params {
 			s.Params[i] = expr(p)
 		}
-		stmts(s.Body)
 		enter := &syntax.ExprStmt{X: guardCall("$enter", s.Def, s.Def)}
-		s.Body = append([]syntax.Stmt{enter}, s.Body...)
+		s.Body = append([]syntax.Stmt{enter}, in.stmts(s.Body)...)
 	}
-	return s
+	return []syntax.Stmt{s}
+}
+
+// augmented rewrites `target op= y` as `target = guard(target, y)`. A target whose
+// operands are computed (a[f()] += y) first gets them into temporaries, so that they
+// are evaluated once and in Starlark's order: operands, the current value, y.
+func (in *instrumenter) augmented(s *syntax.AssignStmt, guard string) []syntax.Stmt {
+	_, end := s.RHS.Span()
+	lhs := s.LHS
+	for {
+		p, ok := lhs.(*syntax.ParenExpr)
+		if !ok {
+			break
+		}
+		lhs = p.X
+	}
+	var pre []syntax.Stmt
+	if _, pure := clonePure(lhs); !pure {
+		temp := func(e syntax.Expr) *syntax.Ident {
+			in.temps++
+			name := fmt.Sprintf("$lhs%d", in.temps)
+			pre = append(pre, &syntax.AssignStmt{OpPos: s.OpPos, Op: syntax.EQ,
+				LHS: &syntax.Ident{NamePos: s.OpPos, Name: name}, RHS: expr(e)})
+			return &syntax.Ident{NamePos: s.OpPos, Name: name}
+		}
+		switch t := lhs.(type) {
+		case *syntax.IndexExpr:
+			lhs = &syntax.IndexExpr{X: temp(t.X), Lbrack: t.Lbrack, Y: temp(t.Y), Rbrack: t.Rbrack}
+		case *syntax.DotExpr:
+			lhs = &syntax.DotExpr{X: temp(t.X), Dot: t.Dot, NamePos: t.NamePos, Name: t.Name}
+		default:
+			// Not an assignable target: leave it to the resolver's error.
+			s.LHS = expr(s.LHS)
+			return []syntax.Stmt{s}
+		}
+	}
+	read, _ := clonePure(lhs)
+	return append(pre, &syntax.AssignStmt{OpPos: s.OpPos, Op: syntax.EQ, LHS: lhs,
+		RHS: guardCall(guard, s.OpPos, end, read, s.RHS)})
 }
 
 // clonePure returns a copy of an assignment target whose evaluation has no side

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -103,6 +104,8 @@ func TestMemoryBudget(t *testing.T) {
 		"d = {'a': [payload['s']] * 100}\nd",
 		"write([payload['s']] * 100)",
 		"payload['big'] = [payload['s']] * 100",
+		"d = {'a': 'x'}\nk = lambda: 'a'\nd[k()] *= payload['n']",
+		"d = [{'a': 'x'}]\nk = lambda: 0\nd[k()]['a'] += payload['s'] * 100",
 	} {
 		t.Run(src, func(t *testing.T) {
 			wantLimit(t, evalErr(t, src, body, nil), ErrMemoryLimit, "64 MiB", "starlang_max_memory")
@@ -148,6 +151,8 @@ func TestMemoryBudgetKeepsSemantics(t *testing.T) {
 		{"a = [1]\nb = a\na += [2]\nb", "[1,2]"},
 		{"a = [1]\nb = a\na = a + [2]\nb", "[1]"},
 		{"d = {'k': [1]}\nd['k'] += [2]\nd", `{"k":[1,2]}`},
+		{"calls = []\ndef k():\n    calls.append(1)\n    return 'a'\nd = {'a': [1]}\ne = d['a']\nd[k()] += [2]\n[d, e, len(calls)]", `[{"a":[1,2]},[1,2],1]`},
+		{"def f():\n    o = [[1], [5]]\n    i = [0]\n    o[i.pop()] += [2]\n    return o\nf()", `[[1,2],[5]]`},
 		{"s = ''\nfor i in range(1000):\n    s += str(i)\nlen(s)", "2890"},
 		{"x = 2\nx *= 3\nx <<= 2\nx |= 1\nx %= 7\nx", "4"},
 		{"s = set([1])\nt = s\ns |= set([2])\nsorted(t)", "[1]"},
@@ -277,5 +282,26 @@ func TestPrintLogsScriptPosition(t *testing.T) {
 	}
 	if out := buf.String(); !strings.Contains(out, "pos=helix.yaml:11:18") || !strings.Contains(out, `msg="hello 1"`) {
 		t.Errorf("log %q, want pos=helix.yaml:11:18", out)
+	}
+}
+
+// Builtins that build a collection are charged before they allocate when the size
+// is known up front: zip(*[l] * 100) must be refused before it builds 160 MB of
+// tuples, not after.
+func TestCollectionBuiltinsChargeBeforeAllocating(t *testing.T) {
+	for _, src := range []string{
+		"l = list(range(100000))\nlen(zip(*([l] * 100)))",
+		"l = list(range(100000))\nt = [l] * 100\nlen([x for x in enumerate(l)] + list(enumerate(l)) * 0) + len(zip(*t))",
+	} {
+		s := compile(t, src, nil)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := s.Eval(context.Background(), input{}.exchange())
+		runtime.ReadMemStats(&after)
+		wantLimit(t, err, ErrMemoryLimit)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 100<<20 {
+			t.Errorf("%q allocated %d MiB before failing", src, grew>>20)
+		}
 	}
 }

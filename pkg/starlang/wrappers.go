@@ -33,7 +33,7 @@ func init() {
 		universeGuards[name] = guardBuiltin(starlark.Universe[name].(*starlark.Builtin), text, false)
 	}
 	for _, name := range []string{"list", "tuple", "sorted", "set", "dict", "enumerate", "reversed", "zip", "bytes"} {
-		universeGuards[name] = guardBuiltin(starlark.Universe[name].(*starlark.Builtin), nil, true)
+		universeGuards[name] = collectGuard(starlark.Universe[name].(*starlark.Builtin))
 	}
 	universeGuards["range"] = starlark.NewBuiltin("range", guardRange)
 	for name, on := range guardedMethods {
@@ -62,6 +62,59 @@ func guardBuiltin(orig *starlark.Builtin, pre func(*starlark.Thread, starlark.Tu
 			return nil, err
 		}
 		if post {
+			if err := chargeThread(thread, shallowCost(res)); err != nil {
+				return nil, err
+			}
+		}
+		return res, nil
+	})
+}
+
+// slotsPerElement is what one element of each collection builtin's result costs, in
+// slots: zip builds a tuple per row besides the list, enumerate a pair, set and dict
+// a hash table entry.
+var slotsPerElement = map[string]int64{
+	"list": 1, "tuple": 1, "sorted": 1, "reversed": 1, "set": 3, "dict": 4, "enumerate": 3, "bytes": 1,
+}
+
+// collectGuard wraps a builtin that builds a collection from its arguments. When
+// their lengths are known (lists, ranges, dicts …) the result's size is charged
+// before it is built, so that zip(*[l] * 1000) is refused rather than allocated;
+// otherwise (lazy iterables) what was built is charged after.
+func collectGuard(orig *starlark.Builtin) *starlark.Builtin {
+	name := orig.Name()
+	return starlark.NewBuiltin(name, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		known := true
+		var rows int64 = -1
+		for _, a := range args {
+			n := int64(starlark.Len(a))
+			if n < 0 {
+				known = false
+				break
+			}
+			if rows < 0 || (name == "zip" && n < rows) {
+				rows = n
+			} else if name != "zip" {
+				rows = max(rows, n)
+			}
+		}
+		if known && rows > 0 {
+			per := slotsPerElement[name] * slot
+			if name == "zip" {
+				per = slot * int64(len(args)+1)
+			}
+			if name == "bytes" {
+				per = 1
+			}
+			if err := chargeThread(thread, satMul(rows, per)); err != nil {
+				return nil, err
+			}
+		}
+		res, err := starlark.Call(thread, orig, args, kwargs)
+		if err != nil {
+			return nil, err
+		}
+		if !known {
 			if err := chargeThread(thread, shallowCost(res)); err != nil {
 				return nil, err
 			}
