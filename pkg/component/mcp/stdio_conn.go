@@ -430,6 +430,7 @@ func negotiatedVersion(result json.RawMessage) string {
 // refuseLine answers a line that is not served with e (id null) and tells the
 // drain that the line's requests are answered.
 func (c *stdioConn) refuseLine(line []byte, e *jsonrpc.Error) {
+	c.logger.Debug("mcp stdio: input line refused", "code", e.Code, "error", e.Message)
 	c.writeError(e)
 	c.forgetLine(line)
 }
