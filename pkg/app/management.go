@@ -198,7 +198,12 @@ func (a *App) httpRoutes() []management.HTTPRoute {
 		if method == "" {
 			method = "*"
 		}
-		routes = append(routes, management.HTTPRoute{Workflow: wf.ID, Method: method, URI: wf.FromURI})
+		// The route as written: a secret the URI takes from ${env:…} is not published.
+		shown := wf.ShownURI
+		if shown == "" {
+			shown = wf.FromURI
+		}
+		routes = append(routes, management.HTTPRoute{Workflow: wf.ID, Method: method, URI: shown})
 	}
 	sort.Slice(routes, func(i, j int) bool { return routes[i].Workflow < routes[j].Workflow })
 	return routes
