@@ -255,8 +255,7 @@ func (c *ServerComponent) normalize(o *ServerOptions) error {
 	return nil
 }
 
-// logger is resolved when a server is built, not in normalize: the engine calls
-// CreateEndpoint with its lock held, so nothing there may call back into it.
+// logger returns the server's own logger, else the engine context's.
 func (c *ServerComponent) logger(o *ServerOptions) *slog.Logger {
 	if o.Logger != nil {
 		return o.Logger
