@@ -1,6 +1,7 @@
 package starlang
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,9 +36,13 @@ var fixed = starlark.StringDict{
 	"sizeOf": starlark.NewBuiltin("sizeOf", builtinSizeOf),
 	"sum":    starlark.NewBuiltin("sum", builtinSum),
 	"header": starlark.NewBuiltin("header", builtinHeader),
-	"json":   jsonModule,
-	"time":   startime.Module,
-	"math":   starmath.Module,
+	// progress and log report to the caller through the context's reporter (see
+	// package report); without one they do nothing.
+	"progress": starlark.NewBuiltin("progress", builtinProgress),
+	"log":      starlark.NewBuiltin("log", builtinLog),
+	"json":     jsonModule,
+	"time":     startime.Module,
+	"math":     starmath.Module,
 }
 
 // dataNames are the predeclared names whose values come from the exchange.
@@ -62,6 +67,7 @@ const stateKey = "helix.starlang.state"
 // evalState is the per-evaluation state the builtins reach through the thread.
 type evalState struct {
 	script  *Script
+	ctx     context.Context // the evaluation's context: progress and log report through it
 	ex      *exchange.Exchange
 	written bool
 	used    int64 // bytes charged against script.maxMemory

@@ -33,6 +33,13 @@
 //	fail(msg)       stops the script with a *[FailError] whose message is msg
 //	sizeOf(x)       len(x), and 0 for None
 //	sum(xs, start=0) sum of ints and floats
+//	progress(current, total=None, message=None)
+//	                reports progress to the caller through the context's reporter
+//	                (package report); an MCP client receives notifications/progress
+//	log(level, message)
+//	                reports a message to the caller the same way (notifications/message);
+//	                level is debug, info, notice, warning (warn), error, critical, alert
+//	                or emergency. Both do nothing when nobody listens.
 //	json, time, math the go.starlark.net/lib modules
 //
 // plus every standard Starlark builtin (str, int, float, len, enumerate, sorted …).

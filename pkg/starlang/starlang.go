@@ -349,7 +349,7 @@ func (s *Script) run(ctx context.Context, ex *exchange.Exchange) (*outcome, erro
 	}
 	// The input's size is measured before the script can change it in place: what the
 	// evaluation hands back may exceed it by the budget only (see checkOutput).
-	st := &evalState{script: s, ex: ex, input: pre["payload"]}
+	st := &evalState{script: s, ctx: ctx, ex: ex, input: pre["payload"]}
 	st.inputText, _, _, _ = estimateText(st.input, math.MaxInt64/4)
 	thread := &starlark.Thread{
 		Name: s.position(syntax.Position{}),
