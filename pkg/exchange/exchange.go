@@ -152,6 +152,20 @@ func (e *Exchange) Copy() *Exchange {
 	}
 }
 
+// CopyWithBody is [Exchange.Copy] with body (deep-copied) as the copy's body instead
+// of e's. A splitter makes one copy per element of the body: copying the whole body
+// each time would make splitting a list of n elements cost n².
+func (e *Exchange) CopyWithBody(body any) *Exchange {
+	return &Exchange{
+		id:           newID(),
+		pattern:      e.pattern,
+		in:           &Message{body: DeepCopy(body), headers: copyMap(e.in.headers)},
+		variables:    copyMap(e.variables),
+		exception:    e.exception,
+		fromWorkflow: e.fromWorkflow,
+	}
+}
+
 // DeepCopy clones the JSON-like values Helix bodies are made of (maps, slices, []byte);
 // other values are returned as is (they are treated as immutable).
 func DeepCopy(v any) any {
