@@ -301,7 +301,7 @@ func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.
 
 func (a *App) buildErrorHandler(w config.WorkflowConfig) engine.ErrorHandler {
 	eh := w.ErrorHandler
-	path := config.KeyPath(w.Path, "error-handler")
+	path := config.KeyPath(w.Path, "error_handler")
 	opts := engine.ErrorHandlerOptions{DeadLetterURI: eh.DeadLetterChannel}
 	if r := eh.Default; r != nil {
 		opts.MaximumRedeliveries = r.MaximumRedeliveries
@@ -313,7 +313,7 @@ func (a *App) buildErrorHandler(w config.WorkflowConfig) engine.ErrorHandler {
 		a.bc.Errorf(eh.Pos, path, "%v", err)
 		return nil
 	}
-	if opts.DeadLetterURI != "" && !a.bc.CheckEndpoint(eh.Pos, config.KeyPath(path, "dead-letter-channel"), opts.DeadLetterURI, false) {
+	if opts.DeadLetterURI != "" && !a.bc.CheckEndpoint(eh.Pos, config.KeyPath(path, "dead_letter_channel"), opts.DeadLetterURI, false) {
 		return nil
 	}
 	return engine.NewErrorHandler(a.hc, opts)

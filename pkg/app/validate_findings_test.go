@@ -136,8 +136,8 @@ func TestValidateWarnsAboutUnconsumedDirectTargets(t *testing.T) {
 	errs, warnings := validateYAML(t, `workflows:
   - id: front
     trigger: direct://front
-    error-handler:
-      dead-letter-channel: direct://dead-leter
+    error_handler:
+      dead_letter_channel: direct://dead-leter
     steps:
       - target: direct://gret
       - target: {uri: direct://greet}

@@ -28,7 +28,9 @@ type Config struct {
 	Tools     []ToolConfig
 	Agents    []AgentConfig
 	Pipelines []PipelineConfig
-	MCPs      []MCPConfig
+	// MCPs are the entries of the top-level `mcps:` list; [Config.MCPServers]
+	// lists them with helix.mcp.servers.
+	MCPs []MCPServerConfig
 	// Files are the files loaded, in order.
 	Files []string
 	// Warnings are non-fatal findings (a workflow without trigger never runs …).
@@ -56,6 +58,8 @@ type HelixConfig struct {
 
 // MCPSection is `helix.mcp`.
 type MCPSection struct {
+	// Servers are the entries of helix.mcp.servers, enabled or not;
+	// [Config.MCPServers] lists the enabled ones with mcps:.
 	Servers []MCPServerConfig
 }
 
@@ -83,15 +87,30 @@ type ListenerLimits struct {
 	MaxConnectionsPerIP int
 }
 
-// MCPServerConfig is one entry of `helix.mcp.servers`.
+// MCPServerConfig is one MCP server, declared as an entry of `helix.mcp.servers` or
+// of the top-level `mcps:` list. Both lists decode into this one model with one
+// decoder and take the same keys, except where the spec writes them differently:
+//
+//   - an `mcps:` entry needs `id`; a `helix.mcp.servers` entry may give one;
+//   - a `helix.mcp.servers` entry runs only with `enabled: true` (spec §5.1); an
+//     `mcps:` entry always runs and takes no `enabled`;
+//   - `helix.mcp.servers` also takes `workflows:`, the spec's name there for
+//     `expose`, where an empty list means all (spec §5.1).
+//
+// [Config.MCPServers] is the one list of servers to build, from both.
 type MCPServerConfig struct {
+	// ID names the server in logs, metrics and errors (`id`; required in mcps:).
+	// [Config.MCPServers] fills it in when it was not written.
+	ID string
+	// Enabled switches a helix.mcp.servers entry on; mcps: entries ignore it.
 	Enabled   bool
 	Transport string // http | sse | stdio ("" means http)
 	Addr      string
 	Name      string
 	Version   string
-	// Workflows filters the exposed workflows (empty: all).
-	Workflows []string
+	// Expose lists the ids of the workflows, tools, agents and pipelines offered
+	// as tools: nil offers all, an empty non-nil list none (`expose: []`).
+	Expose []string
 	// Tools overrides tool metadata per workflow id.
 	Tools map[string]ToolOverride
 	// Stateless serves Streamable HTTP without sessions (any replica answers any request).
@@ -100,12 +119,44 @@ type MCPServerConfig struct {
 	// HTTPTransport picks the Streamable HTTP implementation: helix (default) or sdk
 	// (the go-sdk's stock handler); "" means the default.
 	HTTPTransport string
-	// DisableFastToolCalls is `fast_tool_calls: false`: every tools/call goes
-	// through the go-sdk session (helix transport only).
+	// FastToolCalls is `fast_tool_calls` (URI option fastToolCalls): whether
+	// Helix's own transport answers a plain tools/call itself instead of through
+	// the go-sdk session (helix transport only). nil means the default, on; read
+	// it with [MCPServerConfig.FastToolCallsOn].
+	FastToolCalls *bool
+	// DisableFastToolCalls is the former spelling of FastToolCalls = false, still
+	// honoured when FastToolCalls is nil.
+	//
+	// Deprecated: set FastToolCalls.
 	DisableFastToolCalls bool
 	SessionLimits
 	Security
 	Pos Pos
+	// Path is the entry's YAML path in its file: helix.mcp.servers[0] or mcps[1].
+	Path string
+
+	// Workflows and ExposeSet mirror Expose for pkg/app while the MCP package is
+	// being split; they go once pkg/app reads Expose.
+	//
+	// Deprecated: read Expose.
+	Workflows []string
+	// Deprecated: read Expose (nil: everything).
+	ExposeSet bool
+}
+
+// MCPConfig is the former type of `mcps:` entries, now the same as
+// `helix.mcp.servers` entries. Expose nil means everything (there is no ExposeSet).
+//
+// Deprecated: use [MCPServerConfig].
+type MCPConfig = MCPServerConfig
+
+// FastToolCallsOn reports whether the tools/call fast path is on: FastToolCalls
+// when set, else on unless the deprecated DisableFastToolCalls is set.
+func (s *MCPServerConfig) FastToolCallsOn() bool {
+	if s.FastToolCalls != nil {
+		return *s.FastToolCalls
+	}
+	return !s.DisableFastToolCalls
 }
 
 // ToolOverride replaces a workflow's MCP description and/or input schema. InputSchema
@@ -158,29 +209,6 @@ type OAuthConfig struct {
 	Pos         Pos
 }
 
-// MCPConfig is one entry of the top-level `mcps:` list.
-type MCPConfig struct {
-	ID        string
-	Addr      string
-	Transport string
-	Name      string
-	Version   string
-	Expose    []string
-	// ExposeSet distinguishes `expose: []` (nothing) from an omitted expose (everything).
-	ExposeSet          bool
-	Stateless          bool
-	SessionIdleTimeout time.Duration
-	// HTTPTransport picks the Streamable HTTP implementation: helix (default) or sdk
-	// (the go-sdk's stock handler); "" means the default.
-	HTTPTransport string
-	// DisableFastToolCalls is `fast_tool_calls: false`: every tools/call goes
-	// through the go-sdk session (helix transport only).
-	DisableFastToolCalls bool
-	SessionLimits
-	Security
-	Pos Pos
-}
-
 // WorkflowConfig is one entry of `workflows:`.
 type WorkflowConfig struct {
 	ID          string
@@ -199,14 +227,14 @@ type WorkflowConfig struct {
 	Path string
 }
 
-// ErrorHandlerConfig is a workflow's `error-handler:`.
+// ErrorHandlerConfig is a workflow's `error_handler:` (formerly `error-handler:`).
 type ErrorHandlerConfig struct {
 	DeadLetterChannel string
 	Default           *RedeliveryConfig
 	Pos               Pos
 }
 
-// RedeliveryConfig is `error-handler.default`.
+// RedeliveryConfig is `error_handler.default`.
 type RedeliveryConfig struct {
 	MaximumRedeliveries    int
 	RedeliveryDelay        time.Duration

@@ -51,9 +51,9 @@ workflows:
     description: "Greet a person"
     trigger:
       uri: direct://greet
-    error-handler:
-      dead-letter-channel: log://errors
-      default: {maximum-redeliveries: 3, redelivery-delay: 10ms, backoff-multiplier: 2}
+    error_handler:
+      dead_letter_channel: log://errors
+      default: {maximum_redeliveries: 3, redelivery_delay: 10ms, backoff_multiplier: 2}
     steps:
       - transform:
           starlang: |
@@ -104,7 +104,7 @@ mcps:
 	if got := cfg.Tools[0].Input[1]; got.Name != "limit" || got.Default != 10 {
 		t.Errorf("field: %+v", got)
 	}
-	if cfg.MCPs[0].ExposeSet || !cfg.MCPs[1].ExposeSet || len(cfg.MCPs[1].Expose) != 0 {
+	if cfg.MCPs[0].Expose != nil || cfg.MCPs[1].Expose == nil || len(cfg.MCPs[1].Expose) != 0 {
 		t.Errorf("expose: %+v", cfg.MCPs)
 	}
 }

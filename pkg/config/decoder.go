@@ -210,12 +210,19 @@ func (d *Decoder) Mapping(n *yaml.Node, path, what string, fields Fields, requir
 	present := map[string]bool{}
 	for _, p := range pairs {
 		fn, known := fields[p.Key]
+		if cur, former := renamedKey(d, fields, p, path); former {
+			p.Key, fn, known = cur, fields[cur], true
+		}
 		if !known {
 			e := d.Errorf(p.KeyN, path, "unknown key %q in %s", p.Key, what)
 			e.Hint = DidYouMean(p.Key, keysOf(fields))
 			if e.Hint == "" {
 				e.Hint = "known keys: " + strings.Join(keysOf(fields), ", ")
 			}
+			continue
+		}
+		if present[p.Key] { // only a key and its former spelling get here
+			d.Errorf(p.KeyN, path, "%s is written twice, once in its former spelling", p.Key).Hint = "keep only " + p.Key
 			continue
 		}
 		present[p.Key] = true

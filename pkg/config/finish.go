@@ -4,8 +4,8 @@ import "fmt"
 
 // finish runs the checks that need the whole merged configuration: ids must be unique
 // across workflows, tools, agents and pipelines (they share one namespace: each
-// becomes a workflow of the engine and possibly an MCP tool), and mcps ids among
-// themselves. Later duplicates are dropped from the model so that building does not
+// becomes a workflow of the engine and possibly an MCP tool), and MCP server ids
+// across helix.mcp.servers and mcps:. Later duplicates are dropped from the model so that building does not
 // report them a second time; dropped workflows and tools are kept aside
 // (DuplicateWorkflows, DuplicateTools) so that their steps are still checked.
 func (c *Config) finish() Errors {
@@ -47,16 +47,23 @@ func (c *Config) finish() Errors {
 	c.Pipelines = keep(c.Pipelines, func(_ int, p PipelineConfig) bool {
 		return check("pipeline", p.ID, p.Pos)
 	})
+	// MCP server ids are unique across helix.mcp.servers and mcps: (one list of servers).
 	mcpSeen := map[string]Pos{}
-	c.MCPs = keep(c.MCPs, func(_ int, m MCPConfig) bool {
-		if first, dup := mcpSeen[m.ID]; dup {
-			errs = append(errs, &Error{Pos: m.Pos,
-				Msg: fmt.Sprintf("duplicate mcps id %q: already used at %s", m.ID, first)})
+	uniqueServer := func(_ int, s MCPServerConfig) bool {
+		if s.ID == "" {
+			return true
+		}
+		if first, dup := mcpSeen[s.ID]; dup {
+			errs = append(errs, &Error{Pos: s.Pos,
+				Msg:  fmt.Sprintf("duplicate MCP server id %q: already used at %s", s.ID, first),
+				Hint: "ids of mcps: and helix.mcp.servers entries must be unique"})
 			return false
 		}
-		mcpSeen[m.ID] = m.Pos
+		mcpSeen[s.ID] = s.Pos
 		return true
-	})
+	}
+	c.Helix.MCP.Servers = keep(c.Helix.MCP.Servers, uniqueServer)
+	c.MCPs = keep(c.MCPs, uniqueServer)
 	return errs
 }
 

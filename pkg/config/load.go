@@ -234,7 +234,11 @@ func (c *Config) decodeDocument(d *Decoder, doc *yaml.Node) {
 		"pipelines": func(v *yaml.Node, p string) {
 			c.Pipelines = append(c.Pipelines, decodeList(d, v, p, "pipelines", decodePipeline)...)
 		},
-		"mcps": func(v *yaml.Node, p string) { c.MCPs = append(c.MCPs, decodeList(d, v, p, "mcps", decodeMCP)...) },
+		"mcps": func(v *yaml.Node, p string) {
+			c.MCPs = append(c.MCPs, decodeList(d, v, p, "mcps", func(d *Decoder, n *yaml.Node, p string) (MCPServerConfig, bool) {
+				return decodeMCPServer(d, n, p, topLevelMCPs)
+			})...)
+		},
 	})
 }
 
@@ -262,12 +266,9 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 		"mcp": func(v *yaml.Node, p string) {
 			d.Mapping(v, p, "helix.mcp", Fields{
 				"servers": func(v *yaml.Node, p string) {
-					items, _ := d.Sequence(v, p, "helix.mcp.servers")
-					for i, it := range items {
-						if s, ok := decodeMCPServer(d, it, IndexPath(p, i)); ok {
-							h.MCP.Servers = append(h.MCP.Servers, s)
-						}
-					}
+					h.MCP.Servers = append(h.MCP.Servers, decodeList(d, v, p, "helix.mcp.servers", func(d *Decoder, n *yaml.Node, p string) (MCPServerConfig, bool) {
+						return decodeMCPServer(d, n, p, helixMCPServers)
+					})...)
 				},
 			})
 		},
@@ -401,45 +402,6 @@ func listenerFields(d *Decoder, l *ListenerLimits, f Fields) Fields {
 	return f
 }
 
-func decodeMCPServer(d *Decoder, n *yaml.Node, path string) (MCPServerConfig, bool) {
-	s := MCPServerConfig{Pos: d.Pos(n)}
-	ok := d.Mapping(n, path, "an MCP server", securityFields(d, &s.Security, sessionLimitFields(d, &s.SessionLimits, Fields{
-		"enabled": func(v *yaml.Node, p string) { s.Enabled = d.Bool(v, p) },
-		"transport": func(v *yaml.Node, p string) {
-			s.Transport = d.String(v, p)
-			checkTransport(d, v, p, s.Transport)
-		},
-		"addr":                 func(v *yaml.Node, p string) { s.Addr = d.String(v, p) },
-		"name":                 func(v *yaml.Node, p string) { s.Name = d.String(v, p) },
-		"version":              func(v *yaml.Node, p string) { s.Version = d.String(v, p) },
-		"workflows":            func(v *yaml.Node, p string) { s.Workflows = d.Strings(v, p) },
-		"stateless":            func(v *yaml.Node, p string) { s.Stateless = d.Bool(v, p) },
-		"session_idle_timeout": func(v *yaml.Node, p string) { s.SessionIdleTimeout = d.Duration(v, p) },
-		"http_transport": func(v *yaml.Node, p string) {
-			s.HTTPTransport = d.String(v, p)
-			checkHTTPTransport(d, v, p, s.HTTPTransport)
-		},
-		"fast_tool_calls": func(v *yaml.Node, p string) { s.DisableFastToolCalls = !d.Bool(v, p) },
-		"tools": func(v *yaml.Node, p string) {
-			pairs, _ := d.Pairs(v, p, "tools")
-			s.Tools = map[string]ToolOverride{}
-			for _, pr := range pairs {
-				o := ToolOverride{Pos: d.Pos(pr.KeyN)}
-				tp := KeyPath(p, pr.Key)
-				d.Mapping(pr.Value, tp, "a tool override", Fields{
-					"description": func(v *yaml.Node, p string) { o.Description = d.String(v, p) },
-					"input_schema": func(v *yaml.Node, p string) {
-						o.InputSchema = d.String(v, p)
-						checkJSONSchema(d, v, p, o.InputSchema)
-					},
-				})
-				s.Tools[pr.Key] = o
-			}
-		},
-	})))
-	return s, ok
-}
-
 // checkJSONSchema reports input_schema text that is not a JSON object, pointing at
 // the line inside the YAML value where the JSON breaks.
 func checkJSONSchema(d *Decoder, v *yaml.Node, p, text string) {
@@ -466,32 +428,6 @@ func checkJSONSchema(d *Decoder, v *yaml.Node, p, text string) {
 	}
 	d.Add(&Error{Pos: pos, Path: p, Msg: fmt.Sprintf("input_schema is not a JSON object: %v", err),
 		Hint: "input_schema is JSON text, for example '{\"type\":\"object\",\"properties\":{...}}'"})
-}
-
-func decodeMCP(d *Decoder, n *yaml.Node, path string) (MCPConfig, bool) {
-	m := MCPConfig{Pos: d.Pos(n)}
-	ok := d.Mapping(n, path, "an mcps entry", securityFields(d, &m.Security, sessionLimitFields(d, &m.SessionLimits, Fields{
-		"id":   func(v *yaml.Node, p string) { m.ID = d.String(v, p) },
-		"addr": func(v *yaml.Node, p string) { m.Addr = d.String(v, p) },
-		"transport": func(v *yaml.Node, p string) {
-			m.Transport = d.String(v, p)
-			checkTransport(d, v, p, m.Transport)
-		},
-		"name":    func(v *yaml.Node, p string) { m.Name = d.String(v, p) },
-		"version": func(v *yaml.Node, p string) { m.Version = d.String(v, p) },
-		"expose": func(v *yaml.Node, p string) {
-			m.Expose = d.Strings(v, p)
-			m.ExposeSet = true
-		},
-		"stateless":            func(v *yaml.Node, p string) { m.Stateless = d.Bool(v, p) },
-		"session_idle_timeout": func(v *yaml.Node, p string) { m.SessionIdleTimeout = d.Duration(v, p) },
-		"http_transport": func(v *yaml.Node, p string) {
-			m.HTTPTransport = d.String(v, p)
-			checkHTTPTransport(d, v, p, m.HTTPTransport)
-		},
-		"fast_tool_calls": func(v *yaml.Node, p string) { m.DisableFastToolCalls = !d.Bool(v, p) },
-	})), "id")
-	return m, ok && m.ID != ""
 }
 
 // decodeTrigger accepts `trigger: URI` and `trigger: {uri: URI}`.
@@ -536,7 +472,7 @@ func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool
 		"trigger":       setFrom,
 		"from":          setFrom,
 		"steps":         func(v *yaml.Node, p string) { w.Steps = d.Steps(v, p) },
-		"error-handler": func(v *yaml.Node, p string) { w.ErrorHandler = decodeErrorHandler(d, v, p) },
+		"error_handler": func(v *yaml.Node, p string) { w.ErrorHandler = decodeErrorHandler(d, v, p) },
 	}, "id")
 	if ok && w.ID != "" && w.From == "" {
 		d.Warn(n, path, "workflow %q has no trigger: it is not exposed as an MCP tool and never runs", w.ID).Hint =
@@ -547,25 +483,25 @@ func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool
 
 func decodeErrorHandler(d *Decoder, n *yaml.Node, path string) *ErrorHandlerConfig {
 	eh := &ErrorHandlerConfig{Pos: d.Pos(n)}
-	d.Mapping(n, path, "error-handler", Fields{
-		"dead-letter-channel": func(v *yaml.Node, p string) { eh.DeadLetterChannel = d.String(v, p) },
+	d.Mapping(n, path, "error_handler", Fields{
+		"dead_letter_channel": func(v *yaml.Node, p string) { eh.DeadLetterChannel = d.String(v, p) },
 		"default": func(v *yaml.Node, p string) {
 			r := &RedeliveryConfig{Pos: d.Pos(v)}
-			d.Mapping(v, p, "error-handler.default", Fields{
-				"maximum-redeliveries": func(v *yaml.Node, p string) {
+			d.Mapping(v, p, "error_handler.default", Fields{
+				"maximum_redeliveries": func(v *yaml.Node, p string) {
 					r.MaximumRedeliveries = d.Int(v, p)
 					if r.MaximumRedeliveries < -1 {
-						d.Errorf(v, p, "maximum-redeliveries must be -1 (forever), 0 or more")
+						d.Errorf(v, p, "maximum_redeliveries must be -1 (forever), 0 or more")
 					}
 				},
-				"redelivery-delay": func(v *yaml.Node, p string) { r.RedeliveryDelay = d.Duration(v, p) },
-				"backoff-multiplier": func(v *yaml.Node, p string) {
+				"redelivery_delay": func(v *yaml.Node, p string) { r.RedeliveryDelay = d.Duration(v, p) },
+				"backoff_multiplier": func(v *yaml.Node, p string) {
 					r.BackoffMultiplier = d.Float(v, p)
 					if r.BackoffMultiplier < 0 {
-						d.Errorf(v, p, "backoff-multiplier must not be negative")
+						d.Errorf(v, p, "backoff_multiplier must not be negative")
 					}
 				},
-				"maximum-redelivery-delay": func(v *yaml.Node, p string) { r.MaximumRedeliveryDelay = d.Duration(v, p) },
+				"maximum_redelivery_delay": func(v *yaml.Node, p string) { r.MaximumRedeliveryDelay = d.Duration(v, p) },
 			})
 			eh.Default = r
 		},
