@@ -508,7 +508,11 @@ func TestSplitResultOptions(t *testing.T) {
 	t.Run("keep original", func(t *testing.T) {
 		var seen atomic.Int32
 		s := newSplit(t, pattern.SplitBody(), pattern.SplitOptions{KeepOriginal: true},
-			fn(func(_ context.Context, ex *exchange.Exchange) error { seen.Add(1); ex.In().SetBody("changed"); return nil }))
+			fn(func(_ context.Context, ex *exchange.Exchange) error {
+				seen.Add(1)
+				ex.In().SetBody("changed")
+				return nil
+			}))
 		ex, err := process(t, s, []any{"a", "b"})
 		if err != nil {
 			t.Fatal(err)
@@ -526,7 +530,10 @@ func TestSplitResultOptions(t *testing.T) {
 			ex.In().SetBody(map[string]any{"total": total, "of": len(ex.In().Body().([]any))})
 			return nil
 		}
-		double := fn(func(_ context.Context, ex *exchange.Exchange) error { ex.In().SetBody(ex.In().Body().(int) * 2); return nil })
+		double := fn(func(_ context.Context, ex *exchange.Exchange) error {
+			ex.In().SetBody(ex.In().Body().(int) * 2)
+			return nil
+		})
 		s := newSplit(t, pattern.SplitBody(), pattern.SplitOptions{Parallel: true, Aggregate: sum}, double)
 		ex, err := process(t, s, []any{1, 2, 3})
 		if err != nil {
