@@ -55,6 +55,9 @@ func ParseByteSize(s string) (int64, error) {
 // ByteSize decodes a size scalar (see ParseByteSize); a bad value is an error at the
 // node that says how to write one.
 func (d *Decoder) ByteSize(n *yaml.Node, path string) int64 {
+	if d.describeScalar(n, TypeByteSize) {
+		return 0
+	}
 	n = d.Resolve(n)
 	if IsNull(n) {
 		return 0

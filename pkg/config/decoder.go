@@ -26,6 +26,8 @@ type Decoder struct {
 	aliases  int
 	// raw keeps the text of scalars whose ${env:…} references were resolved.
 	raw map[*yaml.Node]string
+	// desc is set in describe mode (see DescribeFile).
+	desc *describer
 }
 
 // NewDecoder returns a decoder whose positions are in file.
@@ -143,6 +145,13 @@ type Pair struct {
 // expanded (explicit keys win) and duplicate keys reported. It records an error and
 // returns ok=false when n is not a mapping; a null node is an empty mapping.
 func (d *Decoder) Pairs(n *yaml.Node, path, what string) (pairs []Pair, ok bool) {
+	if d.desc != nil {
+		vals, ok := d.describeChildren(n, yaml.MappingNode, what)
+		for _, v := range vals {
+			pairs = append(pairs, Pair{Key: "*", KeyN: &yaml.Node{Kind: yaml.ScalarNode, Value: "*"}, Value: v})
+		}
+		return pairs, ok
+	}
 	n = d.Resolve(n)
 	if IsNull(n) {
 		return nil, true
@@ -203,6 +212,9 @@ func (d *Decoder) mergePairs(v *yaml.Node, path string) []Pair {
 // keys are errors with a did-you-mean hint; keys listed in required must be present.
 // It returns false when n is not a mapping.
 func (d *Decoder) Mapping(n *yaml.Node, path, what string, fields Fields, required ...string) bool {
+	if d.desc != nil {
+		return d.describeMapping(n, path, what, fields, required)
+	}
 	pairs, ok := d.Pairs(n, path, what)
 	if !ok {
 		return false
@@ -270,6 +282,9 @@ func describe(n *yaml.Node) string {
 // String decodes a scalar as a string; null gives "". Numbers and booleans are taken
 // as written (version: 1.0 is "1.0").
 func (d *Decoder) String(n *yaml.Node, path string) string {
+	if d.describeScalar(n, TypeString) {
+		return ""
+	}
 	n = d.Resolve(n)
 	if IsNull(n) {
 		return ""
@@ -293,6 +308,9 @@ func (d *Decoder) Int(n *yaml.Node, path string) int {
 
 // Int64 decodes an integer scalar.
 func (d *Decoder) Int64(n *yaml.Node, path string) int64 {
+	if d.describeScalar(n, TypeInt) {
+		return 0
+	}
 	n = d.Resolve(n)
 	if IsNull(n) {
 		return 0
@@ -309,6 +327,9 @@ func (d *Decoder) Int64(n *yaml.Node, path string) int64 {
 
 // Float decodes a number scalar.
 func (d *Decoder) Float(n *yaml.Node, path string) float64 {
+	if d.describeScalar(n, TypeNumber) {
+		return 0
+	}
 	n = d.Resolve(n)
 	if IsNull(n) {
 		return 0
@@ -324,6 +345,9 @@ func (d *Decoder) Float(n *yaml.Node, path string) float64 {
 
 // Bool decodes true/false (also yes/no, on/off).
 func (d *Decoder) Bool(n *yaml.Node, path string) bool {
+	if d.describeScalar(n, TypeBool) {
+		return false
+	}
 	n = d.Resolve(n)
 	if IsNull(n) {
 		return false
@@ -342,6 +366,9 @@ func (d *Decoder) Bool(n *yaml.Node, path string) bool {
 
 // Duration decodes "30s", "5m", "1h30m" or a bare number of milliseconds.
 func (d *Decoder) Duration(n *yaml.Node, path string) time.Duration {
+	if d.describeScalar(n, TypeDuration) {
+		return 0
+	}
 	n = d.Resolve(n)
 	if IsNull(n) {
 		return 0
@@ -361,6 +388,14 @@ func (d *Decoder) Duration(n *yaml.Node, path string) time.Duration {
 
 // Strings decodes a list of scalars; a single scalar is a one-element list.
 func (d *Decoder) Strings(n *yaml.Node, path string) []string {
+	if d.desc != nil {
+		if p := d.probe(n); p != nil && p.kind == yaml.SequenceNode {
+			p.shapes = append(p.shapes, &Shape{Type: TypeList, Items: &Shape{Type: TypeString}})
+		} else {
+			d.describeScalar(n, TypeString)
+		}
+		return nil
+	}
 	n = d.Resolve(n)
 	if IsNull(n) {
 		return nil
@@ -381,6 +416,9 @@ func (d *Decoder) Strings(n *yaml.Node, path string) []string {
 
 // Sequence returns the items of a list (aliases resolved); null is an empty list.
 func (d *Decoder) Sequence(n *yaml.Node, path, what string) ([]*yaml.Node, bool) {
+	if d.desc != nil {
+		return d.describeChildren(n, yaml.SequenceNode, what)
+	}
 	n = d.Resolve(n)
 	if IsNull(n) {
 		return nil, true
@@ -401,6 +439,10 @@ func (d *Decoder) Sequence(n *yaml.Node, path, what string) ([]*yaml.Node, bool)
 // Value decodes any YAML value into plain Go data (map[string]any, []any, string,
 // int, float64, bool, nil), the shapes exchange bodies use.
 func (d *Decoder) Value(n *yaml.Node, path string) any {
+	if p := d.probe(n); p != nil {
+		p.shapes = append(p.shapes, &Shape{Type: TypeAny})
+		return nil
+	}
 	n = d.Resolve(n)
 	if IsNull(n) {
 		return nil
@@ -441,6 +483,10 @@ func (d *Decoder) Value(n *yaml.Node, path string) any {
 // kind (`- transform: {...}`). Used for workflow, tool and nested (choice, multicast)
 // step lists.
 func (d *Decoder) Steps(n *yaml.Node, path string) []StepConfig {
+	if d.desc != nil {
+		d.describeAs(n, yaml.SequenceNode, &Shape{Type: TypeSteps})
+		return nil
+	}
 	items, ok := d.Sequence(n, path, "steps")
 	if !ok {
 		return nil

@@ -12,7 +12,25 @@ import (
 	"github.com/arvenza/helix/pkg/starlang"
 )
 
-func init() { Register("choice", buildChoice) }
+func init() {
+	Define(Kind{
+		Name:        "choice",
+		Description: "Content-based router: runs the steps of the first when branch whose Starlang condition is true, else the otherwise steps.",
+		Shape: config.Shape{Type: config.TypeObject, What: "a choice", Keys: []config.Key{
+			{Name: "when", Required: true, Shape: config.Shape{Type: config.TypeList, Description: "The branches, tried in order.",
+				Items: &config.Shape{Type: config.TypeObject, What: "a when branch", Keys: []config.Key{
+					{Name: "starlang", Required: true, Shape: config.Shape{Type: config.TypeStarlang, Description: "The condition: a Starlang expression."}},
+					{Name: "steps", Required: true, Shape: config.Shape{Type: config.TypeSteps, Description: "The steps run when the condition is true."}},
+				}}}},
+			{Name: "otherwise", Shape: config.Shape{Type: config.TypeObject, What: "otherwise", Short: "steps",
+				Description: "The steps run when no condition is true; a step list, or a mapping with steps:.",
+				Keys: []config.Key{
+					{Name: "steps", Required: true, Shape: config.Shape{Type: config.TypeSteps, Description: "The steps run when no condition is true."}},
+				}}},
+		}},
+		Build: buildChoice,
+	})
+}
 
 // buildChoice builds the content-based router (spec §10.2, §12.3):
 //
@@ -27,35 +45,32 @@ func init() { Register("choice", buildChoice) }
 //	          - target: kafka://general-tickets
 //
 // `otherwise:` may also be written as a step list directly.
-func buildChoice(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
-	d := bc.Decoder(s)
+func buildChoice(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
 	var whens []pattern.When
+	for _, w := range v.Objects("when") {
+		var script *starlang.Script
+		if sc := w.Get("starlang"); sc != nil {
+			script = CompileScript(bc, d, sc.Node, sc.Path)
+		}
+		steps := nestedPipeline(bc, w.Steps("steps"))
+		if script == nil {
+			continue
+		}
+		whens = append(whens, pattern.When{
+			Predicate: func(ctx context.Context, ex *exchange.Exchange) (bool, error) {
+				return script.EvalBool(ctx, ex)
+			},
+			Steps: steps,
+			Name:  d.Pos(w.Node).String() + " when",
+		})
+	}
+	if wn := d.Resolve(v.NodeOf("when")); wn != nil && wn.Kind == yaml.SequenceNode && len(wn.Content) == 0 {
+		d.Errorf(wn, v.PathOf("when"), "a choice needs at least one when branch")
+	}
 	var otherwise engine.Processor
-	d.Mapping(s.Node, s.Path, "a choice", config.Fields{
-		"when": func(v *yaml.Node, p string) {
-			items, _ := d.Sequence(v, p, "when")
-			for i, item := range items {
-				if w, ok := buildWhen(bc, d, item, config.IndexPath(p, i)); ok {
-					whens = append(whens, w)
-				}
-			}
-			if len(items) == 0 && !config.IsNull(v) && v.Kind == yaml.SequenceNode {
-				d.Errorf(v, p, "a choice needs at least one when branch")
-			}
-		},
-		"otherwise": func(v *yaml.Node, p string) {
-			v = d.Resolve(v)
-			var steps []config.StepConfig
-			if v != nil && v.Kind == yaml.SequenceNode {
-				steps = d.Steps(v, p)
-			} else {
-				d.Mapping(v, p, "otherwise", config.Fields{
-					"steps": func(v *yaml.Node, p string) { steps = d.Steps(v, p) },
-				}, "steps")
-			}
-			otherwise = nestedPipeline(bc, steps)
-		},
-	}, "when")
+	if o := v.Object("otherwise"); o != nil {
+		otherwise = nestedPipeline(bc, o.Steps("steps"))
+	}
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
@@ -64,26 +79,6 @@ func buildChoice(bc *BuildContext, s config.StepConfig) (engine.Processor, error
 		return nil, err
 	}
 	return c.WithName(Name(s)), nil
-}
-
-func buildWhen(bc *BuildContext, d *config.Decoder, item *yaml.Node, path string) (pattern.When, bool) {
-	item = d.Resolve(item)
-	var script *starlang.Script
-	var steps []config.StepConfig
-	ok := d.Mapping(item, path, "a when branch", config.Fields{
-		"starlang": func(v *yaml.Node, p string) { script = CompileScript(bc, d, v, p) },
-		"steps":    func(v *yaml.Node, p string) { steps = d.Steps(v, p) },
-	}, "starlang", "steps")
-	if !ok || script == nil {
-		return pattern.When{}, false
-	}
-	return pattern.When{
-		Predicate: func(ctx context.Context, ex *exchange.Exchange) (bool, error) {
-			return script.EvalBool(ctx, ex)
-		},
-		Steps: nestedPipeline(bc, steps),
-		Name:  d.Pos(item).String() + " when",
-	}, true
 }
 
 // nestedPipeline builds a nested step list (a choice branch) into one processor. The

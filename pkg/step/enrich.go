@@ -3,8 +3,6 @@ package step
 import (
 	"context"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -12,7 +10,17 @@ import (
 	"github.com/arvenza/helix/pkg/starlang"
 )
 
-func init() { Register("enrich", buildEnrich) }
+func init() {
+	Define(Kind{
+		Name:        "enrich",
+		Description: "Runs a Starlang script whose top-level assignments become exchange variables, visible to every later step.",
+		Shape: config.Shape{Type: config.TypeObject, What: "an enrich step", Keys: []config.Key{
+			{Name: "starlang", Required: true, Shape: config.Shape{Type: config.TypeStarlang,
+				Description: "The Starlang script; each top-level assignment (accountId = payload[\"accountId\"]) sets a variable."}},
+		}},
+		Build: buildEnrich,
+	})
+}
 
 // buildEnrich builds `enrich:`, whose script's top-level assignments become exchange
 // variables for every later step (see pattern.Enrich and docs/patterns.md):
@@ -21,12 +29,11 @@ func init() { Register("enrich", buildEnrich) }
 //	  - enrich:
 //	      starlang: |
 //	        accountId = payload["accountId"]
-func buildEnrich(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
-	d := bc.Decoder(s)
+func buildEnrich(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
 	var script *starlang.Script
-	d.Mapping(s.Node, s.Path, "an enrich step", config.Fields{
-		"starlang": func(v *yaml.Node, p string) { script = CompileScript(bc, d, v, p) },
-	}, "starlang")
+	if sc := v.Get("starlang"); sc != nil {
+		script = CompileScript(bc, d, sc.Node, sc.Path)
+	}
 	if err := d.Err(); err != nil || script == nil {
 		return nil, err
 	}

@@ -13,7 +13,19 @@ import (
 	"github.com/arvenza/helix/pkg/uri"
 )
 
-func init() { Register("log", buildLog) }
+func init() {
+	Define(Kind{
+		Name:        "log",
+		Description: "Writes a message to the log, with ${…} placeholders (${body}, ${header.X} …) resolved per exchange. `log: \"text\"` is short for `log: {message: \"text\"}`.",
+		Shape: config.Shape{Type: config.TypeObject, What: "a log step", Short: "message", Keys: []config.Key{
+			{Name: "message", Required: true, Shape: config.Shape{Type: config.TypeString,
+				Description: "The message; ${body}, ${body.x}, ${header.X} and ${env:NAME} placeholders are resolved."}},
+			{Name: "level", Shape: config.Shape{Type: config.TypeString, What: "log level", Default: "info",
+				Enum: []string{"debug", "info", "warn", "warning", "error"}, Description: "The log level."}},
+		}},
+		Build: buildLog,
+	})
+}
 
 // logStep writes a message with ${…} placeholders resolved to the context's logger:
 //
@@ -33,26 +45,9 @@ var logLevels = map[string]slog.Level{
 	"warning": slog.LevelWarn, "error": slog.LevelError,
 }
 
-func buildLog(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
-	d := bc.Decoder(s)
-	st := &logStep{hc: bc.HC, name: Name(s), workflow: bc.Workflow, level: slog.LevelInfo}
-	n := s.Node
-	if n != nil && n.Kind == yaml.ScalarNode && !config.IsNull(n) {
-		st.message = n.Value
-	} else {
-		d.Mapping(n, s.Path, "a log step", config.Fields{
-			"message": func(v *yaml.Node, p string) { st.message = d.String(v, p) },
-			"level": func(v *yaml.Node, p string) {
-				name := strings.ToLower(d.String(v, p))
-				lv, ok := logLevels[name]
-				if !ok {
-					d.Errorf(v, p, "unknown log level %q", name).Hint = "use debug, info, warn or error"
-				}
-				st.level = lv
-			},
-		}, "message")
-	}
-	checkPlaceholders(d, n, s.Path, st.message)
+func buildLog(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+	st := &logStep{hc: bc.HC, name: Name(s), workflow: bc.Workflow, message: v.String("message"), level: logLevels[v.String("level")]}
+	checkPlaceholders(d, v.NodeOf("message"), v.PathOf("message"), st.message)
 	return st, d.Err()
 }
 

@@ -2,16 +2,27 @@ package step
 
 import (
 	"fmt"
-	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/pattern"
 )
 
-func init() { Register("multicast", buildMulticast) }
+func init() {
+	Define(Kind{
+		Name:        "multicast",
+		Description: "Sends a copy of the exchange to each step under steps (each step is one branch), one after the other or in parallel; an aggregate step right after it combines the replies.",
+		Shape: config.Shape{Type: config.TypeObject, What: "a multicast", Keys: []config.Key{
+			{Name: "strategy", Shape: config.Shape{Type: config.TypeString, What: "multicast strategy", Default: "sequential",
+				Enum: []string{"parallel", "sequential"}, Description: "Run the branches one after the other (sequential) or at the same time (parallel)."}},
+			{Name: "timeout", Shape: config.Shape{Type: config.TypeDuration, Description: "Cancel branches still running after this long; none by default."}},
+			{Name: "stop_on_error", Shape: config.Shape{Type: config.TypeBool, Default: false, Description: "Stop at the first failed branch (sequential) or cancel the others (parallel)."}},
+			{Name: "max_concurrency", Shape: config.Shape{Type: config.TypeInt, Description: "At most this many branches run at once (parallel only); all by default."}},
+			{Name: "steps", Required: true, Shape: config.Shape{Type: config.TypeSteps, Description: "The branches: each step is one branch."}},
+		}},
+		Build: buildMulticast,
+	})
+}
 
 // buildMulticast builds `multicast:` (spec §12.4); each step under steps is one branch:
 //
@@ -19,8 +30,8 @@ func init() { Register("multicast", buildMulticast) }
 //	  - multicast:
 //	      strategy: parallel     # or sequential (default)
 //	      timeout: 60s           # optional
-//	      stop-on-error: false   # optional
-//	      max-concurrency: 16    # optional, parallel only
+//	      stop_on_error: false   # optional
+//	      max_concurrency: 16    # optional, parallel only
 //	      steps:
 //	        - target: direct://a
 //	        - target: direct://b
@@ -31,47 +42,31 @@ func init() { Register("multicast", buildMulticast) }
 // An `aggregate:` step directly after the multicast is absorbed (BuildContext.Peek /
 // Consume): the two run as one processor, because the aggregation's completion
 // decides how long the multicast waits and which branches it cancels.
-func buildMulticast(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
-	d := bc.Decoder(s)
-	var opts pattern.MulticastOptions
+func buildMulticast(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+	opts := pattern.MulticastOptions{
+		Parallel:       v.String("strategy") == "parallel",
+		Timeout:        v.Duration("timeout"),
+		StopOnError:    v.Bool("stop_on_error"),
+		MaxConcurrency: v.Int("max_concurrency"),
+	}
+	if opts.Timeout < 0 {
+		d.Errorf(v.NodeOf("timeout"), v.PathOf("timeout"), "timeout must not be negative")
+	}
+	if v.Has("max_concurrency") && opts.MaxConcurrency < 1 {
+		d.Errorf(v.NodeOf("max_concurrency"), v.PathOf("max_concurrency"), "max_concurrency must be at least 1, got %d", opts.MaxConcurrency)
+	}
 	var branches []engine.Processor
-	var branchesNode *yaml.Node
-	d.Mapping(s.Node, s.Path, "a multicast", config.Fields{
-		"strategy": func(v *yaml.Node, p string) {
-			switch strategy := strings.ToLower(d.String(v, p)); strategy {
-			case "parallel":
-				opts.Parallel = true
-			case "sequential", "":
-			default:
-				d.Errorf(v, p, "unknown multicast strategy %q", strategy).Hint = "use parallel or sequential"
-			}
-		},
-		"timeout": func(v *yaml.Node, p string) {
-			if opts.Timeout = d.Duration(v, p); opts.Timeout < 0 {
-				d.Errorf(v, p, "timeout must not be negative")
-			}
-		},
-		"stop-on-error": func(v *yaml.Node, p string) { opts.StopOnError = d.Bool(v, p) },
-		"max-concurrency": func(v *yaml.Node, p string) {
-			if opts.MaxConcurrency = d.Int(v, p); opts.MaxConcurrency < 1 {
-				d.Errorf(v, p, "max-concurrency must be at least 1, got %d", opts.MaxConcurrency)
-			}
-		},
-		"steps": func(v *yaml.Node, p string) {
-			branchesNode = v
-			for _, b := range d.Steps(v, p) {
-				// One BuildSteps per branch: the branch gets its own (empty) lookahead,
-				// so a multicast used as a branch cannot absorb the outer list's aggregate.
-				var proc engine.Processor
-				if built := BuildSteps(bc, []config.StepConfig{b}); len(built) == 1 {
-					proc = built[0]
-				}
-				branches = append(branches, proc) // nil keeps branch indexes when a build failed
-			}
-		},
-	}, "steps")
-	if branchesNode != nil && len(branches) == 0 && d.Err() == nil {
-		d.Errorf(branchesNode, config.KeyPath(s.Path, "steps"), "a multicast needs at least one branch step")
+	for _, b := range v.Steps("steps") {
+		// One BuildSteps per branch: the branch gets its own (empty) lookahead,
+		// so a multicast used as a branch cannot absorb the outer list's aggregate.
+		var proc engine.Processor
+		if built := BuildSteps(bc, []config.StepConfig{b}); len(built) == 1 {
+			proc = built[0]
+		}
+		branches = append(branches, proc) // nil keeps branch indexes when a build failed
+	}
+	if v.Has("steps") && len(branches) == 0 && d.Err() == nil {
+		d.Errorf(v.NodeOf("steps"), v.PathOf("steps"), "a multicast needs at least one branch step")
 	}
 
 	var agg *pattern.AggregateOptions
@@ -96,33 +91,21 @@ func buildMulticast(bc *BuildContext, s config.StepConfig) (engine.Processor, er
 // errors are recorded at the aggregate's own position. It returns nil on errors.
 func decodeAggregate(bc *BuildContext, s config.StepConfig, branches int) *pattern.AggregateOptions {
 	d := bc.Decoder(s)
-	var agg pattern.AggregateOptions
-	d.Mapping(s.Node, s.Path, "an aggregate", config.Fields{
-		"strategy": func(v *yaml.Node, p string) {
-			agg.Strategy = d.String(v, p)
-			if !strings.EqualFold(agg.Strategy, pattern.StrategyCollect) {
-				d.Errorf(v, p, "unknown aggregation strategy %q", agg.Strategy).Hint = "the supported strategy is collect (the list of branch replies, in branch order)"
-			}
-		},
-		"completion": func(v *yaml.Node, p string) {
-			d.Mapping(v, p, "completion", config.Fields{
-				"size": func(v *yaml.Node, p string) {
-					agg.Size = d.Int(v, p)
-					switch {
-					case agg.Size < 1:
-						d.Errorf(v, p, "completion size must be at least 1, got %d", agg.Size)
-					case agg.Size > branches && branches > 0:
-						d.Errorf(v, p, "completion size %d is more than the %d branches of the multicast before it", agg.Size, branches).Hint = fmt.Sprintf("use a size from 1 to %d", branches)
-					}
-				},
-				"timeout": func(v *yaml.Node, p string) {
-					if agg.Timeout = d.Duration(v, p); agg.Timeout < 0 {
-						d.Errorf(v, p, "completion timeout must not be negative")
-					}
-				},
-			})
-		},
-	})
+	v := d.Decode(s.Node, s.Path, "an aggregate", &aggregateShape)
+	agg := pattern.AggregateOptions{Strategy: v.String("strategy")}
+	if c := v.Object("completion"); c != nil {
+		agg.Size, agg.Timeout = c.Int("size"), c.Duration("timeout")
+		switch {
+		case !c.Has("size"):
+		case agg.Size < 1:
+			d.Errorf(c.NodeOf("size"), c.PathOf("size"), "completion size must be at least 1, got %d", agg.Size)
+		case agg.Size > branches && branches > 0:
+			d.Errorf(c.NodeOf("size"), c.PathOf("size"), "completion size %d is more than the %d branches of the multicast before it", agg.Size, branches).Hint = fmt.Sprintf("use a size from 1 to %d", branches)
+		}
+		if agg.Timeout < 0 {
+			d.Errorf(c.NodeOf("timeout"), c.PathOf("timeout"), "completion timeout must not be negative")
+		}
+	}
 	if err := d.Err(); err != nil {
 		bc.Add(config.AsErrors(err, s.Pos, s.Path)...)
 		return nil

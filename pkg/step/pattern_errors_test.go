@@ -46,7 +46,7 @@ func TestPatternBuildErrors(t *testing.T) {
 		{
 			name:  "multicast bad options",
 			steps: "      - multicast:\n          max-concurrency: 0\n          timeout: soon\n          steps:\n            - set-body: a\n",
-			want:  []string{"max-concurrency must be at least 1", "t.yaml:8:20"},
+			want:  []string{"max_concurrency must be at least 1", "t.yaml:8:20"},
 		},
 		{
 			name:  "broken branch step is reported",
@@ -81,7 +81,7 @@ func TestPatternBuildErrors(t *testing.T) {
 		{
 			name:  "wiretap bad option",
 			steps: "      - wiretap: {uri: 'log://a', max-in-flight: 0}\n",
-			want:  []string{"max-in-flight must be at least 1"},
+			want:  []string{"max_in_flight must be at least 1"},
 		},
 	}
 	for _, tc := range cases {

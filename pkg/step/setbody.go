@@ -3,14 +3,19 @@ package step
 import (
 	"context"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
-func init() { Register("set-body", buildSetBody) }
+func init() {
+	Define(Kind{
+		Name:        "set-body",
+		Description: "Replaces the body with a constant or the value of a Starlang script. `set-body: \"text\"` is short for `set-body: {constant: \"text\"}`; a script whose value is None sets an empty body unless it called write().",
+		Shape:       config.Shape{Type: config.TypeObject, What: "a set-body step", Short: "constant", Keys: valueKeys("body")},
+		Build:       buildSetBody,
+	})
+}
 
 // setBody replaces the body:
 //
@@ -25,16 +30,9 @@ type setBody struct {
 	val  valueSource
 }
 
-func buildSetBody(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
-	d := bc.Decoder(s)
+func buildSetBody(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
 	st := &setBody{name: Name(s)}
-	if s.Node != nil && s.Node.Kind == yaml.ScalarNode && !config.IsNull(s.Node) {
-		st.val.constant, st.val.hasConstant = s.Node.Value, true
-		checkPlaceholders(d, s.Node, s.Path, s.Node.Value)
-		return st, d.Err()
-	}
-	d.Mapping(s.Node, s.Path, "a set-body step", st.val.fields(bc, d, config.Fields{}))
-	st.val.check(d, s.Node, s.Path, "set-body", hasKey(s.Node, "starlang"))
+	st.val.decode(bc, d, v, "set-body")
 	return st, d.Err()
 }
 

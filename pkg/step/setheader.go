@@ -4,14 +4,21 @@ import (
 	"context"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
-func init() { Register("set-header", buildSetHeader) }
+func init() {
+	Define(Kind{
+		Name:        "set-header",
+		Description: "Sets one header from a constant or the value of a Starlang script; a None value removes the header.",
+		Shape: config.Shape{Type: config.TypeObject, What: "a set-header step", Keys: append([]config.Key{
+			{Name: "name", Required: true, Shape: config.Shape{Type: config.TypeString, Description: "The header name."}},
+		}, valueKeys("header value")...)},
+		Build: buildSetHeader,
+	})
+}
 
 // setHeader sets one header from a constant or a script:
 //
@@ -26,18 +33,12 @@ type setHeader struct {
 	val    valueSource
 }
 
-func buildSetHeader(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
-	d := bc.Decoder(s)
-	st := &setHeader{name: Name(s)}
-	d.Mapping(s.Node, s.Path, "a set-header step", st.val.fields(bc, d, config.Fields{
-		"name": func(v *yaml.Node, p string) {
-			st.header = d.String(v, p)
-			if strings.TrimSpace(st.header) == "" {
-				d.Errorf(v, p, "the header name must not be empty")
-			}
-		},
-	}), "name")
-	st.val.check(d, s.Node, s.Path, "set-header", hasKey(s.Node, "starlang"))
+func buildSetHeader(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+	st := &setHeader{name: Name(s), header: v.String("name")}
+	if v.Has("name") && strings.TrimSpace(st.header) == "" {
+		d.Errorf(v.NodeOf("name"), v.PathOf("name"), "the header name must not be empty")
+	}
+	st.val.decode(bc, d, v, "set-header")
 	return st, d.Err()
 }
 

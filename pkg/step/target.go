@@ -15,8 +15,18 @@ import (
 )
 
 func init() {
-	Register("target", buildTarget)
-	Register("to", buildTarget) // Camel's name for the same step
+	shape := config.Shape{Type: config.TypeObject, What: "a target", Short: "uri", Keys: []config.Key{
+		{Name: "uri", Required: true, Shape: config.Shape{Type: config.TypeURI,
+			Description: "The endpoint to send the exchange to; ${…} placeholders are resolved per exchange."}},
+		{Name: "parameters", Shape: config.Shape{Type: config.TypeMap, What: "parameters",
+			Values:      &config.Shape{Type: config.TypeString},
+			Description: "Endpoint options added to the URI's query (values are URL-encoded; ${…} placeholders are kept)."}},
+		{Name: "auth", Shape: config.Shape{Type: config.TypeAny,
+			Description: "Authentication of the call, on schemes that support it (mcp://): {type: bearer, token: …}, api-key, oauth2 or mtls."}},
+	}}
+	desc := "Sends the exchange to an endpoint; with InOut endpoints the reply becomes the body. `target: URI` is short for `target: {uri: URI}`."
+	Define(Kind{Name: "target", Description: desc, Shape: shape, Build: buildTarget})
+	Define(Kind{Name: "to", Description: "Camel's name for target. " + desc, Shape: shape, Build: buildTarget})
 }
 
 // TargetAuthHandler configures authentication for the endpoint of a target step
@@ -65,29 +75,13 @@ func targetAuthHandler(scheme string) (TargetAuthHandler, []string) {
 // parameters become endpoint options, i.e. URI query parameters (values are
 // URL-encoded; ${…} placeholders inside them are kept and resolved per exchange), the
 // way Camel endpoint options work: one mechanism, and the component documents them.
-func buildTarget(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
-	d := bc.Decoder(s)
-	var raw string
-	uriNode := s.Node
-	var authNode *yaml.Node
-	var authPath string
-	var params []config.Pair
-	if s.Node != nil && s.Node.Kind == yaml.MappingNode {
-		d.Mapping(s.Node, s.Path, "a target", config.Fields{
-			"uri": func(v *yaml.Node, p string) { raw, uriNode = d.String(v, p), v },
-			"parameters": func(v *yaml.Node, p string) {
-				params, _ = d.Pairs(v, p, "parameters")
-				for _, pr := range params {
-					if pr.Value == nil || pr.Value.Kind != yaml.ScalarNode {
-						d.Errorf(pr.Value, config.KeyPath(p, pr.Key), "a parameter value must be a scalar, not %s", "a list or mapping")
-					}
-				}
-			},
-			"auth": func(v *yaml.Node, p string) { authNode, authPath = v, p },
-		}, "uri")
-	} else {
-		raw = d.String(s.Node, s.Path)
+func buildTarget(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+	raw, uriNode := v.String("uri"), v.NodeOf("uri")
+	if uriNode == nil {
+		uriNode = s.Node
 	}
+	authNode, authPath := v.NodeOf("auth"), v.PathOf("auth")
+	params := v.Pairs("parameters")
 	if len(params) > 0 {
 		raw = withParameters(raw, params)
 	}

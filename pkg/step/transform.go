@@ -3,8 +3,6 @@ package step
 import (
 	"context"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -12,11 +10,23 @@ import (
 )
 
 func init() {
-	Register("transform", func(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
-		return buildScriptStep(bc, s, false)
+	script := config.Key{Name: "starlang", Required: true, Shape: config.Shape{Type: config.TypeStarlang,
+		Description: "The Starlang script; payload (alias body) is the current body, headers the headers."}}
+	Define(Kind{
+		Name:        "transform",
+		Description: "Runs a Starlang script; its value becomes the body (a None value leaves the body unchanged; a body written with write() stays).",
+		Shape:       config.Shape{Type: config.TypeObject, What: "a transform step", Keys: []config.Key{script}},
+		Build: func(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+			return buildScriptStep(bc, s, d, v, false)
+		},
 	})
-	Register("process", func(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
-		return buildScriptStep(bc, s, true)
+	Define(Kind{
+		Name:        "process",
+		Description: "Runs a Starlang script like transform, except that a None value keeps the payload as the script left it, so in-place changes (payload[\"total\"] = 42) apply.",
+		Shape:       config.Shape{Type: config.TypeObject, What: "a process step", Keys: []config.Key{script}},
+		Build: func(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+			return buildScriptStep(bc, s, d, v, true)
+		},
 	})
 }
 
@@ -34,12 +44,11 @@ type scriptStep struct {
 	process bool
 }
 
-func buildScriptStep(bc *BuildContext, s config.StepConfig, process bool) (engine.Processor, error) {
-	d := bc.Decoder(s)
+func buildScriptStep(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values, process bool) (engine.Processor, error) {
 	st := &scriptStep{name: Name(s), process: process}
-	d.Mapping(s.Node, s.Path, "a "+s.Kind+" step", config.Fields{
-		"starlang": func(v *yaml.Node, p string) { st.script = CompileScript(bc, d, v, p) },
-	}, "starlang")
+	if sc := v.Get("starlang"); sc != nil {
+		st.script = CompileScript(bc, d, sc.Node, sc.Path)
+	}
 	return st, d.Err()
 }
 

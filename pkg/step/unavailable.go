@@ -20,9 +20,14 @@ var unavailable = map[string]string{
 
 func init() {
 	for kind, why := range unavailable {
-		Register(kind, func(_ *BuildContext, s config.StepConfig) (engine.Processor, error) {
-			return nil, &config.Error{Pos: s.Pos, Path: s.Path,
-				Msg: fmt.Sprintf("step %s is not available in this build", s.Kind), Hint: why}
+		Define(Kind{
+			Name:        kind,
+			Description: "Not available in this build: " + why + ". Its value is not checked.",
+			Shape:       config.Shape{Type: config.TypeAny},
+			Build: func(_ *BuildContext, s config.StepConfig, _ *config.Decoder, _ *config.Values) (engine.Processor, error) {
+				return nil, &config.Error{Pos: s.Pos, Path: s.Path,
+					Msg: fmt.Sprintf("step %s is not available in this build", s.Kind), Hint: why}
+			},
 		})
 	}
 }

@@ -22,25 +22,38 @@ type valueSource struct {
 	script      *starlang.Script
 }
 
-// valueFields returns the decoder fields of a valueSource.
-func (v *valueSource) fields(bc *BuildContext, d *config.Decoder, f config.Fields) config.Fields {
-	f["constant"] = func(n *yaml.Node, p string) {
-		v.constant, v.hasConstant = d.Value(n, p), true
-		if s, ok := v.constant.(string); ok {
-			checkPlaceholders(d, n, p, s)
-		}
+// valueKeys are the keys of a valueSource, declared once for set-body and set-header.
+func valueKeys(what string) []config.Key {
+	return []config.Key{
+		{Name: "constant", Shape: config.Shape{Type: config.TypeAny,
+			Description: "A constant " + what + ": a string with ${…} placeholders resolved per exchange, or any YAML value used as is."}},
+		{Name: "starlang", Shape: config.Shape{Type: config.TypeStarlang,
+			Description: "A Starlang script whose value is the " + what + "."}},
 	}
-	f["starlang"] = func(n *yaml.Node, p string) { v.script = CompileScript(bc, d, n, p) }
-	return f
 }
 
-// check reports a step that has neither or both sources.
-func (v *valueSource) check(d *config.Decoder, n *yaml.Node, path, what string, scriptSet bool) {
+// decode reads the constant: or starlang: of vals and reports a step that has
+// neither or both; what names the step in the message.
+func (v *valueSource) decode(bc *BuildContext, d *config.Decoder, vals *config.Values, what string) {
+	if c := vals.Get("constant"); c != nil {
+		v.constant, v.hasConstant = d.Value(c.Node, c.Path), true
+		if c.Node == vals.Node { // the short form set-body: text is always text
+			v.constant = c.Node.Value
+		}
+		if s, ok := v.constant.(string); ok {
+			checkPlaceholders(d, c.Node, c.Path, s)
+		}
+	}
+	sc := vals.Get("starlang")
+	if sc != nil {
+		v.script = CompileScript(bc, d, sc.Node, sc.Path)
+	}
+	n := vals.Node
 	switch {
-	case v.hasConstant && scriptSet:
-		d.Errorf(n, path, "%s has both constant: and starlang:; keep one", what)
-	case !v.hasConstant && !scriptSet:
-		d.Errorf(n, path, "%s needs constant: or starlang:", what).Hint = `for example constant: "text ${body.name}" or starlang: 'payload["name"]'`
+	case v.hasConstant && sc != nil:
+		d.Errorf(n, vals.Path, "%s has both constant: and starlang:; keep one", what)
+	case !v.hasConstant && sc == nil && (n == nil || n.Kind == yaml.MappingNode || config.IsNull(n)):
+		d.Errorf(n, vals.Path, "%s needs constant: or starlang:", what).Hint = `for example constant: "text ${body.name}" or starlang: 'payload["name"]'`
 	}
 }
 
@@ -62,18 +75,4 @@ func (v *valueSource) eval(ctx context.Context, ex *exchange.Exchange) (val any,
 		return out, false, nil
 	}
 	return exchange.DeepCopy(v.constant), false, nil
-}
-
-// hasKey reports whether mapping n has key (used to tell "starlang: with a compile
-// error" from "no starlang:").
-func hasKey(n *yaml.Node, key string) bool {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return false
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return true
-		}
-	}
-	return false
 }
