@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/arvenza/helix/internal/suggest"
 )
 
 // Pos is a position in a configuration file. Lines and columns are 1-based; a zero
@@ -113,22 +115,9 @@ func AsErrors(err error, pos Pos, path string) Errors {
 }
 
 // Suggest returns the candidate closest to word by edit distance (case-insensitive),
-// or "" when none is close enough to be a plausible typo.
+// or "" when none is close enough to be a plausible typo (see [suggest.Closest]).
 func Suggest(word string, candidates []string) string {
-	best, bestD := "", -1
-	lw := strings.ToLower(word)
-	for _, c := range candidates {
-		d := editDistance(lw, strings.ToLower(c))
-		if bestD < 0 || d < bestD || (d == bestD && c < best) {
-			best, bestD = c, d
-		}
-	}
-	// Allow roughly one typo per three letters, at least one and at most three.
-	limit := min(max(len(word)/3, 1), 3)
-	if bestD < 0 || bestD > limit || bestD == len(word) {
-		return ""
-	}
-	return best
+	return suggest.Closest(word, candidates)
 }
 
 // DidYouMean formats Suggest's answer as a hint, "" when there is none.
@@ -137,31 +126,4 @@ func DidYouMean(word string, candidates []string) string {
 		return fmt.Sprintf("did you mean %q?", s)
 	}
 	return ""
-}
-
-// editDistance is the optimal-string-alignment distance: insertions, deletions,
-// substitutions and swaps of adjacent letters (the commonest typo, "kafak") cost 1.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }

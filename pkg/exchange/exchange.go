@@ -30,16 +30,14 @@ func (p Pattern) String() string {
 	return "InOnly"
 }
 
-// Well-known header names. Components and steps read and write these.
+// Well-known header names that more than one part of Helix reads or writes. A
+// header only one component uses is declared with that component, in its spec.go
+// (timer.HeaderName, file.HeaderFileName, httpserver.HeaderHTTPMethod …).
 const (
-	HeaderContentType      = "Content-Type"
-	HeaderHTTPMethod       = "HelixHttpMethod"
-	HeaderHTTPPath         = "HelixHttpPath"
-	HeaderHTTPQuery        = "HelixHttpQuery"
+	HeaderContentType = "Content-Type"
+	// HeaderHTTPResponseCode is the status of an HTTP exchange: written by http://,
+	// read by http-server:// for its response, and Starlang's response_code.
 	HeaderHTTPResponseCode = "HelixHttpResponseCode"
-	HeaderFileName         = "HelixFileName"
-	HeaderTimerName        = "HelixTimerName"
-	HeaderTimerCounter     = "HelixTimerCounter"
 
 	HeaderMcpToolName   = "HelixMcpToolName"
 	HeaderMcpRouteID    = "HelixMcpRouteID"

@@ -8,20 +8,10 @@ import (
 	"github.com/arvenza/helix/pkg/component/all"
 )
 
-// documentedElsewhere are schemes the Helix documentation uses whose components are
-// not part of this build: a config naming them gets "not available in this build"
-// rather than a did-you-mean towards an unrelated scheme.
-var documentedElsewhere = map[string]string{
-	"kafka":    "the Kafka component is not implemented yet",
-	"postgres": "the PostgreSQL component is not implemented yet",
-	"slack":    "the Slack component is not implemented yet",
-	"agent":    "agents are not implemented yet",
-}
-
 // knownScheme reports whether scheme belongs to a component Helix knows but this
 // context does not have, with a hint on what to do.
 func knownScheme(scheme string) (hint string, known bool) {
-	if why, ok := documentedElsewhere[scheme]; ok {
+	if why, ok := all.Planned(scheme); ok {
 		return why, true
 	}
 	if info, ok := all.Lookup(scheme); ok {
@@ -39,7 +29,7 @@ func allSchemes(bc *BuildContext) []string {
 	for _, s := range all.Schemes() {
 		set[s.Scheme] = true
 	}
-	for s := range documentedElsewhere {
+	for _, s := range all.PlannedSchemes() {
 		set[s] = true
 	}
 	out := make([]string, 0, len(set))

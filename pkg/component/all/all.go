@@ -1,31 +1,122 @@
-// Package all registers Helix's standard components on an engine context and lists
-// every scheme Helix knows, with its direction, for configuration validation.
+// Package all is the list of Helix's components: one registration line each, giving
+// the component's [component.Spec] and how to build it for an engine context.
+// Everything that lists schemes reads this list: configuration validation (unknown
+// scheme, "mcp:// cannot be a trigger", "kafka:// is not available in this build"),
+// `helix components`, the pages under docs/components/ and the YAML schema.
 //
-// [Schemes] and [Lookup] are a static table: validating a configuration ("unknown
-// scheme kafkaa://", "mcp:// cannot be a trigger") needs no component instance and has
-// no side effects. The table also names schemes whose components live in other
-// packages (mcp, mcp-server, tool), which this package does not import.
+// Adding a component is one folder under pkg/component/ (its code and its spec.go)
+// plus one line in [registrations].
+//
+// The list is static: validating a configuration needs no component instance and
+// has no side effects.
 package all
 
 import (
+	"fmt"
+	"sort"
+
 	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/component/direct"
 	"github.com/arvenza/helix/pkg/component/file"
 	helixhttp "github.com/arvenza/helix/pkg/component/http"
 	"github.com/arvenza/helix/pkg/component/httpserver"
+	helixlog "github.com/arvenza/helix/pkg/component/log"
 	"github.com/arvenza/helix/pkg/component/timer"
+	"github.com/arvenza/helix/pkg/component/tool"
 	"github.com/arvenza/helix/pkg/engine"
 )
 
-// Register adds timer://, file://, http-server://, http:// and https:// to hc
-// (direct:// and log:// come with engine.NewContext). One http component serves both
-// http and https so that they share a connection pool. Call it before hc.Start.
+// Registration joins one component to Helix: its spec, and New, which builds the
+// component for an engine context. A nil New means the component is built and
+// registered elsewhere, with wiring this package cannot give it (pkg/app registers
+// the MCP components with the configuration's servers and credentials).
+type Registration struct {
+	Spec *component.Spec
+	New  func(hc *engine.Context) component.Component
+}
+
+// registrations are Helix's components, one line each.
+var registrations = []Registration{
+	{direct.Spec, func(*engine.Context) component.Component { return direct.New() }},
+	{file.Spec, func(hc *engine.Context) component.Component { return file.New(hc.Logger) }},
+	{helixhttp.Spec, func(*engine.Context) component.Component { return helixhttp.New(nil) }},
+	{httpserver.Spec, func(hc *engine.Context) component.Component { return httpserver.New(hc.Logger) }},
+	{helixlog.Spec, func(hc *engine.Context) component.Component { return helixlog.New(hc.Logger) }},
+	{mcpClientSpec, nil},
+	{mcpServerSpec, nil},
+	{timer.Spec, func(hc *engine.Context) component.Component { return timer.New(hc.Logger) }},
+	{tool.Spec, func(hc *engine.Context) component.Component { return tool.NewComponent(hc) }},
+}
+
+// planned are schemes the Helix documentation uses whose components are not part of
+// this build yet: a configuration naming them gets "not available in this build"
+// with this reason, rather than a did-you-mean towards an unrelated scheme.
+var planned = map[string]string{
+	"kafka":    "the Kafka component is not implemented yet",
+	"postgres": "the PostgreSQL component is not implemented yet",
+	"slack":    "the Slack component is not implemented yet",
+	"agent":    "agents are not implemented yet",
+}
+
+// Register adds every registered component that hc does not have yet under each of
+// its schemes (one instance serves a spec's scheme and its aliases, so http:// and
+// https:// share a connection pool). Components registered before — by the engine
+// or by the caller — are kept. Call it before hc.Start.
 func Register(hc *engine.Context) {
-	hc.AddComponent("timer", timer.New(hc.Logger))
-	hc.AddComponent("file", file.New(hc.Logger))
-	hc.AddComponent("http-server", httpserver.New(hc.Logger))
-	h := helixhttp.New(nil)
-	hc.AddComponent("http", h)
-	hc.AddComponent("https", h)
+	have := map[string]bool{}
+	for _, s := range hc.Schemes() {
+		have[s] = true
+	}
+	for _, r := range registrations {
+		if r.New == nil || have[r.Spec.Scheme] {
+			continue
+		}
+		c := r.New(hc)
+		for _, s := range r.Spec.Schemes() {
+			hc.AddComponent(s, c)
+		}
+	}
+}
+
+// Specs returns the spec of every component, sorted by scheme. The specs are shared
+// and must not be changed.
+func Specs() []*component.Spec {
+	out := make([]*component.Spec, len(registrations))
+	for i, r := range registrations {
+		out[i] = r.Spec
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Scheme < out[j].Scheme })
+	return out
+}
+
+// Spec returns the spec of the component serving scheme (an alias such as https
+// gives http's spec).
+func Spec(scheme string) (*component.Spec, bool) {
+	for _, r := range registrations {
+		for _, s := range r.Spec.Schemes() {
+			if s == scheme {
+				return r.Spec, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Planned returns why scheme, a component the documentation mentions, is not
+// available in this build; ok is false for schemes that are not planned.
+func Planned(scheme string) (why string, ok bool) {
+	why, ok = planned[scheme]
+	return why, ok
+}
+
+// PlannedSchemes lists the planned schemes, sorted.
+func PlannedSchemes() []string {
+	out := make([]string, 0, len(planned))
+	for s := range planned {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // SchemeInfo describes one URI scheme.
@@ -35,26 +126,22 @@ type SchemeInfo struct {
 	Description string
 }
 
-// schemes is sorted by scheme; Schemes returns a copy.
-var schemes = []SchemeInfo{
-	{"direct", component.Both, "synchronous in-process call of another workflow (direct://name)"},
-	{"file", component.Both, "read or write files below a directory; as a trigger, poll it for new files (file://dir?fileName=x&operation=read|write)"},
-	{"http", component.ProducerOnly, "send an HTTP request; the response becomes the body (http://host/path)"},
-	{"http-server", component.ConsumerOnly, "serve HTTP requests on host:port/path; the result is the response (http-server://0.0.0.0:8080/path)"},
-	{"https", component.ProducerOnly, "send an HTTPS request; the response becomes the body (https://host/path)"},
-	{"log", component.ProducerOnly, "write the exchange to the log (log://name?level=info&showHeaders=true)"},
-	{"mcp", component.ProducerOnly, "call a tool on an MCP server (mcp://host:port/tool?transport=http)"},
-	{"mcp-server", component.ConsumerOnly, "expose the workflow as a tool of an MCP server (mcp-server://0.0.0.0:3000?transport=http&name=my-tools)"},
-	{"timer", component.ConsumerOnly, "fire exchanges on a schedule (timer://name?period=1s&repeatCount=N&delay=0)"},
-	{"tool", component.Both, "a tools: entry; as a trigger it is implicit (tool://id), as a target it calls the tool with input validation"},
+// Schemes lists every scheme Helix knows (aliases included), sorted by name. The
+// result is a fresh copy.
+func Schemes() []SchemeInfo {
+	var out []SchemeInfo
+	for _, sp := range Specs() {
+		for _, s := range sp.Schemes() {
+			out = append(out, SchemeInfo{Scheme: s, Direction: sp.Direction, Description: fmt.Sprintf("%s: %s", sp.Syntax, sp.Summary)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Scheme < out[j].Scheme })
+	return out
 }
-
-// Schemes lists every scheme Helix knows, sorted by name. The result is a fresh copy.
-func Schemes() []SchemeInfo { return append([]SchemeInfo(nil), schemes...) }
 
 // Lookup returns the description of scheme (lower case, without "://").
 func Lookup(scheme string) (SchemeInfo, bool) {
-	for _, s := range schemes {
+	for _, s := range Schemes() {
 		if s.Scheme == scheme {
 			return s, true
 		}

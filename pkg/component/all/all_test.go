@@ -49,6 +49,78 @@ func TestSchemeTable(t *testing.T) {
 	}
 }
 
+// Every spec is well formed, and no scheme is both registered and planned.
+func TestSpecsAreWellFormed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, sp := range all.Specs() {
+		if err := sp.Check(); err != nil {
+			t.Error(err)
+		}
+		for _, s := range sp.Schemes() {
+			if seen[s] {
+				t.Errorf("scheme %s is registered twice", s)
+			}
+			seen[s] = true
+			if got, ok := all.Spec(s); !ok || got != sp {
+				t.Errorf("Spec(%q) does not return its spec", s)
+			}
+			if _, ok := all.Planned(s); ok {
+				t.Errorf("scheme %s is both registered and planned", s)
+			}
+		}
+	}
+	if why, ok := all.Planned("kafka"); !ok || why == "" {
+		t.Error("kafka is not planned")
+	}
+	if _, ok := all.Spec("kafka"); ok {
+		t.Error("Spec of a planned scheme succeeded")
+	}
+}
+
+// The components that declare a spec return it from their Spec method, so that the
+// engine and the CLI find it through component.Described.
+func TestRegisteredComponentsDescribeThemselves(t *testing.T) {
+	hc := engine.NewContext("described")
+	all.Register(hc)
+	for _, scheme := range hc.Schemes() {
+		c, _ := hc.Component(scheme)
+		d, ok := c.(component.Described)
+		if !ok {
+			t.Errorf("%s:// does not implement component.Described", scheme)
+			continue
+		}
+		if sp, _ := all.Spec(scheme); d.Spec() != sp {
+			t.Errorf("%s:// describes itself with another spec than its registration", scheme)
+		}
+	}
+}
+
+// The three misspellings of the issue, and a wrong type, are refused when the
+// endpoint is built (which is what helix validate does), with a did-you-mean.
+func TestMisspelledOptionsAreRefused(t *testing.T) {
+	hc := engine.NewContext("typos")
+	all.Register(hc)
+	for raw, want := range map[string]string{
+		"timer://tick?peroid=5s":           `unknown option "peroid" (did you mean "period"?)`,
+		"log://out?levl=debug":             `unknown option "levl" (did you mean "level"?)`,
+		"file:///tmp?fileNam=x":            `unknown option "fileNam" (did you mean "fileName"?)`,
+		"timer://tick?period=often":        `option period="often" is not a duration`,
+		"http-server://:0/x?maxBodyByte=1": `did you mean "maxBodyBytes"?`,
+		"direct://x?timeout=1s":            "direct:// takes no options",
+		"tool://x?a=1":                     "tool:// takes no options",
+		"http://h/x?timeout=1":             "",
+		"http://h/x?q=1&anything=2":        "",
+	} {
+		_, err := hc.Endpoint(raw)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", raw, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: got %v, want an error containing %q", raw, err, want)
+		}
+	}
+}
+
 // Every scheme registered on a context behaves as the table says: a consumer-only
 // component refuses producers and vice versa, the others accept both.
 func TestRegisteredComponentsMatchTable(t *testing.T) {
@@ -56,7 +128,7 @@ func TestRegisteredComponentsMatchTable(t *testing.T) {
 	all.Register(hc)
 	samples := map[string]string{
 		"direct": "direct://x", "log": "log://x", "timer": "timer://x", "file": "file://" + t.TempDir(),
-		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "https": "https://h/x",
+		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "https": "https://h/x", "tool": "tool://t",
 	}
 	for _, scheme := range hc.Schemes() {
 		raw, ok := samples[scheme]
@@ -110,7 +182,7 @@ func TestHTTPRoundTrip(t *testing.T) {
 			ex.In().SetHeader("X-Served-By", "research")
 			ex.In().SetBody(map[string]any{
 				"topic":  in["topic"],
-				"method": ex.In().HeaderString(exchange.HeaderHTTPMethod),
+				"method": ex.In().HeaderString(httpserver.HeaderHTTPMethod),
 				"auth":   ex.In().HeaderString("Authorization"),
 			})
 			return nil

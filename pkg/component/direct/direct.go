@@ -31,6 +31,9 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if name == "" {
 		return nil, fmt.Errorf("direct endpoint needs a name: direct://orders")
 	}
+	if _, err := Spec.Parse(u); err != nil {
+		return nil, err
+	}
 	return &endpoint{c: c, name: name, raw: u.Raw}, nil
 }
 

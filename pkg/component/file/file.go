@@ -8,13 +8,8 @@
 // error), and by the operating system through os.Root (so that a symlink swapped in
 // between cannot escape).
 //
-// Producer options:
-//
-//	operation=write|read   write (default) stores the body; read replaces the body with
-//	                       the file's content as a string
-//	fileName=x             file to use; defaults to the HelixFileName header
-//	fileExist=override|append|fail   what a write does when the file exists (default override)
-//	allowEscape=true       names may leave the base directory (default false)
+// The options (operation, fileName, fileExist, allowEscape for the producer; period,
+// initialDelay, delete for the consumer) and headers are declared in spec.go ([Spec]).
 //
 // A fileName written with a placeholder (file://./data?fileName=${body.name}) is data
 // chosen by whoever sent the exchange — a tool argument, an HTTP body. Such a name
@@ -30,12 +25,6 @@
 // Both operations set HelixFileName to the name used. Writes create missing parent
 // directories and, for override, write to a hidden temporary file first and rename it,
 // so that a consumer polling the directory never sees half a file.
-//
-// Consumer options:
-//
-//	period=500ms      time between polls (default 500ms)
-//	initialDelay=0s   wait before the first poll (default 0)
-//	delete=true       delete processed files instead of moving them to .done/
 //
 // The consumer takes regular files directly in the directory (not subdirectories,
 // not names starting with "." so temporary files are left alone), oldest name first,
@@ -107,38 +96,25 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: base directory %q: %w", u.Raw, dir, err)
 	}
-	e := &endpoint{c: c, raw: u.Raw, base: base, fileName: u.Param("fileName", ""),
-		nameFromData: u.FromPlaceholder("fileName")}
-	if u.FromPlaceholder("allowEscape") {
-		return nil, fmt.Errorf("%s: option allowEscape must be written as true or false, not come from a placeholder", u.Raw)
-	}
-	if e.allowEscape, err = u.Bool("allowEscape", false); err != nil {
+	opts, err := Spec.Parse(u)
+	if err != nil {
 		return nil, err
+	}
+	e := &endpoint{c: c, raw: u.Raw, base: base, fileName: opts.String("fileName"),
+		nameFromData: u.FromPlaceholder("fileName"), allowEscape: opts.Bool("allowEscape"),
+		op: opts.String("operation"), fileExist: opts.String("fileExist"),
+		period: opts.Duration("period"), initialDelay: opts.Duration("initialDelay"), delete: opts.Bool("delete")}
+	if u.FromPlaceholder("allowEscape") {
+		return nil, fmt.Errorf("option allowEscape must be written as true or false, not come from a placeholder")
 	}
 	if u.AddressFromPlaceholder() && !e.allowEscape {
-		return nil, fmt.Errorf("%s: %w: the directory comes from a placeholder, so the caller could pick any directory; write the directory in the URI and the placeholder in fileName, or set allowEscape=true", u.Raw, ErrOutsideBase)
-	}
-	switch e.op = strings.ToLower(u.Param("operation", "write")); e.op {
-	case "read", "write":
-	default:
-		return nil, fmt.Errorf("%s: option operation=%q: use read or write", u.Raw, e.op)
-	}
-	switch e.fileExist = strings.ToLower(u.Param("fileExist", "override")); e.fileExist {
-	case "override", "append", "fail":
-	default:
-		return nil, fmt.Errorf("%s: option fileExist=%q: use override, append or fail", u.Raw, e.fileExist)
-	}
-	if e.period, err = u.Duration("period", 500*time.Millisecond); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: the directory comes from a placeholder, so the caller could pick any directory; write the directory in the URI and the placeholder in fileName, or set allowEscape=true", ErrOutsideBase)
 	}
 	if e.period <= 0 {
-		return nil, fmt.Errorf("%s: option period=%s must be positive", u.Raw, e.period)
+		return nil, fmt.Errorf("option period=%s must be positive", e.period)
 	}
-	if e.initialDelay, err = u.Duration("initialDelay", 0); err != nil {
-		return nil, err
-	}
-	if e.delete, err = u.Bool("delete", false); err != nil {
-		return nil, err
+	if e.initialDelay < 0 {
+		return nil, fmt.Errorf("option initialDelay=%s must not be negative", e.initialDelay)
 	}
 	return e, nil
 }
@@ -251,7 +227,7 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	}
 	name := p.e.fileName
 	if name == "" {
-		name = ex.In().HeaderString(exchange.HeaderFileName)
+		name = ex.In().HeaderString(HeaderFileName)
 	}
 	fromData := p.e.nameFromData && p.e.fileName != ""
 	dir, rel, err := p.e.resolve(name, fromData)
@@ -269,7 +245,7 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if err != nil {
 		return fmt.Errorf("%s: %s %s: %w", p.e.raw, p.e.op, name, err)
 	}
-	ex.In().SetHeader(exchange.HeaderFileName, filepath.ToSlash(filepath.Clean(name)))
+	ex.In().SetHeader(HeaderFileName, filepath.ToSlash(filepath.Clean(name)))
 	return nil
 }
 
@@ -447,7 +423,7 @@ func (c *consumer) consume(ctx context.Context, root *os.Root, name string) {
 		return
 	}
 	ex := exchange.NewWithBody(exchange.InOnly, string(data))
-	ex.In().SetHeader(exchange.HeaderFileName, name)
+	ex.In().SetHeader(HeaderFileName, name)
 	err = c.p.Process(ctx, ex)
 	if err == nil {
 		err = ex.Exception()

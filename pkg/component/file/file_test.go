@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 				URI:       "file://" + dir + "?period=10ms",
 				// Each message the producer writes gets its own name.
 				Prepare: func(ex *exchange.Exchange) {
-					ex.In().SetHeader(exchange.HeaderFileName, fmt.Sprintf("msg-%04d.txt", seq.Add(1)))
+					ex.In().SetHeader(file.HeaderFileName, fmt.Sprintf("msg-%04d.txt", seq.Add(1)))
 				},
 				// The outside world of a file producer is whoever reads the directory:
 				// here a file consumer of its own component instance, which also proves
@@ -179,7 +179,7 @@ func TestRootBaseReadsAbsolutePath(t *testing.T) {
 	if ex.In().Body() != "a,b\n1,2\n" {
 		t.Fatalf("body %q", ex.In().Body())
 	}
-	if got := ex.In().HeaderString(exchange.HeaderFileName); got != path {
+	if got := ex.In().HeaderString(file.HeaderFileName); got != path {
 		t.Fatalf("HelixFileName %q, want %q", got, path)
 	}
 }
@@ -209,7 +209,7 @@ func TestWriteOptions(t *testing.T) {
 			for _, b := range tc.bodies {
 				ex := exchange.NewWithBody(exchange.InOnly, b)
 				if tc.header != "" {
-					ex.In().SetHeader(exchange.HeaderFileName, tc.header)
+					ex.In().SetHeader(file.HeaderFileName, tc.header)
 				}
 				if err = process(t, "file://"+dir+"?"+tc.options, ex); err != nil {
 					break
@@ -274,7 +274,7 @@ func TestConsumerMovesFiles(t *testing.T) {
 			seen := make(chan string, 10)
 			c, err := endpoint(t, file.New(nil), fmt.Sprintf("file://%s?period=10ms&delete=%v", dir, del)).CreateConsumer(
 				component.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
-					seen <- ex.In().HeaderString(exchange.HeaderFileName) + "=" + exchange.Stringify(ex.In().Body())
+					seen <- ex.In().HeaderString(file.HeaderFileName) + "=" + exchange.Stringify(ex.In().Body())
 					if ex.In().Body() == "bad" {
 						return errors.New("refused")
 					}

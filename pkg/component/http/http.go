@@ -29,17 +29,10 @@
 // onto the exchange (first value of each; a Content-Type left from before is removed
 // when the response has none).
 //
-// Options:
-//
-//	httpMethod=PUT                 fixed method
-//	timeout=30s                    whole-request timeout (default 30s)
-//	throwExceptionOnFailure=false  a non-2xx status is data: the response passes on
-//	                               and the workflow inspects HelixHttpResponseCode
-//	                               (default true: a non-2xx status fails the exchange
-//	                               with a [StatusError] naming the status and the
-//	                               first 512 bytes of the body)
-//	bridgeEndpoint=true            the URL comes from the exchange, see below
-//	maxResponseBytes=N             response size limit (default 64 MiB)
+// The options (httpMethod, timeout, throwExceptionOnFailure, bridgeEndpoint,
+// maxResponseBytes) and headers are declared in spec.go ([Spec]); a non-2xx status
+// fails the exchange with a [StatusError] naming the status and the first 512 bytes
+// of the body unless throwExceptionOnFailure=false.
 //
 // With bridgeEndpoint=true the endpoint's own address (http://dynamic) is a
 // placeholder: the URL is taken from the header HelixHttpUri, or else from a map body
@@ -58,7 +51,6 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -68,20 +60,11 @@ import (
 	"github.com/arvenza/helix/pkg/uri"
 )
 
-// HeaderHTTPURI carries the target URL for endpoints with bridgeEndpoint=true.
-const HeaderHTTPURI = "HelixHttpUri"
-
 // Defaults of the endpoint options.
 const (
 	DefaultTimeout          = 30 * time.Second
 	DefaultMaxResponseBytes = 64 << 20
 )
-
-// options are the URI parameters Helix consumes; the others go to the server.
-var options = map[string]bool{
-	"httpMethod": true, "timeout": true, "throwExceptionOnFailure": true,
-	"bridgeEndpoint": true, "maxResponseBytes": true,
-}
 
 // Options configure a Component; the zero value (or nil) means defaults.
 type Options struct {
@@ -146,43 +129,29 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("%s: the http component serves http:// and https://, not %s://", u.Raw, u.Scheme)
 	}
-	e := &endpoint{raw: u.Raw}
-	var err error
-	if e.timeout, err = u.Duration("timeout", DefaultTimeout); err != nil {
+	opts, err := Spec.Parse(u)
+	if err != nil {
 		return nil, err
 	}
+	e := &endpoint{raw: u.Raw, timeout: opts.Duration("timeout"), throw: opts.Bool("throwExceptionOnFailure"),
+		bridge: opts.Bool("bridgeEndpoint"), maxResp: opts.Int("maxResponseBytes")}
 	if e.timeout <= 0 {
-		return nil, fmt.Errorf("%s: option timeout=%s must be positive", u.Raw, e.timeout)
+		return nil, fmt.Errorf("option timeout=%s must be positive", e.timeout)
 	}
-	if e.throw, err = u.Bool("throwExceptionOnFailure", true); err != nil {
-		return nil, err
+	if e.maxResp <= 0 {
+		return nil, fmt.Errorf("option maxResponseBytes=%d must be a positive number of bytes", e.maxResp)
 	}
-	if e.bridge, err = u.Bool("bridgeEndpoint", false); err != nil {
-		return nil, err
-	}
-	e.maxResp = DefaultMaxResponseBytes
-	if v := u.Param("maxResponseBytes", ""); v != "" {
-		if e.maxResp, err = strconv.ParseInt(v, 10, 64); err != nil || e.maxResp <= 0 {
-			return nil, fmt.Errorf("%s: option maxResponseBytes=%q must be a positive number of bytes", u.Raw, v)
-		}
-	}
-	if e.method = strings.ToUpper(u.Param("httpMethod", "")); e.method != "" && !validMethod(e.method) {
-		return nil, fmt.Errorf("%s: option httpMethod=%q is not an HTTP method", u.Raw, e.method)
+	if e.method = strings.ToUpper(opts.String("httpMethod")); e.method != "" && !validMethod(e.method) {
+		return nil, fmt.Errorf("option httpMethod=%q is not an HTTP method", e.method)
 	}
 	if !e.bridge {
-		q := url.Values{}
-		for k, vs := range u.Params {
-			if !options[k] {
-				q[k] = vs
-			}
-		}
-		target := &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawQuery: q.Encode()}
+		target := &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawQuery: opts.Extra().Encode()}
 		if u.Host == "" {
-			return nil, fmt.Errorf("%s: no host: want %s://host[:port]/path", u.Raw, u.Scheme)
+			return nil, fmt.Errorf("no host: want %s://host[:port]/path", u.Scheme)
 		}
 		parsed, err := url.Parse(target.String())
 		if err != nil {
-			return nil, fmt.Errorf("%s: invalid URL: %w", u.Raw, err)
+			return nil, fmt.Errorf("invalid URL: %w", err)
 		}
 		e.url = parsed
 	}

@@ -120,7 +120,7 @@ func TestRequests(t *testing.T) {
 				t.Fatalf("err=%v seen=%+v", err, s)
 			}
 		}},
-		{"inbound HelixHttpMethod is not reused", "/x", nil, map[string]any{exchange.HeaderHTTPMethod: "DELETE"}, func(t *testing.T, s seen, _ *exchange.Exchange, err error) {
+		{"inbound HelixHttpMethod is not reused", "/x", nil, map[string]any{"HelixHttpMethod": "DELETE"}, func(t *testing.T, s seen, _ *exchange.Exchange, err error) {
 			if err != nil || s.method != "GET" {
 				t.Fatalf("err=%v seen=%+v", err, s)
 			}

@@ -4,24 +4,10 @@
 // Workflows whose triggers name the same host:port share one listener (reference
 // counted: it opens with the first consumer and closes with the last). Each path is
 // matched exactly ("/research" does not match "/research/x"); unknown paths get 404,
-// a path served for other methods only gets 405. Options:
-//
-//	httpMethod=POST     accept only this method (default: any)
-//	maxBodyBytes=N      request body limit, 413 beyond it (default 10 MiB)
-//	consumes=application/json   media types the workflow reads (comma-separated;
-//	                    default any): another Content-Type gets 415, an empty body 400
-//
-// Listener options (pkg/netguard; they belong to the host:port, so workflows that
-// share a listener must give the same values or leave them out; off or -1 switches
-// one off):
-//
-//	readTimeout=30s          time to receive a request's headers and body; a
-//	                         stalled body is answered 408
-//	idleTimeout=120s         keep-alive connections without a request are closed
-//	writeTimeout=60s         time to send a response once it starts (a slow
-//	                         workflow is not cut off; event streams: per event)
-//	maxConnections=4096      open connections on the listener; more are closed at once
-//	maxConnectionsPerIp=256  open connections per client address (IPv6: per /64)
+// a path served for other methods only gets 405. The options (httpMethod,
+// maxBodyBytes, consumes, and the listener options of pkg/netguard, which belong to
+// the host:port, so workflows that share a listener must give the same values or
+// leave them out) and headers are declared in spec.go ([Spec]).
 //
 // Request → exchange: the body is the request body as a string, or, when the
 // Content-Type is JSON, the decoded map/list (an empty body is nil). A body labelled
@@ -140,27 +126,32 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if path == "" {
 		path = "/"
 	}
-	method := strings.ToUpper(u.Param("httpMethod", ""))
-	for _, r := range method {
-		if r < 'A' || r > 'Z' {
-			return nil, fmt.Errorf("%s: option httpMethod=%q is not an HTTP method", u.Raw, method)
-		}
-	}
-	maxBody := int64(DefaultMaxBodyBytes)
-	if v := u.Param("maxBodyBytes", ""); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%s: option maxBodyBytes=%q must be a positive number of bytes", u.Raw, v)
-		}
-		maxBody = n
-	}
-	consumes, err := parseConsumes(u)
+	opts, err := Spec.Parse(u)
 	if err != nil {
 		return nil, err
 	}
-	limits, limitsSet, err := netguard.FromURIOptions(func(name string) string { return u.Param(name, "") })
+	method := strings.ToUpper(opts.String("httpMethod"))
+	for _, r := range method {
+		if r < 'A' || r > 'Z' {
+			return nil, fmt.Errorf("option httpMethod=%q is not an HTTP method", method)
+		}
+	}
+	maxBody := opts.Int("maxBodyBytes")
+	if maxBody <= 0 {
+		return nil, fmt.Errorf("option maxBodyBytes=%d must be a positive number of bytes", maxBody)
+	}
+	consumes, err := parseConsumes(opts.Strings("consumes"))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", u.Raw, err)
+		return nil, err
+	}
+	limits, limitsSet, err := netguard.FromURIOptions(func(name string) string {
+		if !opts.IsSet(name) { // the spec's defaults are for documentation; netguard applies its own
+			return ""
+		}
+		return opts.String(name)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return &endpoint{c: c, raw: u.Raw, addr: strings.ToLower(u.Host), path: path, method: method, maxBody: maxBody, consumes: consumes,
 		limits: limits, limitsSet: limitsSet}, nil
@@ -168,18 +159,14 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 
 // parseConsumes reads the consumes option: a comma-separated list of media types
 // (application/json, text/csv …); empty or */* means any.
-func parseConsumes(u *uri.URI) ([]string, error) {
-	vs, ok := u.Params["consumes"]
-	if !ok {
-		return nil, nil
-	}
+func parseConsumes(vs []string) ([]string, error) {
 	var out []string
 	for _, v := range vs {
 		for _, t := range strings.Split(v, ",") {
 			t = strings.ToLower(strings.TrimSpace(t))
 			mt, _, err := mime.ParseMediaType(t)
 			if err != nil || !strings.Contains(mt, "/") {
-				return nil, fmt.Errorf("%s: option consumes=%q: want media types such as application/json or text/csv, comma-separated", u.Raw, v)
+				return nil, fmt.Errorf("option consumes=%q: want media types such as application/json or text/csv, comma-separated", v)
 			}
 			if mt == "*/*" {
 				return nil, nil
@@ -415,9 +402,9 @@ func (r *route) serve(w nethttp.ResponseWriter, req *nethttp.Request) {
 		ex.In().SetHeader(k, vs[0])
 		inbound[k] = vs[0]
 	}
-	ex.In().SetHeader(exchange.HeaderHTTPMethod, req.Method)
-	ex.In().SetHeader(exchange.HeaderHTTPPath, req.URL.Path)
-	ex.In().SetHeader(exchange.HeaderHTTPQuery, req.URL.RawQuery)
+	ex.In().SetHeader(HeaderHTTPMethod, req.Method)
+	ex.In().SetHeader(HeaderHTTPPath, req.URL.Path)
+	ex.In().SetHeader(HeaderHTTPQuery, req.URL.RawQuery)
 	body, status, msg := r.read(data, req.Header.Get("Content-Type"))
 	if status != 0 {
 		// The client's mistake, said plainly; the workflow does not run.

@@ -109,8 +109,8 @@ func TestRequestToExchange(t *testing.T) {
 				t.Fatalf("body %#v, want %#v", ex.In().Body(), tc.want)
 			}
 			h := ex.In()
-			if ex.Pattern() != exchange.InOut || h.HeaderString(exchange.HeaderHTTPMethod) != tc.method ||
-				h.HeaderString(exchange.HeaderHTTPPath) != "/in" || h.HeaderString(exchange.HeaderHTTPQuery) != tc.query ||
+			if ex.Pattern() != exchange.InOut || h.HeaderString(httpserver.HeaderHTTPMethod) != tc.method ||
+				h.HeaderString(httpserver.HeaderHTTPPath) != "/in" || h.HeaderString(httpserver.HeaderHTTPQuery) != tc.query ||
 				h.HeaderString("X-Req") != "r1" {
 				t.Fatalf("headers %v", h.Headers())
 			}

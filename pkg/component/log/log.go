@@ -1,13 +1,11 @@
 // Package log implements log://name: a producer that writes the exchange to the
-// context's slog logger. Options: level=debug|info|warn|error (default info),
-// showHeaders=true. The body is not changed.
+// context's slog logger. Options (level, showHeaders) are declared in spec.go
+// ([Spec]). The body is not changed.
 package log
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -30,23 +28,12 @@ func New(logger func() *slog.Logger) *Component {
 }
 
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
-	var level slog.Level
-	switch strings.ToLower(u.Param("level", "info")) {
-	case "debug":
-		level = slog.LevelDebug
-	case "info":
-		level = slog.LevelInfo
-	case "warn", "warning":
-		level = slog.LevelWarn
-	case "error":
-		level = slog.LevelError
-	default:
-		return nil, fmt.Errorf("log: level=%q: use debug, info, warn or error", u.Param("level", ""))
-	}
-	show, err := u.Bool("showHeaders", false)
+	opts, err := Spec.Parse(u)
 	if err != nil {
 		return nil, err
 	}
+	levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+	level, show := levels[opts.String("level")], opts.Bool("showHeaders")
 	return &endpoint{c: c, raw: u.Raw, name: u.Host + u.Path, level: level, showHeaders: show}, nil
 }
 

@@ -1,12 +1,7 @@
 // Package timer implements timer://name: a consumer that fires InOnly exchanges on a
 // schedule, like Apache Camel's timer component.
 //
-// Options:
-//
-//	period=1s       time between the end of one exchange and the next firing (default 1s)
-//	delay=1s        wait before the first firing (default 1s, as in Camel; delay=0 fires at once)
-//	repeatCount=N   stop after N firings (default 0: forever)
-//
+// Options (period, delay, repeatCount) and headers are declared in spec.go ([Spec]).
 // Each exchange has no body and the headers HelixTimerName (the name) and
 // HelixTimerCounter (1-based int). The schedule is fixed-delay: a slow workflow pushes
 // the next firing back instead of piling exchanges up. The timer is consumer-only.
@@ -17,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -49,30 +43,24 @@ func New(logger func() *slog.Logger) *Component {
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	name := u.Host + u.Path
 	if name == "" {
-		return nil, fmt.Errorf("%s: timer needs a name: timer://tick?period=5s", u.Raw)
+		return nil, fmt.Errorf("timer needs a name: timer://tick?period=5s")
 	}
-	period, err := u.Duration("period", time.Second)
+	opts, err := Spec.Parse(u)
 	if err != nil {
 		return nil, err
 	}
-	delay, err := u.Duration("delay", time.Second)
-	if err != nil {
-		return nil, err
-	}
-	repeat := 0
-	if v := u.Param("repeatCount", ""); v != "" {
-		repeat, err = strconv.Atoi(v)
-		if err != nil || repeat < 0 {
-			return nil, fmt.Errorf("%s: option repeatCount=%q must be a whole number >= 0 (0 means forever)", u.Raw, v)
-		}
+	period, delay := opts.Duration("period"), opts.Duration("delay")
+	repeat := opts.Int("repeatCount")
+	if repeat < 0 {
+		return nil, fmt.Errorf("option repeatCount=%d must be a whole number >= 0 (0 means forever)", repeat)
 	}
 	if delay < 0 {
-		return nil, fmt.Errorf("%s: option delay=%s must not be negative", u.Raw, delay)
+		return nil, fmt.Errorf("option delay=%s must not be negative", delay)
 	}
 	if period <= 0 && repeat != 1 {
-		return nil, fmt.Errorf("%s: option period=%s must be positive (a zero period is only allowed with repeatCount=1)", u.Raw, period)
+		return nil, fmt.Errorf("option period=%s must be positive (a zero period is only allowed with repeatCount=1)", period)
 	}
-	return &endpoint{c: c, raw: u.Raw, name: name, period: period, delay: delay, repeat: repeat}, nil
+	return &endpoint{c: c, raw: u.Raw, name: name, period: period, delay: delay, repeat: int(repeat)}, nil
 }
 
 type endpoint struct {
@@ -141,8 +129,8 @@ func (c *consumer) run(ctx context.Context, stop <-chan struct{}, done chan<- st
 		default:
 		}
 		ex := exchange.New(exchange.InOnly)
-		ex.In().SetHeader(exchange.HeaderTimerName, c.e.name)
-		ex.In().SetHeader(exchange.HeaderTimerCounter, n)
+		ex.In().SetHeader(HeaderName, c.e.name)
+		ex.In().SetHeader(HeaderCounter, n)
 		err := c.p.Process(ctx, ex)
 		if err == nil {
 			err = ex.Exception()

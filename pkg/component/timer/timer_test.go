@@ -75,8 +75,8 @@ func TestRepeatCountInEngine(t *testing.T) {
 		FromURI: "timer://ticker?period=5ms&delay=0&repeatCount=3",
 		Processors: []engine.Processor{engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
 			mu.Lock()
-			counters = append(counters, ex.In().Header(exchange.HeaderTimerCounter).(int))
-			names = append(names, ex.In().HeaderString(exchange.HeaderTimerName))
+			counters = append(counters, ex.In().Header(timer.HeaderCounter).(int))
+			names = append(names, ex.In().HeaderString(timer.HeaderName))
 			mu.Unlock()
 			if ex.Pattern() != exchange.InOnly {
 				t.Errorf("timer exchange pattern %v, want InOnly", ex.Pattern())

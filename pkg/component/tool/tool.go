@@ -38,8 +38,8 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if id == "" {
 		return nil, fmt.Errorf("tool endpoint needs the tool id: tool://search")
 	}
-	if len(u.Params) > 0 {
-		return nil, fmt.Errorf("tool://%s: tool endpoints take no options", id)
+	if _, err := Spec.Parse(u); err != nil {
+		return nil, err
 	}
 	inner, err := c.direct.CreateEndpoint(u)
 	if err != nil {

@@ -1,0 +1,501 @@
+package component
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/arvenza/helix/internal/suggest"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Spec describes one component the way a user writing its URI needs it: what the
+// address means, every option, the headers it reads and writes, and whether it can
+// be a trigger, a target or both. Each component declares its Spec once, in the
+// spec.go of its folder; that one value drives URI parsing ([Spec.Parse]: unknown
+// options, wrong types and missing required options are errors with a did-you-mean),
+// `helix components`, the generated pages under docs/components/ and the scheme
+// lists of configuration validation.
+//
+// A Spec is plain data, built at package initialisation and never changed; it is
+// safe for concurrent use.
+type Spec struct {
+	// Scheme is the URI scheme, lower case, without "://".
+	Scheme string
+	// Aliases are further schemes the same component serves (https for http).
+	Aliases []string
+	// Summary is one line: what the component is for.
+	Summary string
+	// Description is the longer story, Markdown paragraphs separated by blank lines.
+	Description string
+	// Direction says whether the component produces (a target), consumes (a
+	// trigger) or both.
+	Direction Direction
+	// Syntax shows the URI's shape: timer://name[?options].
+	Syntax string
+	// Path explains the parts of the address between "://" and "?".
+	Path []PathPart
+	// Options lists every query option the component reads.
+	Options []Option
+	// OpenOptions, when not empty, says what happens to query parameters that are
+	// not options (http:// sends them to the server); they are then not errors.
+	OpenOptions string
+	// Headers are the exchange headers the component reads and writes.
+	Headers []Header
+	// Examples are URIs as a user writes them, each with a sentence.
+	Examples []Example
+	// Since is the Helix version that introduced the component.
+	Since string
+}
+
+// PathPart is one part of the address (the name of direct://name, the host:port
+// and path of http-server://host:port/path).
+type PathPart struct {
+	Name        string
+	Description string
+	Required    bool
+}
+
+// OptionType is the type of an option's value as written in a URI.
+type OptionType string
+
+// Option types. [Spec.Parse] checks every value against its type.
+const (
+	// TypeString is any text.
+	TypeString OptionType = "string"
+	// TypeBool is true or false (also 1/0, yes/no).
+	TypeBool OptionType = "bool"
+	// TypeInt is a whole number.
+	TypeInt OptionType = "int"
+	// TypeDuration is a Go duration (30s, 500ms, 1m30s) or a bare number of milliseconds.
+	TypeDuration OptionType = "duration"
+	// TypeEnum is one of Option.Enum, compared without regard to case.
+	TypeEnum OptionType = "enum"
+)
+
+// Option is one URI query option.
+type Option struct {
+	// Name as written in the URI: camelCase (repeatCount, fileName).
+	Name string
+	Type OptionType
+	// Default is the value used when the option is absent, as it would be written
+	// in the URI; "" means no default (the option is unset).
+	Default string
+	// Enum lists the allowed values of a TypeEnum option, canonical spelling.
+	Enum []string
+	// EnumAliases maps further accepted spellings to Enum values (warning → warn).
+	EnumAliases map[string]string
+	// Required options must be given.
+	Required bool
+	// Secret options hold credentials: their values are never printed (errors say
+	// "the value is secret"); write them as ${env:NAME}.
+	Secret bool
+	// Multiple options may be given more than once (args=a&args=b); others may not.
+	Multiple bool
+	// Role says whether the option matters to the producer, the consumer or both.
+	Role Direction
+	// Description says what the option does, in Markdown; one or two sentences.
+	Description string
+	// Since is the Helix version that introduced the option.
+	Since string
+}
+
+// HeaderUse says whether a component reads a header, writes it, or both.
+type HeaderUse int
+
+// Header uses.
+const (
+	Reads HeaderUse = 1 << iota
+	Writes
+	ReadsWrites = Reads | Writes
+)
+
+// String renders "reads", "writes" or "reads, writes".
+func (h HeaderUse) String() string {
+	switch h {
+	case Reads:
+		return "reads"
+	case Writes:
+		return "writes"
+	case ReadsWrites:
+		return "reads, writes"
+	}
+	return "-"
+}
+
+// Header is an exchange header a component reads or writes. The constant holding
+// its name lives in the component's package.
+type Header struct {
+	Name string
+	// Type of the value (string, int, bool …).
+	Type string
+	Use  HeaderUse
+	// Role says whether the producer, the consumer or both use the header.
+	Role        Direction
+	Description string
+}
+
+// Example is a URI with one sentence saying what it does.
+type Example struct {
+	URI         string
+	Description string
+}
+
+// String renders a Direction for people: "producer and consumer", "producer" or
+// "consumer".
+func (d Direction) String() string {
+	switch d {
+	case ProducerOnly:
+		return "producer"
+	case ConsumerOnly:
+		return "consumer"
+	}
+	return "producer and consumer"
+}
+
+// MarshalText renders a Direction for JSON: "both", "producer" or "consumer".
+func (d Direction) MarshalText() ([]byte, error) {
+	switch d {
+	case ProducerOnly:
+		return []byte("producer"), nil
+	case ConsumerOnly:
+		return []byte("consumer"), nil
+	}
+	return []byte("both"), nil
+}
+
+// MarshalText renders a HeaderUse for JSON: "reads", "writes" or "reads, writes".
+func (h HeaderUse) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
+
+// Described is implemented by components that carry their Spec; the engine and
+// the CLI use it to name options and hide secret values.
+type Described interface {
+	Spec() *Spec
+}
+
+// Option returns the option called name.
+func (s *Spec) Option(name string) (Option, bool) {
+	for _, o := range s.Options {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return Option{}, false
+}
+
+// OptionNames lists the options' names in declaration order.
+func (s *Spec) OptionNames() []string {
+	out := make([]string, len(s.Options))
+	for i, o := range s.Options {
+		out[i] = o.Name
+	}
+	return out
+}
+
+// Schemes returns Scheme followed by the Aliases.
+func (s *Spec) Schemes() []string { return append([]string{s.Scheme}, s.Aliases...) }
+
+// Check reports mistakes in the Spec itself (a default that does not parse as its
+// type, an enum without values, a name used twice); the registry's test runs it for
+// every component.
+func (s *Spec) Check() error {
+	var errs []string
+	if s.Scheme == "" || s.Summary == "" || s.Syntax == "" {
+		errs = append(errs, "scheme, summary and syntax are required")
+	}
+	seen := map[string]bool{}
+	for _, o := range s.Options {
+		if o.Name == "" || seen[o.Name] {
+			errs = append(errs, fmt.Sprintf("option %q: empty or duplicate name", o.Name))
+		}
+		seen[o.Name] = true
+		if o.Description == "" {
+			errs = append(errs, fmt.Sprintf("option %s: no description", o.Name))
+		}
+		switch o.Type {
+		case TypeString, TypeBool, TypeInt, TypeDuration:
+		case TypeEnum:
+			if len(o.Enum) == 0 {
+				errs = append(errs, fmt.Sprintf("option %s: enum without values", o.Name))
+			}
+		default:
+			errs = append(errs, fmt.Sprintf("option %s: unknown type %q", o.Name, o.Type))
+		}
+		if o.Default != "" {
+			if _, err := o.convert(o.Default); err != nil {
+				errs = append(errs, fmt.Sprintf("option %s: default %q: %v", o.Name, o.Default, err))
+			}
+		}
+	}
+	for _, h := range s.Headers {
+		if h.Name == "" || h.Use == 0 || h.Description == "" {
+			errs = append(errs, fmt.Sprintf("header %q: name, use and description are required", h.Name))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("spec %s: %s", s.Scheme, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// OptionError is a URI option [Spec.Parse] refused.
+type OptionError struct {
+	Scheme string
+	Option string
+	// Msg says what is wrong: `unknown option "peroid"`, `option period="x" is not a duration`.
+	Msg string
+	// Hint says what to do: a did-you-mean, or the values allowed.
+	Hint string
+}
+
+func (e *OptionError) Error() string {
+	if e.Hint != "" {
+		return e.Msg + " (" + e.Hint + ")"
+	}
+	return e.Msg
+}
+
+// Parse checks u's query options against the spec and converts them to their types.
+// Unknown options (unless OpenOptions is set), values of the wrong type, options given
+// twice and missing required options are errors; every problem is reported, joined.
+// Components call it first thing in CreateEndpoint, so `helix validate` reports the
+// problems at the URI's position. Secret values never appear in the errors.
+func (s *Spec) Parse(u *uri.URI) (*Options, error) {
+	o := &Options{spec: s, values: map[string]any{}, set: map[string]bool{}}
+	var problems []error
+	names := make([]string, 0, len(u.Params))
+	for name := range u.Params {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		vs := u.Params[name]
+		opt, ok := s.Option(name)
+		if !ok {
+			if s.OpenOptions != "" {
+				if o.extra == nil {
+					o.extra = url.Values{}
+				}
+				o.extra[name] = vs
+				continue
+			}
+			problems = append(problems, s.unknown(name))
+			continue
+		}
+		if len(vs) > 1 && !opt.Multiple {
+			problems = append(problems, &OptionError{Scheme: s.Scheme, Option: name, Msg: fmt.Sprintf("option %s is given %d times", name, len(vs)), Hint: "give it once"})
+			continue
+		}
+		if len(vs) == 0 {
+			continue
+		}
+		v, err := opt.convert(vs[0])
+		if err != nil {
+			msg := fmt.Sprintf("option %s=%q %v", name, vs[0], err)
+			if opt.Secret {
+				msg = fmt.Sprintf("option %s %v (the value is secret and not shown)", name, err)
+			}
+			problems = append(problems, &OptionError{Scheme: s.Scheme, Option: name, Msg: msg, Hint: opt.hint()})
+			continue
+		}
+		o.values[name] = v
+		o.set[name] = true
+		if opt.Multiple {
+			o.values[name] = append([]string(nil), vs...)
+		}
+	}
+	for _, opt := range s.Options {
+		if o.set[opt.Name] {
+			continue
+		}
+		if opt.Required {
+			problems = append(problems, &OptionError{Scheme: s.Scheme, Option: opt.Name, Msg: "option " + opt.Name + " is required", Hint: opt.Description})
+			continue
+		}
+		if opt.Default != "" {
+			v, _ := opt.convert(opt.Default) // Check proves defaults convert
+			o.values[opt.Name] = v
+		}
+	}
+	if len(problems) == 1 {
+		return nil, problems[0]
+	}
+	if len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = p.Error()
+		}
+		return nil, fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return o, nil
+}
+
+func (s *Spec) unknown(name string) *OptionError {
+	e := &OptionError{Scheme: s.Scheme, Option: name, Msg: fmt.Sprintf("unknown option %q", name)}
+	names := s.OptionNames()
+	switch {
+	case len(names) == 0:
+		e.Hint = s.Scheme + ":// takes no options"
+	case suggest.Closest(name, names) != "":
+		e.Hint = fmt.Sprintf("did you mean %q?", suggest.Closest(name, names))
+	default:
+		e.Hint = "options: " + strings.Join(names, ", ") + "; see helix components " + s.Scheme
+	}
+	return e
+}
+
+// hint says what values the option takes, for errors.
+func (o Option) hint() string {
+	switch o.Type {
+	case TypeBool:
+		return "use true or false"
+	case TypeInt:
+		return "use a whole number"
+	case TypeDuration:
+		return "use a duration such as 30s or 500ms, or a number of milliseconds"
+	case TypeEnum:
+		return "use " + orList(o.Enum)
+	}
+	return ""
+}
+
+func orList(vs []string) string {
+	switch len(vs) {
+	case 0:
+		return ""
+	case 1:
+		return vs[0]
+	}
+	return strings.Join(vs[:len(vs)-1], ", ") + " or " + vs[len(vs)-1]
+}
+
+// convert parses one value written in a URI.
+func (o Option) convert(v string) (any, error) {
+	switch o.Type {
+	case TypeBool:
+		switch strings.ToLower(v) {
+		case "true", "1", "yes":
+			return true, nil
+		case "false", "0", "no":
+			return false, nil
+		}
+		return nil, fmt.Errorf("is not a boolean")
+	case TypeInt:
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("is not a whole number")
+		}
+		return n, nil
+	case TypeDuration:
+		if d, err := time.ParseDuration(v); err == nil {
+			return d, nil
+		}
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return time.Duration(ms) * time.Millisecond, nil
+		}
+		return nil, fmt.Errorf("is not a duration")
+	case TypeEnum:
+		lv := strings.ToLower(strings.TrimSpace(v))
+		if canon, ok := o.EnumAliases[lv]; ok {
+			lv = canon
+		}
+		for _, e := range o.Enum {
+			if strings.ToLower(e) == lv {
+				return e, nil
+			}
+		}
+		return nil, fmt.Errorf("is not one of the allowed values")
+	}
+	return v, nil
+}
+
+// Options are a URI's options after [Spec.Parse]: typed, defaults applied. The
+// getters return the zero value for an option that is unset and has no default, and
+// for a name the spec does not declare (a programming mistake the component's tests
+// catch). Safe for concurrent reads.
+type Options struct {
+	spec   *Spec
+	values map[string]any
+	set    map[string]bool
+	extra  url.Values
+}
+
+// IsSet reports whether the URI gave the option (a default does not count).
+func (o *Options) IsSet(name string) bool { return o.set[name] }
+
+// String returns a string or enum option (enum values in their canonical spelling).
+func (o *Options) String(name string) string {
+	s, _ := o.values[name].(string)
+	return s
+}
+
+// Strings returns every value of a Multiple option, in URI order.
+func (o *Options) Strings(name string) []string {
+	switch v := o.values[name].(type) {
+	case []string:
+		return append([]string(nil), v...)
+	case string:
+		return []string{v}
+	}
+	return nil
+}
+
+// Bool returns a bool option.
+func (o *Options) Bool(name string) bool {
+	b, _ := o.values[name].(bool)
+	return b
+}
+
+// Int returns an int option.
+func (o *Options) Int(name string) int64 {
+	n, _ := o.values[name].(int64)
+	return n
+}
+
+// Duration returns a duration option.
+func (o *Options) Duration(name string) time.Duration {
+	d, _ := o.values[name].(time.Duration)
+	return d
+}
+
+// Extra returns the query parameters that are not options of an open spec
+// (OpenOptions), nil when there are none. The caller may keep the result.
+func (o *Options) Extra() url.Values {
+	if o.extra == nil {
+		return nil
+	}
+	out := make(url.Values, len(o.extra))
+	for k, vs := range o.extra {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// Redact returns raw with the values of s's secret options replaced by "***", for
+// messages and listings. A raw that does not parse is returned as it is: it holds no
+// option values the spec could name.
+func (s *Spec) Redact(raw string) string {
+	q := strings.IndexByte(raw, '?')
+	if q < 0 {
+		return raw
+	}
+	parts := strings.Split(raw[q+1:], "&")
+	changed := false
+	for i, kv := range parts {
+		k, _, hasValue := strings.Cut(kv, "=")
+		if uk, err := url.QueryUnescape(k); err == nil {
+			k = uk
+		}
+		if opt, ok := s.Option(k); ok && opt.Secret && hasValue {
+			parts[i] = kv[:strings.IndexByte(kv, '=')+1] + "***"
+			changed = true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	return raw[:q+1] + strings.Join(parts, "&")
+}
