@@ -162,7 +162,7 @@ func TestBuildErrors(t *testing.T) {
 		`helix.yaml:8:17: workflows[0].steps[2]: http-server:// is consumer-only`,
 		`helix.yaml:9:19: workflows[0].steps[3]: set-body has both constant: and starlang:`,
 		`helix.yaml:10:14: workflows[0].steps[4]: unknown placeholder ${bodyy}`,
-		`helix.yaml:11:23: workflows[0].steps[5]: log://x?level=loud: log: level="loud"`,
+		`helix.yaml:11:23: workflows[0].steps[5]: log://x?level=loud: option level="loud" is not one of the allowed values (use debug, info, warn or error)`,
 		`helix.yaml:12:9: workflows[0].steps[6]: step agent is not available in this build`,
 		`helix.yaml:13:43: workflows[0].steps[7].auth: auth: is not supported on direct:// targets`,
 		`helix.yaml:15:14: workflows[1].trigger: component kafka:// is not available in this build`,

@@ -192,7 +192,7 @@ workflows:
     steps: []
   - id: hook
     description: "Called by the CI"
-    trigger: http-server://127.0.0.1:0/hook?token=${env:HOOK_SECRET}
+    trigger: http-server://127.0.0.1:0/hook/${env:HOOK_SECRET}
     steps: []
   - id: admin-tool
     trigger: direct://admin-tool
@@ -207,8 +207,8 @@ workflows:
 	startBuilt(t, a)
 	for _, tc := range []struct{ server, want string }{
 		{"public", `[{"id":"greet","from_uri":"direct://greet","description":"","state":"Started"},` +
-			`{"id":"hook","from_uri":"http-server://127.0.0.1:0/hook?token=${env:HOOK_SECRET}","description":"Called by the CI","state":"Started"}]`},
-		{"admin", `[{"id":"hook","from_uri":"http-server://127.0.0.1:0/hook?token=${env:HOOK_SECRET}","description":"Called by the CI","state":"Started"},` +
+			`{"id":"hook","from_uri":"http-server://127.0.0.1:0/hook/${env:HOOK_SECRET}","description":"Called by the CI","state":"Started"}]`},
+		{"admin", `[{"id":"hook","from_uri":"http-server://127.0.0.1:0/hook/${env:HOOK_SECRET}","description":"Called by the CI","state":"Started"},` +
 			`{"id":"admin-tool","from_uri":"direct://admin-tool","description":"","state":"Started"}]`},
 	} {
 		cs := mcpSession(t, a, tc.server)
