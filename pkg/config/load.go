@@ -370,8 +370,8 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 // 0 means the default; `off` (or -1) switches a limit off, stored as -1.
 func listenerFields(d *Decoder, l *ListenerLimits, f Fields) Fields {
 	off := func(v *yaml.Node) bool {
-		v = d.Resolve(v)
-		return v != nil && v.Kind == yaml.ScalarNode && (strings.EqualFold(v.Value, "off") || v.Value == "-1")
+		_, ok := d.Keyword(v, "off", "-1")
+		return ok
 	}
 	timeout := func(dst *time.Duration) func(*yaml.Node, string) {
 		return func(v *yaml.Node, p string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -15,7 +16,38 @@ import (
 	"github.com/arvenza/helix/pkg/starlang"
 )
 
-func init() { Register("split", buildSplit) }
+func init() {
+	Define(Kind{
+		Name: "split",
+		Description: "Camel's Splitter: runs the nested steps once per element of a list body (or per line or chunk of a text body, " +
+			"or per element of the list a Starlang expression gives), one after the other or in parallel; " +
+			"the results are aggregated in input order. Errors name the element's index.",
+		Shape: config.Shape{Type: config.TypeObject, What: "a split", Keys: []config.Key{
+			{Name: "starlang", Shape: config.Shape{Type: config.TypeStarlang,
+				Description: "An expression giving the list to split (default: the body, which must then be a list)."}},
+			{Name: "lines", Shape: config.Shape{Type: config.TypeBool, Default: false,
+				Description: "Split a text body into its lines."}},
+			{Name: "chunk_size", Shape: config.Shape{Type: config.TypeByteSize,
+				Description: "Split a text body into chunks of this size (64KiB, 1MiB …)."}},
+			{Name: "parallel", Shape: config.Shape{Type: config.TypeBool, Default: false,
+				Description: "Run the elements at the same time; results stay in input order."}},
+			{Name: "max_concurrency", Shape: config.Shape{Type: config.TypeInt, Default: pattern.MaxParallelBranches,
+				Description: "At most this many elements run at once (parallel only)."}},
+			{Name: "stop_on_error", Shape: config.Shape{Type: config.TypeBool, Default: true,
+				Description: "Stop at the first failed element; false goes on and records the failures."}},
+			{Name: "max_elements", Shape: config.Shape{Type: config.TypeInt, Default: pattern.DefaultMaxSplitElements,
+				Description: "Refuse bodies with more elements than this."}},
+			{Name: "aggregate", Shape: config.Shape{Type: config.TypeAny, Default: splitCollect,
+				Description: "What the body becomes: collect (the list of results), original (the body as it was) or {starlang: …}, an expression over the variable results.",
+				AnyOf: []*config.Shape{
+					{Type: config.TypeString, Enum: []string{splitCollect, splitOriginal}},
+					{Type: config.TypeObject, Keys: []config.Key{{Name: "starlang", Required: true, Shape: config.Shape{Type: config.TypeStarlang}}}},
+				}}},
+			{Name: "steps", Required: true, Shape: config.Shape{Type: config.TypeSteps, Description: "The steps run for each element."}},
+		}},
+		Build: buildSplit,
+	})
+}
 
 // The aggregations a split accepts as a word; a mapping {starlang: …} is the third form.
 const (
@@ -49,8 +81,8 @@ type splitConfig struct {
 //	      aggregate: collect            # or original, or {starlang: "sum(results)"}
 //	      steps:
 //	        - target: direct://one-order
-func buildSplit(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
-	sc, err := decodeSplit(bc, s)
+func buildSplit(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+	sc, err := decodeSplit(bc, s, d, v)
 	// The nested steps are built even when the options are wrong: every error of the
 	// file is reported at once.
 	steps := BuildSteps(bc, sc.steps)
@@ -69,54 +101,59 @@ func buildSplit(bc *BuildContext, s config.StepConfig) (engine.Processor, error)
 
 // decodeSplit decodes and checks a split step's options, compiling its scripts; all
 // the decoding of the step is here.
-func decodeSplit(bc *BuildContext, s config.StepConfig) (*splitConfig, error) {
-	d := bc.Decoder(s)
-	sc := &splitConfig{}
+func decodeSplit(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (*splitConfig, error) {
+	sc := &splitConfig{steps: v.Steps("steps")}
 	var expr *starlang.Script
-	var lines bool
-	var chunk int64
-	var how []string // the ways of splitting that were chosen, for the conflict error
-	var concurrencyNode *yaml.Node
-	d.Mapping(s.Node, s.Path, "a split", config.Fields{
-		"starlang": func(v *yaml.Node, p string) {
-			expr = CompileScript(bc, d, v, p)
-			how = append(how, "starlang")
-		},
-		"lines": func(v *yaml.Node, p string) {
-			if lines = d.Bool(v, p); lines {
-				how = append(how, "lines")
-			}
-		},
-		"chunk_size": func(v *yaml.Node, p string) {
-			if chunk = d.ByteSize(v, p); chunk > 0 {
-				how = append(how, "chunk_size")
-			}
-			if chunk > 1<<40 {
-				d.Errorf(v, p, "chunk_size %d is too large", chunk).Hint = "a chunk is held in memory: use a size such as 64KiB or 1MiB"
-				chunk = 0
-			}
-		},
-		"parallel": func(v *yaml.Node, p string) { sc.opts.Parallel = d.Bool(v, p) },
-		"max_concurrency": func(v *yaml.Node, p string) {
-			concurrencyNode = v
-			if sc.opts.MaxConcurrency = d.Int(v, p); sc.opts.MaxConcurrency < 1 {
-				d.Errorf(v, p, "max_concurrency must be at least 1, got %d", sc.opts.MaxConcurrency)
-				sc.opts.MaxConcurrency = 0
-			}
-		},
-		"stop_on_error": func(v *yaml.Node, p string) { sc.opts.ContinueOnError = !d.Bool(v, p) },
-		"max_elements": func(v *yaml.Node, p string) {
-			if sc.opts.MaxElements = d.Int(v, p); sc.opts.MaxElements < 1 {
-				d.Errorf(v, p, "max_elements must be at least 1, got %d", sc.opts.MaxElements).Hint =
-					fmt.Sprintf("leave it out for the default of %d", pattern.DefaultMaxSplitElements)
-				sc.opts.MaxElements = 0
-			}
-		},
-		"aggregate": func(v *yaml.Node, p string) { sc.aggregate = decodeSplitAggregate(bc, d, v, p, &sc.opts) },
-		"steps":     func(v *yaml.Node, p string) { sc.steps = d.Steps(v, p) },
-	}, "steps")
+	var how []*config.Value // the ways of splitting that were chosen, for the conflict error
+	if x := v.Get("starlang"); x != nil {
+		expr = CompileScript(bc, d, x.Node, x.Path)
+		how = append(how, x)
+	}
+	lines := v.Bool("lines")
+	if lines {
+		how = append(how, v.Get("lines"))
+	}
+	chunk := int64(0)
+	if x := v.Get("chunk_size"); x != nil {
+		chunk, _ = x.V.(int64)
+		if chunk > 0 {
+			how = append(how, x)
+		}
+		if chunk > 1<<40 {
+			d.Errorf(x.Node, x.Path, "chunk_size %d is too large", chunk).Hint = "a chunk is held in memory: use a size such as 64KiB or 1MiB"
+			chunk = 0
+		}
+	}
+	sc.opts.Parallel = v.Bool("parallel")
+	concurrencyNode := v.NodeOf("max_concurrency")
+	if x := v.Get("max_concurrency"); x != nil {
+		if sc.opts.MaxConcurrency = v.Int("max_concurrency"); sc.opts.MaxConcurrency < 1 {
+			d.Errorf(x.Node, x.Path, "max_concurrency must be at least 1, got %d", sc.opts.MaxConcurrency)
+			sc.opts.MaxConcurrency = 0
+		}
+	}
+	sc.opts.ContinueOnError = v.Has("stop_on_error") && !v.Bool("stop_on_error")
+	if x := v.Get("max_elements"); x != nil {
+		if sc.opts.MaxElements = v.Int("max_elements"); sc.opts.MaxElements < 1 {
+			d.Errorf(x.Node, x.Path, "max_elements must be at least 1, got %d", sc.opts.MaxElements).Hint =
+				fmt.Sprintf("leave it out for the default of %d", pattern.DefaultMaxSplitElements)
+			sc.opts.MaxElements = 0
+		}
+	}
+	if x := v.Get("aggregate"); x != nil {
+		sc.aggregate = decodeSplitAggregate(bc, d, x.Node, x.Path, &sc.opts)
+	}
+	// In the order they are written.
+	sort.Slice(how, func(i, j int) bool {
+		a, b := how[i].Node, how[j].Node
+		return a.Line < b.Line || (a.Line == b.Line && a.Column < b.Column)
+	})
 	if len(how) > 1 {
-		d.Errorf(s.Node, s.Path, "a split takes one of starlang, lines and chunk_size, not %s", strings.Join(how, " and ")).Hint =
+		names := make([]string, len(how))
+		for i, x := range how {
+			names[i] = x.Path[strings.LastIndexByte(x.Path, '.')+1:]
+		}
+		d.Errorf(s.Node, s.Path, "a split takes one of starlang, lines and chunk_size, not %s", strings.Join(names, " and ")).Hint =
 			"starlang computes the list, lines and chunk_size cut a text body; without any of them the body must be a list"
 	}
 	if concurrencyNode != nil && !sc.opts.Parallel {

@@ -1,0 +1,201 @@
+package step_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/step"
+)
+
+// resolvedSchema generates the file schema and resolves it for validation.
+func resolvedSchema(t *testing.T) *jsonschema.Resolved {
+	t.Helper()
+	b, err := step.JSONSchema()
+	if err != nil {
+		t.Fatalf("JSONSchema: %v", err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("the schema does not parse as a JSON Schema: %v", err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatalf("resolve the schema: %v", err)
+	}
+	return rs
+}
+
+// yamlDocs reads every YAML document of a file as JSON-shaped data, the way an
+// editor's YAML language server hands it to a JSON Schema validator.
+func yamlDocs(t *testing.T, data []byte) []any {
+	t.Helper()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []any
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return docs
+		}
+		if err != nil {
+			t.Fatalf("parse YAML: %v", err)
+		}
+		docs = append(docs, jsonShape(t, v))
+	}
+}
+
+// jsonShape converts decoded YAML to what encoding/json produces (string keys,
+// float64 numbers).
+func jsonShape(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(stringKeys(v))
+	if err != nil {
+		t.Fatalf("YAML value has no JSON form: %v", err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func stringKeys(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = stringKeys(x)
+		}
+		return v
+	case map[any]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[fmt.Sprint(k)] = stringKeys(x)
+		}
+		return out
+	case []any:
+		for i, x := range v {
+			v[i] = stringKeys(x)
+		}
+	}
+	return v
+}
+
+// schemaFiles are the YAML files users and the spec write: every example, every
+// spec snippet the tests load, and the pattern recipes of this package.
+func schemaFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, glob := range []string{"../../examples/*.yaml", "../app/testdata/spec/*.yaml", "testdata/patterns/*.yaml"} {
+		m, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) == 0 {
+			t.Fatalf("no files match %s", glob)
+		}
+		files = append(files, m...)
+	}
+	return files
+}
+
+func TestExamplesAndSpecSnippetsValidateAgainstTheSchema(t *testing.T) {
+	rs := resolvedSchema(t)
+	for _, f := range schemaFiles(t) {
+		t.Run(filepath.ToSlash(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, doc := range yamlDocs(t, data) {
+				if err := rs.Validate(doc); err != nil {
+					t.Errorf("document %d: %v", i, err)
+				}
+			}
+		})
+	}
+}
+
+func TestSchemaRejectsMistakes(t *testing.T) {
+	rs := resolvedSchema(t)
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"misspelled top-level key", "workflow:\n  - id: a\n", "workflow"},
+		{"misspelled workflow key", "workflows:\n  - id: a\n    descripton: x\n", "descripton"},
+		{"misspelled helix setting", "helix:\n  shutdown_timeot: 5s\n", "shutdown_timeot"},
+		{"misspelled MCP server key", "helix:\n  mcp:\n    servers:\n      - addr: :3000\n        statless: true\n", "statless"},
+		{"misspelled mcps key", "mcps:\n  - id: m\n    rate_limt: 5\n", "rate_limt"},
+		{"unknown step kind", "workflows:\n  - id: a\n    steps:\n      - tranform: {starlang: '1'}\n", "tranform"},
+		{"misspelled step key", "workflows:\n  - id: a\n    steps:\n      - log: {mesage: hi}\n", "mesage"},
+		{"nested step key", "workflows:\n  - id: a\n    steps:\n      - choice:\n          when:\n            - starlang: 'True'\n              step: []\n", "step"},
+		{"wrong type: list for a string", "workflows:\n  - id: [a, b]\n", "id"},
+		{"wrong type: text for a duration", "helix:\n  shutdown_timeout: soon\n", "shutdown_timeout"},
+		{"wrong type: text for a number", "mcps:\n  - id: m\n    rate_limit: many\n", "rate_limit"},
+		{"wrong type: text for a boolean", "workflows:\n  - id: a\n    steps:\n      - multicast: {stop_on_error: maybe, steps: [{log: x}]}\n", "stop_on_error"},
+		{"value outside an enum", "workflows:\n  - id: a\n    steps:\n      - multicast: {strategy: fanout, steps: [{log: x}]}\n", "strategy"},
+		{"two kinds in one step", "workflows:\n  - id: a\n    steps:\n      - {log: x, transform: {starlang: '1'}}\n", ""},
+		{"missing required key", "workflows:\n  - description: no id\n", "id"},
+		{"unknown URI scheme", "workflows:\n  - id: a\n    steps:\n      - target: kafak://orders\n", "kafak"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			docs := yamlDocs(t, []byte(tc.yaml))
+			err := rs.Validate(docs[0])
+			if err == nil {
+				t.Fatalf("the schema accepts\n%s", tc.yaml)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The schema and the decoder agree on what is an error: a few files the loader
+// accepts are accepted by the schema too (short forms, former spellings, env
+// placeholders in typed values).
+func TestSchemaAcceptsWhatTheLoaderAccepts(t *testing.T) {
+	t.Setenv("HELIX_SCHEMA_TEST_RATE", "7")
+	rs := resolvedSchema(t)
+	for _, src := range []string{
+		"workflows:\n  - id: a\n    trigger: timer://t?period=1s\n    steps:\n      - log: hi\n      - set-body: 42\n      - target: direct://b\n      - wiretap: {uri: 'log://x', max-in-flight: 3}\n",
+		"workflows:\n  - id: a\n    trigger: {uri: direct://a}\n    steps:\n      - choice:\n          when:\n            - starlang: 'True'\n              steps: [{log: x}]\n          otherwise: [{log: y}]\n",
+		"mcps:\n  - id: m\n    rate_limit: ${env:HELIX_SCHEMA_TEST_RATE}\n    stateless: yes\n    read_timeout: off\n    session_idle_timeout: 1500\n",
+		"helix:\n  starlang_max_memory: 64MiB\n  shutdown_timeout: 1m30s\n  management: {enabled: false}\n",
+		"tools:\n  - id: t\n    description: d\n    input:\n      q: string\n      n: {type: integer, default: 3}\n    output: {r: string}\n    steps: []\n",
+	} {
+		if _, err := config.LoadBytes("helix.yaml", []byte(src)); err != nil {
+			t.Fatalf("the loader refuses\n%s\n%v", src, err)
+		}
+		if err := rs.Validate(yamlDocs(t, []byte(src))[0]); err != nil {
+			t.Errorf("the schema refuses\n%s\n%v", src, err)
+		}
+	}
+}
+
+// Every step kind is declared (step.Define), so that the schema and the docs know
+// its keys. A kind registered with step.Register alone fails here.
+func TestEveryStepKindHasASpec(t *testing.T) {
+	for _, s := range step.Specs() {
+		if s.Shape == nil {
+			t.Errorf("step kind %q is registered without a spec: declare it with step.Define (see log.go)", s.Name)
+			continue
+		}
+		if s.Description == "" {
+			t.Errorf("step kind %q has no description", s.Name)
+		}
+		for _, k := range s.Shape.Keys {
+			if k.Description == "" {
+				t.Errorf("step kind %q: key %q has no description", s.Name, k.Name)
+			}
+		}
+	}
+}
