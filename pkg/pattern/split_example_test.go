@@ -3,7 +3,10 @@ package pattern_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
+	"testing"
 
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -32,4 +35,41 @@ func ExampleNewSplit() {
 	}
 	fmt.Println(ex.In().Body())
 	// Output: [ALPHA BETA GAMMA]
+}
+
+// The Go example of docs/patterns.md's split section is ExampleNewSplit's body.
+func TestSplitDocsGoExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/patterns.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("split_example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)
+	start := strings.Index(section, "\n## split\n")
+	if start < 0 {
+		t.Fatal("docs/patterns.md has no split section")
+	}
+	section = section[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	m := regexp.MustCompile("(?s)```go\n(.*?)```").FindStringSubmatch(section)
+	if m == nil {
+		t.Fatal("no Go example in the split section")
+	}
+	lines := func(s string) string {
+		var out []string
+		for l := range strings.SplitSeq(s, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				out = append(out, l)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	if !strings.Contains(lines(string(src)), lines(m[1])) {
+		t.Errorf("the Go example in docs/patterns.md is not ExampleNewSplit's body; copy it from split_example_test.go:\n%s", m[1])
+	}
 }
