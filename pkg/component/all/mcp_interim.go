@@ -13,16 +13,16 @@ var (
 		Direction: component.ProducerOnly,
 		Syntax:    "mcp://host:port/tool[?options]",
 		Description: "The path is split at the last /: everything before is the server's address " +
-			"(host:port, or an executable for transport=stdio), the last segment the tool. " +
-			"Options: see docs/mcp-client.md.",
-		Since: "0.1",
+			"(host:port, or an executable for transport=stdio), the last segment the tool.",
+		OpenOptions: "transport, timeout, auth and the other options are described in docs/mcp-client.md",
+		Since:       "0.1",
 	}
 	mcpServerSpec = &component.Spec{
 		Scheme:      "mcp-server",
 		Summary:     "expose the workflows as tools of an MCP server",
 		Direction:   component.ConsumerOnly,
 		Syntax:      "mcp-server://host:port[?options]",
-		Description: "Options: see docs/mcp-server.md.",
+		OpenOptions: "transport, name, version, stateless and the other options are described in docs/mcp-server.md",
 		Since:       "0.1",
 	}
 )

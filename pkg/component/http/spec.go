@@ -31,7 +31,7 @@ unless throwExceptionOnFailure=false.`,
 		{Name: "host[:port]", Required: true, Description: "the server (the endpoint's own address is ignored with bridgeEndpoint=true)"},
 		{Name: "path", Description: "the request path; may hold placeholders such as /users/${body.id}"},
 	},
-	OpenOptions: "query parameters that are not options are sent to the server as they are: http://api/search?q=${body.q}&timeout=5s sends ?q=…",
+	OpenOptions: "sent to the server as they are (http://api/search?q=${body.q}&timeout=5s sends ?q=… and keeps timeout for itself)",
 	Options: []component.Option{
 		{Name: "httpMethod", Type: component.TypeString, Role: component.ProducerOnly, Since: "0.1",
 			Description: "a fixed method (GET, PUT, DELETE …) instead of POST-with-body / GET-without"},
