@@ -14,6 +14,7 @@
 //
 // Every processor is safe for concurrent use. Processors that start goroutines
 // (multicast, split, wiretap) own them: they are stopped by the exchange's context, by
-// the multicast's or split's completion, or drained by Stop (the engine calls Stop on every step that
-// implements component.Service). docs/patterns.md is the user documentation.
+// the multicast's or split's completion, or drained by Stop (the engine calls Stop on
+// every step that implements component.Service). docs/patterns.md is the user
+// documentation.
 package pattern
