@@ -181,6 +181,8 @@ func TestSplitMaxConcurrency(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			return errors.New("the concurrency bound was never reached")
 		}
+		// A moment for a split that ignores its bound to start more elements.
+		time.Sleep(2 * time.Millisecond)
 		return nil
 	})
 	s := newSplit(t, pattern.SplitBody(), pattern.SplitOptions{Parallel: true, MaxConcurrency: bound}, step)

@@ -63,6 +63,8 @@ func (g *splitGoWorkflows) processors() map[string]engine.Processor {
 				}
 				time.Sleep(time.Millisecond)
 			}
+			// A moment for a split that ignores its bound to start more elements.
+			time.Sleep(2 * time.Millisecond)
 			return nil
 		}),
 		"direct://block": engine.ProcessorFunc(func(ctx context.Context, _ *exchange.Exchange) error {
