@@ -24,39 +24,39 @@ import (
 // safe for concurrent use.
 type Spec struct {
 	// Scheme is the URI scheme, lower case, without "://".
-	Scheme string
+	Scheme string `json:"scheme"`
 	// Aliases are further schemes the same component serves (https for http).
-	Aliases []string
+	Aliases []string `json:"aliases,omitempty"`
 	// Summary is one line: what the component is for.
-	Summary string
+	Summary string `json:"summary"`
 	// Description is the longer story, Markdown paragraphs separated by blank lines.
-	Description string
+	Description string `json:"description,omitempty"`
 	// Direction says whether the component produces (a target), consumes (a
 	// trigger) or both.
-	Direction Direction
+	Direction Direction `json:"direction"`
 	// Syntax shows the URI's shape: timer://name[?options].
-	Syntax string
+	Syntax string `json:"syntax"`
 	// Path explains the parts of the address between "://" and "?".
-	Path []PathPart
+	Path []PathPart `json:"path,omitempty"`
 	// Options lists every query option the component reads.
-	Options []Option
+	Options []Option `json:"options"`
 	// OpenOptions, when not empty, says what happens to query parameters that are
 	// not options (http:// sends them to the server); they are then not errors.
-	OpenOptions string
+	OpenOptions string `json:"openOptions,omitempty"`
 	// Headers are the exchange headers the component reads and writes.
-	Headers []Header
+	Headers []Header `json:"headers,omitempty"`
 	// Examples are URIs as a user writes them, each with a sentence.
-	Examples []Example
+	Examples []Example `json:"examples,omitempty"`
 	// Since is the Helix version that introduced the component.
-	Since string
+	Since string `json:"since,omitempty"`
 }
 
 // PathPart is one part of the address (the name of direct://name, the host:port
 // and path of http-server://host:port/path).
 type PathPart struct {
-	Name        string
-	Description string
-	Required    bool
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Required    bool   `json:"required,omitempty"`
 }
 
 // OptionType is the type of an option's value as written in a URI.
@@ -79,28 +79,28 @@ const (
 // Option is one URI query option.
 type Option struct {
 	// Name as written in the URI: camelCase (repeatCount, fileName).
-	Name string
-	Type OptionType
+	Name string     `json:"name"`
+	Type OptionType `json:"type"`
 	// Default is the value used when the option is absent, as it would be written
 	// in the URI; "" means no default (the option is unset).
-	Default string
+	Default string `json:"default,omitempty"`
 	// Enum lists the allowed values of a TypeEnum option, canonical spelling.
-	Enum []string
+	Enum []string `json:"enum,omitempty"`
 	// EnumAliases maps further accepted spellings to Enum values (warning → warn).
-	EnumAliases map[string]string
+	EnumAliases map[string]string `json:"enumAliases,omitempty"`
 	// Required options must be given.
-	Required bool
+	Required bool `json:"required,omitempty"`
 	// Secret options hold credentials: their values are never printed (errors say
 	// "the value is secret"); write them as ${env:NAME}.
-	Secret bool
+	Secret bool `json:"secret,omitempty"`
 	// Multiple options may be given more than once (args=a&args=b); others may not.
-	Multiple bool
+	Multiple bool `json:"multiple,omitempty"`
 	// Role says whether the option matters to the producer, the consumer or both.
-	Role Direction
+	Role Direction `json:"role"`
 	// Description says what the option does, in Markdown; one or two sentences.
-	Description string
+	Description string `json:"description"`
 	// Since is the Helix version that introduced the option.
-	Since string
+	Since string `json:"since,omitempty"`
 }
 
 // HeaderUse says whether a component reads a header, writes it, or both.
@@ -129,19 +129,19 @@ func (h HeaderUse) String() string {
 // Header is an exchange header a component reads or writes. The constant holding
 // its name lives in the component's package.
 type Header struct {
-	Name string
+	Name string `json:"name"`
 	// Type of the value (string, int, bool …).
-	Type string
-	Use  HeaderUse
+	Type string    `json:"type"`
+	Use  HeaderUse `json:"use"`
 	// Role says whether the producer, the consumer or both use the header.
-	Role        Direction
-	Description string
+	Role        Direction `json:"role"`
+	Description string    `json:"description"`
 }
 
 // Example is a URI with one sentence saying what it does.
 type Example struct {
-	URI         string
-	Description string
+	URI         string `json:"uri"`
+	Description string `json:"description"`
 }
 
 // String renders a Direction for people: "producer and consumer", "producer" or
