@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,6 @@ import (
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/pattern"
-	"github.com/arvenza/helix/pkg/report"
 )
 
 // newSplit builds a split and stops it (waiting for its goroutines) at the end of
@@ -617,26 +615,3 @@ func TestSplitInWorkflow(t *testing.T) {
 	}
 }
 
-// Elements run with contexts derived from the caller's: what they report (progress,
-// log messages) reaches the caller's reporter, from every element.
-func TestSplitElementsReportToTheCaller(t *testing.T) {
-	var mu sync.Mutex
-	var got []float64
-	ctx := report.WithReporter(context.Background(), report.Func{OnProgress: func(_ context.Context, current, total float64, _ string) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, current)
-	}})
-	step := fn(func(ctx context.Context, ex *exchange.Exchange) error {
-		report.Progress(ctx, float64(ex.In().Header(pattern.HeaderSplitIndex).(int)+1), 3, "")
-		return nil
-	})
-	s := newSplit(t, pattern.SplitBody(), pattern.SplitOptions{Parallel: true}, step)
-	if err := s.Process(ctx, exchange.NewWithBody(exchange.InOut, []any{"a", "b", "c"})); err != nil {
-		t.Fatal(err)
-	}
-	sort.Float64s(got)
-	if !reflect.DeepEqual(got, []float64{1, 2, 3}) {
-		t.Errorf("progress reports = %v, want one from each element", got)
-	}
-}
