@@ -614,4 +614,3 @@ func TestSplitInWorkflow(t *testing.T) {
 		t.Errorf("err = %v, want the step name and element 1", err)
 	}
 }
-
