@@ -401,14 +401,15 @@ func SplitLines() Splitter {
 		if err != nil {
 			return nil, err
 		}
-		text = strings.TrimSuffix(text, "\n")
 		if text == "" {
 			return []any{}, nil
 		}
-		if n := strings.Count(text, "\n") + 1; n > limit {
+		text = strings.TrimSuffix(text, "\n") // "\n" alone is one empty line
+		n := strings.Count(text, "\n") + 1
+		if n > limit {
 			return nil, tooMany(fmt.Sprintf("the body has %d lines", n), limit)
 		}
-		out := make([]any, 0, strings.Count(text, "\n")+1)
+		out := make([]any, 0, n)
 		for line := range strings.SplitSeq(text, "\n") {
 			out = append(out, strings.TrimSuffix(line, "\r"))
 		}
@@ -427,7 +428,10 @@ func SplitChunks(size int) Splitter {
 			return nil, fmt.Errorf("chunk size must be at least 1 byte, got %d", size)
 		}
 		if b, ok := ex.In().Body().([]byte); ok {
-			n := (len(b) + size - 1) / size
+			n := len(b) / size
+			if len(b)%size != 0 {
+				n++
+			}
 			if n > limit {
 				return nil, tooMany(fmt.Sprintf("the body of %d bytes makes %d chunks of %d bytes", len(b), n, size), limit)
 			}
@@ -519,7 +523,12 @@ func describeValue(v any) string {
 	case map[string]any:
 		return "a map (an object)"
 	}
-	switch reflect.ValueOf(v).Kind() {
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Slice, reflect.Array:
+		if rv.Len() == 1 {
+			return "a list (1 element)"
+		}
+		return fmt.Sprintf("a list (%d elements)", rv.Len())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
 		reflect.Float32, reflect.Float64:
