@@ -208,23 +208,24 @@ func (s *Split) Process(ctx context.Context, ex *exchange.Exchange) error {
 		return fmt.Errorf("split: %w", tooMany(fmt.Sprintf("%d elements", len(elems)), s.maxElements))
 	}
 	results := make([]any, len(elems))
-	var failed []any
+	var failed []splitResult
 	if len(elems) > 0 {
 		if failed, err = s.run(ctx, ex, elems, results); err != nil {
 			return err
 		}
 	}
+	var failures, indexes []any
+	for _, f := range failed {
+		failures = append(failures, map[string]any{"index": f.index, "error": (&ElementError{Index: f.index, Err: f.err}).Error()})
+		indexes = append(indexes, f.index)
+	}
 	if len(failed) > 0 {
-		indexes := make([]any, len(failed))
-		for i, f := range failed {
-			indexes[i] = f.(map[string]any)["index"]
-		}
 		logger(s.hc).Warn("split elements failed; went on without them (stop_on_error is false)",
 			"step", s.name, "exchange", ex.ID(), "failed", indexes, "elements", len(elems))
 	}
 	msg := ex.In()
 	// nil removes a header left by an earlier split in the same workflow.
-	msg.SetHeader(HeaderSplitFailed, nilIfEmpty(failed))
+	msg.SetHeader(HeaderSplitFailed, nilIfEmpty(failures))
 	switch {
 	case s.opts.KeepOriginal:
 	case s.opts.Aggregate != nil:
@@ -250,7 +251,7 @@ type splitResult struct {
 
 // run processes the elements and fills results; it returns the failures of a split
 // that goes on past them, in index order.
-func (s *Split) run(ctx context.Context, ex *exchange.Exchange, elems, results []any) ([]any, error) {
+func (s *Split) run(ctx context.Context, ex *exchange.Exchange, elems, results []any) ([]splitResult, error) {
 	n := len(elems)
 	workers := min(s.concurrency, n)
 	ectx, cancel := context.WithCancel(ctx)
@@ -309,11 +310,7 @@ func (s *Split) run(ctx context.Context, ex *exchange.Exchange, elems, results [
 		}
 	}
 	sort.Slice(failed, func(i, j int) bool { return failed[i].index < failed[j].index })
-	out := make([]any, len(failed))
-	for i, f := range failed {
-		out[i] = map[string]any{"index": f.index, "error": (&ElementError{Index: f.index, Err: f.err}).Error()}
-	}
-	return out, nil
+	return failed, nil
 }
 
 // interrupted returns the error of a split whose caller cancelled it or whose Split
