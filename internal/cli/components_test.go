@@ -160,7 +160,8 @@ func TestComponentsMarkdownWritesAndPrunes(t *testing.T) {
 }
 
 // helix validate refuses misspelled and mistyped URI options with the position of
-// the URI and a did-you-mean, and keeps http://'s extra query parameters.
+// the URI and a did-you-mean, also in targets with per-exchange placeholders, and
+// keeps http://'s extra query parameters.
 func TestValidateRejectsMisspelledOptions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "typos.yaml")
 	src := `workflows:
@@ -170,6 +171,8 @@ func TestValidateRejectsMisspelledOptions(t *testing.T) {
       - target: log://out?levl=debug
       - target: file:///tmp?fileNam=x
       - target: http://example.com/search?q=otters&timeout=5s
+      - target: file://./data?fileNam=${body.name}
+      - target: file://./data?fileName=${body.name}&operation=read
   - id: typed
     trigger: timer://t2?period=often
     steps: []
@@ -185,13 +188,14 @@ func TestValidateRejectsMisspelledOptions(t *testing.T) {
 		path + `:3:14: workflows[0].trigger: timer://tick?peroid=5s: unknown option "peroid" (did you mean "period"?)`,
 		path + `:5:17: workflows[0].steps[0]: log://out?levl=debug: unknown option "levl" (did you mean "level"?)`,
 		path + `:6:17: workflows[0].steps[1]: file:///tmp?fileNam=x: unknown option "fileNam" (did you mean "fileName"?)`,
-		path + `:9:14: workflows[1].trigger: timer://t2?period=often: option period="often" is not a duration`,
+		path + `:8:17: workflows[0].steps[3]: file://./data?fileNam=${body.name}: unknown option "fileNam" (did you mean "fileName"?)`,
+		path + `:11:14: workflows[1].trigger: timer://t2?period=often: option period="often" is not a duration`,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks\n  %s\ngot:\n%s", want, stderr)
 		}
 	}
-	if strings.Contains(stderr, "otters") || strings.Count(stderr, "\n") != 5 {
-		t.Errorf("want exactly the four errors and the count, got:\n%s", stderr)
+	if strings.Contains(stderr, "otters") || strings.Count(stderr, "\n") != 6 {
+		t.Errorf("want exactly the five errors and the count, got:\n%s", stderr)
 	}
 }

@@ -264,6 +264,21 @@ func (e *OptionError) Error() string {
 // Components call it first thing in CreateEndpoint, so `helix validate` reports the
 // problems at the URI's position. Secret values never appear in the errors.
 func (s *Spec) Parse(u *uri.URI) (*Options, error) {
+	return s.parse(u, false)
+}
+
+// CheckTemplate checks a URI template whose values may hold per-exchange
+// placeholders (file://./data?fileName=${body.name}): option names, repeats and
+// required options are checked as [Spec.Parse] does, and every value without a
+// placeholder is checked against its type; values with one are checked when an
+// exchange resolves them. Configuration validation calls it for targets that are
+// not built until they are used.
+func (s *Spec) CheckTemplate(u *uri.URI) error {
+	_, err := s.parse(u, true)
+	return err
+}
+
+func (s *Spec) parse(u *uri.URI, template bool) (*Options, error) {
 	o := &Options{spec: s, values: map[string]any{}, set: map[string]bool{}}
 	var problems []error
 	names := make([]string, 0, len(u.Params))
@@ -290,6 +305,10 @@ func (s *Spec) Parse(u *uri.URI) (*Options, error) {
 			continue
 		}
 		if len(vs) == 0 {
+			continue
+		}
+		if template && uri.HasPlaceholders(vs[0]) {
+			o.set[name] = true
 			continue
 		}
 		v, err := opt.convert(vs[0])

@@ -135,3 +135,25 @@ func TestSpecRedact(t *testing.T) {
 		}
 	}
 }
+
+func TestSpecCheckTemplate(t *testing.T) {
+	for raw, want := range map[string]string{
+		"demo://x?must=${body.m}&period=${body.p}":        "",
+		"demo://x?must=1&name=${body.n}&count=2":          "",
+		"demo://x?must=1&nmae=${body.n}":                  `unknown option "nmae" (did you mean "name"?)`,
+		"demo://x?must=1&count=${body.c}&verbose=perhaps": `option verbose="perhaps" is not a boolean`,
+		"demo://x?name=${body.n}":                         "option must is required",
+	} {
+		u, err := uri.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = testSpec.CheckTemplate(u)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", raw, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: got %v, want %q", raw, err, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -51,6 +52,16 @@ func (bc *BuildContext) CheckEndpoint(pos config.Pos, path, raw string, trigger 
 		return false
 	}
 	if uri.HasPlaceholders(raw) {
+		// The endpoint is built per exchange, but its option names (and the values
+		// without placeholders) are written here: check them against the spec now.
+		if comp, ok := bc.HC.Component(u.Scheme); ok {
+			if d, ok := comp.(component.Described); ok {
+				if err := d.Spec().CheckTemplate(u); err != nil {
+					bc.Errorf(pos, path, "%s: %v", raw, err)
+					return false
+				}
+			}
+		}
 		return true
 	}
 	if _, err := bc.HC.Endpoint(raw); err != nil {
