@@ -518,3 +518,14 @@ func (s *Spec) Redact(raw string) string {
 	}
 	return raw[:q+1] + strings.Join(parts, "&")
 }
+
+// RedactURI returns raw with the values of secret options hidden ([Spec.Redact])
+// when c describes itself ([Described]), and raw as it is otherwise. The engine uses
+// it for the URI at the front of endpoint errors, since a URI may hold a credential
+// resolved from ${env:…}.
+func RedactURI(c Component, raw string) string {
+	if d, ok := c.(Described); ok {
+		return d.Spec().Redact(raw)
+	}
+	return raw
+}

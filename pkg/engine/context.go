@@ -246,7 +246,7 @@ func (c *Context) Endpoint(rawURI string) (component.Endpoint, error) {
 	// because CreateEndpoint acquires nothing.
 	ep, err := comp.CreateEndpoint(u)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", rawURI, err)
+		return nil, fmt.Errorf("%s: %w", component.RedactURI(comp, rawURI), err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -57,7 +57,7 @@ func (bc *BuildContext) CheckEndpoint(pos config.Pos, path, raw string, trigger 
 		if comp, ok := bc.HC.Component(u.Scheme); ok {
 			if d, ok := comp.(component.Described); ok {
 				if err := d.Spec().CheckTemplate(u); err != nil {
-					bc.Errorf(pos, path, "%s: %v", raw, err)
+					bc.Errorf(pos, path, "%s: %v", d.Spec().Redact(raw), err)
 					return false
 				}
 			}

@@ -245,3 +245,25 @@ func TestHTTPRoundTrip(t *testing.T) {
 		t.Fatalf("got %v, want the server's 500 as an error", err)
 	}
 }
+
+// An endpoint error names the URI with its secret option values hidden.
+func TestEndpointErrorsHideSecrets(t *testing.T) {
+	hc := engine.NewContext("secrets")
+	spec := &component.Spec{Scheme: "vault", Summary: "s", Syntax: "vault://x",
+		Options: []component.Option{{Name: "token", Type: component.TypeString, Secret: true, Description: "d"}}}
+	hc.AddComponent("vault", describedComponent{spec})
+	_, err := hc.Endpoint("vault://x?token=s3cret&tokn=1")
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "vault://x?token=***&tokn=1") ||
+		!strings.Contains(err.Error(), `did you mean "token"?`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+type describedComponent struct{ spec *component.Spec }
+
+func (d describedComponent) Spec() *component.Spec { return d.spec }
+
+func (d describedComponent) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
+	_, err := d.spec.Parse(u)
+	return nil, err
+}
