@@ -23,7 +23,9 @@
 //
 // Every subtest checks with goleak that no goroutine it started outlives it, so a
 // consumer whose Stop returns before its goroutines end fails here. Subtests do not run
-// in parallel (goleak needs a quiet process).
+// in parallel (goleak needs a quiet process); [Features.Stress] adds subtests that are
+// parallel inside (many concurrent exchanges through several fixtures, every message
+// checked to arrive exactly once), as Watermill's pub/sub suite has.
 package componenttest
 
 import (
@@ -98,6 +100,13 @@ type Features struct {
 	// ConcurrentConsumer: the consumer processes several messages at the same time
 	// (one goroutine per request), so the suite can send many in parallel.
 	ConcurrentConsumer bool
+
+	// Stress runs the stress subtests (Stress/Producer, Stress/Consumer; see
+	// stress.go): many concurrent exchanges through several fixtures at once, each
+	// message checked to arrive exactly once at its own pair. The size is
+	// DefaultStressMessages per pair unless -componenttest.stress or HELIX_STRESS
+	// sets it.
+	Stress bool
 
 	// ExternalProcessor: the consumer does not call the processor handed to
 	// CreateConsumer; what arrives runs other workflows of the consumer's engine
@@ -185,6 +194,8 @@ func Run(t *testing.T, h Harness) {
 		{"Consumer/StopDrainsInFlight", testConsumerStopDrains, f.Consumer && f.StopDrains},
 		{"Consumer/NothingAfterStop", testConsumerNothingAfterStop, f.Consumer},
 		{"Consumer/Concurrent", testConsumerConcurrent, f.Consumer && f.ConcurrentConsumer && !f.SelfTriggering},
+		{"Stress/Producer", testStressProducer, f.Stress && f.Producer},
+		{"Stress/Consumer", testStressConsumer, f.Stress && f.Consumer && !f.SelfTriggering},
 	}
 	for _, tc := range tests {
 		if !tc.when {

@@ -14,6 +14,7 @@ import (
 var InProcessFeatures = Features{
 	Producer: true, Consumer: true, RequestReply: true, Headers: true,
 	PassThrough: true, ProducerCancel: true, ConsumerCancel: true, ConcurrentConsumer: true,
+	Stress: true,
 }
 
 // InProcessFixture builds the fixture of such a component: the outside world of its

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestConformance(t *testing.T) {
 	componenttest.Run(t, componenttest.Harness{
 		Features: componenttest.Features{
-			Producer: true, Consumer: true, Pattern: exchange.InOnly, StopDrains: true,
+			Producer: true, Consumer: true, Pattern: exchange.InOnly, StopDrains: true, Stress: true,
 		},
 		Setup: func(t *testing.T) *componenttest.Fixture {
 			dir := t.TempDir()

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
 	componenttest.Run(t, componenttest.Harness{
-		Features: componenttest.Features{Producer: true, RequestReply: true, Headers: true, ProducerCancel: true},
+		Features: componenttest.Features{Producer: true, RequestReply: true, Headers: true, ProducerCancel: true, Stress: true},
 		Setup: func(t *testing.T) *componenttest.Fixture {
 			ch := make(chan componenttest.Message, 256)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 	componenttest.Run(t, componenttest.Harness{
 		Features: componenttest.Features{
 			Consumer: true, RequestReply: true, Headers: true, Pattern: exchange.InOut,
-			ConsumerCancel: true, StopDrains: true, ConcurrentConsumer: true,
+			ConsumerCancel: true, StopDrains: true, ConcurrentConsumer: true, Stress: true,
 		},
 		Setup: func(t *testing.T) *componenttest.Fixture {
 			comp := httpserver.New(nil)
