@@ -16,8 +16,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/pkg/component/all"
-	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
+	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
 	"github.com/arvenza/helix/pkg/component/tool"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
@@ -91,7 +90,6 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	opts.Logger = logger
 	a := &App{opts: opts, cfg: cfg, hc: hc, logger: logger, bc: step.NewBuildContext(hc)}
 	a.bc.Starlang = &starlang.Options{MaxMemory: cfg.Helix.StarlangMaxMemory}
-	a.bc.TargetAuth = map[string]step.TargetAuthHandler{mcpclient.Scheme: mcpTargetAuth}
 	type built struct {
 		wf  *engine.Workflow
 		pos config.Pos
@@ -261,10 +259,10 @@ func registerComponents(hc *engine.Context) {
 	hc.AddComponent("tool", tool.NewComponent(hc))
 	// The MCP client (mcp:// targets) is registered before workflows are built: a
 	// target's auth: block attaches its credentials to this component while building.
-	hc.AddComponent(mcpclient.Scheme, mcpclient.New())
+	hc.AddComponent(helixmcp.ClientScheme, helixmcp.NewClient())
 	// The MCP server component too: workflows with an mcp-server:// trigger (spec §3.2)
 	// are checked against the registered schemes while they are built.
-	hc.AddComponent(MCPServerScheme, mcpserver.New(hc))
+	hc.AddComponent(MCPServerScheme, helixmcp.NewServer(hc))
 }
 
 func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.Pos) *engine.Workflow {

@@ -37,6 +37,7 @@ type probe struct {
 	rejected bool
 	shapes   []*Shape
 	doc      string
+	enum     []string
 }
 
 // slot is one value position: the probes of each kind its function was run with.
@@ -128,7 +129,8 @@ func (d *Decoder) describeMapping(n *yaml.Node, path, what string, fields Fields
 		if fn != nil {
 			call = func(v *yaml.Node) { fn(v, kp) }
 		}
-		sh.Keys = append(sh.Keys, Key{Name: name, Required: slices.Contains(required, name), Shape: Shape{pending: ds.run(call)}})
+		sh.Keys = append(sh.Keys, Key{Name: name, Required: slices.Contains(required, name),
+			Shape: Shape{Description: settingDocs[what+"."+name], pending: ds.run(call)}})
 	}
 	p.shapes = append(p.shapes, sh)
 	return true
@@ -154,12 +156,28 @@ func (d *Decoder) describeChildren(n *yaml.Node, kind yaml.Kind, what string) ([
 	return children, true
 }
 
-// Doc gives the value n a description in the JSON Schema of the file. Decoder
-// functions call it with the value node; outside describe mode it does nothing.
-func (d *Decoder) Doc(n *yaml.Node, text string) {
+// Doc gives the value n a description in the JSON Schema of the file and, when
+// enum is not empty, the strings it accepts (the decoder function checks them
+// itself). Decoder functions call it with the value node; outside describe mode it
+// does nothing.
+func (d *Decoder) Doc(n *yaml.Node, text string, enum ...string) {
 	if p := d.probe(n); p != nil {
-		p.doc = text
+		if text != "" {
+			p.doc = text
+		}
+		if len(enum) > 0 {
+			p.enum = enum
+		}
 	}
+}
+
+// URI decodes an endpoint URI: a string, which the JSON Schema of the file checks
+// against the known schemes.
+func (d *Decoder) URI(n *yaml.Node, path string) string {
+	if d.describeScalar(n, TypeURI) {
+		return ""
+	}
+	return d.String(n, path)
 }
 
 // Keyword reports whether scalar n is one of words (case-insensitive), such as `off`
@@ -201,7 +219,11 @@ func (ds *describer) finalize(s *slot) *Shape {
 			continue
 		}
 		for _, sh := range p.shapes {
-			alts = appendAlt(alts, ds.finalizeShape(sh))
+			sh = ds.finalizeShape(sh)
+			if len(p.enum) > 0 && sh.Type == TypeString && len(sh.Enum) == 0 {
+				sh.Enum = p.enum
+			}
+			alts = appendAlt(alts, sh)
 		}
 	}
 	var out *Shape
@@ -238,7 +260,11 @@ func appendAlt(alts []*Shape, sh *Shape) []*Shape {
 // shapes their probes recorded.
 func (ds *describer) finalizeShape(sh *Shape) *Shape {
 	if sh.pending != nil {
-		return ds.finalize(sh.pending)
+		out := ds.finalize(sh.pending)
+		if out.Description == "" {
+			out.Description = sh.Description
+		}
+		return out
 	}
 	out := *sh
 	out.Keys = nil

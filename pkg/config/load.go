@@ -248,6 +248,7 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 		"name":                func(v *yaml.Node, p string) { h.Name = d.String(v, p) },
 		"starlang_max_memory": func(v *yaml.Node, p string) { h.StarlangMaxMemory = d.ByteSize(v, p) },
 		"log_level": func(v *yaml.Node, p string) {
+			d.Doc(v, "The log level (the --log-level flag wins).", "debug", "info", "warn", "warning", "error")
 			h.LogLevel = d.String(v, p)
 			if !oneOf(h.LogLevel, "debug", "info", "warn", "warning", "error") {
 				d.Errorf(v, p, "unknown log level %q", h.LogLevel).Hint = "use debug, info, warn or error"
@@ -286,6 +287,7 @@ func oneOf(s string, options ...string) bool {
 
 // checkTransport reports an MCP transport other than http, sse or stdio.
 func checkTransport(d *Decoder, v *yaml.Node, p, t string) {
+	d.Doc(v, "The MCP transport: http (Streamable HTTP at /mcp, the default), sse or stdio.", "http", "sse", "stdio")
 	if t != "" && !oneOf(t, "http", "sse", "stdio") {
 		d.Errorf(v, p, "unknown MCP transport %q", t).Hint = hintOr(DidYouMean(t, []string{"http", "sse", "stdio"}), "use http, sse or stdio")
 	}
@@ -437,11 +439,11 @@ func decodeTrigger(d *Decoder, v *yaml.Node, p string) (string, Pos) {
 		var u string
 		pos := d.Pos(v)
 		d.Mapping(v, p, "trigger", Fields{"uri": func(v *yaml.Node, p string) {
-			u, pos = d.String(v, p), d.Pos(v)
+			u, pos = d.URI(v, p), d.Pos(v)
 		}}, "uri")
 		return u, pos
 	}
-	return d.String(v, p), d.Pos(v)
+	return d.URI(v, p), d.Pos(v)
 }
 
 // triggerRaw is the trigger URI of v (as decodeTrigger reads it) as written, before
@@ -458,12 +460,15 @@ func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool
 	w := WorkflowConfig{Pos: d.Pos(n), Path: path}
 	var fromSet bool
 	setFrom := func(v *yaml.Node, p string) {
+		// Decoded before the check, so that the second one's own mistakes are
+		// reported too (and describe mode sees both keys read a trigger).
+		from, pos := decodeTrigger(d, v, p)
 		if fromSet {
 			d.Errorf(v, p, "a workflow has one trigger: use either trigger: or from:, not both")
 			return
 		}
 		fromSet = true
-		w.From, w.FromPos = decodeTrigger(d, v, p)
+		w.From, w.FromPos = from, pos
 		w.FromRaw = triggerRaw(d, v)
 	}
 	ok := d.Mapping(n, path, "a workflow", Fields{
@@ -484,7 +489,7 @@ func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool
 func decodeErrorHandler(d *Decoder, n *yaml.Node, path string) *ErrorHandlerConfig {
 	eh := &ErrorHandlerConfig{Pos: d.Pos(n)}
 	d.Mapping(n, path, "error_handler", Fields{
-		"dead_letter_channel": func(v *yaml.Node, p string) { eh.DeadLetterChannel = d.String(v, p) },
+		"dead_letter_channel": func(v *yaml.Node, p string) { eh.DeadLetterChannel = d.URI(v, p) },
 		"default": func(v *yaml.Node, p string) {
 			r := &RedeliveryConfig{Pos: d.Pos(v)}
 			d.Mapping(v, p, "error_handler.default", Fields{
@@ -710,6 +715,7 @@ func decodePipeline(d *Decoder, n *yaml.Node, path string) (PipelineConfig, bool
 
 // checkHTTPTransport reports an http_transport other than helix or sdk.
 func checkHTTPTransport(d *Decoder, v *yaml.Node, p, t string) {
+	d.Doc(v, "The Streamable HTTP implementation: helix (Helix's own, the default) or sdk (the go-sdk's stock handler).", "helix", "sdk")
 	if t != "" && !oneOf(strings.ToLower(strings.TrimSpace(t)), "helix", "sdk") {
 		d.Errorf(v, p, "unknown http_transport %q", t).Hint = hintOr(DidYouMean(t, []string{"helix", "sdk"}),
 			"use helix (Helix's own Streamable HTTP, the default) or sdk (the go-sdk's stock handler)")

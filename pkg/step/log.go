@@ -47,7 +47,7 @@ var logLevels = map[string]slog.Level{
 
 func buildLog(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
 	st := &logStep{hc: bc.HC, name: Name(s), workflow: bc.Workflow, message: v.String("message"), level: logLevels[v.String("level")]}
-	checkPlaceholders(d, v.NodeOf("message"), v.PathOf("message"), st.message)
+	checkPlaceholders(d, v.Node, s.Path, st.message)
 	return st, d.Err()
 }
 

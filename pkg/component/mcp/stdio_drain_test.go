@@ -1,0 +1,105 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
+)
+
+// A client that writes its requests and closes its end of the pipe at once
+// (`printf '…' | helix run f.yaml`) still gets every answer, even from a slow tool.
+func TestStdioAnswersRequestsReadBeforeEOF(t *testing.T) {
+	slow := &engine.Workflow{ID: "slow", FromURI: "direct://slow", Processors: []engine.Processor{
+		engine.ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
+			select {
+			case <-time.After(300 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			ex.In().SetBody("done slowly")
+			return nil
+		}),
+	}}
+	hc := newTestContext(t, greetWorkflow(), slow)
+	input := strings.Join([]string{
+		initializeBody,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"greet","arguments":{"name":"Ada"}}}`,
+	}, "\n") + "\n"
+	outR, outW := io.Pipe()
+	var out bytes.Buffer
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(&out, outR)
+	}()
+	comp := startContext(t, hc, ServerOptions{ID: "pipe", Transport: "stdio", Stdin: strings.NewReader(input), Stdout: outW})
+	select {
+	case <-comp.Done():
+	case <-time.After(testTimeout):
+		t.Fatal("server did not end after its input ended")
+	}
+	_ = outW.Close()
+	<-copied
+	got := out.String()
+	for _, want := range []string{`"id":1`, `done slowly`, `Hello, Ada!`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %s:\n%s", want, got)
+		}
+	}
+}
+
+func TestStdioDrainBookkeeping(t *testing.T) {
+	var out bytes.Buffer
+	d := newStdioDrain(strings.NewReader(""), &out)
+	// Requests split across reads, a batch, a notification (no id) and a null id.
+	feed := []string{`{"jsonrpc":"2.0","id":"a","meth`, `od":"x"}` + "\n" + `[{"jsonrpc":"2.0","id":7,"method":"y"},{"jsonrpc":"2.0","method":"n"}]` + "\n" + `{"jsonrpc":"2.0","id":null,"method":"z"}` + "\n"}
+	for _, f := range feed {
+		d.mu.Lock()
+		d.inTail = lines(d.inTail, []byte(f), func(line []byte) {
+			for _, e := range envelopes(line) {
+				if e.Method != "" && hasID(e) {
+					d.pending[string(e.ID)] = true
+				}
+			}
+		})
+		d.mu.Unlock()
+	}
+	if len(d.pending) != 2 || !d.pending[`"a"`] || !d.pending[`7`] {
+		t.Fatalf("pending %v", d.pending)
+	}
+	// A response written in two pieces, and a server request (has a method) that
+	// must not count as an answer.
+	_, _ = d.Write([]byte(`{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":7,`))
+	if len(d.pending) != 2 {
+		t.Fatalf("answered too early: %v", d.pending)
+	}
+	_, _ = d.Write([]byte(`"result":{}}` + "\n"))
+	if len(d.pending) != 1 || !d.pending[`"a"`] {
+		t.Fatalf("pending after answer %v", d.pending)
+	}
+	// EOF waits for "a"; Stop releases it.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = d.Read(make([]byte, 10))
+	}()
+	select {
+	case <-done:
+		t.Fatal("EOF delivered while a request is unanswered")
+	case <-time.After(100 * time.Millisecond):
+	}
+	d.Stop()
+	select {
+	case <-done:
+	case <-time.After(testTimeout):
+		t.Fatal("Stop did not release the waiting Read")
+	}
+}

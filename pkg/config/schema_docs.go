@@ -1,0 +1,121 @@
+package config
+
+// settingDocs are the descriptions the JSON Schema of the file shows for settings
+// (editors show them on hover), keyed by the `what` of the mapping that holds the
+// key and the key: "helix.shutdown_timeout", "a workflow.trigger". The keys, types
+// and alternatives come from the decoders (describe mode); only these sentences are
+// written here, and TestSettingDocsNameRealKeys fails when one names a key the
+// decoders no longer have. A decoder may instead call [Decoder.Doc] on the value.
+var settingDocs = map[string]string{
+	"the configuration.helix":     "Settings of this Helix: name, log level, MCP servers, management, limits.",
+	"the configuration.workflows": "Workflows: a trigger URI and the steps run for each exchange. Each is also an MCP tool.",
+	"the configuration.tools":     "Tools: workflows with a declared input and output schema, triggered as tool://id and offered to MCP clients.",
+	"the configuration.agents":    "LLM agents (not available in this build).",
+	"the configuration.pipelines": "RAG ingestion and retrieval pipelines (not available in this build).",
+	"the configuration.mcps":      "MCP servers, each exposing workflows and tools (the same model as helix.mcp.servers; id is required).",
+
+	"helix.name":                "The name of this Helix (manifest, logs).",
+	"helix.starlang_max_memory": "Allocation budget of one Starlang evaluation: 64MiB, 128MB or a number of bytes. Default 64MiB.",
+	"helix.shutdown_timeout":    "How long stopping waits for in-flight exchanges and tool calls to finish. Default 30s.",
+	"helix.management":          "The management server: manifest, health and metrics.",
+	"helix.mcp":                 "MCP settings.",
+	"helix.mcp.servers":         "MCP servers, each exposing workflows and tools.",
+
+	"helix.management.addr":     "Address of the manifest, health and metrics endpoints. Default 127.0.0.1:9999.",
+	"helix.management.enabled":  "Run the management server. Default true.",
+	"helix.management.required": "Fail to start when the management address is taken, instead of warning and running on.",
+
+	"a workflow.id":            "The workflow's id, unique among workflows, tools, agents and pipelines; its MCP tool name.",
+	"a workflow.description":   "What the workflow does; the MCP tool description.",
+	"a workflow.trigger":       "The trigger URI (direct://x, http-server://…, timer://…), or {uri: URI}. Without one the workflow never runs.",
+	"a workflow.from":          "Camel's name for trigger.",
+	"a workflow.steps":         "The steps run for each exchange, in order.",
+	"a workflow.error_handler": "What happens when a step fails: redelivery and a dead letter channel.",
+
+	"error_handler.dead_letter_channel":              "The endpoint that receives exchanges that failed after all redeliveries.",
+	"error_handler.default":                          "Redelivery policy.",
+	"error_handler.default.maximum_redeliveries":     "How many times a failed exchange is tried again; -1 forever. Default 0.",
+	"error_handler.default.redelivery_delay":         "Wait before the first redelivery.",
+	"error_handler.default.backoff_multiplier":       "Each further redelivery waits this many times longer.",
+	"error_handler.default.maximum_redelivery_delay": "Upper bound of the wait between redeliveries.",
+
+	"a tool.id":          "The tool's id and MCP tool name, triggered as tool://id.",
+	"a tool.description": "What the tool does; the MCP tool description (required, not empty).",
+	"a tool.input":       "The input fields, name → type or {type, description, required, default, enum, items, properties}.",
+	"a tool.output":      "The output fields, advertised as the tool's outputSchema.",
+	"a tool.steps":       "The steps run for each call.",
+
+	"a field.type":        "string, integer, number, boolean, array or object.",
+	"a field.description": "What the field means, for the assistant.",
+	"a field.required":    "The caller must give the field.",
+	"a field.default":     "The value used when the caller leaves the field out.",
+	"a field.enum":        "The values the field may take.",
+	"a field.items":       "The type of the elements of an array field.",
+	"a field.properties":  "The fields of an object field.",
+
+	"a pipeline.id":          "The pipeline's id.",
+	"a pipeline.description": "What the pipeline does.",
+	"a pipeline.source":      "Where the pipeline reads documents from.",
+	"a pipeline.steps":       "The pipeline's steps.",
+	"a pipeline.output":      "Where the pipeline writes its result.",
+
+	"a tool override.description":  "Replaces the workflow's MCP tool description.",
+	"a tool override.input_schema": "Replaces the tool's input schema: JSON text of a JSON Schema object.",
+
+	"auth.issuer":       "OAuth 2.1: the token issuer; tokens from others are refused.",
+	"auth.audience":     "The audience tokens must carry; default the resource URL.",
+	"auth.jwks_url":     "Where the issuer's signing keys are fetched; default from the issuer's metadata.",
+	"auth.resource_url": "This server's public MCP URL, announced in the protected-resource metadata.",
+	"auth.scopes":       "Tool name (or *) → the scopes a token needs to call it.",
+}
+
+// mcpServerDocs describe the keys of an MCP server entry, in helix.mcp.servers and
+// mcps alike (one decoder, one model).
+var mcpServerDocs = map[string]string{
+	"id":                         "The server's id (required in mcps).",
+	"enabled":                    "Run this server (helix.mcp.servers).",
+	"addr":                       "Listen address host:port (HTTP and SSE transports).",
+	"name":                       "The server name announced to MCP clients.",
+	"version":                    "The server version announced to MCP clients.",
+	"expose":                     "The ids of the workflows and tools offered as MCP tools; all when left out, none when [].",
+	"workflows":                  "Former name of expose in helix.mcp.servers; [] means all.",
+	"stateless":                  "Serve Streamable HTTP without sessions, so that any replica answers any request.",
+	"session_idle_timeout":       "Close sessions idle this long.",
+	"fast_tool_calls":            "Answer tools/call on Helix's fast path (helix transport). Default true.",
+	"tools":                      "Workflow id → replacement description and input_schema of its tool.",
+	"max_sessions":               "Open sessions at most; the one idle longest is closed. 0 the default (10000), -1 no limit.",
+	"max_sessions_per_principal": "Open sessions of one client (API key, token subject or address) at most. 0 the default (1000), -1 no limit.",
+	"api_keys":                   "Accepted API keys (Authorization: Bearer or X-API-Key); write them as ${env:NAME}.",
+	"trusted_proxies":            "Addresses (CIDR) whose requests skip the API key check and whose X-Forwarded-For is believed.",
+	"rate_limit":                 "Requests per minute per client; 0 unlimited.",
+	"auth_failure_limit":         "Failed authentications per client address within auth_failure_window before 429. 0 the default (10), -1 no limit.",
+	"auth_failure_window":        "The window of auth_failure_limit. Default 1m.",
+	"max_body_bytes":             "Largest request body. 0 the default (4 MiB), -1 no limit.",
+	"cors_origins":               "Browser origins allowed to call the server.",
+	"allowed_tools":              "Only these tools may be called (blocked_tools wins).",
+	"blocked_tools":              "These tools may not be called.",
+	"auth":                       "OAuth 2.1 resource server: bearer JWTs validated against the issuer.",
+}
+
+// listenerDocs describe the connection limits of every HTTP listener.
+var listenerDocs = map[string]string{
+	"read_timeout":           "Time to receive a request (headers and body). Default 30s; off for none.",
+	"idle_timeout":           "A keep-alive connection without a request is closed after this. Default 120s; off for none.",
+	"write_timeout":          "Time to send a response once it starts (streams: per event). Default 60s; off for none.",
+	"max_connections":        "Open connections on the listener. Default 4096; off for no limit.",
+	"max_connections_per_ip": "Open connections from one client address (IPv6: per /64). Default 256; off for no limit.",
+}
+
+func init() {
+	for k, v := range mcpServerDocs {
+		settingDocs["an MCP server."+k] = v
+		if k != "enabled" && k != "workflows" { // helix.mcp.servers only
+			settingDocs["an mcps entry."+k] = v
+		}
+	}
+	for _, what := range []string{"an MCP server", "an mcps entry", "helix.management"} {
+		for k, v := range listenerDocs {
+			settingDocs[what+"."+k] = v
+		}
+	}
+}
