@@ -569,13 +569,17 @@ func decodeFields(d *Decoder, n *yaml.Node, path string, depth int) []FieldConfi
 func decodeField(d *Decoder, n *yaml.Node, path string, depth int) FieldConfig {
 	var f FieldConfig
 	if n != nil && n.Kind == yaml.ScalarNode && !IsNull(n) {
-		f.Type = n.Value
+		d.Doc(n, "", FieldTypes...)
+		f.Type = d.String(n, path)
 		checkFieldType(d, n, path, f.Type)
 		return f
 	}
 	var typeNode, defNode *yaml.Node
 	d.Mapping(n, path, "a field", Fields{
-		"type":        func(v *yaml.Node, p string) { f.Type, typeNode = d.String(v, p), v },
+		"type": func(v *yaml.Node, p string) {
+			d.Doc(v, "", FieldTypes...)
+			f.Type, typeNode = d.String(v, p), v
+		},
 		"description": func(v *yaml.Node, p string) { f.Description = d.String(v, p) },
 		"required":    func(v *yaml.Node, p string) { f.Required = d.Bool(v, p) },
 		"default":     func(v *yaml.Node, p string) { f.Default, defNode = d.Value(v, p), v },
