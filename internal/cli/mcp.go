@@ -12,7 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arvenza/helix/pkg/app"
-	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -52,7 +53,7 @@ Markers: [tool  ] tools: entries (with output schema), [agent ] agents,
 }
 
 // mcpServersOf lists the declared servers and those of mcp-server:// triggers.
-func mcpServersOf(a *app.App) ([]helixmcp.ServerInfo, error) {
+func mcpServersOf(a *app.App) ([]mcpserver.Info, error) {
 	comp := a.MCPServers()
 	servers := comp.Servers()
 	for _, wf := range a.Context().Workflows() {
@@ -60,12 +61,12 @@ func mcpServersOf(a *app.App) ([]helixmcp.ServerInfo, error) {
 		if err != nil || u.Scheme != app.MCPServerScheme {
 			continue
 		}
-		opts, err := helixmcp.ServerOptionsFromURI(u)
+		opts, err := mcpserver.OptionsFromURI(u)
 		if err != nil {
 			return nil, fmt.Errorf("workflow %s: %w", wf.ID, err)
 		}
 		info, err := comp.Describe(opts)
-		var unknown *helixmcp.UnknownExposeError
+		var unknown *mcpserver.UnknownExposeError
 		if err != nil && !errors.As(err, &unknown) {
 			return nil, fmt.Errorf("workflow %s: %w", wf.ID, err)
 		}
@@ -75,7 +76,7 @@ func mcpServersOf(a *app.App) ([]helixmcp.ServerInfo, error) {
 }
 
 // printMCPList prints the integration guide's §4A listing.
-func printMCPList(w io.Writer, source string, servers []helixmcp.ServerInfo, hc *engine.Context) error {
+func printMCPList(w io.Writer, source string, servers []mcpserver.Info, hc *engine.Context) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "MCP Servers in %s:\n\n", source)
 	if len(servers) == 0 {
@@ -85,7 +86,7 @@ func printMCPList(w io.Writer, source string, servers []helixmcp.ServerInfo, hc 
 		fmt.Fprintf(&b, "%-20s %-10s %-25s %s\n", "----", "---------", "-------", "-----")
 		for _, s := range servers {
 			addr := s.Addr
-			if s.Transport == helixmcp.TransportStdio {
+			if s.Transport == mcpserver.TransportStdio {
 				addr = "stdin/stdout"
 			}
 			names := make([]string, len(s.Tools))
@@ -100,7 +101,7 @@ func printMCPList(w io.Writer, source string, servers []helixmcp.ServerInfo, hc 
 		}
 	}
 	// Describe every exposable workflow as a server exposing everything would.
-	all, err := helixmcp.NewServer(hc).Describe(helixmcp.ServerOptions{ID: "list", Transport: helixmcp.TransportStdio})
+	all, err := mcpserver.New(hc).Describe(mcpserver.Options{ID: "list", Transport: mcpserver.TransportStdio})
 	if err != nil {
 		return configError(err)
 	}
@@ -126,7 +127,7 @@ func kindMarker(k engine.Kind) string {
 }
 
 // schemaSummary says how many input properties (and output fields) a tool has.
-func schemaSummary(t helixmcp.ToolInfo) string {
+func schemaSummary(t mcpserver.ToolInfo) string {
 	in := propertyCount(t.InputSchema)
 	var s string
 	switch in {
@@ -203,7 +204,7 @@ to add --transport sse.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runMCPInspect(cmd, f, args[0]) },
 	}
-	cmd.Flags().StringVar(&f.transport, "transport", helixmcp.TransportHTTP, "http (Streamable HTTP) or sse")
+	cmd.Flags().StringVar(&f.transport, "transport", mcpserver.TransportHTTP, "http (Streamable HTTP) or sse")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Second, "give up connecting and listing after this long")
 	cmd.Flags().BoolVar(&f.schemas, "schemas", false, "also print each tool's input (and output) schema")
 	return cmd
@@ -222,16 +223,16 @@ func runMCPInspect(cmd *cobra.Command, f mcpInspectFlags, addr string) error {
 	if timeout <= 0 {
 		timeout = -1 // ClientConfig: no limit
 	}
-	cfg := helixmcp.ClientConfig{
+	cfg := mcpclient.Config{
 		Transport: f.transport,
 		Endpoint:  endpoint,
 		// host:port: Streamable HTTP at /mcp, then / (Helix answers on both; other
 		// servers usually only on /mcp), as for mcp://host:port/tool.
-		FindPath: f.transport == helixmcp.TransportHTTP && isHostPort(addr),
+		FindPath: f.transport == mcpserver.TransportHTTP && isHostPort(addr),
 		Timeout:  timeout,
 		Logger:   logger,
 	}
-	conn, err := helixmcp.NewClientConn(cfg)
+	conn, err := mcpclient.NewConn(cfg)
 	if err != nil {
 		return configError(err)
 	}

@@ -16,7 +16,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 )
 
 func init() { mcpSubcommands = append(mcpSubcommands, newMCPCallCmd) }
@@ -69,11 +70,11 @@ to stderr) or the server could not be reached, 2 for bad input.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.stdio, "stdio", "", "start this command and talk to it over stdio instead of connecting to a URL")
 	fl.StringArrayVar(&f.env, "env", nil, "NAME=value added to the --stdio command's environment (repeatable)")
-	fl.StringVar(&f.transport, "transport", helixmcp.TransportHTTP, "transport for URL: http (Streamable HTTP) or sse")
+	fl.StringVar(&f.transport, "transport", mcpserver.TransportHTTP, "transport for URL: http (Streamable HTTP) or sse")
 	fl.StringArrayVarP(&f.headers, "header", "H", nil, `HTTP header "Name: value" sent with every request (repeatable)`)
 	fl.StringVar(&f.jsonArgs, "json", "", "tool arguments as a JSON object")
 	fl.StringVarP(&f.output, "output", "o", "text", "output: text (the result's text) or json (the whole result)")
-	fl.DurationVar(&f.timeout, "timeout", helixmcp.DefaultCallTimeout, "limit for connecting and calling (0: none)")
+	fl.DurationVar(&f.timeout, "timeout", mcpclient.DefaultCallTimeout, "limit for connecting and calling (0: none)")
 	fl.BoolVar(&f.list, "list", false, "list the server's tools instead of calling one")
 	return cmd
 }
@@ -100,7 +101,7 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 	}
 	cfg.Logger = logger
 	cfg.Stderr = cmd.ErrOrStderr()
-	conn, err := helixmcp.NewClientConn(cfg)
+	conn, err := mcpclient.NewConn(cfg)
 	if err != nil {
 		return configError(err)
 	}
@@ -117,7 +118,7 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 	}
 
 	res, err := conn.CallTool(ctx, tool, arguments)
-	var te *helixmcp.ToolError
+	var te *mcpclient.ToolError
 	if errors.As(err, &te) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "helix: tool %s failed: %s\n", tool, te.Message)
 		return reported{code: ExitRuntime}
@@ -125,7 +126,7 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 	if err != nil {
 		return runtimeError(withSSEHint(ctx, err, cfg))
 	}
-	text, err := helixmcp.BodyFromResult(res)
+	text, err := mcpclient.BodyFromResult(res)
 	if err != nil {
 		return runtimeError(err)
 	}
@@ -142,7 +143,7 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 	}
 	if res.IsError {
 		if text == "" {
-			text = helixmcp.MsgToolErrorNoText
+			text = mcpclient.MsgToolErrorNoText
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "helix: tool %s returned an error: %s\n", tool, text)
 		return reported{code: ExitRuntime}
@@ -152,8 +153,8 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 
 // mcpCallConfig turns the flags and positional arguments into a connection config,
 // the tool name and the key=value arguments.
-func mcpCallConfig(f mcpCallFlags, args []string) (helixmcp.ClientConfig, string, []string, error) {
-	var cfg helixmcp.ClientConfig
+func mcpCallConfig(f mcpCallFlags, args []string) (mcpclient.Config, string, []string, error) {
+	var cfg mcpclient.Config
 	cfg.Timeout = f.timeout
 	if f.timeout == 0 {
 		cfg.Timeout = -1
@@ -182,7 +183,7 @@ func mcpCallConfig(f mcpCallFlags, args []string) (helixmcp.ClientConfig, string
 		if len(f.headers) > 0 {
 			return cfg, "", nil, errors.New("--header applies to URLs, not --stdio servers")
 		}
-		cfg.Transport = helixmcp.TransportStdio
+		cfg.Transport = mcpserver.TransportStdio
 		cfg.Command, cfg.Args, cfg.Env = words[0], words[1:], f.env
 	} else {
 		if len(f.env) > 0 {
@@ -194,7 +195,7 @@ func mcpCallConfig(f mcpCallFlags, args []string) (helixmcp.ClientConfig, string
 		}
 		cfg.Transport, cfg.Endpoint = f.transport, endpoint
 		// host:port finds Streamable HTTP at /mcp, then /, as mcp://host:port/tool does.
-		cfg.FindPath = f.transport == helixmcp.TransportHTTP && isHostPort(args[0])
+		cfg.FindPath = f.transport == mcpserver.TransportHTTP && isHostPort(args[0])
 		if cfg.Header, err = parseHeaders(f.headers); err != nil {
 			return cfg, "", nil, err
 		}
@@ -220,8 +221,8 @@ const sseHintProbeTimeout = 5 * time.Second
 // withSSEHint adds, to a Streamable HTTP connect that the server answered with 404,
 // the flag to use when an SSE server answers at /sse of the same host: a server
 // speaking only the 2024-11-05 SSE transport is a common reason for the 404.
-func withSSEHint(ctx context.Context, err error, cfg helixmcp.ClientConfig) error {
-	if cfg.Transport != helixmcp.TransportHTTP || helixmcp.ConnectHTTPStatus(err) != http.StatusNotFound {
+func withSSEHint(ctx context.Context, err error, cfg mcpclient.Config) error {
+	if cfg.Transport != mcpserver.TransportHTTP || mcpclient.ConnectHTTPStatus(err) != http.StatusNotFound {
 		return err
 	}
 	u, perr := url.Parse(cfg.Endpoint)
@@ -264,7 +265,7 @@ func answersSSE(ctx context.Context, u string, header http.Header) bool {
 // looks for the server at /mcp, then /) and http://host:port/sse for SSE.
 func mcpEndpointURL(raw, transport string) (string, error) {
 	switch transport {
-	case helixmcp.TransportHTTP, helixmcp.TransportSSE:
+	case mcpserver.TransportHTTP, mcpserver.TransportSSE:
 	default:
 		return "", fmt.Errorf("--transport %q: use http or sse (or --stdio for a command)", transport)
 	}
@@ -278,7 +279,7 @@ func mcpEndpointURL(raw, transport string) (string, error) {
 		return "", fmt.Errorf("URL %q: use host:port or an http:// or https:// URL", raw)
 	}
 	endpoint := "http://" + raw
-	if transport == helixmcp.TransportSSE && !strings.Contains(raw, "/") {
+	if transport == mcpserver.TransportSSE && !strings.Contains(raw, "/") {
 		endpoint += "/sse"
 	}
 	return endpoint, nil

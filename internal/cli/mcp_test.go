@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/testtools"
-	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -108,9 +108,9 @@ func startInspectTarget(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	comp := helixmcp.NewServer(hc)
+	comp := mcpserver.New(hc)
 	hc.AddComponent("mcp-server", comp)
-	if err := comp.AddServer(helixmcp.ServerOptions{ID: "t", Addr: "127.0.0.1:0"}); err != nil {
+	if err := comp.AddServer(mcpserver.Options{ID: "t", Addr: "127.0.0.1:0"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := hc.Start(context.Background()); err != nil {
@@ -168,9 +168,9 @@ func startInspectTargetAddrThenClose(t *testing.T) string {
 	t.Helper()
 	hc := engine.NewContext("closed")
 	hc.SetLogger(slog.New(slog.DiscardHandler))
-	comp := helixmcp.NewServer(hc)
+	comp := mcpserver.New(hc)
 	hc.AddComponent("mcp-server", comp)
-	if err := comp.AddServer(helixmcp.ServerOptions{ID: "t", Addr: "127.0.0.1:0"}); err != nil {
+	if err := comp.AddServer(mcpserver.Options{ID: "t", Addr: "127.0.0.1:0"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := hc.Start(context.Background()); err != nil {

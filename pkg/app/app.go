@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/pkg/component/all"
-	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/component/tool"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
@@ -90,6 +91,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	opts.Logger = logger
 	a := &App{opts: opts, cfg: cfg, hc: hc, logger: logger, bc: step.NewBuildContext(hc)}
 	a.bc.Starlang = &starlang.Options{MaxMemory: cfg.Helix.StarlangMaxMemory}
+	a.bc.TargetAuth = map[string]step.TargetAuthHandler{mcpclient.Scheme: mcpTargetAuth}
 	type built struct {
 		wf  *engine.Workflow
 		pos config.Pos
@@ -259,10 +261,10 @@ func registerComponents(hc *engine.Context) {
 	hc.AddComponent("tool", tool.NewComponent(hc))
 	// The MCP client (mcp:// targets) is registered before workflows are built: a
 	// target's auth: block attaches its credentials to this component while building.
-	hc.AddComponent(helixmcp.ClientScheme, helixmcp.NewClient())
+	hc.AddComponent(mcpclient.Scheme, mcpclient.New())
 	// The MCP server component too: workflows with an mcp-server:// trigger (spec §3.2)
 	// are checked against the registered schemes while they are built.
-	hc.AddComponent(MCPServerScheme, helixmcp.NewServer(hc))
+	hc.AddComponent(MCPServerScheme, mcpserver.New(hc))
 }
 
 func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.Pos) *engine.Workflow {

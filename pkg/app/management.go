@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/management"
 	"github.com/arvenza/helix/pkg/netguard"
@@ -58,7 +58,7 @@ func (a *App) buildManagement() {
 // warnListenerOnStdio warns about listener keys on a stdio MCP server, which has
 // no listener for them to act on.
 func (a *App) warnListenerOnStdio(transport string, l config.ListenerLimits, pos config.Pos, path string) {
-	if !strings.EqualFold(strings.TrimSpace(transport), helixmcp.TransportStdio) {
+	if !strings.EqualFold(strings.TrimSpace(transport), mcpserver.TransportStdio) {
 		return
 	}
 	var keys []string
@@ -150,12 +150,12 @@ func (a *App) Metrics() management.Metrics {
 	return m
 }
 
-func (a *App) manifestServer(si helixmcp.ServerInfo) management.MCPServer {
+func (a *App) manifestServer(si mcpserver.Info) management.MCPServer {
 	ms := management.MCPServer{ID: si.ID, Name: si.Name, Transport: si.Transport}
-	if si.Transport != helixmcp.TransportStdio && si.Addr != "" {
+	if si.Transport != mcpserver.TransportStdio && si.Addr != "" {
 		ms.Addr = si.Addr
 		base := "http://" + si.Addr
-		if si.Transport == helixmcp.TransportHTTP {
+		if si.Transport == mcpserver.TransportHTTP {
 			ms.Endpoints = append(ms.Endpoints, base+"/mcp")
 		}
 		ms.Endpoints = append(ms.Endpoints, base+"/sse")
@@ -169,12 +169,12 @@ func (a *App) manifestServer(si helixmcp.ServerInfo) management.MCPServer {
 // ListedTools returns the tools of server si that its allowed_tools/blocked_tools
 // let clients see; tools that need OAuth scopes stay listed (whether a caller sees
 // them depends on its token). The manifest and `helix mcp list` both use it.
-func (a *App) ListedTools(si helixmcp.ServerInfo) []helixmcp.ToolInfo {
+func (a *App) ListedTools(si mcpserver.Info) []mcpserver.ToolInfo {
 	sec := a.securityByID[si.ID]
 	if sec == nil {
 		return si.Tools
 	}
-	var out []helixmcp.ToolInfo
+	var out []mcpserver.ToolInfo
 	for _, t := range si.Tools {
 		if sec.listed(t.Name) {
 			out = append(out, t)

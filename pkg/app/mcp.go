@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/config"
 )
 
@@ -40,9 +40,9 @@ func (a *App) buildMCP() {
 		opts.Limits = listenerLimits(s.Listener)
 		opts.Expose = nilIfEmpty(s.Workflows) // spec §3.5: an empty filter means all
 		if len(s.Tools) > 0 {
-			opts.Tools = map[string]helixmcp.ToolOverride{}
+			opts.Tools = map[string]mcpserver.ToolOverride{}
 			for wid, o := range s.Tools {
-				opts.Tools[wid] = helixmcp.ToolOverride{Description: o.Description, InputSchema: json.RawMessage(o.InputSchema)}
+				opts.Tools[wid] = mcpserver.ToolOverride{Description: o.Description, InputSchema: json.RawMessage(o.InputSchema)}
 			}
 		}
 		a.warnListenerOnStdio(opts.Transport, s.Listener, s.Pos, path)
@@ -70,17 +70,17 @@ func (a *App) buildMCP() {
 	}
 }
 
-func (a *App) mcpServerOptions(id, name, version, transport, addr string, stateless bool, idle time.Duration) helixmcp.ServerOptions {
-	return helixmcp.ServerOptions{
+func (a *App) mcpServerOptions(id, name, version, transport, addr string, stateless bool, idle time.Duration) mcpserver.Options {
+	return mcpserver.Options{
 		ID: id, Name: name, Version: version, Transport: transport, Addr: addr,
 		Stateless: stateless, SessionIdleTimeout: idle,
 		Stdin: a.opts.Stdin, Stdout: a.opts.Stdout, Logger: a.logger,
 	}
 }
 
-func (a *App) addMCPServer(comp *helixmcp.ServerComponent, opts helixmcp.ServerOptions, pos config.Pos, path string) {
+func (a *App) addMCPServer(comp *mcpserver.Component, opts mcpserver.Options, pos config.Pos, path string) {
 	info, err := comp.Describe(opts)
-	var unknown *helixmcp.UnknownExposeError
+	var unknown *mcpserver.UnknownExposeError
 	unknownWarning := func(err error) {
 		// A file may be validated on its own (the spec's snippets are), before the
 		// file with the workflows joins it; the server itself refuses to start.
@@ -150,9 +150,9 @@ func (a *App) workflowPos(id string) (config.Pos, bool) {
 
 // MCPServers returns the app's mcp-server component: the servers it declares, their
 // bound addresses once started, and Done for stdio servers.
-func (a *App) MCPServers() *helixmcp.ServerComponent {
+func (a *App) MCPServers() *mcpserver.Component {
 	c, _ := a.hc.Component(MCPServerScheme)
-	sc, _ := c.(*helixmcp.ServerComponent)
+	sc, _ := c.(*mcpserver.Component)
 	return sc
 }
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
 	"github.com/arvenza/helix/pkg/component/mcp/security"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -86,11 +86,11 @@ func securityConfig(id string, s config.Security, logger *slog.Logger) security.
 // applySecurity wires the security settings of a declared server into opts. On a
 // stdio server only the tool lists apply (there is no HTTP layer); the other keys
 // draw a warning. Errors are configuration errors at pos.
-func (a *App) applySecurity(opts *helixmcp.ServerOptions, s config.Security, pos config.Pos, path string) {
+func (a *App) applySecurity(opts *mcpserver.Options, s config.Security, pos config.Pos, path string) {
 	if !hasSecurity(s) {
 		return
 	}
-	stdio := strings.EqualFold(strings.TrimSpace(opts.Transport), helixmcp.TransportStdio)
+	stdio := strings.EqualFold(strings.TrimSpace(opts.Transport), mcpserver.TransportStdio)
 	if stdio {
 		if keys := httpOnlySettings(s); len(keys) > 0 {
 			a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: pos, Path: path,
@@ -216,11 +216,11 @@ func (a *App) closeSecurity() {
 // endpoints never ask for credentials.
 func (a *App) warnOpenListeners() {
 	open := func(transport, addr string) (string, bool) {
-		if strings.EqualFold(strings.TrimSpace(transport), helixmcp.TransportStdio) {
+		if strings.EqualFold(strings.TrimSpace(transport), mcpserver.TransportStdio) {
 			return "", false
 		}
 		if addr == "" {
-			addr = helixmcp.DefaultAddr
+			addr = mcpserver.DefaultAddr
 		}
 		return addr, beyondLoopback(addr)
 	}

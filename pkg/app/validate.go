@@ -8,8 +8,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	helixmcp "github.com/arvenza/helix/pkg/component/mcp"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/tool"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -38,7 +39,7 @@ func (a *App) checkDuplicateBodies() {
 // tools, and groups of ids that sanitize to the same tool name. Building a server
 // stops at the first problem, so each exposed id is described on its own here. The
 // second result is the exposed ids that name nothing (a warning, see addMCPServer).
-func (a *App) mcpNamingProblems(comp *helixmcp.ServerComponent, opts helixmcp.ServerOptions, serverPos config.Pos) (config.Errors, *helixmcp.UnknownExposeError) {
+func (a *App) mcpNamingProblems(comp *mcpserver.Component, opts mcpserver.Options, serverPos config.Pos) (config.Errors, *mcpserver.UnknownExposeError) {
 	ids := opts.Expose
 	if ids == nil {
 		for _, wf := range a.hc.Workflows() {
@@ -49,7 +50,7 @@ func (a *App) mcpNamingProblems(comp *helixmcp.ServerComponent, opts helixmcp.Se
 		}
 	}
 	var errs config.Errors
-	var unknown *helixmcp.UnknownExposeError
+	var unknown *mcpserver.UnknownExposeError
 	hint := fmt.Sprintf("exposed by the MCP server at %s", serverPos)
 	seen := map[string]bool{}
 	byName := map[string]string{}
@@ -62,13 +63,13 @@ func (a *App) mcpNamingProblems(comp *helixmcp.ServerComponent, opts helixmcp.Se
 		probe.Expose = []string{id}
 		probe.Tools = nil
 		if ov, ok := opts.Tools[id]; ok {
-			probe.Tools = map[string]helixmcp.ToolOverride{id: ov}
+			probe.Tools = map[string]mcpserver.ToolOverride{id: ov}
 		}
 		_, err := comp.Describe(probe)
-		var u *helixmcp.UnknownExposeError
+		var u *mcpserver.UnknownExposeError
 		if errors.As(err, &u) {
 			if unknown == nil {
-				unknown = &helixmcp.UnknownExposeError{Known: u.Known}
+				unknown = &mcpserver.UnknownExposeError{Known: u.Known}
 			}
 			unknown.IDs = append(unknown.IDs, u.IDs...)
 			continue
@@ -81,9 +82,9 @@ func (a *App) mcpNamingProblems(comp *helixmcp.ServerComponent, opts helixmcp.Se
 			errs = append(errs, &config.Error{Pos: pos, Msg: err.Error(), Hint: hint})
 			continue
 		}
-		name := helixmcp.SanitizeToolName(id)
+		name := tool.SanitizeName(id)
 		if first, dup := byName[name]; dup {
-			clash := &helixmcp.ToolNameClashError{Name: name, WorkflowIDs: [2]string{first, id}}
+			clash := &mcpserver.ToolNameClashError{Name: name, WorkflowIDs: [2]string{first, id}}
 			errs = append(errs, &config.Error{Pos: pos, Msg: clash.Error(), Hint: hint})
 			continue
 		}

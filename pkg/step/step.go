@@ -79,6 +79,10 @@ type BuildContext struct {
 	Trigger string
 	// Starlang tunes every script compiled (memory budget …); nil means defaults.
 	Starlang *starlang.Options
+	// TargetAuth handles `auth:` blocks of target steps, by the target URI's scheme
+	// (pkg/app installs the mcp:// client's); a scheme without a handler refuses
+	// auth:. Set it before building.
+	TargetAuth map[string]TargetAuthHandler
 
 	errs  config.Errors
 	steps int

@@ -1,11 +1,9 @@
 package step
 
 import (
-	"fmt"
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -33,33 +31,18 @@ func init() {
 // that has an `auth:` block (spec §4.7). It decodes auth with d (recording errors
 // there) and attaches the result to whatever serves targetURI in bc.HC — for mcp://,
 // the client component. It must not open connections: building is side-effect free.
+// Handlers are installed per build in [BuildContext.TargetAuth].
 type TargetAuthHandler func(bc *BuildContext, targetURI string, auth *yaml.Node, path string, d *config.Decoder)
 
-var (
-	authMu       sync.RWMutex
-	authHandlers = map[string]TargetAuthHandler{}
-)
-
-// RegisterTargetAuth installs the handler of `auth:` blocks on targets of scheme.
-// Called from init() by the package that owns the scheme's authentication.
-func RegisterTargetAuth(scheme string, h TargetAuthHandler) {
-	authMu.Lock()
-	defer authMu.Unlock()
-	if _, dup := authHandlers[scheme]; dup {
-		panic(fmt.Sprintf("step: target auth for %q registered twice", scheme))
-	}
-	authHandlers[scheme] = h
-}
-
-func targetAuthHandler(scheme string) (TargetAuthHandler, []string) {
-	authMu.RLock()
-	defer authMu.RUnlock()
-	schemes := make([]string, 0, len(authHandlers))
-	for s := range authHandlers {
+// targetAuthHandler returns bc's handler of auth: blocks on targets of scheme, and
+// the schemes that have one ("mcp://", sorted) for the error when there is none.
+func (bc *BuildContext) targetAuthHandler(scheme string) (TargetAuthHandler, []string) {
+	schemes := make([]string, 0, len(bc.TargetAuth))
+	for s := range bc.TargetAuth {
 		schemes = append(schemes, s+"://")
 	}
 	sort.Strings(schemes)
-	return authHandlers[scheme], schemes
+	return bc.TargetAuth[scheme], schemes
 }
 
 // buildTarget builds `target:` (and `to:`), written as a URI or as a mapping:
@@ -88,7 +71,7 @@ func buildTarget(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	checkPlaceholders(d, uriNode, s.Path, raw)
 	if authNode != nil {
 		if u, err := uri.Parse(raw); err == nil {
-			h, supported := targetAuthHandler(u.Scheme)
+			h, supported := bc.targetAuthHandler(u.Scheme)
 			if h == nil {
 				e := d.Errorf(authNode, authPath, "auth: is not supported on %s:// targets", u.Scheme)
 				if len(supported) > 0 {

@@ -1,26 +1,27 @@
-// Package mcp connects Helix to the Model Context Protocol, on both sides.
+// Package mcp connects Helix to the Model Context Protocol, on both sides. It is a
+// facade: the code lives in one package per role, and this package keeps the names
+// the integration guide's Go programs and existing users write
+// (helixmcp.NewServer(h), helixmcp.ServerOptions …) as aliases of them.
 //
-// The server side (scheme mcp-server, [NewServer]) exposes the workflows of an
-// engine context as MCP tools: each exposed workflow with a trigger becomes one
-// tool whose name is the workflow id with '.', '-' and '/' replaced by '_'
-// ([SanitizeToolName]). A call creates an InOut exchange whose body is the call's
-// arguments, runs it through the workflow's whole pipeline (interceptors and error
-// handler included) with [engine.Context.Run], and answers with the reply body as
-// text. A failing or panicking workflow yields a result with isError set, never a
-// protocol error, so the model sees the message and the server keeps serving.
-// Every server also offers the resource helix://workflows (alias helix://routes)
-// listing the context's workflows.
-//
-// Servers are declared three ways, all ending in the same code: a workflow whose
-// trigger is mcp-server://host:port?transport=http&name=…&version=… (started and
-// stopped with that workflow), [ServerComponent.AddServer] (what helix.yaml's
-// helix.mcp.servers and mcps: entries turn into; started with the context), and
-// [NewSDKServer] for embedding the tools into a go-sdk server on any transport.
-// Transports: Streamable HTTP at /mcp and / (stateful sessions by default,
-// stateless on request), the 2024-11-05 SSE transport at /sse + /message, and stdio.
-//
-// The client side (scheme mcp, producer-only) calls tools of other MCP servers
-// from a workflow; it lives in client*.go, auth*.go and body*.go.
+//   - [github.com/arvenza/helix/pkg/component/mcp/server]: the mcp-server
+//     component. It exposes the workflows of an engine context as MCP tools: each
+//     exposed workflow with a trigger becomes one tool whose name is the workflow
+//     id with '.', '-' and '/' replaced by '_' ([SanitizeToolName]). A call creates
+//     an InOut exchange whose body is the call's arguments, runs it through the
+//     workflow's whole pipeline with engine.Context.Run, and answers with the reply
+//     body. A failing or panicking workflow yields a result with isError set, never
+//     a protocol error. Every server also offers the resource helix://workflows
+//     (alias helix://routes). Servers are declared three ways, all ending in the
+//     same code: an mcp-server://host:port trigger, [ServerComponent.AddServer]
+//     (helix.yaml's helix.mcp.servers and mcps:), and [NewSDKServer] for embedding
+//     the tools into a go-sdk server on any transport.
+//   - [github.com/arvenza/helix/pkg/component/mcp/client]: the mcp:// component
+//     (producer-only), which calls tools of other MCP servers from a workflow.
+//   - [github.com/arvenza/helix/pkg/component/mcp/transport]: Helix's Streamable
+//     HTTP transport with its tools/call fast path, SSE and session handling,
+//     stdio, and JSON-RPC decoding.
+//   - [github.com/arvenza/helix/pkg/component/mcp/security]: the HTTP security
+//     stack of a server (API keys, OAuth, CORS, rate limits, tool filters).
 //
 // Everything is built on the official SDK, github.com/modelcontextprotocol/go-sdk.
 package mcp

@@ -1,0 +1,304 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Auth types of an MCP client's auth: block (spec §4.7).
+const (
+	AuthBearer = "bearer"
+	AuthAPIKey = "api-key"
+	AuthOAuth2 = "oauth2"
+	AuthMTLS   = "mtls"
+)
+
+// DefaultAPIKeyHeader is the header an api-key auth sends the key in when the config
+// names none.
+const DefaultAPIKeyHeader = "X-API-Key"
+
+// tokenFetchTimeout bounds one request to an OAuth2 token endpoint.
+const tokenFetchTimeout = 30 * time.Second
+
+// AuthConfig is the client-side authentication of calls to an MCP server: the auth:
+// block of a target step or of an agent's MCP tool. Values have their ${env:NAME}
+// placeholders resolved by [ParseAuth]. It applies to the http and sse transports.
+type AuthConfig struct {
+	// Type is AuthBearer, AuthAPIKey, AuthOAuth2 or AuthMTLS.
+	Type string
+
+	// Token is the bearer token (Authorization: Bearer <token>).
+	Token string
+
+	// Header and Key are the api-key header (default X-API-Key) and its value.
+	Header string
+	Key    string
+
+	// TokenURL, ClientID, ClientSecret and Scopes configure the OAuth2 client
+	// credentials grant. Tokens are fetched on first use, cached, and fetched again
+	// when they expire.
+	TokenURL     string
+	ClientID     string
+	ClientSecret string
+	Scopes       []string
+
+	// CertFile and KeyFile are the client certificate and key (PEM) for mTLS; CAFile,
+	// when set, replaces the system roots for verifying the server.
+	CertFile string
+	KeyFile  string
+	CAFile   string
+}
+
+// authKeys lists the keys each auth type accepts; anything else is a typo worth
+// reporting rather than silently ignoring (a misspelled token means no auth at all).
+var authKeys = map[string][]string{
+	AuthBearer: {"type", "token"},
+	AuthAPIKey: {"type", "header", "key"},
+	AuthOAuth2: {"type", "token_url", "client_id", "client_secret", "scopes"},
+	AuthMTLS:   {"type", "cert_file", "key_file", "ca_file"},
+}
+
+// ParseAuth builds an AuthConfig from a decoded auth: mapping such as
+//
+//	{type: bearer, token: "${env:MCP_TOKEN}"}
+//
+// resolving ${env:NAME} in every value. Errors name the offending key (callers prefix
+// the YAML position). scopes may be a list or a space/comma separated string.
+func ParseAuth(m map[string]any) (*AuthConfig, error) {
+	if len(m) == 0 {
+		return nil, errors.New("auth: empty block; set type to bearer, api-key, oauth2 or mtls")
+	}
+	typ, err := authString(m, "type")
+	if err != nil {
+		return nil, err
+	}
+	allowed, ok := authKeys[typ]
+	if !ok {
+		if typ == "" {
+			return nil, errors.New("auth: type is required (bearer, api-key, oauth2 or mtls)")
+		}
+		return nil, fmt.Errorf("auth: unknown type %q (use bearer, api-key, oauth2 or mtls)", typ)
+	}
+	var unknown []string
+	for k := range m {
+		if !contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("auth: unknown key(s) %s for type %s (allowed: %s)",
+			strings.Join(unknown, ", "), typ, strings.Join(allowed[1:], ", "))
+	}
+	a := &AuthConfig{Type: typ}
+	fields := map[string]*string{
+		"token": &a.Token, "header": &a.Header, "key": &a.Key,
+		"token_url": &a.TokenURL, "client_id": &a.ClientID, "client_secret": &a.ClientSecret,
+		"cert_file": &a.CertFile, "key_file": &a.KeyFile, "ca_file": &a.CAFile,
+	}
+	for _, k := range allowed[1:] {
+		if k == "scopes" {
+			if a.Scopes, err = authScopes(m[k]); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if *fields[k], err = authString(m, k); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Validate reports missing required values.
+func (a *AuthConfig) Validate() error {
+	need := func(v, key string) error {
+		if strings.TrimSpace(v) == "" {
+			return fmt.Errorf("auth: type %s needs %s", a.Type, key)
+		}
+		return nil
+	}
+	switch a.Type {
+	case AuthBearer:
+		return need(a.Token, "token")
+	case AuthAPIKey:
+		return need(a.Key, "key")
+	case AuthOAuth2:
+		return errors.Join(need(a.TokenURL, "token_url"), need(a.ClientID, "client_id"), need(a.ClientSecret, "client_secret"))
+	case AuthMTLS:
+		return errors.Join(need(a.CertFile, "cert_file"), need(a.KeyFile, "key_file"))
+	}
+	return fmt.Errorf("auth: unknown type %q (use bearer, api-key, oauth2 or mtls)", a.Type)
+}
+
+func authString(m map[string]any, key string) (string, error) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		// Numbers and booleans are plain scalars in YAML; a token that happens to be
+		// numeric is still a token.
+		switch v.(type) {
+		case int, int64, float64, bool:
+			s = fmt.Sprint(v)
+		default:
+			return "", fmt.Errorf("auth: %s must be a string, got %T", key, v)
+		}
+	}
+	out, err := uri.Expand(s, nil)
+	if err != nil {
+		return "", fmt.Errorf("auth: %s: %w", key, err)
+	}
+	return out, nil
+}
+
+func authScopes(v any) ([]string, error) {
+	var raw []string
+	switch t := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		raw = strings.FieldsFunc(t, func(r rune) bool { return r == ',' || r == ' ' })
+	case []string:
+		raw = t
+	case []any:
+		for i, x := range t {
+			s, ok := x.(string)
+			if !ok {
+				return nil, fmt.Errorf("auth: scopes[%d] must be a string, got %T", i, x)
+			}
+			raw = append(raw, s)
+		}
+	default:
+		return nil, fmt.Errorf("auth: scopes must be a list of strings, got %T", v)
+	}
+	out := make([]string, 0, len(raw))
+	for _, s := range raw {
+		e, err := uri.Expand(s, nil)
+		if err != nil {
+			return nil, fmt.Errorf("auth: scopes: %w", err)
+		}
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// newHTTPClient returns the HTTP client the SDK transports use: static headers, then
+// the auth, on a fresh transport (never http.DefaultTransport, whose TLS settings an
+// mTLS config must not touch), and that transport, whose idle connections the owner
+// closes when done. No client-wide timeout: an SSE stream lives as long as the
+// session; each call is bounded by its context instead.
+func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, *http.Transport, error) {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	var rt http.RoundTripper = base
+	if auth != nil {
+		switch auth.Type {
+		case AuthBearer:
+			rt = &headerTransport{base: rt, header: http.Header{"Authorization": {"Bearer " + auth.Token}}}
+		case AuthAPIKey:
+			name := auth.Header
+			if name == "" {
+				name = DefaultAPIKeyHeader
+			}
+			rt = &headerTransport{base: rt, header: http.Header{http.CanonicalHeaderKey(name): {auth.Key}}}
+		case AuthOAuth2:
+			rt = &oauth2.Transport{Source: auth.tokenSource(base), Base: rt}
+		case AuthMTLS:
+			tc, err := auth.tlsConfig()
+			if err != nil {
+				return nil, nil, err
+			}
+			base.TLSClientConfig = tc
+		default:
+			return nil, nil, auth.Validate()
+		}
+	}
+	if len(header) > 0 {
+		rt = &headerTransport{base: rt, header: header.Clone()}
+	}
+	// Outermost: it sees the request as the SDK sent it and the answer as the server
+	// gave it (see callTracker).
+	return &http.Client{Transport: &trackingTransport{base: rt}}, base, nil
+}
+
+// tokenSource returns a caching token source: a token is fetched on first use and
+// reused until shortly before it expires (oauth2's expiry delta), then fetched again.
+func (a *AuthConfig) tokenSource(base http.RoundTripper) oauth2.TokenSource {
+	cc := &clientcredentials.Config{
+		ClientID:     a.ClientID,
+		ClientSecret: a.ClientSecret,
+		TokenURL:     a.TokenURL,
+		Scopes:       a.Scopes,
+	}
+	// The token source keeps this context for every fetch, so it must not be a
+	// call's context (that would break the next refresh once the call ended); each
+	// fetch is bounded by the client timeout instead. It shares the connection's
+	// transport, so closing the connection closes its idle token connections too.
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: base, Timeout: tokenFetchTimeout})
+	return cc.TokenSource(ctx)
+}
+
+// tlsConfig loads the client certificate and optional CA for mTLS.
+func (a *AuthConfig) tlsConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(a.CertFile, a.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("auth mtls: load cert_file %s and key_file %s: %w", a.CertFile, a.KeyFile, err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if a.CAFile != "" {
+		pem, err := os.ReadFile(a.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("auth mtls: read ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("auth mtls: ca_file %s holds no PEM certificate", a.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}
+
+// headerTransport sets fixed headers on every request.
+type headerTransport struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// A RoundTripper must not modify the caller's request.
+	r := req.Clone(req.Context())
+	for k, vs := range t.header {
+		r.Header[k] = append([]string(nil), vs...)
+	}
+	return t.base.RoundTrip(r)
+}

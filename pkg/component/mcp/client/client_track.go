@@ -1,0 +1,257 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Method names the trackers look for.
+const (
+	methodToolsCall       = "tools/call"
+	methodCancelledNotify = "notifications/cancelled"
+)
+
+// cancelNotifyWait bounds how long a call whose context ended waits for the SDK to
+// deliver notifications/cancelled (the SDK gives up on it after 5s itself).
+const cancelNotifyWait = 5 * time.Second
+
+// maxRejectionPeek bounds how much of a non-2xx answer to a call is read to find a
+// JSON-RPC error in it.
+const maxRejectionPeek = 1 << 20
+
+// callTracker follows one request through the transport so that the Conn can
+// tell what happened to it when the SDK returns an error: whether it may have reached
+// the server (then it must not be sent again: the tool may have run), whether the
+// server refused it without processing it (a 4xx such as 404 for an unknown session:
+// it may go again on a new session), or whether the server answered it with a
+// JSON-RPC error inside a non-2xx body (mcp-go answers an unknown tool with HTTP 400
+// and the error: that is the answer, a tool error). It also reports when the
+// notifications/cancelled for the request has been written.
+//
+// The tracker travels in the call's context: the SDK hands that context (or one
+// derived from it) to the transport's Write, hence to the HTTP requests
+// (trackingTransport) and to the stdio connection (hookedConn.Write).
+type callTracker struct {
+	// connect marks a tracker for a connect attempt: it records the HTTP status of
+	// every answer (for the path fallback and the 404 hint), nothing else.
+	connect bool
+
+	mu        sync.Mutex
+	wrote     bool           // the request may have reached the server
+	status    int            // HTTP status of the answer to the request's POST; 0: none
+	answer    *jsonrpc.Error // JSON-RPC error with a non-null id in a non-2xx body
+	cancelled chan struct{}  // closed once notifications/cancelled was written (or failed)
+	once      sync.Once
+}
+
+func newCallTracker() *callTracker { return &callTracker{cancelled: make(chan struct{})} }
+
+type trackerKey struct{}
+
+func withTracker(ctx context.Context, t *callTracker) context.Context {
+	return context.WithValue(ctx, trackerKey{}, t)
+}
+
+func trackerFrom(ctx context.Context) *callTracker {
+	t, _ := ctx.Value(trackerKey{}).(*callTracker)
+	return t
+}
+
+func (t *callTracker) markWrote() {
+	t.mu.Lock()
+	t.wrote = true
+	t.mu.Unlock()
+}
+
+func (t *callTracker) setStatus(status int) {
+	t.mu.Lock()
+	t.status = status
+	t.mu.Unlock()
+}
+
+func (t *callTracker) cancelWritten() { t.once.Do(func() { close(t.cancelled) }) }
+
+// mayHaveReached reports whether the request may have reached the server.
+func (t *callTracker) mayHaveReached() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.wrote
+}
+
+// httpStatus is the HTTP status the server answered with (0: none).
+func (t *callTracker) httpStatus() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status
+}
+
+// serverAnswer is the JSON-RPC error the server answered the request with in a
+// non-2xx body, or nil.
+func (t *callTracker) serverAnswer() *jsonrpc.Error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.answer
+}
+
+// resendable reports whether sending the request again cannot make it run twice:
+// it never left, or the server refused it with a 4xx without answering it (an
+// unknown session, a bad request). After a 2xx, a 5xx, a dropped connection or an
+// answer it may have run.
+func (t *callTracker) resendable() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.wrote {
+		return true
+	}
+	return t.answer == nil && t.status >= 400 && t.status < 500
+}
+
+// awaitCancelNotification waits until the SDK has written notifications/cancelled
+// for the tracked request, the connection closes, or cancelNotifyWait passes. The
+// SDK sends the notification from a goroutine of its own after the call returned;
+// a caller that closes the session right away (helix mcp call, a producer being
+// stopped) would otherwise close it before the server is told.
+func (t *callTracker) awaitCancelNotification(closed <-chan struct{}) {
+	timer := time.NewTimer(cancelNotifyWait)
+	defer timer.Stop()
+	select {
+	case <-t.cancelled:
+	case <-closed:
+	case <-timer.C:
+	}
+}
+
+// trackingTransport is the outermost RoundTripper of the client's HTTP client. For
+// requests whose context carries a callTracker it records what the tracker needs:
+// whether the call's POST was written (httptrace), the status and JSON-RPC error of
+// a non-2xx answer, and the delivery of notifications/cancelled.
+type trackingTransport struct {
+	base http.RoundTripper
+}
+
+func (tt *trackingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t := trackerFrom(req.Context())
+	if t == nil {
+		return tt.base.RoundTrip(req)
+	}
+	if t.connect {
+		resp, err := tt.base.RoundTrip(req)
+		if err == nil {
+			t.setStatus(resp.StatusCode)
+		}
+		return resp, err
+	}
+	if req.Method != http.MethodPost {
+		return tt.base.RoundTrip(req) // a stream resumed with GET: not a new request
+	}
+	msg := peekRequest(req)
+	switch {
+	case msg == nil:
+		return tt.base.RoundTrip(req)
+	case msg.Method == methodCancelledNotify:
+		resp, err := tt.base.RoundTrip(req)
+		t.cancelWritten()
+		return resp, err
+	case !msg.IsCall():
+		return tt.base.RoundTrip(req)
+	}
+	// Once the headers are written the server may have the whole request: from then
+	// on the call must not be sent again. A failure before (dial refused, TLS, DNS)
+	// means it never left.
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteHeaders: t.markWrote,
+	}))
+	resp, err := tt.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		t.recordRejection(resp)
+	}
+	return resp, nil
+}
+
+// recordRejection notes a non-2xx answer to the call, and the JSON-RPC error in its
+// body when that error carries an id (a null id means the server did not process the
+// request, as JSON-RPC says). The body is put back for the SDK to read.
+func (t *callTracker) recordRejection(resp *http.Response) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRejectionPeek+1))
+	if err != nil || len(data) > maxRejectionPeek {
+		resp.Body = peekedBody{io.MultiReader(bytes.NewReader(data), resp.Body), resp.Body}
+		t.setStatus(resp.StatusCode)
+		return
+	}
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	var answer *jsonrpc.Error
+	if m, err := jsonrpc.DecodeMessage(data); err == nil {
+		if r, ok := m.(*jsonrpc.Response); ok && r.ID.IsValid() && r.Error != nil {
+			if !errors.As(r.Error, &answer) {
+				answer = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: r.Error.Error()}
+			}
+		}
+	}
+	t.mu.Lock()
+	t.status = resp.StatusCode
+	t.answer = answer
+	t.mu.Unlock()
+}
+
+type peekedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// peekRequest decodes the JSON-RPC message a POST carries (nil when it is not one),
+// leaving the body to be sent.
+func peekRequest(req *http.Request) *jsonrpc.Request {
+	if req.GetBody == nil {
+		return nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil
+	}
+	m, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return nil
+	}
+	r, _ := m.(*jsonrpc.Request)
+	return r
+}
+
+// trackWrite records, for a connection without HTTP (stdio), what trackingTransport
+// records for HTTP: a call written without error may have reached the server, and
+// the write of notifications/cancelled.
+func trackWrite(ctx context.Context, msg jsonrpc.Message, write func() error) error {
+	t := trackerFrom(ctx)
+	req, ok := msg.(*jsonrpc.Request)
+	if t == nil || t.connect || !ok {
+		return write()
+	}
+	err := write()
+	switch {
+	case req.Method == methodCancelledNotify:
+		t.cancelWritten()
+	case req.IsCall() && err == nil:
+		t.markWrote()
+	}
+	return err
+}
+
+// ensure the SDK's Connection interface is what hookedConn implements.
+var _ sdk.Connection = (*hookedConn)(nil)

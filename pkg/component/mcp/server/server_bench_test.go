@@ -1,0 +1,221 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/testtools"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
+	"github.com/arvenza/helix/pkg/engine"
+)
+
+// These benchmarks put one tools/call of an echo tool through a real loopback
+// Streamable HTTP exchange, from the same raw keep-alive JSON-RPC client, against
+// three servers in this process: a plain net/http handler (the floor), the stock
+// go-sdk handler and Helix's MCP server. Allocation figures include the client's
+// share, which is the same for all three, so the differences are the servers'.
+// The side-by-side script (scripts/bench-side-by-side.sh) measures the same over
+// separate processes with CPU per call.
+
+// limitHandler answers initialize and tools/call with the least work possible.
+func limitHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Arguments struct {
+					Text string `json:"text"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if len(req.ID) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var result any
+		switch req.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "s1")
+			result = map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+				"serverInfo": map[string]any{"name": "limit", "version": "1"}}
+		case "tools/call":
+			result = map[string]any{"content": []any{map[string]any{"type": "text", "text": req.Params.Arguments.Text}}}
+		default:
+			result = map[string]any{}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
+	})
+}
+
+func serve(b *testing.B, h http.Handler) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+func goSDKStock(b *testing.B) string {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "gosdk", Version: "1"}, nil)
+	type args struct {
+		Text string `json:"text"`
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "echo"},
+		func(_ context.Context, _ *sdk.CallToolRequest, in args) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil, nil
+		})
+	return serve(b, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+}
+
+// helixServer serves the echo workflow with Streamable HTTP implementation impl
+// (mcpserver.HTTPTransportHelix or mcpserver.HTTPTransportSDK); noFast turns off the
+// transport's tools/call fast path (fastcall.go).
+func helixServer(b *testing.B, stateless bool, impl string, noFast bool) string {
+	hc := engine.NewContext("bench")
+	hc.SetLogger(discardLogger())
+	err := hc.AddWorkflow(testtools.EchoWorkflow())
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc := mcpserver.New(hc)
+	hc.AddComponent("mcp-server", sc)
+	if err := sc.AddServer(mcpserver.Options{ID: "bench", Addr: "127.0.0.1:0", Stateless: stateless, HTTPTransport: impl,
+		DisableFastToolCalls: noFast}); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := hc.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = hc.Stop(ctx) })
+	return "http://" + sc.Addr("bench").String() + "/mcp"
+}
+
+// rawClient is a keep-alive JSON-RPC poster, like bench/mcpload's.
+type rawClient struct {
+	hc        *http.Client
+	url, sess string
+	stateless bool
+}
+
+func (c *rawClient) post(body string) (http.Header, string, error) {
+	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.sess != "" || c.stateless {
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	}
+	if c.sess != "" {
+		req.Header.Set("Mcp-Session-Id", c.sess)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		return nil, "", fmt.Errorf("status %d: %s", resp.StatusCode, buf.String())
+	}
+	return resp.Header, buf.String(), err
+}
+
+func (c *rawClient) open() error {
+	if c.stateless {
+		return nil
+	}
+	h, _, err := c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	if err != nil {
+		return err
+	}
+	c.sess = h.Get("Mcp-Session-Id")
+	_, _, err = c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return err
+}
+
+// close ends the session (DELETE), so the server's session goroutines end before
+// the package's leak check runs.
+func (c *rawClient) close() {
+	if c.sess == "" {
+		return
+	}
+	req, err := http.NewRequest(http.MethodDelete, c.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Mcp-Session-Id", c.sess)
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	if resp, err := c.hc.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+func (c *rawClient) call() error {
+	_, body, err := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(body, `"result"`) || strings.Contains(body, `"isError":true`) || !strings.Contains(body, "hello") {
+		return fmt.Errorf("unexpected answer %q", body)
+	}
+	return nil
+}
+
+func benchServer(b *testing.B, url string, stateless bool) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
+	b.Cleanup(tr.CloseIdleConnections)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		c := &rawClient{hc: &http.Client{Transport: tr}, url: url, stateless: stateless}
+		if err := c.open(); err != nil {
+			b.Error(err)
+			return
+		}
+		defer c.close()
+		for pb.Next() {
+			if err := c.call(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkToolsCallHTTP: one echo tools/call per operation over loopback HTTP.
+func BenchmarkToolsCallHTTP(b *testing.B) {
+	b.Run("limit", func(b *testing.B) { benchServer(b, serve(b, limitHandler()), false) })
+	b.Run("gosdk-stock", func(b *testing.B) { benchServer(b, goSDKStock(b), false) })
+	b.Run("helix", func(b *testing.B) { benchServer(b, helixServer(b, false, mcpserver.HTTPTransportHelix, false), false) })
+	b.Run("helix-stateless", func(b *testing.B) { benchServer(b, helixServer(b, true, mcpserver.HTTPTransportHelix, false), true) })
+	b.Run("helix-nofast", func(b *testing.B) { benchServer(b, helixServer(b, false, mcpserver.HTTPTransportHelix, true), false) })
+	b.Run("helix-nofast-stateless", func(b *testing.B) {
+		benchServer(b, helixServer(b, true, mcpserver.HTTPTransportHelix, true), true)
+	})
+	b.Run("helix-sdk", func(b *testing.B) { benchServer(b, helixServer(b, false, mcpserver.HTTPTransportSDK, false), false) })
+	b.Run("helix-sdk-stateless", func(b *testing.B) { benchServer(b, helixServer(b, true, mcpserver.HTTPTransportSDK, false), true) })
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,65 @@
+// Package transport holds the wire side of Helix's MCP servers: its own Streamable
+// HTTP transport (sessions by Mcp-Session-Id, JSON or event-stream answers, the
+// tools/call fast path), the front it puts before the go-sdk's stock
+// StreamableHTTPHandler (http_transport: sdk), the 2024-11-05 SSE transport's
+// session handling, session limits, the stdio connection and its drain at EOF, and
+// the JSON-RPC decoding they share (like the go-sdk's, from bytes).
+//
+// Everything here implements the go-sdk's public Transport/Connection interfaces or
+// wraps its handlers, so the go-sdk's session layer (initialize, tools/list,
+// schemas, logging) is used unchanged. What a tool is, and what calling one does,
+// belongs to the server (package server): the fast path reaches it through
+// [CallTool]. The package knows nothing of engines, workflows or configuration.
+package transport
+
+import (
+	"log/slog"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transports of MCP servers and clients (ServerOptions.Transport, the client's
+// ?transport= option).
+const (
+	// HTTP is Streamable HTTP (at /mcp and /, with SSE at /sse + /message beside it
+	// on servers).
+	HTTP = "http"
+	// SSE is the 2024-11-05 HTTP+SSE transport only, at /sse + /message.
+	SSE = "sse"
+	// Stdio is newline-delimited JSON-RPC on stdin/stdout.
+	Stdio = "stdio"
+)
+
+// Options configure the HTTP handlers of one server. The server builds them once
+// from its own options; zero values mean defaults.
+type Options struct {
+	// Stateless serves Streamable HTTP without sessions (MCP 2026-07-28 clients,
+	// replicas behind a plain load balancer).
+	Stateless bool
+	// SessionIdleTimeout closes stateful sessions idle this long; <= 0 never.
+	SessionIdleTimeout time.Duration
+	// MaxRequestBodyBytes limits request bodies: 0 is the default (4 MiB, the
+	// go-sdk's), negative is unlimited.
+	MaxRequestBodyBytes int64
+	// DisableLocalhostProtection switches off the DNS-rebinding check on loopback
+	// listeners (the security stack does it itself, exempting trusted proxies).
+	DisableLocalhostProtection bool
+	// MaxSessions and MaxSessionsPerPrincipal cap the stateful sessions (negative:
+	// no cap); see [NewSessionTable].
+	MaxSessions             int
+	MaxSessionsPerPrincipal int
+	// Logger receives the transports' logs; nil discards them.
+	Logger *slog.Logger
+
+	// Sessions is the session table of the server's stateful transports, shared
+	// by Streamable HTTP and SSE; nil gives the Streamable HTTP handler a table of
+	// its own.
+	Sessions *SessionTable
+	// Fast answers plain tools/call requests in Helix's Streamable HTTP transport
+	// (fastcall.go); nil sends every request through the go-sdk session.
+	Fast *FastToolCalls
+}
+
+// sdkServer returns the go-sdk server a handler serves; called per session.
+type sdkServer = func() *sdk.Server

@@ -1,0 +1,338 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tools/call fast path of Helix's Streamable HTTP transport.
+//
+// Through the go-sdk's session every request is decoded again (its request _meta
+// and its params), each time with a streaming decoder holding a 32 KiB buffer:
+// 81 % of the bytes a tool call allocated. For the one request that dominates real
+// traffic, a plain tools/call of an established session, the transport decodes the
+// params itself and calls the server's [CallTool], which runs the same code as the
+// go-sdk tool handler, with the same inputs (arguments, the caller's token, a context that ends with the
+// POST). Everything the fast path does not answer exactly as the SDK would goes to
+// the SDK unchanged: other methods, batches, requests with _meta (progress tokens,
+// the 2026-07-28 protocol), params the SDK would refuse or that carry fields beyond
+// name and arguments, sessions that have not initialized. The equivalence is
+// checked by fastcall_test.go against the SDK path, request by request.
+// ServerOptions.DisableFastToolCalls (YAML fast_tool_calls: false) turns it off.
+
+// sdkMaxJSONDepth is the nesting limit of the go-sdk's JSON decoder; deeper params
+// are left to the SDK, which refuses them.
+const sdkMaxJSONDepth = 1000
+
+// CallTool runs one tools/call for the fast path, as the go-sdk session's tools/call
+// handling would after its receiving middleware: find the tool by name (a name the
+// server does not serve, or refuses, is the SDK's invalid-params error "unknown
+// tool"), then run it. r is the POST carrying the call (its context holds the
+// caller's verified token); ctx ends with the POST or when the client cancels. It is
+// called concurrently.
+type CallTool func(ctx context.Context, r *http.Request, name string, args json.RawMessage) (*sdk.CallToolResult, error)
+
+// FastToolCalls answers tools/call for one server's tools; set it as
+// [Options.Fast]. Safe for concurrent use.
+type FastToolCalls struct {
+	call CallTool
+	// middleware is the server's receiving middleware, which the go-sdk session
+	// runs around every request; the fast path runs it around its calls.
+	middleware []sdk.Middleware
+	served     atomic.Uint64 // calls answered here; tests use it to prove the path was taken
+}
+
+// NewFastToolCalls returns the fast path of a server whose tools call runs, with
+// the server's receiving middleware (outermost first).
+func NewFastToolCalls(call CallTool, middleware []sdk.Middleware) *FastToolCalls {
+	return &FastToolCalls{call: call, middleware: middleware}
+}
+
+// Served is the number of calls the fast path answered; tests use it to prove the
+// path was taken.
+func (f *FastToolCalls) Served() uint64 { return f.served.Load() }
+
+// fastCall is a tools/call the transport answers itself.
+type fastCall struct {
+	id   jsonrpc.ID
+	name string
+	args json.RawMessage
+}
+
+// match returns the call when a POST's messages are exactly one tools/call of a
+// protocol before 2026-07-28 whose params the fast path reads as the SDK would;
+// otherwise nil, and the SDK serves the POST.
+func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string) *fastCall {
+	if f == nil || batch || len(msgs) != 1 || version >= statelessProtocol {
+		return nil
+	}
+	req, ok := msgs[0].(*jsonrpc.Request)
+	if !ok || !req.IsCall() || req.Method != "tools/call" {
+		return nil
+	}
+	params := bytes.TrimSpace(req.Params)
+	if len(params) == 0 || params[0] != '{' || jsonDeeperThan(params, sdkMaxJSONDepth) {
+		return nil
+	}
+	// A map, not a struct: encoding/json matches struct fields case-insensitively,
+	// the SDK's decoder does not ("Name" is not "name").
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(params, &fields) != nil {
+		return nil
+	}
+	fc := &fastCall{id: req.ID}
+	for k, v := range fields {
+		switch k {
+		case "name":
+			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &fc.name) != nil {
+				return nil
+			}
+		case "arguments":
+			fc.args = v
+		default:
+			// _meta (progress tokens, protocol version), inputResponses, requestState
+			// and anything unknown: the SDK decides what they mean.
+			return nil
+		}
+	}
+	if _, ok := fields["name"]; !ok {
+		return nil
+	}
+	return fc
+}
+
+// jsonDeeperThan reports whether objects and arrays in data nest deeper than max
+// (strings skipped), as the go-sdk's decoder counts.
+func jsonDeeperThan(data []byte, max int) bool {
+	depth := 0
+	inString, escaped := false, false
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return true
+			}
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return false
+}
+
+// run executes fc with ctx (which ends with the POST) and returns the response the
+// SDK would send: the tool result, or for an unknown tool the SDK's invalid-params
+// error.
+func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall, session *sdk.ServerSession) *jsonrpc.Response {
+	var res *sdk.CallToolResult
+	var err error
+	if len(f.middleware) == 0 {
+		res, err = f.callTool(ctx, r, fc)
+	} else {
+		res, err = f.throughMiddleware(ctx, r, fc, session)
+	}
+	if err != nil {
+		// As the go-sdk session passes a handler's error on (toWire shapes it).
+		return &jsonrpc.Response{ID: fc.id, Error: err}
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("encoding the result of tool %s: %v", fc.name, err)}}
+	}
+	return &jsonrpc.Response{ID: fc.id, Result: data}
+}
+
+// callTool does what the go-sdk's tools/call handling does after its middleware,
+// through the server's CallTool.
+func (f *FastToolCalls) callTool(ctx context.Context, r *http.Request, fc *fastCall) (*sdk.CallToolResult, error) {
+	res, err := f.call(ctx, r, fc.name, fc.args)
+	if err != nil {
+		return nil, err
+	}
+	if res.Content == nil {
+		res.Content = []sdk.Content{} // as the SDK's callTool does: never "content": null
+	}
+	return res, nil
+}
+
+// throughMiddleware runs the server's receiving middleware around callTool with
+// the request the go-sdk session would hand it: a *sdk.CallToolRequest with the
+// session (nil on a stateless server), the raw params and the HTTP request's
+// headers and token. Middleware may change the params (the tool name, the
+// arguments) or answer itself.
+func (f *FastToolCalls) throughMiddleware(ctx context.Context, r *http.Request, fc *fastCall, session *sdk.ServerSession) (*sdk.CallToolResult, error) {
+	req := &sdk.CallToolRequest{Session: session, Params: &sdk.CallToolParamsRaw{Name: fc.name, Arguments: fc.args},
+		Extra: &sdk.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
+	var h sdk.MethodHandler = func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		cr, ok := req.(*sdk.CallToolRequest)
+		if !ok || cr.Params == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("receiving middleware passed on %T for tools/call", req)}
+		}
+		call := fastCall{id: fc.id, name: cr.Params.Name, args: cr.Params.Arguments}
+		res, err := f.callTool(ctx, r, &call)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	for i := len(f.middleware) - 1; i >= 0; i-- {
+		h = f.middleware[i](h)
+	}
+	res, err := h(ctx, "tools/call", req)
+	if err != nil {
+		return nil, err
+	}
+	ctr, ok := res.(*sdk.CallToolResult)
+	if !ok || ctr == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("receiving middleware answered tools/call with %T", res)}
+	}
+	if ctr.Content == nil {
+		ctr.Content = []sdk.Content{}
+	}
+	return ctr, nil
+}
+
+// fastAnswer writes one response the way serve does: application/json, or a
+// one-event stream for a client that accepts only text/event-stream. The stream is
+// opened before the call runs (as serve does), so that a long call does not leave
+// the client without response headers.
+type fastAnswer struct {
+	w      http.ResponseWriter
+	stream *eventWriter
+}
+
+func startFastAnswer(w http.ResponseWriter, jsonOK bool) *fastAnswer {
+	a := &fastAnswer{w: w}
+	if !jsonOK {
+		a.stream = newEventWriter(w)
+		a.stream.start()
+	}
+	return a
+}
+
+func (a *fastAnswer) write(resp *jsonrpc.Response) {
+	if a.stream != nil {
+		_ = a.stream.event(resp)
+		return
+	}
+	out, err := json.Marshal(toWire(resp))
+	if err != nil {
+		http.Error(a.w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	a.w.Header().Set("Content-Type", "application/json")
+	_, _ = a.w.Write(out)
+}
+
+// serveFastStateless answers a stateless POST's tool call without creating the
+// throw-away session the SDK path needs.
+func (h *StreamableHandler) serveFastStateless(w http.ResponseWriter, r *http.Request, fc *fastCall, jsonOK bool) {
+	h.fast.served.Add(1)
+	ans := startFastAnswer(w, jsonOK)
+	ans.write(h.fast.run(r.Context(), r, fc, nil))
+}
+
+// serveFast answers a tool call of an established session. The call is registered
+// under its request id, like the SDK path's calls: the id cannot be reused while it
+// runs, notifications/cancelled for it cancels it (noteCancels) and then no result
+// is sent for it, and closing the session cancels it.
+func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastCall, jsonOK bool) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	c.mu.Lock()
+	_, busy := c.pending[fc.id]
+	if _, fast := c.fast[fc.id]; fast || busy || c.closed {
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			http.Error(w, "session closed", http.StatusNotFound)
+			return
+		}
+		writeJSONRPCError(w, http.StatusBadRequest, fc.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("request id %v is already in use in this session", fc.id.Raw())})
+		return
+	}
+	c.fast[fc.id] = cancel
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.fast, fc.id)
+		delete(c.cancelled, fc.id)
+		c.mu.Unlock()
+	}()
+
+	c.h.fast.served.Add(1)
+	ans := startFastAnswer(w, jsonOK)
+	resp := c.h.fast.run(ctx, r, fc, c.session)
+	select {
+	case <-c.done:
+		// The session ended while the call ran; the SDK path answers 404 then too.
+		if ans.stream == nil {
+			http.Error(w, "session closed", http.StatusNotFound)
+		}
+		return
+	default:
+	}
+	c.mu.Lock()
+	withdrawn := c.cancelled[fc.id]
+	c.mu.Unlock()
+	if withdrawn {
+		// The client cancelled the call: no result, as on the SDK path (serve).
+		if ans.stream == nil {
+			w.WriteHeader(http.StatusAccepted)
+		}
+		return
+	}
+	ans.write(resp)
+}
+
+// noteCancels handles the notifications/cancelled in msgs for the session's
+// running requests: a fast call is cancelled here, and the result of any cancelled
+// request (fast path or SDK path) is not sent (MCP cancellation: the receiver
+// should not answer a cancelled request). The notifications still go to the
+// session, which cancels its own handlers and ignores ids it is not running.
+func (c *streamConn) noteCancels(msgs []jsonrpc.Message) {
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || req.IsCall() || req.Method != "notifications/cancelled" {
+			continue
+		}
+		id, ok := cancelledID(req.Params)
+		if !ok {
+			continue
+		}
+		c.mu.Lock()
+		cancel := c.fast[id]
+		if _, running := c.pending[id]; running || cancel != nil {
+			c.cancelled[id] = true
+		}
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	}
+}

@@ -1,0 +1,979 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Helix's own Streamable HTTP server transport (MCP 2025-11-25 and 2026-07-28,
+// "Streamable HTTP"). The go-sdk's session layer (initialize, tools, schemas,
+// logging) is used unchanged through its public Transport/Connection interfaces;
+// what Helix does itself is the HTTP side: sessions by Mcp-Session-Id, decoding each
+// POST straight from its bytes (jsonrpc_decode.go; the SDK's transport wraps every
+// unmarshal in a streaming decoder with a 32 KiB buffer, several times per request,
+// which dominated the CPU profile; see docs/performance.md), and writing answers as
+// application/json, or as an event stream when the client accepts only that or when
+// notifications must travel while a request runs.
+// A plain tools/call of an established session is answered without the SDK session
+// at all (fastcall.go).
+
+const (
+	sessionIDHeader       = "Mcp-Session-Id"
+	protocolVersionHeader = "Mcp-Protocol-Version"
+	mcpMethodHeader       = "Mcp-Method"
+	mcpNameHeader         = "Mcp-Name"
+	// defaultMaxBodyBytes matches the go-sdk's default, so that switching the
+	// transport does not change which bodies are accepted.
+	defaultMaxBodyBytes = 4 << 20
+	// statelessProtocol is the first protocol version without the initialize
+	// handshake (SEP-2575); on HTTP it is served by stateless servers only.
+	statelessProtocol = "2026-07-28"
+	// defaultProtocol is assumed when a request names no version: the spec tells
+	// servers to assume 2025-03-26 then.
+	defaultProtocol = "2025-03-26"
+	// standaloneQueue bounds server-initiated messages waiting for a GET stream.
+	standaloneQueue = 64
+)
+
+// knownProtocolVersions are the revisions the go-sdk v1.8.0 session layer speaks.
+// A Mcp-Protocol-Version header naming any other value is refused with 400 and the
+// JSON-RPC error -32022 listing the versions the server speaks
+// (refuseUnknownProtocol).
+var knownProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", statelessProtocol}
+
+// StreamableHandler serves Streamable HTTP for one sdk.Server.
+type StreamableHandler struct {
+	srv       *sdk.Server
+	stateless bool
+	idle      time.Duration // 0: sessions never expire
+	maxBody   int64         // <= 0: unlimited
+	checkHost bool          // DNS-rebinding protection on loopback listeners
+	logger    *slog.Logger
+	fast      *FastToolCalls // nil: every request goes through the SDK session (fastcall.go)
+	table     *SessionTable  // session limits and idle expiry (sessions.go)
+
+	mu       sync.Mutex
+	sessions map[string]*streamConn
+}
+
+// NewStreamableHandler returns Helix's Streamable HTTP handler serving srv with o
+// (o.Sessions and o.Fast included). It starts nothing; sessions start with the
+// requests that open them.
+func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
+	h := &StreamableHandler{srv: srv, stateless: o.Stateless, checkHost: !o.DisableLocalhostProtection,
+		logger: o.Logger, sessions: map[string]*streamConn{}, table: o.Sessions, fast: o.Fast}
+	if h.table == nil {
+		h.table = NewSessionTable(o)
+	}
+	if o.SessionIdleTimeout > 0 {
+		h.idle = o.SessionIdleTimeout
+	}
+	switch {
+	case o.MaxRequestBodyBytes == 0:
+		h.maxBody = defaultMaxBodyBytes
+	case o.MaxRequestBodyBytes > 0:
+		h.maxBody = o.MaxRequestBodyBytes
+	}
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	return h
+}
+
+func (h *StreamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.checkHost {
+		if err := checkLoopbackRequest(r); err != nil {
+			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+			return
+		}
+	}
+	version := r.Header.Get(protocolVersionHeader)
+	if version != "" && !slices.Contains(knownProtocolVersions, version) {
+		h.refuseUnknownProtocol(w, version)
+		return
+	}
+	allow := "GET, POST, DELETE"
+	if h.stateless {
+		allow = "POST"
+	}
+	switch {
+	case r.Method == http.MethodPost:
+		h.post(w, r, version)
+	case r.Method == http.MethodGet && !h.stateless:
+		h.get(w, r)
+	case r.Method == http.MethodDelete && !h.stateless:
+		h.delete(w, r)
+	default:
+		w.Header().Set("Allow", allow)
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// checkLoopbackRequest refuses browser requests that reached a loopback listener
+// under a foreign name (DNS rebinding): the Host, and the Origin when there is one,
+// must then be loopback names too.
+func checkLoopbackRequest(r *http.Request) error {
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if local == nil || !isLoopbackHost(local.String()) {
+		return nil
+	}
+	if !isLoopbackHost(r.Host) {
+		return fmt.Errorf("invalid Host header %q for a loopback server", r.Host)
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && origin != "null" {
+		_, host, ok := strings.Cut(origin, "://")
+		if !ok || !isLoopbackHost(host) {
+			return fmt.Errorf("invalid Origin header %q for a loopback server", origin)
+		}
+	}
+	return nil
+}
+
+// isLoopbackHost reports whether host (with or without a port) names this machine.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// accepts reads the Accept header: may the answer be JSON, may it be an event
+// stream. A request without Accept takes either.
+func accepts(values []string) (jsonOK, streamOK bool) {
+	if len(values) == 0 {
+		return true, true
+	}
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK, streamOK
+}
+
+func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version string) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	jsonOK, streamOK := accepts(r.Header.Values("Accept"))
+	if !jsonOK && !streamOK {
+		http.Error(w, "Accept must allow application/json or text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	body := r.Body
+	if h.maxBody > 0 {
+		body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	dec, err := decodeBody(data)
+	if err != nil {
+		// Not JSON (-32700), or JSON that is no JSON-RPC message (-32600).
+		writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, parseErrorResponse(err))
+		return
+	}
+	if e := dec.check(); e != nil {
+		// "id": null, or a request without id: the session would take it for a
+		// notification and never answer.
+		writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, e)
+		return
+	}
+	msgs, batch := dec.msgs, dec.batch
+	effective := version
+	if effective == "" {
+		effective = defaultProtocol
+	}
+	if batch && effective >= "2025-06-18" {
+		http.Error(w, "JSON-RPC batches are not allowed from protocol 2025-06-18 on", http.StatusBadRequest)
+		return
+	}
+
+	var calls []*jsonrpc.Request
+	hasInit := false
+	tokenInfo := auth.TokenInfoFromContext(r.Context())
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok {
+			continue
+		}
+		req.Extra = &sdk.RequestExtra{TokenInfo: tokenInfo, Header: r.Header}
+		if !req.IsCall() {
+			continue
+		}
+		calls = append(calls, req)
+		if req.Method == "initialize" {
+			hasInit = true
+		}
+		if meta, isNew := newProtocolMeta(req, version); isNew {
+			if !h.stateless {
+				h.refuseStatelessProtocol(w, req, version)
+				return
+			}
+			if e := checkStatelessHeaders(r.Header, req, version, meta); e != nil {
+				writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
+				return
+			}
+		}
+	}
+
+	fc := h.fast.match(msgs, batch, effective)
+	if h.stateless {
+		if fc != nil {
+			h.serveFastStateless(w, r, fc, jsonOK)
+			return
+		}
+		h.postStateless(w, r, msgs, calls, batch, hasInit, effective, jsonOK, streamOK)
+		return
+	}
+	sid := r.Header.Get(sessionIDHeader)
+	var c *streamConn
+	if sid == "" {
+		if !hasInit {
+			http.Error(w, "Bad Request: missing "+sessionIDHeader+" header (only initialize may come without one)", http.StatusBadRequest)
+			return
+		}
+		if c, err = h.newSession(r); err != nil {
+			if limit := (*sessionLimitError)(nil); errors.As(err, &limit) {
+				refuseSession(w, initializeID(calls), err)
+				return
+			}
+			h.logger.Error("mcp: cannot start a session", "error", err)
+			http.Error(w, "cannot start a session", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set(sessionIDHeader, c.id)
+		defer func() {
+			// A failed initialize leaves a session nobody can use.
+			if c.session.InitializeParams() == nil {
+				_ = c.session.Close()
+			}
+			c.slot.end() // the hold newSession took; the session may now idle
+		}()
+	} else if c = h.lookup(w, r, sid); c == nil {
+		return
+	}
+	if !c.begin() {
+		http.Error(w, "session closed", http.StatusNotFound)
+		return
+	}
+	defer c.end()
+	if fc != nil {
+		// Only sessions the SDK would serve a tools/call in: initialized, with a
+		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
+		if ip := c.session.InitializeParams(); ip != nil && ip.ProtocolVersion < statelessProtocol {
+			c.serveFast(w, r, fc, jsonOK)
+			return
+		}
+	}
+	c.noteCancels(msgs)
+	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
+}
+
+// refuseUnknownProtocol answers a request whose Mcp-Protocol-Version names no
+// version this server speaks: 400 with the JSON-RPC error -32022, naming the
+// versions it does speak (in the message and, as the 2026-07-28 protocol has it,
+// in data.supported).
+func (h *StreamableHandler) refuseUnknownProtocol(w http.ResponseWriter, version string) {
+	supported := knownProtocolVersions
+	if !h.stateless {
+		supported = slices.DeleteFunc(slices.Clone(knownProtocolVersions), func(v string) bool { return v >= statelessProtocol })
+	}
+	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: supported, Requested: version})
+	writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
+		Message: fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", protocolVersionHeader, version,
+			strings.Join(supported, ", ")), Data: data})
+}
+
+// newProtocolMeta tells whether req uses the stateless protocol (2026-07-28 or
+// later: by the Mcp-Protocol-Version header or by its _meta), and returns the
+// version its _meta names.
+func newProtocolMeta(req *jsonrpc.Request, header string) (metaVersion string, isNew bool) {
+	if bytes.Contains(req.Params, []byte(sdk.MetaKeyProtocolVersion)) {
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil {
+			_ = json.Unmarshal(p.Meta[sdk.MetaKeyProtocolVersion], &metaVersion)
+		}
+	}
+	return metaVersion, metaVersion != "" || header >= statelessProtocol
+}
+
+// refuseStatelessProtocol answers a 2026-07-28 request to a stateful server with the
+// JSON-RPC error listing the versions it does serve; clients then fall back to the
+// initialize handshake.
+func (h *StreamableHandler) refuseStatelessProtocol(w http.ResponseWriter, req *jsonrpc.Request, version string) {
+	legacy := slices.DeleteFunc(slices.Clone(knownProtocolVersions), func(v string) bool { return v >= statelessProtocol })
+	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: legacy, Requested: version})
+	writeJSONRPCError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
+		Message: fmt.Sprintf("protocol version %q needs a stateless server (stateless: true)", version), Data: data})
+}
+
+// checkStatelessHeaders applies the 2026-07-28 rules that tie HTTP headers to the
+// body: Mcp-Protocol-Version must match _meta's version, Mcp-Method the method, and
+// Mcp-Name the tool, resource or prompt named.
+func checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaVersion string) *jsonrpc.Error {
+	switch {
+	case version == "":
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: protocolVersionHeader + " header is required for requests carrying " + sdk.MetaKeyProtocolVersion}
+	case metaVersion == "":
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing or invalid _meta field " + sdk.MetaKeyProtocolVersion}
+	case metaVersion != version:
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match _meta %s %q", protocolVersionHeader, version, sdk.MetaKeyProtocolVersion, metaVersion)}
+	}
+	method := hdr.Get(mcpMethodHeader)
+	if method == "" {
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: "missing required " + mcpMethodHeader + " header"}
+	}
+	if method != req.Method {
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match method %q", mcpMethodHeader, method, req.Method)}
+	}
+	field := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}[req.Method]
+	if field == "" {
+		return nil
+	}
+	var params map[string]json.RawMessage
+	var name string
+	if json.Unmarshal(req.Params, &params) != nil || json.Unmarshal(params[field], &name) != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("params of %s need a string %q", req.Method, field)}
+	}
+	if got := hdr.Get(mcpNameHeader); got != name {
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match %q", mcpNameHeader, got, name)}
+	}
+	return nil
+}
+
+// postStateless serves one POST of a stateless server with a session of its own,
+// closed when the answer is out. Requests of earlier protocols come without
+// initialize, so the session starts as if the handshake had happened.
+func (h *StreamableHandler) postStateless(w http.ResponseWriter, r *http.Request, msgs []jsonrpc.Message,
+	calls []*jsonrpc.Request, batch, hasInit bool, version string, jsonOK, streamOK bool) {
+	if len(calls) == 0 {
+		// Notifications and responses have no session state to change here.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	state := &sdk.ServerSessionState{}
+	if version < statelessProtocol {
+		if !hasInit {
+			state.InitializeParams = &sdk.InitializeParams{ProtocolVersion: version}
+		}
+		state.InitializedParams = &sdk.InitializedParams{}
+		state.LogLevel = "info"
+	}
+	c := newStreamConn(h, "")
+	c.oldProtocol = version < statelessProtocol
+	ss, err := h.srv.Connect(context.WithoutCancel(r.Context()), &streamTransport{c: c}, &sdk.ServerSessionOptions{State: state})
+	if err != nil {
+		h.logger.Error("mcp: cannot start a stateless session", "error", err)
+		http.Error(w, "cannot start a session", http.StatusInternalServerError)
+		return
+	}
+	c.session = ss
+	defer func() { _ = ss.Close() }()
+	c.begin()
+	defer c.end()
+	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
+}
+
+// newSession opens a session for the initialize request r, within the session
+// limits (a *sessionLimitError when they refuse it). The session belongs to r's
+// principal; its slot stays busy until the caller ends it.
+func (h *StreamableHandler) newSession(r *http.Request) (*streamConn, error) {
+	slot, err := h.table.admit(sessionOwner(r), "streamable", true)
+	if err != nil {
+		return nil, err
+	}
+	c := newStreamConn(h, rand.Text())
+	c.slot, c.owner = slot, slot.owner
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		c.userID = ti.UserID
+	}
+	ss, err := h.srv.Connect(context.WithoutCancel(r.Context()), &streamTransport{c: c}, nil)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	c.session = ss
+	slot.ready(c.id, func() { _ = ss.Close() })
+	h.mu.Lock()
+	h.sessions[c.id] = c
+	h.mu.Unlock()
+	return c, nil
+}
+
+// lookup finds the session a request names, or answers 404: unknown or closed
+// (the client must initialize again), or another principal's (an API key or
+// token other than the one that opened it), which must not learn that it exists.
+func (h *StreamableHandler) lookup(w http.ResponseWriter, r *http.Request, sid string) *streamConn {
+	h.mu.Lock()
+	c := h.sessions[sid]
+	h.mu.Unlock()
+	if c != nil && c.owner != sessionOwner(r) {
+		c = nil
+	}
+	if c != nil && c.userID != "" {
+		if ti := auth.TokenInfoFromContext(r.Context()); ti == nil || ti.UserID != c.userID {
+			c = nil
+		}
+	}
+	if c == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return nil
+	}
+	return c
+}
+
+// initializeID is the id of the initialize request among calls.
+func initializeID(calls []*jsonrpc.Request) jsonrpc.ID {
+	for _, req := range calls {
+		if req.Method == "initialize" {
+			return req.ID
+		}
+	}
+	return jsonrpc.ID{}
+}
+
+func (h *StreamableHandler) delete(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get(sessionIDHeader)
+	if sid == "" {
+		http.Error(w, "Bad Request: DELETE needs an "+sessionIDHeader+" header", http.StatusBadRequest)
+		return
+	}
+	c := h.lookup(w, r, sid)
+	if c == nil {
+		return
+	}
+	_ = c.session.Close()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// get opens the session's standalone event stream, which carries the messages
+// the server sends on its own (list changes, log messages, requests to the
+// client). One per session: a second is refused with 409.
+func (h *StreamableHandler) get(w http.ResponseWriter, r *http.Request) {
+	if _, streamOK := accepts(r.Header.Values("Accept")); !streamOK {
+		http.Error(w, "Accept must allow text/event-stream for GET", http.StatusNotAcceptable)
+		return
+	}
+	sid := r.Header.Get(sessionIDHeader)
+	if sid == "" {
+		http.Error(w, "Bad Request: GET needs an "+sessionIDHeader+" header", http.StatusBadRequest)
+		return
+	}
+	c := h.lookup(w, r, sid)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	busy := c.getOpen
+	c.getOpen = !busy
+	c.mu.Unlock()
+	if busy {
+		http.Error(w, "this session already has a standalone stream", http.StatusConflict)
+		return
+	}
+	defer func() {
+		c.mu.Lock()
+		c.getOpen = false
+		c.mu.Unlock()
+	}()
+	out := newEventWriter(w)
+	out.start()
+	for {
+		select {
+		case m := <-c.standalone:
+			if err := out.event(m); err != nil {
+				return
+			}
+		case <-c.done:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// streamTransport hands a prepared streamConn to sdk.Server.Connect.
+type streamTransport struct{ c *streamConn }
+
+func (t *streamTransport) Connect(context.Context) (sdk.Connection, error) { return t.c, nil }
+
+// SupportsProtocolVersion tells the session layer (server/discover) that the
+// stateless protocol is served only by stateless servers.
+func (t *streamTransport) SupportsProtocolVersion(v string) bool {
+	return t.c.h.stateless || v < statelessProtocol
+}
+
+// streamConn is one session's sdk.Connection. POST handlers feed the decoded
+// messages to Read; Write routes what the session sends: responses to the POST
+// that carries the request, progress notifications to the POST whose request set
+// the progress token, everything else to the standalone GET stream (in stateless
+// mode the one POST gets everything).
+type streamConn struct {
+	h       *StreamableHandler
+	id      string
+	owner   string       // the principal that opened the session (sessions.go)
+	userID  string       // the go-sdk token's user, when a middleware set one
+	slot    *sessionSlot // nil for the one-POST sessions of a stateless server
+	session *sdk.ServerSession
+
+	in         chan jsonrpc.Message
+	standalone chan jsonrpc.Message
+	done       chan struct{}
+	closeOnce  sync.Once
+
+	mu       sync.Mutex
+	closed   bool
+	pending  map[jsonrpc.ID]*postStream
+	fast     map[jsonrpc.ID]context.CancelFunc // tool calls of the fast path (fastcall.go)
+	progress map[string]*postStream            // progress token (raw JSON) → POST
+	only     *postStream                       // stateless: the one POST
+	getOpen  bool
+	active   int // requests being served
+
+	// cancelled holds the running requests (SDK path and fast path) the client
+	// cancelled with notifications/cancelled: their results are not sent.
+	cancelled map[jsonrpc.ID]bool
+	// oldProtocol: the session speaks a protocol before 2026-07-28, so results lose
+	// that version's fields (stripNewProtocolFields).
+	oldProtocol bool
+}
+
+var _ sdk.Connection = (*streamConn)(nil)
+
+func newStreamConn(h *StreamableHandler, id string) *streamConn {
+	return &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
+		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]context.CancelFunc{}, progress: map[string]*postStream{},
+		cancelled: map[jsonrpc.ID]bool{},
+		// A stateful session never speaks 2026-07-28 (SupportsProtocolVersion);
+		// postStateless decides for its one-POST sessions.
+		oldProtocol: id != ""}
+}
+
+func (c *streamConn) SessionID() string { return c.id }
+
+func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.done:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close ends the connection; the go-sdk calls it when the session closes (DELETE,
+// idle eviction, server stop), which also forgets the session id.
+func (c *streamConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		if c.slot != nil {
+			c.slot.release()
+		}
+		// Calls of a closed session are cancelled, as the SDK cancels its own.
+		for _, cancel := range c.fast {
+			cancel()
+		}
+		c.mu.Unlock()
+		close(c.done)
+		if c.id != "" {
+			c.h.mu.Lock()
+			if c.h.sessions[c.id] == c {
+				delete(c.h.sessions, c.id)
+			}
+			c.h.mu.Unlock()
+		}
+	})
+	return nil
+}
+
+// begin and end bracket every request of a session. The session's slot in the
+// session table (sessions.go) closes it once idle (no request running, none
+// arriving for the idle timeout), and never evicts it while a request runs.
+func (c *streamConn) begin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || (c.slot != nil && !c.slot.begin()) {
+		return false
+	}
+	c.active++
+	return true
+}
+
+func (c *streamConn) end() {
+	c.mu.Lock()
+	c.active--
+	c.mu.Unlock()
+	if c.slot != nil {
+		c.slot.end()
+	}
+}
+
+// postStream collects what the session writes for one POST.
+type postStream struct {
+	out  chan jsonrpc.Message
+	gone chan struct{} // closed when the POST handler returns
+}
+
+func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if resp, ok := m.(*jsonrpc.Response); ok && c.oldProtocol {
+		m = stripNewProtocolFields(resp)
+	}
+	c.mu.Lock()
+	var ps *postStream
+	switch mm := m.(type) {
+	case *jsonrpc.Response:
+		ps = c.pending[mm.ID]
+		delete(c.pending, mm.ID)
+		if c.cancelled[mm.ID] {
+			// Cancelled by the client: the POST ends without this result.
+			delete(c.cancelled, mm.ID)
+			m = &jsonrpc.Response{ID: mm.ID, Extra: withheld{}}
+		}
+	case *jsonrpc.Request:
+		if c.only != nil {
+			ps = c.only
+		} else if mm.Method == "notifications/progress" {
+			ps = c.progress[progressToken(mm.Params)]
+		}
+	}
+	c.mu.Unlock()
+	if ps != nil {
+		select {
+		case ps.out <- m:
+		case <-ps.gone:
+		case <-c.done:
+			return io.EOF
+		}
+		return nil
+	}
+	if _, isResp := m.(*jsonrpc.Response); isResp {
+		return nil // its POST has gone: nobody can receive it
+	}
+	select {
+	case c.standalone <- m:
+	case <-c.done:
+		return io.EOF
+	default:
+		c.h.logger.Warn("mcp: dropping a server message: no client reads the standalone stream", "session", c.id)
+	}
+	return nil
+}
+
+// progressToken returns the raw JSON of _meta.progressToken (requests) or
+// progressToken (progress notifications) in params, "" when absent.
+func progressToken(params json.RawMessage) string {
+	if !bytes.Contains(params, []byte(`"progressToken"`)) {
+		return ""
+	}
+	var p struct {
+		Token json.RawMessage `json:"progressToken"`
+		Meta  struct {
+			Token json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	if len(p.Meta.Token) > 0 {
+		return string(p.Meta.Token)
+	}
+	return string(p.Token)
+}
+
+// serve hands one POST's messages to the session and writes what comes back.
+func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrpc.Message, calls []*jsonrpc.Request,
+	batch, jsonOK, streamOK bool) {
+	ps := &postStream{out: make(chan jsonrpc.Message, len(calls)+1), gone: make(chan struct{})}
+	defer close(ps.gone)
+	c.mu.Lock()
+	for _, req := range calls {
+		_, fast := c.fast[req.ID]
+		if _, dup := c.pending[req.ID]; dup || fast {
+			c.mu.Unlock()
+			writeJSONRPCError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: fmt.Sprintf("request id %v is already in use in this session", req.ID.Raw())})
+			return
+		}
+	}
+	var tokens []string
+	for _, req := range calls {
+		c.pending[req.ID] = ps
+		if tok := progressToken(req.Params); tok != "" {
+			c.progress[tok] = ps
+			tokens = append(tokens, tok)
+		}
+	}
+	if c.id == "" {
+		c.only = ps
+	}
+	c.mu.Unlock()
+	unanswered := map[jsonrpc.ID]bool{}
+	for _, req := range calls {
+		unanswered[req.ID] = true
+	}
+	defer func() {
+		c.mu.Lock()
+		for id := range unanswered {
+			if c.pending[id] == ps {
+				delete(c.pending, id)
+			}
+		}
+		for _, tok := range tokens {
+			if c.progress[tok] == ps {
+				delete(c.progress, tok)
+			}
+		}
+		c.mu.Unlock()
+	}()
+
+	for _, m := range msgs {
+		select {
+		case c.in <- m:
+		case <-c.done:
+			http.Error(w, "session closed", http.StatusNotFound)
+			return
+		case <-r.Context().Done():
+			c.cancel(unanswered) // ids not handed over yet are ignored by the session
+			return
+		}
+	}
+	if len(calls) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+
+	var stream *eventWriter
+	if !jsonOK {
+		stream = newEventWriter(w)
+		stream.start()
+	}
+	var answers []*jsonrpc.Response
+	for len(unanswered) > 0 {
+		select {
+		case m := <-ps.out:
+			if resp, ok := m.(*jsonrpc.Response); ok {
+				delete(unanswered, resp.ID)
+				if _, skip := resp.Extra.(withheld); skip {
+					continue
+				}
+				if stream == nil {
+					answers = append(answers, resp)
+					continue
+				}
+			} else if stream == nil {
+				if !streamOK {
+					continue // a JSON-only client cannot receive notifications here
+				}
+				// A notification while the request runs: answer as an event stream
+				// from now on, starting with what was already answered (batches).
+				stream = newEventWriter(w)
+				stream.start()
+				for _, a := range answers {
+					_ = stream.event(a)
+				}
+				answers = nil
+			}
+			if err := stream.event(m); err != nil {
+				c.cancel(unanswered)
+				return
+			}
+		case <-r.Context().Done():
+			// The client hung up: nobody will read the answers, so stop the work.
+			c.cancel(unanswered)
+			return
+		case <-c.done:
+			if stream == nil && len(answers) == 0 {
+				http.Error(w, "session closed", http.StatusNotFound)
+			}
+			return
+		}
+	}
+	if stream != nil {
+		return
+	}
+	if len(answers) == 0 {
+		// Every request of the POST was cancelled by the client: no result is due.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	var out []byte
+	var err error
+	if batch {
+		wires := make([]wireMessage, len(answers))
+		for i, a := range answers {
+			wires[i] = toWire(a)
+		}
+		out, err = json.Marshal(wires)
+	} else {
+		out, err = json.Marshal(toWire(answers[0]))
+	}
+	if err != nil {
+		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	_, _ = w.Write(out)
+}
+
+// cancel tells the session that requests whose POST has gone are cancelled.
+func (c *streamConn) cancel(ids map[jsonrpc.ID]bool) {
+	for id := range ids {
+		params, err := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": "the HTTP request carrying it ended"})
+		if err != nil {
+			continue
+		}
+		select {
+		case c.in <- &jsonrpc.Request{Method: "notifications/cancelled", Params: params}:
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// withheld marks, in Response.Extra, the result of a request the client cancelled:
+// serve counts it as answered and sends nothing.
+type withheld struct{}
+
+// eventWriter writes JSON-RPC messages as server-sent events.
+type eventWriter struct {
+	w     http.ResponseWriter
+	flush func()
+}
+
+func newEventWriter(w http.ResponseWriter) *eventWriter {
+	ew := &eventWriter{w: w, flush: func() {}}
+	if f, ok := w.(http.Flusher); ok {
+		ew.flush = f.Flush
+	}
+	return ew
+}
+
+func (e *eventWriter) start() {
+	e.w.Header().Set("Content-Type", "text/event-stream")
+	e.w.Header().Set("Cache-Control", "no-cache")
+	e.w.WriteHeader(http.StatusOK)
+	e.flush()
+}
+
+func (e *eventWriter) event(m jsonrpc.Message) error {
+	data, err := json.Marshal(toWire(m))
+	if err != nil {
+		return err
+	}
+	// No event ids: these streams cannot be resumed, so clients must not be
+	// invited to reconnect with Last-Event-ID.
+	var b bytes.Buffer
+	b.Grow(len(data) + 24)
+	b.WriteString("event: message\ndata: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	if _, err := e.w.Write(b.Bytes()); err != nil {
+		return err
+	}
+	e.flush()
+	return nil
+}
+
+// wireMessage is a JSON-RPC 2.0 message as it travels.
+type wireMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// toWire converts an outgoing message. A response carries exactly one of result
+// and error; errors that are not JSON-RPC errors become internal errors.
+func toWire(m jsonrpc.Message) wireMessage {
+	w := wireMessage{JSONRPC: "2.0"}
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		w.Method, w.Params = m.Method, m.Params
+		if m.IsCall() {
+			w.ID = encodeID(m.ID)
+		}
+	case *jsonrpc.Response:
+		w.ID = encodeID(m.ID)
+		if m.Error != nil {
+			var we *jsonrpc.Error
+			if !errors.As(m.Error, &we) {
+				we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: m.Error.Error()}
+			}
+			w.Error = we
+		} else {
+			w.Result = m.Result
+			if len(w.Result) == 0 {
+				w.Result = json.RawMessage("null")
+			}
+		}
+	}
+	return w
+}
+
+func encodeID(id jsonrpc.ID) json.RawMessage {
+	switch v := id.Raw().(type) {
+	case int64:
+		return strconv.AppendInt(nil, v, 10)
+	case string:
+		b, _ := json.Marshal(v)
+		return b
+	}
+	return json.RawMessage("null")
+}
+
+func writeJSONRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
+	out, err := json.Marshal(toWire(&jsonrpc.Response{ID: id, Error: e}))
+	if err != nil {
+		http.Error(w, e.Message, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+}
