@@ -21,6 +21,8 @@ import (
 	helixhttp "github.com/arvenza/helix/pkg/component/http"
 	"github.com/arvenza/helix/pkg/component/httpserver"
 	helixlog "github.com/arvenza/helix/pkg/component/log"
+	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/component/timer"
 	"github.com/arvenza/helix/pkg/component/tool"
 	"github.com/arvenza/helix/pkg/engine"
@@ -42,8 +44,8 @@ var registrations = []Registration{
 	{helixhttp.Spec, func(*engine.Context) component.Component { return helixhttp.New(nil) }},
 	{httpserver.Spec, func(hc *engine.Context) component.Component { return httpserver.New(hc.Logger) }},
 	{helixlog.Spec, func(hc *engine.Context) component.Component { return helixlog.New(hc.Logger) }},
-	{mcpClientSpec, nil},
-	{mcpServerSpec, nil},
+	{mcpclient.Spec, nil}, // registered by pkg/app, which attaches targets' auth: blocks
+	{mcpserver.Spec, nil}, // registered by pkg/app, with helix.mcp.servers and mcps:
 	{timer.Spec, func(hc *engine.Context) component.Component { return timer.New(hc.Logger) }},
 	{tool.Spec, func(hc *engine.Context) component.Component { return tool.NewComponent(hc) }},
 }

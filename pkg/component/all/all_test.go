@@ -13,6 +13,8 @@ import (
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/component/all"
 	"github.com/arvenza/helix/pkg/component/httpserver"
+	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
@@ -266,4 +268,27 @@ func (d describedComponent) Spec() *component.Spec { return d.spec }
 func (d describedComponent) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	_, err := d.spec.Parse(u)
 	return nil, err
+}
+
+// The components pkg/app registers itself describe themselves with their
+// registration's spec too, and their URIs are checked against it.
+func TestMCPComponentsDescribeThemselves(t *testing.T) {
+	hc := engine.NewContext("mcp-specs")
+	for scheme, c := range map[string]component.Component{"mcp": mcpclient.New(), "mcp-server": mcpserver.New(hc)} {
+		sp, ok := all.Spec(scheme)
+		if d, isD := c.(component.Described); !ok || !isD || d.Spec() != sp {
+			t.Errorf("%s:// does not describe itself with its registered spec", scheme)
+		}
+		hc.AddComponent(scheme, c)
+	}
+	for raw, want := range map[string]string{
+		"mcp://localhost:1/search?tranport=sse":                  `unknown option "tranport" (did you mean "transport"?)`,
+		"mcp-server://127.0.0.1:0?stateles=true":                 `unknown option "stateles" (did you mean "stateless"?)`,
+		"mcp://srv/t?transport=stdio&env=TOKEN=s3cret&timeot=1s": `mcp://srv/t?transport=stdio&env=***&timeot=1s: unknown option "timeot"`,
+	} {
+		_, err := hc.Endpoint(raw)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: got %v, want %q", raw, err, want)
+		}
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
-	"sort"
 	"strings"
 	"sync"
 
@@ -24,10 +23,6 @@ const Scheme = "mcp"
 // MsgToolErrorNoText is the body of an exchange whose tool returned isError without any
 // text (wording from the mcp:// component page).
 const MsgToolErrorNoText = "mcp tool returned error with no message"
-
-// clientOptions are the URI options the client understands; others are rejected so a
-// typo (tranport=stdio) is not silently ignored.
-var clientOptions = []string{"transport", "scheme", "timeout", "args", "env", "throwExceptionOnFailure"}
 
 // Component is the mcp:// component: a producer that calls a tool on an external
 // MCP server (mcp://<server-addr>/<tool-name>?transport=http|sse|stdio).
@@ -229,15 +224,9 @@ func ParseURI(u *uri.URI) (Config, string, error) {
 	if u.Scheme != Scheme {
 		return cfg, "", fmt.Errorf("%s: not an mcp:// URI", u.Raw)
 	}
-	var unknown []string
-	for k := range u.Params {
-		if !contains(clientOptions, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return cfg, "", fmt.Errorf("%s: unknown option(s) %s (known: %s)", u.Raw, strings.Join(unknown, ", "), strings.Join(clientOptions, ", "))
+	p, err := Spec.Parse(u)
+	if err != nil {
+		return cfg, "", err
 	}
 	full := u.Host + u.Path
 	addr, tool := full, ""
@@ -247,10 +236,7 @@ func ParseURI(u *uri.URI) (Config, string, error) {
 	if t, err := url.PathUnescape(tool); err == nil {
 		tool = t
 	}
-	timeout, err := u.Duration("timeout", DefaultCallTimeout)
-	if err != nil {
-		return cfg, "", err
-	}
+	timeout := p.Duration("timeout")
 	if timeout < 0 {
 		return cfg, "", fmt.Errorf("%s: timeout must not be negative", u.Raw)
 	}
@@ -258,18 +244,18 @@ func ParseURI(u *uri.URI) (Config, string, error) {
 		timeout = -1 // Config: negative means no limit
 	}
 	cfg.Timeout = timeout
-	cfg.Transport = strings.ToLower(u.Param("transport", TransportHTTP))
+	cfg.Transport = p.String("transport")
 	switch cfg.Transport {
 	case TransportHTTP, TransportSSE:
-		if len(u.Params["args"]) > 0 || len(u.Params["env"]) > 0 {
+		if p.IsSet("args") || p.IsSet("env") {
 			return cfg, "", fmt.Errorf("%s: args and env apply to transport=stdio only", u.Raw)
 		}
 		if addr == "" || strings.HasPrefix(addr, "/") {
 			return cfg, "", fmt.Errorf("%s: transport %s needs a host:port address, as in mcp://localhost:8080/%s", u.Raw, cfg.Transport, orTool(tool))
 		}
-		scheme := strings.ToLower(u.Param("scheme", "http"))
-		if scheme != "http" && scheme != "https" {
-			return cfg, "", fmt.Errorf("%s: scheme=%q: use http or https", u.Raw, scheme)
+		scheme := p.String("scheme")
+		if scheme == "" {
+			scheme = "http"
 		}
 		cfg.Endpoint = scheme + "://" + addr
 		if !strings.Contains(addr, "/") {
@@ -285,17 +271,18 @@ func ParseURI(u *uri.URI) (Config, string, error) {
 			return cfg, "", fmt.Errorf("%s: bad server address: %w", u.Raw, err)
 		}
 	case TransportStdio:
-		if u.Param("scheme", "") != "" {
+		if p.IsSet("scheme") {
 			return cfg, "", fmt.Errorf("%s: scheme applies to the http and sse transports, not stdio", u.Raw)
 		}
 		if addr == "" {
 			return cfg, "", fmt.Errorf("%s: transport stdio needs the server executable before the tool name, as in mcp:///usr/local/bin/server/%s?transport=stdio", u.Raw, orTool(tool))
 		}
 		cfg.Command = addr
-		cfg.Args = append([]string(nil), u.Params["args"]...)
-		for _, kv := range u.Params["env"] {
+		cfg.Args = p.Strings("args")
+		for _, kv := range p.Strings("env") {
 			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-				return cfg, "", fmt.Errorf("%s: env=%q must look like env=NAME=value", u.Raw, kv)
+				// The value may be a credential: it is not shown.
+				return cfg, "", fmt.Errorf("%s: every env option must look like env=NAME=value", Spec.Redact(u.Raw))
 			}
 			cfg.Env = append(cfg.Env, kv)
 		}

@@ -117,8 +117,9 @@ func TestParseClientURI(t *testing.T) {
 
 func TestParseClientURIErrors(t *testing.T) {
 	for _, tc := range []struct{ raw, want string }{
-		{"mcp://h:1/t?transport=grpc", `unknown transport "grpc"`},
-		{"mcp://h:1/t?tranport=sse", "unknown option(s) tranport"},
+		{"mcp://h:1/t?transport=grpc", `option transport="grpc" is not one of the allowed values (use http, sse or stdio)`},
+		{"mcp://h:1/t?tranport=sse", `unknown option "tranport" (did you mean "transport"?)`},
+		{"mcp://srv/t?transport=stdio&env=s3cret", "every env option"},
 		{"mcp:///bin/srv/t", "needs a host:port address"},
 		{"mcp://h:1/t?scheme=ftp", "use http or https"},
 		{"mcp://h:1/t?timeout=soon", "not a duration"},

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -425,45 +425,45 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 // OptionsFromURI reads an mcp-server:// URI (spec §5.2). The id is the
 // normalised URI, so that two triggers on one address clash visibly.
 func OptionsFromURI(u *uri.URI) (Options, error) {
-	for k := range u.Params {
-		switch k {
-		case "transport", "name", "version", "stateless", "sessionIdleTimeout", "httpTransport", "fastToolCalls",
-			"maxSessions", "maxSessionsPerPrincipal",
-			"readTimeout", "idleTimeout", "writeTimeout", "maxConnections", "maxConnectionsPerIp":
-		default:
-			return Options{}, fmt.Errorf("mcp-server: unknown option %q (known: transport, name, version, stateless, sessionIdleTimeout, httpTransport, fastToolCalls, maxSessions, maxSessionsPerPrincipal, readTimeout, idleTimeout, writeTimeout, maxConnections, maxConnectionsPerIp)", k)
-		}
-	}
-	opts := Options{
-		ID:        "mcp-server://" + u.Host + u.Path,
-		Name:      u.Param("name", ""),
-		Version:   u.Param("version", ""),
-		Transport: u.Param("transport", ""),
-		Addr:      u.Host,
-
-		HTTPTransport: u.Param("httpTransport", ""),
-	}
-	var err error
-	if opts.Stateless, err = u.Bool("stateless", false); err != nil {
-		return Options{}, fmt.Errorf("mcp-server: %w", err)
-	}
-	if opts.SessionIdleTimeout, err = u.Duration("sessionIdleTimeout", 0); err != nil {
-		return Options{}, fmt.Errorf("mcp-server: %w", err)
-	}
-	if opts.MaxSessions, err = sessionLimitParam(u, "maxSessions"); err != nil {
-		return Options{}, err
-	}
-	if opts.MaxSessionsPerPrincipal, err = sessionLimitParam(u, "maxSessionsPerPrincipal"); err != nil {
-		return Options{}, err
-	}
-	if opts.Limits, _, err = netguard.FromURIOptions(func(name string) string { return u.Param(name, "") }); err != nil {
-		return Options{}, fmt.Errorf("mcp-server: %w", err)
-	}
-	fast, err := u.Bool("fastToolCalls", true)
+	p, err := Spec.Parse(u)
 	if err != nil {
 		return Options{}, fmt.Errorf("mcp-server: %w", err)
 	}
-	opts.DisableFastToolCalls = !fast
+	// Options the URI leaves out stay zero: normalize applies the defaults, the same
+	// way for URIs and YAML entries.
+	str := func(name string) string {
+		if !p.IsSet(name) {
+			return ""
+		}
+		return p.String(name)
+	}
+	opts := Options{
+		ID:                 "mcp-server://" + u.Host + u.Path,
+		Name:               str("name"),
+		Version:            str("version"),
+		Transport:          str("transport"),
+		Addr:               u.Host,
+		HTTPTransport:      str("httpTransport"),
+		Stateless:          p.Bool("stateless"),
+		SessionIdleTimeout: p.Duration("sessionIdleTimeout"),
+	}
+	if !p.IsSet("sessionIdleTimeout") {
+		opts.SessionIdleTimeout = 0
+	}
+	for name, dst := range map[string]*int{"maxSessions": &opts.MaxSessions, "maxSessionsPerPrincipal": &opts.MaxSessionsPerPrincipal} {
+		if !p.IsSet(name) {
+			continue
+		}
+		n := p.Int(name)
+		if n < -1 || n > math.MaxInt32 {
+			return Options{}, fmt.Errorf("mcp-server: option %s=%d: want a number of sessions, 0 for the default or -1 for no limit", name, n)
+		}
+		*dst = int(n)
+	}
+	if opts.Limits, _, err = netguard.FromURIOptions(str); err != nil {
+		return Options{}, fmt.Errorf("mcp-server: %w", err)
+	}
+	opts.DisableFastToolCalls = !p.Bool("fastToolCalls")
 	if strings.EqualFold(opts.Transport, TransportStdio) {
 		opts.Addr = ""
 	}
@@ -508,18 +508,4 @@ func (sc *serverConsumer) Stop(ctx context.Context) error {
 		return nil
 	}
 	return sc.comp.stopServer(ctx, sc.s)
-}
-
-// sessionLimitParam reads a session limit option of an mcp-server:// URI: a count,
-// 0 or absent for the default, -1 for no limit.
-func sessionLimitParam(u *uri.URI, name string) (int, error) {
-	v := u.Param(name, "")
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < -1 {
-		return 0, fmt.Errorf("mcp-server: option %s=%q: want a number of sessions, 0 for the default or -1 for no limit", name, v)
-	}
-	return n, nil
 }

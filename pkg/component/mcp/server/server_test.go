@@ -145,7 +145,7 @@ func TestURIOptions(t *testing.T) {
 		{raw: "mcp-server://0.0.0.0:3000?transport=sse&name=my-tools&version=2.1.0", transport: "sse", name: "my-tools", ver: "2.1.0", addr: "0.0.0.0:3000"},
 		{raw: "mcp-server://localhost:0?transport=stdio", transport: "stdio", name: "helix-mcp", ver: "1.0.0", addr: ""},
 		{raw: "mcp-server://127.0.0.1:1?stateless=true", transport: "http", name: "helix-mcp", ver: "1.0.0", addr: "127.0.0.1:1", stateless: true},
-		{raw: "mcp-server://0.0.0.0:3000?transport=grpc", wantErr: `unknown transport "grpc"`},
+		{raw: "mcp-server://0.0.0.0:3000?transport=grpc", wantErr: `option transport="grpc" is not one of the allowed values (use http, sse or stdio)`},
 		{raw: "mcp-server://0.0.0.0:3000?bogus=1", wantErr: `unknown option "bogus"`},
 		{raw: "mcp-server://nohostport", wantErr: "want host:port"},
 		{raw: "mcp-server://0.0.0.0:3000?stateless=maybe", wantErr: "stateless"},
