@@ -18,7 +18,6 @@ import (
 	"github.com/arvenza/helix/pkg/component/all"
 	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
-	"github.com/arvenza/helix/pkg/component/tool"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/management"
@@ -257,8 +256,7 @@ func (a *App) stopManagement(ctx context.Context) error {
 }
 
 func registerComponents(hc *engine.Context) {
-	all.Register(hc)
-	hc.AddComponent("tool", tool.NewComponent(hc))
+	all.Register(hc) // every component of pkg/component/all that needs no wiring, tool:// included
 	// The MCP client (mcp:// targets) is registered before workflows are built: a
 	// target's auth: block attaches its credentials to this component while building.
 	hc.AddComponent(mcpclient.Scheme, mcpclient.New())

@@ -39,11 +39,14 @@ const (
 	// read by http-server:// for its response, and Starlang's response_code.
 	HeaderHTTPResponseCode = "HelixHttpResponseCode"
 
+	// The MCP headers are written by mcp-server:// and read (HelixMcpToolName also
+	// written) by mcp://; they live here so that neither MCP package imports the other.
 	HeaderMcpToolName   = "HelixMcpToolName"
 	HeaderMcpRouteID    = "HelixMcpRouteID"
 	HeaderMcpServerName = "HelixMcpServerName"
 	HeaderMcpIsError    = "HelixMcpIsError"
 
+	// The engine's own headers: error handlers, redelivery, aggregation.
 	HeaderExceptionMessage = "HelixExceptionMessage"
 	HeaderFailedStep       = "HelixFailedStep"
 	HeaderFailedWorkflow   = "HelixFailedWorkflow"
