@@ -191,10 +191,13 @@ func (g *schemaGen) schema(s *Shape) *ordered {
 	}
 	switch s.Type {
 	case TypeString, TypeStarlang:
-		o.set("type", "string")
 		if len(s.Enum) > 0 {
+			o.set("type", "string")
 			o.set("enum", s.Enum)
+			break
 		}
+		// The loader takes numbers and booleans as written (version: 1.0 is "1.0").
+		o.set("type", []string{"string", "number", "boolean"})
 	case TypeURI:
 		o.set("type", "string")
 		if len(g.schemes) > 0 {

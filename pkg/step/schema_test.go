@@ -168,7 +168,7 @@ func TestSchemaAcceptsWhatTheLoaderAccepts(t *testing.T) {
 	for _, src := range []string{
 		"workflows:\n  - id: a\n    trigger: timer://t?period=1s\n    steps:\n      - log: hi\n      - set-body: 42\n      - target: direct://b\n      - wiretap: {uri: 'log://x', max-in-flight: 3}\n",
 		"workflows:\n  - id: a\n    trigger: {uri: direct://a}\n    steps:\n      - choice:\n          when:\n            - starlang: 'True'\n              steps: [{log: x}]\n          otherwise: [{log: y}]\n",
-		"mcps:\n  - id: m\n    rate_limit: ${env:HELIX_SCHEMA_TEST_RATE}\n    stateless: yes\n    read_timeout: off\n    session_idle_timeout: 1500\n",
+		"mcps:\n  - id: m\n    version: 1.0\n    name: 42\n    rate_limit: ${env:HELIX_SCHEMA_TEST_RATE}\n    stateless: yes\n    read_timeout: off\n    session_idle_timeout: 1500\n",
 		"helix:\n  starlang_max_memory: 64MiB\n  shutdown_timeout: 1m30s\n  management: {enabled: false}\n",
 		"tools:\n  - id: t\n    description: d\n    input:\n      q: string\n      n: {type: integer, default: 3}\n    output: {r: string}\n    steps: []\n",
 	} {
