@@ -292,3 +292,37 @@ func TestMCPComponentsDescribeThemselves(t *testing.T) {
 		}
 	}
 }
+
+// Every option a spec declares is accepted by its component with the documented
+// default written out, so the spec and the code cannot drift apart: an option the
+// code no longer reads, or a default it refuses, fails here.
+func TestSpecDefaultsAreAcceptedByTheComponents(t *testing.T) {
+	hc := engine.NewContext("defaults")
+	all.Register(hc)
+	hc.AddComponent("mcp", mcpclient.New())
+	hc.AddComponent("mcp-server", mcpserver.New(hc))
+	samples := map[string]string{
+		"direct": "direct://x", "log": "log://x", "timer": "timer://x", "file": "file://" + t.TempDir(),
+		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "tool": "tool://t",
+		"mcp": "mcp://localhost:1/tool", "mcp-server": "mcp-server://127.0.0.1:0",
+	}
+	for _, sp := range all.Specs() {
+		base, ok := samples[sp.Scheme]
+		if !ok {
+			t.Errorf("no sample URI for %s://", sp.Scheme)
+			continue
+		}
+		if _, err := hc.Endpoint(base); err != nil {
+			t.Errorf("%s: %v", base, err)
+		}
+		for _, o := range sp.Options {
+			if o.Default == "" {
+				continue
+			}
+			raw := base + "?" + o.Name + "=" + o.Default
+			if _, err := hc.Endpoint(raw); err != nil {
+				t.Errorf("%s: the documented default is refused: %v", raw, err)
+			}
+		}
+	}
+}
