@@ -326,3 +326,35 @@ func TestSpecDefaultsAreAcceptedByTheComponents(t *testing.T) {
 		}
 	}
 }
+
+// The example URIs of every spec (shown by helix components and in docs/components)
+// are valid: they build, or, with per-exchange placeholders, pass CheckTemplate.
+func TestSpecExamplesAreValid(t *testing.T) {
+	hc := engine.NewContext("examples")
+	all.Register(hc)
+	hc.AddComponent("mcp", mcpclient.New())
+	hc.AddComponent("mcp-server", mcpserver.New(hc))
+	for _, sp := range all.Specs() {
+		if len(sp.Examples) == 0 {
+			t.Errorf("%s:// has no example", sp.Scheme)
+		}
+		for _, ex := range sp.Examples {
+			if ex.Description == "" {
+				t.Errorf("%s: example without a description", ex.URI)
+			}
+			if uri.HasPlaceholders(ex.URI) {
+				u, err := uri.Parse(ex.URI)
+				if err == nil {
+					err = sp.CheckTemplate(u)
+				}
+				if err != nil {
+					t.Errorf("%s: %v", ex.URI, err)
+				}
+				continue
+			}
+			if _, err := hc.Endpoint(ex.URI); err != nil {
+				t.Errorf("%s: %v", ex.URI, err)
+			}
+		}
+	}
+}
