@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/config"
@@ -14,68 +13,48 @@ import (
 const MCPServerScheme = "mcp-server"
 
 // buildMCP declares on the mcp-server component (registered with the others, so that
-// mcp-server:// triggers validate) the servers of helix.mcp.servers (enabled entries only) and mcps:.
+// mcp-server:// triggers validate) the servers of the configuration: the one list
+// [config.Config.MCPServers] makes of helix.mcp.servers (enabled entries) and mcps:.
 // It runs after the workflows and tools are added: declaring a server resolves its
 // exposed ids, so unknown ids and clashing tool names are configuration errors with
 // the position of the server entry (or of the clashing workflow).
 //
 // The security keys (api_keys, cors_origins, blocked_tools …) become a security
-// stack per server (security.go), wired through ServerOptions.HTTPMiddleware and
+// stack per server (security.go), wired through Options.HTTPMiddleware and
 // ToolAllowed.
 func (a *App) buildMCP() {
 	comp := a.MCPServers()
-	for i, s := range a.cfg.Helix.MCP.Servers {
-		if !s.Enabled {
-			continue
-		}
-		path := fmt.Sprintf("helix.mcp.servers[%d]", i)
-		id := s.Name
-		if id == "" {
-			id = path
-		}
-		opts := a.mcpServerOptions(id, s.Name, s.Version, s.Transport, s.Addr, s.Stateless, s.SessionIdleTimeout)
-		opts.HTTPTransport = s.HTTPTransport
-		opts.DisableFastToolCalls = s.DisableFastToolCalls
-		opts.MaxSessions, opts.MaxSessionsPerPrincipal = s.MaxSessions, s.MaxSessionsPerPrincipal
-		opts.Limits = listenerLimits(s.Listener)
-		opts.Expose = nilIfEmpty(s.Workflows) // spec §3.5: an empty filter means all
-		if len(s.Tools) > 0 {
-			opts.Tools = map[string]mcpserver.ToolOverride{}
-			for wid, o := range s.Tools {
-				opts.Tools[wid] = mcpserver.ToolOverride{Description: o.Description, InputSchema: json.RawMessage(o.InputSchema)}
-			}
-		}
-		a.warnListenerOnStdio(opts.Transport, s.Listener, s.Pos, path)
-		a.applySecurity(&opts, s.Security, s.Pos, path)
-		a.addMCPServer(comp, opts, s.Pos, path)
-	}
-	for i, m := range a.cfg.MCPs {
-		name := m.Name
-		if name == "" {
-			name = m.ID
-		}
-		opts := a.mcpServerOptions(m.ID, name, m.Version, m.Transport, m.Addr, m.Stateless, m.SessionIdleTimeout)
-		opts.HTTPTransport = m.HTTPTransport
-		opts.DisableFastToolCalls = m.DisableFastToolCalls
-		opts.MaxSessions, opts.MaxSessionsPerPrincipal = m.MaxSessions, m.MaxSessionsPerPrincipal
-		opts.Limits = listenerLimits(m.Listener)
-		if m.ExposeSet {
-			// `expose: []` exposes nothing; an omitted expose exposes everything.
-			opts.Expose = append([]string{}, m.Expose...)
-		}
-		path := fmt.Sprintf("mcps[%d]", i)
-		a.warnListenerOnStdio(opts.Transport, m.Listener, m.Pos, path)
-		a.applySecurity(&opts, m.Security, m.Pos, path)
-		a.addMCPServer(comp, opts, m.Pos, path)
+	for _, s := range a.cfg.MCPServers() {
+		opts := a.mcpServerOptions(s)
+		a.warnListenerOnStdio(opts.Transport, s.Listener, s.Pos, s.Path)
+		a.applySecurity(&opts, s.Security, s.Pos, s.Path)
+		a.addMCPServer(comp, opts, s.Pos, s.Path)
 	}
 }
 
-func (a *App) mcpServerOptions(id, name, version, transport, addr string, stateless bool, idle time.Duration) mcpserver.Options {
-	return mcpserver.Options{
-		ID: id, Name: name, Version: version, Transport: transport, Addr: addr,
-		Stateless: stateless, SessionIdleTimeout: idle,
-		Stdin: a.opts.Stdin, Stdout: a.opts.Stdout, Logger: a.logger,
+// mcpServerOptions turns one configured server into the options of the server
+// component; security is wired separately (applySecurity).
+func (a *App) mcpServerOptions(s config.MCPServerConfig) mcpserver.Options {
+	opts := mcpserver.Options{
+		ID: s.ID, Name: s.Name, Version: s.Version, Transport: s.Transport, Addr: s.Addr,
+		Stateless: s.Stateless, SessionIdleTimeout: s.SessionIdleTimeout,
+		HTTPTransport:        s.HTTPTransport,
+		DisableFastToolCalls: !s.FastToolCallsOn(),
+		MaxSessions:          s.MaxSessions, MaxSessionsPerPrincipal: s.MaxSessionsPerPrincipal,
+		Limits: listenerLimits(s.Listener),
+		Stdin:  a.opts.Stdin, Stdout: a.opts.Stdout, Logger: a.logger,
 	}
+	if s.Expose != nil {
+		// nil exposes everything, an empty list nothing (`expose: []`).
+		opts.Expose = append([]string{}, s.Expose...)
+	}
+	if len(s.Tools) > 0 {
+		opts.Tools = map[string]mcpserver.ToolOverride{}
+		for wid, o := range s.Tools {
+			opts.Tools[wid] = mcpserver.ToolOverride{Description: o.Description, InputSchema: json.RawMessage(o.InputSchema)}
+		}
+	}
+	return opts
 }
 
 func (a *App) addMCPServer(comp *mcpserver.Component, opts mcpserver.Options, pos config.Pos, path string) {
@@ -164,11 +143,4 @@ func (a *App) MCPDone() <-chan struct{} {
 		return sc.Done()
 	}
 	return nil
-}
-
-func nilIfEmpty(s []string) []string {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
 }

@@ -229,24 +229,12 @@ func (a *App) warnOpenListeners() {
 			Msg:  fmt.Sprintf("%s listens on %s, beyond loopback, and has neither api_keys nor auth: anyone who reaches the port can list and call its tools", what, addr),
 			Hint: `add api_keys: ["${env:MCP_KEY}"] or an auth: block, or bind it to 127.0.0.1`})
 	}
-	for i, s := range a.cfg.Helix.MCP.Servers {
-		if !s.Enabled || len(s.APIKeys) > 0 || s.Auth != nil {
+	for _, s := range a.cfg.MCPServers() {
+		if len(s.APIKeys) > 0 || s.Auth != nil {
 			continue
 		}
 		if addr, ok := open(s.Transport, s.Addr); ok {
-			name := s.Name
-			if name == "" {
-				name = fmt.Sprintf("helix.mcp.servers[%d]", i)
-			}
-			warn(s.Pos, fmt.Sprintf("helix.mcp.servers[%d]", i), fmt.Sprintf("mcp server %q", name), addr)
-		}
-	}
-	for i, m := range a.cfg.MCPs {
-		if len(m.APIKeys) > 0 || m.Auth != nil {
-			continue
-		}
-		if addr, ok := open(m.Transport, m.Addr); ok {
-			warn(m.Pos, fmt.Sprintf("mcps[%d]", i), fmt.Sprintf("mcp server %q", m.ID), addr)
+			warn(s.Pos, s.Path, fmt.Sprintf("mcp server %q", s.ID), addr)
 		}
 	}
 	for _, w := range a.cfg.Workflows {

@@ -134,14 +134,6 @@ type MCPServerConfig struct {
 	Pos Pos
 	// Path is the entry's YAML path in its file: helix.mcp.servers[0] or mcps[1].
 	Path string
-
-	// Workflows and ExposeSet mirror Expose for pkg/app while the MCP package is
-	// being split; they go once pkg/app reads Expose.
-	//
-	// Deprecated: read Expose.
-	Workflows []string
-	// Deprecated: read Expose (nil: everything).
-	ExposeSet bool
 }
 
 // MCPConfig is the former type of `mcps:` entries, now the same as

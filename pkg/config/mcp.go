@@ -63,9 +63,6 @@ func decodeMCPServer(d *Decoder, n *yaml.Node, path string, list mcpServerList) 
 		fields["workflows"] = expose("workflows", true)
 	}
 	ok := d.Mapping(n, path, what, securityFields(d, &s.Security, sessionLimitFields(d, &s.SessionLimits, fields)), required...)
-	// Transitional (see MCPServerConfig.Workflows): what pkg/app reads today.
-	s.Workflows, s.ExposeSet = s.Expose, s.Expose != nil
-	s.DisableFastToolCalls = !s.FastToolCallsOn()
 	return s, ok && (list == helixMCPServers || s.ID != "")
 }
 
