@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/arvenza/helix/pkg/component/all"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/tool"
@@ -170,6 +171,7 @@ func (l *stepLinter) list(steps []lintStep) {
 			raw, uriNode, params := targetURI(s.node)
 			pos := nodePos(s.pos.File, uriNode, s.pos)
 			l.direct(raw, pos)
+			l.nearMisses(raw, pos)
 			if s.kind != "wiretap" {
 				if throwsOnToolError(raw, params) {
 					lastThrowing = &throwingMCP{uri: raw, pos: pos}
@@ -192,6 +194,25 @@ func (l *stepLinter) list(steps []lintStep) {
 		for _, nested := range nestedStepLists(s.node, s.pos.File) {
 			l.list(nested)
 		}
+	}
+}
+
+// nearMisses warns about query parameters of an http:// or https:// target that
+// look like a misspelled option (timeot=5s): they are sent to the server, as
+// documented, so they are not errors, but the option does not take effect.
+func (l *stepLinter) nearMisses(raw string, pos config.Pos) {
+	u, err := uri.Parse(raw)
+	if err != nil {
+		return
+	}
+	spec, ok := all.Spec(u.Scheme)
+	if !ok {
+		return
+	}
+	for _, m := range spec.NearMisses(u) {
+		l.warnings = append(l.warnings, &config.Error{Pos: pos,
+			Msg:  fmt.Sprintf("%s: query parameter %s is sent to the server, not read by %s:// (did you mean the option %s?)", spec.Redact(raw), m[0], u.Scheme, m[1]),
+			Hint: "options of " + u.Scheme + ":// are listed by helix components " + u.Scheme})
 	}
 }
 

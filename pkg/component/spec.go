@@ -529,3 +529,25 @@ func RedactURI(c Component, raw string) string {
 	}
 	return raw
 }
+
+// NearMisses returns, for a spec with OpenOptions, the query parameters of u that
+// are not options but look like a misspelled one (timeot → timeout), sorted by
+// parameter name. Such a parameter is sent on as documented, so validation can only
+// warn about it.
+func (s *Spec) NearMisses(u *uri.URI) [][2]string {
+	if s.OpenOptions == "" {
+		return nil
+	}
+	names := s.OptionNames()
+	var out [][2]string
+	for k := range u.Params {
+		if _, ok := s.Option(k); ok {
+			continue
+		}
+		if m := suggest.Closest(k, names); m != "" {
+			out = append(out, [2]string{k, m})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}

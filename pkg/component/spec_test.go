@@ -157,3 +157,16 @@ func TestSpecCheckTemplate(t *testing.T) {
 		}
 	}
 }
+
+func TestSpecNearMisses(t *testing.T) {
+	open := &component.Spec{Scheme: "web", Summary: "s", Syntax: "web://h", OpenOptions: "sent on",
+		Options: []component.Option{{Name: "timeout", Type: component.TypeDuration, Description: "d"}}}
+	u, _ := uri.Parse("web://h?timeot=5s&q=otters&timeout=1s&tiemout=2")
+	got := open.NearMisses(u)
+	if len(got) != 2 || got[0] != [2]string{"tiemout", "timeout"} || got[1] != [2]string{"timeot", "timeout"} {
+		t.Errorf("NearMisses = %v", got)
+	}
+	if testSpec.NearMisses(u) != nil {
+		t.Error("a closed spec has no near misses: its unknown options are errors")
+	}
+}
