@@ -305,6 +305,9 @@ func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 		if err := c.refusal(ctx, t, requestedToolName(ctx, req.Params.Name)); err != nil {
 			return nil, err
 		}
+		// The workflow's progress and log reports go to this caller (report.go).
+		ctx, done := withCallReporter(ctx, req, t.info.Name)
+		defer done()
 		return c.call(ctx, t, req.Params.Arguments), nil
 	}
 }

@@ -297,7 +297,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		return
 	}
 	defer c.end()
-	if fc != nil {
+	if fc != nil && !c.wantsLogs() {
 		// Only sessions the SDK would serve a tools/call in: initialized, with a
 		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
 		if ip := c.session.InitializeParams(); ip != nil && ip.ProtocolVersion < statelessProtocol {
@@ -306,7 +306,42 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		}
 	}
 	c.noteCancels(msgs)
+	c.noteLogging(calls)
 	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
+}
+
+type relatedKey struct{}
+
+// RelatedTo returns a context that relates what a session sends with it to the
+// request that extra came with ([sdk.RequestExtra] of a handler's request): the
+// progress and log notifications of a tool call then travel on the response to
+// that call's POST, as the MCP spec has it, rather than on the standalone GET
+// stream. The go-sdk's own transports relate them by the handler's context; the
+// SDK keeps that key private, so Helix's transport needs its own.
+func RelatedTo(ctx context.Context, extra *sdk.RequestExtra) context.Context {
+	if extra == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, relatedKey{}, extra)
+}
+
+// noteLogging remembers that the client asked for log messages (logging/setLevel,
+// whatever the level: the session decides what passes).
+func (c *streamConn) noteLogging(calls []*jsonrpc.Request) {
+	for _, req := range calls {
+		if req.Method == "logging/setLevel" {
+			c.mu.Lock()
+			c.logging = true
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (c *streamConn) wantsLogs() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.logging
 }
 
 // refuseUnknownProtocol answers a request whose Mcp-Protocol-Version names no
@@ -572,6 +607,14 @@ type streamConn struct {
 	getOpen  bool
 	active   int // requests being served
 
+	// related maps each running request of the SDK path to its POST, so that the
+	// notifications a handler sends for it (RelatedTo) travel on that POST.
+	related map[*sdk.RequestExtra]*postStream
+	// logging: the client has sent logging/setLevel, so tool calls may send log
+	// messages; they take the SDK path, whose answers can carry them (serveFast
+	// answers with the result only).
+	logging bool
+
 	// cancelled holds the running requests (SDK path and fast path) the client
 	// cancelled with notifications/cancelled: their results are not sent.
 	cancelled map[jsonrpc.ID]bool
@@ -585,7 +628,7 @@ var _ sdk.Connection = (*streamConn)(nil)
 func newStreamConn(h *StreamableHandler, id string) *streamConn {
 	return &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
 		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]context.CancelFunc{}, progress: map[string]*postStream{},
-		cancelled: map[jsonrpc.ID]bool{},
+		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{},
 		// A stateful session never speaks 2026-07-28 (SupportsProtocolVersion);
 		// postStateless decides for its one-POST sessions.
 		oldProtocol: id != ""}
@@ -676,6 +719,8 @@ func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	case *jsonrpc.Request:
 		if c.only != nil {
 			ps = c.only
+		} else if extra, ok := ctx.Value(relatedKey{}).(*sdk.RequestExtra); ok && c.related[extra] != nil {
+			ps = c.related[extra]
 		} else if mm.Method == "notifications/progress" {
 			ps = c.progress[progressToken(mm.Params)]
 		}
@@ -742,6 +787,9 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 	var tokens []string
 	for _, req := range calls {
 		c.pending[req.ID] = ps
+		if extra, ok := req.Extra.(*sdk.RequestExtra); ok {
+			c.related[extra] = ps
+		}
 		if tok := progressToken(req.Params); tok != "" {
 			c.progress[tok] = ps
 			tokens = append(tokens, tok)
@@ -765,6 +813,11 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 		for _, tok := range tokens {
 			if c.progress[tok] == ps {
 				delete(c.progress, tok)
+			}
+		}
+		for _, req := range calls {
+			if extra, ok := req.Extra.(*sdk.RequestExtra); ok && c.related[extra] == ps {
+				delete(c.related, extra)
 			}
 		}
 		c.mu.Unlock()
