@@ -24,7 +24,9 @@ import (
 // POST). Everything the fast path does not answer exactly as the SDK would goes to
 // the SDK unchanged: other methods, batches, requests with _meta (progress tokens,
 // the 2026-07-28 protocol), params the SDK would refuse or that carry fields beyond
-// name and arguments, sessions that have not initialized. The equivalence is
+// name and arguments, sessions that have not initialized, and every call of a
+// session whose client sent logging/setLevel (the fast path answers with the
+// result only, so it cannot carry the call's log messages). The equivalence is
 // checked by fastcall_test.go against the SDK path, request by request.
 // ServerOptions.DisableFastToolCalls (YAML fast_tool_calls: false) turns it off.
 
