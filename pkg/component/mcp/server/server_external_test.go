@@ -55,14 +55,16 @@ func exampleWithAddr(t *testing.T, addr string) string {
 	return file
 }
 
-// serveExample runs `helix mcp serve` on the example at a free loopback port and
-// returns the port; at cleanup it sends SIGTERM and requires a clean exit (a data
-// race in the -race binary would exit 66).
-func serveExample(t *testing.T) int {
+// serveExample runs `helix mcp serve` on the example at a free loopback port, with
+// the workflows of the extra files beside it, and returns the port; at cleanup it
+// sends SIGTERM and requires a clean exit (a data race in the -race binary would
+// exit 66).
+func serveExample(t *testing.T, extra ...string) int {
 	t.Helper()
 	helix := testtools.HelixBinary(t)
 	port := testtools.FreePort(t)
-	cmd := exec.Command(helix, "mcp", "serve", exampleWithAddr(t, fmt.Sprintf("127.0.0.1:%d", port)))
+	args := append([]string{"mcp", "serve", exampleWithAddr(t, fmt.Sprintf("127.0.0.1:%d", port))}, extra...)
+	cmd := exec.Command(helix, args...)
 	var stderr testtools.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -171,11 +173,13 @@ func TestInspectorAgainstHelix(t *testing.T) {
 	})
 }
 
-// conformanceScenarios are the server scenarios of the official suite that a server
-// without the suite's reference tools can pass.
+// conformanceScenarios are the server scenarios of the official suite that Helix
+// passes: those that need no reference tool, and those whose tools
+// testdata/conformance-tools.yaml provides as YAML workflows (progress, logging).
 var conformanceScenarios = []string{
 	"server-initialize", "ping", "logging-set-level", "tools-list", "resources-list",
 	"prompts-list", "server-sse-multiple-streams", "dns-rebinding-protection",
+	"tools-call-with-progress", "tools-call-with-logging",
 }
 
 func TestConformanceSuiteAgainstHelix(t *testing.T) {
@@ -184,7 +188,7 @@ func TestConformanceSuiteAgainstHelix(t *testing.T) {
 	}
 	node := testtools.Node(t)
 	suite := testtools.NPMBin(t, "conformance")
-	port := serveExample(t)
+	port := serveExample(t, filepath.Join("testdata", "conformance-tools.yaml"))
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	for _, scenario := range conformanceScenarios {
 		t.Run(scenario, func(t *testing.T) {
