@@ -62,7 +62,19 @@ func decodeMCPServer(d *Decoder, n *yaml.Node, path string, list mcpServerList) 
 		fields["enabled"] = func(v *yaml.Node, p string) { s.Enabled = d.Bool(v, p) }
 		fields["workflows"] = expose("workflows", true)
 	}
+	before := len(d.Errors())
 	ok := d.Mapping(n, path, what, securityFields(d, &s.Security, sessionLimitFields(d, &s.SessionLimits, fields)), required...)
+	if list == topLevelMCPs {
+		// Keys of the other spelling get a hint that says where they belong.
+		for _, e := range d.Errors()[before:] {
+			switch e.Msg {
+			case `unknown key "workflows" in an mcps entry`:
+				e.Hint = "an mcps: entry lists the ids to offer as tools under expose:; workflows: is the helix.mcp.servers spelling"
+			case `unknown key "enabled" in an mcps entry`:
+				e.Hint = "every mcps: entry runs; remove the entry (or comment it out) to switch the server off"
+			}
+		}
+	}
 	return s, ok && (list == helixMCPServers || s.ID != "")
 }
 

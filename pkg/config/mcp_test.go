@@ -147,12 +147,12 @@ helix:
 mcps:
   - id: m
     workflows: [a]
-`, []string{`helix.yaml:4:5: mcps[0]: unknown key "workflows" in an mcps entry`}},
+`, []string{`helix.yaml:4:5: mcps[0]: unknown key "workflows" in an mcps entry (an mcps: entry lists the ids to offer as tools under expose:`}},
 		{"enabled in mcps", `
 mcps:
   - id: m
     enabled: true
-`, []string{`helix.yaml:4:5: mcps[0]: unknown key "enabled" in an mcps entry`}},
+`, []string{`helix.yaml:4:5: mcps[0]: unknown key "enabled" in an mcps entry (every mcps: entry runs`}},
 		{"mcps without id", `
 mcps:
   - addr: 127.0.0.1:3000
