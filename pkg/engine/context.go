@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/pkg/component"
-	"github.com/arvenza/helix/pkg/component/direct"
-	helixlog "github.com/arvenza/helix/pkg/component/log"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -67,8 +65,9 @@ type runtimeWorkflow struct {
 	counters *workflowCounters
 }
 
-// NewContext creates an empty context named name with the in-process components
-// direct:// and log:// registered.
+// NewContext creates an empty context named name with direct:// (built into the
+// engine) registered. Every other component is added with AddComponent, or all at
+// once with pkg/component/all's Register.
 func NewContext(name string) *Context {
 	c := &Context{
 		name:       name,
@@ -79,8 +78,7 @@ func NewContext(name string) *Context {
 		producers:  map[string]component.Producer{},
 	}
 	c.runCtx, c.cancelRun = context.WithCancel(context.Background())
-	c.AddComponent("direct", direct.New())
-	c.AddComponent("log", helixlog.New(func() *slog.Logger { return c.Logger() }))
+	c.AddComponent("direct", NewDirect())
 	return c
 }
 

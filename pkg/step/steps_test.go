@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	helixlog "github.com/arvenza/helix/pkg/component/log"
 	"log/slog"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ func build(t *testing.T, steps string) (*engine.Context, []engine.Processor, con
 		t.Fatalf("config: %v", err)
 	}
 	hc := engine.NewContext("test")
+	hc.AddComponent("log", helixlog.New(hc.Logger))
 	bc := step.NewBuildContext(hc)
 	procs := step.BuildSteps(bc, cfg.Workflows[0].Steps)
 	return hc, procs, bc.Errors()
