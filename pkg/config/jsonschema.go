@@ -259,7 +259,7 @@ func (g *schemaGen) object(s *Shape) *ordered {
 	for _, k := range s.Keys {
 		ks := g.schema(&k.Shape)
 		props.set(k.Name, ks)
-		for _, former := range formerSpellings(k.Name) {
+		for _, former := range FormerSpellings(k.Name) {
 			props.set(former, withFirst(withFirst(ks, "deprecated", true), "description", "Former spelling of "+k.Name+"."))
 		}
 		if k.Required {
@@ -274,8 +274,9 @@ func (g *schemaGen) object(s *Shape) *ordered {
 	return o
 }
 
-// formerSpellings lists the former spellings of key (see naming.go), sorted.
-func formerSpellings(key string) []string {
+// FormerSpellings lists the former spellings of key (see naming.go), sorted; the
+// JSON Schema and the step reference show them as deprecated.
+func FormerSpellings(key string) []string {
 	var out []string
 	for former, cur := range formerKeys {
 		if cur == key {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -196,6 +197,33 @@ func TestEveryStepKindHasASpec(t *testing.T) {
 			if k.Description == "" {
 				t.Errorf("step kind %q: key %q has no description", s.Name, k.Name)
 			}
+		}
+	}
+}
+
+var updateReference = flag.Bool("update", false, "rewrite docs/steps.md")
+
+// docs/steps.md is generated from the step specs. When this fails, regenerate it:
+//
+//	go test ./pkg/step -run TestStepReferenceIsCurrent -update
+func TestStepReferenceIsCurrent(t *testing.T) {
+	got := step.Reference()
+	path := "../../" + step.ReferenceFile
+	if *updateReference {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v: run go test ./pkg/step -run TestStepReferenceIsCurrent -update", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s is stale: regenerate it with `go test ./pkg/step -run TestStepReferenceIsCurrent -update`", step.ReferenceFile)
+	}
+	for _, s := range step.Specs() {
+		if !strings.Contains(string(got), "## `"+s.Name+"`") {
+			t.Errorf("the reference has no section for %s", s.Name)
 		}
 	}
 }
