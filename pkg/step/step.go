@@ -1,7 +1,10 @@
 // Package step turns the steps of a YAML step list (config.StepConfig) into engine
-// processors. Each step kind lives in its own file and registers a [Builder] in
-// init(); composite steps (choice, multicast …) build their nested step lists with
-// [BuildSteps].
+// processors. Each step kind lives in its own file and declares itself once in
+// init() with [Define]: its name, description and the shape of its value (keys,
+// types, defaults, enums, nested step lists), which drives decoding, the JSON
+// Schema of the YAML file ([JSONSchema], `helix schema`) and docs/steps.md
+// ([Reference]). Composite steps (choice, multicast, split …) build their nested
+// step lists with [BuildSteps].
 //
 // Building never stops at the first problem: builders decode their node strictly
 // (unknown keys are errors with positions), compile Starlang scripts and check
@@ -31,8 +34,11 @@ var (
 	registry   = map[string]Builder{}
 )
 
-// Register makes a step kind available. It is called from init() of the file that
-// implements the kind; registering a kind twice is a programming error and panics.
+// Register makes a step kind available with a builder that decodes the node
+// itself. Prefer [Define], which also declares the kind's keys for the schema and
+// the docs (TestEveryStepKindHasASpec fails for a kind registered without one). It
+// is called from init() of the file that implements the kind; registering a kind
+// twice is a programming error and panics.
 func Register(kind string, b Builder) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
