@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -85,10 +86,14 @@ func (n *notifications) take(t *testing.T, wantProgress, wantLogs int) (progress
 
 func TestToolCallProgressAndLogs(t *testing.T) {
 	hc := newTestContext(t, reportingWorkflows()...)
+	inR, inW := io.Pipe()   // client → server
+	outR, outW := io.Pipe() // server → client
 	comp := startContext(t, hc,
 		Options{ID: "helix", Addr: "127.0.0.1:0"},
+		Options{ID: "stateless", Addr: "127.0.0.1:0", Stateless: true},
 		Options{ID: "sdk", Addr: "127.0.0.1:0", HTTPTransport: HTTPTransportSDK},
 		Options{ID: "sse", Transport: "sse", Addr: "127.0.0.1:0"},
+		Options{ID: "stdio", Transport: "stdio", Stdin: inR, Stdout: outW},
 	)
 	transports := []struct {
 		name      string
@@ -103,6 +108,11 @@ func TestToolCallProgressAndLogs(t *testing.T) {
 			return &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "sdk", "/mcp"), MaxRetries: -1, DisableStandaloneSSE: true}
 		}, false},
 		{"sse", func() sdk.Transport { return &sdk.SSEClientTransport{Endpoint: serverURL(t, comp, "sse", "/sse")} }, false},
+		// These two speak 2026-07-28, where each request states its log level in _meta.
+		{"stdio", func() sdk.Transport { return &sdk.IOTransport{Reader: outR, Writer: inW} }, false},
+		{"stateless", func() sdk.Transport {
+			return &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "stateless", "/mcp"), MaxRetries: -1, DisableStandaloneSSE: true}
+		}, false},
 	}
 	for _, tc := range transports {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,9 +123,14 @@ func TestToolCallProgressAndLogs(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = cs.Close() }()
+			logLevel := "" // set by logging/setLevel; the 2026-07-28 protocol sends it with each call
+			newProtocol := cs.InitializeResult().ProtocolVersion >= "2026-07-28"
 			call := func(token any) {
 				t.Helper()
 				params := &sdk.CallToolParams{Name: "work", Arguments: map[string]any{}}
+				if logLevel != "" && newProtocol {
+					params.Meta = sdk.Meta{sdk.MetaKeyLogLevel: logLevel}
+				}
 				if token != nil {
 					params.SetProgressToken(token)
 				}
@@ -153,9 +168,12 @@ func TestToolCallProgressAndLogs(t *testing.T) {
 			}
 
 			// A log level: messages at or above it, logger defaulting to the tool name.
-			if err := cs.SetLoggingLevel(testCtx(t), &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
-				t.Fatal(err)
+			if !newProtocol {
+				if err := cs.SetLoggingLevel(testCtx(t), &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
+					t.Fatal(err)
+				}
 			}
+			logLevel = "info"
 			if tc.fast {
 				fastBefore = fastServed(comp, "helix")
 			}
