@@ -89,3 +89,16 @@ func TestLevels(t *testing.T) {
 		t.Errorf("String of an unknown level: %q", s)
 	}
 }
+
+// Without a reporter, reporting is a context lookup and allocates nothing.
+func TestNoReporterAllocatesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), struct{}{}, 1))
+	defer cancel()
+	allocs := testing.AllocsPerRun(100, func() {
+		report.Progress(ctx, 1, 2, "step")
+		report.Log(ctx, report.LevelInfo, "", "message")
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per report without a reporter", allocs)
+	}
+}
