@@ -50,8 +50,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== build"
-scripts/bench-gomod.sh # bench/ is its own module, with Helix's requirements
-(cd bench && $GO build -o "$bin/mcpload" ./mcpload)
+(cd bench && $GO build -o "$bin/mcpload" ./mcpload) # bench/ is its own module
 $GO build -o "$bin/helix" ./cmd/helix
 (cd bench/peers && $GO build -o "$bin/" ./limit ./gosdk ./mcpgo ./gosdkconn)
 

@@ -110,10 +110,7 @@ type Values struct {
 }
 
 // Has reports whether key was written.
-func (vs *Values) Has(key string) bool {
-	_, ok := vs.vals[key]
-	return ok
-}
+func (vs *Values) Has(key string) bool { return vs.Get(key) != nil }
 
 // Get returns what was written for key, nil when it was not.
 func (vs *Values) Get(key string) *Value {

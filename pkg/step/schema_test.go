@@ -93,11 +93,13 @@ func stringKeys(v any) any {
 }
 
 // schemaFiles are the YAML files users and the spec write: every example, every
-// spec snippet the tests load, and the pattern recipes of this package.
+// spec snippet the tests load, the pattern recipes of this package and the other
+// valid YAML files tests run.
 func schemaFiles(t *testing.T) []string {
 	t.Helper()
 	var files []string
-	for _, glob := range []string{"../../examples/*.yaml", "../app/testdata/spec/*.yaml", "testdata/patterns/*.yaml"} {
+	for _, glob := range []string{"../../examples/*.yaml", "../app/testdata/spec/*.yaml", "testdata/patterns/*.yaml",
+		"../app/testdata/*.yaml", "../component/mcp/server/testdata/*.yaml"} {
 		m, err := filepath.Glob(glob)
 		if err != nil {
 			t.Fatal(err)
