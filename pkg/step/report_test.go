@@ -69,3 +69,31 @@ func TestReportsWithoutReporter(t *testing.T) {
 	}
 	jsonEqual(t, "reply", ex.In().Body(), []any{"a", "b"})
 }
+
+// The elements of a parallel split report to the caller of the exchange.
+func TestReportsFromSplitElements(t *testing.T) {
+	hc, _ := patternApp(t, "report.yaml", map[string]engine.Processor{"direct://tap-done": &testtools.Recorder{}})
+	var mu sync.Mutex
+	var got []string
+	rep := report.Func{
+		OnProgress: func(_ context.Context, current, total float64, _ string) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, fmt.Sprintf("%g/%g", current, total))
+		},
+		OnLog: func(_ context.Context, level report.Level, _ string, data any) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, fmt.Sprintf("%s %v", level, data))
+		},
+	}
+	ctx, cancel := context.WithTimeout(report.WithReporter(context.Background(), rep), 60*time.Second)
+	defer cancel()
+	if err := hc.Run(ctx, "report-split", exchange.NewWithBody(exchange.InOut, []any{1, 2, 3})); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	sort.Strings(got)
+	jsonEqual(t, "reports", got, []string{"1/3", "2/3", "3/3", "info element 1", "info element 2", "info element 3"})
+}
