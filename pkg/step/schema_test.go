@@ -229,3 +229,124 @@ func TestStepReferenceIsCurrent(t *testing.T) {
 		}
 	}
 }
+
+// The YAML examples of the documentation validate too: blocks that are whole files
+// (a mapping of top-level keys) against the schema, blocks that are step lists
+// against its step list definition. Other fragments are skipped.
+func TestDocsYAMLBlocksValidateAgainstTheSchema(t *testing.T) {
+	b, err := step.JSONSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file jsonschema.Schema
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := file.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The step list definition, resolved with the file's $defs around it.
+	var steps jsonschema.Schema
+	if err := json.Unmarshal([]byte(`{"$ref": "#/$defs/steps", "$defs": `+defsJSON(t, b)+`}`), &steps); err != nil {
+		t.Fatal(err)
+	}
+	rsSteps, err := steps.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := map[string]bool{"helix": true, "workflows": true, "tools": true, "agents": true, "pipelines": true, "mcps": true}
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs: %v", err)
+	}
+	checked := 0
+	for _, f := range docs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, block := range yamlBlocks(string(data)) {
+			var v any
+			if yaml.Unmarshal([]byte(block.text), &v) != nil {
+				continue // a fragment that is not YAML on its own
+			}
+			v = jsonShape(t, v)
+			var err error
+			switch v := v.(type) {
+			case map[string]any:
+				whole := len(v) > 0
+				for k := range v {
+					whole = whole && top[k]
+				}
+				if !whole {
+					continue
+				}
+				err = rs.Validate(v)
+			case []any:
+				if !looksLikeSteps(v) {
+					continue
+				}
+				err = rsSteps.Validate(v)
+			default:
+				continue
+			}
+			checked++
+			if err != nil {
+				t.Errorf("%s:%d (block %d): %v", f, block.line, i, err)
+			}
+		}
+	}
+	t.Logf("%d YAML blocks checked", checked)
+	if checked < 10 {
+		t.Errorf("only %d YAML blocks checked: did the docs' format change?", checked)
+	}
+}
+
+func defsJSON(t *testing.T, schema []byte) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &m); err != nil {
+		t.Fatal(err)
+	}
+	return string(m["$defs"])
+}
+
+// looksLikeSteps reports whether every item is a one-key mapping, as steps are.
+func looksLikeSteps(items []any) bool {
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok || len(m) != 1 {
+			return false
+		}
+	}
+	return len(items) > 0
+}
+
+type yamlBlock struct {
+	line int
+	text string
+}
+
+// yamlBlocks returns the ```yaml fenced blocks of a Markdown text.
+func yamlBlocks(md string) []yamlBlock {
+	var out []yamlBlock
+	lines := strings.Split(md, "\n")
+	for i := 0; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) != "```yaml" {
+			continue
+		}
+		indent := len(lines[i]) - len(strings.TrimLeft(lines[i], " "))
+		start := i + 1
+		var b strings.Builder
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+			l := lines[i]
+			if len(l) >= indent {
+				l = l[indent:]
+			}
+			b.WriteString(l + "\n")
+		}
+		out = append(out, yamlBlock{line: start, text: b.String()})
+	}
+	return out
+}
