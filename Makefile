@@ -31,10 +31,12 @@ lint: vet fmt-check
 
 # The benchmark tools are Go modules of their own (bench/: the load tool; bench/peers:
 # the servers Helix is compared with), so `go test ./...` of Helix skips them.
+# bench/go.mod copies Helix's requirements (scripts/bench-gomod.sh keeps it current).
 BENCH_MODULES := bench bench/peers
 
 vet:
 	$(GO) vet ./...
+	@scripts/bench-gomod.sh
 	@for m in $(BENCH_MODULES); do (cd $$m && $(GO) vet ./...); done
 
 # Lists unformatted files and fails if there are any. .tools and other hidden dirs are skipped.
@@ -65,4 +67,5 @@ bench-smoke:
 # The load tool's own tests (bench/mcpload: ~12 s, against an in-process Helix MCP
 # server), kept out of the main module's `go test ./...`.
 bench-test:
+	scripts/bench-gomod.sh
 	cd bench && $(GO) test -race -count=1 ./...

@@ -50,7 +50,8 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== build"
-(cd bench && $GO build -o "$bin/mcpload" ./mcpload) # bench/ is its own module
+scripts/bench-gomod.sh # bench/ is its own module, with Helix's requirements
+(cd bench && $GO build -o "$bin/mcpload" ./mcpload)
 $GO build -o "$bin/helix" ./cmd/helix
 (cd bench/peers && $GO build -o "$bin/" ./limit ./gosdk ./mcpgo ./gosdkconn)
 
