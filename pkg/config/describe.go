@@ -17,11 +17,15 @@ import (
 // on probe nodes and records what it asks for. Every value function is run three
 // times — with a scalar, a mapping and a list probe — and the kinds it accepts become
 // the alternatives of the value (a trigger is a URI or a mapping {uri: …}). A probe
-// that no accessor reads (decodeField reads a scalar's text itself) counts as
-// accepted: a string, a free mapping or a free list.
+// that no accessor reads counts as accepted: a string, a free mapping or a free list.
 //
-// Decoders keep working unchanged in describe mode as long as they only read values
-// through the Decoder; error checks run on zero values and are ignored.
+// Decoders keep working unchanged in describe mode as long as they read values
+// through the Decoder (String, URI, Keyword …) and do not let one call of a value
+// function change what the next one reads (a "seen" flag shared by two keys must be
+// set after the value is decoded); error checks run on zero values and are ignored.
+// [Decoder.Doc] adds a description or the accepted strings; settingDocs holds the
+// rest of the descriptions. TestDescribeFileHasNoBlindSpots finds values that come
+// out as "anything".
 
 // describer holds the probes of one DescribeFile run.
 type describer struct {
