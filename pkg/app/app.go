@@ -117,6 +117,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 			Hint: "RAG pipelines are not implemented yet"})
 	}
 	a.errs = append(a.errs, a.bc.Errors()...)
+	a.cfg.Warnings = append(a.cfg.Warnings, a.bc.Warnings()...) // e.g. a step key in its former spelling
 	// Step errors do not stop the build here: the MCP servers are checked too, so
 	// that one run of helix validate reports their problems as well. An app with
 	// errors is never returned, so nothing built from a broken step can start.

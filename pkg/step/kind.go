@@ -36,7 +36,9 @@ func Define(k Kind) {
 	Register(kind.Name, func(bc *BuildContext, s config.StepConfig) (engine.Processor, error) {
 		d := bc.Decoder(s)
 		v := d.Decode(s.Node, s.Path, what, &kind.Shape)
-		return kind.Build(bc, s, d, v)
+		p, err := kind.Build(bc, s, d, v)
+		bc.warnings = append(bc.warnings, d.Warnings()...) // former key spellings …
+		return p, err
 	})
 	registryMu.Lock()
 	defer registryMu.Unlock()

@@ -106,6 +106,7 @@ func decodeAggregate(bc *BuildContext, s config.StepConfig, branches int) *patte
 			d.Errorf(c.NodeOf("timeout"), c.PathOf("timeout"), "completion timeout must not be negative")
 		}
 	}
+	bc.warnings = append(bc.warnings, d.Warnings()...)
 	if err := d.Err(); err != nil {
 		bc.Add(config.AsErrors(err, s.Pos, s.Path)...)
 		return nil

@@ -15,7 +15,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"go.yaml.in/yaml/v3"
 
+	helixlog "github.com/arvenza/helix/pkg/component/log"
 	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/step"
 )
 
@@ -349,4 +351,29 @@ func yamlBlocks(md string) []yamlBlock {
 		out = append(out, yamlBlock{line: start, text: b.String()})
 	}
 	return out
+}
+
+// A step key written in its former spelling still works, and the build says so
+// (the configuration's own decoder warns the same way for its keys).
+func TestFormerStepKeySpellingsWarn(t *testing.T) {
+	cfg, err := config.LoadBytes("helix.yaml", []byte("workflows:\n  - id: w\n    trigger: direct://w\n    steps:\n"+
+		"      - multicast:\n          stop-on-error: true\n          steps: [{log: a}]\n      - aggregate: {strategy: collect}\n"+
+		"      - wiretap: {uri: 'log://x', max-in-flight: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := engine.NewContext("test")
+	hc.AddComponent("log", helixlog.New(hc.Logger))
+	bc := step.NewBuildContext(hc)
+	step.BuildSteps(bc, cfg.Workflows[0].Steps)
+	if errs := bc.Errors(); len(errs) > 0 {
+		t.Fatalf("former spellings are errors: %v", errs)
+	}
+	got := bc.Warnings().Error()
+	for _, want := range []string{"helix.yaml:6:11: workflows[0].steps[0]: stop-on-error is deprecated: write stop_on_error",
+		"max-in-flight is deprecated: write max_in_flight"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings\n%s\nlack %q", got, want)
+		}
+	}
 }

@@ -90,8 +90,9 @@ type BuildContext struct {
 	// auth:. Set it before building.
 	TargetAuth map[string]TargetAuthHandler
 
-	errs  config.Errors
-	steps int
+	errs     config.Errors
+	warnings config.Errors
+	steps    int
 
 	// next is the rest of the step list being built by BuildSteps and consumed how
 	// many of its steps the current builder took over (see Peek and Consume).
@@ -141,6 +142,10 @@ func (bc *BuildContext) Errors() config.Errors {
 	bc.finishNameChecks()
 	return bc.errs
 }
+
+// Warnings returns the non-fatal findings of the steps built so far (a key written
+// in its former spelling …), for the caller to show beside the configuration's own.
+func (bc *BuildContext) Warnings() config.Errors { return bc.warnings }
 
 // Decoder returns a fresh strict decoder for the step's file; its errors come back
 // through the builder's return value (decoder.Err()).
