@@ -13,7 +13,21 @@ import (
 // lists) and the function that builds it from the decoded values. The shape drives
 // decoding — unknown keys (with did-you-mean), wrong types, missing keys and values
 // outside an enum are errors with positions before Build runs — and the JSON Schema
-// of the YAML file (`helix schema`).
+// of the YAML file (`helix schema`) and docs/steps.md. A new kind is one file:
+//
+//	func init() {
+//		Define(Kind{
+//			Name:        "delay",
+//			Description: "Waits before the next step.",
+//			Shape: config.Shape{Type: config.TypeObject, Short: "for", Keys: []config.Key{
+//				{Name: "for", Required: true, Shape: config.Shape{Type: config.TypeDuration,
+//					Description: "How long to wait."}},
+//			}},
+//			Build: func(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+//				return newDelay(Name(s), v.Duration("for")), d.Err()
+//			},
+//		})
+//	}
 type Kind struct {
 	Name        string
 	Description string
