@@ -23,6 +23,16 @@ var formerKeys = map[string]string{
 	"max-in-flight":   "max_in_flight",
 }
 
+// specSpellings are the former spellings the specification's own examples write
+// (§10.1, Recipe 2). A user copying the spec must not be told off for it, so these
+// load without a warning; the JSON Schema still marks them deprecated, which editors
+// show, and docs/configuration.md names the snake_case key.
+var specSpellings = map[string]bool{
+	"error-handler":        true,
+	"dead-letter-channel":  true,
+	"maximum-redeliveries": true,
+}
+
 // FormerKey returns the key that replaced a former spelling (error-handler →
 // error_handler), and whether key is one. Documentation and the JSON Schema use it
 // to show deprecated spellings.
@@ -45,7 +55,9 @@ func renamedKey(d *Decoder, fields Fields, p Pair, path string) (string, bool) {
 	if _, known := fields[p.Key]; known {
 		return "", false // a mapping that still declares the old spelling itself
 	}
-	d.Warn(p.KeyN, path, "%s is deprecated: write %s", p.Key, cur).Hint =
-		"YAML keys are snake_case (docs/configuration.md, Names); the old spelling still works"
+	if !specSpellings[p.Key] {
+		d.Warn(p.KeyN, path, "%s is deprecated: write %s", p.Key, cur).Hint =
+			"YAML keys are snake_case (docs/configuration.md, Names); the old spelling still works"
+	}
 	return cur, true
 }
