@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -21,9 +22,12 @@ type SchemaOptions struct {
 	// Steps are the step kinds (pkg/step declares them).
 	Steps []StepSchema
 	// Schemes, when not empty, are the URI schemes an endpoint URI may use; values
-	// of TypeURI then get a pattern listing them. A URI may also start with a ${…}
-	// placeholder.
+	// of TypeURI then must name one of them (or start with a ${…} placeholder).
 	Schemes []string
+	// SchemeOptions maps a scheme to the names of its URI options: a URI of that
+	// scheme may only use those (a misspelled option is flagged while typing). A
+	// scheme absent here takes any query (http:// forwards unknown parameters).
+	SchemeOptions map[string][]string
 }
 
 // JSONSchemaDialect is the JSON Schema version FileSchema writes.
@@ -39,7 +43,7 @@ func FileSchema(opts SchemaOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &schemaGen{schemes: opts.Schemes}
+	g := &schemaGen{schemes: opts.Schemes, options: opts.SchemeOptions}
 	root := g.schema(file)
 	doc := &ordered{}
 	doc.set("$schema", JSONSchemaDialect)
@@ -56,11 +60,17 @@ func FileSchema(opts SchemaOptions) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal the JSON Schema: %w", err)
 	}
+	// encoding/json escapes <, > and & for HTML; the schema is read by editors and
+	// people, where "&" in a URI pattern reads better than "\u0026".
+	for esc, r := range map[string]string{`\u0026`: "&", `\u003c`: "<", `\u003e`: ">"} {
+		b = bytes.ReplaceAll(b, []byte(esc), []byte(r))
+	}
 	return append(b, '\n'), nil
 }
 
 type schemaGen struct {
 	schemes []string
+	options map[string][]string
 }
 
 // envPattern matches a string holding ${env:NAME}, resolved before decoding: such a
@@ -109,6 +119,10 @@ func (g *schemaGen) defs(steps []StepSchema) *ordered {
 	step.set("additionalProperties", false)
 	defs.set("step", step)
 
+	if len(g.schemes) > 0 {
+		defs.set("uri", g.uriDef())
+	}
+
 	env := &ordered{}
 	env.set("type", "string")
 	env.set("pattern", envPattern)
@@ -127,6 +141,49 @@ func (g *schemaGen) defs(steps []StepSchema) *ordered {
 	size.set("pattern", `^[0-9_]+(\.[0-9]+)?\s*(`+caseless("kib", "mib", "gib", "tib", "kb", "mb", "gb", "tb", "k", "m", "g", "b")+`)?$`)
 	defs.set("size", withFirst(anyOf(typed("integer"), size, ref("env")), "description", "A number of bytes or a size such as 64MiB or 128MB."))
 	return defs
+}
+
+// uriDef is the endpoint URI definition: a known scheme and, for schemes whose
+// options are known, only those options in the query. A URI starting with a
+// placeholder (${env:TARGET}) is only known at load or run time.
+func (g *schemaGen) uriDef() *ordered {
+	var open []string
+	var alts []*ordered
+	placeholder := typed("string")
+	placeholder.set("pattern", `^\$\{`)
+	alts = append(alts, placeholder)
+	schemes := append([]string(nil), g.schemes...)
+	sort.Strings(schemes)
+	for _, sc := range schemes {
+		names, known := g.options[sc]
+		if !known {
+			open = append(open, regexp.QuoteMeta(sc))
+			continue
+		}
+		quoted := make([]string, len(names))
+		for i, n := range names {
+			quoted[i] = regexp.QuoteMeta(n)
+		}
+		query := ""
+		if len(quoted) > 0 {
+			// Empty segments (a trailing &) are ignored by the URI parser too.
+			seg := `((` + strings.Join(quoted, "|") + `)(=[^&#]*)?)?`
+			query = `(\?` + seg + `(&` + seg + `)*)?`
+		}
+		alt := typed("string")
+		alt.set("pattern", "^"+regexp.QuoteMeta(sc)+`://[^?#]*`+query+"$")
+		alts = append(alts, alt)
+	}
+	if len(open) > 0 {
+		alt := typed("string")
+		alt.set("pattern", `^(`+strings.Join(open, "|")+`)://`)
+		alts = append(alts, alt)
+	}
+	o := &ordered{}
+	o.set("description", "An endpoint URI, scheme://address?option=value&…: a known scheme, and only the options its component declares (helix components SCHEME lists them).")
+	o.set("type", "string")
+	o.set("anyOf", alts)
+	return o
 }
 
 // caseless renders words as a case-insensitive alternation ([Tt][Rr][Uu][Ee]|…):
@@ -199,14 +256,10 @@ func (g *schemaGen) schema(s *Shape) *ordered {
 		// The loader takes numbers and booleans as written (version: 1.0 is "1.0").
 		o.set("type", []string{"string", "number", "boolean"})
 	case TypeURI:
-		o.set("type", "string")
 		if len(g.schemes) > 0 {
-			quoted := make([]string, len(g.schemes))
-			for i, sc := range g.schemes {
-				quoted[i] = regexp.QuoteMeta(sc)
-			}
-			sort.Strings(quoted)
-			o.set("pattern", `^(\$\{|(`+strings.Join(quoted, "|")+`)://)`)
+			o.set("$ref", "#/$defs/uri")
+		} else {
+			o.set("type", "string")
 		}
 	case TypeInt:
 		o.set("$ref", "#/$defs/integer")

@@ -36,5 +36,20 @@ func JSONSchema() ([]byte, error) {
 	for i, s := range specs {
 		steps[i] = config.StepSchema{Name: s.Name, Description: s.Description, Shape: s.Shape}
 	}
-	return config.FileSchema(config.SchemaOptions{Steps: steps, Schemes: URISchemes()})
+	return config.FileSchema(config.SchemaOptions{Steps: steps, Schemes: URISchemes(), SchemeOptions: uriOptions()})
+}
+
+// uriOptions maps each scheme whose component declares all its options (not
+// http://, which forwards unknown parameters) to the option names.
+func uriOptions() map[string][]string {
+	out := map[string][]string{}
+	for _, sp := range all.Specs() {
+		if sp.OpenOptions != "" {
+			continue
+		}
+		for _, sc := range append([]string{sp.Scheme}, sp.Aliases...) {
+			out[sc] = sp.OptionNames()
+		}
+	}
+	return out
 }

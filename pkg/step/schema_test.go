@@ -150,6 +150,10 @@ func TestSchemaRejectsMistakes(t *testing.T) {
 		{"two kinds in one step", "workflows:\n  - id: a\n    steps:\n      - {log: x, transform: {starlang: '1'}}\n", ""},
 		{"missing required key", "workflows:\n  - description: no id\n", "id"},
 		{"unknown URI scheme", "workflows:\n  - id: a\n    steps:\n      - target: kafak://orders\n", "kafak"},
+		// The three misspelled URIs of issue 11, flagged while typing.
+		{"misspelled timer option", "workflows:\n  - id: a\n    trigger: timer://tick?peroid=5s\n", "peroid"},
+		{"misspelled log option", "workflows:\n  - id: a\n    steps:\n      - target: log://out?levl=debug\n", "levl"},
+		{"misspelled file option", "workflows:\n  - id: a\n    steps:\n      - to: {uri: 'file:///tmp?fileNam=x'}\n", "fileNam"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			docs := yamlDocs(t, []byte(tc.yaml))
@@ -171,6 +175,7 @@ func TestSchemaAcceptsWhatTheLoaderAccepts(t *testing.T) {
 	t.Setenv("HELIX_SCHEMA_TEST_RATE", "7")
 	rs := resolvedSchema(t)
 	for _, src := range []string{
+		"workflows:\n  - id: a\n    trigger: timer://t?period=1s&delay=0&\n    steps:\n      - target: http://api/search?q=${body.q}&anything=1\n      - target: file://./out?fileName=${body.name}\n      - target: ${env:HELIX_SCHEMA_TEST_RATE}\n",
 		"workflows:\n  - id: a\n    trigger: timer://t?period=1s\n    steps:\n      - log: hi\n      - set-body: 42\n      - target: direct://b\n      - wiretap: {uri: 'log://x', max-in-flight: 3}\n",
 		"workflows:\n  - id: a\n    trigger: {uri: direct://a}\n    steps:\n      - choice:\n          when:\n            - starlang: 'True'\n              steps: [{log: x}]\n          otherwise: [{log: y}]\n",
 		"mcps:\n  - id: m\n    version: 1.0\n    name: 42\n    rate_limit: ${env:HELIX_SCHEMA_TEST_RATE}\n    stateless: yes\n    read_timeout: off\n    session_idle_timeout: 1500\n",
