@@ -7,6 +7,7 @@ import (
 
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/tool"
 )
 
 // MCPServerScheme is the scheme of the MCP server component.
@@ -24,12 +25,24 @@ const MCPServerScheme = "mcp-server"
 // ToolAllowed.
 func (a *App) buildMCP() {
 	comp := a.MCPServers()
+	comp.SetCatalogue(a.buildCatalogue())
 	for _, s := range a.cfg.MCPServers() {
 		opts := a.mcpServerOptions(s)
 		a.warnListenerOnStdio(opts.Transport, s.Listener, s.Pos, s.Path)
 		a.applySecurity(&opts, s.Security, s.Pos, s.Path)
 		a.addMCPServer(comp, opts, s.Pos, s.Path)
 	}
+}
+
+// buildCatalogue registers the application's tools in a fresh catalogue, which its
+// MCP servers (declared and mcp-server:// triggers) serve from: every workflow with
+// a trigger and every `tools:` entry, in declaration order (both are engine
+// workflows by now; workflows without a trigger are recorded as not being tools).
+// Agents and pipelines will register here too.
+func (a *App) buildCatalogue() *tool.Catalogue {
+	cat := tool.NewCatalogue()
+	cat.AddWorkflows(a.hc)
+	return cat
 }
 
 // mcpServerOptions turns one configured server into the options of the server

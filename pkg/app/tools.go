@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
-
-	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/step"
+	"github.com/arvenza/helix/pkg/tool"
 )
 
 // buildTool turns a `tools:` entry into a workflow triggered by tool://id whose
@@ -45,46 +43,14 @@ func (a *App) buildTool(t config.ToolConfig) *engine.Workflow {
 }
 
 // newValidator compiles a JSON Schema into a function that applies defaults to a copy
-// of the arguments and validates them, with an error that names the offending field.
+// of the arguments and validates them, with an error that names the offending field
+// (tool.CompileInput: the one implementation MCP overrides use too).
 func newValidator(schema json.RawMessage) (func(map[string]any) (map[string]any, error), error) {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	rs, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	v, err := tool.CompileInput(schema)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	return func(args map[string]any) (out map[string]any, err error) {
-		out = make(map[string]any, len(args))
-		for k, v := range args {
-			out[k] = v
-		}
-		defer func() {
-			// ApplyDefaults documents that it may panic on values it cannot assign;
-			// an MCP call must get an error, not crash the server.
-			if r := recover(); r != nil {
-				out, err = nil, fmt.Errorf("applying defaults: %v", r)
-			}
-		}()
-		if err := rs.ApplyDefaults(&out); err != nil {
-			return nil, fmt.Errorf("applying defaults: %w", err)
-		}
-		if err := rs.Validate(out); err != nil {
-			return nil, friendlySchemaError(err)
-		}
-		return out, nil
-	}, nil
-}
-
-// friendlySchemaError drops the library's "validating root:" framing.
-func friendlySchemaError(err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "validating root: ")
-	msg = strings.ReplaceAll(msg, "validating /properties/", "field ")
-	// The library prints a JSON null as "<invalid reflect.Value>".
-	msg = strings.ReplaceAll(msg, "<invalid reflect.Value>", "null")
-	return fmt.Errorf("%s", msg)
+	return v.Validate, nil
 }
 
 func fieldsValid(fields []config.FieldConfig) bool {

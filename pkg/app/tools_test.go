@@ -52,7 +52,7 @@ func TestToolWorkflow(t *testing.T) {
 	}
 
 	args, err := wf.ValidateInput(map[string]any{"query": "go"})
-	if err != nil || args["limit"] != float64(10) && args["limit"] != 10 {
+	if err != nil || args["limit"] != int64(10) { // defaults take the number types of arguments
 		t.Errorf("defaults: %v %v", args, err)
 	}
 	if _, err := wf.ValidateInput(map[string]any{"limit": 3}); err == nil || !strings.Contains(err.Error(), "query") {

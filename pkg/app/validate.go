@@ -85,7 +85,7 @@ func (a *App) mcpNamingProblems(comp *mcpserver.Component, opts mcpserver.Option
 		}
 		name := tool.SanitizeName(id)
 		if first, dup := byName[name]; dup {
-			clash := &mcpserver.ToolNameClashError{Name: name, WorkflowIDs: [2]string{first, id}}
+			clash := &mcpserver.ToolNameClashError{Name: name, IDs: [2]string{first, id}}
 			errs = append(errs, &config.Error{Pos: pos, Msg: clash.Error(), Hint: hint})
 			continue
 		}

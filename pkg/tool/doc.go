@@ -1,4 +1,22 @@
-// Package tool is Helix's tool catalogue: what workflows, `tools:` entries and (next)
-// agents and pipelines offer to callers that are not workflows — MCP clients through
-// an MCP server, and agents. It knows nothing of MCP's wire protocol.
+// Package tool is Helix's tool catalogue: what an application offers to callers
+// that are not workflows — MCP clients through an MCP server, and (next) agents.
+//
+// A [Tool] is a name, title, description, input and output schema, annotations and
+// an invoke function (context, arguments) → [Result] with content parts (text,
+// image, audio, resource) and a structured value. Workflows with a trigger and
+// `tools:` entries register into a [Catalogue] ([Catalogue.AddWorkflows]; pkg/app
+// builds the application's catalogue), agents and pipelines will too. An MCP server
+// serves a [Set] selected from it ([Catalogue.Select]): names unique, ids usable as
+// aliases.
+//
+// What every caller needs happens once, in [Tool.Call]: decoding the arguments
+// (integral numbers as int64), validating them ([CompileInput]: JSON Schema with
+// defaults), invoking the tool with panics recovered, and shaping the result
+// (structured results checked against the output schema and mirrored as text), with
+// messages safe to show a caller (exchange.ClientMessage) and the full error kept
+// for the log. Tool names follow one rule ([SanitizeName], [CheckName]).
+//
+// The package knows nothing of MCP's wire protocol; the MCP server
+// (pkg/component/mcp/server) maps Results to MCP's, and keeps what is MCP's own:
+// refusing tools a caller may not see, the shutdown refusal, statistics.
 package tool

@@ -62,8 +62,8 @@ func ServerOptionsFromURI(u *uri.URI) (ServerOptions, error) { return server.Opt
 // them; see [server.WorkflowEntries].
 func WorkflowEntries(hc *engine.Context) []WorkflowEntry { return server.WorkflowEntries(hc) }
 
-// SchemaError makes a JSON Schema validation error readable; see [server.SchemaError].
-func SchemaError(err error) error { return server.SchemaError(err) }
+// SchemaError makes a JSON Schema validation error readable; see [tool.SchemaError].
+func SchemaError(err error) error { return tool.SchemaError(err) }
 
 // SanitizeToolName turns a workflow id into its tool name ("api.v2-users" →
 // "api_v2_users"); see [tool.SanitizeName].

@@ -69,7 +69,7 @@ func workflowsResourceHandler(hc *engine.Context, tools []*serverTool, allowed f
 		visible := make(map[string]bool, len(tools))
 		for _, t := range tools {
 			if allowed == nil || allowed(actx, t.info.Name) == nil {
-				visible[t.wf.ID] = true
+				visible[t.t.ID] = true
 			}
 		}
 		entries := []WorkflowEntry{}

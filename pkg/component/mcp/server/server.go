@@ -22,6 +22,7 @@ import (
 	"github.com/arvenza/helix/pkg/component/mcp/transport"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/netguard"
+	"github.com/arvenza/helix/pkg/tool"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -177,6 +178,8 @@ type Component struct {
 	done     chan struct{} // closed when a stdio server's input ends
 	doneOnce sync.Once
 
+	tools *tool.Catalogue // nil: the context's workflows (tool.FromWorkflows)
+
 	calls toolCallStats
 }
 
@@ -189,6 +192,27 @@ var (
 // hc.AddComponent("mcp-server", New(hc)). It has no side effects until Start.
 func New(hc *engine.Context) *Component {
 	return &Component{hc: hc, running: map[string]*mcpServer{}, done: make(chan struct{})}
+}
+
+// SetCatalogue makes the servers serve the tools of cat: their expose lists select
+// from it. Without one they serve the context's workflows, read when a server
+// starts or is described (tool.FromWorkflows). Call it before the servers start;
+// pkg/app gives every application's component its catalogue.
+func (c *Component) SetCatalogue(cat *tool.Catalogue) {
+	c.mu.Lock()
+	c.tools = cat
+	c.mu.Unlock()
+}
+
+// catalogue is what the servers select their tools from.
+func (c *Component) catalogue() *tool.Catalogue {
+	c.mu.Lock()
+	cat := c.tools
+	c.mu.Unlock()
+	if cat != nil {
+		return cat
+	}
+	return tool.FromWorkflows(c.hc)
 }
 
 // Done is closed when a stdio server's input ends (the client went away); the
@@ -401,7 +425,7 @@ func (c *Component) Describe(opts Options) (Info, error) {
 		return Info{}, err
 	}
 	s := &mcpServer{comp: c, opts: opts}
-	tools, err := buildTools(c.hc, &s.opts)
+	tools, err := buildTools(c.catalogue(), &s.opts)
 	info := s.infoWith(tools)
 	if err != nil {
 		return info, fmt.Errorf("mcp server %s: %w", opts.ID, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/arvenza/helix/pkg/component/mcp/transport"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/netguard"
+	"github.com/arvenza/helix/pkg/tool"
 )
 
 // shutdownGrace bounds how long Stop waits for in-flight tool calls and open
@@ -70,7 +71,7 @@ type mcpServer struct {
 // build resolves the tools and makes the go-sdk server.
 func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	s.opts.Logger = s.comp.logger(&s.opts)
-	tools, err := buildTools(s.comp.hc, &s.opts)
+	tools, err := buildTools(s.comp.catalogue(), &s.opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,7 +88,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		},
 	})
 	gate := newCallGate()
-	caller := &toolCaller{hc: s.comp.hc, serverName: s.opts.Name, allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
+	caller := &toolCaller{caller: &tool.Caller{Server: s.opts.Name}, allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
 		gate: gate, postContext: s.posts.lookup, serverID: s.opts.ID, stats: &s.comp.calls}
 	for _, t := range tools {
 		srv.AddTool(t.sdkTool(), caller.handler(t))
@@ -449,7 +450,7 @@ func (s *mcpServer) info() Info {
 	s.mu.Unlock()
 	if !running {
 		// Not running: show what it would expose now (the tools that resolve).
-		tools, _ = buildTools(s.comp.hc, &s.opts)
+		tools, _ = buildTools(s.comp.catalogue(), &s.opts)
 	}
 	return s.infoWith(tools)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/arvenza/helix/pkg/component/mcp/security"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/tool"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -578,13 +579,12 @@ func TestToolAllowedSeesTokenInfo(t *testing.T) {
 		return nil
 	}
 	ti := &auth.TokenInfo{Scopes: []string{"greet"}, UserID: "iss|ada", Expiration: time.Now().Add(time.Hour)}
-	wf, _ := hc.Workflow("greet")
-	tool, err := newServerTool(wf, "greet", ToolOverride{})
+	tools, err := buildTools(tool.FromWorkflows(hc), &Options{Expose: []string{"greet"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	caller := &toolCaller{hc: hc, serverName: "s", allowed: allowed, logger: slog.New(slog.DiscardHandler)}
-	handler := caller.handler(tool)
+	caller := &toolCaller{caller: &tool.Caller{Server: "s"}, allowed: allowed, logger: slog.New(slog.DiscardHandler)}
+	handler := caller.handler(tools[0])
 
 	res, err := handler(context.Background(), &sdk.CallToolRequest{Params: &sdk.CallToolParamsRaw{Name: "greet"},
 		Extra: &sdk.RequestExtra{TokenInfo: ti}})

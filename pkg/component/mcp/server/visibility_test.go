@@ -19,6 +19,7 @@ import (
 	"github.com/arvenza/helix/pkg/component/mcp/security"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/tool"
 )
 
 // recordingHandler keeps the messages of the records it handles.
@@ -238,7 +239,7 @@ func TestWorkflowsResourceListsOnlyWhatTheCallerMayList(t *testing.T) {
 	// A caller whose token carries the scope sees scoped too (over HTTP the go-sdk
 	// attaches the token to the request as here).
 	opts := Options{Expose: []string{"greet", "scoped"}}
-	tools, err := buildTools(hc, &opts)
+	tools, err := buildTools(tool.FromWorkflows(hc), &opts)
 	if err != nil {
 		t.Fatal(err)
 	}

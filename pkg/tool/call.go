@@ -1,0 +1,197 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+
+	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
+)
+
+// Call runs t with its arguments as JSON (absent or null: no arguments): it decodes
+// them (integral numbers become int64), validates them (Validate), invokes the tool
+// and shapes its result (Structured checked against OutputSchema, and mirrored as
+// JSON text when the tool gave no content).
+//
+// Every failure — arguments that are not a JSON object or break the schema, an
+// error or panic of Invoke, a result that breaks the output schema — is a Result
+// with IsError set and a message that may be shown to the caller
+// (exchange.ClientMessage: no file positions, no step names). cause is the error
+// behind such a result, with every detail, for the caller's log; it is nil when
+// the call succeeded or the tool itself reported the failure.
+func (t *Tool) Call(ctx context.Context, rawArgs json.RawMessage) (res Result, cause error) {
+	args, err := DecodeArguments(rawArgs)
+	if err != nil {
+		return ErrorResult(err.Error()), nil
+	}
+	if t.Validate != nil {
+		args, err = safeValidate(t.Validate, args)
+		if err != nil {
+			return ErrorResult(fmt.Sprintf("invalid arguments for tool %s: %v", t.Name, err)), nil
+		}
+		if args == nil {
+			args = map[string]any{}
+		}
+	}
+	res, err = t.invoke(ctx, args)
+	if err != nil {
+		return ErrorResult(exchange.ClientMessage(err)), err
+	}
+	return t.shape(res), nil
+}
+
+func (t *Tool) invoke(ctx context.Context, args map[string]any) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &engine.PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return t.Invoke(ctx, args)
+}
+
+// safeValidate runs a user-supplied validator; a panic in it is reported like any
+// invalid input instead of taking the caller down.
+func safeValidate(v func(map[string]any) (map[string]any, error), args map[string]any) (out map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("input validation panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return v(args)
+}
+
+// shape checks a successful result against the output schema. A tool with an
+// output schema answers with Structured, as plain JSON values checked against it,
+// and with its JSON text as content when it gave none, so that a client that
+// validates (as the MCP TypeScript SDK does) never sees a mismatch it cannot explain.
+func (t *Tool) shape(res Result) Result {
+	if res.IsError || (t.outSchema == nil && res.Structured == nil) {
+		return res
+	}
+	if res.Structured == nil {
+		return ErrorResult(fmt.Sprintf("tool %s declares an output schema but gave no structured result", t.Name))
+	}
+	structured, err := plainJSON(res.Structured)
+	if err != nil {
+		return ErrorResult(fmt.Sprintf("tool %s declares an output schema but its reply is not JSON: %v", t.Name, err))
+	}
+	if t.outSchema != nil {
+		if err := t.outSchema.Validate(structured); err != nil {
+			return ErrorResult(fmt.Sprintf("tool %s: reply does not match its output schema: %v", t.Name, err))
+		}
+	}
+	res.Structured = structured
+	if len(res.Content) == 0 {
+		text, err := json.Marshal(structured)
+		if err != nil {
+			return ErrorResult(fmt.Sprintf("tool %s: %v", t.Name, err))
+		}
+		res.Content = []Content{Text(string(text))}
+	}
+	return res
+}
+
+// plainJSON returns v as a plain JSON value (maps, slices, float64 …): strings and
+// bytes holding JSON are decoded, other values are round-tripped through
+// encoding/json so that schema validation sees what the caller will.
+func plainJSON(v any) (any, error) {
+	var data []byte
+	switch b := v.(type) {
+	case string:
+		data = []byte(b)
+	case []byte:
+		data = b
+	case json.RawMessage:
+		data = b
+	default:
+		var err error
+		if data, err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("%.80q: %w", string(data), err)
+	}
+	return out, nil
+}
+
+// DecodeArguments turns a call's JSON arguments into the map a tool is invoked
+// with. Integral numbers become int64 (not float64) so that steps can use them as
+// counts and indexes; absent or null arguments give an empty map.
+func DecodeArguments(raw json.RawMessage) (map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return map[string]any{}, nil
+	}
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("tool arguments are not valid JSON: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("tool arguments must be a JSON object, got %s", jsonKind(v))
+	}
+	return m, nil
+}
+
+// decodeJSON decodes one JSON value with integral numbers as int64 and other
+// numbers as float64. It uses the parser the go-sdk and Helix's MCP transport
+// decode messages with (segmentio/encoding), which reads integers straight into
+// int64, and allocates far less than an encoding/json Decoder on every tool call.
+func decodeJSON(data []byte) (any, error) {
+	var v any
+	rest, err := segjson.Parse(data, &v, segjson.UseInt64|segjson.UseNumber)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return nil, fmt.Errorf("invalid character %q after top-level value", rest[0])
+	}
+	return normalizeNumbers(v), nil
+}
+
+func normalizeNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeNumbers(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeNumbers(e)
+		}
+		return x
+	case segjson.Number:
+		// Not an in-range integer (those are int64 already): a fraction, an
+		// exponent, or an integer beyond int64.
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	default:
+		return v
+	}
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	default:
+		return "null"
+	}
+}

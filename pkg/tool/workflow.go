@@ -1,0 +1,108 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Caller describes who calls a tool, as far as the tool's steps may see it: the
+// MCP server a call came through becomes the HelixMcpServerName header of a
+// workflow's exchange. Callers keep one per server and pass it with [WithCaller].
+type Caller struct {
+	Server string // the name of the MCP server the call came through
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c.
+func WithCaller(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller ctx carries, or nil.
+func CallerFrom(ctx context.Context) *Caller {
+	c, _ := ctx.Value(callerKey{}).(*Caller)
+	return c
+}
+
+// AddWorkflows registers every workflow of hc, in the context's order: those with
+// a trigger as tools ([FromWorkflow]), the others (no trigger, or an mcp-server://
+// trigger) as excluded, with the reason.
+func (c *Catalogue) AddWorkflows(hc *engine.Context) {
+	for _, wf := range hc.Workflows() {
+		t, err := FromWorkflow(hc, wf)
+		if err != nil {
+			c.Exclude(wf.ID, err)
+			continue
+		}
+		_ = c.Add(t) // workflow ids are unique within a context
+	}
+}
+
+// FromWorkflows returns a catalogue of the workflows of hc (see AddWorkflows): what
+// an MCP server offers when nobody gave it a catalogue.
+func FromWorkflows(hc *engine.Context) *Catalogue {
+	c := NewCatalogue()
+	c.AddWorkflows(hc)
+	return c
+}
+
+// FromWorkflow describes wf as a tool (not yet registered): named after its id,
+// described by its description (else "Helix route: <id>"), with its schemas and
+// ValidateInput. Invoking it runs an InOut exchange whose body is the arguments
+// through wf's whole pipeline (interceptors and error handler included) with
+// hc.Run, headers HelixMcpToolName, HelixMcpRouteID and HelixMcpServerName set; the
+// reply body is the result (Structured when wf has an output schema, else its text).
+// The run ends when ctx ends or when the engine abandons draining at Stop.
+//
+// Workflows without a trigger cannot be called, and a workflow whose trigger is an
+// MCP server is not a tool; both are errors.
+func FromWorkflow(hc *engine.Context, wf *engine.Workflow) (*Tool, error) {
+	if wf.FromURI == "" {
+		return nil, fmt.Errorf("expose: workflow %q has no trigger, so it cannot be called as a tool; give it a trigger (direct://%s)", wf.ID, wf.ID)
+	}
+	if u, err := uri.Parse(wf.FromURI); err == nil && u.Scheme == "mcp-server" {
+		return nil, fmt.Errorf("expose: workflow %q is itself an MCP server and cannot be a tool", wf.ID)
+	}
+	desc := wf.Description
+	if desc == "" {
+		desc = "Helix route: " + wf.ID
+	}
+	t := &Tool{
+		ID: wf.ID, Description: desc, Kind: wf.Kind,
+		InputSchema: wf.InputSchema, OutputSchema: wf.OutputSchema,
+		Validate: wf.ValidateInput,
+	}
+	structured := len(bytes.TrimSpace(wf.OutputSchema)) > 0
+	id := wf.ID
+	t.Invoke = func(ctx context.Context, args map[string]any) (Result, error) {
+		ex := exchange.NewWithBody(exchange.InOut, args)
+		msg := ex.In()
+		msg.SetHeader(exchange.HeaderMcpToolName, t.Name)
+		msg.SetHeader(exchange.HeaderMcpRouteID, id)
+		server := ""
+		if c := CallerFrom(ctx); c != nil {
+			server = c.Server
+		}
+		msg.SetHeader(exchange.HeaderMcpServerName, server)
+		// The call ends when the caller gives up (ctx) or when the engine abandons
+		// draining at Stop (run context), whichever comes first.
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stopAfter := context.AfterFunc(hc.RunContext(), cancel)
+		defer stopAfter()
+		if err := hc.Run(runCtx, id, ex); err != nil {
+			return Result{}, err
+		}
+		if structured {
+			return Result{Structured: ex.In().Body()}, nil
+		}
+		return TextResult(exchange.Stringify(ex.In().Body())), nil
+	}
+	return t, nil
+}
