@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,5 +97,102 @@ workflows:
 	}
 	if cancelNotes.Load() == 0 {
 		t.Fatal("the child server received no notifications/cancelled")
+	}
+}
+
+// TestChildMCPProgressReachesTheCaller: a tool whose workflow calls another
+// server's tool through mcp:// passes that tool's progress on to its own caller —
+// and asks the other server for progress only when its caller asked for it.
+func TestChildMCPProgressReachesTheCaller(t *testing.T) {
+	var tokens []any
+	var mu sync.Mutex
+	child := sdk.NewServer(&sdk.Implementation{Name: "child", Version: "1"}, nil)
+	sdk.AddTool(child, &sdk.Tool{Name: "steps", Description: "reports two steps"},
+		func(ctx context.Context, req *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
+			token := req.Params.GetProgressToken()
+			mu.Lock()
+			tokens = append(tokens, token)
+			mu.Unlock()
+			if token != nil {
+				for i := 1; i <= 2; i++ {
+					if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)}); err != nil {
+						return nil, nil, err
+					}
+				}
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "stepped"}}}, nil, nil
+		})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return child }, nil))
+	childHTTP := httptest.NewServer(mux)
+	defer childHTTP.Close()
+
+	a, err := buildYAML(t, fmt.Sprintf(`
+helix:
+  mcp:
+    servers:
+      - enabled: true
+        transport: http
+        addr: "127.0.0.1:0"
+        name: parent
+workflows:
+  - id: relay
+    description: "Calls the child server's steps tool"
+    trigger:
+      uri: direct://relay
+    steps:
+      - target: mcp://%s/mcp/steps
+`, strings.TrimPrefix(childHTTP.URL, "http://")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBuilt(t, a)
+
+	var got []string
+	var gotMu sync.Mutex
+	client := sdk.NewClient(&sdk.Implementation{Name: "top", Version: "1"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			gotMu.Lock()
+			defer gotMu.Unlock()
+			got = append(got, fmt.Sprintf("%v %g/%g %s", req.Params.ProgressToken, req.Params.Progress, req.Params.Total, req.Params.Message))
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: serverURL(t, a, "parent") + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+
+	// Without a progress token the child is asked for no progress.
+	if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "relay", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("call without token: %v %+v", err, res)
+	}
+	params := &sdk.CallToolParams{Name: "relay", Arguments: map[string]any{}}
+	params.SetProgressToken("top-1")
+	if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+		t.Fatalf("call with token: %v %+v", err, res)
+	}
+	want := []string{"top-1 1/2 step 1", "top-1 2/2 step 2"}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		gotMu.Lock()
+		n := len(got)
+		gotMu.Unlock()
+		if n >= len(want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	gotMu.Lock()
+	defer gotMu.Unlock()
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("progress at the top\n  %q\nwant\n  %q", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(tokens) != 2 || tokens[0] != nil || tokens[1] == nil {
+		t.Errorf("progress tokens the child saw: %v (want none, then one)", tokens)
 	}
 }

@@ -69,6 +69,22 @@ func Log(ctx context.Context, level Level, logger string, data any) {
 	}
 }
 
+// ProgressWanted reports whether progress reported with ctx can reach anyone:
+// false without a reporter, or when the reporter has a method WantsProgress() bool
+// that says its caller asked for none (an MCP client that sent no progress token).
+// Work that has to prepare its progress reports checks it first: an mcp:// call
+// asks its server for progress notifications only when they can be passed on.
+func ProgressWanted(ctx context.Context) bool {
+	r := FromContext(ctx)
+	if r == nil {
+		return false
+	}
+	if w, ok := r.(interface{ WantsProgress() bool }); ok {
+		return w.WantsProgress()
+	}
+	return true
+}
+
 // Level is the severity of a message for the caller. The levels are the syslog
 // severities (RFC 5424) that MCP's logging uses, from least to most severe.
 type Level int8

@@ -102,3 +102,28 @@ func TestNoReporterAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations per report without a reporter", allocs)
 	}
 }
+
+type choosyReporter struct {
+	report.Func
+	wants bool
+}
+
+func (c choosyReporter) WantsProgress() bool { return c.wants }
+
+func TestProgressWanted(t *testing.T) {
+	bg := context.Background()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"no reporter", bg, false},
+		{"plain reporter", report.WithReporter(bg, report.Func{}), true},
+		{"reporter that wants progress", report.WithReporter(bg, choosyReporter{wants: true}), true},
+		{"reporter that wants none", report.WithReporter(bg, choosyReporter{}), false},
+	} {
+		if got := report.ProgressWanted(tc.ctx); got != tc.want {
+			t.Errorf("%s: ProgressWanted = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

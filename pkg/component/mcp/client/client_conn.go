@@ -9,14 +9,17 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/pkg/component/mcp/transport"
+	"github.com/arvenza/helix/pkg/report"
 )
 
 // Identity the client reports in the MCP initialize handshake (spec: hard-coded
@@ -159,6 +162,13 @@ type Conn struct {
 	cancel   context.CancelFunc
 	watchers sync.WaitGroup
 	now      func() time.Time
+
+	// progress maps the progress tokens of running calls to their contexts, so that
+	// the server's notifications/progress reach the reporter of the exchange that
+	// made the call (progress.go).
+	progress  sync.Map // string → context.Context
+	nextToken atomic.Uint64
+	waiting   atomic.Int64 // calls registered in progress
 }
 
 // NewConn validates cfg and prepares a connection; nothing is dialled until the
@@ -189,6 +199,7 @@ func NewConn(cfg Config) (*Conn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mcp client %s: %w", cfg.Endpoint, err)
 		}
+		hc.Transport = &progressRoundTripper{next: hc.Transport, c: c} // progress.go
 		c.httpc, c.httpt = hc, ht
 	}
 	c.closeCtx, c.cancel = context.WithCancel(context.Background())
@@ -225,6 +236,18 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 		args = map[string]any{}
 	}
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
+	if report.ProgressWanted(parent) {
+		// The exchange's caller wants progress: ask the server for its progress and
+		// pass it on while the call runs (progress.go).
+		token := "helix-" + strconv.FormatUint(c.nextToken.Add(1), 36)
+		params.SetProgressToken(token)
+		c.progress.Store(token, parent)
+		c.waiting.Add(1)
+		defer func() {
+			c.progress.Delete(token)
+			c.waiting.Add(-1)
+		}()
+	}
 	var res *sdk.CallToolResult
 	tr, err := c.withSession(ctx, false, func(ctx context.Context, s *sdk.ClientSession) error {
 		var err error
@@ -463,6 +486,7 @@ func (c *Conn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 		}
 		killGroup = ownProcessGroup(cmd)
 		t = &stdioTransport{CommandTransport: sdk.CommandTransport{Command: cmd, TerminateDuration: stdioTerminateGrace}, killGroup: killGroup}
+		t = &progressTransport{Transport: t, c: c} // progress.go
 	}
 	ct := &callTracker{connect: true}
 	s, err := c.client.Connect(withTracker(ctx, ct), t, opts)

@@ -53,6 +53,9 @@ func withCallReporter(ctx context.Context, req *sdk.CallToolRequest, tool string
 	return report.WithReporter(ctx, r), r.finish
 }
 
+// WantsProgress reports whether the client asked for progress (report.ProgressWanted).
+func (r *callReporter) WantsProgress() bool { return r.token != nil }
+
 // Progress sends notifications/progress when the call has a progress token and
 // current is beyond what was last sent.
 func (r *callReporter) Progress(_ context.Context, current, total float64, message string) {
