@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/pkg/component/all"
+	"github.com/arvenza/helix/pkg/component/kafka"
 	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/config"
@@ -79,6 +80,12 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	}
 	hc := engine.NewContext(name)
 	hc.SetLogger(logger)
+	// kafka:// endpoints without brokers= connect to helix.kafka.brokers; the
+	// registration in pkg/component/all (which cannot see the configuration) is kept
+	// when the setting is absent.
+	if b := cfg.Helix.Kafka.Brokers; len(b) > 0 {
+		hc.AddComponent(kafka.Scheme, kafka.New(kafka.Options{Brokers: b, Logger: hc.Logger}))
+	}
 	registerComponents(hc)
 
 	if opts.Stdin == nil {

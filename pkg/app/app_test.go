@@ -165,7 +165,6 @@ func TestBuildErrors(t *testing.T) {
 		`helix.yaml:11:23: workflows[0].steps[5]: log://x?level=loud: option level="loud" is not one of the allowed values (use debug, info, warn or error)`,
 		`helix.yaml:12:9: workflows[0].steps[6]: step agent is not available in this build`,
 		`helix.yaml:13:43: workflows[0].steps[7].auth: auth: is not supported on direct:// targets`,
-		`helix.yaml:15:14: workflows[1].trigger: component kafka:// is not available in this build`,
 		`helix.yaml:17:7: workflows[1].error_handler.dead_letter_channel: unknown scheme "nowhere"`,
 		`helix.yaml:21:14: workflows[3].trigger: trigger direct://c is already used by the workflow at helix.yaml:19:14`,
 	}

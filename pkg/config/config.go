@@ -54,6 +54,16 @@ type HelixConfig struct {
 	// ShutdownTimeout bounds the drain of in-flight exchanges and tool calls at
 	// stop (helix.shutdown_timeout); 0 means the default (30s).
 	ShutdownTimeout time.Duration
+	// Kafka holds helix.kafka: defaults of the kafka:// component.
+	Kafka KafkaConfig
+}
+
+// KafkaConfig is `helix.kafka`: settings every kafka:// endpoint starts from.
+type KafkaConfig struct {
+	// Brokers (helix.kafka.brokers: a list, or one string with commas) are the
+	// host:port seed brokers of endpoints without a brokers= option; empty means
+	// localhost:9092.
+	Brokers []string
 }
 
 // MCPSection is `helix.mcp`.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"strconv"
@@ -255,6 +256,11 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 			}
 		},
 		"shutdown_timeout": func(v *yaml.Node, p string) { h.ShutdownTimeout = d.Duration(v, p) },
+		"kafka": func(v *yaml.Node, p string) {
+			d.Mapping(v, p, "helix.kafka", Fields{
+				"brokers": func(v *yaml.Node, p string) { h.Kafka.Brokers = decodeBrokers(d, v, p) },
+			})
+		},
 		"management": func(v *yaml.Node, p string) {
 			m := &h.Management
 			m.Pos = d.Pos(v)
@@ -274,6 +280,35 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 			})
 		},
 	})
+}
+
+// decodeBrokers reads helix.kafka.brokers: a list of host:port, or one string
+// with commas between them.
+func decodeBrokers(d *Decoder, v *yaml.Node, p string) []string {
+	if d.desc != nil {
+		d.Strings(v, p) // describes the shape: a string or a list of strings
+		return nil
+	}
+	items := []*yaml.Node{d.Resolve(v)}
+	if items[0].Kind == yaml.SequenceNode {
+		items = items[0].Content
+	}
+	var out []string
+	for i, item := range items {
+		ip := p
+		if len(items) > 1 || item != d.Resolve(v) {
+			ip = IndexPath(p, i)
+		}
+		for _, b := range strings.Split(d.String(item, ip), ",") {
+			b = strings.TrimSpace(b)
+			if host, port, err := net.SplitHostPort(b); err != nil || host == "" || port == "" {
+				d.Errorf(item, ip, "broker %q is not host:port", b).Hint = "write each broker as host:port, for example localhost:9092"
+				continue
+			}
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func oneOf(s string, options ...string) bool {

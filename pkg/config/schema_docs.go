@@ -19,6 +19,8 @@ var settingDocs = map[string]string{
 	"helix.shutdown_timeout":    "How long stopping waits for in-flight exchanges and tool calls to finish. Default 30s.",
 	"helix.management":          "The management server: manifest, health and metrics.",
 	"helix.mcp":                 "MCP settings.",
+	"helix.kafka":               "Defaults of the kafka:// component.",
+	"helix.kafka.brokers":       "Seed brokers (host:port) of kafka:// endpoints without a brokers= option. Default localhost:9092.",
 	"helix.mcp.servers":         "MCP servers, each exposing workflows and tools.",
 
 	"helix.management.addr":     "Address of the manifest, health and metrics endpoints. Default 127.0.0.1:9999.",

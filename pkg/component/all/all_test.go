@@ -33,6 +33,7 @@ func TestSchemeTable(t *testing.T) {
 		"https": component.ProducerOnly, "mcp": component.ProducerOnly, "mcp-server": component.ConsumerOnly,
 		"tool": component.Both,
 	}
+	want["kafka"] = component.Both
 	if len(s) != len(want) {
 		t.Fatalf("Schemes() has %d entries, want %d", len(s), len(want))
 	}
@@ -71,10 +72,10 @@ func TestSpecsAreWellFormed(t *testing.T) {
 			}
 		}
 	}
-	if why, ok := all.Planned("kafka"); !ok || why == "" {
-		t.Error("kafka is not planned")
+	if why, ok := all.Planned("agent"); !ok || why == "" {
+		t.Error("agent is not planned")
 	}
-	if _, ok := all.Spec("kafka"); ok {
+	if _, ok := all.Spec("agent"); ok {
 		t.Error("Spec of a planned scheme succeeded")
 	}
 }
@@ -132,6 +133,7 @@ func TestRegisteredComponentsMatchTable(t *testing.T) {
 		"direct": "direct://x", "log": "log://x", "timer": "timer://x", "file": "file://" + t.TempDir(),
 		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "https": "https://h/x", "tool": "tool://t",
 	}
+	samples["kafka"] = "kafka://orders"
 	for _, scheme := range hc.Schemes() {
 		raw, ok := samples[scheme]
 		if !ok {
@@ -306,6 +308,7 @@ func TestSpecDefaultsAreAcceptedByTheComponents(t *testing.T) {
 		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "tool": "tool://t",
 		"mcp": "mcp://localhost:1/tool", "mcp-server": "mcp-server://127.0.0.1:0",
 	}
+	samples["kafka"] = "kafka://orders"
 	for _, sp := range all.Specs() {
 		base, ok := samples[sp.Scheme]
 		if !ok {

@@ -1,0 +1,379 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/exchange"
+)
+
+// consumer is a consumer-group member feeding one workflow.
+//
+// One poll loop fetches records and hands each partition's records to that
+// partition's worker goroutine, which runs them through the processor one after
+// another and then marks them for commit. franz-go commits the marked offsets
+// every commitInterval (AutoCommitMarks). The client is created with BlockRebalanceOnPoll, so a
+// rebalance waits until the poll loop has handed the fetched records over; the
+// revoke callback then stops the workers of the revoked partitions (each finishes
+// the record it is running), commits what they finished, and only then lets the
+// partitions go. Stop does the same for every partition.
+type consumer struct {
+	e      *endpoint
+	p      component.Processor
+	group  string
+	format string
+	limit  int // maxConcurrency; 0 = one per partition
+
+	sem chan struct{} // nil without a limit
+
+	mu      sync.Mutex
+	cl      *kgo.Client
+	workers map[topicPartition]*worker
+	started bool
+	stopped bool
+
+	// runCtx is the processing context: cancelled when Stop's deadline passes (or
+	// by abort), never by Stop itself, so in-flight records can finish.
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+	// pollCtx ends the poll loop (Stop, abort).
+	pollCtx    context.Context
+	cancelPoll context.CancelFunc
+	loops      sync.WaitGroup // the poll loop
+
+	// aborted is set by abort (tests simulating a crash): the revoke and Stop
+	// commits are skipped.
+	aborted atomic.Bool
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// worker runs one partition's records in order.
+type worker struct {
+	recs chan []*kgo.Record
+	quit chan struct{}
+	once sync.Once
+	done chan struct{}
+}
+
+func (w *worker) stop() { w.once.Do(func() { close(w.quit) }) }
+
+var _ component.Consumer = (*consumer)(nil)
+
+func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, error) {
+	group := e.opts.String("groupId")
+	if group == "" {
+		group = "helix-" + e.topic
+	}
+	return &consumer{e: e, p: p, group: group, format: e.opts.String("valueFormat"), limit: int(e.opts.Int("maxConcurrency"))}, nil
+}
+
+func (c *consumer) logger() *slog.Logger { return c.e.c.logger() }
+
+// Start creates the client and joins the group; records flow once the group has
+// assigned partitions.
+func (c *consumer) Start(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return fmt.Errorf("kafka consumer %s: already started", c.e.redacted())
+	}
+	o := c.e.opts
+	reset := kgo.NewOffset().AtStart()
+	if o.String("autoOffsetReset") == "latest" {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	opts := append(append([]kgo.Opt(nil), c.e.base...),
+		kgo.ConsumerGroup(c.group),
+		kgo.ConsumeTopics(c.e.topic),
+		kgo.ConsumeResetOffset(reset),
+		kgo.SessionTimeout(o.Duration("sessionTimeout")),
+		// Only marked offsets — of records the workflow finished — are ever
+		// committed: every commitInterval by franz-go, and at revoke and Stop by
+		// us. (franz-go refuses DisableAutoCommit together with AutoCommitMarks.)
+		kgo.AutoCommitMarks(),
+		kgo.AutoCommitInterval(o.Duration("commitInterval")),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(c.assigned),
+		kgo.OnPartitionsRevoked(c.revoked),
+		kgo.OnPartitionsLost(c.lost),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka consumer %s: %w", c.e.redacted(), err)
+	}
+	c.cl = cl
+	c.workers = map[topicPartition]*worker{}
+	if c.limit > 0 {
+		c.sem = make(chan struct{}, c.limit)
+	}
+	c.runCtx, c.cancelRun = context.WithCancel(context.Background())
+	c.pollCtx, c.cancelPoll = context.WithCancel(context.Background())
+	c.started = true
+	c.loops.Add(1)
+	go c.pollLoop()
+	return nil
+}
+
+// pollLoop fetches records and hands them to the partitions' workers.
+func (c *consumer) pollLoop() {
+	defer c.loops.Done()
+	for {
+		fetches := c.cl.PollFetches(c.pollCtx)
+		if c.pollCtx.Err() != nil || fetches.IsClientClosed() {
+			c.cl.AllowRebalance()
+			return
+		}
+		fetches.EachError(func(topic string, partition int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				c.logger().Warn("kafka fetch failed", "uri", c.e.redacted(), "topic", topic, "partition", partition, "error", err)
+			}
+		})
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			c.mu.Lock()
+			w := c.workers[topicPartition{p.Topic, p.Partition}]
+			c.mu.Unlock()
+			if w == nil {
+				return // not ours any more: the partition's next owner reads them from the committed offset
+			}
+			select {
+			case w.recs <- p.Records:
+			case <-w.quit:
+			case <-c.pollCtx.Done():
+			}
+		})
+		c.cl.AllowRebalance()
+	}
+}
+
+// commit commits the marked offsets unless the consumer was aborted.
+func (c *consumer) commit(ctx context.Context, why string) {
+	if c.aborted.Load() {
+		return
+	}
+	if err := c.cl.CommitMarkedOffsets(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		c.logger().Warn("kafka commit failed; the records since the last commit will be delivered again", "uri", c.e.redacted(), "group", c.group, "when", why, "error", err)
+	}
+}
+
+func (c *consumer) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for topic, parts := range m {
+		for _, p := range parts {
+			tp := topicPartition{topic, p}
+			if c.workers[tp] != nil {
+				continue
+			}
+			w := &worker{recs: make(chan []*kgo.Record, 4), quit: make(chan struct{}), done: make(chan struct{})}
+			c.workers[tp] = w
+			go c.work(w)
+		}
+	}
+}
+
+// revoked lets partitions go after their records in flight finished and were
+// committed.
+func (c *consumer) revoked(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
+	c.stopWorkers(m)
+	c.commit(ctx, "revoke")
+}
+
+// lost drops partitions the group already gave to others: committing would fail.
+func (c *consumer) lost(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	c.stopWorkers(m)
+}
+
+// stopWorkers stops the workers of m (all workers when m is nil) and waits for them.
+func (c *consumer) stopWorkers(m map[string][]int32) {
+	c.mu.Lock()
+	var ws []*worker
+	for tp, w := range c.workers {
+		if m != nil && !contains(m[tp.topic], tp.partition) {
+			continue
+		}
+		w.stop()
+		ws = append(ws, w)
+		delete(c.workers, tp)
+	}
+	c.mu.Unlock()
+	for _, w := range ws {
+		<-w.done
+	}
+}
+
+func contains(ps []int32, p int32) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// work runs a partition's records in offset order until the worker is stopped.
+// A stopped worker finishes the record it is running; the records it did not
+// start are neither processed nor committed, so the partition's next owner (or
+// this group after a restart) reads them again.
+func (c *consumer) work(w *worker) {
+	defer close(w.done)
+	for {
+		select {
+		case <-w.quit:
+			return
+		case batch := <-w.recs:
+			for _, r := range batch {
+				select {
+				case <-w.quit:
+					return
+				default:
+				}
+				if !c.handle(r) {
+					return
+				}
+				c.cl.MarkCommitRecords(r)
+			}
+		}
+	}
+}
+
+// handle runs one record through the processor. It reports whether the record is
+// finished — processed, or failed and left to the workflow's error handler — and
+// so may be committed; a record whose processing was cancelled (Stop's deadline,
+// abort) is not.
+func (c *consumer) handle(r *kgo.Record) bool {
+	if c.sem != nil {
+		select {
+		case c.sem <- struct{}{}:
+			defer func() { <-c.sem }()
+		case <-c.runCtx.Done():
+			return false
+		}
+	}
+	ex := exchange.NewWithBody(exchange.InOnly, decodeValue(r.Value, c.format))
+	m := ex.In()
+	for _, h := range r.Headers {
+		m.SetHeader(h.Key, string(h.Value))
+	}
+	if r.Key != nil {
+		m.SetHeader(HeaderKey, string(r.Key))
+	}
+	m.SetHeader(HeaderTopic, r.Topic)
+	m.SetHeader(HeaderPartition, int(r.Partition))
+	m.SetHeader(HeaderOffset, r.Offset)
+	m.SetHeader(HeaderTimestamp, r.Timestamp.UTC().Format(time.RFC3339Nano))
+	err := c.p.Process(c.runCtx, ex)
+	if err == nil {
+		return true
+	}
+	if c.runCtx.Err() != nil {
+		return false
+	}
+	// The workflow's error handler (redeliveries, dead letter channel) has run; the
+	// error still reaching us is the record's final outcome. It is committed, so one
+	// bad record does not block its partition, and logged, so it is not silent.
+	c.logger().Error("kafka record failed; its offset is committed (the workflow's error handler and dead letter channel had their turn)",
+		"uri", c.e.redacted(), "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "exchange", ex.ID(), "error", err)
+	return true
+}
+
+// decodeValue turns a record value into a body (see the valueFormat option).
+func decodeValue(v []byte, format string) any {
+	switch format {
+	case "bytes":
+		return v
+	case "string":
+		return string(v)
+	}
+	if v == nil {
+		return nil
+	}
+	if first := firstNonSpace(v); first == '{' || first == '[' {
+		var out any
+		if err := json.Unmarshal(v, &out); err == nil {
+			return out
+		}
+	}
+	if utf8.Valid(v) {
+		return string(v)
+	}
+	return v
+}
+
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// Stop leaves the group cleanly: no new records are handed out, the records in
+// flight finish (until ctx's deadline; then they are cancelled and not
+// committed), the finished ones are committed, and the client closes.
+func (c *consumer) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	if !c.started || c.stopped {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopped = true
+	c.mu.Unlock()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, stopTimeout)
+		defer cancel()
+	}
+	c.cancelPoll()
+	c.loops.Wait()
+	drained := make(chan struct{})
+	go func() {
+		c.stopWorkers(nil)
+		close(drained)
+	}()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		c.cancelRun()
+		<-drained
+		err = fmt.Errorf("kafka consumer %s: records in flight were cancelled at the stop deadline; they will be delivered again", c.e.redacted())
+	}
+	c.commit(context.WithoutCancel(ctx), "stop")
+	c.cancelRun()
+	c.cl.CloseAllowingRebalance()
+	return err
+}
+
+// abort stops the consumer the way a crash would, as far as the group can tell:
+// processing is cancelled and nothing more is committed. Tests use it.
+func (c *consumer) abort() {
+	c.aborted.Store(true)
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.cancelRun()
+	c.cancelPoll()
+	c.loops.Wait()
+	c.stopWorkers(nil)
+	c.cl.CloseAllowingRebalance()
+}

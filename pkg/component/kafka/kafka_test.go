@@ -1,0 +1,181 @@
+package kafka
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/component/componenttest"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+func endpointFor(t testing.TB, c *Component, raw string) component.Endpoint {
+	t.Helper()
+	u, err := uri.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := c.CreateEndpoint(u)
+	if err != nil {
+		t.Fatalf("CreateEndpoint(%s): %v", raw, err)
+	}
+	return ep
+}
+
+func TestConformance(t *testing.T) {
+	componenttest.Run(t, componenttest.Harness{
+		Features: componenttest.Features{
+			Producer: true, Consumer: true, Headers: true,
+			Pattern: exchange.InOnly, StopDrains: true, ConcurrentConsumer: true, Stress: true,
+		},
+		Setup: func(t *testing.T) *componenttest.Fixture {
+			brokers := testBrokers(t)
+			topic := newTopic(t, brokers, "conformance", 3)
+			fx := &componenttest.Fixture{
+				Component: New(Options{Brokers: brokers}),
+				URI:       "kafka://" + topic + "?groupId=" + topic + "&commitInterval=100ms",
+			}
+			fx.Send = func(ctx context.Context, m componenttest.Message) (componenttest.Message, error) {
+				rec := &kgo.Record{Topic: topic, Value: []byte(m.Body)}
+				for k, v := range m.Headers {
+					rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
+				}
+				produce(t, brokers, rec)
+				return componenttest.Message{}, nil
+			}
+			fx.Listen = func() <-chan componenttest.Message {
+				r := readTopic(t, brokers, topic)
+				out := make(chan componenttest.Message, 1024)
+				go func() {
+					for rec := range r.ch {
+						m := componenttest.Message{Body: string(rec.Value), Headers: map[string]string{}}
+						for _, h := range rec.Headers {
+							m.Headers[h.Key] = string(h.Value)
+						}
+						out <- m
+					}
+				}()
+				t.Cleanup(func() { close(r.ch) })
+				return out
+			}
+			return fx
+		},
+	})
+}
+
+// TestProduceThenConsume sends records through a producer and reads them back
+// through a consumer: body, key and headers travel; JSON values become maps.
+func TestProduceThenConsume(t *testing.T) {
+	brokers := testBrokers(t)
+	topic := newTopic(t, brokers, "roundtrip", 2)
+	c := New(Options{Brokers: brokers})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	p, err := endpointFor(t, c, "kafka://"+topic+"?key=fixed").CreateProducer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(ctx)
+	ex := exchange.NewWithBody(exchange.InOnly, map[string]any{"subject": "hello", "n": 1})
+	ex.In().SetHeader("X-Trace", "t1")
+	ex.In().SetHeader("HelixInternal", "no")
+	ex.In().SetHeader("Count", 3) // not a string: not sent
+	if err := p.Process(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	ex2 := exchange.NewWithBody(exchange.InOnly, "plain text")
+	ex2.In().SetHeader(HeaderKey, "k2")
+	if err := p.Process(ctx, ex2); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ex.In().Body().(map[string]any); !ok {
+		t.Fatalf("the producer changed the body to %T; it is InOnly", ex.In().Body())
+	}
+
+	var mu sync.Mutex
+	var got []*exchange.Exchange
+	done := make(chan struct{}, 2)
+	cons, err := endpointFor(t, c, "kafka://"+topic+"?groupId=g1").CreateConsumer(component.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
+		mu.Lock()
+		got = append(got, ex)
+		mu.Unlock()
+		done <- struct{}{}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			t.Fatal("records did not arrive")
+		}
+	}
+	if err := cons.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]*exchange.Exchange{}
+	for _, ex := range got {
+		byKey[ex.In().HeaderString(HeaderKey)] = ex
+	}
+	m := byKey["fixed"]
+	if m == nil || byKey["k2"] == nil {
+		t.Fatalf("keys: got %v", byKey)
+	}
+	body, ok := m.In().Body().(map[string]any)
+	if !ok || body["subject"] != "hello" {
+		t.Fatalf("JSON record body = %#v, want a map with subject", m.In().Body())
+	}
+	if h := m.In().Headers(); h["X-Trace"] != "t1" || h["HelixInternal"] != nil || h["Count"] != nil || h[HeaderTopic] != topic {
+		t.Fatalf("headers = %v", h)
+	}
+	if b := byKey["k2"].In().Body(); b != "plain text" {
+		t.Fatalf("text record body = %#v", b)
+	}
+}
+
+func TestEndpointOptionErrors(t *testing.T) {
+	c := New(Options{})
+	for raw, want := range map[string]string{
+		"kafka://":                                   "no topic",
+		"kafka://t?groupid=x":                        `unknown option "groupid" (did you mean "groupId"?)`,
+		"kafka://t?acks=leader":                      "acks=leader needs idempotent=false",
+		"kafka://t?brokers=nohost":                   `broker "nohost" is not host:port`,
+		"kafka://bad topic!":                         "Kafka topic names use letters",
+		"kafka://t?saslMechanism=plain":              "needs saslUsername and saslPassword",
+		"kafka://t?saslMechanism=md5":                "is not one of the allowed values",
+		"kafka://t?saslUsername=u&saslPassword=s3cr": "need saslMechanism",
+		"kafka://t?tlsCaFile=/nonexistent/ca.pem":    "tlsCaFile",
+		"kafka://t?maxConcurrency=-1":                "maxConcurrency=-1",
+	} {
+		u, err := uri.Parse(raw)
+		if err == nil {
+			_, err = c.CreateEndpoint(u)
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", raw, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cr") {
+			t.Errorf("%s: the error shows the password: %v", raw, err)
+		}
+	}
+	// topic= replaces the address (spec §12.2).
+	ep := endpointFor(t, c, "kafka://deployments?topic=audit-log").(*endpoint)
+	if ep.topic != "audit-log" {
+		t.Fatalf("topic = %q, want audit-log", ep.topic)
+	}
+}
