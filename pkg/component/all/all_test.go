@@ -34,6 +34,7 @@ func TestSchemeTable(t *testing.T) {
 		"tool": component.Both,
 	}
 	want["kafka"] = component.Both
+	want["slack"] = component.ProducerOnly
 	if len(s) != len(want) {
 		t.Fatalf("Schemes() has %d entries, want %d", len(s), len(want))
 	}
@@ -134,6 +135,7 @@ func TestRegisteredComponentsMatchTable(t *testing.T) {
 		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "https": "https://h/x", "tool": "tool://t",
 	}
 	samples["kafka"] = "kafka://orders"
+	samples["slack"] = "slack://ops?token=xoxb-sample"
 	for _, scheme := range hc.Schemes() {
 		raw, ok := samples[scheme]
 		if !ok {
@@ -309,6 +311,8 @@ func TestSpecDefaultsAreAcceptedByTheComponents(t *testing.T) {
 		"mcp": "mcp://localhost:1/tool", "mcp-server": "mcp-server://127.0.0.1:0",
 	}
 	samples["kafka"] = "kafka://orders"
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-sample") // slack://ops takes its token from there
+	samples["slack"] = "slack://ops"
 	for _, sp := range all.Specs() {
 		base, ok := samples[sp.Scheme]
 		if !ok {
@@ -333,6 +337,7 @@ func TestSpecDefaultsAreAcceptedByTheComponents(t *testing.T) {
 // The example URIs of every spec (shown by helix components and in docs/components)
 // are valid: they build, or, with per-exchange placeholders, pass CheckTemplate.
 func TestSpecExamplesAreValid(t *testing.T) {
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-sample") // slack://ops-channel (spec §12.2) takes its token from there
 	hc := engine.NewContext("examples")
 	all.Register(hc)
 	hc.AddComponent("mcp", mcpclient.New())
