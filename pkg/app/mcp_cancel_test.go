@@ -17,10 +17,12 @@ import (
 // TestCancelReachesChildMCPCalls: a client cancels a tool call whose workflow is
 // waiting on an mcp:// call to another server. The cancellation must travel down:
 // the workflow's exchange is cancelled, and with it the child call, whose server
-// receives notifications/cancelled and sees its handler cancelled.
+// receives notifications/cancelled and sees its handler cancelled. The parent call
+// is made once plainly (Helix's fast path) and once with a progress token (the
+// go-sdk session).
 func TestCancelReachesChildMCPCalls(t *testing.T) {
 	started := make(chan struct{}, 1)
-	handlerCancelled := make(chan struct{})
+	handlerCancelled := make(chan struct{}, 1)
 	var cancelNotes atomic.Int32
 	child := sdk.NewServer(&sdk.Implementation{Name: "child", Version: "1"}, nil)
 	child.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
@@ -36,7 +38,7 @@ func TestCancelReachesChildMCPCalls(t *testing.T) {
 			started <- struct{}{}
 			select {
 			case <-ctx.Done():
-				close(handlerCancelled)
+				handlerCancelled <- struct{}{}
 				return nil, nil, ctx.Err()
 			case <-time.After(2 * time.Minute):
 				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "late"}}}, nil, nil
@@ -70,33 +72,39 @@ workflows:
 	startBuilt(t, a)
 	cs := mcpSession(t, a, "parent")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "relay", Arguments: map[string]any{}})
-		done <- err
-	}()
-	select {
-	case <-started:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the child tool was never called")
-	}
-	cancel() // the go-sdk client sends notifications/cancelled to the parent
-	if err := <-done; err == nil {
-		t.Fatal("the cancelled call returned a result")
-	}
-	select {
-	case <-handlerCancelled:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the child call kept running after the client cancelled the parent call")
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for cancelNotes.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if cancelNotes.Load() == 0 {
-		t.Fatal("the child server received no notifications/cancelled")
+	for _, token := range []any{nil, "cancel-me"} {
+		notesBefore := cancelNotes.Load()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			params := &sdk.CallToolParams{Name: "relay", Arguments: map[string]any{}}
+			if token != nil {
+				params.SetProgressToken(token)
+			}
+			_, err := cs.CallTool(ctx, params)
+			done <- err
+		}()
+		select {
+		case <-started:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("token %v: the child tool was never called", token)
+		}
+		cancel() // the go-sdk client sends notifications/cancelled to the parent
+		if err := <-done; err == nil {
+			t.Fatalf("token %v: the cancelled call returned a result", token)
+		}
+		select {
+		case <-handlerCancelled:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("token %v: the child call kept running after the client cancelled the parent call", token)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for cancelNotes.Load() == notesBefore && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if cancelNotes.Load() == notesBefore {
+			t.Fatalf("token %v: the child server received no notifications/cancelled", token)
+		}
 	}
 }
 
