@@ -497,6 +497,7 @@ func (o *Options) Extra() url.Values {
 // messages and listings. A raw that does not parse is returned as it is: it holds no
 // option values the spec could name.
 func (s *Spec) Redact(raw string) string {
+	raw = redactUserInfo(raw)
 	q := strings.IndexByte(raw, '?')
 	if q < 0 {
 		return raw
@@ -517,6 +518,29 @@ func (s *Spec) Redact(raw string) string {
 		return raw
 	}
 	return raw[:q+1] + strings.Join(parts, "&")
+}
+
+// redactUserInfo hides the password of a URI's user info
+// (postgres://app:s3cret@db/x → postgres://app:***@db/x).
+func redactUserInfo(raw string) string {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return raw
+	}
+	start := i + 3
+	end := len(raw)
+	if j := strings.IndexAny(raw[start:], "/?"); j >= 0 {
+		end = start + j
+	}
+	at := strings.LastIndexByte(raw[start:end], '@')
+	if at < 0 {
+		return raw
+	}
+	colon := strings.IndexByte(raw[start:start+at], ':')
+	if colon < 0 {
+		return raw
+	}
+	return raw[:start+colon+1] + "***" + raw[start+at:]
 }
 
 // RedactURI returns raw with the values of secret options hidden ([Spec.Redact])

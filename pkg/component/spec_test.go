@@ -129,6 +129,8 @@ func TestSpecRedact(t *testing.T) {
 		"demo://x?count=1":              "demo://x?count=1",
 		"demo://x":                      "demo://x",
 		"demo://x?tok%65n=s3cret":       "demo://x?tok%65n=***",
+		"demo://app:s3cret@db:5432/x":   "demo://app:***@db:5432/x",
+		"demo://app@db/x":               "demo://app@db/x",
 	} {
 		if got := testSpec.Redact(raw); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", raw, got, want)

@@ -24,6 +24,7 @@ import (
 	helixlog "github.com/arvenza/helix/pkg/component/log"
 	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
+	"github.com/arvenza/helix/pkg/component/postgres"
 	"github.com/arvenza/helix/pkg/component/slack"
 	"github.com/arvenza/helix/pkg/component/timer"
 	"github.com/arvenza/helix/pkg/component/tool"
@@ -49,6 +50,7 @@ var registrations = []Registration{
 	{kafka.Spec, func(hc *engine.Context) component.Component { return kafka.New(kafka.Options{Logger: hc.Logger}) }}, // pkg/app passes helix.kafka.brokers
 	{mcpclient.Spec, nil}, // registered by pkg/app, which attaches targets' auth: blocks
 	{mcpserver.Spec, nil}, // registered by pkg/app, with helix.mcp.servers and mcps:
+	{postgres.Spec, func(hc *engine.Context) component.Component { return postgres.New(hc.Logger) }},
 	{slack.Spec, func(hc *engine.Context) component.Component { return slack.New(&slack.Options{Logger: hc.Logger}) }},
 	{timer.Spec, func(hc *engine.Context) component.Component { return timer.New(hc.Logger) }},
 	{tool.Spec, func(hc *engine.Context) component.Component { return tool.NewComponent(hc) }},
@@ -58,8 +60,7 @@ var registrations = []Registration{
 // this build yet: a configuration naming them gets "not available in this build"
 // with this reason, rather than a did-you-mean towards an unrelated scheme.
 var planned = map[string]string{
-	"postgres": "the PostgreSQL component is not implemented yet",
-	"agent":    "agents are not implemented yet",
+	"agent": "agents are not implemented yet",
 }
 
 // Register adds every registered component that hc does not have yet under each of

@@ -33,6 +33,7 @@ func TestSchemeTable(t *testing.T) {
 		"https": component.ProducerOnly, "mcp": component.ProducerOnly, "mcp-server": component.ConsumerOnly,
 		"tool": component.Both,
 	}
+	want["postgres"] = component.Both
 	want["kafka"] = component.Both
 	want["slack"] = component.ProducerOnly
 	if len(s) != len(want) {
@@ -134,6 +135,7 @@ func TestRegisteredComponentsMatchTable(t *testing.T) {
 		"direct": "direct://x", "log": "log://x", "timer": "timer://x", "file": "file://" + t.TempDir(),
 		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "https": "https://h/x", "tool": "tool://t",
 	}
+	samples["postgres"] = "postgres://db:5432/orders"
 	samples["kafka"] = "kafka://orders"
 	samples["slack"] = "slack://ops?token=xoxb-sample"
 	for _, scheme := range hc.Schemes() {
@@ -310,6 +312,7 @@ func TestSpecDefaultsAreAcceptedByTheComponents(t *testing.T) {
 		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "tool": "tool://t",
 		"mcp": "mcp://localhost:1/tool", "mcp-server": "mcp-server://127.0.0.1:0",
 	}
+	samples["postgres"] = "postgres://db/orders"
 	samples["kafka"] = "kafka://orders"
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-sample") // slack://ops takes its token from there
 	samples["slack"] = "slack://ops"

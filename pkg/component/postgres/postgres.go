@@ -1,0 +1,373 @@
+// Package postgres implements postgres://host:port/database: a target that runs SQL
+// against PostgreSQL through a jackc/pgx v5 connection pool, and a trigger that polls a
+// query (marking handled rows in one transaction per batch) or LISTENs to a channel.
+//
+// Options and headers are declared in spec.go ([Spec]); docs/postgres.md tells the
+// story with the spec's examples and the security notes. Building an endpoint opens
+// nothing: pools are created when the first producer or consumer of a server starts,
+// shared by every endpoint with the same connection settings, and closed when the last
+// one stops. Credentials (URI user info, user=/password=, PG* variables) never appear
+// in errors or logs.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Component is the postgres:// component. It holds the pools its endpoints share;
+// safe for concurrent use.
+type Component struct {
+	logger func() *slog.Logger
+
+	mu    sync.Mutex
+	pools map[string]*sharedPool
+}
+
+var _ component.Component = (*Component)(nil)
+
+type sharedPool struct {
+	pool *pgxpool.Pool
+	refs int
+}
+
+// New returns a postgres component that logs to the logger logger() returns at that
+// moment (slog.Default when logger is nil). It opens nothing.
+func New(logger func() *slog.Logger) *Component {
+	if logger == nil {
+		logger = slog.Default
+	}
+	return &Component{logger: logger, pools: map[string]*sharedPool{}}
+}
+
+// settings are an endpoint's connection settings: what a pool is keyed by.
+type settings struct {
+	host, port, database string
+	user, password       string
+	sslmode              string
+	maxConns             int32
+	statementTimeout     time.Duration
+	connectTimeout       time.Duration
+}
+
+func (s settings) key() string {
+	return strings.Join([]string{s.host, s.port, s.database, s.user, s.password, s.sslmode,
+		strconv.Itoa(int(s.maxConns)), s.statementTimeout.String(), s.connectTimeout.String()}, "\x00")
+}
+
+// connString is a libpq URL for pgxpool.ParseConfig; it holds the password and must
+// never be printed.
+func (s settings) connString() string {
+	u := url.URL{Scheme: "postgres", Host: net.JoinHostPort(s.host, s.port), Path: "/" + s.database}
+	switch {
+	case s.user != "" && s.password != "":
+		u.User = url.UserPassword(s.user, s.password)
+	case s.user != "":
+		u.User = url.User(s.user)
+	}
+	q := url.Values{}
+	q.Set("sslmode", s.sslmode)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// where names the server for messages: host:port/database, never the credentials.
+func (s settings) where() string {
+	return net.JoinHostPort(s.host, s.port) + "/" + s.database
+}
+
+// acquirePool returns the pool for s, creating it (without connecting) when it is
+// the first user; releasePool gives it back.
+func (c *Component) acquirePool(s settings) (*pgxpool.Pool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := s.key()
+	if sp, ok := c.pools[k]; ok {
+		sp.refs++
+		return sp.pool, nil
+	}
+	cfg, err := pgxpool.ParseConfig(s.connString())
+	if err != nil {
+		return nil, fmt.Errorf("connection settings for %s: %s", s.where(), redactErr(err, s))
+	}
+	cfg.MaxConns = s.maxConns
+	cfg.ConnConfig.ConnectTimeout = s.connectTimeout
+	if s.statementTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(s.statementTimeout.Milliseconds(), 10)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "helix"
+	cfg.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pool for %s: %s", s.where(), redactErr(err, s))
+	}
+	c.pools[k] = &sharedPool{pool: pool, refs: 1}
+	return pool, nil
+}
+
+func (c *Component) releasePool(s settings) {
+	c.mu.Lock()
+	k := s.key()
+	sp, ok := c.pools[k]
+	if !ok {
+		c.mu.Unlock()
+		return
+	}
+	sp.refs--
+	if sp.refs > 0 {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.pools, k)
+	c.mu.Unlock()
+	sp.pool.Close()
+}
+
+// CreateEndpoint checks the URI and its options; it opens nothing.
+func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
+	opts, err := Spec.Parse(u)
+	if err != nil {
+		return nil, err
+	}
+	s, err := parseAddress(u, opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &endpoint{c: c, raw: u.Raw, redacted: Spec.Redact(u.Raw), s: s, opts: opts,
+		op: opts.String("operation"), query: opts.String("query"), table: opts.String("table"),
+		where: opts.String("where"), returning: opts.Bool("returning"), copyMode: opts.String("insertMode") == "copy",
+		delay: opts.Duration("delay"), maxRows: int(opts.Int("maxRows")),
+		onConsume: opts.String("onConsume"), onConsumeFailed: opts.String("onConsumeFailed"), channel: opts.String("channel")}
+	if cols := opts.String("allowedColumns"); cols != "" {
+		e.allowed = map[string]bool{}
+		for _, name := range strings.Split(cols, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				e.allowed[strings.ToLower(name)] = true
+			}
+		}
+	}
+	var problems []string
+	if e.maxRows <= 0 {
+		problems = append(problems, fmt.Sprintf("option maxRows=%d must be at least 1", e.maxRows))
+	}
+	if s.maxConns <= 0 {
+		problems = append(problems, fmt.Sprintf("option maxConns=%d must be at least 1", s.maxConns))
+	}
+	switch e.op {
+	case OpInsert, OpUpdate, OpDelete:
+		if e.table == "" && opts.IsSet("operation") {
+			problems = append(problems, fmt.Sprintf("operation=%s needs table= (the table to change)", e.op))
+		}
+		if (e.op == OpUpdate || e.op == OpDelete) && strings.TrimSpace(e.where) == "" && opts.IsSet("operation") {
+			problems = append(problems, fmt.Sprintf("operation=%s needs where= (a condition with :name parameters from the body, or where=true for every row)", e.op))
+		}
+	}
+	if e.table != "" {
+		if e.tableIdent, err = parseTable(e.table); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	for name, sql := range map[string]string{"query": e.query, "where": e.where, "onConsume": e.onConsume, "onConsumeFailed": e.onConsumeFailed} {
+		if sql == "" {
+			continue
+		}
+		if _, _, err := bindNamed(sql); err != nil {
+			problems = append(problems, fmt.Sprintf("option %s: %v", name, err))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
+	return e, nil
+}
+
+// parseAddress reads host, port, database and credentials from the URI and options.
+func parseAddress(u *uri.URI, opts *component.Options) (settings, error) {
+	s := settings{sslmode: opts.String("sslmode"), maxConns: int32(opts.Int("maxConns")),
+		statementTimeout: opts.Duration("statementTimeout"), connectTimeout: opts.Duration("connectTimeout")}
+	host := u.Host
+	if at := strings.LastIndexByte(host, '@'); at >= 0 {
+		info := host[:at]
+		host = host[at+1:]
+		user, pass, hasPass := strings.Cut(info, ":")
+		var err error
+		if s.user, err = url.PathUnescape(user); err != nil {
+			return s, fmt.Errorf("the user name in the URI is not valid URL escaping")
+		}
+		if hasPass {
+			if s.password, err = url.PathUnescape(pass); err != nil {
+				return s, fmt.Errorf("the password in the URI is not valid URL escaping (the value is secret and not shown)")
+			}
+		}
+	}
+	if opts.IsSet("user") {
+		if s.user != "" {
+			return s, fmt.Errorf("the user is given twice, in the URI and as user=; give it once")
+		}
+		s.user = opts.String("user")
+	}
+	if opts.IsSet("password") {
+		if s.password != "" {
+			return s, fmt.Errorf("the password is given twice, in the URI and as password=; give it once")
+		}
+		s.password = opts.String("password")
+	}
+	if host == "" {
+		return s, fmt.Errorf("postgres needs a server and a database: postgres://host:5432/database")
+	}
+	h, p, err := net.SplitHostPort(host)
+	if err != nil {
+		h, p = strings.Trim(host, "[]"), "5432"
+	}
+	if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
+		return s, fmt.Errorf("port %q is not a port number", p)
+	}
+	s.host, s.port = h, p
+	s.database = strings.Trim(u.Path, "/")
+	if s.database == "" {
+		return s, fmt.Errorf("postgres needs a database name after the host: postgres://%s/database", net.JoinHostPort(h, p))
+	}
+	if strings.Contains(s.database, "/") {
+		return s, fmt.Errorf("database name %q holds a slash; write postgres://host:port/database", s.database)
+	}
+	return s, nil
+}
+
+// parseTable splits schema.table and checks each part is a plain name (quoted by
+// pgx.Identifier when the SQL is written).
+func parseTable(t string) (pgx.Identifier, error) {
+	parts := strings.Split(t, ".")
+	if len(parts) > 2 {
+		return nil, fmt.Errorf("option table=%q: write table or schema.table", t)
+	}
+	for _, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("option table=%q: empty name", t)
+		}
+		if strings.ContainsAny(p, "\x00") {
+			return nil, fmt.Errorf("option table=%q: invalid character", t)
+		}
+	}
+	return pgx.Identifier(parts), nil
+}
+
+type endpoint struct {
+	c        *Component
+	raw      string
+	redacted string
+	s        settings
+	opts     *component.Options
+
+	op, query, table, where string
+	tableIdent              pgx.Identifier
+	returning, copyMode     bool
+	allowed                 map[string]bool
+
+	delay                      time.Duration
+	maxRows                    int
+	onConsume, onConsumeFailed string
+	channel                    string
+}
+
+func (e *endpoint) URI() string { return e.raw }
+
+func (e *endpoint) CreateProducer() (component.Producer, error) {
+	return &producer{e: e}, nil
+}
+
+func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, error) {
+	if p == nil {
+		return nil, errors.New("postgres: consumer needs a processor")
+	}
+	if e.channel == "" && e.query == "" {
+		return nil, fmt.Errorf("a postgres trigger needs query= (polling) or channel= (LISTEN)")
+	}
+	return &consumer{e: e, p: p}, nil
+}
+
+// describe turns a pgx error into a message with the server, SQLSTATE and a hint,
+// and without credentials.
+func (e *endpoint) describe(err error) error {
+	return describeErr(err, e.s)
+}
+
+// sqlError wraps a driver error: Error() is the cleaned message; Unwrap gives the
+// original (so errors.Is(err, context.Canceled) holds).
+type sqlError struct {
+	msg string
+	err error
+}
+
+func (e *sqlError) Error() string { return e.msg }
+func (e *sqlError) Unwrap() error { return e.err }
+
+func describeErr(err error, s settings) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &sqlError{msg: fmt.Sprintf("postgres %s: %v", s.where(), err), err: err}
+	}
+	msg := redactErr(err, s)
+	var pgErr *pgconn.PgError
+	var connErr *pgconn.ConnectError
+	hint := ""
+	switch {
+	case errors.As(err, &pgErr):
+		switch {
+		case pgErr.Code == "28P01" || pgErr.Code == "28000":
+			hint = "check the user and password (URI user info, user=/password= or PGUSER/PGPASSWORD)"
+		case pgErr.Code == "3D000":
+			hint = "check the database name in the URI"
+		case pgErr.Code == "42P01":
+			hint = "check the table name"
+		case pgErr.Code == "57014":
+			hint = "the statement ran longer than statementTimeout, or was cancelled"
+		case strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P"):
+			hint = "the connection was lost; the pool reconnects on the next exchange"
+		}
+	case errors.As(err, &connErr):
+		switch {
+		case strings.Contains(msg, "connection refused"):
+			hint = "is PostgreSQL running and listening at " + net.JoinHostPort(s.host, s.port) + "?"
+		case strings.Contains(msg, "timeout"):
+			hint = "the server did not answer within connectTimeout"
+		}
+	}
+	out := fmt.Sprintf("postgres %s: %s", s.where(), msg)
+	if hint != "" {
+		out += " (" + hint + ")"
+	}
+	return &sqlError{msg: out, err: err}
+}
+
+// redactErr returns err's message with the password removed, whatever the driver
+// put in it.
+func redactErr(err error, s settings) string {
+	msg := err.Error()
+	if s.password != "" {
+		msg = strings.ReplaceAll(msg, s.password, "***")
+		if esc := url.QueryEscape(s.password); esc != s.password {
+			msg = strings.ReplaceAll(msg, esc, "***")
+		}
+		if esc := url.PathEscape(s.password); esc != s.password {
+			msg = strings.ReplaceAll(msg, esc, "***")
+		}
+	}
+	return msg
+}

@@ -1,0 +1,214 @@
+package postgres
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// collectRows reads every row of rows as a map from column name to a JSON-natural
+// value ([jsonValue]).
+func collectRows(rows pgx.Rows) ([]any, error) {
+	defer rows.Close()
+	fields := rows.FieldDescriptions()
+	out := []any{}
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rowMap(fields, vals))
+	}
+	return out, rows.Err()
+}
+
+func rowMap(fields []pgconn.FieldDescription, vals []any) map[string]any {
+	m := make(map[string]any, len(fields))
+	for i, f := range fields {
+		m[f.Name] = jsonValue(f.DataTypeOID, vals[i])
+	}
+	return m
+}
+
+// jsonValue turns a value pgx decoded into one a JSON encoder and Starlang take
+// without loss: integers as int64; numeric as int64 or float64 when that holds the
+// exact value, otherwise as its decimal text; timestamptz as RFC 3339 (UTC),
+// timestamp without time zone as RFC 3339 without offset, date as YYYY-MM-DD; uuid
+// as text; json/jsonb decoded; bytea as []byte; arrays element by element.
+func jsonValue(oid uint32, v any) any {
+	switch x := v.(type) {
+	case nil, string, bool, int64, float64, []byte:
+		return x
+	case int16:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case int8:
+		return int64(x)
+	case float32:
+		return float64(x)
+	case uint32:
+		return int64(x)
+	case time.Time:
+		switch oid {
+		case pgtype.DateOID:
+			return x.Format(time.DateOnly)
+		case pgtype.TimestampOID:
+			return x.Format("2006-01-02T15:04:05.999999999")
+		}
+		return x.UTC().Format(time.RFC3339Nano)
+	case [16]byte:
+		return uuidString(x)
+	case pgtype.Numeric:
+		return numericValue(x)
+	case map[string]any:
+		return x
+	case []any:
+		out := make([]any, len(x))
+		elem := uint32(0)
+		if t, ok := arrayElem[oid]; ok {
+			elem = t
+		}
+		for i, e := range x {
+			out[i] = jsonValue(elem, e)
+		}
+		return out
+	case netip.Prefix:
+		if x.IsSingleIP() {
+			return x.Addr().String()
+		}
+		return x.String()
+	case netip.Addr:
+		return x.String()
+	case fmt.Stringer:
+		return x.String()
+	}
+	if dv, ok := v.(driver.Valuer); ok {
+		if s, err := dv.Value(); err == nil && s != nil {
+			return jsonValue(oid, any(s))
+		}
+	}
+	return fmt.Sprint(v)
+}
+
+// arrayElem maps array type OIDs whose elements need the element's OID to be
+// rendered (dates, timestamps) to that OID.
+var arrayElem = map[uint32]uint32{
+	pgtype.DateArrayOID:      pgtype.DateOID,
+	pgtype.TimestampArrayOID: pgtype.TimestampOID,
+}
+
+func uuidString(b [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// numericValue renders a numeric without losing precision: an int64 when it is a
+// whole number in range, a float64 when the float's shortest decimal is the same
+// number, and the decimal text otherwise (NaN and ±Infinity as text too).
+func numericValue(n pgtype.Numeric) any {
+	if !n.Valid {
+		return nil
+	}
+	if n.NaN {
+		return "NaN"
+	}
+	if n.InfinityModifier == pgtype.Infinity {
+		return "Infinity"
+	}
+	if n.InfinityModifier == pgtype.NegativeInfinity {
+		return "-Infinity"
+	}
+	text := numericText(n)
+	if n.Exp >= 0 || !strings.Contains(text, ".") {
+		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return i
+		}
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return text
+	}
+	if sameDecimal(strconv.FormatFloat(f, 'f', -1, 64), text) {
+		return f
+	}
+	return text
+}
+
+// numericText renders n (finite, valid) as plain decimal text.
+func numericText(n pgtype.Numeric) string {
+	digits := n.Int.String()
+	neg := strings.HasPrefix(digits, "-")
+	digits = strings.TrimPrefix(digits, "-")
+	var s string
+	switch {
+	case n.Exp >= 0:
+		s = digits + strings.Repeat("0", int(n.Exp))
+	default:
+		frac := int(-n.Exp)
+		if len(digits) <= frac {
+			digits = strings.Repeat("0", frac-len(digits)+1) + digits
+		}
+		s = digits[:len(digits)-frac] + "." + digits[len(digits)-frac:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// sameDecimal compares two decimal texts as numbers (trailing fraction zeros do not count).
+func sameDecimal(a, b string) bool {
+	x, ok1 := new(big.Rat).SetString(a)
+	y, ok2 := new(big.Rat).SetString(b)
+	return ok1 && ok2 && x.Cmp(y) == 0
+}
+
+// paramValue prepares a body value as a statement parameter: maps, and lists
+// holding maps, are sent as JSON text (for json/jsonb columns); json.Number as the
+// number it spells; everything else as it is, for pgx to encode by the column's type.
+func paramValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
+	case []any:
+		for _, e := range x {
+			switch e.(type) {
+			case map[string]any, []any:
+				b, err := json.Marshal(x)
+				if err != nil {
+					return fmt.Sprint(x)
+				}
+				return string(b)
+			}
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = paramValue(e)
+		}
+		return out
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return x.String()
+	case int:
+		return int64(x)
+	}
+	return v
+}
