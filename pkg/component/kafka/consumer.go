@@ -101,6 +101,7 @@ func (c *consumer) Start(context.Context) error {
 		kgo.ConsumeTopics(c.e.topic),
 		kgo.ConsumeResetOffset(reset),
 		kgo.SessionTimeout(o.Duration("sessionTimeout")),
+		kgo.HeartbeatInterval(min(3*time.Second, o.Duration("sessionTimeout")/3)),
 		// Only marked offsets — of records the workflow finished — are ever
 		// committed: every commitInterval by franz-go, and at revoke and Stop by
 		// us. (franz-go refuses DisableAutoCommit together with AutoCommitMarks.)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/component/componenttest"
+	"github.com/arvenza/helix/pkg/component/kafka/kafkatest"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -35,8 +36,8 @@ func TestConformance(t *testing.T) {
 			Pattern: exchange.InOnly, StopDrains: true, ConcurrentConsumer: true, Stress: true,
 		},
 		Setup: func(t *testing.T) *componenttest.Fixture {
-			brokers := testBrokers(t)
-			topic := newTopic(t, brokers, "conformance", 3)
+			brokers := kafkatest.Brokers(t)
+			topic := kafkatest.Topic(t, brokers, "conformance", 3)
 			fx := &componenttest.Fixture{
 				Component: New(Options{Brokers: brokers}),
 				URI:       "kafka://" + topic + "?groupId=" + topic + "&commitInterval=100ms",
@@ -46,14 +47,14 @@ func TestConformance(t *testing.T) {
 				for k, v := range m.Headers {
 					rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
 				}
-				produce(t, brokers, rec)
+				kafkatest.Produce(t, brokers, rec)
 				return componenttest.Message{}, nil
 			}
 			fx.Listen = func() <-chan componenttest.Message {
-				r := readTopic(t, brokers, topic)
+				r := kafkatest.Read(t, brokers, topic)
 				out := make(chan componenttest.Message, 1024)
 				go func() {
-					for rec := range r.ch {
+					for rec := range r.C {
 						m := componenttest.Message{Body: string(rec.Value), Headers: map[string]string{}}
 						for _, h := range rec.Headers {
 							m.Headers[h.Key] = string(h.Value)
@@ -61,7 +62,6 @@ func TestConformance(t *testing.T) {
 						out <- m
 					}
 				}()
-				t.Cleanup(func() { close(r.ch) })
 				return out
 			}
 			return fx
@@ -72,8 +72,8 @@ func TestConformance(t *testing.T) {
 // TestProduceThenConsume sends records through a producer and reads them back
 // through a consumer: body, key and headers travel; JSON values become maps.
 func TestProduceThenConsume(t *testing.T) {
-	brokers := testBrokers(t)
-	topic := newTopic(t, brokers, "roundtrip", 2)
+	brokers := kafkatest.Brokers(t)
+	topic := kafkatest.Topic(t, brokers, "roundtrip", 2)
 	c := New(Options{Brokers: brokers})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

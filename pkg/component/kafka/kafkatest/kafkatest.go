@@ -1,4 +1,8 @@
-package kafka
+// Package kafkatest gives tests a Kafka to talk to: an in-process kfake cluster
+// (franz-go's fake broker), or the real brokers named by HELIX_KAFKA_BROKERS, with
+// helpers to create topics, produce records and read a topic back. The kafka://
+// component's own tests and the end-to-end tests of the spec's examples use it.
+package kafkatest
 
 import (
 	"context"
@@ -21,14 +25,17 @@ const BrokersEnv = "HELIX_KAFKA_BROKERS"
 
 var topicSeq atomic.Int64
 
-// testBrokers returns the brokers of a cluster for t: the real one named by
-// HELIX_KAFKA_BROKERS, or a fresh kfake cluster closed at cleanup.
-func testBrokers(t testing.TB) []string {
+// Brokers returns the brokers of a cluster for t: the real one named by
+// HELIX_KAFKA_BROKERS, or a fresh kfake cluster closed at cleanup. The kfake
+// cluster accepts session timeouts down to 100ms (see [SessionTimeout]) and
+// creates topics on first use.
+func Brokers(t testing.TB) []string {
 	t.Helper()
 	if env := os.Getenv(BrokersEnv); env != "" {
 		return strings.Split(env, ",")
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1),
+		kfake.GroupMinSessionTimeout(100*time.Millisecond))
 	if err != nil {
 		t.Fatalf("kfake: %v", err)
 	}
@@ -36,8 +43,8 @@ func testBrokers(t testing.TB) []string {
 	return c.ListenAddrs()
 }
 
-// newTopic creates a topic with n partitions under a name unique to this run.
-func newTopic(t testing.TB, brokers []string, prefix string, n int32) string {
+// Topic creates a topic with n partitions under a name unique to this run.
+func Topic(t testing.TB, brokers []string, prefix string, n int32) string {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1e9, topicSeq.Add(1))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
@@ -57,10 +64,10 @@ func newTopic(t testing.TB, brokers []string, prefix string, n int32) string {
 	return name
 }
 
-// produce writes records and waits for them to be acknowledged.
-func produce(t testing.TB, brokers []string, recs ...*kgo.Record) {
+// Produce writes records and waits for them to be acknowledged.
+func Produce(t testing.TB, brokers []string, recs ...*kgo.Record) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(0))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(0), kgo.AllowAutoTopicCreation())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,22 +79,24 @@ func produce(t testing.TB, brokers []string, recs ...*kgo.Record) {
 	}
 }
 
-// reader reads a topic from its start without a group, in the background, until
-// the test ends.
-type reader struct {
+// Reader reads a topic from its start without a group, in the background, until
+// the test ends. Records arrive on C in order per partition (C is closed when the
+// test ends); All returns the records read so far.
+type Reader struct {
 	mu   sync.Mutex
 	recs []*kgo.Record
-	ch   chan *kgo.Record
+	C    chan *kgo.Record
 }
 
-func readTopic(t testing.TB, brokers []string, topic string) *reader {
+// Read starts a Reader of topic.
+func Read(t testing.TB, brokers []string, topic string) *Reader {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &reader{ch: make(chan *kgo.Record, 100000)}
+	r := &Reader{C: make(chan *kgo.Record, 100000)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -101,7 +110,7 @@ func readTopic(t testing.TB, brokers []string, topic string) *reader {
 				r.mu.Lock()
 				r.recs = append(r.recs, rec)
 				r.mu.Unlock()
-				r.ch <- rec
+				r.C <- rec
 			})
 		}
 	}()
@@ -109,15 +118,16 @@ func readTopic(t testing.TB, brokers []string, topic string) *reader {
 		cancel()
 		<-done
 		cl.Close()
+		close(r.C)
 	})
 	return r
 }
 
-// next waits for the next record.
-func (r *reader) next(t testing.TB) *kgo.Record {
+// Next waits for the next record.
+func (r *Reader) Next(t testing.TB) *kgo.Record {
 	t.Helper()
 	select {
-	case rec := <-r.ch:
+	case rec := <-r.C:
 		return rec
 	case <-time.After(30 * time.Second):
 		t.Fatal("no record arrived within 30s")
@@ -125,8 +135,8 @@ func (r *reader) next(t testing.TB) *kgo.Record {
 	}
 }
 
-// waitCount waits until the reader has seen n records and returns them.
-func (r *reader) waitCount(t testing.TB, n int) []*kgo.Record {
+// WaitCount waits until the reader has seen n records and returns them.
+func (r *Reader) WaitCount(t testing.TB, n int) []*kgo.Record {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -142,4 +152,21 @@ func (r *reader) waitCount(t testing.TB, n int) []*kgo.Record {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// All returns the records read so far.
+func (r *Reader) All() []*kgo.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*kgo.Record(nil), r.recs...)
+}
+
+// SessionTimeout is a short group session timeout the cluster of [Brokers]
+// accepts (a real broker's minimum is usually 6s): tests that kill a group member
+// use it so the group moves on quickly.
+func SessionTimeout() string {
+	if os.Getenv(BrokersEnv) != "" {
+		return "6s"
+	}
+	return "1s"
 }

@@ -1,0 +1,266 @@
+package kafka_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/arvenza/helix/pkg/component/kafka/kafkatest"
+)
+
+// childEnv, when set, makes the test binary a Helix process for TestKillMidStream:
+// it runs the configuration files listed in it (separated by os.PathListSeparator)
+// until it is killed.
+const childEnv = "HELIX_KAFKA_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if files := os.Getenv(childEnv); files != "" {
+		runChild(strings.Split(files, string(os.PathListSeparator)))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(files []string) {
+	a, _, err := loadApp(files)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(3)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "child start:", err)
+		os.Exit(3)
+	}
+	select {} // until killed
+}
+
+// committed returns the group's committed offsets of topic, summed over partitions,
+// and the sum of the partitions' end offsets.
+func committed(t *testing.T, brokers []string, group, topic string) (done, end int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("fetch offsets of %s: %v", group, err)
+	}
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic {
+			done += o.At
+		}
+	})
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) { end += o.Offset })
+	return done, end
+}
+
+// TestFailedRecordGoesToDeadLetterThenCommitted: a record the workflow fails on is
+// redelivered by the error handler, then sent to the dead letter channel (another
+// topic), and its offset is committed — the partition goes on with the next record,
+// and a restart does not see the record again.
+func TestFailedRecordGoesToDeadLetterThenCommitted(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	in := kafkatest.Topic(t, brokers, "orders", 1)
+	dlq := kafkatest.Topic(t, brokers, "orders-dlq", 1)
+	out := kafkatest.Topic(t, brokers, "orders-ok", 1)
+	group := in + "-group"
+	yaml := fmt.Sprintf(`
+workflows:
+  - id: orders
+    trigger:
+      uri: kafka://%s?groupId=%s
+    error_handler:
+      dead_letter_channel: kafka://%s
+      default:
+        maximum_redeliveries: 2
+        redelivery_delay: 1ms
+    steps:
+      - process:
+          starlang: |
+            if payload.get("value", 0) < 0:
+                fail("value must be non-negative")
+            payload
+      - target: kafka://%s
+`, in, group, dlq, out)
+	for i, v := range []int{1, -1, 2, 3} {
+		kafkatest.Produce(t, brokers, &kgo.Record{Topic: in, Value: fmt.Appendf(nil, `{"n": %d, "value": %d}`, i, v)})
+	}
+	dead := kafkatest.Read(t, brokers, dlq)
+	ok := kafkatest.Read(t, brokers, out)
+	files := []string{writeFile(t, "helix.yaml", yaml), brokersFile(t, brokers)}
+
+	a := startApp(t, files...)
+	got := ok.WaitCount(t, 3)
+	d := dead.Next(t)
+	var body map[string]any
+	if err := json.Unmarshal(d.Value, &body); err != nil || body["value"] != float64(-1) {
+		t.Fatalf("dead letter value %q, want the failed record's JSON", d.Value)
+	}
+	if h := header(d, "HelixExceptionMessage"); h != "" {
+		t.Errorf("the dead letter record carries Helix's header HelixExceptionMessage=%q; Helix* headers are not sent", h)
+	}
+	for i, r := range got {
+		var m map[string]any
+		_ = json.Unmarshal(r.Value, &m)
+		if want := []float64{0, 2, 3}[i]; m["n"] != want {
+			t.Errorf("record %d on the output: n=%v, want %v (order kept past the failure)", i, m["n"], want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if done, end := committed(t, brokers, group, in); done != end || end != 4 {
+		t.Fatalf("after stop the group committed %d of %d records; want all 4, the failed one included", done, end)
+	}
+
+	// A restart with the same group starts after the failed record: nothing again.
+	startApp(t, files...)
+	kafkatest.Produce(t, brokers, &kgo.Record{Topic: in, Value: []byte(`{"n": 4, "value": 4}`)})
+	all := ok.WaitCount(t, 4)
+	time.Sleep(200 * time.Millisecond) // a wrong consumer would now deliver more
+	if n := len(ok.All()); n != 4 || len(dead.All()) != 1 {
+		t.Fatalf("after the restart: %d records out (want 4), %d dead letters (want 1): %v", n, len(dead.All()), all)
+	}
+}
+
+// TestKillMidStream kills a Helix process (SIGKILL, no clean stop, no final commit)
+// while it works through a topic, starts another one with the same group, and
+// checks that every record reaches the output at least once. The duplicates —
+// records finished after the last commit before the kill — are counted and logged;
+// docs/kafka.md explains them.
+func TestKillMidStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Helix processes")
+	}
+	brokers := kafkatest.Brokers(t)
+	in := kafkatest.Topic(t, brokers, "stream", 4)
+	out := kafkatest.Topic(t, brokers, "stream-out", 4)
+	const n = 2000
+	// A slow step (1ms per record, an HTTP echo) keeps the stream going long enough to
+	// be killed in the middle.
+	var echoed atomic.Int64
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		echoed.Add(1)
+		time.Sleep(time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.Copy(w, r.Body)
+	}))
+	t.Cleanup(echo.Close)
+	yaml := fmt.Sprintf(`
+workflows:
+  - id: stream
+    trigger:
+      uri: kafka://%s?groupId=%s-g&commitInterval=100ms&sessionTimeout=%s
+    steps:
+      - transform:
+          starlang: |
+            {"id": payload["id"], "doubled": payload["id"] * 2}
+      - target: %s/echo
+      - target: kafka://%s
+`, in, in, kafkatest.SessionTimeout(), echo.URL, out)
+	files := []string{writeFile(t, "helix.yaml", yaml), brokersFile(t, brokers)}
+
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: in, Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, `{"id": %d}`, i)})
+	}
+	kafkatest.Produce(t, brokers, recs...)
+	outR := kafkatest.Read(t, brokers, out)
+
+	first := startChild(t, files)
+	for len(outR.All()) < n/4 {
+		if first.ProcessState != nil {
+			t.Fatal("the first Helix process exited on its own")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	time.Sleep(100 * time.Millisecond) // records in flight at the kill land on the output, or not
+	atKill := len(outR.All())
+	if atKill >= n {
+		t.Fatalf("the first process finished all %d records before it was killed; the test needs a kill mid-stream", n)
+	}
+
+	second := startChild(t, files)
+	deadline := time.Now().Add(60 * time.Second)
+	seen := map[int]int{}
+	for {
+		seen = map[int]int{}
+		for _, r := range outR.All() {
+			var m map[string]any
+			if err := json.Unmarshal(r.Value, &m); err != nil {
+				t.Fatalf("output record %q: %v", r.Value, err)
+			}
+			seen[int(m["id"].(float64))]++
+		}
+		if len(seen) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			var missing []int
+			for i := range n {
+				if seen[i] == 0 {
+					missing = append(missing, i)
+				}
+			}
+			t.Fatalf("after the restart %d of %d records reached the output; lost: %v", len(seen), n, missing)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = second.Process.Kill()
+	_ = second.Wait()
+	dups := 0
+	for _, c := range seen {
+		dups += c - 1
+	}
+	total := len(outR.All())
+	t.Logf("kill mid-stream: %d records, %d on the output when the first process was killed, %d output records in all, %d duplicates (%.1f%%), none lost",
+		n, atKill, total, dups, 100*float64(dups)/n)
+	if total != n+dups {
+		t.Fatalf("count mismatch: %d output records, %d unique, %d duplicates", total, len(seen), dups)
+	}
+}
+
+// startChild runs the test binary as a Helix process with files.
+func startChild(t *testing.T, files []string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(files, string(os.PathListSeparator)))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd
+}
