@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/component/all"
 	"github.com/arvenza/helix/pkg/component/kafka"
 	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
@@ -41,6 +42,12 @@ type Options struct {
 	// Helix, and tests, pass "127.0.0.1:0" for a free port (see App.ManagementAddr).
 	// It does not switch on a management server the configuration disabled.
 	ManagementAddr string
+	// Components, when set, are registered under their schemes in place of Helix's
+	// own (and of helix.kafka.brokers' kafka://): a program embedding Helix, or a
+	// test, gives an http:// its own transport or points slack:// at another API URL.
+	// One instance serving two schemes (http and https) is given under both. They
+	// are started and stopped with the application, like Helix's own.
+	Components map[string]component.Component
 }
 
 // App is a built application. Start and Stop are called once each, from one goroutine.
@@ -85,6 +92,9 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	// when the setting is absent.
 	if b := cfg.Helix.Kafka.Brokers; len(b) > 0 {
 		hc.AddComponent(kafka.Scheme, kafka.New(kafka.Options{Brokers: b, Logger: hc.Logger}))
+	}
+	for scheme, c := range opts.Components {
+		hc.AddComponent(scheme, c)
 	}
 	registerComponents(hc)
 
