@@ -6,19 +6,31 @@ GO ?= go
 FUZZTIME ?= 10s
 TEST_TIMEOUT ?= 60m
 
-.PHONY: test tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test
+.PHONY: test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test
 
 # Full check: services and tools, then lint and brief fuzzing, and the race-enabled test run
 # last so the output ends with go test's own per-package ok/FAIL lines. HELIX_REQUIRE_TOOLS=1
-# turns every "external tool missing" skip into a failure.
+# turns every "external tool missing" skip into a failure. A throw-away PostgreSQL cluster
+# (scripts/postgres.sh, exporting HELIX_POSTGRES_URL) runs from before the lint to the end and
+# is stopped by the trap whether the steps pass or fail.
 test:
 	scripts/setup-services.sh
 	scripts/setup-tools.sh
-	$(MAKE) --no-print-directory lint
-	$(MAKE) --no-print-directory fuzz-smoke
-	$(MAKE) --no-print-directory bench-smoke
-	$(MAKE) --no-print-directory bench-test
+	trap 'scripts/postgres.sh stop' EXIT; \
+	pg_env=$$(scripts/postgres.sh start); eval "$$pg_env"; \
+	$(MAKE) --no-print-directory lint; \
+	$(MAKE) --no-print-directory fuzz-smoke; \
+	$(MAKE) --no-print-directory bench-smoke; \
+	$(MAKE) --no-print-directory bench-test; \
 	HELIX_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# Starts the test PostgreSQL for a shell: eval "$$(make -s postgres-start)"; stop it with
+# make postgres-stop.
+postgres-start:
+	@scripts/postgres.sh start
+
+postgres-stop:
+	@scripts/postgres.sh stop
 
 # Installs Node 22 and the npm MCP peers into .tools (or $HELIX_TOOLS_DIR).
 tools:

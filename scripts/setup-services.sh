@@ -3,12 +3,13 @@
 # test run. Idempotent: `apt-get update` and `apt-get install` run only when a listed package is
 # not installed yet, so the usual run is a few dpkg queries.
 #
-# The test suite currently needs nothing from apt (Node 22 and the MCP peers come from npm via
-# setup-tools.sh), so APT_PACKAGES is empty. A test dependency such as PostgreSQL goes here; a
-# daemon started here must also be stopped by .ci/run (see the note there).
+# PostgreSQL 15 (Debian's postgresql-15: server binaries under /usr/lib/postgresql/15/bin, and
+# the client for psql) is what the postgres:// tests run against. Nothing is started here:
+# `make test` starts a throw-away cluster with scripts/postgres.sh and stops it at exit.
+# Node 22 and the MCP peers come from npm via setup-tools.sh.
 set -euo pipefail
 
-APT_PACKAGES=()
+APT_PACKAGES=(postgresql-15 postgresql-client-15)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
