@@ -493,8 +493,8 @@ func (o *Options) Extra() url.Values {
 	return out
 }
 
-// Redact returns raw with the values of s's secret options replaced by "***", for
-// messages and listings. A raw that does not parse is returned as it is: it holds no
+// Redact returns raw with the values of s's secret options (and of misspellings of
+// them, such as tokn=) replaced by "***", for messages and listings. A raw that does not parse is returned as it is: it holds no
 // option values the spec could name.
 func (s *Spec) Redact(raw string) string {
 	raw = redactUserInfo(raw)
@@ -509,7 +509,7 @@ func (s *Spec) Redact(raw string) string {
 		if uk, err := url.QueryUnescape(k); err == nil {
 			k = uk
 		}
-		if opt, ok := s.Option(k); ok && opt.Secret && hasValue {
+		if s.secretName(k) && hasValue {
 			parts[i] = kv[:strings.IndexByte(kv, '=')+1] + "***"
 			changed = true
 		}
@@ -541,6 +541,17 @@ func redactUserInfo(raw string) string {
 		return raw
 	}
 	return raw[:start+colon+1] + "***" + raw[start+at:]
+}
+
+// secretName reports whether the value of query parameter k is to be hidden: k is a
+// secret option, or a misspelling of one (slack://ops?tokn=xoxb-… is refused with a
+// did-you-mean, and its value is a token all the same).
+func (s *Spec) secretName(k string) bool {
+	if opt, ok := s.Option(k); ok {
+		return opt.Secret
+	}
+	opt, ok := s.Option(suggest.Closest(k, s.OptionNames()))
+	return ok && opt.Secret
 }
 
 // RedactURI returns raw with the values of secret options hidden ([Spec.Redact])

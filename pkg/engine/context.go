@@ -255,6 +255,22 @@ func (c *Context) Endpoint(rawURI string) (component.Endpoint, error) {
 	return ep, nil
 }
 
+// ShownURI returns rawURI with the values of its component's secret options hidden
+// ([component.RedactURI]), for logs: a URI may hold a credential resolved from
+// ${env:…} (slack://ops?token=…). A URI of no registered component is returned as
+// it is. Safe for concurrent use.
+func (c *Context) ShownURI(rawURI string) string {
+	u, err := uri.Parse(rawURI)
+	if err != nil {
+		return rawURI
+	}
+	comp, ok := c.Component(u.Scheme)
+	if !ok {
+		return rawURI
+	}
+	return component.RedactURI(comp, rawURI)
+}
+
 func (c *Context) schemesLocked() []string {
 	out := append([]string(nil), c.schemes...)
 	sort.Strings(out)
@@ -276,7 +292,7 @@ func (c *Context) Producer(ctx context.Context, rawURI string) (component.Produc
 	}
 	if c.producersClosed {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("%s: the context is stopped", rawURI)
+		return nil, fmt.Errorf("%s: the context is stopped", c.ShownURI(rawURI))
 	}
 	c.mu.Unlock()
 	ep, err := c.Endpoint(rawURI)
@@ -285,10 +301,10 @@ func (c *Context) Producer(ctx context.Context, rawURI string) (component.Produc
 	}
 	p, err := ep.CreateProducer()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", rawURI, err)
+		return nil, fmt.Errorf("%s: %w", c.ShownURI(rawURI), err)
 	}
 	if err := p.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start producer %s: %w", rawURI, err)
+		return nil, fmt.Errorf("start producer %s: %w", c.ShownURI(rawURI), err)
 	}
 	c.mu.Lock()
 	if c.producersClosed {
@@ -296,9 +312,9 @@ func (c *Context) Producer(ctx context.Context, rawURI string) (component.Produc
 		// would ever stop it.
 		c.mu.Unlock()
 		if err := p.Stop(ctx); err != nil {
-			c.Logger().Warn("stop producer created during Stop", "uri", rawURI, "error", err)
+			c.Logger().Warn("stop producer created during Stop", "uri", c.ShownURI(rawURI), "error", err)
 		}
-		return nil, fmt.Errorf("%s: the context is stopped", rawURI)
+		return nil, fmt.Errorf("%s: the context is stopped", c.ShownURI(rawURI))
 	}
 	if existing, ok := c.producers[key]; ok {
 		c.mu.Unlock()

@@ -78,7 +78,7 @@ func (c *Context) acquireDynamic(ctx context.Context, template, rawURI string) (
 	}
 	if c.producersClosed {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("%s: the context is stopped", rawURI)
+		return nil, fmt.Errorf("%s: the context is stopped", c.ShownURI(rawURI))
 	}
 	if c.dynamic.entries == nil {
 		c.dynamic.entries = map[string]*dynamicEntry{}
@@ -112,9 +112,9 @@ func (c *Context) acquireDynamic(ctx context.Context, template, rawURI string) (
 		// now): stop it here, nobody else would.
 		c.mu.Unlock()
 		if err := p.Stop(ctx); err != nil {
-			c.Logger().Warn("stop producer created during Stop", "uri", rawURI, "error", err)
+			c.Logger().Warn("stop producer created during Stop", "uri", c.ShownURI(rawURI), "error", err)
 		}
-		return nil, fmt.Errorf("%s: the context is stopped", rawURI)
+		return nil, fmt.Errorf("%s: the context is stopped", c.ShownURI(rawURI))
 	}
 	if e, ok := c.dynamic.entries[key]; ok { // lost a race: use the winner's
 		e.refs++

@@ -187,8 +187,8 @@ func (h *DefaultErrorHandler) HandleError(ctx context.Context, ex *exchange.Exch
 		return err
 	}
 	if dlErr := h.deadLetter(ctx, ex, step, attempts, err); dlErr != nil {
-		h.hc.Logger().Error("dead letter channel failed", "uri", h.opts.DeadLetterURI, "workflow", WorkflowID(ctx), "exchange", ex.ID(), "error", dlErr)
-		return errors.Join(err, fmt.Errorf("dead letter %s: %w", h.opts.DeadLetterURI, dlErr))
+		h.hc.Logger().Error("dead letter channel failed", "uri", h.hc.ShownURI(h.opts.DeadLetterURI), "workflow", WorkflowID(ctx), "exchange", ex.ID(), "error", dlErr)
+		return errors.Join(err, fmt.Errorf("dead letter %s: %w", h.hc.ShownURI(h.opts.DeadLetterURI), dlErr))
 	}
 	return err
 }

@@ -133,7 +133,7 @@ func (w *Wiretap) Process(_ context.Context, ex *exchange.Exchange) error {
 		defer func() {
 			if r := recover(); r != nil {
 				w.failed.Add(1)
-				w.hc.Logger().Error("wiretap: tap panicked", "step", w.name, "uri", target, "exchange", tap.ID(), "panic", r)
+				w.hc.Logger().Error("wiretap: tap panicked", "step", w.name, "uri", w.hc.ShownURI(target), "exchange", tap.ID(), "panic", r)
 			}
 		}()
 		if err := engine.RunStep(ctx, component.ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
@@ -143,7 +143,7 @@ func (w *Wiretap) Process(_ context.Context, ex *exchange.Exchange) error {
 			return w.hc.SendTemplate(ctx, w.template, ex)
 		}), tap); err != nil {
 			w.failed.Add(1)
-			w.hc.Logger().Warn("wiretap: tap failed", "step", w.name, "uri", target, "exchange", tap.ID(), "error", err)
+			w.hc.Logger().Warn("wiretap: tap failed", "step", w.name, "uri", w.hc.ShownURI(target), "exchange", tap.ID(), "error", err)
 		}
 	})
 	return nil
