@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,5 +151,40 @@ func TestPostgresURIMistakesAtTheirPosition(t *testing.T) {
 	}
 	if strings.Contains(msg, "s3cret-pw") {
 		t.Errorf("the password is shown:\n%s", msg)
+	}
+}
+
+// Credentials from ${env:…} in the URI's options: the right password works, a wrong one
+// fails with SQLSTATE 28P01 and neither password appears in the error.
+func TestPostgresPasswordFromEnv(t *testing.T) {
+	base := testtools.PostgresURL(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, _ := u.User.Password()
+	u.User = url.User(u.User.Username())
+	t.Setenv("HELIX_TEST_PGPASSWORD", pw)
+	t.Setenv("HELIX_TEST_WRONG_PGPASSWORD", "Not-The-Pw-42")
+	a := startYAML(t, `workflows:
+  - id: ok
+    trigger: direct://ok
+    steps:
+      - target: "`+u.String()+`?query=SELECT 1 AS one&password=${env:HELIX_TEST_PGPASSWORD}"
+  - id: wrong
+    trigger: direct://wrong
+    steps:
+      - target: "`+u.String()+`?query=SELECT 1 AS one&password=${env:HELIX_TEST_WRONG_PGPASSWORD}"
+`)
+	got, err := request(a, "direct://ok", nil)
+	if err != nil || string(asBytes(got)) != `[{"one":1}]` {
+		t.Errorf("password from env: %v %s", err, asBytes(got))
+	}
+	_, err = request(a, "direct://wrong", nil)
+	if err == nil || !strings.Contains(err.Error(), "28P01") {
+		t.Fatalf("wrong password: %v", err)
+	}
+	if strings.Contains(err.Error(), "Not-The-Pw-42") || strings.Contains(err.Error(), "password="+pw) {
+		t.Errorf("the error shows a password: %v", err)
 	}
 }
