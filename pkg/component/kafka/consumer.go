@@ -61,13 +61,25 @@ type topicPartition struct {
 	partition int32
 }
 
-// worker runs one partition's records in order.
+// worker runs one partition's records in order. Its marker goroutine marks them
+// for commit, in offset order, once the records they sent are acknowledged.
 type worker struct {
-	recs chan []*kgo.Record
-	quit chan struct{}
-	once sync.Once
-	done chan struct{}
+	recs    chan []*kgo.Record
+	quit    chan struct{}
+	once    sync.Once
+	pending chan pendingRecord // finished records waiting for their sends' acks, in order
+	done    chan struct{}      // closed when the worker and its marker ended
 }
+
+// pendingRecord is a finished record and the acknowledgements it waits for.
+type pendingRecord struct {
+	r *kgo.Record
+	a *acks
+}
+
+// maxPendingPerPartition bounds the records of one partition that finished but
+// wait for their sends' acknowledgements.
+const maxPendingPerPartition = 1024
 
 func (w *worker) stop() { w.once.Do(func() { close(w.quit) }) }
 
@@ -182,9 +194,12 @@ func (c *consumer) assigned(_ context.Context, _ *kgo.Client, m map[string][]int
 			if c.workers[tp] != nil {
 				continue
 			}
-			w := &worker{recs: make(chan []*kgo.Record, 4), quit: make(chan struct{}), done: make(chan struct{})}
+			w := &worker{recs: make(chan []*kgo.Record, 4), quit: make(chan struct{}),
+				pending: make(chan pendingRecord, maxPendingPerPartition), done: make(chan struct{})}
 			c.workers[tp] = w
-			go c.work(w)
+			marked := make(chan struct{})
+			go c.mark(w, marked)
+			go c.work(w, marked)
 		}
 	}
 }
@@ -231,9 +246,14 @@ func contains(ps []int32, p int32) bool {
 // work runs a partition's records in offset order until the worker is stopped.
 // A stopped worker finishes the record it is running; the records it did not
 // start are neither processed nor committed, so the partition's next owner (or
-// this group after a restart) reads them again.
-func (c *consumer) work(w *worker) {
-	defer close(w.done)
+// this group after a restart) reads them again. Each finished record goes to the
+// marker, which marks it for commit once the records it sent are acknowledged.
+func (c *consumer) work(w *worker, marked <-chan struct{}) {
+	defer func() {
+		close(w.pending)
+		<-marked
+		close(w.done)
+	}()
 	for {
 		select {
 		case <-w.quit:
@@ -245,12 +265,39 @@ func (c *consumer) work(w *worker) {
 					return
 				default:
 				}
-				if !c.handle(r) {
+				a := &acks{}
+				if !c.handle(r, a) {
 					return
 				}
-				c.cl.MarkCommitRecords(r)
+				w.pending <- pendingRecord{r, a}
 			}
 		}
+	}
+}
+
+// mark marks finished records for commit in offset order, each once its sends
+// are acknowledged. A record whose asynchronous send failed runs through the
+// workflow once more with synchronous sends, so that the failure reaches the
+// workflow's error handler as any other failure does; its offset is committed
+// after that.
+func (c *consumer) mark(w *worker, marked chan<- struct{}) {
+	defer close(marked)
+	for p := range w.pending {
+		if done := p.a.wait(); done != nil {
+			select {
+			case <-done:
+			case <-c.runCtx.Done():
+				return // aborted or past the stop deadline: not committed
+			}
+		}
+		if err := p.a.failed(); err != nil {
+			c.logger().Warn("kafka record's send failed after the workflow finished; running the record again with synchronous sends",
+				"uri", c.e.redacted(), "topic", p.r.Topic, "partition", p.r.Partition, "offset", p.r.Offset, "error", err)
+			if !c.handle(p.r, nil) {
+				return
+			}
+		}
+		c.cl.MarkCommitRecords(p.r)
 	}
 }
 
@@ -258,7 +305,10 @@ func (c *consumer) work(w *worker) {
 // finished — processed, or failed and left to the workflow's error handler — and
 // so may be committed; a record whose processing was cancelled (Stop's deadline,
 // abort) is not.
-func (c *consumer) handle(r *kgo.Record) bool {
+//
+// With a non-nil a, kafka:// targets reached while processing send without
+// waiting for the acknowledgement and register it with a instead (see acks).
+func (c *consumer) handle(r *kgo.Record, a *acks) bool {
 	if c.sem != nil {
 		select {
 		case c.sem <- struct{}{}:
@@ -279,7 +329,14 @@ func (c *consumer) handle(r *kgo.Record) bool {
 	m.SetHeader(HeaderPartition, int(r.Partition))
 	m.SetHeader(HeaderOffset, r.Offset)
 	m.SetHeader(HeaderTimestamp, r.Timestamp.UTC().Format(time.RFC3339Nano))
-	err := c.p.Process(c.runCtx, ex)
+	ctx := c.runCtx
+	if a != nil {
+		ctx = context.WithValue(ctx, acksKey{}, a)
+	}
+	err := c.p.Process(ctx, ex)
+	if a != nil {
+		a.seal()
+	}
 	if err == nil {
 		return true
 	}
@@ -377,4 +434,81 @@ func (c *consumer) abort() {
 	c.loops.Wait()
 	c.stopWorkers(nil)
 	c.cl.CloseAllowingRebalance()
+}
+
+// acks collects the acknowledgements of the records a kafka:// target sent while
+// the workflow processed one consumed record. The consumer puts it into the
+// processing context; a producer that finds it there sends asynchronously and
+// reports the outcome to it, so a partition's next record starts without waiting
+// for the broker, while the consumed record is committed only after everything
+// it sent was acknowledged (at least once, as with synchronous sends). This is
+// what lets a Kafka → Kafka workflow keep up with a plain franz-go loop.
+type acks struct {
+	mu     sync.Mutex
+	n      int
+	sealed bool
+	err    error
+	done   chan struct{}
+}
+
+type acksKey struct{}
+
+// acksFrom returns the collector of ctx, nil when ctx does not belong to a
+// record being consumed.
+func acksFrom(ctx context.Context) *acks {
+	a, _ := ctx.Value(acksKey{}).(*acks)
+	return a
+}
+
+// add registers one send; false means the record's workflow already finished
+// (a wiretap copy sending later), and the caller must wait for its send itself.
+func (a *acks) add() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sealed {
+		return false
+	}
+	a.n++
+	return true
+}
+
+// finish reports one send's outcome.
+func (a *acks) finish(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n--
+	if err != nil && a.err == nil {
+		a.err = err
+	}
+	if a.sealed && a.n == 0 && a.done != nil {
+		close(a.done)
+	}
+}
+
+// seal ends registration: the workflow finished.
+func (a *acks) seal() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sealed = true
+	if a.n > 0 {
+		a.done = make(chan struct{})
+	}
+}
+
+// wait returns a channel closed when every send is acknowledged, nil when they
+// already are. Call it after seal.
+func (a *acks) wait() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n == 0 {
+		return nil
+	}
+	return a.done
+}
+
+// failed returns the first send error.
+func (a *acks) failed() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
 }

@@ -264,3 +264,57 @@ func startChild(t *testing.T, files []string) *exec.Cmd {
 	})
 	return cmd
 }
+
+// TestAsyncSendFailureReachesErrorHandler: in a workflow triggered by kafka://, a
+// kafka:// target does not wait for the broker; when such a send fails (here: a
+// topic that does not exist, with autoCreateTopics=false and a short
+// deliveryTimeout), the consumed record runs
+// through the workflow again with synchronous sends, so the failure reaches the
+// error handler and the dead letter channel, and the offset is committed after
+// that. The records around it go through in order.
+func TestAsyncSendFailureReachesErrorHandler(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	in := kafkatest.Topic(t, brokers, "sendfail", 1)
+	out := kafkatest.Topic(t, brokers, "sendfail-out", 1)
+	dlq := kafkatest.Topic(t, brokers, "sendfail-dlq", 1)
+	group := in + "-group"
+	yaml := fmt.Sprintf(`
+workflows:
+  - id: sendfail
+    trigger:
+      uri: kafka://%s?groupId=%s
+    error_handler:
+      dead_letter_channel: kafka://%s
+    steps:
+      - choice:
+          when:
+            - starlang: |
+                payload.get("lost", False)
+              steps:
+                - target: kafka://no-such-topic-%s?autoCreateTopics=false&deliveryTimeout=1s
+          otherwise:
+            steps:
+              - target: kafka://%s
+`, in, group, dlq, in, out)
+	for _, v := range []string{`{"n": 0}`, `{"n": 1, "lost": true}`, `{"n": 2}`} {
+		kafkatest.Produce(t, brokers, &kgo.Record{Topic: in, Value: []byte(v)})
+	}
+	dead := kafkatest.Read(t, brokers, dlq)
+	ok := kafkatest.Read(t, brokers, out)
+	a := startApp(t, writeFile(t, "helix.yaml", yaml), brokersFile(t, brokers))
+	got := ok.WaitCount(t, 2)
+	if d := dead.Next(t); !strings.Contains(string(d.Value), `"lost":true`) {
+		t.Fatalf("dead letter %q, want the record whose send failed", d.Value)
+	}
+	if len(got) != 2 || !strings.Contains(string(got[0].Value), `"n":0`) || !strings.Contains(string(got[1].Value), `"n":2`) {
+		t.Fatalf("output %q, want n=0 then n=2", [][]byte{got[0].Value, got[len(got)-1].Value})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if done, end := committed(t, brokers, group, in); done != end || end != 3 {
+		t.Fatalf("committed %d of %d; want all 3", done, end)
+	}
+}

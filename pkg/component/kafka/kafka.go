@@ -133,6 +133,9 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if opts.Duration("sessionTimeout") < 100*time.Millisecond {
 		problems = append(problems, "option sessionTimeout must be at least 100ms (brokers usually require 6s or more)")
 	}
+	if opts.Duration("deliveryTimeout") < time.Second {
+		problems = append(problems, "option deliveryTimeout must be at least 1s")
+	}
 	if opts.Duration("linger") < 0 {
 		problems = append(problems, "option linger must not be negative")
 	}

@@ -32,7 +32,8 @@ func (e *endpoint) CreateProducer() (component.Producer, error) {
 // Start creates the client; franz-go connects on the first send.
 func (p *producer) Start(context.Context) error {
 	o := p.e.opts
-	opts := append(append([]kgo.Opt(nil), p.e.base...), kgo.DefaultProduceTopic(p.e.topic), kgo.ProducerLinger(o.Duration("linger")))
+	opts := append(append([]kgo.Opt(nil), p.e.base...), kgo.DefaultProduceTopic(p.e.topic), kgo.ProducerLinger(o.Duration("linger")),
+		kgo.RecordDeliveryTimeout(o.Duration("deliveryTimeout")))
 	switch o.String("acks") {
 	case "all":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -49,7 +50,7 @@ func (p *producer) Start(context.Context) error {
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("kafka producer %s: %w", p.e.redacted(), err)
+		return fmt.Errorf("kafka: %w", err)
 	}
 	p.mu.Lock()
 	p.cl = cl
@@ -75,7 +76,9 @@ func (p *producer) Stop(ctx context.Context) error {
 }
 
 // Process sends ex's body as one record and returns when the brokers acknowledged
-// it (acks). The exchange is left unchanged.
+// it (acks) — or, in a workflow triggered by kafka://, as soon as the record is
+// handed to the client, the consumer then waiting for the acknowledgement before
+// it commits. The exchange is left unchanged.
 func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	p.mu.RLock()
 	cl := p.cl
@@ -86,6 +89,18 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	rec, err := p.record(ex.In())
 	if err != nil {
 		return err
+	}
+	if a := acksFrom(ctx); a != nil && a.add() {
+		// Inside a workflow triggered by kafka://: the consumer commits the
+		// triggering record only after this send is acknowledged, so the send need
+		// not be waited for here (see acks). It must outlive the step's context.
+		cl.Produce(context.WithoutCancel(ctx), rec, func(_ *kgo.Record, err error) {
+			if err != nil {
+				err = fmt.Errorf("kafka: send to topic %s: %w", p.e.topic, err)
+			}
+			a.finish(err)
+		})
+		return nil
 	}
 	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		return fmt.Errorf("kafka: send to topic %s: %w", p.e.topic, err)

@@ -87,11 +87,19 @@ func writeFile(t *testing.T, name, text string) string {
 // brokersFile is a second configuration file holding helix.kafka.brokers, so the
 // spec's YAML runs unchanged against the test's cluster.
 func brokersFile(t *testing.T, brokers []string) string {
-	return writeFile(t, "brokers.yaml", "helix:\n  kafka:\n    brokers: ["+strings.Join(brokers, ", ")+"]\n  management:\n    enabled: false\n")
+	return writeFile(t, "brokers.yaml", brokersYAML(brokers))
+}
+
+func brokersYAML(brokers []string) string {
+	return "helix:\n  kafka:\n    brokers: [" + strings.Join(brokers, ", ") + "]\n  management:\n    enabled: false\n"
 }
 
 func loadApp(files []string) (*app.App, any, error) {
-	a, cfg, err := app.Load(app.Options{Logger: slog.New(slog.DiscardHandler)}, files...)
+	logger := slog.New(slog.DiscardHandler)
+	if os.Getenv("HELIX_TEST_LOG") != "" { // see the Helix logs of a failing test
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	a, cfg, err := app.Load(app.Options{Logger: logger}, files...)
 	return a, cfg, err
 }
 
