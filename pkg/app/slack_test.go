@@ -68,6 +68,10 @@ func TestSlackFromYAML(t *testing.T) {
       - set-body: "Rollout finished"
       - target: slack://ops-channel?token=${env:GOOD_TOKEN}&threadTs=${header.HelixSlackTs}
       - wiretap: slack://ops-channel?token=${env:BAD_TOKEN}
+  - id: broken
+    trigger: direct://broken
+    steps:
+      - target: slack://ops-channel?token=${env:BAD_TOKEN}&apiUrl=ftp://x/&threadTs=${header.T}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +100,12 @@ func TestSlackFromYAML(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "s3cret") {
 		t.Errorf("the log shows a token: %s", logs.String())
+	}
+	// A target built per exchange (it has a placeholder) that cannot be built fails
+	// naming the URI with the token hidden.
+	err = a.Context().Send(ctx, "direct://broken", exchange.NewWithBody(exchange.InOut, "x"))
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "token=***") || !strings.Contains(err.Error(), `apiUrl "ftp://x/" is not an http(s) URL`) {
+		t.Errorf("got %v", err)
 	}
 }
 

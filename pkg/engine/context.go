@@ -425,10 +425,10 @@ func (c *Context) startConsumer(ctx context.Context, w *Workflow) error {
 		return c.runPipeline(ctx, rw, ex)
 	}))
 	if err != nil {
-		return fmt.Errorf("workflow %s: trigger %s: %w", w.ID, w.FromURI, err)
+		return fmt.Errorf("workflow %s: trigger %s: %w", w.ID, c.ShownURI(w.FromURI), err)
 	}
 	if err := cons.Start(ctx); err != nil {
-		return fmt.Errorf("workflow %s: start trigger %s: %w", w.ID, w.FromURI, err)
+		return fmt.Errorf("workflow %s: start trigger %s: %w", w.ID, c.ShownURI(w.FromURI), err)
 	}
 	c.mu.Lock()
 	c.consumers = append(c.consumers, cons)

@@ -97,14 +97,14 @@ func (c *Context) acquireDynamic(ctx context.Context, template, rawURI string) (
 	}
 	ep, err := comp.CreateEndpoint(u)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", rawURI, err)
+		return nil, fmt.Errorf("%s: %w", component.RedactURI(comp, rawURI), err)
 	}
 	p, err := ep.CreateProducer()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", rawURI, err)
+		return nil, fmt.Errorf("%s: %w", component.RedactURI(comp, rawURI), err)
 	}
 	if err := p.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start producer %s: %w", rawURI, err)
+		return nil, fmt.Errorf("start producer %s: %w", component.RedactURI(comp, rawURI), err)
 	}
 	c.mu.Lock()
 	if c.producersClosed {
