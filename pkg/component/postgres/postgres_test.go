@@ -334,7 +334,7 @@ func TestTypeMapping(t *testing.T) {
 		{"'hé'::text", "hé"},
 		{"ARRAY[1,2]::int4[]", []any{int64(1), int64(2)}},
 		{"'127.0.0.1'::inet", "127.0.0.1"},
-		{"'1 day'::interval", "1 day"},
+		{"'1 day 02:03:04'::interval", "1 day 02:03:04"},
 	} {
 		ex, err := send(t, q, map[string]any{"query": "SELECT " + tc.expr + " AS v"})
 		if err != nil {
