@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/component/kafka/kafkatest"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // categorizer is the stub of spec §12.3's external AI server: an MCP server (the
@@ -198,4 +200,61 @@ func header(r *kgo.Record, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestSpec12_2WiretapToAuditLog runs the Kafka part of spec §12.2: the wiretap
+// kafka://deployments?topic=audit-log writes the validated request to the topic
+// audit-log (topic= replaces the address), and the workflow goes on with its
+// own copy. (The whole §12.2 example, with Slack and a stub Kubernetes API, is
+// tested with the slack:// component.)
+func TestSpec12_2WiretapToAuditLog(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	audit := kafkatest.Read(t, brokers, "audit-log")
+	yaml := `
+workflows:
+  - id: deploy-service
+    trigger:
+      uri: direct://deploy-service
+    steps:
+      - process:
+          starlang: |
+            service = payload.get("service", "")
+            version = payload.get("version", "")
+            if not service:
+                fail("service name is required")
+            payload
+
+      # Record in audit log
+      - wiretap: kafka://deployments?topic=audit-log
+
+      - transform:
+          starlang: |
+            write({"status": "deployed", "service": payload["service"], "version": payload["version"]}, "application/json")
+`
+	a := startApp(t, writeFile(t, "helix.yaml", yaml), brokersFile(t, brokers))
+	run := fmt.Sprint(time.Now().UnixNano())
+	ex := exchange.NewWithBody(exchange.InOut, map[string]any{"service": "api-" + run, "version": "1.2.3"})
+	ex.In().SetHeader("X-Request-Id", run)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Context().Send(ctx, "direct://deploy-service", ex); err != nil {
+		t.Fatal(err)
+	}
+	if got := exchange.Stringify(ex.In().Body()); !strings.Contains(got, `"status":"deployed"`) {
+		t.Fatalf("reply %s", got)
+	}
+	for {
+		r := audit.Next(t)
+		if header(r, "X-Request-Id") != run {
+			continue // an older run's record on a real broker
+		}
+		var m map[string]any
+		if err := json.Unmarshal(r.Value, &m); err != nil || m["service"] != "api-"+run || m["version"] != "1.2.3" {
+			t.Fatalf("audit-log record %q, want the validated request as JSON", r.Value)
+		}
+		if r.Topic != "audit-log" {
+			t.Fatalf("record on %s", r.Topic)
+		}
+		return
+	}
 }
