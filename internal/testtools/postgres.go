@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -71,4 +72,22 @@ func UniqueName(prefix string) string {
 	b := make([]byte, 5)
 	_, _ = rand.Read(b)
 	return strings.ToLower(prefix) + "_" + hex.EncodeToString(b)
+}
+
+// PostgresDatabase creates a database of its own on the test server and returns its URL
+// (the server's URL with the database replaced); it is dropped, with any session still
+// on it, when the test ends. Tests that share fixed table names, or that terminate
+// sessions, use one so that concurrent test packages never meet.
+func PostgresDatabase(t testing.TB) string {
+	t.Helper()
+	base := PostgresURL(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvPostgresURL, err)
+	}
+	name := UniqueName("helixtest")
+	PostgresExec(t, base, "CREATE DATABASE "+name)
+	t.Cleanup(func() { PostgresExec(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	u.Path = "/" + name
+	return u.String()
 }

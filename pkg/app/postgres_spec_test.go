@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,16 +22,7 @@ import (
 // URL; it is dropped when the test ends.
 func specDatabase(t *testing.T, setup ...string) string {
 	t.Helper()
-	base := testtools.PostgresURL(t)
-	name := testtools.UniqueName("spec")
-	testtools.PostgresExec(t, base, "CREATE DATABASE "+name)
-	t.Cleanup(func() { testtools.PostgresExec(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	db := u.String()
+	db := testtools.PostgresDatabase(t)
 	testtools.PostgresExec(t, db, setup...)
 	return db
 }

@@ -487,14 +487,15 @@ func TestErrorsNameTheProblemWithoutThePassword(t *testing.T) {
 	}
 }
 
-// terminate ends every connection Helix's pools hold (application_name helix).
-func terminate(t *testing.T, base string) {
+// terminate ends every connection Helix's pools hold to db (a database of the test's
+// own, so that tests running beside it keep their connections).
+func terminate(t *testing.T, db string) {
 	t.Helper()
-	testtools.PostgresExec(t, base, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'helix' AND pid <> pg_backend_pid()")
+	testtools.PostgresExec(t, db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'helix' AND datname = current_database() AND pid <> pg_backend_pid()")
 }
 
 func TestPoolRecoversAfterTheServerDroppedItsConnections(t *testing.T) {
-	base := testtools.PostgresURL(t)
+	base := testtools.PostgresDatabase(t)
 	p := target(t, with(base, "operation=query&maxConns=4"))
 	for range 4 {
 		mustSend(t, p, map[string]any{"query": "SELECT 1"})
@@ -693,7 +694,7 @@ func TestPollingKilledMidBatchLosesNothing(t *testing.T) {
 }
 
 func TestListenDecodesJSONAndReconnects(t *testing.T) {
-	base := testtools.PostgresURL(t)
+	base := testtools.PostgresDatabase(t)
 	ch := testtools.UniqueName("events")
 	col := newCollector()
 	c := trigger(t, with(base, "channel="+ch+"&delay=100ms"), col)
