@@ -179,6 +179,7 @@ workflows:
           starlang: |
             {"id": payload["id"], "doubled": payload["id"] * 2}
       - target: %s/echo
+      - set-header: {name: X-Run, constant: "${env:HELIX_KAFKA_TEST_RUN}"}
       - target: kafka://%s
 `, in, in, kafkatest.SessionTimeout(), echo.URL, out)
 	files := []string{writeFile(t, "helix.yaml", yaml), brokersFile(t, brokers)}
@@ -190,7 +191,7 @@ workflows:
 	kafkatest.Produce(t, brokers, recs...)
 	outR := kafkatest.Read(t, brokers, out)
 
-	first := startChild(t, files)
+	first := startChild(t, files, "first")
 	for len(outR.All()) < n/4 {
 		if first.ProcessState != nil {
 			t.Fatal("the first Helix process exited on its own")
@@ -201,13 +202,9 @@ workflows:
 		t.Fatal(err)
 	}
 	_ = first.Wait()
-	time.Sleep(100 * time.Millisecond) // records in flight at the kill land on the output, or not
-	atKill := len(outR.All())
-	if atKill >= n {
-		t.Fatalf("the first process finished all %d records before it was killed; the test needs a kill mid-stream", n)
-	}
+	committedAtKill, _ := committed(t, brokers, in+"-g", in)
 
-	second := startChild(t, files)
+	second := startChild(t, files, "second")
 	deadline := time.Now().Add(60 * time.Second)
 	seen := map[int]int{}
 	for {
@@ -239,19 +236,34 @@ workflows:
 	for _, c := range seen {
 		dups += c - 1
 	}
-	total := len(outR.All())
-	t.Logf("kill mid-stream: %d records, %d on the output when the first process was killed, %d output records in all, %d duplicates (%.1f%%), none lost",
-		n, atKill, total, dups, 100*float64(dups)/n)
+	all := outR.All()
+	total, atKill := len(all), 0 // atKill: output records of the first process
+	for _, r := range all {
+		if header(r, "X-Run") == "first" {
+			atKill++
+		}
+	}
+	if atKill >= n {
+		t.Fatalf("the first process finished all %d records before it was killed; the test needs a kill mid-stream", n)
+	}
+	t.Logf("kill mid-stream: %d records, %d finished by the first process (%d of them committed), %d output records in all, %d duplicates (%.1f%%), none lost",
+		n, atKill, committedAtKill, total, dups, 100*float64(dups)/n)
 	if total != n+dups {
 		t.Fatalf("count mismatch: %d output records, %d unique, %d duplicates", total, len(seen), dups)
 	}
+	// The duplicates are exactly the records the first process finished after its
+	// last commit: the second one starts at the committed offsets.
+	if want := int64(atKill) - committedAtKill; int64(dups) != want {
+		t.Fatalf("%d duplicates; want %d, the records finished but not committed when the first process died", dups, want)
+	}
 }
 
-// startChild runs the test binary as a Helix process with files.
-func startChild(t *testing.T, files []string) *exec.Cmd {
+// startChild runs the test binary as a Helix process with files; its output
+// records carry the header X-Run: run.
+func startChild(t *testing.T, files []string, run string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(files, string(os.PathListSeparator)))
+	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(files, string(os.PathListSeparator)), "HELIX_KAFKA_TEST_RUN="+run)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
