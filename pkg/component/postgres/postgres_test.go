@@ -737,3 +737,29 @@ func TestListenDecodesJSONAndReconnects(t *testing.T) {
 		t.Errorf("last payload %#v", last)
 	}
 }
+
+// Numbers and booleans are bound as their text, so PostgreSQL converts them by the
+// parameter's type as it would a literal: no silent truncation, no missing plans.
+func TestParameterConversion(t *testing.T) {
+	db := testtools.PostgresDatabase(t)
+	testtools.PostgresExec(t, db, "CREATE TABLE p (i int, t text, n numeric, b boolean, j jsonb, a int[])")
+	ins := target(t, with(db, "operation=insert&table=p"))
+	row := mustSend(t, ins, map[string]any{"i": 5.0, "t": 42.5, "n": 0.1, "b": true, "j": []any{1.5, "x"}, "a": []any{int64(1), int64(2)}}).In().Body()
+	if got := jsonOf(t, row); got != `{"a":[1,2],"b":true,"i":5,"j":[1.5,"x"],"n":0.1,"t":"42.5"}` {
+		t.Errorf("row %s", got)
+	}
+	row = mustSend(t, ins, map[string]any{"t": int64(7), "j": map[string]any{"k": false}}).In().Body()
+	if got := jsonOf(t, row); got != `{"a":null,"b":null,"i":null,"j":{"k":false},"n":null,"t":"7"}` {
+		t.Errorf("row %s", got)
+	}
+	if _, err := send(t, ins, map[string]any{"i": 5.5}); err == nil || !strings.Contains(err.Error(), "22P02") {
+		t.Errorf("5.5 into an integer column: %v, want SQLSTATE 22P02 (not a silent 5)", err)
+	}
+	q := target(t, with(db, "query="+url.QueryEscape("SELECT count(*) AS n FROM p WHERE i = :i")))
+	if _, err := send(t, q, map[string]any{"i": 5.5}); err == nil || !strings.Contains(err.Error(), "22P02") {
+		t.Errorf("WHERE i = 5.5: %v, want SQLSTATE 22P02", err)
+	}
+	if got := jsonOf(t, mustSend(t, q, map[string]any{"i": 5.0}).In().Body()); got != `[{"n":1}]` {
+		t.Errorf("WHERE i = 5.0: %s", got)
+	}
+}

@@ -35,7 +35,8 @@ insert answers the inserted row (a map body) or rows (a list body) as RETURNING 
 them, update and delete answer the changed rows, exec keeps the body. Parameters are
 always bound, never spliced into the SQL: $1, $2 … take the values of a list, :name takes
 the key name of a map. Table and column names (table=, the keys of an inserted or updated
-map) are quoted identifiers.
+map) are quoted identifiers. Numbers and booleans are bound as text, so PostgreSQL
+converts them by the column's type as it would a literal (5.5 for an integer is an error).
 
 Values come back JSON-natural: integers as numbers; numeric as a number when a float64
 holds it exactly and as a string otherwise (no precision is lost); timestamptz as RFC 3339

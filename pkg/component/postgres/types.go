@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"net/netip"
 	"strconv"
@@ -172,33 +173,51 @@ func sameDecimal(a, b string) bool {
 	return ok1 && ok2 && x.Cmp(y) == 0
 }
 
-// paramValue prepares a body value as a statement parameter: maps, and lists
-// holding maps, are sent as JSON text (for json/jsonb columns); json.Number as the
-// number it spells; everything else as it is, for pgx to encode by the column's type.
+// paramValue prepares a body value as a statement parameter. Numbers and booleans
+// are sent as their text, so PostgreSQL converts them by the parameter's type exactly as
+// it converts a literal: 5.5 for an integer column is an error (pgx would truncate a
+// float64 to 5), 42 for a text column is "42" (pgx has no plan for it). Whole floats
+// (JSON numbers arrive as float64) are written without a fraction. Maps, and lists
+// holding maps, are sent as JSON text (for json/jsonb columns); other lists are
+// arrays; strings, bytes and null go as they are.
 func paramValue(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return fmt.Sprint(x)
-		}
-		return string(b)
+		return jsonText(x)
 	case []any:
 		for _, e := range x {
 			switch e.(type) {
 			case map[string]any, []any:
-				b, err := json.Marshal(x)
-				if err != nil {
-					return fmt.Sprint(x)
-				}
-				return string(b)
+				return jsonText(x)
 			}
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = paramValue(e)
+			out[i] = arrayItem(e)
 		}
 		return out
+	case json.Number:
+		return x.String()
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int32:
+		return strconv.FormatInt(int64(x), 10)
+	case float32:
+		return floatText(float64(x))
+	case float64:
+		return floatText(x)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return v
+}
+
+// arrayItem prepares one element of an array parameter: numbers stay numbers (pgx
+// encodes an array's elements in the array's binary format).
+func arrayItem(v any) any {
+	switch x := v.(type) {
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
 			return i
@@ -211,4 +230,19 @@ func paramValue(v any) any {
 		return int64(x)
 	}
 	return v
+}
+
+func floatText(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+func jsonText(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
