@@ -2,7 +2,6 @@ package kafka_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	segjson "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/arvenza/helix/pkg/component/kafka/kafkatest"
@@ -30,7 +30,8 @@ const benchPartitions = 4
 //   - helix: a YAML workflow, kafka:// trigger → transform → kafka:// target, at
 //     least once (a record's offset is committed after its workflow finished);
 //   - limit: a plain franz-go loop doing the same with the same compiled Starlang
-//     script: poll, transform every record, produce them all asynchronously, flush,
+//     script and the same JSON library (segmentio/encoding, as the component):
+//     poll, transform every record, produce them all asynchronously, flush,
 //     commit — also at least once.
 //
 // It reports records/s and the process's CPU time per record (user+system, from
@@ -145,7 +146,7 @@ func runLimit(b *testing.B, brokers []string, in, out string) func() {
 			}
 			fs.EachRecord(func(r *kgo.Record) {
 				var v any
-				if err := json.Unmarshal(r.Value, &v); err != nil {
+				if _, err := segjson.Parse(r.Value, &v, segjson.UseInt64|segjson.UseNumber); err != nil {
 					b.Error(err)
 					return
 				}
@@ -154,7 +155,7 @@ func runLimit(b *testing.B, brokers []string, in, out string) func() {
 					b.Error(err)
 					return
 				}
-				value, _ := json.Marshal(res.Value)
+				value, _ := segjson.Marshal(res.Value)
 				cl.Produce(ctx, &kgo.Record{Topic: out, Key: r.Key, Value: value}, nil)
 			})
 			if err := cl.Flush(ctx); err != nil {

@@ -1,16 +1,16 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	segjson "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/arvenza/helix/pkg/component"
@@ -42,18 +42,14 @@ type consumer struct {
 	started bool
 	stopped bool
 
-	// runCtx is the processing context: cancelled when Stop's deadline passes (or
-	// by abort), never by Stop itself, so in-flight records can finish.
+	// runCtx is the processing context: cancelled when Stop's deadline passes,
+	// never by Stop itself, so in-flight records can finish.
 	runCtx    context.Context
 	cancelRun context.CancelFunc
-	// pollCtx ends the poll loop (Stop, abort).
+	// pollCtx ends the poll loop (Stop).
 	pollCtx    context.Context
 	cancelPoll context.CancelFunc
 	loops      sync.WaitGroup // the poll loop
-
-	// aborted is set by abort (tests simulating a crash): the revoke and Stop
-	// commits are skipped.
-	aborted atomic.Bool
 }
 
 type topicPartition struct {
@@ -175,11 +171,8 @@ func (c *consumer) pollLoop() {
 	}
 }
 
-// commit commits the marked offsets unless the consumer was aborted.
+// commit commits the marked offsets.
 func (c *consumer) commit(ctx context.Context, why string) {
-	if c.aborted.Load() {
-		return
-	}
 	if err := c.cl.CommitMarkedOffsets(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		c.logger().Warn("kafka commit failed; the records since the last commit will be delivered again", "uri", c.e.redacted(), "group", c.group, "when", why, "error", err)
 	}
@@ -287,7 +280,7 @@ func (c *consumer) mark(w *worker, marked chan<- struct{}) {
 			select {
 			case <-done:
 			case <-c.runCtx.Done():
-				return // aborted or past the stop deadline: not committed
+				return // past the stop deadline: not committed
 			}
 		}
 		if err := p.a.failed(); err != nil {
@@ -303,8 +296,8 @@ func (c *consumer) mark(w *worker, marked chan<- struct{}) {
 
 // handle runs one record through the processor. It reports whether the record is
 // finished — processed, or failed and left to the workflow's error handler — and
-// so may be committed; a record whose processing was cancelled (Stop's deadline,
-// abort) is not.
+// so may be committed; a record whose processing was cancelled (Stop's deadline)
+// is not.
 //
 // With a non-nil a, kafka:// targets reached while processing send without
 // waiting for the acknowledgement and register it with a instead (see acks).
@@ -363,8 +356,10 @@ func decodeValue(v []byte, format string) any {
 		return nil
 	}
 	if first := firstNonSpace(v); first == '{' || first == '[' {
+		// Integers become int64 (json.Number beyond it), so ids keep their exact
+		// value through Starlang and back out as JSON — as tool:// inputs do.
 		var out any
-		if err := json.Unmarshal(v, &out); err == nil {
+		if rest, err := segjson.Parse(v, &out, segjson.UseInt64|segjson.UseNumber); err == nil && len(bytes.TrimSpace(rest)) == 0 {
 			return out
 		}
 	}
@@ -420,20 +415,6 @@ func (c *consumer) Stop(ctx context.Context) error {
 	c.cancelRun()
 	c.cl.CloseAllowingRebalance()
 	return err
-}
-
-// abort stops the consumer the way a crash would, as far as the group can tell:
-// processing is cancelled and nothing more is committed. Tests use it.
-func (c *consumer) abort() {
-	c.aborted.Store(true)
-	c.mu.Lock()
-	c.stopped = true
-	c.mu.Unlock()
-	c.cancelRun()
-	c.cancelPoll()
-	c.loops.Wait()
-	c.stopWorkers(nil)
-	c.cl.CloseAllowingRebalance()
 }
 
 // acks collects the acknowledgements of the records a kafka:// target sent while

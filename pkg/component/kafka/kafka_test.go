@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -177,5 +178,34 @@ func TestEndpointOptionErrors(t *testing.T) {
 	ep := endpointFor(t, c, "kafka://deployments?topic=audit-log").(*endpoint)
 	if ep.topic != "audit-log" {
 		t.Fatalf("topic = %q, want audit-log", ep.topic)
+	}
+}
+
+func TestDecodeValue(t *testing.T) {
+	for _, tc := range []struct {
+		in, format string
+		want       string // fmt of the body
+	}{
+		{`{"id": 9007199254740993, "s": "x"}`, "auto", "map[id:9007199254740993 s:x]"},
+		{` [1, 2]`, "auto", "[1 2]"},
+		{`{"broken": `, "auto", `{"broken": `},
+		{`42`, "auto", "42"},
+		{`plain text`, "auto", "plain text"},
+		{`{"a": 1}`, "string", `{"a": 1}`},
+		{`{"a": 1} trailing`, "auto", `{"a": 1} trailing`},
+	} {
+		got := decodeValue([]byte(tc.in), tc.format)
+		if s := fmt.Sprint(got); s != tc.want {
+			t.Errorf("decodeValue(%q, %s) = %s (%T), want %s", tc.in, tc.format, s, got, tc.want)
+		}
+	}
+	if b, ok := decodeValue([]byte{0xff, 0xfe}, "auto").([]byte); !ok || len(b) != 2 {
+		t.Errorf("invalid UTF-8 stays bytes, got %#v", decodeValue([]byte{0xff, 0xfe}, "auto"))
+	}
+	if v := decodeValue(nil, "auto"); v != nil {
+		t.Errorf("no value: got %#v, want nil", v)
+	}
+	if b, ok := decodeValue([]byte("x"), "bytes").([]byte); !ok || string(b) != "x" {
+		t.Errorf("bytes format: %#v", b)
 	}
 }

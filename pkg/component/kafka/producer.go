@@ -2,12 +2,12 @@ package kafka
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
+	segjson "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/arvenza/helix/pkg/component"
@@ -160,7 +160,7 @@ func encodeBody(body any) ([]byte, error) {
 	case []byte:
 		return b, nil
 	}
-	out, err := json.Marshal(body)
+	out, err := segjson.Marshal(body)
 	if err != nil {
 		return nil, errors.New("the body cannot be written as JSON: " + err.Error())
 	}
