@@ -49,7 +49,7 @@ type consumer struct {
 	// pollCtx ends the poll loop (Stop).
 	pollCtx    context.Context
 	cancelPoll context.CancelFunc
-	loops      sync.WaitGroup // the poll loop
+	loops      sync.WaitGroup // the poll loop and the broker check
 }
 
 type topicPartition struct {
@@ -132,8 +132,9 @@ func (c *consumer) Start(context.Context) error {
 	c.runCtx, c.cancelRun = context.WithCancel(context.Background())
 	c.pollCtx, c.cancelPoll = context.WithCancel(context.Background())
 	c.started = true
-	c.loops.Add(1)
+	c.loops.Add(2)
 	go c.pollLoop()
+	go c.checkBrokers()
 	return nil
 }
 
@@ -170,6 +171,21 @@ func (c *consumer) pollLoop() {
 		c.cl.AllowRebalance()
 	}
 }
+
+// checkBrokers warns once when no broker answers within brokerCheckTimeout of
+// Start: a consumer otherwise waits silently, retrying, for brokers that may be
+// misspelled. It does not fail Start, since a broker that comes up later is served.
+func (c *consumer) checkBrokers() {
+	defer c.loops.Done()
+	ctx, cancel := context.WithTimeout(c.pollCtx, brokerCheckTimeout)
+	defer cancel()
+	if err := c.cl.Ping(ctx); err != nil && c.pollCtx.Err() == nil {
+		c.logger().Warn("kafka brokers do not answer; the consumer keeps trying", "uri", c.e.redacted(), "group", c.group, "error", err)
+	}
+}
+
+// brokerCheckTimeout bounds the broker check of checkBrokers.
+const brokerCheckTimeout = 10 * time.Second
 
 // commit commits the marked offsets.
 func (c *consumer) commit(ctx context.Context, why string) {

@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -209,3 +211,54 @@ func TestDecodeValue(t *testing.T) {
 		t.Errorf("bytes format: %#v", b)
 	}
 }
+
+// A consumer whose brokers do not answer starts (a broker may come up later), warns
+// once, and stops cleanly.
+func TestConsumerWarnsWhenBrokersDoNotAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	c := New(Options{Brokers: []string{addr}, Logger: func() *slog.Logger { return logger }})
+	cons, err := endpointFor(t, c, "kafka://t?groupId=g&saslMechanism=plain&saslUsername=u&saslPassword=s3cret").CreateConsumer(component.ProcessorFunc(func(context.Context, *exchange.Exchange) error { return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cons.Start(ctx); err != nil {
+		t.Fatalf("Start: %v; an unreachable broker must not fail Start", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		got := logs.String()
+		mu.Unlock()
+		if strings.Contains(got, "kafka brokers do not answer") {
+			if strings.Contains(got, "s3cret") {
+				t.Fatalf("the log shows the password: %s", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning about the brokers; logs: %s", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cons.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
