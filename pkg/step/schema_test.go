@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,22 +95,40 @@ func stringKeys(v any) any {
 	return v
 }
 
-// schemaFiles are the YAML files users and the spec write: every example, every
-// spec snippet the tests load, the pattern recipes of this package and the other
-// valid YAML files tests run.
+// schemaFiles are the YAML files of the repository — every example, every spec
+// snippet the tests load, the pattern recipes and the other files tests run — found
+// by walking the module, so a new one is checked without editing this test.
+// Hidden directories, bench/ (its own modules) and files that are wrong on purpose
+// are skipped.
 func schemaFiles(t *testing.T) []string {
 	t.Helper()
+	wrongOnPurpose := map[string]bool{"internal/cli/testdata/mistakes.yaml": true}
+	root := "../.."
 	var files []string
-	for _, glob := range []string{"../../examples/*.yaml", "../app/testdata/spec/*.yaml", "testdata/patterns/*.yaml",
-		"../app/testdata/*.yaml", "../component/mcp/server/testdata/*.yaml"} {
-		m, err := filepath.Glob(glob)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if len(m) == 0 {
-			t.Fatalf("no files match %s", glob)
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || rel == "bench" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
 		}
-		files = append(files, m...)
+		if (strings.HasSuffix(rel, ".yaml") || strings.HasSuffix(rel, ".yml")) && !wrongOnPurpose[rel] {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, must := range []string{"examples/quickstart.yaml", "pkg/app/testdata/spec/s3_1_quickstart.yaml", "pkg/step/testdata/patterns/routing.yaml"} {
+		if !slices.Contains(files, filepath.Join(root, must)) {
+			t.Fatalf("the walk missed %s (found %v)", must, files)
+		}
 	}
 	return files
 }
