@@ -43,7 +43,7 @@ per record, as an InOnly exchange. Records of one partition run one after anothe
 offset order; different partitions run at the same time (at most maxConcurrency at once).
 An offset is committed only after the workflow finished its record — successfully, or
 after the workflow's error handler (redeliveries, dead letter channel) dealt with the
-failure; a failure the workflow does not handle is logged with topic, partition and
+failure — and the records it sent to kafka:// targets were acknowledged; a failure the workflow does not handle is logged with topic, partition and
 offset and then committed, so one bad record never blocks its partition. Delivery is
 at least once: records that were being processed, or finished but not yet committed,
 when a Helix process dies are delivered again after the restart (see docs/kafka.md).
@@ -56,7 +56,10 @@ value a string, anything else bytes. The key and every record header become exch
 headers (record header values as strings).
 
 **As a target** the endpoint sends the body as one record and waits for the broker's
-acknowledgement (acks); the exchange is InOnly: its body and headers are left as they
+acknowledgement (acks) — except in a workflow triggered by kafka://, where it goes on at
+once and the consumer waits for the acknowledgement before it commits (a send that fails
+then runs the record again with waiting sends, so the error handler sees the failure).
+The exchange is InOnly: its body and headers are left as they
 were, so the endpoint also serves as a wiretap. Strings and bytes are sent as they are,
 maps, lists, numbers and bools as JSON, a nil body as a record without value. The key is
 the HelixKafkaKey header, else the key option. Exchange headers with string (or byte)
