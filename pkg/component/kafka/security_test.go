@@ -118,7 +118,7 @@ func TestSASLAndTLS(t *testing.T) {
 		})
 	}
 	t.Run("wrong password", func(t *testing.T) {
-		p, err := endpointFor(t, c, "kafka://secure?saslMechanism=scram-sha-256&saslUsername=user256&saslPassword=not-the-pw-s3cr3t&tlsCaFile="+ca+"&deliveryTimeout=2s").CreateProducer()
+		p, err := endpointFor(t, c, "kafka://secure?saslMechanism=scram-sha-256&saslUsername=user256&saslPassword=not-the-pw-s3cr3t&tlsCaFile="+ca+"&deliveryTimeout=1s").CreateProducer()
 		if err != nil {
 			t.Fatal(err)
 		}

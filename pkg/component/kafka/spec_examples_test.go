@@ -131,6 +131,7 @@ func startApp(t *testing.T, files ...string) *app.App {
 // routes each to billing-tickets, tech-tickets or general-tickets.
 func TestSpec12_3SmartCategorize(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
+	kafkatest.EnsureTopics(t, brokers, "support-tickets", "billing-tickets", "tech-tickets", "general-tickets")
 	ai, calls := categorizer(t)
 	run := fmt.Sprint(time.Now().UnixNano()) // tells this run's records from a real broker's older ones
 	tickets := map[string]struct{ subject, text, topic string }{
@@ -209,6 +210,7 @@ func header(r *kgo.Record, name string) string {
 // tested with the slack:// component.)
 func TestSpec12_2WiretapToAuditLog(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
+	kafkatest.EnsureTopics(t, brokers, "audit-log")
 	audit := kafkatest.Read(t, brokers, "audit-log")
 	yaml := `
 workflows:

@@ -6,6 +6,7 @@ package kafkatest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -62,6 +64,29 @@ func Topic(t testing.TB, brokers []string, prefix string, n int32) string {
 		t.Fatalf("create topic %s: %v", name, err)
 	}
 	return name
+}
+
+// EnsureTopics creates the named topics (one partition each) unless they exist:
+// tests that use fixed topic names, as the spec's examples do, call it so they
+// also run against a real broker that does not create topics on first use.
+func EnsureTopics(t testing.TB, brokers []string, names ...string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resps, err := kadm.NewClient(cl).CreateTopics(ctx, 1, 1, nil, names...)
+	if err != nil {
+		t.Fatalf("create topics %v: %v", names, err)
+	}
+	for _, r := range resps.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			t.Fatalf("create topic %s: %v", r.Topic, r.Err)
+		}
+	}
 }
 
 // Produce writes records and waits for them to be acknowledged.
