@@ -21,12 +21,15 @@ import (
 //
 // One poll loop fetches records and hands each partition's records to that
 // partition's worker goroutine, which runs them through the processor one after
-// another and then marks them for commit. franz-go commits the marked offsets
-// every commitInterval (AutoCommitMarks). The client is created with BlockRebalanceOnPoll, so a
-// rebalance waits until the poll loop has handed the fetched records over; the
-// revoke callback then stops the workers of the revoked partitions (each finishes
-// the record it is running), commits what they finished, and only then lets the
-// partitions go. Stop does the same for every partition.
+// another. A finished record goes to the partition's marker goroutine, which marks
+// it for commit once the records the workflow sent to kafka:// targets are
+// acknowledged (see acks), in offset order. franz-go commits the marked offsets
+// every commitInterval (AutoCommitMarks). The client is created with
+// BlockRebalanceOnPoll, so a rebalance waits until the poll loop has handed the
+// fetched records over; the revoke callback then stops the workers of the revoked
+// partitions (each finishes the record it is running and its marker waits for the
+// acknowledgements), commits what they finished, and only then lets the partitions
+// go. Stop does the same for every partition.
 type consumer struct {
 	e      *endpoint
 	p      component.Processor
@@ -97,7 +100,7 @@ func (c *consumer) Start(context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
-		return fmt.Errorf("kafka consumer %s: already started", c.e.redacted())
+		return errors.New("kafka: the consumer is already started")
 	}
 	o := c.e.opts
 	reset := kgo.NewOffset().AtStart()
@@ -122,7 +125,7 @@ func (c *consumer) Start(context.Context) error {
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return fmt.Errorf("kafka consumer %s: %w", c.e.redacted(), err)
+		return fmt.Errorf("kafka: %w", err)
 	}
 	c.cl = cl
 	c.workers = map[topicPartition]*worker{}
