@@ -763,3 +763,22 @@ func TestParameterConversion(t *testing.T) {
 		t.Errorf("WHERE i = 5.0: %s", got)
 	}
 }
+
+// COPY keeps numbers binary, refuses a fraction for an integer column and writes
+// numbers into text columns as text.
+func TestCopyConversion(t *testing.T) {
+	db := testtools.PostgresDatabase(t)
+	testtools.PostgresExec(t, db, "CREATE TABLE c (i int, t text, n numeric, f float8, j jsonb)")
+	cp := target(t, with(db, "operation=insert&insertMode=copy&table=c"))
+	mustSend(t, cp, []any{
+		map[string]any{"i": 5.0, "t": 42.5, "n": 0.1, "f": int64(2), "j": map[string]any{"a": 1}},
+		map[string]any{"i": int64(6), "t": "x", "n": "1.25", "f": 0.5, "j": []any{true}},
+	})
+	q := target(t, with(db, "query="+url.QueryEscape("SELECT * FROM c ORDER BY i")))
+	if got := jsonOf(t, mustSend(t, q, nil).In().Body()); got != `[{"f":2,"i":5,"j":{"a":1},"n":0.1,"t":"42.5"},{"f":0.5,"i":6,"j":[true],"n":1.25,"t":"x"}]` {
+		t.Errorf("copied rows %s", got)
+	}
+	if _, err := send(t, cp, []any{map[string]any{"i": 5.5, "t": "a", "n": 1, "f": 1, "j": nil}}); err == nil || !strings.Contains(err.Error(), "not a whole number") {
+		t.Errorf("5.5 into an integer column by COPY: %v", err)
+	}
+}

@@ -27,8 +27,9 @@ const insertChunk = 1000
 type producer struct {
 	e *endpoint
 
-	mu   sync.Mutex
-	pool *pgxpool.Pool
+	mu    sync.Mutex
+	pool  *pgxpool.Pool
+	types map[string][]uint32 // column type OIDs for insertMode=copy, by column list
 }
 
 func (p *producer) Start(context.Context) error {
@@ -359,10 +360,18 @@ func (p *producer) insert(ctx context.Context, pool *pgxpool.Pool, ex *exchange.
 				return fmt.Errorf("insertMode=copy needs the same keys in every map; item %d has %s, the list has %s", i, keyList(r), strings.Join(cols, ", "))
 			}
 		}
+		oids, err := p.columnTypes(ctx, pool, cols)
+		if err != nil {
+			return e.describe(err)
+		}
 		n, err := pool.CopyFrom(ctx, e.tableIdent, cols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 			vals := make([]any, len(cols))
 			for j, c := range cols {
-				vals[j] = paramValue(rows[i][c])
+				v, err := copyValue(rows[i][c], oids[j])
+				if err != nil {
+					return nil, fmt.Errorf("row %d, column %q: %w", i, c, err)
+				}
+				vals[j] = v
 			}
 			return vals, nil
 		}))
@@ -465,6 +474,42 @@ func (p *producer) insert(ctx context.Context, pool *pgxpool.Pool, ex *exchange.
 		}
 	}
 	return nil
+}
+
+// columnTypes returns the type OIDs of cols in the endpoint's table, asked once per
+// set of columns and remembered.
+func (p *producer) columnTypes(ctx context.Context, pool *pgxpool.Pool, cols []string) ([]uint32, error) {
+	key := strings.Join(cols, "\x00")
+	p.mu.Lock()
+	oids, ok := p.types[key]
+	p.mu.Unlock()
+	if ok {
+		return oids, nil
+	}
+	idents := make([]string, len(cols))
+	for i, c := range cols {
+		idents[i] = pgx.Identifier{c}.Sanitize()
+	}
+	rows, err := pool.Query(ctx, "SELECT "+strings.Join(idents, ", ")+" FROM "+p.e.tableIdent.Sanitize()+" LIMIT 0")
+	if err != nil {
+		return nil, err
+	}
+	fields := rows.FieldDescriptions()
+	oids = make([]uint32, len(fields))
+	for i, f := range fields {
+		oids[i] = f.DataTypeOID
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if p.types == nil {
+		p.types = map[string][]uint32{}
+	}
+	p.types[key] = oids
+	p.mu.Unlock()
+	return oids, nil
 }
 
 // pgxQuerier is what a pool and a transaction share.

@@ -232,6 +232,31 @@ func arrayItem(v any) any {
 	return v
 }
 
+// copyValue prepares a body value for COPY, which pgx sends in binary: numbers stay
+// numbers (converting text to binary in the client halves COPY's speed), except
+// where the column's type needs care — a fraction for an integer column is refused
+// (pgx would truncate it), and numbers and booleans for a text column are their text.
+func copyValue(v any, oid uint32) (any, error) {
+	switch oid {
+	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.JSONOID, pgtype.JSONBOID:
+		return paramValue(v), nil
+	}
+	switch x := v.(type) {
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x), nil
+		}
+		switch oid {
+		case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
+			return nil, fmt.Errorf("%v is not a whole number", x)
+		}
+		return x, nil
+	case map[string]any, []any:
+		return paramValue(v), nil
+	}
+	return arrayItem(v), nil
+}
+
 func floatText(f float64) string {
 	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
 		return strconv.FormatInt(int64(f), 10)
