@@ -118,6 +118,8 @@ func TestPostgresPollingSurvivesKill(t *testing.T) {
 // Mistakes in a postgres:// URI are reported by validation at the URI's position.
 func TestPostgresURIMistakesAtTheirPosition(t *testing.T) {
 	src := `workflows:
+  - id: b
+    trigger: postgres://db/shop?delay=1s
   - id: a
     trigger: direct://a
     steps:
@@ -135,14 +137,15 @@ func TestPostgresURIMistakesAtTheirPosition(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		"helix.yaml:5:17: workflows[0].steps[0]",
+		"helix.yaml:3:14: workflows[0].trigger: postgres://db/shop?delay=1s: a postgres trigger needs query=",
+		"helix.yaml:7:17: workflows[1].steps[0]",
 		"operation=insert needs table=",
-		"helix.yaml:6:17: workflows[0].steps[1]",
+		"helix.yaml:8:17: workflows[1].steps[1]",
 		"operation=delete needs where=",
 		"postgres://app:***@db/shop",
-		"helix.yaml:7:17",
+		"helix.yaml:9:17",
 		`unknown option "opration" (did you mean "operation"?)`,
-		"helix.yaml:8:17",
+		"helix.yaml:10:17",
 		"needs a database name",
 	} {
 		if !strings.Contains(msg, want) {

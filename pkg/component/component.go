@@ -50,6 +50,14 @@ type Consumer interface {
 	Service
 }
 
+// TriggerChecker is implemented by endpoints whose options must say more when the
+// endpoint is a workflow's trigger (postgres:// needs query= or channel=).
+// Configuration validation calls CheckTrigger for trigger URIs, so the mistake is
+// reported at the URI's position before anything starts; it must have no side effects.
+type TriggerChecker interface {
+	CheckTrigger() error
+}
+
 // Direction says which roles a scheme supports; config validation uses it to report
 // misuse (an mcp:// trigger, say) before anything starts.
 type Direction int

@@ -64,9 +64,17 @@ func (bc *BuildContext) CheckEndpoint(pos config.Pos, path, raw string, trigger 
 		}
 		return true
 	}
-	if _, err := bc.HC.Endpoint(raw); err != nil {
+	ep, err := bc.HC.Endpoint(raw)
+	if err != nil {
 		bc.Errorf(pos, path, "%v", err)
 		return false
+	}
+	if tc, ok := ep.(component.TriggerChecker); ok && trigger {
+		if err := tc.CheckTrigger(); err != nil {
+			comp, _ := bc.HC.Component(u.Scheme)
+			bc.Errorf(pos, path, "%s: %v", component.RedactURI(comp, raw), err)
+			return false
+		}
 	}
 	return true
 }

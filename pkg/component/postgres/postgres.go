@@ -294,10 +294,19 @@ func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, er
 	if p == nil {
 		return nil, errors.New("postgres: consumer needs a processor")
 	}
-	if e.channel == "" && e.query == "" {
-		return nil, fmt.Errorf("a postgres trigger needs query= (polling) or channel= (LISTEN)")
+	if err := e.CheckTrigger(); err != nil {
+		return nil, err
 	}
 	return &consumer{e: e, p: p}, nil
+}
+
+// CheckTrigger reports what a trigger lacks; configuration validation calls it for
+// trigger URIs ([component.TriggerChecker]).
+func (e *endpoint) CheckTrigger() error {
+	if e.channel == "" && e.query == "" {
+		return fmt.Errorf("a postgres trigger needs query= (poll it, with onConsume= to mark rows) or channel= (LISTEN)")
+	}
+	return nil
 }
 
 // describe turns a pgx error into a message with the server, SQLSTATE and a hint,
