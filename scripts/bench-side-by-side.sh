@@ -13,6 +13,7 @@
 #   ROUNDS=3 DURATION=5s scripts/bench-side-by-side.sh
 #   HELIX_VARIANTS="gogc400:GOGC=400" scripts/bench-side-by-side.sh   # extra helix runs with env
 #   HELIX_VARIANTS="sdk:YAML=bench/echo-sdk.yaml gogc100:GOGC=100" …  # YAML=FILE serves another file
+#   HELIX_VARIANTS="old:BIN=/tmp/helix-old" …  # BIN=PATH runs another helix binary (another commit's) in the same rounds
 #   SESSIONS=2000 SETTLE=0s scripts/bench-side-by-side.sh    # smaller/faster idle-session part
 #   SERVERS="limit gosdk helix mcpgo gosdkconn" …  # add the own-Connection experiment
 #
@@ -64,8 +65,9 @@ $GO build -o "$bin/helix" ./cmd/helix
 
 # helix serves bench/echo.yaml; HELIX_BENCH_ADDR picks its listen address.
 # HELIX_SUBCOMMAND=run measures the same server through `helix run`.
-# helix_cmd [FILE] serves FILE instead (the YAML=FILE entry of a variant).
-helix_cmd() { echo "$bin/helix ${HELIX_SUBCOMMAND:-mcp serve} ${1:-bench/echo.yaml}"; }
+# helix_cmd [FILE [BINARY]] serves FILE instead (the YAML=FILE entry of a variant),
+# with BINARY instead of the helix built here (BIN=PATH).
+helix_cmd() { echo "${2:-$bin/helix} ${HELIX_SUBCOMMAND:-mcp serve} ${1:-bench/echo.yaml}"; }
 
 declare -A port pid url memstats
 next_port=3101
@@ -97,11 +99,15 @@ done
 for v in $HELIX_VARIANTS; do
 	name="helix-${v%%:*}"
 	IFS=, read -r -a venv <<<"${v#*:}"
-	file="" envs=()
+	file="" binary="" envs=()
 	for e in "${venv[@]}"; do
-		if [[ $e == YAML=* ]]; then file=${e#YAML=}; else envs+=("$e"); fi
+		case $e in
+		YAML=*) file=${e#YAML=} ;;
+		BIN=*) binary=${e#BIN=} ;;
+		*) envs+=("$e") ;;
+		esac
 	done
-	start "$name" "${envs[@]}" -- $(helix_cmd "$file")
+	start "$name" "${envs[@]}" -- $(helix_cmd "$file" "$binary")
 done
 names=(${!port[@]})
 # stable order: as declared

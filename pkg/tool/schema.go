@@ -36,6 +36,9 @@ func (t *Tool) compile() {
 		return
 	}
 	t.input = in
+	if len(bytes.TrimSpace(t.OutputSchema)) == 0 {
+		t.OutputSchema = nil
+	}
 	if out := bytes.TrimSpace(t.OutputSchema); len(out) > 0 {
 		rs, err := resolveOutput(out)
 		if err != nil {

@@ -4,17 +4,19 @@
 // (helixmcp.NewServer(h), helixmcp.ServerOptions …) as aliases of them.
 //
 //   - [github.com/arvenza/helix/pkg/component/mcp/server]: the mcp-server
-//     component. It exposes the workflows of an engine context as MCP tools: each
-//     exposed workflow with a trigger becomes one tool whose name is the workflow
-//     id with '.', '-' and '/' replaced by '_' ([SanitizeToolName]). A call creates
-//     an InOut exchange whose body is the call's arguments, runs it through the
-//     workflow's whole pipeline with engine.Context.Run, and answers with the reply
-//     body. A failing or panicking workflow yields a result with isError set, never
-//     a protocol error. Every server also offers the resource helix://workflows
-//     (alias helix://routes). Servers are declared three ways, all ending in the
-//     same code: an mcp-server://host:port trigger, [ServerComponent.AddServer]
-//     (helix.yaml's helix.mcp.servers and mcps:), and [NewSDKServer] for embedding
-//     the tools into a go-sdk server on any transport.
+//     component. It serves tools of the tool catalogue (package
+//     github.com/arvenza/helix/pkg/tool) as MCP tools; by default the workflows of
+//     an engine context: each exposed workflow with a trigger becomes one tool whose
+//     name is the workflow id with '.', '-' and '/' replaced by '_'
+//     ([SanitizeToolName]). A call creates an InOut exchange whose body is the
+//     call's arguments, runs it through the workflow's whole pipeline with
+//     engine.Context.Run, and answers with the reply body. A failing or panicking
+//     workflow yields a result with isError set, never a protocol error. Every
+//     server also offers the resource helix://workflows (alias helix://routes).
+//     Servers are declared three ways, all ending in the same code: an
+//     mcp-server://host:port trigger, [ServerComponent.AddServer] (helix.yaml's
+//     helix.mcp.servers and mcps:), and [NewSDKServer] for embedding the tools into
+//     a go-sdk server on any transport.
 //   - [github.com/arvenza/helix/pkg/component/mcp/client]: the mcp:// component
 //     (producer-only), which calls tools of other MCP servers from a workflow.
 //   - [github.com/arvenza/helix/pkg/component/mcp/transport]: Helix's Streamable

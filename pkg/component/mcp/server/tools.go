@@ -125,7 +125,7 @@ func (t *serverTool) sdkTool() *sdk.Tool {
 	return st
 }
 
-// toolCaller runs tool calls against an engine context; one per server.
+// toolCaller runs the tool calls of one server through the catalogue (tool.Tool.Call).
 type toolCaller struct {
 	caller  *tool.Caller // the server, as the tools' steps see it
 	allowed func(context.Context, string) error
