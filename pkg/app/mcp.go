@@ -48,12 +48,13 @@ func (a *App) buildCatalogue() *tool.Catalogue {
 // mcpServerOptions turns one configured server into the options of the server
 // component; security is wired separately (applySecurity).
 func (a *App) mcpServerOptions(s config.MCPServerConfig) mcpserver.Options {
+	fastOn := s.FastToolCallsOn()
 	opts := mcpserver.Options{
 		ID: s.ID, Name: s.Name, Version: s.Version, Transport: s.Transport, Addr: s.Addr,
 		Stateless: s.Stateless, SessionIdleTimeout: s.SessionIdleTimeout,
-		HTTPTransport:        s.HTTPTransport,
-		DisableFastToolCalls: !s.FastToolCallsOn(),
-		MaxSessions:          s.MaxSessions, MaxSessionsPerPrincipal: s.MaxSessionsPerPrincipal,
+		HTTPTransport: s.HTTPTransport,
+		FastToolCalls: &fastOn,
+		MaxSessions:   s.MaxSessions, MaxSessionsPerPrincipal: s.MaxSessionsPerPrincipal,
 		Limits: listenerLimits(s.Listener),
 		Stdin:  a.opts.Stdin, Stdout: a.opts.Stdout, Logger: a.logger,
 	}

@@ -92,11 +92,17 @@ type Options struct {
 	// (the go-sdk's StreamableHTTPHandler, the fallback). The SSE transport is
 	// always the go-sdk's.
 	HTTPTransport string
-	// DisableFastToolCalls sends every tools/call through the go-sdk session.
-	// By default Helix's own transport answers a plain tools/call of an
-	// established session itself (same tool handler, same answer, about half the
-	// allocation; see fastcall.go); this is the switch back should a difference
-	// ever matter. YAML: fast_tool_calls: false. No effect with HTTPTransportSDK.
+	// FastToolCalls is the tools/call fast path switch, named as in YAML
+	// (fast_tool_calls) and URIs (fastToolCalls); nil means on. By default Helix's own
+	// transport answers a plain tools/call of an established session itself (same
+	// tool handler, same answer, less allocation; see package transport); false
+	// sends every tools/call through the go-sdk session, the switch back should a
+	// difference ever matter. No effect with HTTPTransportSDK.
+	FastToolCalls *bool
+	// DisableFastToolCalls is the former spelling of FastToolCalls = false, still
+	// honoured when FastToolCalls is nil.
+	//
+	// Deprecated: set FastToolCalls.
 	DisableFastToolCalls bool
 	// SessionIdleTimeout closes stateful sessions that saw no request for this long
 	// (default 30m); negative keeps idle sessions forever.
@@ -487,7 +493,8 @@ func OptionsFromURI(u *uri.URI) (Options, error) {
 	if opts.Limits, _, err = netguard.FromURIOptions(str); err != nil {
 		return Options{}, fmt.Errorf("mcp-server: %w", err)
 	}
-	opts.DisableFastToolCalls = !p.Bool("fastToolCalls")
+	fast := p.Bool("fastToolCalls")
+	opts.FastToolCalls = &fast
 	if strings.EqualFold(opts.Transport, TransportStdio) {
 		opts.Addr = ""
 	}
@@ -532,4 +539,13 @@ func (sc *serverConsumer) Stop(ctx context.Context) error {
 		return nil
 	}
 	return sc.comp.stopServer(ctx, sc.s)
+}
+
+// FastToolCallsOn reports whether the tools/call fast path is on: FastToolCalls when
+// set, else on unless the deprecated DisableFastToolCalls is set.
+func (o *Options) FastToolCallsOn() bool {
+	if o.FastToolCalls != nil {
+		return *o.FastToolCalls
+	}
+	return !o.DisableFastToolCalls
 }

@@ -247,7 +247,7 @@ func (s *mcpServer) httpHandler() http.Handler {
 			}
 			streamable = transport.NewSDKProtocolFront(streamable, &topts)
 		} else {
-			if !s.opts.DisableFastToolCalls {
+			if s.opts.FastToolCallsOn() {
 				s.mu.Lock()
 				topts.Fast = transport.NewFastToolCalls(newFastCaller(s.caller, s.tools).call, s.opts.ReceivingMiddleware)
 				s.fast = topts.Fast

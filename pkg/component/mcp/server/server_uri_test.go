@@ -20,8 +20,8 @@ func TestServerURIFastToolCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		o, err := OptionsFromURI(u)
-		if err != nil || o.DisableFastToolCalls != wantDisabled {
-			t.Errorf("%s: disabled=%v err=%v, want disabled=%v", raw, o.DisableFastToolCalls, err, wantDisabled)
+		if err != nil || o.FastToolCallsOn() == wantDisabled {
+			t.Errorf("%s: on=%v err=%v, want disabled=%v", raw, o.FastToolCallsOn(), err, wantDisabled)
 		}
 	}
 	u, _ := uri.Parse("mcp-server://127.0.0.1:0?fastToolCalls=maybe")
