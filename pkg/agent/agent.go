@@ -1,0 +1,398 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/arvenza/helix/pkg/report"
+	"github.com/arvenza/helix/pkg/tool"
+)
+
+// Defaults of [Config].
+const (
+	DefaultMaxIterations = 10
+	DefaultMemoryWindow  = 20
+	DefaultMaxSessions   = 1000
+	DefaultMaxRetries    = 3
+	DefaultRetryBackoff  = 500 * time.Millisecond
+	DefaultMaxRetryWait  = 30 * time.Second
+	// repeatedFailures is how many times one tool call (same tool, arguments and
+	// error) may fail before the run stops.
+	repeatedFailures = 3
+)
+
+// Config is an agent's loop settings; zero values mean the defaults.
+type Config struct {
+	// ID names the agent in errors, logs and progress.
+	ID           string
+	SystemPrompt string
+	// MaxIterations bounds the model turns of one run (default 10); a run that
+	// reaches it fails with an error naming the limit.
+	MaxIterations int
+	// Timeout bounds a whole run; 0: none beyond the caller's context.
+	Timeout time.Duration
+	// ToolTimeout bounds each tool call; 0: none beyond the run's.
+	ToolTimeout time.Duration
+	// ParallelToolCalls lets the model ask for several tool calls in one turn and
+	// runs them concurrently; nil means on.
+	ParallelToolCalls *bool
+	// MemoryWindow is how many messages of a session are kept (default 20);
+	// MaxSessions how many sessions (default 1000, least recently used evicted).
+	MemoryWindow int
+	MaxSessions  int
+	// MaxRetries is how many times a 429/5xx is retried (default 3; negative:
+	// never). RetryBackoff is the first wait (default 500ms, doubling), used when
+	// the provider gives no Retry-After; MaxRetryWait caps every wait (default 30s).
+	MaxRetries   int
+	RetryBackoff time.Duration
+	MaxRetryWait time.Duration
+}
+
+// Request is one run's input.
+type Request struct {
+	Message string
+	// SessionID, when set, continues that session's conversation; empty: stateless.
+	SessionID string
+	// OutputSchema, when set, is the JSON Schema the final answer must match.
+	OutputSchema json.RawMessage
+}
+
+// Result is what a run produced.
+type Result struct {
+	// Text is the final answer (with an output schema: its JSON).
+	Text string
+	// Structured is the decoded answer when the request had an output schema.
+	Structured any
+	Usage      Usage
+	Iterations int
+	ToolCalls  int
+}
+
+// Agent runs a ReAct loop over a model and a set of tools. Build it with [New]; Run
+// is safe for concurrent use.
+type Agent struct {
+	cfg      Config
+	model    Model
+	tools    *tool.Set
+	defs     []ToolDef
+	parallel bool
+	memory   *memory
+	logger   string
+}
+
+// New checks cfg and builds an agent; it starts nothing. tools may be nil (an agent
+// without tools).
+func New(cfg Config, model Model, tools *tool.Set) (*Agent, error) {
+	if model == nil {
+		return nil, fmt.Errorf("agent %q: no model", cfg.ID)
+	}
+	if cfg.MaxIterations < 0 || cfg.MemoryWindow < 0 || cfg.MaxSessions < 0 || cfg.Timeout < 0 || cfg.ToolTimeout < 0 {
+		return nil, fmt.Errorf("agent %q: max_iterations, memory_window, max_sessions and timeouts must not be negative", cfg.ID)
+	}
+	if cfg.MaxIterations == 0 {
+		cfg.MaxIterations = DefaultMaxIterations
+	}
+	if cfg.MemoryWindow == 0 {
+		cfg.MemoryWindow = DefaultMemoryWindow
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	if cfg.MaxRetryWait <= 0 {
+		cfg.MaxRetryWait = DefaultMaxRetryWait
+	}
+	a := &Agent{cfg: cfg, model: model, tools: tools, parallel: cfg.ParallelToolCalls == nil || *cfg.ParallelToolCalls,
+		memory: newMemory(cfg.MemoryWindow, cfg.MaxSessions), logger: "agent/" + cfg.ID}
+	if tools != nil {
+		for _, t := range tools.Tools() {
+			schema := t.Input()
+			if len(schema) == 0 {
+				schema = t.InputSchema
+			}
+			if len(schema) == 0 {
+				schema = json.RawMessage(`{"type":"object"}`)
+			}
+			a.defs = append(a.defs, ToolDef{Name: t.Name, Description: t.Description, InputSchema: schema})
+		}
+	}
+	return a, nil
+}
+
+// MaxIterationsError is a run that reached its iteration limit without an answer.
+type MaxIterationsError struct {
+	Agent string
+	Limit int
+}
+
+func (e *MaxIterationsError) Error() string {
+	return fmt.Sprintf("agent %q: reached max_iterations (%d) without a final answer", e.Agent, e.Limit)
+}
+
+// Run answers req: it calls the model, runs the tools it asks for and repeats until
+// the model answers without tool calls. Errors say which agent failed and why; a
+// failing tool is not one (the model sees its error). The Result is returned with
+// what was counted so far even when err is not nil.
+func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
+	if a.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, a.cfg.Timeout, fmt.Errorf("agent %q: timeout %s exceeded", a.cfg.ID, a.cfg.Timeout))
+		defer cancel()
+	}
+	res := &Result{}
+	var schema *jsonschema.Resolved
+	if len(bytes.TrimSpace(req.OutputSchema)) > 0 {
+		var err error
+		if schema, err = compileSchema(req.OutputSchema); err != nil {
+			return res, fmt.Errorf("agent %q: output schema: %w", a.cfg.ID, err)
+		}
+	}
+	var history []Message
+	if req.SessionID != "" {
+		history = a.memory.load(req.SessionID)
+	}
+	start := len(history)
+	msgs := append(history, Message{Role: RoleUser, Text: req.Message})
+	mreq := &ModelRequest{System: a.cfg.SystemPrompt, Tools: a.defs, ParallelToolCalls: a.parallel, OutputSchema: req.OutputSchema}
+	failures := map[string]int{}
+	repaired := false
+	for {
+		if res.Iterations == a.cfg.MaxIterations {
+			return res, &MaxIterationsError{Agent: a.cfg.ID, Limit: a.cfg.MaxIterations}
+		}
+		res.Iterations++
+		progress := report.ProgressWanted(ctx)
+		if progress {
+			report.Progress(ctx, float64(res.Iterations), float64(a.cfg.MaxIterations), fmt.Sprintf("agent %s: iteration %d: thinking", a.cfg.ID, res.Iterations))
+		}
+		mreq.Messages = msgs
+		resp, err := a.generate(ctx, mreq)
+		if err != nil {
+			return res, a.runError(ctx, err)
+		}
+		res.Usage = res.Usage.Add(resp.Usage)
+		turn := resp.Message
+		turn.Role = RoleAssistant
+		msgs = append(msgs, turn)
+		if len(turn.ToolCalls) == 0 {
+			if schema == nil {
+				res.Text = turn.Text
+				break
+			}
+			text, v, verr := checkAnswer(schema, turn.Text)
+			if verr == nil {
+				res.Text, res.Structured = text, v
+				break
+			}
+			if repaired {
+				return res, fmt.Errorf("agent %q: final answer does not match the output schema after a repair attempt: %w", a.cfg.ID, verr)
+			}
+			repaired = true
+			report.Log(ctx, report.LevelWarning, a.logger, map[string]any{"iteration": res.Iterations, "msg": "answer does not match the output schema; asking for a repair", "error": verr.Error()})
+			msgs = append(msgs, Message{Role: RoleUser, Text: "Your answer does not match the required JSON Schema: " + verr.Error() +
+				"\nReply with only the corrected JSON value, nothing else."})
+			continue
+		}
+		if progress {
+			names := make([]string, len(turn.ToolCalls))
+			for i, c := range turn.ToolCalls {
+				names[i] = c.Name
+			}
+			report.Progress(ctx, float64(res.Iterations), float64(a.cfg.MaxIterations), fmt.Sprintf("agent %s: iteration %d: calling %s", a.cfg.ID, res.Iterations, strings.Join(names, ", ")))
+		}
+		results := a.callTools(ctx, turn.ToolCalls)
+		res.ToolCalls += len(turn.ToolCalls)
+		if err := context.Cause(ctx); err != nil {
+			return res, a.runError(ctx, err)
+		}
+		for i, r := range results {
+			msgs = append(msgs, r)
+			if !r.IsError {
+				continue
+			}
+			c := turn.ToolCalls[i]
+			key := c.Name + "\x00" + string(c.Arguments) + "\x00" + r.Text
+			failures[key]++
+			if failures[key] >= repeatedFailures {
+				return res, fmt.Errorf("agent %q: tool %s failed %d times with the same arguments: %s", a.cfg.ID, c.Name, failures[key], r.Text)
+			}
+		}
+	}
+	if report.FromContext(ctx) != nil {
+		report.Log(ctx, report.LevelInfo, a.logger, map[string]any{"msg": "done", "iterations": res.Iterations, "tool_calls": res.ToolCalls,
+			"input_tokens": res.Usage.InputTokens, "output_tokens": res.Usage.OutputTokens})
+	}
+	if req.SessionID != "" {
+		a.memory.append(req.SessionID, msgs[start:])
+	}
+	return res, nil
+}
+
+// runError names the agent and, when the run's context ended, says why (the
+// timeout, or the caller's cancellation).
+func (a *Agent) runError(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil {
+		if strings.HasPrefix(cause.Error(), "agent ") {
+			return cause
+		}
+		return fmt.Errorf("agent %q: %w", a.cfg.ID, cause)
+	}
+	return fmt.Errorf("agent %q: %w", a.cfg.ID, err)
+}
+
+// generate calls the model, retrying 429 and 5xx: the wait is the provider's
+// Retry-After or an exponential backoff, capped by MaxRetryWait.
+func (a *Agent) generate(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
+	backoff := a.cfg.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		resp, err := a.model.Generate(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		var pe *ProviderError
+		if !errors.As(err, &pe) || !pe.Retryable() || attempt >= a.cfg.MaxRetries || ctx.Err() != nil {
+			return nil, err
+		}
+		wait := pe.RetryAfter
+		if wait <= 0 {
+			wait = backoff
+			backoff *= 2
+		}
+		wait = min(wait, a.cfg.MaxRetryWait)
+		report.Log(ctx, report.LevelWarning, a.logger, map[string]any{"msg": "model request failed; retrying", "error": err.Error(), "attempt": attempt + 1, "wait": wait.String()})
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+// callTools runs the calls of one turn, concurrently when parallel tool calls are
+// on, and returns their results in the calls' order. It returns when every call
+// has returned.
+func (a *Agent) callTools(ctx context.Context, calls []ToolCall) []Message {
+	out := make([]Message, len(calls))
+	if !a.parallel || len(calls) == 1 {
+		for i, c := range calls {
+			out[i] = a.callTool(ctx, c)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() { out[i] = a.callTool(ctx, c) })
+	}
+	wg.Wait()
+	return out
+}
+
+// callTool runs one call; every failure is a tool result with IsError.
+func (a *Agent) callTool(ctx context.Context, c ToolCall) Message {
+	msg := Message{Role: RoleTool, ToolCallID: c.ID}
+	var t *tool.Tool
+	if a.tools != nil {
+		t = a.tools.Lookup(c.Name)
+	}
+	if t == nil {
+		msg.Text, msg.IsError = fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, a.toolNames()), true
+		return msg
+	}
+	if a.cfg.ToolTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, a.cfg.ToolTimeout, fmt.Errorf("tool %s: timeout %s exceeded", c.Name, a.cfg.ToolTimeout))
+		defer cancel()
+	}
+	r, cause := t.Call(ctx, c.Arguments)
+	if cause != nil {
+		report.Log(ctx, report.LevelWarning, a.logger, map[string]any{"msg": "tool call failed", "tool": c.Name, "error": cause.Error()})
+		if tc := context.Cause(ctx); tc != nil && ctx.Err() != nil {
+			r = tool.ErrorResult(tc.Error())
+		}
+	}
+	msg.Text, msg.IsError = resultText(r), r.IsError
+	return msg
+}
+
+func (a *Agent) toolNames() string {
+	if len(a.defs) == 0 {
+		return "none"
+	}
+	names := make([]string, len(a.defs))
+	for i, d := range a.defs {
+		names[i] = d.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// resultText renders a tool result for the model: its text parts, and a note for
+// each part a chat model cannot be given as text.
+func resultText(r tool.Result) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		switch c.Type {
+		case tool.ContentText:
+			b.WriteString(c.Text)
+		case tool.ContentResource:
+			if c.Text != "" {
+				b.WriteString(c.Text)
+			} else {
+				fmt.Fprintf(&b, "[resource %s (%s)]", c.URI, c.MIMEType)
+			}
+		default:
+			fmt.Fprintf(&b, "[%s content (%s, %d bytes) omitted]", c.Type, c.MIMEType, len(c.Data))
+		}
+	}
+	if b.Len() == 0 && r.Structured != nil {
+		if data, err := json.Marshal(r.Structured); err == nil {
+			b.Write(data)
+		}
+	}
+	return b.String()
+}
+
+func compileSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	return s.Resolve(nil)
+}
+
+// checkAnswer decodes a final answer as JSON (a ```json fence is tolerated) and
+// validates it against schema; it returns the JSON text without the fence.
+func checkAnswer(schema *jsonschema.Resolved, text string) (string, any, error) {
+	text = strings.TrimSpace(text)
+	if strings.HasPrefix(text, "```") {
+		text = strings.TrimPrefix(text, "```json")
+		text = strings.TrimPrefix(text, "```")
+		text = strings.TrimSuffix(strings.TrimSpace(text), "```")
+	}
+	text = strings.TrimSpace(text)
+	var v any
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return "", nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if err := schema.Validate(v); err != nil {
+		return "", nil, err
+	}
+	return text, v, nil
+}
