@@ -130,6 +130,40 @@ func TestProviders(t *testing.T) {
 				if len(got) != 3 || got[0] != "2" || !strings.Contains(got[1], "disk on fire") || got[2] != "10" || res.ToolCalls != 3 {
 					t.Fatalf("tool results sent = %q", got)
 				}
+				// One message answers the whole turn: the assistant's tool calls are
+				// followed by three tool messages (OpenAI) or one user message with
+				// three tool_result blocks (Anthropic).
+				msgs, _ := srv.Requests()[1]["messages"].([]any)
+				want := 5
+				if p.name == "anthropic" {
+					want = 3
+				}
+				if len(msgs) != want {
+					t.Fatalf("second request has %d messages, want %d: %v", len(msgs), want, msgs)
+				}
+				if first, _ := srv.Requests()[0]["parallel_tool_calls"].(bool); p.name == "openai" && !first {
+					t.Errorf("parallel_tool_calls not sent as true: %v", srv.Requests()[0])
+				}
+			})
+
+			t.Run("ParallelOff", func(t *testing.T) {
+				off := false
+				a, srv := setup(t, agent.Config{ID: "seq", ParallelToolCalls: &off}, agenttest.Reply{Text: "hi"})
+				if _, err := a.Run(context.Background(), agent.Request{Message: "go"}); err != nil {
+					t.Fatal(err)
+				}
+				body := srv.Requests()[0]
+				var told bool
+				if p.name == "openai" {
+					v, ok := body["parallel_tool_calls"].(bool)
+					told = ok && !v
+				} else {
+					tc, _ := body["tool_choice"].(map[string]any)
+					told = tc["type"] == "auto" && tc["disable_parallel_tool_use"] == true
+				}
+				if !told {
+					t.Fatalf("request does not turn parallel tool calls off: %v", body)
+				}
 			})
 
 			t.Run("RetryAfter429And500", func(t *testing.T) {
