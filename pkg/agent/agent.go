@@ -343,6 +343,9 @@ func (a *Agent) toolNames() string {
 // resultText renders a tool result for the model: its text parts, and a note for
 // each part a chat model cannot be given as text.
 func resultText(r tool.Result) string {
+	if len(r.Content) == 1 && r.Content[0].Type == tool.ContentText {
+		return r.Content[0].Text
+	}
 	var b strings.Builder
 	for _, c := range r.Content {
 		if b.Len() > 0 {
