@@ -88,29 +88,7 @@ func (p *producer) process(ctx context.Context, pool *pgxpool.Pool, ex *exchange
 				return err
 			}
 		}
-		if e.op == OpExec {
-			tag, err := retry(ctx, func() (pgconn.CommandTag, error) { return pool.Exec(ctx, sql, args...) })
-			if err != nil {
-				return e.describe(err)
-			}
-			setCounts(ex, tag)
-			return nil
-		}
-		var rows []any
-		tag, err := retry(ctx, func() (pgconn.CommandTag, error) {
-			r, err := pool.Query(ctx, sql, args...)
-			if err != nil {
-				return pgconn.CommandTag{}, err
-			}
-			rows, err = collectRows(r)
-			return r.CommandTag(), err
-		})
-		if err != nil {
-			return e.describe(err)
-		}
-		ex.In().SetBody(rows)
-		setCounts(ex, tag)
-		return nil
+		return p.run(ctx, pool, ex, sql, args, e.op != OpExec)
 	case OpInsert:
 		return p.insert(ctx, pool, ex, body)
 	case OpUpdate, OpDelete:
@@ -122,6 +100,34 @@ func (p *producer) process(ctx context.Context, pool *pgxpool.Pool, ex *exchange
 // retry runs f, and once more when it failed before the statement reached the
 // server (a connection the server closed while idle in the pool), so that a
 // database that came back is used without a failed exchange.
+// run executes sql with bound args and sets the row-count headers. With rows, the
+// statement's rows become the body (a list of row maps); without, the body is kept.
+func (p *producer) run(ctx context.Context, pool *pgxpool.Pool, ex *exchange.Exchange, sql string, args []any, rows bool) error {
+	if !rows {
+		tag, err := retry(ctx, func() (pgconn.CommandTag, error) { return pool.Exec(ctx, sql, args...) })
+		if err != nil {
+			return p.e.describe(err)
+		}
+		setCounts(ex, tag)
+		return nil
+	}
+	var out []any
+	tag, err := retry(ctx, func() (pgconn.CommandTag, error) {
+		r, err := pool.Query(ctx, sql, args...)
+		if err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		out, err = collectRows(r)
+		return r.CommandTag(), err
+	})
+	if err != nil {
+		return p.e.describe(err)
+	}
+	ex.In().SetBody(out)
+	setCounts(ex, tag)
+	return nil
+}
+
 func retry(ctx context.Context, f func() (pgconn.CommandTag, error)) (pgconn.CommandTag, error) {
 	tag, err := f()
 	if err != nil && pgconn.SafeToRetry(err) && ctx.Err() == nil {
@@ -575,30 +581,7 @@ func (p *producer) change(ctx context.Context, pool *pgxpool.Pool, ex *exchange.
 	if e.returning {
 		b.WriteString(" RETURNING *")
 	}
-	sql := b.String()
-	if !e.returning {
-		tag, err := retry(ctx, func() (pgconn.CommandTag, error) { return pool.Exec(ctx, sql, args...) })
-		if err != nil {
-			return e.describe(err)
-		}
-		setCounts(ex, tag)
-		return nil
-	}
-	var rows []any
-	tag, err := retry(ctx, func() (pgconn.CommandTag, error) {
-		r, err := pool.Query(ctx, sql, args...)
-		if err != nil {
-			return pgconn.CommandTag{}, err
-		}
-		rows, err = collectRows(r)
-		return r.CommandTag(), err
-	})
-	if err != nil {
-		return e.describe(err)
-	}
-	ex.In().SetBody(rows)
-	setCounts(ex, tag)
-	return nil
+	return p.run(ctx, pool, ex, b.String(), args, e.returning)
 }
 
 func describeWhere(w string) string {
