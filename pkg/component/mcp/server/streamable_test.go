@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -9,6 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/pkg/component/mcp/internal/mcptest"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -64,40 +64,11 @@ type rawReply struct {
 
 func send(t *testing.T, method, url string, hdr map[string]string, body string) rawReply {
 	t.Helper()
-	req, err := http.NewRequestWithContext(testCtx(t), method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		if v == "" {
-			req.Header.Del(k)
-		} else {
-			req.Header.Set(k, v)
-		}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rawReply{resp.StatusCode, resp.Header, string(b)}
+	r := mcptest.Send(testCtx(t), t, method, url, hdr, body)
+	return rawReply{r.Status, r.Header, r.Body}
 }
 
 func initSession(t *testing.T, url string) string {
 	t.Helper()
-	r := send(t, http.MethodPost, url, nil, initializeBody)
-	sid := r.header.Get("Mcp-Session-Id")
-	if r.status != http.StatusOK || sid == "" || r.header.Get("Content-Type") != "application/json" {
-		t.Fatalf("initialize: %d %q %s", r.status, sid, r.body)
-	}
-	if r := send(t, http.MethodPost, url, map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != http.StatusAccepted {
-		t.Fatalf("initialized: %d %s", r.status, r.body)
-	}
-	return sid
+	return mcptest.InitSession(testCtx(t), t, url)
 }
