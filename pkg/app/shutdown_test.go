@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,41 +14,7 @@ import (
 	"github.com/arvenza/helix/pkg/app"
 )
 
-// sdGate is an HTTP endpoint a workflow calls; calls block until the test opens
-// the gate, so that a tool call stays in flight while Helix stops.
-type sdGate struct {
-	srv     *httptest.Server
-	entered chan struct{}
-	release chan struct{}
-	once    sync.Once
-}
-
-func newSDGate(t *testing.T) *sdGate {
-	g := &sdGate{entered: make(chan struct{}, 16), release: make(chan struct{})}
-	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.entered <- struct{}{}
-		select {
-		case <-g.release:
-		case <-r.Context().Done():
-		}
-		_, _ = io.WriteString(w, "released")
-	}))
-	t.Cleanup(func() { g.open(); g.srv.Close() })
-	return g
-}
-
-func (g *sdGate) open() { g.once.Do(func() { close(g.release) }) }
-
-func (g *sdGate) waitEntered(t *testing.T) {
-	t.Helper()
-	select {
-	case <-g.entered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the slow tool was never called")
-	}
-}
-
-func shutdownYAML(g *sdGate, timeout string) string {
+func shutdownYAML(g *blocker, timeout string) string {
 	return `
 helix:
   shutdown_timeout: ` + timeout + `
@@ -130,7 +95,7 @@ func sdCall(cs *sdk.ClientSession, tool string) sdResult {
 // JSON-RPC error "server is shutting down" (on the fast path and the go-sdk
 // path), new sessions get 503, and the call already running completes.
 func TestStopDrainsInFlightCallsAndRefusesNewOnes(t *testing.T) {
-	g := newSDGate(t)
+	g := newBlocker(t)
 	a, err := buildYAML(t, shutdownYAML(g, "20s"))
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +190,7 @@ func TestStopDrainsInFlightCallsAndRefusesNewOnes(t *testing.T) {
 // shutdown_timeout bounds the drain when Stop's context has no deadline: a call
 // that never finishes is cancelled and Stop returns.
 func TestShutdownTimeoutBoundsTheDrain(t *testing.T) {
-	g := newSDGate(t)
+	g := newBlocker(t)
 	a, err := buildYAML(t, shutdownYAML(g, "300ms"))
 	if err != nil {
 		t.Fatal(err)
