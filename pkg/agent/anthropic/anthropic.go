@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -154,17 +153,9 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 	}
 	var ae *sdk.Error
 	if errors.As(err, &ae) {
-		msg := providerMessage(ae.RawJSON())
-		if msg == "" {
-			msg = http.StatusText(ae.StatusCode)
-		}
-		pe := &agent.ProviderError{Provider: "anthropic", StatusCode: ae.StatusCode, Message: agent.Redact(msg, m.cfg.APIKey)}
-		if ae.Response != nil {
-			pe.RetryAfter = agent.ParseRetryAfter(ae.Response.Header.Get, time.Now())
-		}
-		return pe
+		return agent.NewProviderError("anthropic", m.cfg.APIKey, ae.StatusCode, providerMessage(ae.RawJSON()), ae.Response)
 	}
-	return &agent.ProviderError{Provider: "anthropic", Message: agent.Redact(err.Error(), m.cfg.APIKey)}
+	return agent.NewProviderError("anthropic", m.cfg.APIKey, 0, err.Error(), nil)
 }
 
 // providerMessage reads error.message of Anthropic's error body

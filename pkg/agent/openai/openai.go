@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -145,15 +144,7 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 	}
 	var ae *sdk.Error
 	if errors.As(err, &ae) {
-		msg := ae.Message
-		if msg == "" {
-			msg = http.StatusText(ae.StatusCode)
-		}
-		pe := &agent.ProviderError{Provider: "openai", StatusCode: ae.StatusCode, Message: agent.Redact(msg, m.cfg.APIKey)}
-		if ae.Response != nil {
-			pe.RetryAfter = agent.ParseRetryAfter(ae.Response.Header.Get, time.Now())
-		}
-		return pe
+		return agent.NewProviderError("openai", m.cfg.APIKey, ae.StatusCode, ae.Message, ae.Response)
 	}
-	return &agent.ProviderError{Provider: "openai", Message: agent.Redact(err.Error(), m.cfg.APIKey)}
+	return agent.NewProviderError("openai", m.cfg.APIKey, 0, err.Error(), nil)
 }
