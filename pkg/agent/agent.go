@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -81,16 +82,31 @@ type Result struct {
 type Agent struct {
 	cfg      Config
 	model    Model
-	tools    *tool.Set
-	defs     []ToolDef
+	tools    ToolSource
+	current  atomic.Pointer[toolView] // the tools of the latest run and their definitions
 	parallel bool
 	memory   *memory
 	logger   string
 }
 
+// ToolSource supplies an agent's tools at the start of each run: a fixed
+// *tool.Set, or tools discovered from MCP servers (discovered lazily, so that an
+// agent can start before its servers are up). An error fails the run; it should
+// say which source failed. Safe for concurrent use.
+type ToolSource interface {
+	ToolSet(ctx context.Context) (*tool.Set, error)
+}
+
+// toolView is a tool set with the definitions the model is shown, computed once
+// per set.
+type toolView struct {
+	set  *tool.Set
+	defs []ToolDef
+}
+
 // New checks cfg and builds an agent; it starts nothing. tools may be nil (an agent
-// without tools).
-func New(cfg Config, model Model, tools *tool.Set) (*Agent, error) {
+// without tools); a *tool.Set is a ToolSource.
+func New(cfg Config, model Model, tools ToolSource) (*Agent, error) {
 	if model == nil {
 		return nil, fmt.Errorf("agent %q: no model", cfg.ID)
 	}
@@ -117,8 +133,26 @@ func New(cfg Config, model Model, tools *tool.Set) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, model: model, tools: tools, parallel: cfg.ParallelToolCalls == nil || *cfg.ParallelToolCalls,
 		memory: newMemory(cfg.MemoryWindow, cfg.MaxSessions), logger: "agent/" + cfg.ID}
-	if tools != nil {
-		for _, t := range tools.Tools() {
+	a.current.Store(&toolView{})
+	return a, nil
+}
+
+// toolsFor returns the run's tools: the source's set, with its definitions reused
+// while the set stays the same.
+func (a *Agent) toolsFor(ctx context.Context) (*toolView, error) {
+	if a.tools == nil {
+		return a.current.Load(), nil
+	}
+	set, err := a.tools.ToolSet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if v := a.current.Load(); v.set == set {
+		return v, nil
+	}
+	v := &toolView{set: set}
+	if set != nil {
+		for _, t := range set.Tools() {
 			schema := t.Input()
 			if len(schema) == 0 {
 				schema = t.InputSchema
@@ -126,10 +160,11 @@ func New(cfg Config, model Model, tools *tool.Set) (*Agent, error) {
 			if len(schema) == 0 {
 				schema = json.RawMessage(`{"type":"object"}`)
 			}
-			a.defs = append(a.defs, ToolDef{Name: t.Name, Description: t.Description, InputSchema: schema})
+			v.defs = append(v.defs, ToolDef{Name: t.Name, Description: t.Description, InputSchema: schema})
 		}
 	}
-	return a, nil
+	a.current.Store(v)
+	return v, nil
 }
 
 // MaxIterationsError is a run that reached its iteration limit without an answer.
@@ -160,13 +195,17 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 			return res, fmt.Errorf("agent %q: output schema: %w", a.cfg.ID, err)
 		}
 	}
+	tools, err := a.toolsFor(ctx)
+	if err != nil {
+		return res, fmt.Errorf("agent %q: tools: %w", a.cfg.ID, err)
+	}
 	var history []Message
 	if req.SessionID != "" {
 		history = a.memory.load(req.SessionID)
 	}
 	start := len(history)
 	msgs := append(history, Message{Role: RoleUser, Text: req.Message})
-	mreq := &ModelRequest{System: a.cfg.SystemPrompt, Tools: a.defs, ParallelToolCalls: a.parallel, OutputSchema: req.OutputSchema}
+	mreq := &ModelRequest{System: a.cfg.SystemPrompt, Tools: tools.defs, ParallelToolCalls: a.parallel, OutputSchema: req.OutputSchema}
 	failures := map[string]int{}
 	repaired := false
 	for {
@@ -213,7 +252,7 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 			}
 			report.Progress(ctx, float64(res.Iterations), float64(a.cfg.MaxIterations), fmt.Sprintf("agent %s: iteration %d: calling %s", a.cfg.ID, res.Iterations, strings.Join(names, ", ")))
 		}
-		results := a.callTools(ctx, turn.ToolCalls)
+		results := a.callTools(ctx, tools, turn.ToolCalls)
 		res.ToolCalls += len(turn.ToolCalls)
 		if err := context.Cause(ctx); err != nil {
 			return res, a.runError(ctx, err)
@@ -286,31 +325,31 @@ func (a *Agent) generate(ctx context.Context, req *ModelRequest) (*ModelResponse
 // callTools runs the calls of one turn, concurrently when parallel tool calls are
 // on, and returns their results in the calls' order. It returns when every call
 // has returned.
-func (a *Agent) callTools(ctx context.Context, calls []ToolCall) []Message {
+func (a *Agent) callTools(ctx context.Context, tools *toolView, calls []ToolCall) []Message {
 	out := make([]Message, len(calls))
 	if !a.parallel || len(calls) == 1 {
 		for i, c := range calls {
-			out[i] = a.callTool(ctx, c)
+			out[i] = a.callTool(ctx, tools, c)
 		}
 		return out
 	}
 	var wg sync.WaitGroup
 	for i, c := range calls {
-		wg.Go(func() { out[i] = a.callTool(ctx, c) })
+		wg.Go(func() { out[i] = a.callTool(ctx, tools, c) })
 	}
 	wg.Wait()
 	return out
 }
 
 // callTool runs one call; every failure is a tool result with IsError.
-func (a *Agent) callTool(ctx context.Context, c ToolCall) Message {
+func (a *Agent) callTool(ctx context.Context, tools *toolView, c ToolCall) Message {
 	msg := Message{Role: RoleTool, ToolCallID: c.ID}
 	var t *tool.Tool
-	if a.tools != nil {
-		t = a.tools.Lookup(c.Name)
+	if tools.set != nil {
+		t = tools.set.Lookup(c.Name)
 	}
 	if t == nil {
-		msg.Text, msg.IsError = fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, a.toolNames()), true
+		msg.Text, msg.IsError = fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, tools.names()), true
 		return msg
 	}
 	if a.cfg.ToolTimeout > 0 {
@@ -329,12 +368,12 @@ func (a *Agent) callTool(ctx context.Context, c ToolCall) Message {
 	return msg
 }
 
-func (a *Agent) toolNames() string {
-	if len(a.defs) == 0 {
+func (v *toolView) names() string {
+	if len(v.defs) == 0 {
 		return "none"
 	}
-	names := make([]string, len(a.defs))
-	for i, d := range a.defs {
+	names := make([]string, len(v.defs))
+	for i, d := range v.defs {
 		names[i] = d.Name
 	}
 	return strings.Join(names, ", ")

@@ -281,39 +281,87 @@ type FieldConfig struct {
 	Pos         Pos
 }
 
-// AgentConfig is one entry of `agents:`. Only the fields every consumer needs are
-// decoded here; Node keeps the whole entry for the agent runtime.
+// AgentConfig is one entry of `agents:`, or the value of an `agent:` step (then
+// Ref names an `agents:` entry, or the fields define the agent inline and ID,
+// Trigger are empty). The agent runtime (pkg/agent/setup) builds from it; Pos and
+// the *Pos fields let it report problems at the key that caused them.
 type AgentConfig struct {
-	ID           string
-	Description  string
-	Type         string
-	Trigger      string
-	TriggerPos   Pos
+	ID          string
+	Description string
+	Type        string // "react" (the default and only type)
+	Trigger     string
+	TriggerPos  Pos
+	// Ref, set only in an `agent:` step, is the id of the `agents:` entry it runs.
+	Ref          string
 	Model        ModelConfig
 	SystemPrompt string
 	Tools        []AgentToolConfig
-	Node         *yaml.Node
-	Pos          Pos
+	// Loop settings; zero values mean the runtime's defaults.
+	MaxIterations     int
+	Timeout           time.Duration // the whole run
+	ToolTimeout       time.Duration // each tool call
+	ParallelToolCalls *bool         // nil: on
+	Stream            bool
+	Memory            AgentMemoryConfig
+	// Output, in an `agent:` step, is the JSON Schema the answer must match (the
+	// step's output: fields); empty: the enclosing tool's output schema, if any.
+	Output []FieldConfig
+	// Path is the YAML path of the entry ("agents[0]", "tools[1].steps[0].agent").
+	Path string
+	Node *yaml.Node
+	Pos  Pos
+}
+
+// AgentMemoryConfig is an agent's conversation memory per session_id.
+type AgentMemoryConfig struct {
+	Window      int // messages kept per session
+	MaxSessions int // sessions kept; the least recently used is evicted
 }
 
 // ModelConfig is an agent's `model:`.
 type ModelConfig struct {
-	Provider string
-	Model    string
-	APIKey   string
-	BaseURL  string
-	Node     *yaml.Node
-	Pos      Pos
+	Provider    string // openai | anthropic
+	Model       string
+	APIKey      string
+	BaseURL     string
+	Temperature *float64
+	MaxTokens   int
+	// Headers are sent with every request to the provider (a gateway's own headers).
+	Headers map[string]string
+	Node    *yaml.Node
+	Pos     Pos
 }
 
-// AgentToolConfig is one entry of an agent's `tools:`; Node keeps the entry (mcp_server,
-// auth …) for the agent runtime.
+// AgentToolConfig is one entry of an agent's `tools:`. Type "mcp" reaches the
+// tools of an MCP server (MCPServer, Auth); "workflow", "tool" and "agent" (and a
+// plain string entry, Type "") name an entry of the application by id (Name).
 type AgentToolConfig struct {
 	Name        string
 	Type        string
 	Description string
-	Node        *yaml.Node
-	Pos         Pos
+	MCPServer   *AgentMCPServerConfig
+	// Auth is the raw `auth:` mapping (resolved ${env:…}), parsed by the MCP client.
+	Auth    map[string]any
+	AuthPos Pos
+	// Include and Exclude filter the tools of an MCP server by name (path.Match
+	// patterns); empty Include means all.
+	Include []string
+	Exclude []string
+	Path    string
+	Node    *yaml.Node
+	Pos     Pos
+}
+
+// AgentMCPServerConfig is the `mcp_server:` of an agent tool: url (http, sse) or
+// command/args (stdio).
+type AgentMCPServerConfig struct {
+	URL       string
+	Transport string // http | sse | stdio; "" means stdio with command, else http
+	Command   string
+	Args      []string
+	Env       map[string]string
+	Timeout   time.Duration // per call; 0: the client's default
+	Pos       Pos
 }
 
 // PipelineConfig is one entry of `pipelines:` (RAG ingestion and retrieval).

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -221,3 +222,7 @@ func quoteList(ids []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// ToolSet returns s itself: a fixed Set is a source of tools for an agent
+// (agent.ToolSource), which asks its source at the start of every run.
+func (s *Set) ToolSet(context.Context) (*Set, error) { return s, nil }
