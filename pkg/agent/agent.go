@@ -55,6 +55,10 @@ type Config struct {
 	MaxRetries   int
 	RetryBackoff time.Duration
 	MaxRetryWait time.Duration
+	// Stream makes every model turn use the provider's streaming API; the text is
+	// reported as it is written, each delta a progress message (current: the
+	// iteration, total: MaxIterations) when the run's reporter wants progress.
+	Stream bool
 }
 
 // Request is one run's input.
@@ -206,6 +210,9 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 	start := len(history)
 	msgs := append(history, Message{Role: RoleUser, Text: req.Message})
 	mreq := &ModelRequest{System: a.cfg.SystemPrompt, Tools: tools.defs, ParallelToolCalls: a.parallel, OutputSchema: req.OutputSchema}
+	if a.cfg.Stream {
+		mreq.OnText = a.textReporter(ctx, res)
+	}
 	failures := map[string]int{}
 	repaired := false
 	for {
@@ -278,6 +285,20 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 		a.memory.append(req.SessionID, msgs[start:])
 	}
 	return res, nil
+}
+
+// textReporter returns the OnText of a streaming run: each delta becomes a progress
+// message of the current iteration, unreduced, since the reporter's contract is to
+// drop what its caller cannot take. Without a reporter that wants progress the
+// deltas go nowhere (the turn is still streamed, as configured).
+func (a *Agent) textReporter(ctx context.Context, res *Result) func(string) {
+	if !report.ProgressWanted(ctx) {
+		return func(string) {}
+	}
+	total := float64(a.cfg.MaxIterations)
+	return func(delta string) {
+		report.Progress(ctx, float64(res.Iterations), total, delta)
+	}
 }
 
 // runError names the agent and, when the run's context ended, says why (the

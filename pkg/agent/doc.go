@@ -12,10 +12,14 @@
 // failure repeats, retries 429/5xx with backoff honouring Retry-After, keeps a
 // bounded, LRU-evicted conversation memory per session id, validates an optional
 // output schema (one repair attempt), and reports each iteration through the
-// context's report.Reporter.
+// context's report.Reporter. With Config.Stream the providers use their streaming
+// APIs and the answer's text goes out as progress messages while it is written
+// (an MCP caller with a progress token sees it).
 //
 // Not built yet: the YAML wiring (`agents:`, the `agent:` step, `agent://`, exposing
-// agents as MCP tools) and streaming; an application cannot configure an agent
-// today. pkg/agent/agenttest has scripted fake servers speaking each provider's
-// wire format for tests.
+// agents as MCP tools); an application cannot configure an agent today.
+//
+// pkg/agent/agenttest has fake servers speaking each provider's wire format,
+// streams included, scripted or answering with a function of the request, for
+// tests.
 package agent

@@ -68,6 +68,12 @@ type ModelRequest struct {
 	// provider that supports structured output passes it on, the agent validates
 	// either way.
 	OutputSchema json.RawMessage
+	// OnText, when set, asks for the turn as it is written: the provider uses its
+	// streaming API and calls OnText with every text delta, in order, on the
+	// goroutine that called Generate, before Generate returns. The response is the
+	// same as without it. Deltas already given stay given when the stream then
+	// fails (the error is a *ProviderError like any other).
+	OnText func(delta string)
 }
 
 // ModelResponse is a model's turn: an assistant message and the tokens it cost.

@@ -1,6 +1,9 @@
 // Package agenttest helps test agents offline: fake model servers that speak the
 // providers' real wire formats (OpenAI Chat Completions, Anthropic Messages),
-// scripted reply by reply, and an in-process [ModelFunc].
+// plain JSON or, when the request asks to stream, server-sent events; scripted
+// reply by reply ([NewOpenAI], [NewAnthropic]) or answered by a function of the
+// request ([NewOpenAIFunc], [NewAnthropicFunc]) for end-to-end tests; and an
+// in-process [ModelFunc].
 package agenttest
 
 import (
@@ -25,9 +28,18 @@ type Call struct {
 
 // Reply is one scripted response. With Status 0 or 200 the server answers a
 // successful turn (Text, Calls, token counts) in the provider's format; any other
-// Status answers the provider's error body with Error as its message. Body, when
-// set, is sent verbatim instead (malformed JSON). Block makes the server wait until
-// the client gives up (cancellation tests).
+// Status answers the provider's error body with Error as its message (before any
+// stream starts, as the providers do). Body, when set, is sent verbatim instead
+// (malformed JSON). Block makes the server wait until the client gives up
+// (cancellation tests).
+//
+// When the request has "stream": true, a successful turn is sent as the
+// provider's event stream with Text and each call's Args split into small
+// deltas. The Stream* fields make that stream go wrong halfway through the text
+// (without text: after the first event): StreamError sends the
+// provider's error event with that message, StreamMalformed a chunk that is not
+// JSON, StreamCut closes the connection, StreamStall waits until the client gives
+// up. Without "stream": true they are ignored.
 type Reply struct {
 	Status       int
 	Header       map[string]string
@@ -38,10 +50,16 @@ type Reply struct {
 	InputTokens  int
 	OutputTokens int
 	Block        bool
+
+	StreamError     string
+	StreamMalformed bool
+	StreamCut       bool
+	StreamStall     bool
 }
 
-// Server is a scripted fake provider. Each request takes the next reply; a request
-// beyond the script fails the test. Safe for concurrent use.
+// Server is a fake provider. A scripted server gives each request the next reply;
+// a request beyond the script fails the test. A server with a reply function
+// answers each request with what the function returns. Safe for concurrent use.
 type Server struct {
 	*httptest.Server
 	t        testing.TB
@@ -50,20 +68,67 @@ type Server struct {
 	replies  []Reply
 	requests []map[string]any
 	headers  []http.Header
+	// answer, when set, replies instead of the script; calls are serialized by
+	// answerMu so that it may keep state without locking.
+	answer   func(Request) Reply
+	answerMu sync.Mutex
+}
+
+// Request is what a reply function ([NewOpenAIFunc], [NewAnthropicFunc]) is given:
+// a request as the server received it, with the parts a test usually answers on
+// already read out of the provider's format.
+type Request struct {
+	// N counts the server's requests from 1.
+	N int
+	// Body is the decoded JSON body.
+	Body map[string]any
+	// Stream is whether the client asked for an event stream.
+	Stream bool
+	// Tools are the names of the tools offered, in order.
+	Tools []string
+	// System is the system prompt, "" when none.
+	System string
+	// UserMessage is the text of the last user message that has text (not the
+	// tool results, which Anthropic sends as user messages too).
+	UserMessage string
+	// ToolResults are the latest tool results: those after the conversation's last
+	// assistant message, in order; empty when the last turn was not a tool call.
+	ToolResults []ToolResult
+}
+
+// ToolResult is a tool's answer as a request carries it.
+type ToolResult struct {
+	CallID  string
+	Text    string
+	IsError bool // Anthropic's is_error; OpenAI has no such flag
 }
 
 // NewOpenAI starts a fake Chat Completions server; use BaseURL as the provider's
 // base URL. It is closed when the test ends.
-func NewOpenAI(t testing.TB, replies ...Reply) *Server { return newServer(t, "openai", replies) }
+func NewOpenAI(t testing.TB, replies ...Reply) *Server { return newServer(t, "openai", replies, nil) }
 
 // NewAnthropic starts a fake Messages server; use BaseURL as the provider's base
 // URL. It is closed when the test ends.
 func NewAnthropic(t testing.TB, replies ...Reply) *Server {
-	return newServer(t, "anthropic", replies)
+	return newServer(t, "anthropic", replies, nil)
 }
 
-func newServer(t testing.TB, provider string, replies []Reply) *Server {
-	s := &Server{t: t, provider: provider, replies: replies}
+// NewOpenAIFunc starts a fake Chat Completions server that answers every request
+// with answer(request), e.g. a tool call while req.ToolResults is empty, then a
+// final answer quoting them. Several agents may use it at once: calls to answer
+// are serialized, so answer may keep state without locking (it should not block).
+// Closed when the test ends.
+func NewOpenAIFunc(t testing.TB, answer func(Request) Reply) *Server {
+	return newServer(t, "openai", nil, answer)
+}
+
+// NewAnthropicFunc is [NewOpenAIFunc] for a fake Messages server.
+func NewAnthropicFunc(t testing.TB, answer func(Request) Reply) *Server {
+	return newServer(t, "anthropic", nil, answer)
+}
+
+func newServer(t testing.TB, provider string, replies []Reply, answer func(Request) Reply) *Server {
+	s := &Server{t: t, provider: provider, replies: replies, answer: answer}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -109,15 +174,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, body)
 	s.headers = append(s.headers, r.Header.Clone())
-	if len(s.replies) == 0 {
+	n := len(s.requests)
+	var rep Reply
+	switch {
+	case s.answer != nil:
 		s.mu.Unlock()
-		s.t.Errorf("agenttest: request %d has no scripted reply", len(s.requests))
+		s.answerMu.Lock()
+		rep = s.answer(s.request(n, body))
+		s.answerMu.Unlock()
+	case len(s.replies) == 0:
+		s.mu.Unlock()
+		s.t.Errorf("agenttest: request %d has no scripted reply", n)
 		http.Error(w, "no scripted reply", http.StatusTeapot)
 		return
+	default:
+		rep = s.replies[0]
+		s.replies = s.replies[1:]
+		s.mu.Unlock()
 	}
-	rep := s.replies[0]
-	s.replies = s.replies[1:]
-	s.mu.Unlock()
 
 	if rep.Block {
 		<-r.Context().Done()
@@ -130,6 +204,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	status := rep.Status
 	if status == 0 {
 		status = http.StatusOK
+	}
+	if stream, _ := body["stream"].(bool); stream && status == http.StatusOK && rep.Body == "" {
+		s.stream(w, r, body, rep)
+		return
 	}
 	out := rep.Body
 	if out == "" {
@@ -224,9 +302,9 @@ func Script(responses ...*agent.ModelResponse) agent.Model {
 	})
 }
 
-// LastToolResults returns the text of the tool results a request carried, as the
-// provider's wire format puts them (OpenAI: role "tool" messages; Anthropic:
-// tool_result blocks), in order.
+// LastToolResults returns the text of all the tool results a request carried, as
+// the provider's wire format puts them (OpenAI: role "tool" messages; Anthropic:
+// tool_result blocks), in order. [LatestToolResults] returns only the last turn's.
 func LastToolResults(body map[string]any) []string {
 	var out []string
 	msgs, _ := body["messages"].([]any)

@@ -63,8 +63,9 @@ func New(cfg Config) (*Model, error) {
 	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
 }
 
-// Generate sends one Messages request. Consecutive tool results go back in one user
-// message, as the API wants.
+// Generate sends one Messages request; with req.OnText set, a streamed one (see
+// stream.go). Consecutive tool results go back in one user message, as the API
+// wants.
 func (m *Model) Generate(ctx context.Context, req *agent.ModelRequest) (*agent.ModelResponse, error) {
 	p := sdk.MessageNewParams{Model: sdk.Model(m.cfg.Model), MaxTokens: int64(m.cfg.MaxTokens)}
 	if req.System != "" {
@@ -114,23 +115,38 @@ func (m *Model) Generate(ctx context.Context, req *agent.ModelRequest) (*agent.M
 		}
 		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
 	}
+	if req.OnText != nil {
+		return m.stream(ctx, p, req.OnText)
+	}
 	resp, err := m.client.Messages.New(ctx, p)
 	if err != nil {
 		return nil, m.wrap(ctx, err)
 	}
+	return response(resp, nil), nil
+}
+
+// response reads a message, received whole or accumulated from a stream. inputs,
+// when not nil, holds a streamed tool call's arguments by content index as they
+// were written: the accumulator replaces invalid JSON with {}, and the model
+// should see its invalid arguments reported, as without streaming.
+func response(resp *sdk.Message, inputs map[int][]byte) *agent.ModelResponse {
 	out := &agent.ModelResponse{
 		Message: agent.Message{Role: agent.RoleAssistant},
 		Usage:   agent.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens},
 	}
-	for _, b := range resp.Content {
+	for i, b := range resp.Content {
 		switch b.Type {
 		case "text":
 			out.Message.Text += b.Text
 		case "tool_use":
-			out.Message.ToolCalls = append(out.Message.ToolCalls, agent.ToolCall{ID: b.ID, Name: b.Name, Arguments: b.Input})
+			args := b.Input
+			if raw := inputs[i]; len(raw) > 0 {
+				args = raw
+			}
+			out.Message.ToolCalls = append(out.Message.ToolCalls, agent.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func isToolResults(m sdk.MessageParam) bool {

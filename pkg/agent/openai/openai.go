@@ -54,7 +54,8 @@ func New(cfg Config) (*Model, error) {
 	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
 }
 
-// Generate sends one Chat Completions request.
+// Generate sends one Chat Completions request; with req.OnText set, a streamed one
+// (see stream.go).
 func (m *Model) Generate(ctx context.Context, req *agent.ModelRequest) (*agent.ModelResponse, error) {
 	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(m.cfg.Model)}
 	if m.cfg.Temperature != nil {
@@ -88,10 +89,18 @@ func (m *Model) Generate(ctx context.Context, req *agent.ModelRequest) (*agent.M
 		p.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
 			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "answer", Schema: schema}}}
 	}
+	if req.OnText != nil {
+		return m.stream(ctx, p, req.OnText)
+	}
 	resp, err := m.client.Chat.Completions.New(ctx, p)
 	if err != nil {
 		return nil, m.wrap(ctx, err)
 	}
+	return response(resp)
+}
+
+// response reads a completion, received whole or accumulated from a stream.
+func response(resp *sdk.ChatCompletion) (*agent.ModelResponse, error) {
 	if len(resp.Choices) == 0 {
 		return nil, &agent.ProviderError{Provider: "openai", Message: "response has no choices"}
 	}
