@@ -291,6 +291,9 @@ type AgentConfig struct {
 	Type        string // "react" (the default and only type)
 	Trigger     string
 	TriggerPos  Pos
+	// TriggerRaw is the trigger URI as written, before ${env:…} was resolved
+	// (what may be shown to MCP clients, like WorkflowConfig.FromRaw).
+	TriggerRaw string
 	// Ref, set only in an `agent:` step, is the id of the `agents:` entry it runs.
 	Ref          string
 	Model        ModelConfig

@@ -206,6 +206,40 @@ func (d *Decoder) Keyword(n *yaml.Node, words ...string) (string, bool) {
 	return "", false
 }
 
+// describeShape records a declared shape for n (a decoder that reads its value with
+// [Decoder.Decode] declares it whole, descriptions and enums included): the probe
+// of the kind the shape reads accepts it, the others are rejected. An object with
+// a Short key is recorded on the mapping probe only; the JSON Schema renders its
+// short form itself.
+func (d *Decoder) describeShape(n *yaml.Node, s *Shape) {
+	p := d.probe(n)
+	if p == nil {
+		return
+	}
+	kind := yaml.ScalarNode
+	switch s.Type {
+	case TypeObject, TypeMap:
+		kind = yaml.MappingNode
+	case TypeList, TypeSteps:
+		kind = yaml.SequenceNode
+	}
+	if p.kind != kind {
+		p.rejected = true
+		return
+	}
+	p.shapes = append(p.shapes, s)
+}
+
+// describeValue returns the shape of the values fn decodes, found by running it in
+// describe mode: a hand-written decoder (tool fields, a trigger) can so be part of
+// a declared [Shape].
+func describeValue(fn func(d *Decoder, n *yaml.Node)) *Shape {
+	d := NewDecoder("helix.yaml")
+	d.desc = &describer{probes: map[*yaml.Node]*probe{}}
+	s := d.desc.run(func(n *yaml.Node) { fn(d, n) })
+	return d.desc.finalize(s)
+}
+
 // finalize computes the shape of a slot from its probes.
 func (ds *describer) finalize(s *slot) *Shape {
 	var alts []*Shape

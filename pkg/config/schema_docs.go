@@ -10,7 +10,7 @@ var settingDocs = map[string]string{
 	"the configuration.helix":     "Settings of this Helix: name, log level, MCP servers, management, limits.",
 	"the configuration.workflows": "Workflows: a trigger URI and the steps run for each exchange. Each is also an MCP tool.",
 	"the configuration.tools":     "Tools: workflows with a declared input and output schema, triggered as tool://id and offered to MCP clients.",
-	"the configuration.agents":    "LLM agents (not available in this build).",
+	"the configuration.agents":    "LLM agents: a model, a system prompt and tools (workflows, tools, other agents, MCP servers) in a ReAct loop; each is also an MCP tool.",
 	"the configuration.pipelines": "RAG ingestion and retrieval pipelines (not available in this build).",
 	"the configuration.mcps":      "MCP servers, each exposing workflows and tools (the same model as helix.mcp.servers; id is required).",
 

@@ -213,6 +213,10 @@ func (d *Decoder) Decode(n *yaml.Node, path, what string, s *Shape) *Values {
 		what = s.What
 	}
 	vs := &Values{Node: n, Path: path, shape: s, vals: map[string]*Value{}}
+	if d.desc != nil {
+		d.describeShape(n, s)
+		return vs
+	}
 	if s.Type != TypeObject {
 		vs.vals[""] = &Value{Node: n, Path: path, V: d.decodeValue(n, path, what, s)}
 		return vs
