@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -15,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/agent/mcptools"
 	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
+	"github.com/arvenza/helix/pkg/report"
 	"github.com/arvenza/helix/pkg/tool"
 )
 
@@ -308,5 +312,42 @@ func TestStopThenStart(t *testing.T) {
 	}
 	if res := call(t, find(t, tools, "echo"), `{"text":"again"}`); res.Content[0].Text != "echo: again" {
 		t.Errorf("result %+v", res)
+	}
+}
+
+// The call's context reaches the connection: progress the server reports during a
+// call arrives at the caller's reporter.
+func TestProgressReachesTheCaller(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "progress", Version: "1"}, &sdk.ServerOptions{Logger: quiet})
+	srv.AddTool(&sdk.Tool{Name: "slow", InputSchema: objectSchema},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "half"}); err != nil {
+					return nil, err
+				}
+			}
+			return &sdk.CallToolResult{Content: text("done")}, nil
+		})
+	ts := serveHTTP(t, srv)
+	s := newServer(t, mcptools.Options{Conn: httpConfig(ts.URL)})
+	tools, err := s.Tools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []string
+	ctx := report.WithReporter(context.Background(), report.Func{OnProgress: func(_ context.Context, current, total float64, message string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprintf("%g/%g %s", current, total, message))
+	}})
+	res, cause := find(t, tools, "slow").Call(ctx, nil)
+	if cause != nil || res.IsError {
+		t.Fatalf("res %+v, cause %v", res, cause)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !reflect.DeepEqual(got, []string{"1/2 half"}) {
+		t.Errorf("progress reported %q, want [1/2 half]", got)
 	}
 }
