@@ -116,8 +116,9 @@ func NewAnthropic(t testing.TB, replies ...Reply) *Server {
 // NewOpenAIFunc starts a fake Chat Completions server that answers every request
 // with answer(request), e.g. a tool call while req.ToolResults is empty, then a
 // final answer quoting them. Several agents may use it at once: calls to answer
-// are serialized, so answer may keep state without locking (it should not block).
-// Closed when the test ends.
+// are serialized, so answer may keep state without locking. It runs on the
+// server's goroutines: it should not block, and should report with t.Error, not
+// t.Fatal. Closed when the test ends.
 func NewOpenAIFunc(t testing.TB, answer func(Request) Reply) *Server {
 	return newServer(t, "openai", nil, answer)
 }

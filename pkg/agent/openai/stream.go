@@ -11,8 +11,8 @@ import (
 	"github.com/arvenza/helix/pkg/agent"
 )
 
-// stream sends p as a streamed request, gives onText each content delta of the
-// first choice as it arrives, and returns the accumulated completion as
+// stream sends p as a streamed request, gives onText each content (or refusal)
+// delta of the first choice as it arrives, and returns the accumulated completion as
 // Generate does. Usage is asked for (stream_options.include_usage): OpenAI sends
 // it in a last chunk only then.
 func (m *Model) stream(ctx context.Context, p sdk.ChatCompletionNewParams, onText func(string)) (*agent.ModelResponse, error) {
@@ -26,8 +26,14 @@ func (m *Model) stream(ctx context.Context, p sdk.ChatCompletionNewParams, onTex
 			return nil, m.streamError("stream chunk does not continue the completion (another id or a bad index)")
 		}
 		for _, c := range chunk.Choices {
-			if c.Index == 0 && c.Delta.Content != "" {
+			if c.Index != 0 {
+				continue
+			}
+			// A refusal is the turn's text when there is no content (see response).
+			if c.Delta.Content != "" {
 				onText(c.Delta.Content)
+			} else if c.Delta.Refusal != "" {
+				onText(c.Delta.Refusal)
 			}
 		}
 	}
