@@ -49,8 +49,8 @@ var modelShape = Shape{Type: TypeObject, What: "the model", Description: "The LL
 	{Name: "model", Required: true, Shape: str("The model name, such as gpt-4o or claude-sonnet-4-20250514.")},
 	{Name: "api_key", Shape: str("The API key; write it as ${env:NAME}. Default: the provider's environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY).")},
 	{Name: "base_url", Shape: str("The API's base URL (http or https), for a gateway or a compatible server. Default: the provider's.")},
-	{Name: "temperature", Shape: Shape{Type: TypeNumber, Description: "Sampling temperature, 0 to 2. Default: the provider's."}},
-	{Name: "max_tokens", Shape: Shape{Type: TypeInt, Description: "Most tokens of one reply (more than 0). Default: the runtime's."}},
+	{Name: "temperature", Shape: Shape{Type: TypeNumber, Min: Bound(0), Max: Bound(2), Description: "Sampling temperature, 0 to 2. Default: the provider's."}},
+	{Name: "max_tokens", Shape: Shape{Type: TypeInt, Min: Bound(1), Description: "Most tokens of one reply. Default: the runtime's."}},
 	{Name: "headers", Shape: strMap("HTTP headers sent with every request to the provider (a gateway's own headers).")},
 }}
 
@@ -97,8 +97,8 @@ var agentToolShape = Shape{Type: TypeObject, What: "an agent tool", Short: "name
 
 var agentMemoryShape = Shape{Type: TypeObject, What: "memory",
 	Description: "Conversation memory per session_id: earlier messages are sent again with each run of the same session.", Keys: []Key{
-		{Name: "window", Shape: Shape{Type: TypeInt, Description: "Messages kept per session (more than 0)."}},
-		{Name: "max_sessions", Shape: Shape{Type: TypeInt, Description: "Sessions kept (more than 0); the least recently used is forgotten."}},
+		{Name: "window", Shape: Shape{Type: TypeInt, Min: Bound(1), Description: "Messages kept per session."}},
+		{Name: "max_sessions", Shape: Shape{Type: TypeInt, Min: Bound(1), Description: "Sessions kept; the least recently used is forgotten."}},
 	}}
 
 // agentCommonKeys are the keys of an agent in `agents:` and in an `agent:` step.
@@ -111,7 +111,7 @@ func agentCommonKeys() []Key {
 		{Name: "system_prompt", Shape: str("The system prompt: who the agent is and how it answers.")},
 		{Name: "tools", Shape: Shape{Type: TypeList, Items: &agentToolShape,
 			Description: "The tools the agent may call: ids of workflows, tools and agents, or MCP servers (type mcp)."}},
-		{Name: "max_iterations", Shape: Shape{Type: TypeInt, Description: "Most model calls of one run (more than 0). Default: the runtime's."}},
+		{Name: "max_iterations", Shape: Shape{Type: TypeInt, Min: Bound(1), Description: "Most model calls of one run. Default: the runtime's."}},
 		{Name: "timeout", Shape: Shape{Type: TypeDuration, Description: "Bound of one whole run. Default: the runtime's."}},
 		{Name: "tool_timeout", Shape: Shape{Type: TypeDuration, Description: "Bound of each tool call. Default: the runtime's."}},
 		{Name: "parallel_tool_calls", Shape: Shape{Type: TypeBool, Default: true,
@@ -235,32 +235,20 @@ func agentFromValues(d *Decoder, v *Values) AgentConfig {
 		b := v.Bool("parallel_tool_calls")
 		a.ParallelToolCalls = &b
 	}
-	a.MaxIterations = positive(d, v, "max_iterations", "a number of model calls")
+	a.MaxIterations = v.Int("max_iterations")
 	if m := v.Object("model"); m != nil {
 		a.Model = modelFromValues(d, m)
 	}
 	if m := v.Object("memory"); m != nil {
 		a.Memory = AgentMemoryConfig{
-			Window:      positive(d, m, "window", "a number of messages"),
-			MaxSessions: positive(d, m, "max_sessions", "a number of sessions"),
+			Window:      m.Int("window"),
+			MaxSessions: m.Int("max_sessions"),
 		}
 	}
 	for _, tv := range v.Objects("tools") {
 		a.Tools = append(a.Tools, agentToolFromValues(d, tv))
 	}
 	return a
-}
-
-// positive returns the integer key of v, recording an error when it is written and
-// not more than 0.
-func positive(d *Decoder, v *Values, key, what string) int {
-	i := v.Int(key)
-	if v.Has(key) && i <= 0 {
-		d.Errorf(v.NodeOf(key), v.PathOf(key), "%s must be %s greater than 0, not %d", key, what, i).Hint =
-			"leave it out for the default"
-		return 0
-	}
-	return i
 }
 
 func modelFromValues(d *Decoder, v *Values) ModelConfig {
@@ -281,13 +269,9 @@ func modelFromValues(d *Decoder, v *Values) ModelConfig {
 	}
 	if v.Has("temperature") {
 		t := v.Float("temperature")
-		if t < 0 || t > 2 {
-			d.Errorf(v.NodeOf("temperature"), v.PathOf("temperature"), "temperature must be between 0 and 2, not %g", t)
-		} else {
-			m.Temperature = &t
-		}
+		m.Temperature = &t
 	}
-	m.MaxTokens = positive(d, v, "max_tokens", "a number of tokens")
+	m.MaxTokens = v.Int("max_tokens")
 	return m
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -238,7 +239,7 @@ agents:
 agents:
   - id: a
     max_iterations: -3
-`, []string{`a.yaml:4:21: agents[0].max_iterations: max_iterations must be a number of model calls greater than 0, not -3 (leave it out for the default)`}},
+`, []string{`a.yaml:4:21: agents[0].max_iterations: max_iterations must be at least 1, not -3`}},
 		{"bad duration", `
 agents:
   - id: a
@@ -279,12 +280,12 @@ agents:
 agents:
   - id: a
     model: {provider: anthropic, model: m, temperature: 2.5}
-`, []string{`a.yaml:4:57: agents[0].model.temperature: temperature must be between 0 and 2, not 2.5`}},
+`, []string{`a.yaml:4:57: agents[0].model.temperature: temperature must be at most 2, not 2.5`}},
 		{"memory window zero", `
 agents:
   - id: a
     memory: {window: 0}
-`, []string{`a.yaml:4:22: agents[0].memory.window: window must be a number of messages greater than 0, not 0 (leave it out for the default)`}},
+`, []string{`a.yaml:4:22: agents[0].memory.window: window must be at least 1, not 0`}},
 		{"non-scalar where scalar expected", `
 agents:
   - id: [a]
@@ -299,6 +300,11 @@ agents:
     tools:
       - {name: t, mcp_server: {url: "http://x", args: [a]}}
 `, []string{`a.yaml:5:55: agents[0].tools[0].mcp_server.args: args is only for a server started with command (stdio)`}},
+		{"not a number, one error", `
+agents:
+  - id: a
+    model: {provider: openai, model: m, max_tokens: many}
+`, []string{`a.yaml:4:53: agents[0].model.max_tokens: want an integer, not "many"`}},
 		{"agent not a mapping", `
 agents:
   - just-a-name
@@ -429,5 +435,49 @@ func TestAgentSchemaDescribesAgents(t *testing.T) {
 	}
 	if strings.Contains(settingDocs["the configuration.agents"], "not available") {
 		t.Error("agents are described as unavailable")
+	}
+}
+
+func TestShapeBounds(t *testing.T) {
+	sh := &Shape{Type: TypeObject, Keys: []Key{
+		{Name: "n", Shape: Shape{Type: TypeInt, Min: Bound(1), Max: Bound(10)}},
+		{Name: "f", Shape: Shape{Type: TypeNumber, Min: Bound(0.5)}},
+	}}
+	for src, want := range map[string]string{
+		"{n: 5, f: 0.5}": "",
+		"{n: 0}":         "b.yaml:1:8: x.n: n must be at least 1, not 0",
+		"{n: 11}":        "b.yaml:1:8: x.n: n must be at most 10, not 11",
+		"{f: 0.25}":      "b.yaml:1:8: x.f: f must be at least 0.5, not 0.25",
+		"{n: ~}":         "",
+	} {
+		d := NewDecoder("b.yaml")
+		d.Decode(stepNode(t, "x: "+src), "x", "x", sh)
+		got := ""
+		if err := d.Err(); err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("%s: got %q, want %q", src, got, want)
+		}
+	}
+	b, err := FileSchema(SchemaOptions{Steps: []StepSchema{{Name: "b", Shape: sh}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Defs struct {
+			Step struct {
+				Properties map[string]struct {
+					Properties map[string]map[string]any
+				}
+			}
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	n := doc.Defs.Step.Properties["b"].Properties["n"]
+	if n["minimum"] != 1.0 || n["maximum"] != 10.0 || n["$ref"] != "#/$defs/integer" {
+		t.Errorf("the schema of n: %v", n)
 	}
 }

@@ -291,6 +291,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("tools:\n  - id: t\n    description: d\n    input: {a: {type: array, items: {type: object, properties: {b: string}}}}\n    output: {}\n"))
 	f.Add([]byte("helix: {mcp: {servers: [{tools: {x: {input_schema: '{'}}}]}}\nmcps: [{id: m, auth: {issuer: i, scopes: {'*': [a]}}}]\n"))
 	f.Add([]byte("a: &a {<<: *a}\n"))
+	f.Add([]byte("agents: [{id: a, model: {provider: openai, model: m, temperature: 3}, tools: [x, {name: m, mcp_server: {command: c}, include: ['[']}]}]\ntools: [{id: t, description: d, steps: [{agent: {ref: a}}, {agent: b}, {agent: {model: {provider: anthropic, model: m}, output: {x: string}}}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := LoadBytes("fuzz.yaml", data)
 		if cfg == nil {
@@ -302,6 +303,11 @@ func FuzzLoad(f *testing.F) {
 		for _, tl := range cfg.Tools {
 			_ = tl.InputSchema()
 			_ = tl.OutputSchema()
+			for _, s := range tl.Steps {
+				if s.Kind == "agent" {
+					DecodeAgentStep(NewDecoder("fuzz.yaml"), s.Node, s.Path)
+				}
+			}
 		}
 	})
 }

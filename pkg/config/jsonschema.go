@@ -261,10 +261,19 @@ func (g *schemaGen) schema(s *Shape) *ordered {
 		} else {
 			o.set("type", "string")
 		}
-	case TypeInt:
-		o.set("$ref", "#/$defs/integer")
-	case TypeNumber:
-		o.set("$ref", "#/$defs/number")
+	case TypeInt, TypeNumber:
+		if s.Type == TypeInt {
+			o.set("$ref", "#/$defs/integer")
+		} else {
+			o.set("$ref", "#/$defs/number")
+		}
+		// Next to the $ref, the bounds apply to numbers; a ${env:…} string passes.
+		if s.Min != nil {
+			o.set("minimum", *s.Min)
+		}
+		if s.Max != nil {
+			o.set("maximum", *s.Max)
+		}
 	case TypeBool:
 		o.set("$ref", "#/$defs/boolean")
 	case TypeDuration:

@@ -46,6 +46,10 @@ type Shape struct {
 	Default any
 	// Enum lists the accepted values of a string, matched case-insensitively.
 	Enum []string
+	// Min and Max, when set, bound an integer or a number (inclusive): the decoder
+	// reports a value outside them and the JSON Schema says minimum and maximum.
+	// [Bound] makes the pointer.
+	Min, Max *float64
 	// Keys are the keys of an object, in the order documentation shows them.
 	Keys []Key
 	// Short names the key that a value other than a mapping stands for: with Short
@@ -270,9 +274,19 @@ func (d *Decoder) decodeValue(n *yaml.Node, path, name string, s *Shape) any {
 		}
 		return v
 	case TypeInt:
-		return d.Int(n, path)
+		before := len(d.errs)
+		v := d.Int(n, path)
+		if len(d.errs) == before {
+			d.checkBounds(n, path, what, float64(v), s)
+		}
+		return v
 	case TypeNumber:
-		return d.Float(n, path)
+		before := len(d.errs)
+		v := d.Float(n, path)
+		if len(d.errs) == before {
+			d.checkBounds(n, path, what, v, s)
+		}
+		return v
 	case TypeBool:
 		return d.Bool(n, path)
 	case TypeDuration:
@@ -304,6 +318,22 @@ func (d *Decoder) decodeValue(n *yaml.Node, path, name string, s *Shape) any {
 		return pairs
 	}
 	return nil // TypeAny: the owner reads the node
+}
+
+// Bound returns a pointer to v, for [Shape.Min] and [Shape.Max].
+func Bound(v float64) *float64 { return &v }
+
+// checkBounds reports a written number outside s.Min and s.Max.
+func (d *Decoder) checkBounds(n *yaml.Node, path, what string, v float64, s *Shape) {
+	if d.desc != nil || IsNull(d.Resolve(n)) {
+		return
+	}
+	switch {
+	case s.Min != nil && v < *s.Min:
+		d.Errorf(n, path, "%s must be at least %g, not %g", what, *s.Min, v)
+	case s.Max != nil && v > *s.Max:
+		d.Errorf(n, path, "%s must be at most %g, not %g", what, *s.Max, v)
+	}
 }
 
 // orList renders "a", "a or b", "a, b or c".
