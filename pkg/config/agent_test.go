@@ -2,12 +2,14 @@ package config
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -479,5 +481,74 @@ func TestShapeBounds(t *testing.T) {
 	n := doc.Defs.Step.Properties["b"].Properties["n"]
 	if n["minimum"] != 1.0 || n["maximum"] != 10.0 || n["$ref"] != "#/$defs/integer" {
 		t.Errorf("the schema of n: %v", n)
+	}
+}
+
+// agentFileSchema is the JSON Schema of the file with the agent step declared, and
+// every other step kind of the examples free.
+func agentFileSchema(t *testing.T) *jsonschema.Resolved {
+	t.Helper()
+	step := AgentStepShape()
+	b, err := FileSchema(SchemaOptions{Steps: []StepSchema{{Name: "agent", Shape: &step}, {Name: "transform"}, {Name: "log"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func yamlInstance(t *testing.T, src []byte) any {
+	t.Helper()
+	var doc any
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inst any
+	if err := json.Unmarshal(b, &inst); err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+// The JSON Schema editors check the file with agrees with the decoder on agents:
+// the spec's examples pass, mistakes the decoder reports are refused.
+func TestAgentSchemaAgreesWithDecoder(t *testing.T) {
+	rs := agentFileSchema(t)
+	files, _ := filepath.Glob("testdata/agent_*.yaml")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rs.Validate(yamlInstance(t, data)); err != nil {
+			t.Errorf("%s: the schema refuses it: %v", f, err)
+		}
+	}
+	for _, bad := range []string{
+		"agents: [{id: a, model: {provider: opnai, model: m}}]",
+		"agents: [{id: a, model: {provider: openai}}]",
+		"agents: [{id: a, system_promt: hi}]",
+		"agents: [{id: a, max_iterations: 0}]",
+		"agents: [{id: a, model: {provider: openai, model: m, temperature: 3}}]",
+		"agents: [{id: a, tools: [{name: t, mcp_server: {url: 'http://x', transport: grpc}}]}]",
+		"agents: [{id: a, tools: [{name: t, mcp_server: {url: 'http://x'}, auth: {type: basic}}]}]",
+		"agents: [{id: a, tool_timeout: soon}]",
+		"tools: [{id: t, description: d, steps: [{agent: {id: x}}]}]",
+		"tools: [{id: t, description: d, steps: [{agent: [a]}]}]",
+	} {
+		if err := rs.Validate(yamlInstance(t, []byte(bad))); err == nil {
+			t.Errorf("the schema accepts %s", bad)
+		}
 	}
 }
