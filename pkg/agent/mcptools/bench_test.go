@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -115,4 +116,112 @@ func BenchmarkIterationMCP100Agents(b *testing.B) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchIterations), "ns/iteration")
+}
+
+// BenchmarkAgentRunOpenAIMCP is the realistic path of an agent iteration: the
+// openai provider on the official SDK against a Chat Completions server that
+// answers at once with pre-encoded JSON, and an MCP tool through mcptools against
+// an in-process go-sdk server over Streamable HTTP. A run is overheadIterations
+// turns, each but the last with one tool call. Besides wall time per iteration it
+// reports p50/p99 per iteration (run duration / iterations), process CPU per
+// iteration (both servers included) and allocations per iteration (same). Profile
+// this one: the servers' goroutines are labelled (see sideLabel).
+func BenchmarkAgentRunOpenAIMCP(b *testing.B) {
+	benchmarkAgentRun(b, false)
+}
+
+// BenchmarkAgentOverheadOpenAIMCP is BenchmarkAgentRunOpenAIMCP followed by the
+// same number of bare tool calls (mcpclient Conn.CallTool on the same server) and
+// bare model POSTs (the same bodies, through the same HTTP client, answers not
+// decoded), and reports what is left per iteration once they are subtracted:
+// Helix's own CPU and allocations per iteration beyond the tool call and the
+// model's HTTP exchange.
+func BenchmarkAgentOverheadOpenAIMCP(b *testing.B) {
+	benchmarkAgentRun(b, true)
+}
+
+func benchmarkAgentRun(b *testing.B, baseline bool) {
+	env := newOverheadEnv(b)
+	a := env.newAgent(b)
+	ctx := context.Background()
+	req := agent.Request{Message: "Say hi through the echo tool."}
+	// The first run connects and lets the model server capture its requests.
+	if res, err := a.Run(ctx, req); !checkOverheadRun(b, res, err) {
+		b.FailNow()
+	}
+	durations := make([]time.Duration, 0, 1<<14)
+	runtime.GC()
+	before := readUsage()
+	for b.Loop() {
+		start := time.Now()
+		res, err := a.Run(ctx, req)
+		durations = append(durations, time.Since(start))
+		if !checkOverheadRun(b, res, err) {
+			b.FailNow()
+		}
+	}
+	run := readUsage().sub(before)
+	iterations := float64(b.N * overheadIterations)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/iterations, "ns/iteration")
+	(&latencies{all: durations}).report(b, overheadIterations)
+	b.ReportMetric(float64(run.cpu.Nanoseconds())/iterations, "cpu-ns/iteration")
+	b.ReportMetric(float64(run.mallocs)/iterations, "allocs/iteration")
+	b.ReportMetric(float64(run.bytes)/iterations, "B/iteration")
+	if !baseline {
+		return
+	}
+	calls := env.bareCallTool(b, b.N*overheadToolCalls)
+	posts := env.barePosts(b, b.N)
+	helix := run.sub(calls).sub(posts)
+	b.ReportMetric(float64(calls.cpu.Nanoseconds())/iterations, "toolcall-cpu-ns/iteration")
+	b.ReportMetric(float64(posts.cpu.Nanoseconds())/iterations, "modelpost-cpu-ns/iteration")
+	b.ReportMetric(float64(helix.cpu.Nanoseconds())/iterations, "helix-cpu-ns/iteration")
+	b.ReportMetric(float64(int64(helix.mallocs))/iterations, "helix-allocs/iteration")
+	b.ReportMetric(float64(int64(helix.bytes))/iterations, "helix-B/iteration")
+}
+
+// BenchmarkAgentRunOpenAIMCP100Agents runs 100 agents at once on the realistic
+// path, each its own agent and provider, all sharing the MCP session and the
+// model server (and the provider's HTTP client, as agents of one Helix do when
+// none is configured). ns/iteration is wall time divided by all iterations
+// (throughput); p50/p99 are per run with 100 in flight, divided by its iterations.
+func BenchmarkAgentRunOpenAIMCP100Agents(b *testing.B) {
+	const agents = 100
+	env := newOverheadEnv(b)
+	all := make([]*agent.Agent, agents)
+	for i := range all {
+		all[i] = env.newAgent(b)
+	}
+	ctx := context.Background()
+	req := agent.Request{Message: "Say hi through the echo tool."}
+	if res, err := all[0].Run(ctx, req); !checkOverheadRun(b, res, err) {
+		b.FailNow()
+	}
+	var next atomic.Int64
+	var lat latencies
+	b.SetParallelism((agents + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	runtime.GC()
+	before := readUsage()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		a := all[next.Add(1)%agents]
+		var mine []time.Duration
+		defer func() { lat.add(mine) }()
+		for pb.Next() {
+			start := time.Now()
+			res, err := a.Run(ctx, req)
+			mine = append(mine, time.Since(start))
+			if !checkOverheadRun(b, res, err) {
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	run := readUsage().sub(before)
+	iterations := float64(b.N * overheadIterations)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/iterations, "ns/iteration")
+	b.ReportMetric(iterations/b.Elapsed().Seconds(), "iterations/s")
+	lat.report(b, overheadIterations)
+	b.ReportMetric(float64(run.cpu.Nanoseconds())/iterations, "cpu-ns/iteration")
+	b.ReportMetric(float64(run.mallocs)/iterations, "allocs/iteration")
 }

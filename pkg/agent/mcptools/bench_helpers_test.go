@@ -1,0 +1,280 @@
+package mcptools_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/pkg/agent"
+	"github.com/arvenza/helix/pkg/agent/mcptools"
+	"github.com/arvenza/helix/pkg/agent/openai"
+	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
+)
+
+// The overhead benchmarks run one agent conversation of overheadIterations model
+// turns: every turn but the last calls the MCP tool once, the last answers.
+const (
+	overheadIterations = 5
+	overheadToolCalls  = overheadIterations - 1
+)
+
+// sideLabel is the pprof label that marks the goroutines of the two servers a run
+// talks to, so that a CPU profile can be split into Helix's side and the other
+// ends (scripts/agent-overhead.sh). Goroutines inherit labels from the goroutine
+// that starts them, and an httptest server's connections are served by goroutines
+// its accept loop starts: starting the server under the label marks them all.
+const sideLabel = "side"
+
+// startLabelled starts an httptest server for h whose goroutines carry side=value.
+func startLabelled(b *testing.B, value string, h http.Handler) *httptest.Server {
+	b.Helper()
+	var ts *httptest.Server
+	pprof.Do(context.Background(), pprof.Labels(sideLabel, value), func(context.Context) {
+		ts = httptest.NewServer(h)
+	})
+	return ts
+}
+
+// chatModelServer is a Chat Completions server that answers at once with
+// pre-encoded JSON: a call of the echo tool while the conversation holds fewer than
+// overheadToolCalls tool results, then the final answer. It keeps the request
+// bodies of the first conversation, so that the baseline can replay them.
+type chatModelServer struct {
+	toolTurns [][]byte // toolTurns[i]: the answer when the request holds i tool results
+	final     []byte
+
+	mu       sync.Mutex
+	captured [][]byte
+}
+
+func newChatModelServer() *chatModelServer {
+	s := &chatModelServer{final: []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1764576000,"model":"gpt-4o-mini",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"done","refusal":null},"logprobs":null,"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":120,"completion_tokens":2,"total_tokens":122},"system_fingerprint":"fp_bench"}`)}
+	for i := range overheadToolCalls {
+		id := string(rune('1' + i))
+		s.toolTurns = append(s.toolTurns, []byte(`{"id":"chatcmpl-bench","object":"chat.completion","created":1764576000,"model":"gpt-4o-mini",`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null,"tool_calls":[{"id":"call_`+id+`","type":"function",`+
+			`"function":{"name":"echo","arguments":"{\"text\":\"hi\"}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],`+
+			`"usage":{"prompt_tokens":100,"completion_tokens":12,"total_tokens":112},"system_fingerprint":"fp_bench"}`))
+	}
+	return s
+}
+
+var toolResultKey = []byte(`"tool_call_id"`)
+
+func (s *chatModelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	if len(s.captured) < overheadIterations {
+		s.captured = append(s.captured, body)
+	}
+	s.mu.Unlock()
+	answer := s.final
+	if n := bytes.Count(body, toolResultKey); n < len(s.toolTurns) {
+		answer = s.toolTurns[n]
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(answer)
+}
+
+// requests returns the request bodies of the first conversation.
+func (s *chatModelServer) requests() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.captured)
+}
+
+// overheadEnv is the realistic path of an agent run: the openai provider on its
+// SDK against chatModelServer, and the echo tool of an in-process go-sdk server
+// over Streamable HTTP through mcptools. Both servers run in this process, their
+// goroutines labelled (startLabelled).
+type overheadEnv struct {
+	model     *chatModelServer
+	modelURL  string
+	modelHTTP *http.Client // the provider's client; the model baseline posts through it too
+	tools     *mcptools.Server
+	mcpURL    string
+}
+
+func newOverheadEnv(b *testing.B) *overheadEnv {
+	b.Helper()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "bench", Version: "1"}, &sdk.ServerOptions{Logger: quiet})
+	srv.AddTool(&sdk.Tool{Name: "echo", Description: "echoes text", InputSchema: objectSchema},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: text("ok")}, nil
+		})
+	mcpTS := startLabelled(b, "mcp-server", streamable(srv))
+	cleanup(b, srv, mcpTS)
+
+	env := &overheadEnv{model: newChatModelServer(), mcpURL: mcpTS.URL}
+	modelTS := startLabelled(b, "model-server", env.model)
+	b.Cleanup(modelTS.Close)
+	env.modelURL = modelTS.URL + "/v1"
+	// The transport Helix uses when no client is configured, with its defaults, but
+	// its own, so that its idle connections can be closed at the end.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	b.Cleanup(transport.CloseIdleConnections)
+	env.modelHTTP = &http.Client{Transport: transport}
+
+	env.tools = newServer(b, mcptools.Options{Name: "MCP server bench", Conn: httpConfig(mcpTS.URL)})
+	if _, err := env.tools.Tools(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return env
+}
+
+// newAgent builds an agent on the openai provider and the MCP tools of env.
+func (env *overheadEnv) newAgent(b *testing.B) *agent.Agent {
+	b.Helper()
+	m, err := openai.New(openai.Config{Model: "gpt-4o-mini", APIKey: "sk-bench", BaseURL: env.modelURL, HTTPClient: env.modelHTTP})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{ID: "bench", SystemPrompt: "You are a helpful assistant. Use the tools when they help."}, m, env.tools)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
+// checkOverheadRun reports a run that did not go as scripted (Errorf: it may run
+// on RunParallel's goroutines).
+func checkOverheadRun(b *testing.B, res *agent.Result, err error) bool {
+	if err != nil || res.Iterations != overheadIterations || res.ToolCalls != overheadToolCalls || res.Text != "done" {
+		b.Errorf("res %+v, err %v", res, err)
+		return false
+	}
+	return true
+}
+
+// usage is what the process spent: CPU time of all its threads (user and system,
+// GC included) and heap allocations.
+type usage struct {
+	cpu     time.Duration
+	mallocs uint64
+	bytes   uint64
+}
+
+func readUsage() usage {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return usage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), mallocs: ms.Mallocs, bytes: ms.TotalAlloc}
+}
+
+func (u usage) sub(v usage) usage {
+	return usage{cpu: u.cpu - v.cpu, mallocs: u.mallocs - v.mallocs, bytes: u.bytes - v.bytes}
+}
+
+// measure runs f after a GC (so that a block does not pay for the garbage of the
+// one before) and returns what it spent.
+func measure(f func()) usage {
+	runtime.GC()
+	before := readUsage()
+	f()
+	return readUsage().sub(before)
+}
+
+// bareCallTool calls the echo tool n times on its own connection to env's MCP
+// server: the tool call without an agent around it.
+func (env *overheadEnv) bareCallTool(b *testing.B, n int) usage {
+	b.Helper()
+	conn, err := mcpclient.NewConn(mcpclient.Config{Transport: mcpclient.TransportHTTP, Endpoint: env.mcpURL, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	ctx := context.Background()
+	call := func() {
+		res, err := conn.CallTool(ctx, "echo", map[string]any{"text": "hi"})
+		if err != nil || res.IsError {
+			b.Fatalf("res %+v, err %v", res, err)
+		}
+	}
+	call() // connect (initialize) outside the measurement, as the agent's session is
+	return measure(func() {
+		for range n {
+			call()
+		}
+	})
+}
+
+// barePosts posts the captured request bodies of a conversation n times through
+// the provider's HTTP client and reads the answers without decoding them: the
+// model's side of the exchange plus the bare HTTP round trip, which the provider
+// cannot avoid either.
+func (env *overheadEnv) barePosts(b *testing.B, n int) usage {
+	b.Helper()
+	bodies := env.model.requests()
+	if len(bodies) != overheadIterations {
+		b.Fatalf("captured %d model requests, want %d", len(bodies), overheadIterations)
+	}
+	url := env.modelURL + "/chat/completions"
+	post := func(body []byte) {
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer sk-bench")
+		resp, err := env.modelHTTP.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d, err %v", resp.StatusCode, err)
+		}
+	}
+	return measure(func() {
+		for range n {
+			for _, body := range bodies {
+				post(body)
+			}
+		}
+	})
+}
+
+// latencies collects run durations (from several goroutines) and reports their
+// percentiles per iteration.
+type latencies struct {
+	mu  sync.Mutex
+	all []time.Duration
+}
+
+func (l *latencies) add(d []time.Duration) {
+	l.mu.Lock()
+	l.all = append(l.all, d...)
+	l.mu.Unlock()
+}
+
+// report sets p50 and p99 of the runs, divided by the iterations of a run.
+func (l *latencies) report(b *testing.B, iterations int) {
+	if len(l.all) == 0 {
+		return
+	}
+	slices.Sort(l.all)
+	at := func(q float64) float64 {
+		return float64(l.all[int(q*float64(len(l.all)-1))].Nanoseconds()) / float64(iterations)
+	}
+	b.ReportMetric(at(0.50), "p50-ns/iteration")
+	b.ReportMetric(at(0.99), "p99-ns/iteration")
+}
