@@ -114,8 +114,12 @@ func writeComponentList(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nNot available in this build: %s.\nRun `helix components SCHEME` for a component's options and headers.\n",
-		strings.Join(all.PlannedSchemes(), ", "))
+	if planned := all.PlannedSchemes(); len(planned) > 0 {
+		if _, err := fmt.Fprintf(w, "\nNot available in this build: %s.", strings.Join(planned, ", ")); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "\nRun `helix components SCHEME` for a component's options and headers.\n")
 	return err
 }
 
@@ -261,8 +265,10 @@ func markdownPages() map[string]string {
 		fmt.Fprintf(&index, "| [%s](%s.md) | %s | %s |\n", name, s.Scheme, roleShort(s.Direction), mdCell(s.Summary))
 		pages[s.Scheme+".md"] = markdownPage(s)
 	}
-	fmt.Fprintf(&index, "\nNot available in this build (a configuration using them is refused with the reason): %s.\n",
-		"`"+strings.Join(schemesWithSuffix(all.PlannedSchemes()), "`, `")+"`")
+	if planned := all.PlannedSchemes(); len(planned) > 0 {
+		fmt.Fprintf(&index, "\nNot available in this build (a configuration using them is refused with the reason): %s.\n",
+			"`"+strings.Join(schemesWithSuffix(planned), "`, `")+"`")
+	}
 	pages["README.md"] = index.String()
 	return pages
 }

@@ -21,7 +21,7 @@ func TestComponentsList(t *testing.T) {
 			t.Errorf("the list does not name %s", s.Scheme)
 		}
 	}
-	for _, want := range []string{"http, https  target", "timer", "trigger", "Not available in this build: agent"} {
+	for _, want := range []string{"http, https  target", "timer", "trigger", "agent"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("the list lacks %q:\n%s", want, stdout)
 		}
@@ -57,8 +57,7 @@ func TestComponentsScheme(t *testing.T) {
 func TestComponentsUnknownScheme(t *testing.T) {
 	for arg, want := range map[string]string{
 		"timr":    `unknown component "timr" (did you mean "timer"?)`,
-		"agent":   "component agent:// is not available in this build (agents are not implemented yet)",
-		"zzzzzzz": "unknown component \"zzzzzzz\" (components: direct, file, http",
+		"zzzzzzz": "unknown component \"zzzzzzz\" (components: agent, direct, file, http",
 	} {
 		code, stdout, stderr := execute(t, "components", arg)
 		if code != ExitConfig || stdout != "" || !strings.Contains(stderr, want) {

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arvenza/helix/pkg/agent/setup"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/component/all"
 	"github.com/arvenza/helix/pkg/component/kafka"
@@ -25,6 +26,7 @@ import (
 	"github.com/arvenza/helix/pkg/management"
 	"github.com/arvenza/helix/pkg/starlang"
 	"github.com/arvenza/helix/pkg/step"
+	"github.com/arvenza/helix/pkg/tool"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -67,6 +69,14 @@ type App struct {
 	// mgmt is the management server (nil when helix.management.enabled is false).
 	mgmt  *management.Server
 	state atomic.Int32 // stateBuilt … stateStopped, for /readyz
+
+	// Agents (agents.go): the agents: entries, by id, and every runner (inline
+	// agent: steps included); catalogue is the one tool catalogue MCP servers serve
+	// from and agents call through.
+	agents    []*builtAgent
+	agentByID map[string]*builtAgent
+	runners   []*setup.Runner
+	catalogue *tool.Catalogue
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -114,6 +124,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	}
 	var workflows []built
 	triggers := map[string]config.Pos{}
+	a.prepareAgents() // agents.go: agent: steps and agent:// targets refer to them
 	for _, w := range cfg.Workflows {
 		if wf := a.buildWorkflow(w, triggers); wf != nil {
 			workflows = append(workflows, built{wf, w.Pos})
@@ -125,9 +136,8 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 		}
 	}
 	a.checkDuplicateBodies() // validate.go
-	for _, ag := range cfg.Agents {
-		a.errs = append(a.errs, &config.Error{Pos: ag.Pos, Msg: fmt.Sprintf("agent %q: agents are not available in this build", ag.ID),
-			Hint: "agents need the LLM runtime, which is not implemented yet; use workflows or tools"})
+	for i, wf := range a.buildAgentWorkflows(triggers) {
+		workflows = append(workflows, built{wf, a.agents[i].cfg.Pos})
 	}
 	for _, p := range cfg.Pipelines {
 		a.errs = append(a.errs, &config.Error{Pos: p.Pos, Msg: fmt.Sprintf("pipeline %q: pipelines are not available in this build", p.ID),
@@ -143,7 +153,10 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 			a.errs = append(a.errs, &config.Error{Pos: b.pos, Msg: err.Error()})
 		}
 	}
-	// MCP servers (helix.mcp.servers, mcps:) are wired here, by buildMCP in mcp.go.
+	// One catalogue of every workflow, tool and agent: agents call through it, MCP
+	// servers (helix.mcp.servers, mcps:) serve from it (buildMCP in mcp.go).
+	a.catalogue = a.buildCatalogue()
+	a.resolveAgents(a.catalogue)
 	a.buildMCP()
 	a.buildManagement()
 	a.lintWorkflows()     // warnings, validate.go
@@ -285,7 +298,7 @@ func registerComponents(hc *engine.Context) {
 
 func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.Pos) *engine.Workflow {
 	bc := a.bc
-	bc.Workflow, bc.Trigger = w.ID, w.From
+	bc.Workflow, bc.Trigger, bc.ToolOutput = w.ID, w.From, nil
 	wf := &engine.Workflow{
 		ID:          w.ID,
 		Description: w.Description,

@@ -163,7 +163,7 @@ func TestBuildErrors(t *testing.T) {
 		`helix.yaml:9:19: workflows[0].steps[3]: set-body has both constant: and starlang:`,
 		`helix.yaml:10:14: workflows[0].steps[4]: unknown placeholder ${bodyy}`,
 		`helix.yaml:11:23: workflows[0].steps[5]: log://x?level=loud: option level="loud" is not one of the allowed values (use debug, info, warn or error)`,
-		`helix.yaml:12:9: workflows[0].steps[6]: step agent is not available in this build`,
+		`helix.yaml:12:16: workflows[0].steps[6]: an inline agent needs model: {provider: …, model: …}`,
 		`helix.yaml:13:43: workflows[0].steps[7].auth: auth: is not supported on direct:// targets`,
 		`helix.yaml:17:7: workflows[1].error_handler.dead_letter_channel: unknown scheme "nowhere"`,
 		`helix.yaml:21:14: workflows[3].trigger: trigger direct://c is already used by the workflow at helix.yaml:19:14`,

@@ -110,8 +110,8 @@ func (a *App) ready() error {
 
 // Manifest describes what the application exposes (spec §16 auto-discovery): its
 // MCP servers with their bound addresses, endpoints and listed tools, and the
-// workflows triggered over HTTP. This build has no agent runtime, so agents is empty.
-// It is safe for concurrent use.
+// workflows triggered over HTTP, and the agents (agents.go: id, type, provider,
+// model, tools, capabilities; never a key). It is safe for concurrent use.
 func (a *App) Manifest() management.Manifest {
 	version := a.opts.Version
 	if version == "" {
@@ -124,11 +124,13 @@ func (a *App) Manifest() management.Manifest {
 		}
 	}
 	m.HTTPRoutes = a.httpRoutes()
+	m.Agents = a.manifestAgents()
 	return m
 }
 
 // Metrics is the /metrics snapshot: the engine's workflow counters, the MCP servers'
-// tool calls and their security rejections. It is safe for concurrent use.
+// tool calls and their security rejections, and the agents' runs, iterations, tool
+// calls and tokens. It is safe for concurrent use.
 func (a *App) Metrics() management.Metrics {
 	st := a.hc.Stats()
 	m := management.Metrics{Version: a.opts.Version, GoVersion: runtime.Version(), InFlight: st.InFlight}
@@ -147,6 +149,7 @@ func (a *App) Metrics() management.Metrics {
 			m.Rejected = append(m.Rejected, management.RejectedMetrics{Server: sec.id, Reason: r.Reason, Count: r.Count})
 		}
 	}
+	m.Agents = a.agentMetrics()
 	return m
 }
 

@@ -25,7 +25,7 @@ const MCPServerScheme = "mcp-server"
 // ToolAllowed.
 func (a *App) buildMCP() {
 	comp := a.MCPServers()
-	comp.SetCatalogue(a.buildCatalogue())
+	comp.SetCatalogue(a.catalogue)
 	for _, s := range a.cfg.MCPServers() {
 		opts := a.mcpServerOptions(s)
 		a.warnListenerOnStdio(opts.Transport, s.Listener, s.Pos, s.Path)
@@ -34,11 +34,12 @@ func (a *App) buildMCP() {
 	}
 }
 
-// buildCatalogue registers the application's tools in a fresh catalogue, which its
-// MCP servers (declared and mcp-server:// triggers) serve from: every workflow with
-// a trigger and every `tools:` entry, in declaration order (both are engine
-// workflows by now; workflows without a trigger are recorded as not being tools).
-// Agents and pipelines will register here too.
+// buildCatalogue registers the application's tools in one catalogue, which its MCP
+// servers (declared and mcp-server:// triggers) serve from and its agents call
+// through: every workflow with a trigger, every `tools:` entry and every agent, in
+// declaration order (all are engine workflows by now, agents of Kind agent;
+// workflows without a trigger are recorded as not being tools). Pipelines will
+// register here too.
 func (a *App) buildCatalogue() *tool.Catalogue {
 	cat := tool.NewCatalogue()
 	cat.AddWorkflows(a.hc)

@@ -18,6 +18,7 @@ func (a *App) buildTool(t config.ToolConfig) *engine.Workflow {
 	bc := a.bc
 	bc.Workflow, bc.Trigger = t.ID, "tool://"+t.ID
 	in, out := t.InputSchema(), t.OutputSchema()
+	bc.ToolOutput = out // an agent: step answers in the tool's output JSON
 	validate, err := newValidator(in)
 	// A field with an unknown type was already reported by config; the schema
 	// library's complaint about it would only repeat that.

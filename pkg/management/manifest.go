@@ -23,12 +23,18 @@ type Manifest struct {
 	HTTPRoutes      []HTTPRoute `json:"http_routes"`
 }
 
-// Agent is a registered AI agent.
+// Agent is a registered AI agent. It never carries a key or another secret of
+// the agent's configuration.
 type Agent struct {
-	ID           string   `json:"id"`
-	Type         string   `json:"type,omitempty"`
-	Model        string   `json:"model,omitempty"`
-	Tools        []string `json:"tools"`
+	ID   string `json:"id"`
+	Type string `json:"type,omitempty"`
+	// Provider is the model provider: openai or anthropic.
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	// Tools are the ids of the workflows, tools and agents the agent calls and the
+	// names of its MCP tool entries.
+	Tools []string `json:"tools"`
+	// Capabilities are tags such as tools, memory, streaming, structured_output.
 	Capabilities []string `json:"capabilities"`
 }
 

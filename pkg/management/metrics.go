@@ -26,6 +26,17 @@ type Metrics struct {
 	Workflows []WorkflowMetrics
 	ToolCalls []ToolCallMetrics
 	Rejected  []RejectedMetrics
+	Agents    []AgentMetrics
+}
+
+// AgentMetrics are the totals of one agent.
+type AgentMetrics struct {
+	Agent                     string
+	Runs                      uint64
+	Errors                    uint64 // runs that failed
+	Iterations                uint64 // model turns
+	ToolCalls                 uint64
+	InputTokens, OutputTokens uint64
 }
 
 // WorkflowMetrics are the totals of one workflow.
@@ -76,6 +87,8 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 		}
 		return rej[i].Reason < rej[j].Reason
 	})
+	agents := append([]AgentMetrics(nil), m.Agents...)
+	sort.Slice(agents, func(i, j int) bool { return agents[i].Agent < agents[j].Agent })
 
 	b := bufio.NewWriter(w)
 	family := func(name, typ, help string) {
@@ -128,6 +141,23 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 	family("helix_mcp_rejected_requests_total", "counter", "MCP requests rejected by a server's security settings.")
 	for _, r := range rej {
 		sample("helix_mcp_rejected_requests_total", []string{"server", r.Server, "reason", r.Reason}, u(r.Count))
+	}
+
+	for _, f := range []struct {
+		name, help string
+		value      func(AgentMetrics) uint64
+	}{
+		{"helix_agent_runs_total", "Agent runs (one per message answered or failed).", func(a AgentMetrics) uint64 { return a.Runs }},
+		{"helix_agent_errors_total", "Agent runs that failed.", func(a AgentMetrics) uint64 { return a.Errors }},
+		{"helix_agent_iterations_total", "Model turns of agent runs.", func(a AgentMetrics) uint64 { return a.Iterations }},
+		{"helix_agent_tool_calls_total", "Tool calls agents made.", func(a AgentMetrics) uint64 { return a.ToolCalls }},
+		{"helix_agent_input_tokens_total", "Input tokens agent runs cost, as the providers counted them.", func(a AgentMetrics) uint64 { return a.InputTokens }},
+		{"helix_agent_output_tokens_total", "Output tokens agent runs cost, as the providers counted them.", func(a AgentMetrics) uint64 { return a.OutputTokens }},
+	} {
+		family(f.name, "counter", f.help)
+		for _, a := range agents {
+			sample(f.name, []string{"agent", a.Agent}, u(f.value(a)))
+		}
 	}
 	return b.Flush()
 }

@@ -54,6 +54,18 @@ helix_mcp_tool_errors_total{server="s2",tool="a"} 0
 # TYPE helix_mcp_rejected_requests_total counter
 helix_mcp_rejected_requests_total{server="s1",reason="invalid api key"} 1
 helix_mcp_rejected_requests_total{server="s1",reason="rate limit exceeded"} 7
+# HELP helix_agent_runs_total Agent runs (one per message answered or failed).
+# TYPE helix_agent_runs_total counter
+# HELP helix_agent_errors_total Agent runs that failed.
+# TYPE helix_agent_errors_total counter
+# HELP helix_agent_iterations_total Model turns of agent runs.
+# TYPE helix_agent_iterations_total counter
+# HELP helix_agent_tool_calls_total Tool calls agents made.
+# TYPE helix_agent_tool_calls_total counter
+# HELP helix_agent_input_tokens_total Input tokens agent runs cost, as the providers counted them.
+# TYPE helix_agent_input_tokens_total counter
+# HELP helix_agent_output_tokens_total Output tokens agent runs cost, as the providers counted them.
+# TYPE helix_agent_output_tokens_total counter
 `
 	var sb strings.Builder
 	if err := WriteMetrics(&sb, m); err != nil {

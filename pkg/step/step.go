@@ -13,6 +13,7 @@
 package step
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -89,6 +90,12 @@ type BuildContext struct {
 	// (pkg/app installs the mcp:// client's); a scheme without a handler refuses
 	// auth:. Set it before building.
 	TargetAuth map[string]TargetAuthHandler
+	// Agents builds `agent:` steps; nil (no LLM runtime installed) makes them an
+	// error. pkg/app installs it.
+	Agents AgentBuilder
+	// ToolOutput is the output schema of the `tools:` entry being built (nil while
+	// building a workflow): an `agent:` step inside it answers in that JSON.
+	ToolOutput json.RawMessage
 
 	errs     config.Errors
 	warnings config.Errors

@@ -11,7 +11,6 @@ import (
 // They are registered so that a config using them gets a clear answer instead of
 // "unknown step" with a misleading did-you-mean, and never pretends to run.
 var unavailable = map[string]string{
-	"agent":        "agents (LLM providers) are not implemented yet",
 	"rag-chunk":    "RAG pipelines are not implemented yet",
 	"rag-embed":    "RAG pipelines are not implemented yet",
 	"rag-store":    "RAG pipelines are not implemented yet",

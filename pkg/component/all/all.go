@@ -16,6 +16,7 @@ import (
 	"sort"
 
 	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/component/agent"
 	"github.com/arvenza/helix/pkg/component/direct"
 	"github.com/arvenza/helix/pkg/component/file"
 	helixhttp "github.com/arvenza/helix/pkg/component/http"
@@ -42,6 +43,7 @@ type Registration struct {
 
 // registrations are Helix's components, one line each.
 var registrations = []Registration{
+	{agent.Spec, func(hc *engine.Context) component.Component { return agent.New(hc) }}, // pkg/app declares the agents
 	{direct.Spec, func(*engine.Context) component.Component { return direct.New() }},
 	{file.Spec, func(hc *engine.Context) component.Component { return file.New(hc.Logger) }},
 	{helixhttp.Spec, func(*engine.Context) component.Component { return helixhttp.New(nil) }},
@@ -59,9 +61,7 @@ var registrations = []Registration{
 // planned are schemes the Helix documentation uses whose components are not part of
 // this build yet: a configuration naming them gets "not available in this build"
 // with this reason, rather than a did-you-mean towards an unrelated scheme.
-var planned = map[string]string{
-	"agent": "agents are not implemented yet",
-}
+var planned = map[string]string{}
 
 // Register adds every registered component that hc does not have yet under each of
 // its schemes (one instance serves a spec's scheme and its aliases, so http:// and
