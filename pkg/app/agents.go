@@ -64,6 +64,8 @@ func (a *App) prepareAgents() {
 		if r == nil {
 			continue
 		}
+		// A runner with errors is kept: its tools are still resolved (more errors
+		// in one validation) and the app, having errors, never starts.
 		b := &builtAgent{cfg: ag, path: path, runner: r}
 		a.agents = append(a.agents, b)
 		a.agentByID[ag.ID] = b
@@ -145,11 +147,13 @@ func (a *App) BuildAgentStep(bc *step.BuildContext, s config.StepConfig, cfg con
 			path = config.KeyPath(s.Path, s.Kind)
 		}
 		built, errs := setup.Build(cfg, path, a.agentDeps())
+		if built != nil {
+			a.runners = append(a.runners, built) // resolved later, even with errors
+		}
 		if len(errs) > 0 {
 			return nil, errs
 		}
 		r = built
-		a.runners = append(a.runners, r)
 		if len(cfg.Output) > 0 {
 			r = r.WithOutput(config.ToolConfig{Output: cfg.Output}.OutputSchema())
 		}

@@ -86,8 +86,9 @@ type Runner struct {
 }
 
 // Build checks cfg and builds its runner; path is cfg's YAML path ("agents[0]"),
-// used when cfg.Path is empty. All problems are returned, with positions. Build
-// sends nothing and starts nothing.
+// used when cfg.Path is empty. All problems are returned, with positions; with
+// problems the runner (when not nil) is only good for Resolve, which reports more
+// of them, and must not run. Build sends nothing and starts nothing.
 func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Errors) {
 	if cfg.Path != "" {
 		path = cfg.Path
@@ -127,8 +128,10 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 	for i, t := range cfg.Tools {
 		errs = append(errs, r.addTool(i, t)...)
 	}
-	if len(errs) > 0 {
-		return nil, errs
+	if model == nil {
+		// The runner still resolves its tools, so that one validation reports
+		// unknown tool ids too; it cannot run.
+		return r, errs
 	}
 	a, err := agent.New(agent.Config{
 		ID:                id,
@@ -142,10 +145,10 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 		Stream:            cfg.Stream,
 	}, model, r.source)
 	if err != nil {
-		return nil, config.Errors{{Pos: cfg.Pos, Path: path, Msg: err.Error()}}
+		return r, append(errs, &config.Error{Pos: cfg.Pos, Path: path, Msg: err.Error()})
 	}
 	r.agent = a
-	return r, nil
+	return r, errs
 }
 
 // providerError is a model configuration problem with advice.
@@ -180,14 +183,22 @@ func newModel(m config.ModelConfig, deps Deps) (agent.Model, error) {
 		if key == "" {
 			key = deps.Getenv("OPENAI_API_KEY")
 		}
-		return openai.New(openai.Config{Model: m.Model, APIKey: key, BaseURL: m.BaseURL,
+		mdl, err := openai.New(openai.Config{Model: m.Model, APIKey: key, BaseURL: m.BaseURL,
 			Temperature: m.Temperature, MaxTokens: m.MaxTokens, HTTPClient: client})
+		if err != nil {
+			return nil, err
+		}
+		return mdl, nil
 	case ProviderAnthropic:
 		if key == "" {
 			key = deps.Getenv("ANTHROPIC_API_KEY")
 		}
-		return anthropic.New(anthropic.Config{Model: m.Model, APIKey: key, BaseURL: m.BaseURL,
+		mdl, err := anthropic.New(anthropic.Config{Model: m.Model, APIKey: key, BaseURL: m.BaseURL,
 			Temperature: m.Temperature, MaxTokens: m.MaxTokens, HTTPClient: client})
+		if err != nil {
+			return nil, err
+		}
+		return mdl, nil
 	case "":
 		return nil, &providerError{"model.provider is required", "use openai (any OpenAI-compatible server with base_url) or anthropic"}
 	}
@@ -291,6 +302,10 @@ func (r *Runner) Run(ctx context.Context, req agent.Request) (*agent.Result, err
 		return &agent.Result{}, &DepthError{Chain: calls}
 	}
 	ctx = context.WithValue(ctx, depthKey{}, calls)
+	if r.agent == nil {
+		st.errors.Add(1)
+		return &agent.Result{}, fmt.Errorf("agent %q was not built", r.id)
+	}
 	res, err := r.agent.Run(ctx, req)
 	if res == nil {
 		res = &agent.Result{}

@@ -85,7 +85,7 @@ func (r *Runner) addTool(i int, t config.AgentToolConfig) config.Errors {
 			return fail(p, "name the id of a workflow, a tools: entry or an agent, or use type: mcp with mcp_server:", "a tool entry needs a name")
 		}
 		if r.cfg.ID != "" && t.Name == r.cfg.ID {
-			return fail(p, "an agent cannot call itself; remove this entry", "agent %q lists itself as a tool", t.Name)
+			return fail(p, "an agent cannot call itself; remove this entry", "lists itself as a tool")
 		}
 		r.source.refs = append(r.source.refs, catalogueRef{id: t.Name, typ: typ, desc: t.Description, pos: pos, path: p})
 		return nil

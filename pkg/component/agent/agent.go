@@ -123,7 +123,7 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	ids := slices.Clone(c.ids)
 	c.mu.RUnlock()
 	if declared && !known {
-		msg := fmt.Sprintf("agent://%s: no agent with id %q", id, id)
+		msg := fmt.Sprintf("no agent with id %q", id)
 		if s := suggest.Closest(id, ids); s != "" {
 			return nil, fmt.Errorf("%s; did you mean %q?", msg, s)
 		}
@@ -159,7 +159,7 @@ func (e *endpoint) URI() string { return e.raw }
 // CheckTrigger refuses agent:// as the trigger of a workflow: only an agent's own
 // workflow consumes from it, and the application does not check that trigger.
 func (e *endpoint) CheckTrigger() error {
-	return fmt.Errorf("agent://%s is the implicit trigger of the agent %s; a workflow cannot use it as its trigger (call the agent with target: agent://%s, or give this workflow a direct:// trigger)", e.id, e.id, e.id)
+	return fmt.Errorf("this is the implicit trigger of the agent %s; a workflow cannot use it as its trigger (call the agent with target: agent://%s, or give this workflow a direct:// trigger)", e.id, e.id)
 }
 
 func (e *endpoint) CreateProducer() (component.Producer, error) { return &producer{e: e}, nil }
