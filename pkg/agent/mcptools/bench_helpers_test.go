@@ -30,8 +30,8 @@ const (
 )
 
 // sideLabel is the pprof label that marks the goroutines of the two servers a run
-// talks to, so that a CPU profile can be split into Helix's side and the other
-// ends (scripts/agent-overhead.sh). Goroutines inherit labels from the goroutine
+// talks to and of the MCP client's session, so that a CPU profile can be split into
+// Helix's side and the other ends (scripts/agent-overhead.sh). Goroutines inherit labels from the goroutine
 // that starts them, and an httptest server's connections are served by goroutines
 // its accept loop starts: starting the server under the label marks them all.
 const sideLabel = "side"
@@ -133,7 +133,13 @@ func newOverheadEnv(b *testing.B) *overheadEnv {
 	env.modelHTTP = &http.Client{Transport: transport}
 
 	env.tools = newServer(b, mcptools.Options{Name: "MCP server bench", Conn: httpConfig(mcpTS.URL)})
-	if _, err := env.tools.Tools(context.Background()); err != nil {
+	// Discovery connects the MCP session: its goroutines and those of its HTTP
+	// connection (kept alive for the calls that follow) are the MCP client's.
+	var err error
+	pprof.Do(context.Background(), pprof.Labels(sideLabel, "mcp-client"), func(ctx context.Context) {
+		_, err = env.tools.Tools(ctx)
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
 	return env
