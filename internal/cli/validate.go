@@ -28,8 +28,11 @@ components. Exit status 2 when there are errors.`,
 			if err != nil {
 				return printConfigErrors(cmd.ErrOrStderr(), err)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "ok: %s, %s\n",
-				plural(len(cfg.Workflows), "workflow"), plural(len(cfg.Tools), "tool"))
+			summary := plural(len(cfg.Workflows), "workflow") + ", " + plural(len(cfg.Tools), "tool")
+			if len(cfg.Agents) > 0 {
+				summary += ", " + plural(len(cfg.Agents), "agent")
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "ok: %s\n", summary)
 			return err
 		},
 	}

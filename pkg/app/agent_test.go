@@ -282,6 +282,10 @@ agents:
       base_url: FAKE_URL
     tools:
       - name: search
+      - name: remote
+        type: mcp
+        mcp_server: {url: "http://127.0.0.1:1/mcp"}
+        auth: {type: bearer, token: "${env:MCP_TOKEN}"}
 `, fake)
 	resp, err := http.Get("http://" + a.ManagementAddr() + management.ManifestPath)
 	if err != nil {
@@ -290,7 +294,8 @@ agents:
 	doc, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	validateManifest(t, doc)
-	if strings.Contains(string(doc), "sk-vk-very-secret") || strings.Contains(string(doc), "AGENT_KEY") || strings.Contains(string(doc), "api_key") {
+	if strings.Contains(string(doc), "sk-vk-very-secret") || strings.Contains(string(doc), "AGENT_KEY") || strings.Contains(string(doc), "api_key") ||
+		strings.Contains(string(doc), "mcp-token-secret") || strings.Contains(string(doc), "MCP_TOKEN") {
 		t.Fatalf("manifest publishes the key: %s", doc)
 	}
 	var m management.Manifest
@@ -302,7 +307,7 @@ agents:
 	}
 	ag := m.Agents[0]
 	if ag.ID != "code-assistant" || ag.Type != "react" || ag.Provider != "openai" || ag.Model != "gpt-4o-mini" ||
-		strings.Join(ag.Tools, ",") != "search" || !strings.Contains(strings.Join(ag.Capabilities, ","), "tools") {
+		strings.Join(ag.Tools, ",") != "search,remote" || !strings.Contains(strings.Join(ag.Capabilities, ","), "tools") {
 		t.Errorf("agent %+v", ag)
 	}
 }

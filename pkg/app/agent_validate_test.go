@@ -56,7 +56,7 @@ tools:
 		`helix.yaml:18:9: agents[0].tools[0]: agent "assistant": tool "lookup-ordr": no workflow, tools: entry or agent with this id (did you mean "lookup-order"?)`,
 		`helix.yaml:19:9: agents[0].tools[1]: agent "assistant": lists itself as a tool`,
 		`helix.yaml:20:9: agents[0].tools[2]: agent "assistant": tool "lookup-order" is a workflow, not a tool`,
-		`helix.yaml:25:15: agents[0].tools[3].auth: agent "assistant": auth: type bearer needs token`,
+		`helix.yaml:25:15: agents[0].tools[3].auth: agent "assistant": type bearer needs token`,
 		`helix.yaml:32:15: agents[1].tools[0].auth: agent "other": auth: applies to http and sse MCP servers`,
 		`helix.yaml:39:16: tools[0].steps[0]: agent step: no agent with id "asistant" (did you mean "assistant"?)`,
 	}

@@ -143,7 +143,8 @@ func (r *Runner) addMCP(t config.AgentToolConfig, p string, pos config.Pos) conf
 		if conn.Transport == mcpclient.TransportStdio {
 			fail(authPos, authPath, "a stdio server is a local subprocess; pass credentials to it with mcp_server.env", "auth: applies to http and sse MCP servers")
 		} else if a, err := mcpclient.ParseAuth(t.Auth); err != nil {
-			fail(authPos, authPath, "", "%v", err)
+			// The path already ends in .auth; drop ParseAuth's own "auth: " prefix.
+			fail(authPos, authPath, "", "%s", strings.TrimPrefix(err.Error(), "auth: "))
 		} else {
 			conn.Auth = a
 		}
