@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,12 +38,19 @@ const (
 // its accept loop starts: starting the server under the label marks them all.
 const sideLabel = "side"
 
-// startLabelled starts an httptest server for h whose goroutines carry side=value.
-func startLabelled(b *testing.B, value string, h http.Handler) *httptest.Server {
+// startLabelled starts an httptest server for h whose goroutines carry side=value;
+// conns counts the connections it accepts (clients that keep too few idle
+// connections dial again and again under load).
+func startLabelled(b *testing.B, value string, h http.Handler, conns *atomic.Int64) *httptest.Server {
 	b.Helper()
-	var ts *httptest.Server
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			conns.Add(1)
+		}
+	}
 	pprof.Do(context.Background(), pprof.Labels(sideLabel, value), func(context.Context) {
-		ts = httptest.NewServer(h)
+		ts.Start()
 	})
 	return ts
 }
@@ -110,6 +119,8 @@ type overheadEnv struct {
 	modelHTTP *http.Client // the provider's client; the model baseline posts through it too
 	tools     *mcptools.Server
 	mcpURL    string
+
+	modelConns, mcpConns atomic.Int64 // connections the servers accepted
 }
 
 func newOverheadEnv(b *testing.B) *overheadEnv {
@@ -119,11 +130,12 @@ func newOverheadEnv(b *testing.B) *overheadEnv {
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: text("ok")}, nil
 		})
-	mcpTS := startLabelled(b, "mcp-server", streamable(srv))
+	env := &overheadEnv{model: newChatModelServer()}
+	mcpTS := startLabelled(b, "mcp-server", streamable(srv), &env.mcpConns)
 	cleanup(b, srv, mcpTS)
 
-	env := &overheadEnv{model: newChatModelServer(), mcpURL: mcpTS.URL}
-	modelTS := startLabelled(b, "model-server", env.model)
+	env.mcpURL = mcpTS.URL
+	modelTS := startLabelled(b, "model-server", env.model, &env.modelConns)
 	b.Cleanup(modelTS.Close)
 	env.modelURL = modelTS.URL + "/v1"
 	// The transport Helix uses when no client is configured, with its defaults, but
