@@ -127,7 +127,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// workflowPos finds where a workflow or tool was declared.
+// workflowPos finds where a workflow, tool or agent was declared.
 func (a *App) workflowPos(id string) (config.Pos, bool) {
 	for _, w := range a.cfg.Workflows {
 		if w.ID == id {
@@ -137,6 +137,11 @@ func (a *App) workflowPos(id string) (config.Pos, bool) {
 	for _, t := range a.cfg.Tools {
 		if t.ID == id {
 			return t.Pos, true
+		}
+	}
+	for _, ag := range a.cfg.Agents {
+		if ag.ID == id {
+			return ag.Pos, true
 		}
 	}
 	return config.Pos{}, false
