@@ -210,65 +210,82 @@ func measure(f func()) usage {
 	return readUsage().sub(before)
 }
 
-// bareCallTool calls the echo tool n times on its own connection to env's MCP
-// server: the tool call without an agent around it.
-func (env *overheadEnv) bareCallTool(b *testing.B, n int) usage {
+func (u usage) add(v usage) usage {
+	return usage{cpu: u.cpu + v.cpu, mallocs: u.mallocs + v.mallocs, bytes: u.bytes + v.bytes}
+}
+
+// baseline is what an agent run costs that is not Helix's: its tool calls made
+// bare (mcpclient Conn.CallTool on its own session with the same server) and its
+// model requests made bare (the captured bodies posted through the provider's
+// HTTP client, answers read but not decoded: the model's side plus the HTTP round
+// trip, which the provider cannot avoid either).
+type baseline struct {
+	b      *testing.B
+	conn   *mcpclient.Conn
+	url    string
+	client *http.Client
+	bodies [][]byte
+
+	calls, posts usage // spent so far
+}
+
+// newBaseline connects its session outside any measurement, as the agent's is.
+// Call it after a run, whose requests the model server has captured.
+func (env *overheadEnv) newBaseline(b *testing.B) *baseline {
 	b.Helper()
 	conn, err := mcpclient.NewConn(mcpclient.Config{Transport: mcpclient.TransportHTTP, Endpoint: env.mcpURL, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = conn.Close() }()
-	ctx := context.Background()
-	call := func() {
-		res, err := conn.CallTool(ctx, "echo", map[string]any{"text": "hi"})
-		if err != nil || res.IsError {
-			b.Fatalf("res %+v, err %v", res, err)
-		}
+	b.Cleanup(func() { _ = conn.Close() })
+	bl := &baseline{b: b, conn: conn, url: env.modelURL + "/chat/completions", client: env.modelHTTP, bodies: env.model.requests()}
+	if len(bl.bodies) != overheadIterations {
+		b.Fatalf("captured %d model requests, want %d", len(bl.bodies), overheadIterations)
 	}
-	call() // connect (initialize) outside the measurement, as the agent's session is
-	return measure(func() {
-		for range n {
-			call()
-		}
-	})
+	bl.call()
+	return bl
 }
 
-// barePosts posts the captured request bodies of a conversation n times through
-// the provider's HTTP client and reads the answers without decoding them: the
-// model's side of the exchange plus the bare HTTP round trip, which the provider
-// cannot avoid either.
-func (env *overheadEnv) barePosts(b *testing.B, n int) usage {
-	b.Helper()
-	bodies := env.model.requests()
-	if len(bodies) != overheadIterations {
-		b.Fatalf("captured %d model requests, want %d", len(bodies), overheadIterations)
+func (bl *baseline) call() {
+	res, err := bl.conn.CallTool(context.Background(), "echo", map[string]any{"text": "hi"})
+	if err != nil || res.IsError {
+		bl.b.Fatalf("res %+v, err %v", res, err)
 	}
-	url := env.modelURL + "/chat/completions"
-	post := func(body []byte) {
-		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer sk-bench")
-		resp, err := env.modelHTTP.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			b.Fatalf("status %d, err %v", resp.StatusCode, err)
-		}
+}
+
+func (bl *baseline) post(body []byte) {
+	req, err := http.NewRequest(http.MethodPost, bl.url, bytes.NewReader(body))
+	if err != nil {
+		bl.b.Fatal(err)
 	}
-	return measure(func() {
-		for range n {
-			for _, body := range bodies {
-				post(body)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-bench")
+	resp, err := bl.client.Do(req)
+	if err != nil {
+		bl.b.Fatal(err)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		bl.b.Fatalf("status %d, err %v", resp.StatusCode, err)
+	}
+}
+
+// runs does, bare, what runs agent runs do besides Helix's own work, measuring the
+// tool calls and the model requests apart.
+func (bl *baseline) runs(runs int) {
+	bl.calls = bl.calls.add(measure(func() {
+		for range runs * overheadToolCalls {
+			bl.call()
+		}
+	}))
+	bl.posts = bl.posts.add(measure(func() {
+		for range runs {
+			for _, body := range bl.bodies {
+				bl.post(body)
 			}
 		}
-	})
+	}))
 }
 
 // latencies collects run durations (from several goroutines) and reports their

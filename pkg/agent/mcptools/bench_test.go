@@ -140,7 +140,12 @@ func BenchmarkAgentOverheadOpenAIMCP(b *testing.B) {
 	benchmarkAgentRun(b, true)
 }
 
-func benchmarkAgentRun(b *testing.B, baseline bool) {
+// overheadChunk is how many runs are measured between two baseline blocks: the
+// blocks alternate so that a change in the machine's load shows in both, and are
+// long enough that the garbage one leaves for the next is small beside its own.
+const overheadChunk = 100
+
+func benchmarkAgentRun(b *testing.B, withBaseline bool) {
 	env := newOverheadEnv(b)
 	a := env.newAgent(b)
 	ctx := context.Background()
@@ -149,32 +154,48 @@ func benchmarkAgentRun(b *testing.B, baseline bool) {
 	if res, err := a.Run(ctx, req); !checkOverheadRun(b, res, err) {
 		b.FailNow()
 	}
+	var bl *baseline
+	if withBaseline {
+		bl = env.newBaseline(b)
+	}
 	durations := make([]time.Duration, 0, 1<<14)
+	var run usage
+	pending := 0 // runs not yet matched by a baseline block
 	runtime.GC()
-	before := readUsage()
+	start := readUsage()
 	for b.Loop() {
-		start := time.Now()
+		began := time.Now()
 		res, err := a.Run(ctx, req)
-		durations = append(durations, time.Since(start))
+		durations = append(durations, time.Since(began))
 		if !checkOverheadRun(b, res, err) {
 			b.FailNow()
 		}
+		if pending++; bl != nil && pending == overheadChunk {
+			b.StopTimer()
+			run = run.add(readUsage().sub(start))
+			bl.runs(pending)
+			pending = 0
+			runtime.GC()
+			start = readUsage()
+			b.StartTimer()
+		}
 	}
-	run := readUsage().sub(before)
+	run = run.add(readUsage().sub(start))
 	iterations := float64(b.N * overheadIterations)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/iterations, "ns/iteration")
 	(&latencies{all: durations}).report(b, overheadIterations)
 	b.ReportMetric(float64(run.cpu.Nanoseconds())/iterations, "cpu-ns/iteration")
 	b.ReportMetric(float64(run.mallocs)/iterations, "allocs/iteration")
 	b.ReportMetric(float64(run.bytes)/iterations, "B/iteration")
-	if !baseline {
+	if bl == nil {
 		return
 	}
-	calls := env.bareCallTool(b, b.N*overheadToolCalls)
-	posts := env.barePosts(b, b.N)
-	helix := run.sub(calls).sub(posts)
-	b.ReportMetric(float64(calls.cpu.Nanoseconds())/iterations, "toolcall-cpu-ns/iteration")
-	b.ReportMetric(float64(posts.cpu.Nanoseconds())/iterations, "modelpost-cpu-ns/iteration")
+	if pending > 0 {
+		bl.runs(pending)
+	}
+	helix := run.sub(bl.calls).sub(bl.posts)
+	b.ReportMetric(float64(bl.calls.cpu.Nanoseconds())/iterations, "toolcall-cpu-ns/iteration")
+	b.ReportMetric(float64(bl.posts.cpu.Nanoseconds())/iterations, "modelpost-cpu-ns/iteration")
 	b.ReportMetric(float64(helix.cpu.Nanoseconds())/iterations, "helix-cpu-ns/iteration")
 	b.ReportMetric(float64(int64(helix.mallocs))/iterations, "helix-allocs/iteration")
 	b.ReportMetric(float64(int64(helix.bytes))/iterations, "helix-B/iteration")
