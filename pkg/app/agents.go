@@ -44,7 +44,7 @@ func (a *App) agentComponent() *agentcomp.Component {
 // them. Their catalogue tools are resolved later (resolveAgents), once every
 // workflow, tool and agent is registered.
 func (a *App) prepareAgents() {
-	a.bc.Agents = a
+	a.bc.Agents = agentSteps{a}
 	comp := a.agentComponent()
 	ids := make([]string, 0, len(a.cfg.Agents))
 	for _, ag := range a.cfg.Agents {
@@ -119,10 +119,14 @@ func (a *App) resolveAgents(cat *tool.Catalogue) {
 	}
 }
 
-// BuildAgentStep builds an `agent:` step (step.AgentBuilder): the agents: entry
-// cfg.Ref, or the inline agent cfg. Inside a tools: entry with output fields the
-// agent answers in the tool's output schema, unless the step has its own output.
-func (a *App) BuildAgentStep(bc *step.BuildContext, s config.StepConfig, cfg config.AgentConfig) (engine.Processor, error) {
+// agentSteps builds the app's `agent:` steps (the step.AgentBuilder it installs).
+type agentSteps struct{ a *App }
+
+// BuildAgentStep builds an `agent:` step: the agents: entry cfg.Ref, or the inline
+// agent cfg. Inside a tools: entry with output fields the agent answers in the
+// tool's output schema, unless the step has its own output.
+func (as agentSteps) BuildAgentStep(bc *step.BuildContext, s config.StepConfig, cfg config.AgentConfig) (engine.Processor, error) {
+	a := as.a
 	var r *setup.Runner
 	if cfg.Ref != "" {
 		b, ok := a.agentByID[cfg.Ref]
