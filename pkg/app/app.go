@@ -1,8 +1,10 @@
 // Package app turns a loaded configuration into a running Helix application: an
 // engine.Context with every component registered, every workflow and tool built
-// from its YAML steps and every agent built as a workflow of its own (agents.go). Building validates everything and reports all problems at
-// once, with positions, before anything starts; building has no side effects (no
-// listener is opened until Start), so [Validate] is simply a build that is thrown away.
+// from its YAML steps and every agent built as a workflow of its own (agents.go).
+// Building validates everything and reports all problems at once, with positions,
+// before anything starts; building has no side effects (no listener is opened and
+// no MCP subprocess spawned until Start), so [Validate] is simply a build that is
+// thrown away.
 package app
 
 import (
@@ -81,8 +83,8 @@ type App struct {
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
 // error handler), tools (tool://id with input/output schemas and input
-// validation) and agents (their trigger or agent://id, the LLM runtime's runner). It returns every problem found as config.Errors; on error no App is
-// returned.
+// validation) and agents (their trigger or agent://id, run by pkg/agent/setup). It
+// returns every problem found as config.Errors; on error no App is returned.
 func Build(cfg *config.Config, opts Options) (*App, error) {
 	if cfg == nil {
 		return nil, errors.New("build: no configuration")
