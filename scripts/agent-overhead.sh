@@ -18,12 +18,12 @@ OUT=${1:-$(mktemp -d /tmp/agent-overhead.XXXXXX)}
 mkdir -p "$OUT"
 PKG=./pkg/agent/mcptools/
 
-# split reads a CPU profile's stacks (pprof -traces) and sums the samples by side:
+# split_by_side reads a CPU profile's stacks (pprof -traces) and sums the samples by side:
 # the pprof label side= marks the servers' goroutines and the MCP client session's
 # (see sideLabel in pkg/agent/mcptools/bench_helpers_test.go); unlabelled stacks
 # are the agent's, split by the innermost frame of a known owner. ITERATIONS turns
 # the sums into µs per iteration.
-split() {
+split_by_side() {
 	"$GO" tool pprof -traces "$1" "$2" 2>/dev/null | awk -v iterations="${ITERATIONS:-0}" '
 	function ms(v) {
 		if (v ~ /ms$/) return v + 0
@@ -89,7 +89,7 @@ echo "commit $(git rev-parse --short HEAD), results in $OUT"
 	-cpuprofile "$OUT/cpu.out" -memprofile "$OUT/mem.out" -o "$OUT/mcptools.test" "$PKG" | tee "$OUT/profile-run.txt"
 # Iterations profiled: the run's b.N times the iterations of a run (5).
 ITERATIONS=$(awk '/^BenchmarkAgentRunOpenAIMCP/ { print $2 * 5 }' "$OUT/profile-run.txt")
-ITERATIONS=$ITERATIONS split "$OUT/mcptools.test" "$OUT/cpu.out" | tee "$OUT/split.txt"
+ITERATIONS=$ITERATIONS split_by_side "$OUT/mcptools.test" "$OUT/cpu.out" | tee "$OUT/split.txt"
 echo
 echo "Helix side, cumulative (only Helix's and openai-go's frames shown):"
 "$GO" tool pprof -top -cum -nodecount 40 -tagignore 'side=.' \
