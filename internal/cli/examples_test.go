@@ -82,10 +82,23 @@ func TestExamplesTakePortsFromEnv(t *testing.T) {
 }
 
 // Every tools: entry of an example is reachable: some MCP server of the file lists it
-// (helix mcp list), so that a reader can call it as the file suggests.
+// (helix mcp list), so that a reader can call it as the file suggests, or an agent
+// of the file calls it.
 func TestExampleToolsAreReachable(t *testing.T) {
 	for _, f := range exampleFiles(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
+			cfg, err := config.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			agentTools := map[string]bool{}
+			for _, ag := range cfg.Agents {
+				for _, tl := range ag.Tools {
+					if tl.MCPServer == nil {
+						agentTools[tl.Name] = true
+					}
+				}
+			}
 			code, stdout, stderr := execute(t, "mcp", "list", f)
 			if code != ExitOK {
 				t.Fatalf("mcp list: exit %d: %s", code, stderr)
@@ -93,7 +106,7 @@ func TestExampleToolsAreReachable(t *testing.T) {
 			servers, workflows, _ := strings.Cut(stdout, "Available workflows")
 			for _, line := range strings.Split(workflows, "\n") {
 				fields := strings.Fields(line)
-				if len(fields) < 3 || fields[1] != "[tool" {
+				if len(fields) < 3 || fields[1] != "[tool" || agentTools[fields[0]] {
 					continue
 				}
 				name := strings.NewReplacer("-", "_", ".", "_", "/", "_").Replace(fields[0])

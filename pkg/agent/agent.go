@@ -210,8 +210,9 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 	start := len(history)
 	msgs := append(history, Message{Role: RoleUser, Text: req.Message})
 	mreq := &ModelRequest{System: a.cfg.SystemPrompt, Tools: tools.defs, ParallelToolCalls: a.parallel, OutputSchema: req.OutputSchema}
+	prog := &runProgress{total: float64(a.cfg.MaxIterations)}
 	if a.cfg.Stream {
-		mreq.OnText = a.textReporter(ctx, res)
+		mreq.OnText = a.textReporter(ctx, res, prog)
 	}
 	failures := map[string]int{}
 	repaired := false
@@ -222,7 +223,7 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 		res.Iterations++
 		progress := report.ProgressWanted(ctx)
 		if progress {
-			report.Progress(ctx, float64(res.Iterations), float64(a.cfg.MaxIterations), fmt.Sprintf("agent %s: iteration %d: thinking", a.cfg.ID, res.Iterations))
+			report.Progress(ctx, prog.next(res.Iterations), prog.total, fmt.Sprintf("agent %s: iteration %d: thinking", a.cfg.ID, res.Iterations))
 		}
 		mreq.Messages = msgs
 		resp, err := a.generate(ctx, mreq)
@@ -257,7 +258,7 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 			for i, c := range turn.ToolCalls {
 				names[i] = c.Name
 			}
-			report.Progress(ctx, float64(res.Iterations), float64(a.cfg.MaxIterations), fmt.Sprintf("agent %s: iteration %d: calling %s", a.cfg.ID, res.Iterations, strings.Join(names, ", ")))
+			report.Progress(ctx, prog.next(res.Iterations), prog.total, fmt.Sprintf("agent %s: iteration %d: calling %s", a.cfg.ID, res.Iterations, strings.Join(names, ", ")))
 		}
 		results := a.callTools(ctx, tools, turn.ToolCalls)
 		res.ToolCalls += len(turn.ToolCalls)
@@ -291,14 +292,32 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 // message of the current iteration, unreduced, since the reporter's contract is to
 // drop what its caller cannot take. Without a reporter that wants progress the
 // deltas go nowhere (the turn is still streamed, as configured).
-func (a *Agent) textReporter(ctx context.Context, res *Result) func(string) {
+func (a *Agent) textReporter(ctx context.Context, res *Result, prog *runProgress) func(string) {
 	if !report.ProgressWanted(ctx) {
 		return func(string) {}
 	}
-	total := float64(a.cfg.MaxIterations)
 	return func(delta string) {
-		report.Progress(ctx, float64(res.Iterations), total, delta)
+		report.Progress(ctx, prog.next(res.Iterations), prog.total, delta)
 	}
+}
+
+// runProgress numbers the progress messages of a run so that each one advances:
+// an MCP server passes on only progress that grows (the protocol requires it), yet
+// one iteration reports several things (thinking, text deltas, the tools it calls).
+// Message k of iteration i is at i-1 + k/(k+1): inside (i-1, i), strictly
+// increasing, so "iteration i of max_iterations" still reads right. Used by the
+// run's own goroutine only (providers call OnText on the caller's goroutine).
+type runProgress struct {
+	iter, k int
+	total   float64
+}
+
+func (p *runProgress) next(iteration int) float64 {
+	if iteration != p.iter {
+		p.iter, p.k = iteration, 0
+	}
+	p.k++
+	return float64(iteration-1) + float64(p.k)/float64(p.k+1)
 }
 
 // runError names the agent and, when the run's context ended, says why (the

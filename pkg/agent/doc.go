@@ -16,8 +16,9 @@
 // APIs and the answer's text goes out as progress messages while it is written
 // (an MCP caller with a progress token sees it).
 //
-// Not built yet: the YAML wiring (`agents:`, the `agent:` step, `agent://`, exposing
-// agents as MCP tools); an application cannot configure an agent today.
+// The YAML wiring (`agents:`, the `agent:` step, `agent://`, agents as MCP tools)
+// is pkg/agent/setup (configuration → running agent) and pkg/app; the tools of
+// external MCP servers come through pkg/agent/mcptools.
 //
 // pkg/agent/agenttest has fake servers speaking each provider's wire format,
 // streams included, scripted or answering with a function of the request, for

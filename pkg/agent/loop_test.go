@@ -41,7 +41,7 @@ func TestRunCountsAndReports(t *testing.T) {
 		t.Fatalf("tool result = %+v", last)
 	}
 	got := rec.all()
-	for _, want := range []string{"1/10 agent calc: iteration 1: thinking", "1/10 agent calc: iteration 1: calling add", "2/10 agent calc: iteration 2: thinking", `"iterations":2`} {
+	for _, want := range []string{"0.5/10 agent calc: iteration 1: thinking", "0.6666666666666666/10 agent calc: iteration 1: calling add", "1.5/10 agent calc: iteration 2: thinking", `"iterations":2`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("reports lack %q:\n%s", want, got)
 		}

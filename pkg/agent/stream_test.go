@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -214,10 +215,19 @@ func TestStreamReportsDeltasAsProgress(t *testing.T) {
 			rec.mu.Lock()
 			progress := append([]string(nil), rec.progress...)
 			rec.mu.Unlock()
+			// Every message advances (an MCP server drops progress that does
+			// not), and iteration 2's messages lie in (1, 2).
 			var text strings.Builder
 			deltas := 0
+			last := 0.0
 			for _, line := range progress {
-				if msg, ok := strings.CutPrefix(line, "2/10 "); ok && !strings.HasPrefix(msg, "agent calc:") {
+				value, msg, _ := strings.Cut(line, "/10 ")
+				v, err := strconv.ParseFloat(value, 64)
+				if err != nil || v <= last {
+					t.Fatalf("progress %q does not advance past %v", line, last)
+				}
+				last = v
+				if v > 1 && v < 2 && !strings.HasPrefix(msg, "agent calc:") {
 					text.WriteString(msg)
 					deltas++
 				}

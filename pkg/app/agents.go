@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/arvenza/helix/pkg/agent/setup"
@@ -59,6 +60,9 @@ func (a *App) prepareAgents() {
 		if path == "" {
 			path = config.IndexPath("agents", i)
 		}
+		if ag.Model.Node == nil {
+			ag.Model = a.defaultModel(ag, path)
+		}
 		r, errs := setup.Build(ag, path, a.agentDeps())
 		a.errs = append(a.errs, errs...)
 		if r == nil {
@@ -71,6 +75,22 @@ func (a *App) prepareAgents() {
 		a.agentByID[ag.ID] = b
 		a.runners = append(a.runners, r)
 	}
+}
+
+// defaultModel is the model of an agent written without model: (the spec's §4.7
+// examples show only an agent's tools): OpenAI's API — or the OpenAI-compatible
+// server OPENAI_BASE_URL names, which the SDK reads — with the model OPENAI_MODEL
+// names, else setup.DefaultOpenAIModel. A warning says so, since a forgotten
+// model: block would otherwise go unnoticed.
+func (a *App) defaultModel(ag config.AgentConfig, path string) config.ModelConfig {
+	m := config.ModelConfig{Provider: setup.ProviderOpenAI, Model: os.Getenv("OPENAI_MODEL"), Pos: ag.Pos}
+	if m.Model == "" {
+		m.Model = setup.DefaultOpenAIModel
+	}
+	a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: ag.Pos, Path: path,
+		Msg:  fmt.Sprintf("agent %q has no model: it uses %s model %s", ag.ID, m.Provider, m.Model),
+		Hint: "add model: {provider: openai|anthropic, model: …} (OPENAI_MODEL and OPENAI_BASE_URL change the default)"})
+	return m
 }
 
 // buildAgentWorkflows makes each agent an engine workflow (Kind agent) triggered

@@ -151,6 +151,10 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 	return r, errs
 }
 
+// DefaultOpenAIModel is the model of an agent written without model: when
+// OPENAI_MODEL is not set: a small, cheap tool-calling model.
+const DefaultOpenAIModel = "gpt-4o-mini"
+
 // providerError is a model configuration problem with advice.
 type providerError struct {
 	msg, hint string
