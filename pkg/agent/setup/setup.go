@@ -17,6 +17,7 @@
 package setup
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 	"sync/atomic"
 
 	"github.com/arvenza/helix/pkg/agent"
@@ -137,7 +139,7 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 		ID:                id,
 		SystemPrompt:      cfg.SystemPrompt,
 		MaxIterations:     cfg.MaxIterations,
-		Timeout:           cfg.Timeout,
+		Timeout:           cmp.Or(cfg.Timeout, DefaultTimeout),
 		ToolTimeout:       cfg.ToolTimeout,
 		ParallelToolCalls: cfg.ParallelToolCalls,
 		MemoryWindow:      cfg.Memory.Window,
@@ -150,6 +152,11 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 	r.agent = a
 	return r, errs
 }
+
+// DefaultTimeout bounds a run of an agent whose configuration sets no timeout:
+// a provider that stalls must not hold its caller (an HTTP request, an MCP call)
+// forever.
+const DefaultTimeout = 5 * time.Minute
 
 // DefaultOpenAIModel is the model of an agent written without model: when
 // OPENAI_MODEL is not set: a small, cheap tool-calling model.
