@@ -28,8 +28,8 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 	"sync/atomic"
+	"time"
 
 	"github.com/arvenza/helix/pkg/agent"
 	"github.com/arvenza/helix/pkg/agent/anthropic"
