@@ -102,10 +102,47 @@ type ToolSource interface {
 }
 
 // toolView is a tool set with the definitions the model is shown, computed once
-// per set.
+// per set. byModelName holds the tools whose names a model API would refuse, under
+// the name the model is shown instead (see modelToolName).
 type toolView struct {
-	set  *tool.Set
-	defs []ToolDef
+	set         *tool.Set
+	defs        []ToolDef
+	byModelName map[string]*tool.Tool
+}
+
+// lookup finds the tool a model called by name.
+func (v *toolView) lookup(name string) *tool.Tool {
+	if t := v.byModelName[name]; t != nil {
+		return t
+	}
+	if v.set == nil {
+		return nil
+	}
+	return v.set.Lookup(name)
+}
+
+// maxModelToolName is the longest tool name OpenAI and Anthropic accept.
+const maxModelToolName = 64
+
+// modelToolName is name as model APIs accept it: both take only ASCII letters,
+// digits, '_' and '-', at most 64 of them, while MCP tool names may also hold '.'
+// and '/' and be up to 128 long. Other characters become '_'; the result is cut
+// to 64. ok is false when the name had to change.
+func modelToolName(name string) (string, bool) {
+	ok := len(name) <= maxModelToolName && name != ""
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i], ok = '_', false
+		}
+	}
+	if len(b) > maxModelToolName {
+		b = b[:maxModelToolName]
+	}
+	if len(b) == 0 {
+		b = []byte("tool")
+	}
+	return string(b), ok
 }
 
 // New checks cfg and builds an agent; it starts nothing. tools may be nil (an agent
@@ -156,6 +193,10 @@ func (a *Agent) toolsFor(ctx context.Context) (*toolView, error) {
 	}
 	v := &toolView{set: set}
 	if set != nil {
+		taken := map[string]bool{}
+		for _, t := range set.Tools() {
+			taken[t.Name] = true
+		}
 		for _, t := range set.Tools() {
 			schema := t.Input()
 			if len(schema) == 0 {
@@ -164,7 +205,21 @@ func (a *Agent) toolsFor(ctx context.Context) (*toolView, error) {
 			if len(schema) == 0 {
 				schema = json.RawMessage(`{"type":"object"}`)
 			}
-			v.defs = append(v.defs, ToolDef{Name: t.Name, Description: t.Description, InputSchema: schema})
+			name, ok := modelToolName(t.Name)
+			if !ok {
+				// A name no other tool has, so the model's call finds this one.
+				base := name
+				for i := 2; taken[name]; i++ {
+					suffix := fmt.Sprintf("_%d", i)
+					name = base[:min(len(base), maxModelToolName-len(suffix))] + suffix
+				}
+				taken[name] = true
+				if v.byModelName == nil {
+					v.byModelName = map[string]*tool.Tool{}
+				}
+				v.byModelName[name] = t
+			}
+			v.defs = append(v.defs, ToolDef{Name: name, Description: t.Description, InputSchema: schema})
 		}
 	}
 	a.current.Store(v)
@@ -384,10 +439,7 @@ func (a *Agent) callTools(ctx context.Context, tools *toolView, calls []ToolCall
 // callTool runs one call; every failure is a tool result with IsError.
 func (a *Agent) callTool(ctx context.Context, tools *toolView, c ToolCall) Message {
 	msg := Message{Role: RoleTool, ToolCallID: c.ID}
-	var t *tool.Tool
-	if tools.set != nil {
-		t = tools.set.Lookup(c.Name)
-	}
+	t := tools.lookup(c.Name)
 	if t == nil {
 		msg.Text, msg.IsError = fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, tools.names()), true
 		return msg
