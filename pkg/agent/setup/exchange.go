@@ -9,8 +9,10 @@ import (
 
 	"github.com/arvenza/helix/pkg/agent"
 	agentcomp "github.com/arvenza/helix/pkg/component/agent"
+	"github.com/arvenza/helix/pkg/component/mcp/security"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/tool"
 )
 
 // Content types of an answer.
@@ -53,6 +55,7 @@ func (r *Runner) process(ctx context.Context, ex *exchange.Exchange, req agent.R
 	if req.SessionID == "" {
 		req.SessionID = msg.HeaderString(agentcomp.HeaderSessionID)
 	}
+	req.SessionID = scopedSession(ctx, req.SessionID)
 	res, err := r.Run(ctx, req)
 	msg.SetHeader(agentcomp.HeaderIterations, res.Iterations)
 	msg.SetHeader(agentcomp.HeaderToolCalls, res.ToolCalls)
@@ -132,4 +135,24 @@ func jsonObject(data []byte) map[string]any {
 		return nil
 	}
 	return m
+}
+
+// scopedSession keeps one caller from continuing — and so reading — another
+// caller's conversation by sending its session id: a call that came through an
+// MCP server with a credential (API key, OAuth subject) has its sessions apart
+// from every other credential's and every other server's. Calls without one (an
+// open server, an HTTP trigger, a workflow) share the plain session ids.
+func scopedSession(ctx context.Context, id string) string {
+	if id == "" {
+		return ""
+	}
+	p := security.PrincipalFromContext(ctx)
+	if p == "" {
+		return id
+	}
+	server := ""
+	if c := tool.CallerFrom(ctx); c != nil {
+		server = c.Server
+	}
+	return server + "\x00" + p + "\x00" + id
 }
