@@ -22,6 +22,7 @@ const (
 	DefaultMaxIterations = 10
 	DefaultMemoryWindow  = 20
 	DefaultMaxSessions   = 1000
+	DefaultMemoryBytes   = 64 << 20
 	DefaultMaxRetries    = 3
 	DefaultRetryBackoff  = 500 * time.Millisecond
 	DefaultMaxRetryWait  = 30 * time.Second
@@ -49,6 +50,9 @@ type Config struct {
 	// MaxSessions how many sessions (default 1000, least recently used evicted).
 	MemoryWindow int
 	MaxSessions  int
+	// MemoryBytes bounds the text all sessions keep together (default 64 MiB);
+	// least recently used sessions go first.
+	MemoryBytes int64
 	// MaxRetries is how many times a 429/5xx is retried (default 3; negative:
 	// never). RetryBackoff is the first wait (default 500ms, doubling), used when
 	// the provider gives no Retry-After; MaxRetryWait caps every wait (default 30s).
@@ -163,6 +167,9 @@ func New(cfg Config, model Model, tools ToolSource) (*Agent, error) {
 	if cfg.MaxSessions == 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
+	if cfg.MemoryBytes <= 0 {
+		cfg.MemoryBytes = DefaultMemoryBytes
+	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries
 	}
@@ -173,7 +180,7 @@ func New(cfg Config, model Model, tools ToolSource) (*Agent, error) {
 		cfg.MaxRetryWait = DefaultMaxRetryWait
 	}
 	a := &Agent{cfg: cfg, model: model, tools: tools, parallel: cfg.ParallelToolCalls == nil || *cfg.ParallelToolCalls,
-		memory: newMemory(cfg.MemoryWindow, cfg.MaxSessions), logger: "agent/" + cfg.ID}
+		memory: newMemory(cfg.MemoryWindow, cfg.MaxSessions, cfg.MemoryBytes), logger: "agent/" + cfg.ID}
 	a.current.Store(&toolView{})
 	return a, nil
 }

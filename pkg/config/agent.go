@@ -99,6 +99,7 @@ var agentMemoryShape = Shape{Type: TypeObject, What: "memory",
 	Description: "Conversation memory per session_id: earlier messages are sent again with each run of the same session.", Keys: []Key{
 		{Name: "window", Shape: Shape{Type: TypeInt, Min: Bound(1), Description: "Messages kept per session."}},
 		{Name: "max_sessions", Shape: Shape{Type: TypeInt, Min: Bound(1), Description: "Sessions kept; the least recently used is forgotten."}},
+		{Name: "max_bytes", Shape: Shape{Type: TypeByteSize, Description: "Bytes of messages kept for all sessions of the agent together (such as 64MiB); the least recently used sessions are forgotten first. Default 64MiB."}},
 	}}
 
 // agentCommonKeys are the keys of an agent in `agents:` and in an `agent:` step.
@@ -243,6 +244,7 @@ func agentFromValues(d *Decoder, v *Values) AgentConfig {
 		a.Memory = AgentMemoryConfig{
 			Window:      m.Int("window"),
 			MaxSessions: m.Int("max_sessions"),
+			MaxBytes:    m.ByteSize("max_bytes"),
 		}
 	}
 	for _, tv := range v.Objects("tools") {

@@ -317,8 +317,9 @@ type AgentConfig struct {
 
 // AgentMemoryConfig is an agent's conversation memory per session_id.
 type AgentMemoryConfig struct {
-	Window      int // messages kept per session
-	MaxSessions int // sessions kept; the least recently used is evicted
+	Window      int   // messages kept per session
+	MaxSessions int   // sessions kept; the least recently used is evicted
+	MaxBytes    int64 // bytes of messages kept for all sessions together
 }
 
 // ModelConfig is an agent's `model:`.

@@ -175,6 +175,9 @@ func (vs *Values) Float(key string) float64 {
 // Bool returns a boolean key.
 func (vs *Values) Bool(key string) bool { b, _ := vs.raw(key).(bool); return b }
 
+// ByteSize returns a TypeByteSize value (0 when absent).
+func (vs *Values) ByteSize(key string) int64 { n, _ := vs.raw(key).(int64); return n }
+
 // Duration returns a duration key.
 func (vs *Values) Duration(key string) time.Duration {
 	switch v := vs.raw(key).(type) {
