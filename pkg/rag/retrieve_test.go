@@ -25,7 +25,7 @@ func ids(hs []Hit) []string {
 // A chunk both arms rank well beats one that only one arm ranks first; ties keep
 // the order of first appearance.
 func TestFuseRRF(t *testing.T) {
-	got := FuseRRF(3, hits("a", "b", "c"), hits("c", "b", "d"))
+	got := FuseRRF(3, hits("a", "b", "c"), hits("d", "b", "c"))
 	if want := []string{"b", "c", "a"}; !reflect.DeepEqual(ids(got), want) {
 		t.Fatalf("fused %v, want %v", ids(got), want)
 	}
