@@ -28,6 +28,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,7 +62,9 @@ const MaxDepth = 8
 type Deps struct {
 	// Logger receives the agents' logs; nil means slog.Default().
 	Logger *slog.Logger
-	// HTTPClient sends the providers' requests; nil means http.DefaultClient.
+	// HTTPClient sends the providers' requests; nil means a client shared by all
+	// providers whose transport keeps enough idle connections for many concurrent
+	// agents.
 	HTTPClient *http.Client
 	// Getenv reads the providers' API key variables when model.api_key is empty;
 	// nil means os.Getenv.
@@ -144,6 +147,7 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 		ParallelToolCalls: cfg.ParallelToolCalls,
 		MemoryWindow:      cfg.Memory.Window,
 		MaxSessions:       cfg.Memory.MaxSessions,
+		MemoryBytes:       cfg.Memory.MaxBytes,
 		Stream:            cfg.Stream,
 	}, model, r.source)
 	if err != nil {
@@ -176,15 +180,16 @@ func newModel(m config.ModelConfig, deps Deps) (agent.Model, error) {
 		return nil, &providerError{"model.model is required", "the model name, for example gpt-4o-mini or claude-sonnet-4-20250514"}
 	}
 	client := deps.HTTPClient
+	if client == nil {
+		client = defaultModelClient()
+	}
 	if len(m.Headers) > 0 {
-		base := http.DefaultTransport
-		if client != nil && client.Transport != nil {
-			base = client.Transport
+		base := client.Transport
+		if base == nil {
+			base = http.DefaultTransport
 		}
 		c := &http.Client{}
-		if client != nil {
-			*c = *client
-		}
+		*c = *client
 		c.Transport = &headerTransport{base: base, headers: m.Headers}
 		client = c
 	}
@@ -219,6 +224,28 @@ func newModel(m config.ModelConfig, deps Deps) (agent.Model, error) {
 	}
 	return nil, pe
 }
+
+// modelIdleConnsPerHost is how many idle connections the default provider client
+// keeps per host. Agents of one application usually talk to one model host, often
+// many at once: with Go's default of 2, all but two of them would dial a new
+// connection (and TLS handshake) for every request.
+const modelIdleConnsPerHost = 100
+
+// defaultModelClient is the providers' client when Deps has none: one for the
+// process, so that all agents share its idle connections. It is
+// http.DefaultTransport's configuration (proxy from the environment, timeouts,
+// HTTP/2) with more idle connections per host; idle ones still close after
+// IdleConnTimeout.
+var defaultModelClient = sync.OnceValue(func() *http.Client {
+	dt, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultClient // replaced by the program: its choice
+	}
+	t := dt.Clone()
+	t.MaxIdleConnsPerHost = modelIdleConnsPerHost
+	t.MaxIdleConns = max(t.MaxIdleConns, modelIdleConnsPerHost)
+	return &http.Client{Transport: t}
+})
 
 // headerTransport adds model.headers (a gateway's own headers) to every request.
 type headerTransport struct {

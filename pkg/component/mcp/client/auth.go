@@ -212,6 +212,12 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// idleConnsPerHost is how many idle connections a connection's transport keeps to
+// its server. One session serves many concurrent calls (every agent using the
+// server's tools shares it), each a POST of its own: with Go's default of 2, all
+// but two of them would dial a new connection for every call.
+const idleConnsPerHost = 100
+
 // newHTTPClient returns the HTTP client the SDK transports use: static headers, then
 // the auth, on a fresh transport (never http.DefaultTransport, whose TLS settings an
 // mTLS config must not touch), and that transport, whose idle connections the owner
@@ -219,6 +225,8 @@ func contains(list []string, s string) bool {
 // session; each call is bounded by its context instead.
 func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, *http.Transport, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = idleConnsPerHost
+	base.MaxIdleConns = max(base.MaxIdleConns, idleConnsPerHost)
 	var rt http.RoundTripper = base
 	if auth != nil {
 		switch auth.Type {
