@@ -7,7 +7,8 @@
 # The cluster lives in $HELIX_PG_DIR (default .pgtest/ in the repository, ignored by git),
 # listens on 127.0.0.1 at a free port, and has a superuser "helix" with password "helix" on
 # database "helix" (password auth over TCP, so the tests exercise authentication failures
-# too). Debian's PostgreSQL 15 binaries are used (scripts/setup-services.sh installs them);
+# too) with the pgvector extension created in it when pgvector is installed. Debian's
+# PostgreSQL 15 binaries are used (scripts/setup-services.sh installs them and builds pgvector);
 # PG_BIN overrides where they are. initdb refuses to run as root, so as root the cluster is
 # owned by and run as the "postgres" user.
 set -euo pipefail
@@ -49,6 +50,14 @@ start)
 			-o "-c listen_addresses=127.0.0.1 -p $port -k $DIR -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >&2 ||
 			{ cat "$DIR/server.log" >&2; exit 1; }
 		PGPASSWORD=helix "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U helix -d postgres -qc 'CREATE DATABASE helix' >&2
+		# pgvector (scripts/setup-pgvector.sh) for the rag-store tests; databases created later by
+		# the tests do not inherit it and run CREATE EXTENSION IF NOT EXISTS vector themselves.
+		if [ -f "$("$PG_BIN/pg_config" --sharedir)/extension/vector.control" ]; then
+			PGPASSWORD=helix "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U helix -d helix -v ON_ERROR_STOP=1 \
+				-qc 'CREATE EXTENSION IF NOT EXISTS vector' >&2
+		else
+			echo "postgres.sh: pgvector is not installed (run scripts/setup-services.sh as root); database helix has no vector extension" >&2
+		fi
 	fi
 	echo "export HELIX_POSTGRES_URL=postgres://helix:helix@127.0.0.1:$port/helix"
 	echo "export HELIX_PG_BIN=$PG_BIN"

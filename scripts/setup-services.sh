@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that Helix's tests need, before scripts/setup-tools.sh and the
-# test run. Idempotent: `apt-get update` and `apt-get install` run only when a listed package is
-# not installed yet, so the usual run is a few dpkg queries.
+# Installs what Helix's tests need from Debian, before scripts/setup-tools.sh and the test run.
+# Idempotent: `apt-get update` and `apt-get install` run only when a listed package is not
+# installed yet, and pgvector is built only when it is missing, so the usual run is a few dpkg
+# queries and file checks.
 #
 # PostgreSQL 15 (Debian's postgresql-15: server binaries under /usr/lib/postgresql/15/bin, and
-# the client for psql) is what the postgres:// tests run against. Nothing is started here:
-# `make test` starts a throw-away cluster with scripts/postgres.sh and stops it at exit.
-# Node 22 and the MCP peers come from npm via setup-tools.sh.
+# the client for psql and pg_config) is what the postgres:// and pgvector tests run against.
+# pgvector is not packaged for Debian 12: scripts/setup-pgvector.sh builds it from the next
+# release's source package against the installed server (so it runs after the packages above).
+# Nothing is started here: `make test` starts a throw-away cluster with scripts/postgres.sh and
+# stops it at exit. Node 22, the MCP peers and ONNX Runtime come from npm via setup-tools.sh.
 set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
 
 APT_PACKAGES=(postgresql-15 postgresql-client-15)
 
@@ -18,10 +22,13 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "setup-services: nothing to install (${#APT_PACKAGES[@]} apt packages listed, all present)"
-	exit 0
+else
+	[ "$(id -u)" = 0 ] || { echo "setup-services: need root to apt-get install ${missing[*]}" >&2; exit 1; }
+	echo "setup-services: installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	# The lists are fresh: setup-pgvector.sh need not update them again for its build deps.
+	export HELIX_APT_UPDATED=1
 fi
 
-[ "$(id -u)" = 0 ] || { echo "setup-services: need root to apt-get install ${missing[*]}" >&2; exit 1; }
-echo "setup-services: installing ${missing[*]}"
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+./setup-pgvector.sh
