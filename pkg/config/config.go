@@ -56,6 +56,9 @@ type HelixConfig struct {
 	ShutdownTimeout time.Duration
 	// Kafka holds helix.kafka: defaults of the kafka:// component.
 	Kafka KafkaConfig
+	// DataDir is helix.data_dir: where Helix keeps what it stores on disk
+	// (pipelines' embedded stores); "" means DefaultDataDir.
+	DataDir string
 }
 
 // KafkaConfig is `helix.kafka`: settings every kafka:// endpoint starts from.
@@ -366,14 +369,4 @@ type AgentMCPServerConfig struct {
 	Env       map[string]string
 	Timeout   time.Duration // per call; 0: the client's default
 	Pos       Pos
-}
-
-// PipelineConfig is one entry of `pipelines:` (RAG ingestion and retrieval).
-type PipelineConfig struct {
-	ID          string
-	Description string
-	Source      string
-	Steps       []StepConfig
-	Output      string
-	Pos         Pos
 }

@@ -256,6 +256,10 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 			}
 		},
 		"shutdown_timeout": func(v *yaml.Node, p string) { h.ShutdownTimeout = d.Duration(v, p) },
+		"data_dir": func(v *yaml.Node, p string) {
+			d.Doc(v, "Where Helix keeps what it stores on disk (the embedded stores of pipelines, under rag/<id>). Default .helix.")
+			h.DataDir = d.String(v, p)
+		},
 		"kafka": func(v *yaml.Node, p string) {
 			d.Mapping(v, p, "helix.kafka", Fields{
 				"brokers": func(v *yaml.Node, p string) { h.Kafka.Brokers = decodeBrokers(d, v, p) },
@@ -672,18 +676,6 @@ func valueHasType(v any, t string) bool {
 		return ok
 	}
 	return true // unknown types are reported elsewhere
-}
-
-func decodePipeline(d *Decoder, n *yaml.Node, path string) (PipelineConfig, bool) {
-	pl := PipelineConfig{Pos: d.Pos(n)}
-	ok := d.Mapping(n, path, "a pipeline", Fields{
-		"id":          func(v *yaml.Node, p string) { pl.ID = d.String(v, p) },
-		"description": func(v *yaml.Node, p string) { pl.Description = d.String(v, p) },
-		"source":      func(v *yaml.Node, p string) { pl.Source = d.String(v, p) },
-		"steps":       func(v *yaml.Node, p string) { pl.Steps = d.Steps(v, p) },
-		"output":      func(v *yaml.Node, p string) { pl.Output = d.String(v, p) },
-	}, "id")
-	return pl, ok && pl.ID != ""
 }
 
 // checkHTTPTransport reports an http_transport other than helix or sdk.

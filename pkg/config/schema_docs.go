@@ -11,7 +11,7 @@ var settingDocs = map[string]string{
 	"the configuration.workflows": "Workflows: a trigger URI and the steps run for each exchange. Each is also an MCP tool.",
 	"the configuration.tools":     "Tools: workflows with a declared input and output schema, triggered as tool://id and offered to MCP clients.",
 	"the configuration.agents":    "LLM agents: a model, a system prompt and tools (workflows, tools, other agents, MCP servers) in a ReAct loop; each is also an MCP tool.",
-	"the configuration.pipelines": "RAG ingestion and retrieval pipelines (not available in this build).",
+	"the configuration.pipelines": "RAG pipelines: documents from a source (file://) or rag-ingest steps are chunked, embedded and stored; queries retrieve the best chunks. Each is also an MCP tool and pipeline://id.",
 	"the configuration.mcps":      "MCP servers, each exposing workflows and tools (the same model as helix.mcp.servers; id is required).",
 
 	"helix.name":                "The name of this Helix (manifest, logs).",
@@ -54,12 +54,6 @@ var settingDocs = map[string]string{
 	"a field.enum":        "The values the field may take.",
 	"a field.items":       "The type of the elements of an array field.",
 	"a field.properties":  "The fields of an object field.",
-
-	"a pipeline.id":          "The pipeline's id.",
-	"a pipeline.description": "What the pipeline does.",
-	"a pipeline.source":      "Where the pipeline reads documents from.",
-	"a pipeline.steps":       "The pipeline's steps.",
-	"a pipeline.output":      "Where the pipeline writes its result.",
 
 	"a tool override.description":  "Replaces the workflow's MCP tool description.",
 	"a tool override.input_schema": "Replaces the tool's input schema: JSON text of a JSON Schema object.",
