@@ -133,7 +133,7 @@ func trimPossessive(w string) string {
 }
 
 // splitWords calls emit with each lowercased word of text. Apostrophes inside
-// words are normalised to '\”.
+// words are normalised to the ASCII apostrophe.
 func splitWords(text string, emit func(string)) {
 	var buf []byte // the current word, when it had to be rewritten
 	start := -1    // start of the current word in text, while it needs no rewrite

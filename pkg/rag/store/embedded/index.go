@@ -1,0 +1,249 @@
+package embedded
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/arvenza/helix/pkg/rag"
+)
+
+// index is the in-memory state: chunks by ordinal, their vectors in one slab,
+// the inverted index and the documents. Removed chunks stay as tombstones
+// (skipped by searches) until the log is compacted and the index rebuilt, so a
+// delete costs only the document's own chunks.
+type index struct {
+	chunks []chunkEntry
+	// vecs holds dim float32s per chunk ordinal once the first vectors were put
+	// (zeros for chunks without vectors).
+	vecs []float32
+	dim  int
+
+	termIDs  map[string]uint32
+	terms    []string    // term id -> term
+	postings [][]posting // term id -> chunks holding it, by ordinal
+	df       []int32     // term id -> live chunks holding it
+
+	docs       map[string]*docEntry
+	liveChunks int
+	liveLength int64  // total terms of live chunks, for the average length
+	liveBytes  int64  // log bytes of the live documents' records
+	seq        uint64 // of the latest put
+}
+
+type chunkEntry struct {
+	chunk  rag.Chunk
+	terms  []termFreq // for df upkeep on removal and for rebuilds
+	length uint32     // terms in the chunk (BM25's document length)
+	dead   bool
+	hasVec bool
+}
+
+type termFreq struct {
+	term uint32
+	tf   uint32
+}
+
+type posting struct {
+	ord uint32
+	tf  uint32
+}
+
+type docEntry struct {
+	hash     string
+	ords     []uint32
+	recBytes int64
+	// seq orders documents by their latest put, so a rewritten log keeps the
+	// order of the original.
+	seq uint64
+}
+
+// analyzedChunk is a chunk's keyword terms, computed before taking any lock.
+type analyzedChunk struct {
+	terms  []string
+	tfs    []uint32
+	length uint32
+}
+
+func newIndex() *index {
+	return &index{termIDs: map[string]uint32{}, docs: map[string]*docEntry{}}
+}
+
+// analyze makes the keyword terms of a put record's chunks.
+func (s *Store) analyze(r *record) []analyzedChunk {
+	if r.kind != recPut {
+		return nil
+	}
+	out := make([]analyzedChunk, len(r.chunks))
+	counts := map[string]uint32{}
+	for i := range r.chunks {
+		toks := s.analyzer.Tokens(r.chunks[i].Text)
+		clear(counts)
+		for _, t := range toks {
+			counts[t]++
+		}
+		a := analyzedChunk{terms: make([]string, 0, len(counts)), tfs: make([]uint32, 0, len(counts)), length: uint32(min(len(toks), 1<<31))}
+		for t, n := range counts {
+			a.terms = append(a.terms, t)
+			a.tfs = append(a.tfs, n)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func (x *index) checkDim(r *record) error {
+	if r.dim > 0 && x.dim > 0 && r.dim != x.dim {
+		return fmt.Errorf("put %q: vectors have %d dimensions, the store holds %d-dimensional vectors (a store holds one embedding model's vectors; use a new data directory for another model)", r.docID, r.dim, x.dim)
+	}
+	return nil
+}
+
+// put replaces r's document with r's chunks; size is the record's log size.
+func (x *index) put(r *record, size int64, analyzed []analyzedChunk) {
+	if x.docs[r.docID] != nil {
+		x.remove(r.docID)
+	}
+	x.seq++
+	seq := x.seq
+	if r.dim > 0 && x.dim == 0 {
+		x.dim = r.dim
+		x.vecs = make([]float32, len(x.chunks)*r.dim, (len(x.chunks)+len(r.chunks))*r.dim)
+	}
+	d := &docEntry{hash: r.hash, recBytes: size, seq: seq, ords: make([]uint32, len(r.chunks))}
+	for i := range r.chunks {
+		ord := uint32(len(x.chunks))
+		d.ords[i] = ord
+		a := analyzed[i]
+		e := chunkEntry{chunk: r.chunks[i], length: a.length, hasVec: r.dim > 0, terms: make([]termFreq, len(a.terms))}
+		for j, t := range a.terms {
+			id, ok := x.termIDs[t]
+			if !ok {
+				id = uint32(len(x.terms))
+				x.termIDs[t] = id
+				x.terms = append(x.terms, t)
+				x.postings = append(x.postings, nil)
+				x.df = append(x.df, 0)
+			}
+			x.postings[id] = append(x.postings[id], posting{ord: ord, tf: a.tfs[j]})
+			x.df[id]++
+			e.terms[j] = termFreq{term: id, tf: a.tfs[j]}
+		}
+		x.chunks = append(x.chunks, e)
+		if x.dim > 0 {
+			if r.dim > 0 {
+				x.vecs = append(x.vecs, r.vectors[i*r.dim:(i+1)*r.dim]...)
+			} else {
+				x.vecs = append(x.vecs, make([]float32, x.dim)...)
+			}
+		}
+		x.liveLength += int64(a.length)
+	}
+	x.liveChunks += len(r.chunks)
+	x.liveBytes += size
+	x.docs[r.docID] = d
+}
+
+// remove tombstones the document's chunks.
+func (x *index) remove(docID string) {
+	d := x.docs[docID]
+	if d == nil {
+		return
+	}
+	for _, ord := range d.ords {
+		e := &x.chunks[ord]
+		for _, tf := range e.terms {
+			x.df[tf.term]--
+		}
+		x.liveLength -= int64(e.length)
+		// A rebuild skips tombstones without reading them: their text and
+		// terms can go now.
+		*e = chunkEntry{dead: true}
+	}
+	x.liveChunks -= len(d.ords)
+	x.liveBytes -= d.recBytes
+	delete(x.docs, docID)
+}
+
+// docRecords returns a put record per live document, in the order they were
+// put, for rewriting the log.
+func (x *index) docRecords() []*record {
+	ids := make([]string, 0, len(x.docs))
+	for id := range x.docs {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		sa, sb := x.docs[a].seq, x.docs[b].seq
+		switch {
+		case sa < sb:
+			return -1
+		case sa > sb:
+			return 1
+		}
+		return 0
+	})
+	out := make([]*record, len(ids))
+	for i, id := range ids {
+		d := x.docs[id]
+		r := &record{kind: recPut, docID: id, hash: d.hash, chunks: make([]rag.Chunk, len(d.ords))}
+		withVecs := len(d.ords) > 0 && x.chunks[d.ords[0]].hasVec
+		if withVecs {
+			r.dim = x.dim
+			r.vectors = make([]float32, 0, len(d.ords)*x.dim)
+		}
+		for j, ord := range d.ords {
+			r.chunks[j] = x.chunks[ord].chunk
+			if withVecs {
+				r.vectors = append(r.vectors, x.vecs[int(ord)*x.dim:(int(ord)+1)*x.dim]...)
+			}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// rebuilt returns a copy of x without tombstones, documents in the order of
+// docRecords, each with its new log record size.
+func (x *index) rebuilt(recs []*record, sizes []int64) *index {
+	y := newIndex()
+	y.dim, y.seq = x.dim, x.seq
+	if x.dim > 0 {
+		y.vecs = make([]float32, 0, x.liveChunks*x.dim)
+	}
+	y.chunks = make([]chunkEntry, 0, x.liveChunks)
+	termMap := make(map[uint32]uint32)
+	for i, r := range recs {
+		old := x.docs[r.docID]
+		d := &docEntry{hash: old.hash, recBytes: sizes[i], seq: old.seq, ords: make([]uint32, len(old.ords))}
+		for j, oldOrd := range old.ords {
+			ord := uint32(len(y.chunks))
+			d.ords[j] = ord
+			e := x.chunks[oldOrd]
+			terms := make([]termFreq, len(e.terms))
+			for k, tf := range e.terms {
+				id, ok := termMap[tf.term]
+				if !ok {
+					id = uint32(len(y.terms))
+					termMap[tf.term] = id
+					t := x.terms[tf.term]
+					y.termIDs[t] = id
+					y.terms = append(y.terms, t)
+					y.postings = append(y.postings, nil)
+					y.df = append(y.df, 0)
+				}
+				y.postings[id] = append(y.postings[id], posting{ord: ord, tf: tf.tf})
+				y.df[id]++
+				terms[k] = termFreq{term: id, tf: tf.tf}
+			}
+			e.terms = terms
+			y.chunks = append(y.chunks, e)
+			if x.dim > 0 {
+				y.vecs = append(y.vecs, x.vecs[int(oldOrd)*x.dim:(int(oldOrd)+1)*x.dim]...)
+			}
+			y.liveLength += int64(e.length)
+		}
+		y.liveChunks += len(old.ords)
+		y.liveBytes += sizes[i]
+		y.docs[r.docID] = d
+	}
+	return y
+}
