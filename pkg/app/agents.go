@@ -65,6 +65,9 @@ func (a *App) prepareAgents() {
 		}
 		r, errs := setup.Build(ag, path, a.agentDeps())
 		a.errs = append(a.errs, errs...)
+		if r != nil {
+			a.cfg.Warnings = append(a.cfg.Warnings, r.Warnings()...)
+		}
 		if r == nil {
 			continue
 		}

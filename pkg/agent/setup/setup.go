@@ -88,6 +88,8 @@ type Runner struct {
 	output json.RawMessage
 	// parent, for a runner made by WithOutput, is the runner it counts into.
 	parent *Runner
+	// warnings: see Warnings.
+	warnings config.Errors
 }
 
 // Build checks cfg and builds its runner; path is cfg's YAML path ("agents[0]"),
@@ -307,6 +309,10 @@ func (r *Runner) Stop(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Warnings are the agent's findings that do not stop it from being built (mTLS
+// files not found where the configuration is validated).
+func (r *Runner) Warnings() config.Errors { return r.warnings }
 
 // HasServices reports whether the agent has MCP servers to start and stop.
 func (r *Runner) HasServices() bool { return len(r.source.servers) > 0 }

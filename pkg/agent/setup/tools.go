@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -27,11 +28,36 @@ type catalogueRef struct {
 // mcpServer is a tools: entry of type mcp.
 type mcpServer struct {
 	label string // "MCP tool entry browser"
-	srv   *mcptools.Server
+	// srv is made at build time, or — when its mTLS files are not there yet — at
+	// start from opts (see addMCP).
+	srv  *mcptools.Server
+	opts mcptools.Options
 }
 
-func (s *mcpServer) start(ctx context.Context) error { return s.srv.Start(ctx) }
-func (s *mcpServer) stop(ctx context.Context) error  { return s.srv.Stop(ctx) }
+func (s *mcpServer) start(ctx context.Context) error {
+	if s.srv == nil {
+		srv, err := mcptools.New(s.opts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.label, err)
+		}
+		s.srv = srv
+	}
+	return s.srv.Start(ctx)
+}
+
+func (s *mcpServer) stop(ctx context.Context) error {
+	if s.srv == nil {
+		return nil
+	}
+	return s.srv.Stop(ctx)
+}
+
+func (s *mcpServer) toolSet(ctx context.Context) (*tool.Set, error) {
+	if s.srv == nil {
+		return nil, fmt.Errorf("%s is not started", s.label)
+	}
+	return s.srv.ToolSet(ctx)
+}
 
 // toolSource is an agent's tools: the catalogue entries resolved at build time and
 // the tools its MCP servers list, combined into one set per run (the same set
@@ -161,13 +187,44 @@ func (r *Runner) addMCP(t config.AgentToolConfig, p string, pos config.Pos) conf
 	if name == "" {
 		label = "MCP tool entry"
 	}
-	srv, err := mcptools.New(mcptools.Options{Name: label, Conn: conn, Include: t.Include, Exclude: t.Exclude})
+	opts := mcptools.Options{Name: label, Conn: conn, Include: t.Include, Exclude: t.Exclude}
+	if missing := missingFiles(conn.Auth); len(missing) > 0 {
+		// Certificates are often mounted only where the application runs: validating
+		// the file elsewhere warns, and the files are read when the agent starts.
+		authPos := t.AuthPos
+		if authPos.Line == 0 {
+			authPos = pos
+		}
+		r.warnings = append(r.warnings, &config.Error{Pos: authPos, Path: config.KeyPath(p, "auth"),
+			Msg:  fmt.Sprintf("agent %q: %s not found here; the agent fails to start unless it exists where Helix runs", r.id, strings.Join(missing, ", ")),
+			Hint: "check the path, or ignore this where the certificates are mounted at run time"})
+		r.source.servers = append(r.source.servers, &mcpServer{label: label, opts: opts})
+		return nil
+	}
+	srv, err := mcptools.New(opts)
 	if err != nil {
 		fail(msPos, msPath, "", "%v", err)
 		return errs
 	}
-	r.source.servers = append(r.source.servers, &mcpServer{label: label, srv: srv})
+	r.source.servers = append(r.source.servers, &mcpServer{label: label, srv: srv, opts: opts})
 	return nil
+}
+
+// missingFiles lists the mTLS files of auth that do not exist.
+func missingFiles(auth *mcpclient.AuthConfig) []string {
+	if auth == nil || auth.Type != mcpclient.AuthMTLS {
+		return nil
+	}
+	var missing []string
+	for _, f := range []struct{ key, path string }{{"cert_file", auth.CertFile}, {"key_file", auth.KeyFile}, {"ca_file", auth.CAFile}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, f.key+" "+f.path)
+		}
+	}
+	return missing
 }
 
 func hasNoPath(raw string) bool {
@@ -264,7 +321,7 @@ func (s *toolSource) ToolSet(ctx context.Context) (*tool.Set, error) {
 	}
 	sets := make([]*tool.Set, len(s.servers))
 	for i, srv := range s.servers {
-		set, err := srv.srv.ToolSet(ctx)
+		set, err := srv.toolSet(ctx)
 		if err != nil {
 			return nil, err // mcptools names the server
 		}
