@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,6 +228,23 @@ func TestBase64Response(t *testing.T) {
 	checkVectors(t, []string{"hello"}, got, 4)
 	if r := f.requestsSeen()[0]; r.EncodingFormat != "" {
 		t.Errorf("encoding_format %q sent; the float default is what every compatible server supports", r.EncodingFormat)
+	}
+}
+
+func TestBase64Requested(t *testing.T) {
+	f, srv := newFake(t)
+	e := newEmbedder(t, srv, Config{EncodingFormat: "base64"})
+	in := []string{"hello", "world"}
+	got, err := e.Embed(context.Background(), in, rag.EmbedDocument)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVectors(t, in, got, 4)
+	if r := f.requestsSeen()[0]; r.EncodingFormat != "base64" {
+		t.Errorf("encoding_format %q", r.EncodingFormat)
+	}
+	if _, err := New(Config{EncodingFormat: "binary"}); err == nil {
+		t.Error("unknown encoding format accepted")
 	}
 }
 
@@ -550,18 +568,60 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkEmbed1000 measures Helix's side of embedding (batching, JSON, cache
-// bookkeeping) against a server that answers at once; no cache hits.
+// BenchmarkEmbed1000 measures Helix's side of embedding 1,000 texts (batching,
+// the SDK's encoding and decoding, placing vectors) against a server that answers
+// at once with prepared bodies; no cache hits.
 func BenchmarkEmbed1000(b *testing.B) {
+	for _, format := range []string{"float", "base64"} {
+		b.Run(format, func(b *testing.B) { benchmarkEmbed1000(b, format) })
+	}
+}
+
+func benchmarkEmbed1000(b *testing.B, format string) {
 	f, srv := newFake(b)
-	f.dim = 1536
+	const dim = 1536
+	var mu sync.Mutex
+	bodies := map[int][]byte{} // by batch size
+	encode := func(v []float64) []byte {
+		if format == "float" {
+			j, _ := json.Marshal(v)
+			return j
+		}
+		raw := make([]byte, 4*len(v))
+		for j, x := range v {
+			binary.LittleEndian.PutUint32(raw[4*j:], math.Float32bits(float32(x)))
+		}
+		return []byte(strconv.Quote(base64.StdEncoding.EncodeToString(raw)))
+	}
+	f.reply = func(w http.ResponseWriter, _ int64, req request) bool {
+		mu.Lock()
+		body, ok := bodies[len(req.Input)]
+		if !ok {
+			var sb strings.Builder
+			sb.WriteString(`{"object":"list","data":[`)
+			for i := range req.Input {
+				if i > 0 {
+					sb.WriteByte(',')
+				}
+				v := encode(vectorOf(req.Input[i], dim))
+				fmt.Fprintf(&sb, `{"object":"embedding","index":%d,"embedding":%s}`, i, v)
+			}
+			sb.WriteString(`],"model":"m","usage":{"prompt_tokens":1,"total_tokens":1}}`)
+			body = []byte(sb.String())
+			bodies[len(req.Input)] = body
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+		return true
+	}
 	in := texts(1000)
 	for i := range in {
 		in[i] += strings.Repeat(" lorem ipsum", 40)
 	}
+	e := newEmbedder(b, srv, Config{CacheEntries: -1, EncodingFormat: format})
 	b.ResetTimer()
 	for b.Loop() {
-		e := newEmbedder(b, srv, Config{CacheEntries: -1})
 		if _, err := e.Embed(context.Background(), in, rag.EmbedDocument); err != nil {
 			b.Fatal(err)
 		}
