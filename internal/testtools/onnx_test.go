@@ -44,7 +44,7 @@ func TestONNXRuntimeLibLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	notELF := filepath.Join(t.TempDir(), "libonnxruntime.so.1")
-	if err := os.WriteFile(notELF, []byte("version https://git-lfs.github.com/spec/v1\n"), 0o644); err != nil {
+	if err := os.WriteFile(notELF, []byte("not a shared library\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(EnvToolsDir, tools)
