@@ -85,7 +85,7 @@ type PipelineSource struct {
 type ChunkConfig struct {
 	Strategy   string // fixed | recursive | semantic
 	Size       int
-	Overlap    int
+	Overlap    int    // 0: none
 	Unit       string // tokens | characters
 	Percentile float64
 	Pos        Pos
@@ -147,8 +147,8 @@ var (
 		{Name: "model_path", Shape: str("onnx: the model file (model.onnx).")},
 		{Name: "tokenizer_path", Shape: str("onnx: the tokenizer.json. Default: tokenizer.json next to model_path.")},
 		{Name: "library_path", Shape: str("onnx: the ONNX Runtime shared library. Default: ONNXRUNTIME_LIB, else the system's.")},
-		{Name: "query_prefix", Shape: str("onnx: text put before each query (such as \"query: \").")},
-		{Name: "document_prefix", Shape: str("onnx: text put before each document chunk (such as \"passage: \").")},
+		{Name: "query_prefix", Shape: str("Text put before each query, for models trained with instructions (such as \"query: \").")},
+		{Name: "document_prefix", Shape: str("Text put before each document chunk (such as \"passage: \").")},
 	}}
 	ragStoreShape = Shape{Type: TypeObject, What: "a rag-store step", Description: "Where chunks, vectors and the keyword index are kept. Default: embedded.", Keys: []Key{
 		{Name: "store", Shape: Shape{Type: TypeString, What: "store", Enum: RAGStores, Default: DefaultRAGStore,
@@ -291,7 +291,13 @@ func decodePipelineSteps(d *Decoder, pl *PipelineConfig, v *Values) {
 			c := &pl.Chunk
 			c.Pos = pos
 			if s != nil {
-				c.Strategy, c.Size, c.Overlap, c.Unit = s.String("strategy"), s.Int("size"), s.Int("overlap"), s.String("unit")
+				c.Strategy, c.Size, c.Unit = s.String("strategy"), s.Int("size"), s.String("unit")
+				// Unwritten, the overlap follows the size (an eighth, at most the
+				// default), so that a small size alone is valid; written 0 means none.
+				c.Overlap = min(DefaultChunkOverlap, c.Size/8)
+				if s.Has("overlap") {
+					c.Overlap = s.Int("overlap")
+				}
 				c.Percentile = s.Float("percentile")
 				if c.Overlap >= c.Size && c.Size > 0 {
 					d.Errorf(s.NodeOf("overlap"), s.PathOf("overlap"), "overlap %d must be smaller than size %d", c.Overlap, c.Size)
@@ -380,7 +386,7 @@ func embedFromValues(d *Decoder, s *Values, pos Pos) *EmbedConfig {
 		}
 	}
 	onlyFor("openai", "model", "api_key", "base_url", "dimensions")
-	onlyFor("onnx", "model_path", "tokenizer_path", "library_path", "query_prefix", "document_prefix")
+	onlyFor("onnx", "model_path", "tokenizer_path", "library_path")
 	if e.Provider == "onnx" {
 		modelOK := false
 		if e.ModelPath == "" {

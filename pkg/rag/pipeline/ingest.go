@@ -1,0 +1,286 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/arvenza/helix/pkg/rag"
+)
+
+// Result counts what one ingest did.
+type Result struct {
+	Seen     int // documents read
+	Ingested int // new or changed documents written
+	Skipped  int // unchanged documents
+	Deleted  int // documents the source no longer has
+	Errors   int // documents that failed (logged, not fatal)
+	Chunks   int // chunks written
+	Took     time.Duration
+}
+
+// Progress is the state of the pipeline's latest source ingest, for progress
+// bars: Result so far, whether it is running, and the document being read.
+type Progress struct {
+	Result
+	Running bool
+	Done    bool
+	Current string
+	Started time.Time
+}
+
+// Progress returns the latest source ingest's progress.
+func (p *Pipeline) Progress() Progress {
+	p.progressMu.Lock()
+	defer p.progressMu.Unlock()
+	return p.progress
+}
+
+// IngestSource reads the pipeline's source and brings the store up to date:
+// unchanged documents are skipped, changed ones replaced and, when the whole
+// source was read, the documents it no longer has deleted. A document that fails
+// is logged and counted; the ingest goes on. The error is the source's (an
+// unreadable directory) or ctx's.
+func (p *Pipeline) IngestSource(ctx context.Context) (Result, error) {
+	if p.cfg.Source == nil {
+		return Result{}, fmt.Errorf("pipeline %s has no source: feed it with rag-ingest steps", p.cfg.ID)
+	}
+	st, _, _, err := p.parts3()
+	if err != nil {
+		return Result{}, err
+	}
+	src, err := p.parts.Source(*p.cfg.Source)
+	if err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	p.setProgress(func(pr *Progress) { *pr = Progress{Running: true, Started: start} })
+	known, err := st.Documents(ctx)
+	if err != nil {
+		p.setProgress(func(pr *Progress) { pr.Running = false })
+		return Result{}, fmt.Errorf("read the store's documents: %w", err)
+	}
+	b := p.newBatch(ctx, known, true)
+	walkErr := src.Walk(ctx, func(d rag.Document) error {
+		d.ID = FilePrefix + d.ID
+		return b.add(d)
+	})
+	res := b.wait()
+	if walkErr == nil && ctx.Err() == nil {
+		for id := range known {
+			if !strings.HasPrefix(id, FilePrefix) || b.seen[id] {
+				continue
+			}
+			if err := st.Delete(ctx, id); err != nil {
+				p.logger.Warn("pipeline: delete a vanished document", "doc", id, "err", err)
+				res.Errors++
+				p.ingestErrors.Add(1)
+				continue
+			}
+			res.Deleted++
+		}
+		p.refreshChunks(ctx, st)
+	}
+	res.Took = time.Since(start)
+	p.setProgress(func(pr *Progress) { pr.Result, pr.Running, pr.Done, pr.Current = res, false, true, "" })
+	if walkErr == nil {
+		walkErr = ctx.Err()
+	}
+	return res, walkErr
+}
+
+// Ingest puts docs into the store (a rag-ingest step): each is skipped when its
+// content hash is unchanged, else chunked, embedded and replaced. Nothing is
+// deleted. The error is the first document's that failed, after all were tried.
+func (p *Pipeline) Ingest(ctx context.Context, docs []rag.Document) (Result, error) {
+	st, _, _, err := p.parts3()
+	if err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	known, err := st.Documents(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("read the store's documents: %w", err)
+	}
+	b := p.newBatch(ctx, known, false)
+	for _, d := range docs {
+		if strings.HasPrefix(d.ID, FilePrefix) {
+			b.fail(d, fmt.Errorf("document id %q: ids starting with %q are reserved for the pipeline's source", d.ID, FilePrefix))
+			continue
+		}
+		if err := b.add(d); err != nil {
+			break
+		}
+	}
+	res := b.wait()
+	res.Took = time.Since(start)
+	p.refreshChunks(ctx, st)
+	if res.Errors > 0 {
+		return res, b.firstErr
+	}
+	return res, ctx.Err()
+}
+
+func (p *Pipeline) refreshChunks(ctx context.Context, st rag.Store) {
+	if s, err := st.Stats(ctx); err == nil {
+		p.chunks.Store(int64(s.Chunks))
+	}
+}
+
+func (p *Pipeline) setProgress(f func(*Progress)) {
+	p.progressMu.Lock()
+	f(&p.progress)
+	p.progressMu.Unlock()
+}
+
+// batch runs documents through chunk → embed → store on the pipeline's workers.
+type batch struct {
+	p        *Pipeline
+	ctx      context.Context
+	known    map[string]string
+	tracked  bool // report progress (source ingest)
+	work     chan rag.Document
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	res      Result
+	seen     map[string]bool
+	firstErr error
+	lastLog  time.Time
+}
+
+func (p *Pipeline) newBatch(ctx context.Context, known map[string]string, tracked bool) *batch {
+	b := &batch{p: p, ctx: ctx, known: known, tracked: tracked, work: make(chan rag.Document), seen: map[string]bool{}, lastLog: time.Now()}
+	for range p.opts.Workers {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			for d := range b.work {
+				b.process(d)
+			}
+		}()
+	}
+	return b
+}
+
+// add hands d to a worker, or counts it skipped when its hash is unchanged.
+func (b *batch) add(d rag.Document) error {
+	if err := b.ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.seen[d.ID] {
+		b.mu.Unlock()
+		b.fail(d, fmt.Errorf("document id %q appears twice", d.ID))
+		return nil
+	}
+	b.seen[d.ID] = true
+	b.res.Seen++
+	unchanged := b.known[d.ID] == d.Hash()
+	if unchanged {
+		b.res.Skipped++
+	}
+	b.mu.Unlock()
+	b.report(d.ID)
+	if unchanged {
+		return nil
+	}
+	select {
+	case b.work <- d:
+		return nil
+	case <-b.ctx.Done():
+		return b.ctx.Err()
+	}
+}
+
+func (b *batch) process(d rag.Document) {
+	n, err := b.p.ingestOne(b.ctx, d)
+	if err != nil {
+		if b.ctx.Err() == nil {
+			b.fail(d, err)
+		}
+		return
+	}
+	b.p.docsIngested.Add(1)
+	b.mu.Lock()
+	b.res.Ingested++
+	b.res.Chunks += n
+	b.mu.Unlock()
+	b.report("")
+}
+
+func (b *batch) fail(d rag.Document, err error) {
+	b.p.ingestErrors.Add(1)
+	b.p.logger.Warn("pipeline: a document was not ingested", "doc", d.ID, "source", d.Source, "err", err)
+	b.mu.Lock()
+	b.res.Errors++
+	if b.firstErr == nil {
+		b.firstErr = fmt.Errorf("document %s: %w", d.ID, err)
+	}
+	b.mu.Unlock()
+}
+
+// report publishes progress and logs it every ProgressInterval.
+func (b *batch) report(current string) {
+	if !b.tracked {
+		return
+	}
+	b.mu.Lock()
+	res := b.res
+	logNow := time.Since(b.lastLog) >= b.p.opts.ProgressInterval
+	if logNow {
+		b.lastLog = time.Now()
+	}
+	b.mu.Unlock()
+	b.p.setProgress(func(pr *Progress) {
+		pr.Result = res
+		if current != "" {
+			pr.Current = current
+		}
+	})
+	if logNow {
+		b.p.logger.Info("pipeline ingest progress", "documents", res.Seen, "ingested", res.Ingested,
+			"skipped", res.Skipped, "errors", res.Errors, "chunks", res.Chunks)
+	}
+}
+
+func (b *batch) wait() Result {
+	close(b.work)
+	b.wg.Wait()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.res
+}
+
+// ingestOne chunks, embeds and stores one document; it returns its chunk count.
+func (p *Pipeline) ingestOne(ctx context.Context, d rag.Document) (int, error) {
+	st, emb, ch, err := p.parts3()
+	if err != nil {
+		return 0, err
+	}
+	chunks, err := ch.Chunk(ctx, d)
+	if err != nil {
+		return 0, fmt.Errorf("chunk: %w", err)
+	}
+	var vecs [][]float32
+	if emb != nil && len(chunks) > 0 {
+		texts := make([]string, len(chunks))
+		for i, c := range chunks {
+			texts[i] = c.Text
+		}
+		if vecs, err = emb.Embed(ctx, texts, rag.EmbedDocument); err != nil {
+			return 0, fmt.Errorf("embed: %w", err)
+		}
+		if len(vecs) != len(chunks) {
+			return 0, fmt.Errorf("embed: %d vectors for %d chunks", len(vecs), len(chunks))
+		}
+	}
+	if err := st.Put(ctx, d.ID, d.Hash(), chunks, vecs); err != nil {
+		return 0, fmt.Errorf("store: %w", err)
+	}
+	return len(chunks), nil
+}
+
+var errNotAvailable = errors.New("not available in this build")
