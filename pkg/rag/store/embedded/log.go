@@ -211,7 +211,8 @@ func (l *logFile) close() error {
 }
 
 // rewriteLog writes recs to a fresh log and atomically replaces old with it,
-// returning the new log and each record's size. old is closed on success only.
+// returning the new log and each record's size. When it returns a log, old is
+// closed and the log replaces it, even if an error (about durability) comes too.
 func rewriteLog(dir string, old *logFile, recs []*record, sync bool) (*logFile, []int64, error) {
 	tmp := old.path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -246,15 +247,16 @@ func rewriteLog(dir string, old *logFile, recs []*record, sync bool) (*logFile, 
 	if err := os.Rename(tmp, old.path); err != nil {
 		return fail(err)
 	}
+	old.f.Close()
+	lf := &logFile{f: f, path: old.path, size: size}
 	if sync {
 		if err := syncDir(dir); err != nil {
-			// The rename happened; only its durability is in doubt.
-			f.Close()
-			return nil, nil, err
+			// The rename happened, so the new log is the one to append to; only
+			// the rename's durability is in doubt.
+			return lf, sizes, fmt.Errorf("sync directory %s after replacing the log: %w", dir, err)
 		}
 	}
-	old.f.Close()
-	return &logFile{f: f, path: old.path, size: size}, sizes, nil
+	return lf, sizes, nil
 }
 
 // encodeFrame appends r's framed encoding to buf.

@@ -101,6 +101,9 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, fmt.Errorf("store %s: %w", s.dir, errClosed)
+	}
 	x := s.idx
 	if x.dim == 0 {
 		return nil, rag.ErrNoVectors
@@ -159,8 +162,14 @@ func dot(a, b []float32) float32 {
 	return s0 + s1 + s2 + s3
 }
 
-// accumulators are per-chunk score buffers reused across keyword queries.
-var accumulators = sync.Pool{New: func() any { return new([]float64) }}
+// scratch is a keyword query's working memory: a score per chunk ordinal and
+// the ordinals scored. Reused across queries, so a query allocates little.
+type scratch struct {
+	acc     []float64
+	touched []uint32
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // SearchKeyword implements [rag.Store] with BM25, as Lucene computes it:
 //
@@ -188,6 +197,9 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, fmt.Errorf("store %s: %w", s.dir, errClosed)
+	}
 	x := s.idx
 	if x.liveChunks == 0 {
 		return nil, nil
@@ -200,17 +212,17 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 		invAvg = 1 / avgLen
 	}
 
-	accp := accumulators.Get().(*[]float64)
-	defer accumulators.Put(accp)
-	if cap(*accp) < len(x.chunks) {
-		*accp = make([]float64, len(x.chunks))
+	sc := scratches.Get().(*scratch)
+	if cap(sc.acc) < len(x.chunks) {
+		sc.acc = make([]float64, len(x.chunks), len(x.chunks)+len(x.chunks)/4)
 	}
-	acc := (*accp)[:len(x.chunks)]
-	var touched []uint32
+	acc, touched := sc.acc[:len(x.chunks)], sc.touched[:0]
 	defer func() {
 		for _, ord := range touched {
 			acc[ord] = 0
 		}
+		sc.touched = touched
+		scratches.Put(sc)
 	}()
 	checked := 0
 	for term, count := range qtf {

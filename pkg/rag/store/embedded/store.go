@@ -81,8 +81,9 @@ type Store struct {
 	writeMu sync.Mutex
 	log     *logFile // nil once closed
 
-	mu  sync.RWMutex
-	idx *index
+	mu     sync.RWMutex
+	idx    *index
+	closed bool // guarded by mu
 }
 
 // errClosed is returned by calls on a closed store.
@@ -298,6 +299,9 @@ func (s *Store) Close() error {
 	}
 	err := s.log.close()
 	s.log = nil
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	unlockDir(s.lock)
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.dir, err)
@@ -326,8 +330,11 @@ func (s *Store) compact() error {
 	before := s.log.size
 	recs := idx.docRecords()
 	lf, sizes, err := rewriteLog(s.dir, s.log, recs, !s.noSync)
-	if err != nil {
+	if lf == nil {
 		return err
+	}
+	if err != nil {
+		s.logger.Warn("rag store: the compacted log may not survive a machine crash", "dir", s.dir, "error", err)
 	}
 	s.log = lf
 	fresh := idx.rebuilt(recs, sizes)

@@ -277,6 +277,9 @@ func TestClosedStoreRefusesWrites(t *testing.T) {
 	if err := s.Put(ctx, "a", "1", chunks("a", nil, "x"), nil); err == nil {
 		t.Fatal("put after close accepted")
 	}
+	if _, err := s.SearchKeyword(ctx, "x", 1, nil); err == nil {
+		t.Fatal("search after close accepted")
+	}
 	// The lock is released.
 	s2, _ := open(t, dir, Options{})
 	mustPut(t, s2, "a", "1", chunks("a", nil, "x"), nil)
@@ -302,7 +305,9 @@ func TestBadOptions(t *testing.T) {
 
 func TestHostileInput(t *testing.T) {
 	s, _ := open(t, t.TempDir(), Options{NoSync: true})
-	big := strings.Repeat("lorem ipsum dolor sit amet ", 10<<20/27)
+	// 10 MB in long words: huge, yet quick to analyse under the race detector.
+	word := strings.Repeat("loremipsum", 10) + " "
+	big := strings.Repeat(word, 10<<20/len(word)) + "dolor sit amet"
 	mustPut(t, s, "big", "1", chunks("big", nil, big), [][]float32{{1, 0, 0}})
 	if hits, err := s.SearchKeyword(ctx, "dolor", 5, nil); err != nil || len(hits) != 1 {
 		t.Fatalf("big chunk: %v %v", len(hits), err)
@@ -311,7 +316,7 @@ func TestHostileInput(t *testing.T) {
 	for i := range 100_000 {
 		fmt.Fprintf(&q, "term%d ", i)
 	}
-	q.WriteString("lorem")
+	q.WriteString("amet")
 	if hits, err := s.SearchKeyword(ctx, q.String(), 5, nil); err != nil || len(hits) != 1 {
 		t.Fatalf("huge query: %v %v", len(hits), err)
 	}
