@@ -755,6 +755,18 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	if err != nil {
 		return nil, s.errf("vector search", err)
 	}
+	if len(hits) < n && filter != "" {
+		// The index scan gave up before n chunks passed the filter (pgvector
+		// before 0.8, or hnsw.max_scan_tuples reached): so few chunks match that
+		// an exact search among them (through the metadata index) is cheap.
+		if _, err := tx.Exec(ctx, `SELECT set_config('enable_indexscan', 'off', true),
+			set_config('enable_bitmapscan', 'on', true), set_config('enable_seqscan', 'on', true)`); err != nil {
+			return nil, s.errf("vector search", err)
+		}
+		if hits, err = s.queryHits(ctx, tx, q, args...); err != nil {
+			return nil, s.errf("vector search", err)
+		}
+	}
 	if len(hits) == 0 {
 		var stored bool
 		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+s.chunksT+" WHERE embedding IS NOT NULL)").Scan(&stored); err != nil {

@@ -480,12 +480,46 @@ func cosine(a, b []float32) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
-// The HNSW search agrees with brute-force cosine similarity, with and without a
-// filter that keeps a tenth of the chunks.
+// Vector search agrees with brute-force cosine similarity, with and without a
+// filter that keeps a tenth of the chunks, both as the planner chooses (a
+// sequential scan at this size: exact) and through the HNSW index (sequential scans
+// disabled): there a filter needs the iterative scan to honour LIMIT.
 func TestVectorSearchMatchesBruteForce(t *testing.T) {
 	u := testDB(t)
+	for _, forceIndex := range []bool{false, true} {
+		t.Run(fmt.Sprintf("forceIndex=%v", forceIndex), func(t *testing.T) {
+			cfg, err := pgxpool.ParseConfig(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if forceIndex {
+				// Bitmap scans too: a filter could otherwise use the metadata index and sort.
+				cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+				cfg.ConnConfig.RuntimeParams["enable_bitmapscan"] = "off"
+			}
+			pool, err := pgxpool.NewWithConfig(ctxT(t), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			s := open(t, Options{Pool: pool, Table: uniqueTable(t, u), Model: "m", Dimensions: 16})
+			if forceIndex {
+				rows, _ := pool.Query(ctxT(t), "EXPLAIN SELECT 1 FROM "+s.chunksT+" ORDER BY embedding <=> '[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]' LIMIT 5")
+				lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "embedding_idx") {
+					t.Fatalf("the HNSW index is not used: %s", plan)
+				}
+			}
+			checkAgainstBruteForce(t, s)
+		})
+	}
+}
+
+func checkAgainstBruteForce(t *testing.T, s *Store) {
 	const dims, docs, perDoc = 16, 20, 10
-	s := open(t, Options{DSN: u, Table: uniqueTable(t, u), Model: "m", Dimensions: dims})
 	ctx := ctxT(t)
 	r := rand.New(rand.NewPCG(1, 2))
 	type stored struct {
