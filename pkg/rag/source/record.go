@@ -1,0 +1,156 @@
+package source
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DefaultTextField is the JSON field that holds a document's text.
+const DefaultTextField = "text"
+
+// record is a JSON object turned into a document's parts.
+type record struct {
+	id       string // from "_id" or "id"; "" when absent
+	title    string
+	text     string
+	metadata map[string]any
+}
+
+// parseRecord takes a JSON object apart: textField holds the text, "title" the
+// title, "_id" or "id" the id, and the other scalar fields (strings, numbers,
+// booleans) become metadata, as do the scalar fields of a "metadata" object.
+// Nested values elsewhere are left out: filters compare scalars only.
+func parseRecord(obj map[string]any, textField string) (record, error) {
+	raw, ok := obj[textField]
+	if !ok {
+		return record{}, fmt.Errorf("has no %q field; set text_field to the field holding the text", textField)
+	}
+	text, ok := raw.(string)
+	if !ok {
+		return record{}, fmt.Errorf("field %q is a %s, not a string; set text_field to the field holding the text", textField, jsonKind(raw))
+	}
+	r := record{text: text}
+	for _, k := range []string{"_id", "id"} {
+		if v, ok := obj[k]; ok {
+			if s, ok := scalarString(v); ok && s != "" {
+				r.id = s
+				break
+			}
+		}
+	}
+	if t, ok := obj["title"].(string); ok && textField != "title" {
+		r.title = t
+	}
+	for k, v := range obj {
+		switch k {
+		case textField, "title", "_id", "id":
+			continue
+		case "metadata":
+			if m, ok := v.(map[string]any); ok {
+				for mk, mv := range m {
+					if isScalar(mv) {
+						r.setMetadata(mk, mv)
+					}
+				}
+				continue
+			}
+		}
+		if isScalar(v) {
+			r.setMetadata(k, v)
+		}
+	}
+	return r, nil
+}
+
+func (r *record) setMetadata(k string, v any) {
+	if r.metadata == nil {
+		r.metadata = map[string]any{}
+	}
+	if n, ok := v.(json.Number); ok {
+		if f, err := n.Float64(); err == nil {
+			v = f
+		} else {
+			v = n.String()
+		}
+	}
+	r.metadata[k] = v
+}
+
+func isScalar(v any) bool {
+	switch v.(type) {
+	case string, bool, float64, json.Number, int, int64:
+		return true
+	}
+	return false
+}
+
+func scalarString(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case json.Number:
+		return v.String(), true
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), true
+	case int:
+		return strconv.Itoa(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	}
+	return "", false
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64, json.Number, int, int64:
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// decodeJSON decodes b keeping numbers exact until they become metadata.
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, fmt.Errorf("more than one JSON value")
+	}
+	return v, nil
+}
+
+// contentID names a document that has no id of its own by its text's hash, so
+// that ingesting the same body twice gives the same document.
+func contentID(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return "sha256:" + hex.EncodeToString(sum[:8])
+}
+
+// jsonError locates a JSON syntax error: line and column in b.
+func jsonError(b []byte, err error) error {
+	if se, ok := err.(*json.SyntaxError); ok {
+		off := int(se.Offset)
+		if off > len(b) {
+			off = len(b)
+		}
+		line := 1 + strings.Count(string(b[:off]), "\n")
+		col := off - strings.LastIndexByte(string(b[:off]), '\n')
+		return fmt.Errorf("line %d column %d: %v", line, col, err)
+	}
+	return err
+}
