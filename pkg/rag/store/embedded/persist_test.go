@@ -366,7 +366,17 @@ func TestConcurrentIngestAndQuery(t *testing.T) {
 				return fmt.Errorf("%s version %d: %d of its %d chunks", id, d.version, d.count, d.want)
 			}
 		}
+		// Documents 0-4 are replaced but never deleted: a replacement must not
+		// make them vanish for a moment.
+		for i := range 5 {
+			if id := fmt.Sprintf("doc%d", i); byDoc[id] == nil {
+				return fmt.Errorf("%s is missing while being replaced", id)
+			}
+		}
 		return nil
+	}
+	for v, ver := range versions[:10] {
+		mustPut(t, s, fmt.Sprintf("doc%d", v), ver.hash, ver.cs, ver.vecs)
 	}
 	for r := range 2 {
 		wg.Add(1)
@@ -394,9 +404,10 @@ func TestConcurrentIngestAndQuery(t *testing.T) {
 			}
 		}()
 	}
-	for v, ver := range versions {
+	for v, ver := range versions[10:] {
+		v += 10
 		id := fmt.Sprintf("doc%d", v%10)
-		if v%23 == 22 {
+		if v%10 >= 5 && v%3 == 0 {
 			if err := s.Delete(ctx, id); err != nil {
 				t.Fatal(err)
 			}
