@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/pkg/rag"
+	"github.com/arvenza/helix/pkg/rag/chunk"
 )
 
 func write(t *testing.T, root, rel, content string) {
@@ -292,4 +293,24 @@ func sorted(a []string) []string {
 		}
 	}
 	return out
+}
+
+// TestHTMLHeadingsReachChunks: the HTML outline survives extraction as
+// Markdown headings, which the chunker reports for each chunk.
+func TestHTMLHeadingsReachChunks(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "p.html", "<h1>Top</h1><p>Intro words here.</p><h2>Child</h2><p>Child words here.</p>")
+	docs := walk(t, Files(root, FileOptions{}))
+	c, err := chunk.New(chunk.Config{Size: 4, Overlap: chunk.NoOverlap}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := c.Chunk(context.Background(), docs["p.html"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := chunks[len(chunks)-1]
+	if last.Text != "Child words here." || !reflect.DeepEqual(last.Headings, []string{"Top", "Child"}) {
+		t.Errorf("last chunk = %q under %q", last.Text, last.Headings)
+	}
 }
