@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"github.com/arvenza/helix/pkg/rag"
+
 	"fmt"
 	"slices"
 	"testing"
@@ -67,4 +69,30 @@ func BenchmarkSearchVector(b *testing.B) {
 		times = append(times, time.Since(start))
 	}
 	reportLatency(b, times)
+}
+
+// BenchmarkPut measures ingest of 3-chunk documents with 384-dimensional
+// vectors, with and without an fsync per put.
+func BenchmarkPut(b *testing.B) {
+	for _, noSync := range []bool{false, true} {
+		b.Run(fmt.Sprintf("nosync=%v", noSync), func(b *testing.B) {
+			s, _ := open(b, b.TempDir(), Options{NoSync: noSync})
+			c := newCorpus(7, 384)
+			type doc struct {
+				hash string
+				cs   []rag.Chunk
+				vecs [][]float32
+			}
+			docs := make([]doc, 256)
+			for i := range docs {
+				docs[i].hash, docs[i].cs, docs[i].vecs = c.doc(fmt.Sprintf("doc%d", i), 3)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				d := docs[i%len(docs)]
+				mustPut(b, s, d.cs[0].DocID, d.hash, d.cs, d.vecs) // replacing: compactions included
+			}
+		})
+	}
 }
