@@ -155,7 +155,7 @@ var (
 			Description: "embedded (on disk under the data directory, no service needed) or pgvector (PostgreSQL with the pgvector extension)."}},
 		{Name: "path", Shape: str("embedded: the store's directory. Default <helix.data_dir>/rag/<pipeline id>.")},
 		{Name: "dsn", Shape: str("pgvector: the PostgreSQL URL (postgres://user:pass@host:5432/db); write secrets as ${env:NAME}. Default DATABASE_URL, else the PG* variables.")},
-		{Name: "table", Shape: str("pgvector: the table. Default rag_<pipeline id>.")},
+		{Name: "table", Shape: str("pgvector: the base name of the pipeline's tables. Default helix_rag_<pipeline id>.")},
 	}}
 	ragRetrieveShape = Shape{Type: TypeObject, What: "a rag-retrieve step", Description: "How queries find chunks. Default: hybrid, top 5.", Keys: []Key{
 		{Name: "strategy", Shape: Shape{Type: TypeString, What: "retrieval strategy", Enum: RetrieveStrategies, Default: DefaultRetrieveStrategy,
@@ -426,8 +426,9 @@ func checkStore(d *Decoder, s *Values, st *StoreConfig) {
 			d.Errorf(s.NodeOf("path"), s.PathOf("path"), "path is only for store embedded").Hint = "pgvector keeps its data in the table; remove path"
 		}
 		if st.DSN != "" {
-			if u, err := url.Parse(st.DSN); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-				d.Errorf(s.NodeOf("dsn"), s.PathOf("dsn"), "dsn is not a postgres:// URL").Hint = "for example postgres://user:${env:PGPASSWORD}@db:5432/app"
+			// A URL, or libpq's key=value form.
+			if u, err := url.Parse(st.DSN); !strings.Contains(st.DSN, "=") && (err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql")) {
+				d.Errorf(s.NodeOf("dsn"), s.PathOf("dsn"), "dsn is not a postgres:// URL or a key=value connection string").Hint = "for example postgres://user:${env:PGPASSWORD}@db:5432/app"
 			}
 		}
 		if st.Table != "" && !validIdentifier(st.Table) {
@@ -534,22 +535,4 @@ func (p PipelineConfig) StorePath(dataDir string) string {
 		dataDir = DefaultDataDir
 	}
 	return filepath.Join(dataDir, "rag", p.ID)
-}
-
-// StoreTable is the pgvector table of the pipeline: its rag-store table, else
-// rag_<id> with characters other than letters, digits and _ replaced by _.
-func (p PipelineConfig) StoreTable() string {
-	if p.Store.Table != "" {
-		return p.Store.Table
-	}
-	var b strings.Builder
-	b.WriteString("rag_")
-	for _, r := range strings.ToLower(p.ID) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '_' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
 }

@@ -56,8 +56,8 @@ func TestPipelineSpecExample(t *testing.T) {
 	if p.Embed == nil || p.Embed.Provider != "openai" {
 		t.Errorf("embed = %+v", p.Embed)
 	}
-	if p.Store.Store != "pgvector" || p.StoreTable() != "rag_doc_search" {
-		t.Errorf("store = %+v, table %q", p.Store, p.StoreTable())
+	if p.Store.Store != "pgvector" {
+		t.Errorf("store = %+v", p.Store)
 	}
 	if p.Retrieve.Strategy != "hybrid" || p.Retrieve.TopK != 5 {
 		t.Errorf("retrieve = %+v", p.Retrieve)
@@ -216,7 +216,7 @@ pipelines:
   - id: p
     steps:
       - rag-store: {store: pgvector, dsn: "mysql://x"}
-`, []string{`helix.yaml:5:43: pipelines[0].steps[0].rag-store.dsn: dsn is not a postgres:// URL (for example postgres://user:${env:PGPASSWORD}@db:5432/app)`}},
+`, []string{`helix.yaml:5:43: pipelines[0].steps[0].rag-store.dsn: dsn is not a postgres:// URL or a key=value connection string (for example postgres://user:${env:PGPASSWORD}@db:5432/app)`}},
 		{"bad output", `
 pipelines:
   - id: p

@@ -25,6 +25,7 @@ import (
 	helixlog "github.com/arvenza/helix/pkg/component/log"
 	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
+	"github.com/arvenza/helix/pkg/component/pipeline"
 	"github.com/arvenza/helix/pkg/component/postgres"
 	"github.com/arvenza/helix/pkg/component/slack"
 	"github.com/arvenza/helix/pkg/component/timer"
@@ -52,6 +53,7 @@ var registrations = []Registration{
 	{kafka.Spec, func(hc *engine.Context) component.Component { return kafka.New(kafka.Options{Logger: hc.Logger}) }}, // pkg/app passes helix.kafka.brokers
 	{mcpclient.Spec, nil}, // registered by pkg/app, which attaches targets' auth: blocks
 	{mcpserver.Spec, nil}, // registered by pkg/app, with helix.mcp.servers and mcps:
+	{pipeline.Spec, func(hc *engine.Context) component.Component { return pipeline.New(hc) }}, // pkg/app declares the pipelines
 	{postgres.Spec, func(hc *engine.Context) component.Component { return postgres.New(hc.Logger) }},
 	{slack.Spec, func(hc *engine.Context) component.Component { return slack.New(&slack.Options{Logger: hc.Logger}) }},
 	{timer.Spec, func(hc *engine.Context) component.Component { return timer.New(hc.Logger) }},

@@ -31,7 +31,7 @@ func TestSchemeTable(t *testing.T) {
 		"direct": component.Both, "log": component.ProducerOnly, "timer": component.ConsumerOnly,
 		"file": component.Both, "http-server": component.ConsumerOnly, "http": component.ProducerOnly,
 		"https": component.ProducerOnly, "mcp": component.ProducerOnly, "mcp-server": component.ConsumerOnly,
-		"tool": component.Both, "agent": component.Both,
+		"tool": component.Both, "agent": component.Both, "pipeline": component.Both,
 	}
 	want["postgres"] = component.Both
 	want["kafka"] = component.Both
@@ -134,7 +134,7 @@ func TestRegisteredComponentsMatchTable(t *testing.T) {
 	samples := map[string]string{
 		"direct": "direct://x", "log": "log://x", "timer": "timer://x", "file": "file://" + t.TempDir(),
 		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "https": "https://h/x", "tool": "tool://t",
-		"agent": "agent://a",
+		"agent": "agent://a", "pipeline": "pipeline://p",
 	}
 	samples["postgres"] = "postgres://db:5432/orders"
 	samples["kafka"] = "kafka://orders"
@@ -312,6 +312,7 @@ func TestSpecDefaultsAreAcceptedByTheComponents(t *testing.T) {
 		"direct": "direct://x", "log": "log://x", "timer": "timer://x", "file": "file://" + t.TempDir(),
 		"http-server": "http-server://127.0.0.1:0/x", "http": "http://h/x", "tool": "tool://t",
 		"mcp": "mcp://localhost:1/tool", "mcp-server": "mcp-server://127.0.0.1:0", "agent": "agent://a",
+		"pipeline": "pipeline://p",
 	}
 	samples["postgres"] = "postgres://db/orders"
 	samples["kafka"] = "kafka://orders"

@@ -52,7 +52,7 @@ func (p *Pipeline) IngestSource(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	src, err := p.parts.Source(*p.cfg.Source)
+	src, err := p.parts.Source(*p.cfg.Source, p.logger)
 	if err != nil {
 		return Result{}, err
 	}

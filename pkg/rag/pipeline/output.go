@@ -45,7 +45,7 @@ func ToJSON(query string, hits []rag.Hit) JSONOutput {
 		if headings == nil {
 			headings = []string{}
 		}
-		out.Results = append(out.Results, JSONResult{Rank: i + 1, Score: h.Score, Text: c.Text, Source: source(c),
+		out.Results = append(out.Results, JSONResult{Rank: i + 1, Score: h.Score, Text: c.Text, Source: citation(c),
 			DocID: c.DocID, ChunkID: c.ID, Headings: headings, Metadata: md})
 	}
 	return out
@@ -66,7 +66,7 @@ func Text(query string, hits []rag.Hit) string {
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
-		fmt.Fprintf(&b, "[%d] %s", i+1, source(h.Chunk))
+		fmt.Fprintf(&b, "[%d] %s", i+1, citation(h.Chunk))
 		if len(h.Chunk.Headings) > 0 {
 			fmt.Fprintf(&b, " (%s)", strings.Join(h.Chunk.Headings, " > "))
 		}
@@ -87,8 +87,8 @@ func Format(output, query string, hits []rag.Hit) ([]byte, string, error) {
 	return []byte(Text(query, hits)), "text/plain; charset=utf-8", nil
 }
 
-// source is what a citation names: the chunk's source, else its document id.
-func source(c rag.Chunk) string {
+// citation is what a citation names: the chunk's source, else its document id.
+func citation(c rag.Chunk) string {
 	if s, ok := c.Metadata["source"].(string); ok && s != "" {
 		return s
 	}

@@ -2,18 +2,29 @@ package pipeline
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/rag"
+	"github.com/arvenza/helix/pkg/rag/chunk"
 	"github.com/arvenza/helix/pkg/rag/embed/openai"
+	"github.com/arvenza/helix/pkg/rag/source"
+	"github.com/arvenza/helix/pkg/rag/store/embedded"
+	"github.com/arvenza/helix/pkg/rag/store/pgvector"
 )
 
 // DefaultParts are Helix's own parts: the chunkers of pkg/rag/chunk, the openai
-// and onnx embedders, the embedded and pgvector stores and the file source.
+// embedder, the embedded and pgvector stores and the file source.
 func DefaultParts() Parts {
-	return Parts{
-		Embedder: newEmbedder,
+	return Parts{Chunker: newChunker, Embedder: newEmbedder, Store: openStore, Source: fileSource}
+}
+
+func newChunker(c config.ChunkConfig, emb rag.Embedder) (rag.Chunker, error) {
+	overlap := c.Overlap
+	if overlap == 0 {
+		overlap = chunk.NoOverlap // the configuration has applied the default already
 	}
+	return chunk.New(chunk.Config{Strategy: c.Strategy, Size: c.Size, Overlap: overlap, Unit: c.Unit, Percentile: c.Percentile}, emb)
 }
 
 func newEmbedder(_ context.Context, c config.EmbedConfig) (rag.Embedder, error) {
@@ -21,6 +32,31 @@ func newEmbedder(_ context.Context, c config.EmbedConfig) (rag.Embedder, error) 
 	case "openai":
 		return openai.New(openai.Config{Model: c.Model, APIKey: c.APIKey, BaseURL: c.BaseURL, Dimensions: c.Dimensions,
 			BatchSize: c.BatchSize, QueryPrefix: c.QueryPrefix, DocumentPrefix: c.DocumentPrefix})
+	case "onnx":
+		return newONNX(c)
 	}
 	return nil, errNotAvailable
+}
+
+// newONNX is replaced once the onnx embedder is part of the build.
+var newONNX = func(config.EmbedConfig) (rag.Embedder, error) { return nil, errNotAvailable }
+
+func openStore(ctx context.Context, p config.PipelineConfig, dataDir string, emb rag.Embedder) (rag.Store, error) {
+	if p.Store.Store == "pgvector" {
+		table := p.Store.Table
+		if table == "" {
+			table = pgvector.TableName(p.ID)
+		}
+		o := pgvector.Options{DSN: p.Store.DSN, Table: table}
+		if emb != nil {
+			o.Model = emb.Model()
+		}
+		return pgvector.Open(ctx, o)
+	}
+	return embedded.Open(p.StorePath(dataDir), embedded.Options{})
+}
+
+func fileSource(src config.PipelineSource, logger *slog.Logger) (Source, error) {
+	return source.Files(src.Dir, source.FileOptions{Include: src.Include, Exclude: src.Exclude, TextField: src.TextField,
+		Logger: logger}), nil
 }

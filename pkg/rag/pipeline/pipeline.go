@@ -49,8 +49,9 @@ type Parts struct {
 	Embedder func(ctx context.Context, cfg config.EmbedConfig) (rag.Embedder, error)
 	// Store opens the store of p (p.StorePath(dataDir) for embedded).
 	Store func(ctx context.Context, p config.PipelineConfig, dataDir string, emb rag.Embedder) (rag.Store, error)
-	// Source reads a source: directory.
-	Source func(src config.PipelineSource) (Source, error)
+	// Source reads a source: directory; logger receives warnings about skipped
+	// files.
+	Source func(src config.PipelineSource, logger *slog.Logger) (Source, error)
 }
 
 // Options tune [New].

@@ -203,7 +203,7 @@ func TestStopCancelsIngest(t *testing.T) {
 	kit := pipelinetest.New()
 	parts := kit.Parts()
 	src := blockingSource{entered: make(chan struct{})}
-	parts.Source = func(config.PipelineSource) (pipeline.Source, error) { return src, nil }
+	parts.Source = func(config.PipelineSource, *slog.Logger) (pipeline.Source, error) { return src, nil }
 	cfg := config.PipelineConfig{ID: "slow", Source: &config.PipelineSource{Dir: "x"}, Store: config.StoreConfig{Store: "embedded"}}
 	p, err := pipeline.New(cfg, pipeline.Options{Parts: parts, DataDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -245,5 +245,36 @@ func TestMissingPartsAreBuildErrors(t *testing.T) {
 	_, err := pipeline.New(cfg, pipeline.Options{Parts: &pipeline.Parts{}})
 	if err == nil || !strings.Contains(err.Error(), "not available in this build") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// Helix's own parts: a directory of Markdown, the embedded store, no embedder.
+func TestDefaultPartsKeywordOnly(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"install.md": "# Install\n\n## Linux\n\nDownload the tarball and run ./install.sh as root.\n",
+		"billing.md": "# Billing\n\nInvoices are emailed on the first day of each month.\n",
+	})
+	cfg := config.PipelineConfig{ID: "docs", Source: &config.PipelineSource{Dir: dir},
+		Chunk: config.ChunkConfig{Strategy: "recursive", Size: 512, Overlap: 64, Unit: "tokens"},
+		Store: config.StoreConfig{Store: "embedded"}, Retrieve: config.RetrieveConfig{Strategy: "hybrid", TopK: 5}, Output: "text"}
+	p, err := pipeline.New(cfg, pipeline.Options{DataDir: data, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startAndWait(t, p)
+	hits, err := p.Query(context.Background(), pipeline.Query{Text: "how do I install on linux"})
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("hits %v, err %v", hits, err)
+	}
+	text := pipeline.Text("install", hits)
+	if !strings.HasPrefix(text, "[1] "+filepath.Join(dir, "install.md")+" (Install)\n") || !strings.Contains(text, "install.sh") {
+		t.Errorf("text:\n%s", text)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "rag", "docs")); err != nil {
+		t.Errorf("store dir: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ func (k *Kit) Parts() *pipeline.Parts {
 		Store: func(_ context.Context, p config.PipelineConfig, dataDir string, _ rag.Embedder) (rag.Store, error) {
 			key := p.StorePath(dataDir)
 			if p.Store.Store == "pgvector" {
-				key = "pgvector:" + p.StoreTable()
+				key = "pgvector:" + p.ID
 			}
 			k.mu.Lock()
 			defer k.mu.Unlock()
@@ -57,7 +58,7 @@ func (k *Kit) Parts() *pipeline.Parts {
 			s.closed.Store(false)
 			return s, nil
 		},
-		Source: func(src config.PipelineSource) (pipeline.Source, error) { return Files(src.Dir), nil },
+		Source: func(src config.PipelineSource, _ *slog.Logger) (pipeline.Source, error) { return Files(src.Dir), nil },
 	}
 }
 
