@@ -320,7 +320,6 @@ func TestDimensionsFromFirstPut(t *testing.T) {
 		t.Error("a second dimension accepted")
 	}
 	var typ string
-	testtools.PostgresExec(t, u) // connectivity
 	conn, err := pgx.Connect(ctx, u)
 	if err != nil {
 		t.Fatal(err)
@@ -693,5 +692,49 @@ func TestSharedPool(t *testing.T) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		t.Errorf("Close closed a shared pool: %v", err)
+	}
+}
+
+// Replicas opened before the dimension was known put their first vectors at once:
+// one fixes the dimension, the others agree with it.
+func TestConcurrentFirstVectors(t *testing.T) {
+	u := testDB(t)
+	table := uniqueTable(t, u)
+	stores := make([]*Store, 3)
+	for i := range stores {
+		stores[i] = open(t, Options{DSN: u, Table: table, Model: "m"})
+	}
+	ctx := ctxT(t)
+	var wg sync.WaitGroup
+	errs := make([]error, len(stores))
+	for i, s := range stores {
+		wg.Go(func() {
+			doc := fmt.Sprintf("d%d", i)
+			errs[i] = s.Put(ctx, doc, "h", []rag.Chunk{chunk(doc, 0, "x", nil)}, [][]float32{{1, float32(i), 0}})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+	for i, s := range stores {
+		if hits, err := s.SearchVector(ctx, []float32{1, 0, 0}, 5, nil); err != nil || len(hits) != 3 {
+			t.Errorf("replica %d: SearchVector = %v, %v", i, ids(hits), err)
+		}
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	u := testDB(t)
+	s := open(t, Options{DSN: u, Table: uniqueTable(t, u)})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.SearchKeyword(ctx, "x", 3, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("SearchKeyword with a cancelled context: %v", err)
+	}
+	if err := s.Put(ctx, "a", "h", nil, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Put with a cancelled context: %v", err)
 	}
 }
