@@ -3,10 +3,12 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"sync"
 	"time"
 
@@ -153,15 +155,15 @@ func (tt *trackingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if req.Method != http.MethodPost {
 		return tt.base.RoundTrip(req) // a stream resumed with GET: not a new request
 	}
-	msg := peekRequest(req)
+	msg, ok := peekRequest(req)
 	switch {
-	case msg == nil:
+	case !ok:
 		return tt.base.RoundTrip(req)
-	case msg.Method == methodCancelledNotify:
+	case msg.method == methodCancelledNotify:
 		resp, err := tt.base.RoundTrip(req)
 		t.cancelWritten()
 		return resp, err
-	case !msg.IsCall():
+	case !msg.call:
 		return tt.base.RoundTrip(req)
 	}
 	// Once the headers are written the server may have the whole request: from then
@@ -211,27 +213,153 @@ type peekedBody struct {
 	io.Closer
 }
 
-// peekRequest decodes the JSON-RPC message a POST carries (nil when it is not one),
-// leaving the body to be sent.
-func peekRequest(req *http.Request) *jsonrpc.Request {
-	if req.GetBody == nil {
+// requestHead is what the trackers need of an outgoing JSON-RPC request.
+type requestHead struct {
+	method string
+	call   bool // it has an id: a call, not a notification
+}
+
+// wireHead is the part of a JSON-RPC message peekRequest decodes: the fields that
+// decide what jsonrpc.DecodeMessage makes of it. params and result are left out
+// (any JSON value is valid there); error is kept because a malformed one makes
+// the whole message invalid.
+type wireHead struct {
+	Version string         `json:"jsonrpc"`
+	ID      idKind         `json:"id"`
+	Method  methodField    `json:"method"`
+	Error   *jsonrpc.Error `json:"error"`
+}
+
+// idKind classifies a JSON-RPC id as jsonrpc.MakeID does (null or absent: none;
+// a number or a string: a call; anything else: invalid) without keeping it.
+type idKind struct{ call bool }
+
+func (k *idKind) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		k.call = false
+	case b[0] == '"':
+		k.call = true
+	case b[0] == '-' || b[0] >= '0' && b[0] <= '9':
+		// A number too large for a float64 is refused, as go-sdk refuses it.
+		if _, err := strconv.ParseFloat(string(b), 64); err != nil {
+			return err
+		}
+		k.call = true
+	default:
+		return errors.New("id is neither a number nor a string")
+	}
+	return nil
+}
+
+// methodField is the method, and whether the key was there at all: a message with
+// "method": null is a request with an empty method, one without is not a request.
+type methodField struct {
+	present bool
+	name    string
+}
+
+func (m *methodField) UnmarshalJSON(b []byte) error {
+	m.present = true
+	switch {
+	case string(b) == "null":
+		m.name = ""
 		return nil
+	case len(b) >= 2 && b[0] == '"' && bytes.IndexByte(b, '\\') < 0:
+		m.name = string(b[1 : len(b)-1]) // no escapes: the text is the name
+		return nil
+	}
+	m.name = ""
+	return json.Unmarshal(b, &m.name)
+}
+
+// maxPeekDepth is the nesting depth beyond which go-sdk's decoder rejects a
+// message; peekRequest rejects it too.
+const maxPeekDepth = 1000
+
+// peekBuffers hold request bodies while peekRequest reads them.
+var peekBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledPeekBuffer is the largest buffer put back in peekBuffers: a call with a
+// large argument must not keep its memory alive.
+const maxPooledPeekBuffer = 64 << 10
+
+// peekRequest reads the id and method of the JSON-RPC request a POST carries,
+// leaving the body to be sent; ok is false when the body is not one (a batch, a
+// response, not JSON). It decides as jsonrpc.DecodeMessage does, without decoding
+// params (go-sdk's decoder also allocates large buffers for every message). One
+// difference: encoding/json matches keys case-insensitively ("ID"), go-sdk's does
+// not; the bodies peeked are go-sdk's own encoding, which writes the exact keys.
+func peekRequest(req *http.Request) (head requestHead, ok bool) {
+	if req.GetBody == nil {
+		return head, false
 	}
 	body, err := req.GetBody()
 	if err != nil {
-		return nil
+		return head, false
 	}
 	defer body.Close()
-	data, err := io.ReadAll(body)
-	if err != nil {
-		return nil
+	buf := peekBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledPeekBuffer {
+			buf.Reset()
+			peekBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if _, err := buf.ReadFrom(body); err != nil {
+		return head, false
 	}
-	m, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		return nil
+	data := buf.Bytes()
+	if tooDeep(data, maxPeekDepth) {
+		return head, false
 	}
-	r, _ := m.(*jsonrpc.Request)
-	return r
+	var w wireHead
+	if err := json.Unmarshal(data, &w); err != nil {
+		// go-sdk decodes the first JSON value and ignores what follows it;
+		// Unmarshal refuses trailing data, a Decoder does not.
+		w = wireHead{}
+		if err := json.NewDecoder(bytes.NewReader(data)).Decode(&w); err != nil {
+			return head, false
+		}
+	}
+	if w.Version != "2.0" || !w.Method.present {
+		return head, false
+	}
+	return requestHead{method: w.Method.name, call: w.ID.call}, true
+}
+
+// tooDeep reports whether JSON objects and arrays in data nest deeper than limit
+// (strings skipped), as go-sdk's decoder checks before decoding.
+func tooDeep(data []byte, limit int) bool {
+	depth := 0
+	inString, escaped := false, false
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return false
 }
 
 // trackWrite records, for a connection without HTTP (stdio), what trackingTransport
