@@ -10,7 +10,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/pkg/rag/pipeline"
 	"github.com/arvenza/helix/pkg/starlang"
 	"github.com/arvenza/helix/pkg/step"
 	"github.com/arvenza/helix/pkg/tool"
@@ -52,6 +52,9 @@ type Options struct {
 	// One instance serving two schemes (http and https) is given under both. They
 	// are started and stopped with the application, like Helix's own.
 	Components map[string]component.Component
+	// RAGParts, when set, replace Helix's own chunkers, embedders, stores and file
+	// source in every pipeline (tests give fakes; see pkg/rag/pipeline/pipelinetest).
+	RAGParts *pipeline.Parts
 }
 
 // App is a built application. Start and Stop are called once each, from one goroutine.
@@ -79,11 +82,16 @@ type App struct {
 	agentByID map[string]*builtAgent
 	runners   []*setup.Runner
 	catalogue *tool.Catalogue
+
+	// Pipelines (pipelines.go): the pipelines: entries, in order and by id.
+	pipelines    []*pipeline.Pipeline
+	pipelineByID map[string]*pipeline.Pipeline
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
 // error handler), tools (tool://id with input/output schemas and input
-// validation) and agents (their trigger or agent://id, run by pkg/agent/setup). It
+// validation), agents (their trigger or agent://id, run by pkg/agent/setup) and
+// pipelines (pipeline://id, run by pkg/rag/pipeline). It
 // returns every problem found as config.Errors; on error no App is returned.
 func Build(cfg *config.Config, opts Options) (*App, error) {
 	if cfg == nil {
@@ -126,7 +134,8 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	}
 	var workflows []built
 	triggers := map[string]config.Pos{}
-	a.prepareAgents() // agents.go: agent: steps and agent:// targets refer to them
+	a.prepareAgents()    // agents.go: agent: steps and agent:// targets refer to them
+	a.preparePipelines() // pipelines.go: rag-retrieve/rag-ingest steps and pipeline:// targets refer to them
 	for _, w := range cfg.Workflows {
 		if wf := a.buildWorkflow(w, triggers); wf != nil {
 			workflows = append(workflows, built{wf, w.Pos})
@@ -141,9 +150,8 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	for i, wf := range a.buildAgentWorkflows(triggers) {
 		workflows = append(workflows, built{wf, a.agents[i].cfg.Pos})
 	}
-	for _, p := range cfg.Pipelines {
-		a.errs = append(a.errs, &config.Error{Pos: p.Pos, Msg: fmt.Sprintf("pipeline %q: pipelines are not available in this build", p.ID),
-			Hint: "RAG pipelines are not implemented yet"})
+	for i, wf := range a.buildPipelineWorkflows() {
+		workflows = append(workflows, built{wf, a.pipelines[i].Config().Pos})
 	}
 	a.errs = append(a.errs, a.bc.Errors()...)
 	a.cfg.Warnings = append(a.cfg.Warnings, a.bc.Warnings()...) // e.g. a step key in its former spelling

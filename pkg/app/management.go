@@ -125,6 +125,7 @@ func (a *App) Manifest() management.Manifest {
 	}
 	m.HTTPRoutes = a.httpRoutes()
 	m.Agents = a.manifestAgents()
+	m.Pipelines = a.manifestPipelines()
 	return m
 }
 
@@ -150,6 +151,7 @@ func (a *App) Metrics() management.Metrics {
 		}
 	}
 	m.Agents = a.agentMetrics()
+	m.Pipelines = a.pipelineMetrics()
 	return m
 }
 

@@ -37,9 +37,9 @@ func (a *App) buildMCP() {
 // buildCatalogue registers the application's tools in one catalogue, which its MCP
 // servers (declared and mcp-server:// triggers) serve from and its agents call
 // through: every workflow with a trigger, every `tools:` entry and every agent, in
-// declaration order (all are engine workflows by now, agents of Kind agent;
-// workflows without a trigger are recorded as not being tools). Pipelines will
-// register here too.
+// declaration order (all are engine workflows by now, agents of Kind agent,
+// pipelines of Kind pipeline; workflows without a trigger are recorded as not
+// being tools).
 func (a *App) buildCatalogue() *tool.Catalogue {
 	cat := tool.NewCatalogue()
 	cat.AddWorkflows(a.hc)
@@ -127,7 +127,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// workflowPos finds where a workflow, tool or agent was declared.
+// workflowPos finds where a workflow, tool, agent or pipeline was declared.
 func (a *App) workflowPos(id string) (config.Pos, bool) {
 	for _, w := range a.cfg.Workflows {
 		if w.ID == id {
@@ -142,6 +142,11 @@ func (a *App) workflowPos(id string) (config.Pos, bool) {
 	for _, ag := range a.cfg.Agents {
 		if ag.ID == id {
 			return ag.Pos, true
+		}
+	}
+	for _, p := range a.cfg.Pipelines {
+		if p.ID == id {
+			return p.Pos, true
 		}
 	}
 	return config.Pos{}, false

@@ -19,6 +19,7 @@ type Manifest struct {
 	Name            string      `json:"name"`
 	Version         string      `json:"version"`
 	Agents          []Agent     `json:"agents"`
+	Pipelines       []Pipeline  `json:"pipelines"`
 	MCPServers      []MCPServer `json:"mcp_servers"`
 	HTTPRoutes      []HTTPRoute `json:"http_routes"`
 }
@@ -36,6 +37,36 @@ type Agent struct {
 	Tools []string `json:"tools"`
 	// Capabilities are tags such as tools, memory, streaming, structured_output.
 	Capabilities []string `json:"capabilities"`
+}
+
+// Pipeline is a RAG pipeline: what it is made of and how far its ingest is. It
+// never carries a key, a DSN or a path of the store.
+type Pipeline struct {
+	ID string `json:"id"`
+	// Source is the pipeline's source (file://DIR), "" when only rag-ingest
+	// steps feed it.
+	Source   string `json:"source,omitempty"`
+	Chunking string `json:"chunking"`
+	// Embedder is the embedding provider (openai, onnx), "" without one.
+	Embedder string `json:"embedder,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Store    string `json:"store"`
+	// Retrieval is the strategy queries use (hybrid falls back to keyword without
+	// an embedder).
+	Retrieval string         `json:"retrieval"`
+	Output    string         `json:"output"`
+	Ingest    PipelineIngest `json:"ingest"`
+}
+
+// PipelineIngest is the state of a pipeline's latest source ingest.
+type PipelineIngest struct {
+	Running   bool `json:"running"`
+	Done      bool `json:"done"`
+	Documents int  `json:"documents"`
+	Ingested  int  `json:"ingested"`
+	Skipped   int  `json:"skipped"`
+	Deleted   int  `json:"deleted"`
+	Errors    int  `json:"errors"`
 }
 
 // MCPServer is one configured MCP server.
@@ -70,6 +101,7 @@ func (m Manifest) normalized() Manifest {
 		m.Agents[i].Tools = nonNil(m.Agents[i].Tools)
 		m.Agents[i].Capabilities = nonNil(m.Agents[i].Capabilities)
 	}
+	m.Pipelines = nonNil(m.Pipelines)
 	m.MCPServers = nonNil(m.MCPServers)
 	for i := range m.MCPServers {
 		m.MCPServers[i].Endpoints = nonNil(m.MCPServers[i].Endpoints)

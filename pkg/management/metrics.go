@@ -27,6 +27,17 @@ type Metrics struct {
 	ToolCalls []ToolCallMetrics
 	Rejected  []RejectedMetrics
 	Agents    []AgentMetrics
+	Pipelines []PipelineMetrics
+}
+
+// PipelineMetrics are the counters of one RAG pipeline.
+type PipelineMetrics struct {
+	Pipeline          string
+	DocumentsIngested uint64 // documents (re)written to the store
+	IngestErrors      uint64 // documents that failed to ingest
+	Queries           uint64
+	QueryErrors       uint64
+	Chunks            int64 // chunks in the store
 }
 
 // AgentMetrics are the totals of one agent.
@@ -89,6 +100,8 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 	})
 	agents := append([]AgentMetrics(nil), m.Agents...)
 	sort.Slice(agents, func(i, j int) bool { return agents[i].Agent < agents[j].Agent })
+	pipelines := append([]PipelineMetrics(nil), m.Pipelines...)
+	sort.Slice(pipelines, func(i, j int) bool { return pipelines[i].Pipeline < pipelines[j].Pipeline })
 
 	b := bufio.NewWriter(w)
 	family := func(name, typ, help string) {
@@ -157,6 +170,22 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 		family(f.name, "counter", f.help)
 		for _, a := range agents {
 			sample(f.name, []string{"agent", a.Agent}, u(f.value(a)))
+		}
+	}
+
+	for _, f := range []struct {
+		name, typ, help string
+		value           func(PipelineMetrics) string
+	}{
+		{"helix_rag_documents_ingested_total", "counter", "Documents a pipeline chunked, embedded and stored (new or changed).", func(p PipelineMetrics) string { return u(p.DocumentsIngested) }},
+		{"helix_rag_ingest_errors_total", "counter", "Documents a pipeline failed to ingest.", func(p PipelineMetrics) string { return u(p.IngestErrors) }},
+		{"helix_rag_chunks", "gauge", "Chunks in a pipeline's store.", func(p PipelineMetrics) string { return strconv.FormatInt(p.Chunks, 10) }},
+		{"helix_rag_queries_total", "counter", "Queries a pipeline answered or failed.", func(p PipelineMetrics) string { return u(p.Queries) }},
+		{"helix_rag_query_errors_total", "counter", "Queries a pipeline failed.", func(p PipelineMetrics) string { return u(p.QueryErrors) }},
+	} {
+		family(f.name, f.typ, f.help)
+		for _, p := range pipelines {
+			sample(f.name, []string{"pipeline", p.Pipeline}, f.value(p))
 		}
 	}
 	return b.Flush()

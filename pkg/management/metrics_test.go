@@ -66,6 +66,16 @@ helix_mcp_rejected_requests_total{server="s1",reason="rate limit exceeded"} 7
 # TYPE helix_agent_input_tokens_total counter
 # HELP helix_agent_output_tokens_total Output tokens agent runs cost, as the providers counted them.
 # TYPE helix_agent_output_tokens_total counter
+# HELP helix_rag_documents_ingested_total Documents a pipeline chunked, embedded and stored (new or changed).
+# TYPE helix_rag_documents_ingested_total counter
+# HELP helix_rag_ingest_errors_total Documents a pipeline failed to ingest.
+# TYPE helix_rag_ingest_errors_total counter
+# HELP helix_rag_chunks Chunks in a pipeline's store.
+# TYPE helix_rag_chunks gauge
+# HELP helix_rag_queries_total Queries a pipeline answered or failed.
+# TYPE helix_rag_queries_total counter
+# HELP helix_rag_query_errors_total Queries a pipeline failed.
+# TYPE helix_rag_query_errors_total counter
 `
 	var sb strings.Builder
 	if err := WriteMetrics(&sb, m); err != nil {
@@ -103,5 +113,27 @@ func TestMetricsRoute(t *testing.T) {
 	_, body = get(t, "http://"+s2.Addr()+MetricsPath)
 	if !strings.Contains(body, `helix_build_info{version="dev",`) || !strings.Contains(body, "# TYPE helix_mcp_rejected_requests_total counter\n") {
 		t.Errorf("default metrics:\n%s", body)
+	}
+}
+
+func TestPipelineMetrics(t *testing.T) {
+	m := Metrics{Version: "1", GoVersion: "go", Pipelines: []PipelineMetrics{
+		{Pipeline: "z", DocumentsIngested: 3, Chunks: 12, Queries: 2},
+		{Pipeline: "a", IngestErrors: 1, QueryErrors: 1},
+	}}
+	var sb strings.Builder
+	if err := WriteMetrics(&sb, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"helix_rag_documents_ingested_total{pipeline=\"a\"} 0\nhelix_rag_documents_ingested_total{pipeline=\"z\"} 3\n",
+		"helix_rag_chunks{pipeline=\"z\"} 12\n",
+		"helix_rag_ingest_errors_total{pipeline=\"a\"} 1\n",
+		"helix_rag_queries_total{pipeline=\"z\"} 2\n",
+		"helix_rag_query_errors_total{pipeline=\"a\"} 1\n",
+	} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/rag/pipeline"
 	"github.com/arvenza/helix/pkg/starlang"
 )
 
@@ -93,6 +94,9 @@ type BuildContext struct {
 	// Agents builds `agent:` steps; nil (no LLM runtime installed) makes them an
 	// error. pkg/app installs it.
 	Agents AgentBuilder
+	// Pipelines are the application's `pipelines:` entries by id, which rag-retrieve
+	// and rag-ingest steps use; pkg/app fills it before building workflows.
+	Pipelines map[string]*pipeline.Pipeline
 	// ToolOutput is the output schema of the `tools:` entry being built (nil while
 	// building a workflow): an `agent:` step inside it answers in that JSON.
 	ToolOutput json.RawMessage

@@ -10,12 +10,7 @@ import (
 // Step kinds the specification documents whose runtime is not part of this build.
 // They are registered so that a config using them gets a clear answer instead of
 // "unknown step" with a misleading did-you-mean, and never pretends to run.
-var unavailable = map[string]string{
-	"rag-chunk":    "RAG pipelines are not implemented yet",
-	"rag-embed":    "RAG pipelines are not implemented yet",
-	"rag-store":    "RAG pipelines are not implemented yet",
-	"rag-retrieve": "RAG pipelines are not implemented yet",
-}
+var unavailable = map[string]string{}
 
 func init() {
 	for kind, why := range unavailable {
