@@ -4,11 +4,14 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync/atomic"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -35,6 +38,48 @@ type Config struct {
 type Model struct {
 	cfg    Config
 	client sdk.Client
+	// tools is the last tool set converted: an agent shows the model the same
+	// tools every iteration, and decoding each schema again each time would cost
+	// more than the rest of building the request.
+	tools atomic.Pointer[convertedTools]
+}
+
+// convertedTools is a tool set and its request form. defs is a copy (schemas
+// included) that is compared with the next request's tools, so a caller that
+// changes its definitions in place still gets them converted anew.
+type convertedTools struct {
+	defs   []agent.ToolDef
+	params []sdk.ChatCompletionToolUnionParam
+}
+
+// toolParams converts tool definitions to request tools, reusing the last
+// conversion when defs are the same. The result is shared between requests and
+// only read (encoded) by the SDK.
+func (m *Model) toolParams(defs []agent.ToolDef) ([]sdk.ChatCompletionToolUnionParam, error) {
+	if len(defs) == 0 {
+		return nil, nil
+	}
+	if c := m.tools.Load(); c != nil && sameTools(c.defs, defs) {
+		return c.params, nil
+	}
+	c := &convertedTools{defs: make([]agent.ToolDef, len(defs)), params: make([]sdk.ChatCompletionToolUnionParam, 0, len(defs))}
+	for i, d := range defs {
+		var params shared.FunctionParameters
+		if err := json.Unmarshal(d.InputSchema, &params); err != nil {
+			return nil, fmt.Errorf("openai: tool %s: input schema: %w", d.Name, err)
+		}
+		c.params = append(c.params, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: d.Name, Description: sdk.String(d.Description), Parameters: params}))
+		c.defs[i] = agent.ToolDef{Name: d.Name, Description: d.Description, InputSchema: bytes.Clone(d.InputSchema)}
+	}
+	m.tools.Store(c)
+	return c.params, nil
+}
+
+func sameTools(a, b []agent.ToolDef) bool {
+	return slices.EqualFunc(a, b, func(x, y agent.ToolDef) bool {
+		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.InputSchema, y.InputSchema)
+	})
 }
 
 var _ agent.Model = (*Model)(nil)
@@ -70,14 +115,11 @@ func (m *Model) Generate(ctx context.Context, req *agent.ModelRequest) (*agent.M
 	for _, msg := range req.Messages {
 		p.Messages = append(p.Messages, toParam(msg))
 	}
-	for _, d := range req.Tools {
-		var params shared.FunctionParameters
-		if err := json.Unmarshal(d.InputSchema, &params); err != nil {
-			return nil, fmt.Errorf("openai: tool %s: input schema: %w", d.Name, err)
-		}
-		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name: d.Name, Description: sdk.String(d.Description), Parameters: params}))
+	tools, err := m.toolParams(req.Tools)
+	if err != nil {
+		return nil, err
 	}
+	p.Tools = tools
 	if len(p.Tools) > 0 {
 		p.ParallelToolCalls = sdk.Bool(req.ParallelToolCalls)
 	}
