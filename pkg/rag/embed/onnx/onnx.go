@@ -18,7 +18,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/sugarme/tokenizer"
@@ -174,30 +177,54 @@ type encoding struct{ ids, typeIDs []int }
 
 // encode tokenizes a text: accents stripped if the tokenizer wants it, [CLS]
 // and [SEP] added, truncated to MaxLength.
-func (e *Embedder) encode(text string) (encoding, error) {
+func (e *Embedder) encode(text string) (enc encoding, err error) {
+	// The tokenizer library panics where it should return errors; a text must
+	// not take the process down.
+	defer func() {
+		if r := recover(); r != nil {
+			enc, err = encoding{}, fmt.Errorf("onnx: tokenizing a text of %d bytes: %v", len(text), r)
+		}
+	}()
 	if e.stripAccents {
 		text = stripAccents(text)
 	}
-	enc, err := e.tok.EncodeSingle(text, true)
+	te, err := e.tok.EncodeSingle(text, true)
 	if err != nil {
 		return encoding{}, fmt.Errorf("onnx: tokenizing: %w", err)
 	}
-	ids, types := enc.GetIds(), enc.GetTypeIds()
+	ids, types := te.GetIds(), te.GetTypeIds()
 	if len(ids) > e.cfg.MaxLength { // the tokenizer truncates; this guards a tokenizer that would not
 		ids, types = ids[:e.cfg.MaxLength], types[:e.cfg.MaxLength]
 	}
 	return encoding{ids, types}, nil
 }
 
-func (e *Embedder) embedBatch(texts []string, prefix string) ([][]float32, error) {
+// encodeAll tokenizes texts on all cores: the tokenizer costs about as much as
+// a small model's run, and is safe for concurrent use.
+func (e *Embedder) encodeAll(texts []string, prefix string) ([]encoding, error) {
 	encs := make([]encoding, len(texts))
+	errs := make([]error, len(texts))
+	workers := min(len(texts), runtime.GOMAXPROCS(0))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(texts); i = int(next.Add(1)) - 1 {
+				encs[i], errs[i] = e.encode(prefix + texts[i])
+			}
+		})
+	}
+	wg.Wait()
+	return encs, errors.Join(errs...)
+}
+
+func (e *Embedder) embedBatch(texts []string, prefix string) ([][]float32, error) {
+	encs, err := e.encodeAll(texts, prefix)
+	if err != nil {
+		return nil, err
+	}
 	seq := 1
-	for i, t := range texts {
-		enc, err := e.encode(prefix + t)
-		if err != nil {
-			return nil, err
-		}
-		encs[i] = enc
+	for _, enc := range encs {
 		seq = max(seq, len(enc.ids))
 	}
 	// Pad to the batch's longest text; padding is masked out of the attention

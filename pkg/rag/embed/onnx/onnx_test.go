@@ -317,6 +317,13 @@ func missingLibraryChild(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "set library_path or HELIX_ONNXRUNTIME_LIB") {
 		t.Errorf("err = %v, want %q", err, want)
 	}
+	// A file that is not a shared library.
+	junk := filepath.Join(dir, "libjunk.so")
+	os.WriteFile(junk, []byte("not ELF"), 0o644)
+	_, err = New(Config{ModelPath: model, LibraryPath: junk})
+	if err == nil || !strings.Contains(err.Error(), "onnx: cannot load ONNX Runtime from "+junk) {
+		t.Errorf("err = %v", err)
+	}
 	t.Setenv(LibraryEnv, missing+".env")
 	_, err = New(Config{ModelPath: model})
 	if err == nil || !strings.Contains(err.Error(), missing+".env") {
@@ -330,4 +337,28 @@ func missingLibraryChild(t *testing.T) {
 		}
 		e.Close()
 	}
+}
+
+// BenchmarkEmbed measures Helix's side of local embedding (tokenizing, padding,
+// tensors, pooling) with a model that does almost nothing: per text.
+func BenchmarkEmbed(b *testing.B) {
+	lib := testtools.ONNXRuntimeLib(b)
+	dir := b.TempDir()
+	model := onnxtest.WriteModel(b, dir, onnxtest.ModelOptions{Dim: 384})
+	onnxtest.WriteTokenizer(b, dir, nil)
+	e, err := New(Config{ModelPath: model, LibraryPath: lib})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	texts := make([]string, 256)
+	for i := range texts {
+		texts[i] = strings.Repeat("the hot coffee is good and the cold tea is bad. ", 1+i%8)
+	}
+	for b.Loop() {
+		if _, err := e.Embed(context.Background(), texts, rag.EmbedDocument); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(texts)), "ns/text")
 }

@@ -3,18 +3,22 @@
 package onnx
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
 
-// runtime is the process's ONNX Runtime: its environment is global to the
+// ortRuntime is the process's ONNX Runtime: its environment is global to the
 // library, so it is initialised once and shared by every embedder. A mutex
 // rather than a sync.Once: a failed load (wrong path) may be retried with
 // another path.
-var runtime struct {
+var ortRuntime struct {
 	mu   sync.Mutex
 	path string // the library loaded; "" until one is
 }
@@ -22,22 +26,33 @@ var runtime struct {
 // loadRuntime loads the library at path (DefaultLibrary when empty), unless one
 // is loaded already.
 func loadRuntime(path string) error {
-	runtime.mu.Lock()
-	defer runtime.mu.Unlock()
-	if runtime.path != "" {
-		if path != "" && path != runtime.path {
-			return fmt.Errorf("onnx: ONNX Runtime is already loaded from %s; a process loads one library, so %s cannot be loaded too (give every onnx embedder the same library_path)", runtime.path, path)
+	ortRuntime.mu.Lock()
+	defer ortRuntime.mu.Unlock()
+	if ortRuntime.path != "" {
+		if path != "" && path != ortRuntime.path {
+			return fmt.Errorf("onnx: ONNX Runtime is already loaded from %s; a process loads one library, so %s cannot be loaded too (give every onnx embedder the same library_path)", ortRuntime.path, path)
 		}
 		return nil
 	}
 	if path == "" {
 		path = DefaultLibrary
 	}
+	hint := "set library_path or " + LibraryEnv + " to the path of libonnxruntime.so"
+	if strings.Contains(path, "/") {
+		// The loader's message repeats the path; a missing file says it plainly.
+		if _, err := os.Stat(path); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("onnx: cannot load ONNX Runtime from %s: %v; %s", path, err, hint)
+		}
+	}
 	ort.SetSharedLibraryPath(path)
 	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
-		return fmt.Errorf("onnx: cannot load ONNX Runtime from %s: %v; set library_path or %s to the path of libonnxruntime.so", path, err, LibraryEnv)
+		return fmt.Errorf("onnx: cannot load ONNX Runtime from %s: %v; %s", path, err, hint)
 	}
-	runtime.path = path
+	ortRuntime.path = path
 	return nil
 }
 
