@@ -32,6 +32,9 @@ components. Exit status 2 when there are errors.`,
 			if len(cfg.Agents) > 0 {
 				summary += ", " + plural(len(cfg.Agents), "agent")
 			}
+			if len(cfg.Pipelines) > 0 {
+				summary += ", " + plural(len(cfg.Pipelines), "pipeline")
+			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "ok: %s\n", summary)
 			return err
 		},

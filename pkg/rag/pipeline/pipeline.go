@@ -87,6 +87,7 @@ type Pipeline struct {
 	cancel   context.CancelFunc
 	ingestWG sync.WaitGroup
 	done     chan struct{} // closed when the background ingest ends (or at once without one)
+	doneOnce sync.Once
 
 	progressMu sync.Mutex
 	progress   Progress
@@ -147,12 +148,20 @@ func (p *Pipeline) ID() string { return p.cfg.ID }
 // in the background (unless Options.NoBackgroundIngest). It returns once the store
 // is open: queries are served from then on.
 func (p *Pipeline) Start(ctx context.Context) error {
+	return p.start(ctx, !p.opts.NoBackgroundIngest)
+}
+
+// Open creates the embedder, the chunker and the store without ingesting
+// anything: the CLI then runs IngestSource or Query itself. Stop closes them.
+func (p *Pipeline) Open(ctx context.Context) error { return p.start(ctx, false) }
+
+func (p *Pipeline) start(ctx context.Context, ingest bool) error {
 	if err := p.open(ctx); err != nil {
-		close(p.done)
+		p.doneOnce.Do(func() { close(p.done) })
 		return err
 	}
-	if p.cfg.Source == nil || p.opts.NoBackgroundIngest {
-		close(p.done)
+	if p.cfg.Source == nil || !ingest {
+		p.doneOnce.Do(func() { close(p.done) })
 		return nil
 	}
 	ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -160,7 +169,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	p.ingestWG.Add(1)
 	go func() {
 		defer p.ingestWG.Done()
-		defer close(p.done)
+		defer p.doneOnce.Do(func() { close(p.done) })
 		res, err := p.IngestSource(ictx)
 		switch {
 		case err != nil && ictx.Err() != nil:

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/arvenza/helix/pkg/app"
+	"github.com/arvenza/helix/pkg/rag/pipeline"
+)
+
+func newRAGCmd() *cobra.Command {
+	rag := &cobra.Command{
+		Use:   "rag",
+		Short: "Run one side of a RAG pipeline: ingest its source, or query it",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	rag.AddCommand(newRAGIngestCmd(), newRAGQueryCmd())
+	return rag
+}
+
+func newRAGIngestCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "ingest FILE... PIPELINE",
+		Short: "Bring a pipeline's store up to date with its source",
+		Long: `Ingest loads the files, opens the store of PIPELINE (nothing else starts: no listener,
+no trigger) and reads its source: new and changed documents are chunked, embedded and
+stored, unchanged ones skipped, vanished ones deleted. Progress goes to stderr, as a bar on
+a terminal and as lines otherwise. Exit status 1 when some documents failed.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files, id := args[:len(args)-1], args[len(args)-1]
+			p, stop, err := openPipeline(cmd, files, id)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			if p.Config().Source == nil {
+				return configError(fmt.Errorf("pipeline %s has no source: feed it with rag-ingest steps of a running workflow", id))
+			}
+			res, err := ingestWithProgress(cmd.Context(), p, cmd.ErrOrStderr())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d documents: %d ingested, %d unchanged, %d deleted, %d failed; %d chunks written in %s\n",
+				id, res.Seen, res.Ingested, res.Skipped, res.Deleted, res.Errors, res.Chunks, res.Took.Round(time.Millisecond))
+			if err != nil {
+				return runtimeError(err)
+			}
+			if res.Errors > 0 {
+				return runtimeError(fmt.Errorf("%d documents failed (see the log above)", res.Errors))
+			}
+			return nil
+		},
+	}
+}
+
+func newRAGQueryCmd() *cobra.Command {
+	var topK int
+	var strategy, output string
+	cmd := &cobra.Command{
+		Use:   `query FILE... PIPELINE "QUERY"`,
+		Short: "Query a pipeline's store and print the passages found",
+		Long: `Query loads the files, opens the store of PIPELINE (without ingesting: run helix rag
+ingest first, or helix run) and prints the passages that answer QUERY in the pipeline's
+output (text: numbered sources; json), or in --output.`,
+		Args: cobra.MinimumNArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files, id, text := args[:len(args)-2], args[len(args)-2], args[len(args)-1]
+			if output != "" && output != pipeline.OutputText && output != pipeline.OutputJSON {
+				return configError(fmt.Errorf("--output %q: use text or json", output))
+			}
+			p, stop, err := openPipeline(cmd, files, id)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			hits, err := p.Query(cmd.Context(), pipeline.Query{Text: text, TopK: topK, Strategy: strategy})
+			if err != nil {
+				return runtimeError(err)
+			}
+			if output == "" {
+				output = p.Config().Output
+			}
+			b, _, err := pipeline.Format(output, text, hits)
+			if err != nil {
+				return runtimeError(err)
+			}
+			out := cmd.OutOrStdout()
+			if _, err := out.Write(b); err != nil {
+				return err
+			}
+			if len(b) > 0 && b[len(b)-1] != '\n' {
+				_, err = io.WriteString(out, "\n")
+			}
+			return err
+		},
+	}
+	cmd.Flags().IntVar(&topK, "top-k", 0, "passages to return (default: the pipeline's top_k)")
+	cmd.Flags().StringVar(&strategy, "strategy", "", "vector, keyword or hybrid (default: the pipeline's)")
+	cmd.Flags().StringVar(&output, "output", "", "text or json (default: the pipeline's output)")
+	return cmd
+}
+
+// openPipeline loads files and opens pipeline id's parts (store, embedder); stop
+// closes them.
+func openPipeline(cmd *cobra.Command, files []string, id string) (*pipeline.Pipeline, func(), error) {
+	logger, err := newLogger(cmd, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	a, cfg, err := app.Load(app.Options{Logger: logger}, files...)
+	if cfg != nil {
+		printWarnings(cmd.ErrOrStderr(), cfg.Warnings)
+	}
+	if err != nil {
+		return nil, nil, printConfigErrors(cmd.ErrOrStderr(), err)
+	}
+	p, ok := a.Pipeline(id)
+	if !ok {
+		ids := make([]string, 0, len(a.Pipelines()))
+		for _, p := range a.Pipelines() {
+			ids = append(ids, p.ID())
+		}
+		sort.Strings(ids)
+		if len(ids) == 0 {
+			return nil, nil, configError(fmt.Errorf("no pipeline %q: the files declare no pipelines:", id))
+		}
+		return nil, nil, configError(fmt.Errorf("no pipeline %q (pipelines: %s)", id, strings.Join(ids, ", ")))
+	}
+	if err := p.Open(cmd.Context()); err != nil {
+		return nil, nil, runtimeError(err)
+	}
+	return p, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 30*time.Second)
+		defer cancel()
+		if err := p.Stop(ctx); err != nil {
+			logger.Warn("close the pipeline", "pipeline", id, "err", err)
+		}
+	}, nil
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// ingestWithProgress runs the source ingest, reporting its progress on w: a bar
+// redrawn in place on a terminal, a line every few seconds otherwise.
+func ingestWithProgress(ctx context.Context, p *pipeline.Pipeline, w io.Writer) (pipeline.Result, error) {
+	tty := isTerminal(w)
+	interval := 2 * time.Second
+	if tty {
+		interval = 100 * time.Millisecond
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		frame := 0
+		for {
+			select {
+			case <-done:
+				if tty {
+					fmt.Fprint(w, "\r\033[K")
+				}
+				return
+			case <-t.C:
+				pr := p.Progress()
+				if tty {
+					fmt.Fprintf(w, "\r\033[K%s", progressBar(p.ID(), pr, frame))
+					frame++
+				} else {
+					fmt.Fprintln(w, progressLine(p.ID(), pr))
+				}
+			}
+		}
+	}()
+	res, err := p.IngestSource(ctx)
+	close(done)
+	<-finished
+	if errors.Is(err, context.Canceled) {
+		err = errors.New("interrupted")
+	}
+	return res, err
+}
+
+// progressBar is a terminal progress line: the share of documents read that are
+// done (the total is unknown until the source has been walked), and the counts.
+func progressBar(id string, pr pipeline.Progress, frame int) string {
+	const width = 24
+	doneDocs := pr.Ingested + pr.Skipped + pr.Errors
+	filled := 0
+	if pr.Seen > 0 {
+		filled = width * doneDocs / pr.Seen
+	}
+	spin := `|/-\`[frame%4]
+	cur := pr.Current
+	if len(cur) > 40 {
+		cur = "…" + cur[len(cur)-39:]
+	}
+	return fmt.Sprintf("%s %c [%s%s] %d/%d documents (%d unchanged, %d failed) %s", id, spin,
+		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), doneDocs, pr.Seen, pr.Skipped, pr.Errors, cur)
+}
+
+func progressLine(id string, pr pipeline.Progress) string {
+	return fmt.Sprintf("%s: %d documents read, %d ingested, %d unchanged, %d failed, %d chunks", id,
+		pr.Seen, pr.Ingested, pr.Skipped, pr.Errors, pr.Chunks)
+}

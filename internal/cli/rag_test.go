@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/arvenza/helix/pkg/rag/pipeline"
+)
+
+// helix rag ingest and helix rag query on a temporary directory, with Helix's
+// own parts (embedded store, no embedder): nothing but the files.
+func TestRAGIngestAndQuery(t *testing.T) {
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "docs")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"install.md": "# Install\n\nRun ./install.sh as root, then reboot.\n",
+		"billing.md": "# Billing\n\nInvoices are emailed monthly.\n",
+	} {
+		if err := os.WriteFile(filepath.Join(docs, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "helix.yaml")
+	yaml := `helix: {data_dir: "` + filepath.Join(dir, "data") + `"}
+pipelines:
+  - id: docs
+    source: file://` + docs + `
+    steps:
+      - rag-retrieve: {strategy: keyword, top_k: 3}
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := execute(t, "rag", "ingest", file, "docs")
+	if code != 0 || !strings.Contains(out, "docs: 2 documents: 2 ingested, 0 unchanged, 0 deleted, 0 failed") {
+		t.Fatalf("ingest: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = execute(t, "rag", "ingest", file, "docs")
+	if code != 0 || !strings.Contains(out, "2 documents: 0 ingested, 2 unchanged") {
+		t.Fatalf("re-ingest: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = execute(t, "rag", "query", file, "docs", "how to install")
+	if code != 0 || !strings.HasPrefix(out, "[1] "+filepath.Join(docs, "install.md")+" (Install)\n") {
+		t.Fatalf("query: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = execute(t, "rag", "query", "--output", "json", "--top-k", "1", file, "docs", "invoices")
+	var res pipeline.JSONOutput
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Results) != 1 || res.Results[0].DocID != "file:billing.md" {
+		t.Fatalf("json query: %d %s", code, out)
+	}
+	code, _, errOut = execute(t, "rag", "query", file, "doc", "x")
+	if code != ExitConfig || !strings.Contains(errOut, `no pipeline "doc" (pipelines: docs)`) {
+		t.Errorf("unknown pipeline: %d %s", code, errOut)
+	}
+	code, out, _ = execute(t, "validate", file)
+	if code != 0 || !strings.Contains(out, "1 pipeline") {
+		t.Errorf("validate: %d %s", code, out)
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	pr := pipeline.Progress{Result: pipeline.Result{Seen: 4, Ingested: 1, Skipped: 1}, Running: true, Current: "file:a.md"}
+	got := progressBar("docs", pr, 1)
+	if want := "docs / [============            ] 2/4 documents (1 unchanged, 0 failed) file:a.md"; got != want {
+		t.Errorf("bar %q\nwant %q", got, want)
+	}
+}
