@@ -387,6 +387,48 @@ func TestRetryAfter429(t *testing.T) {
 	}
 }
 
+func TestConnectionDropRetried(t *testing.T) {
+	f, srv := newFake(t)
+	f.reply = func(w http.ResponseWriter, n int64, _ request) bool {
+		if n > 1 {
+			return false
+		}
+		// The connection drops before any response: worth sending again.
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return true
+		}
+		conn.Close()
+		return true
+	}
+	e := newEmbedder(t, srv, Config{})
+	got, err := e.Embed(context.Background(), []string{"a"}, rag.EmbedDocument)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkVectors(t, []string{"a"}, got, 4)
+	if n := f.requests.Load(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+}
+
+func TestConnectionRefused(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	e, err := New(Config{BaseURL: url + "/v1", APIKey: testKey, MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.backoff = func(int) time.Duration { return time.Millisecond }
+	_, err = e.Embed(context.Background(), []string{"a"}, rag.EmbedDocument)
+	var pe *agent.ProviderError
+	if !errors.As(err, &pe) || pe.StatusCode != 0 || strings.Contains(err.Error(), testKey) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestRetriesExhausted(t *testing.T) {
 	f, srv := newFake(t)
 	f.reply = func(w http.ResponseWriter, _ int64, _ request) bool {
