@@ -146,7 +146,7 @@ var (
 		{Name: "batch_size", Shape: Shape{Type: TypeInt, Min: Bound(1), Description: "Texts embedded per request. Default: the provider's."}},
 		{Name: "model_path", Shape: str("onnx: the model file (model.onnx).")},
 		{Name: "tokenizer_path", Shape: str("onnx: the tokenizer.json. Default: tokenizer.json next to model_path.")},
-		{Name: "library_path", Shape: str("onnx: the ONNX Runtime shared library. Default: ONNXRUNTIME_LIB, else the system's.")},
+		{Name: "library_path", Shape: str("onnx: the ONNX Runtime shared library (libonnxruntime.so.1). Default: HELIX_ONNXRUNTIME_LIB, else the loader's search path.")},
 		{Name: "query_prefix", Shape: str("Text put before each query, for models trained with instructions (such as \"query: \").")},
 		{Name: "document_prefix", Shape: str("Text put before each document chunk (such as \"passage: \").")},
 	}}

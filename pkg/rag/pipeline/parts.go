@@ -7,13 +7,14 @@ import (
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/rag"
 	"github.com/arvenza/helix/pkg/rag/chunk"
+	"github.com/arvenza/helix/pkg/rag/embed/onnx"
 	"github.com/arvenza/helix/pkg/rag/embed/openai"
 	"github.com/arvenza/helix/pkg/rag/source"
 	"github.com/arvenza/helix/pkg/rag/store/embedded"
 	"github.com/arvenza/helix/pkg/rag/store/pgvector"
 )
 
-// DefaultParts are Helix's own parts: the chunkers of pkg/rag/chunk, the openai
+// DefaultParts are Helix's own parts: the chunkers of pkg/rag/chunk, the openai and
 // embedder, the embedded and pgvector stores and the file source.
 func DefaultParts() Parts {
 	return Parts{Chunker: newChunker, Embedder: newEmbedder, Store: openStore, Source: fileSource}
@@ -38,8 +39,13 @@ func newEmbedder(_ context.Context, c config.EmbedConfig) (rag.Embedder, error) 
 	return nil, errNotAvailable
 }
 
-// newONNX is replaced once the onnx embedder is part of the build.
-var newONNX = func(config.EmbedConfig) (rag.Embedder, error) { return nil, errNotAvailable }
+// newONNX loads a local model; ONNX Runtime itself is loaded (once per process)
+// from library_path or HELIX_ONNXRUNTIME_LIB only here, at Start, so the helix
+// binary runs without it until a pipeline needs it.
+func newONNX(c config.EmbedConfig) (rag.Embedder, error) {
+	return onnx.New(onnx.Config{ModelPath: c.ModelPath, TokenizerPath: c.TokenizerPath, LibraryPath: c.LibraryPath,
+		BatchSize: c.BatchSize, QueryPrefix: c.QueryPrefix, DocumentPrefix: c.DocumentPrefix})
+}
 
 func openStore(ctx context.Context, p config.PipelineConfig, dataDir string, emb rag.Embedder) (rag.Store, error) {
 	if p.Store.Store == "pgvector" {
