@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -318,11 +319,8 @@ func fakeEmbeddings(t *testing.T, texts *atomic.Int64) *httptest.Server {
 	return srv
 }
 
-// §1's pipeline as printed validates (pgvector is only reached at Start); with
-// store: embedded it runs against an OpenAI-compatible embeddings server, and an
-// MCP client of backend-tools gets cited passages.
-func TestSpecPipelineExample(t *testing.T) {
-	const spec = `
+// specPipelineYAML is §1 "MCP Server Exposing Routes and Pipelines" as printed.
+const specPipelineYAML = `
 workflows:
   - id: lookup-order
     description: "Look up an order by ID"
@@ -351,6 +349,12 @@ mcps:
     addr: "0.0.0.0:3100"
     expose: [lookup-order, doc-search]
 `
+
+// §1's pipeline as printed validates (pgvector is only reached at Start); with
+// store: embedded it runs against an OpenAI-compatible embeddings server, and an
+// MCP client of backend-tools gets cited passages.
+func TestSpecPipelineExample(t *testing.T) {
+	spec := specPipelineYAML
 	cfg, err := config.LoadBytes("spec.yaml", []byte(spec))
 	if err != nil {
 		t.Fatal(err)
@@ -434,5 +438,60 @@ workflows:
 				t.Errorf("errors:\n%v\nwant %q", errs, tc.want)
 			}
 		})
+	}
+}
+
+// §1's pipeline as printed, on PostgreSQL with pgvector (DATABASE_URL, as the
+// YAML names no dsn) and an OpenAI-compatible embeddings server: semantic
+// chunks, embeddings and the keyword side in SQL; an MCP client gets cited
+// passages. A restart re-embeds nothing.
+func TestSpecPipelineOnPgvector(t *testing.T) {
+	db := testtools.PostgresDatabase(t)
+	t.Setenv("DATABASE_URL", db)
+	var texts atomic.Int64
+	srv := fakeEmbeddings(t, &texts)
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	docs := docsDir(t)
+	yaml := strings.NewReplacer("file://./docs", "file://"+docs, `addr: "0.0.0.0:3100"`, `addr: "127.0.0.1:0"`).Replace(specPipelineYAML)
+	start := func() *app.App {
+		cfg, err := config.LoadBytes("spec.yaml", []byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := app.Build(cfg, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		waitIngest(t, a, "doc-search")
+		return a
+	}
+	a := start()
+	if p, _ := a.Pipeline("doc-search"); p.Progress().Ingested != 3 || p.Progress().Errors != 0 {
+		t.Fatalf("ingest = %+v", p.Progress())
+	}
+	cs := mcpSession(t, a, "backend-tools")
+	res, err := cs.CallTool(callCtx(t), &sdk.CallToolParams{Name: "doc-search", Arguments: map[string]any{"query": "reboot the server after install"}})
+	if err != nil || res.IsError {
+		t.Fatalf("doc-search: %v %+v", err, res)
+	}
+	if text := res.Content[0].(*sdk.TextContent).Text; !strings.HasPrefix(text, "[1] "+filepath.Join(docs, "install.md")) || !strings.Contains(text, "install.sh") {
+		t.Errorf("answer:\n%s", text)
+	}
+	_ = cs.Close()
+	if err := a.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	embedded := texts.Load()
+	a = start()
+	defer a.Stop(context.Background())
+	if p, _ := a.Pipeline("doc-search"); p.Progress().Skipped != 3 || p.Progress().Ingested != 0 {
+		t.Errorf("restart ingest = %+v", p.Progress())
+	}
+	if texts.Load() != embedded {
+		t.Errorf("the restart embedded %d texts", texts.Load()-embedded)
 	}
 }

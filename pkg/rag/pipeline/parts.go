@@ -47,19 +47,19 @@ func newONNX(c config.EmbedConfig) (rag.Embedder, error) {
 		BatchSize: c.BatchSize, QueryPrefix: c.QueryPrefix, DocumentPrefix: c.DocumentPrefix})
 }
 
-func openStore(ctx context.Context, p config.PipelineConfig, dataDir string, emb rag.Embedder) (rag.Store, error) {
+func openStore(ctx context.Context, p config.PipelineConfig, dataDir string, emb rag.Embedder, logger *slog.Logger) (rag.Store, error) {
 	if p.Store.Store == "pgvector" {
 		table := p.Store.Table
 		if table == "" {
 			table = pgvector.TableName(p.ID)
 		}
-		o := pgvector.Options{DSN: p.Store.DSN, Table: table}
+		o := pgvector.Options{DSN: p.Store.DSN, Table: table, Logger: logger}
 		if emb != nil {
 			o.Model = emb.Model()
 		}
 		return pgvector.Open(ctx, o)
 	}
-	return embedded.Open(p.StorePath(dataDir), embedded.Options{})
+	return embedded.Open(p.StorePath(dataDir), embedded.Options{Logger: logger})
 }
 
 func fileSource(src config.PipelineSource, logger *slog.Logger) (Source, error) {

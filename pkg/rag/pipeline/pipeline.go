@@ -47,8 +47,9 @@ type Parts struct {
 	// Embedder makes the embedder of a rag-embed step; when it is an io.Closer it
 	// is closed at Stop.
 	Embedder func(ctx context.Context, cfg config.EmbedConfig) (rag.Embedder, error)
-	// Store opens the store of p (p.StorePath(dataDir) for embedded).
-	Store func(ctx context.Context, p config.PipelineConfig, dataDir string, emb rag.Embedder) (rag.Store, error)
+	// Store opens the store of p (p.StorePath(dataDir) for embedded); logger
+	// receives its recovery and migration messages.
+	Store func(ctx context.Context, p config.PipelineConfig, dataDir string, emb rag.Embedder, logger *slog.Logger) (rag.Store, error)
 	// Source reads a source: directory; logger receives warnings about skipped
 	// files.
 	Source func(src config.PipelineSource, logger *slog.Logger) (Source, error)
@@ -207,7 +208,7 @@ func (p *Pipeline) open(ctx context.Context) (err error) {
 		closeEmb()
 		return fmt.Errorf("pipeline %s: %w", p.cfg.ID, err)
 	}
-	st, err := p.parts.Store(ctx, p.cfg, p.opts.DataDir, emb)
+	st, err := p.parts.Store(ctx, p.cfg, p.opts.DataDir, emb, p.logger)
 	if err != nil {
 		closeEmb()
 		return fmt.Errorf("pipeline %s: rag-store %s: %w", p.cfg.ID, p.cfg.Store.Store, err)

@@ -43,7 +43,7 @@ func (k *Kit) Parts() *pipeline.Parts {
 		Embedder: func(context.Context, config.EmbedConfig) (rag.Embedder, error) {
 			return &Embedder{calls: &k.EmbedCalls}, nil
 		},
-		Store: func(_ context.Context, p config.PipelineConfig, dataDir string, _ rag.Embedder) (rag.Store, error) {
+		Store: func(_ context.Context, p config.PipelineConfig, dataDir string, _ rag.Embedder, _ *slog.Logger) (rag.Store, error) {
 			key := p.StorePath(dataDir)
 			if p.Store.Store == "pgvector" {
 				key = "pgvector:" + p.ID
