@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,7 +48,11 @@ a terminal and as lines otherwise. Exit status 1 when some documents failed.`,
 			if p.Config().Source == nil {
 				return configError(fmt.Errorf("pipeline %s has no source: feed it with rag-ingest steps of a running workflow", id))
 			}
-			res, err := ingestWithProgress(cmd.Context(), p, cmd.ErrOrStderr())
+			// Ctrl-C stops the ingest cleanly: what was stored stays, and the next
+			// ingest carries on from there (unchanged documents are skipped).
+			ctx, stopSignals := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stopSignals()
+			res, err := ingestWithProgress(ctx, p, cmd.ErrOrStderr())
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d documents: %d ingested, %d unchanged, %d deleted, %d failed; %d chunks written in %s\n",
 				id, res.Seen, res.Ingested, res.Skipped, res.Deleted, res.Errors, res.Chunks, res.Took.Round(time.Millisecond))
 			if err != nil {

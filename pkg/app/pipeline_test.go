@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/agent/agenttest"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -431,6 +433,15 @@ workflows:
     steps:
       - rag-retrieve: {pipeline: p, strategy: vector}
 `, `pipeline "p" has no rag-embed step`},
+		{"shared store", `
+pipelines:
+  - id: a
+    steps:
+      - rag-store: {path: /tmp/kb}
+  - id: b
+    steps:
+      - rag-store: {path: /tmp/kb/}
+`, `helix.yaml:8:9: pipelines[1]: pipeline "b" uses the embedded store /tmp/kb, like pipeline "a" (two pipelines cannot share a store: give each its own path (embedded) or table (pgvector))`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := loadErrors(t, tc.src)
@@ -493,5 +504,55 @@ func TestSpecPipelineOnPgvector(t *testing.T) {
 	}
 	if texts.Load() != embedded {
 		t.Errorf("the restart embedded %d texts", texts.Load()-embedded)
+	}
+}
+
+// An agent calls a pipeline as a tool (named like any workflow; the model sees
+// doc_search, a name its API accepts), and a tools:
+// entry answers from a rag-retrieve step: the model reads numbered passages and
+// cites them.
+func TestPipelineAsAgentTool(t *testing.T) {
+	docs, data := docsDir(t), t.TempDir()
+	fake := agenttest.NewOpenAIFunc(t, func(req agenttest.Request) agenttest.Reply {
+		if len(req.ToolResults) == 0 {
+			if !slices.Contains(req.Tools, "doc_search") || !slices.Contains(req.Tools, "search_kb") {
+				t.Errorf("tools offered: %v", req.Tools)
+			}
+			return agenttest.Reply{Calls: []agenttest.Call{
+				{ID: "c1", Name: "doc_search", Args: `{"query":"install reboot","top_k":1}`},
+				{ID: "c2", Name: "search_kb", Args: `{"question":"invoices"}`},
+			}}
+		}
+		return agenttest.Reply{Text: req.ToolResults[0].Text + "||" + req.ToolResults[1].Text}
+	})
+	a := buildStart(t, agentYAML(`
+helix: {data_dir: "`+data+`"}
+pipelines:
+  - id: doc-search
+    source: file://`+docs+`
+tools:
+  - id: search_kb
+    description: "Search the knowledge base"
+    input:
+      question: {type: string, required: true}
+    output:
+      results: {type: array}
+      query: {type: string}
+    steps:
+      - rag-retrieve: {pipeline: doc-search, query: "${body.question}", top_k: 1}
+agents:
+  - id: helper
+    model: {provider: openai, model: gpt-4o, api_key: k, base_url: FAKE_URL}
+    tools: [doc-search, search_kb]
+`, fake), quiet)
+	waitIngest(t, a, "doc-search")
+	ex := exchange.NewWithBody(exchange.InOut, "How do I install?")
+	if err := a.Context().Send(callCtx(t), "agent://helper", ex); err != nil {
+		t.Fatal(err)
+	}
+	answer := exchange.Stringify(ex.In().Body())
+	parts := strings.SplitN(answer, "||", 2)
+	if len(parts) != 2 || !strings.HasPrefix(parts[0], "[1] "+filepath.Join(docs, "install.md")) || !strings.Contains(parts[1], `"doc_id":"file:billing.md"`) {
+		t.Errorf("answer:\n%s", answer)
 	}
 }

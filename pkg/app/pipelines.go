@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 
 	pipelinecomp "github.com/arvenza/helix/pkg/component/pipeline"
 	"github.com/arvenza/helix/pkg/config"
@@ -9,6 +11,7 @@ import (
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/management"
 	"github.com/arvenza/helix/pkg/rag/pipeline"
+	"github.com/arvenza/helix/pkg/rag/store/pgvector"
 )
 
 // pipelineComponent is the app's pipeline:// component.
@@ -33,7 +36,23 @@ func (a *App) preparePipelines() {
 		comp.Declare(ids...)
 	}
 	a.pipelineByID = map[string]*pipeline.Pipeline{}
+	stores := map[string]string{} // store location → the pipeline using it
 	for _, pc := range a.cfg.Pipelines {
+		where := "embedded store " + filepath.Clean(pc.StorePath(a.cfg.Helix.DataDir))
+		if pc.Store.Store == "pgvector" {
+			table := pc.Store.Table
+			if table == "" {
+				table = pgvector.TableName(pc.ID)
+			}
+			where = "pgvector table " + table + " of " + orDefault(pc.Store.DSN, "DATABASE_URL")
+		}
+		if other, dup := stores[where]; dup {
+			a.errs = append(a.errs, &config.Error{Pos: pc.Store.Pos, Path: pc.Path,
+				Msg:  fmt.Sprintf("pipeline %q uses the %s, like pipeline %q", pc.ID, where, other),
+				Hint: "two pipelines cannot share a store: give each its own path (embedded) or table (pgvector)"})
+			continue
+		}
+		stores[where] = pc.ID
 		p, err := pipeline.New(pc, pipeline.Options{Logger: a.logger, DataDir: a.cfg.Helix.DataDir, Parts: a.opts.RAGParts})
 		if err != nil {
 			a.errs = append(a.errs, config.AsErrors(err, pc.Pos, pc.Path)...)
@@ -46,6 +65,13 @@ func (a *App) preparePipelines() {
 		}
 	}
 	a.bc.Pipelines = a.pipelineByID
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // buildPipelineWorkflows makes each pipeline an engine workflow (Kind pipeline)
