@@ -63,7 +63,8 @@ func (p *Pipeline) IngestSource(ctx context.Context) (Result, error) {
 		p.setProgress(func(pr *Progress) { pr.Running = false })
 		return Result{}, fmt.Errorf("read the store's documents: %w", err)
 	}
-	b := p.newBatch(ctx, known, true)
+	p.setHashes(known)
+	b := p.newBatch(ctx, func(id string) string { return known[id] }, true)
 	walkErr := src.Walk(ctx, func(d rag.Document) error {
 		d.ID = FilePrefix + d.ID
 		return b.add(d)
@@ -80,9 +81,10 @@ func (p *Pipeline) IngestSource(ctx context.Context) (Result, error) {
 				p.ingestErrors.Add(1)
 				continue
 			}
+			p.setHash(id, "")
 			res.Deleted++
 		}
-		p.refreshChunks(ctx, st)
+		p.refreshChunks(ctx, st, true)
 	}
 	res.Took = time.Since(start)
 	p.setProgress(func(pr *Progress) { pr.Result, pr.Running, pr.Done, pr.Current = res, false, true, "" })
@@ -101,11 +103,10 @@ func (p *Pipeline) Ingest(ctx context.Context, docs []rag.Document) (Result, err
 		return Result{}, err
 	}
 	start := time.Now()
-	known, err := st.Documents(ctx)
-	if err != nil {
-		return Result{}, fmt.Errorf("read the store's documents: %w", err)
+	if err := p.loadHashes(ctx, st); err != nil {
+		return Result{}, err
 	}
-	b := p.newBatch(ctx, known, false)
+	b := p.newBatch(ctx, p.hash, false)
 	for _, d := range docs {
 		if strings.HasPrefix(d.ID, FilePrefix) {
 			b.fail(d, fmt.Errorf("document id %q: ids starting with %q are reserved for the pipeline's source", d.ID, FilePrefix))
@@ -117,17 +118,84 @@ func (p *Pipeline) Ingest(ctx context.Context, docs []rag.Document) (Result, err
 	}
 	res := b.wait()
 	res.Took = time.Since(start)
-	p.refreshChunks(ctx, st)
+	p.refreshChunks(ctx, st, false)
 	if res.Errors > 0 {
 		return res, b.firstErr
 	}
 	return res, ctx.Err()
 }
 
-func (p *Pipeline) refreshChunks(ctx context.Context, st rag.Store) {
+// chunkRefreshInterval bounds how often rag-ingest steps recount the store's
+// chunks for /metrics: a pgvector count is a query, and a stream of small
+// ingests must not pay one each.
+const chunkRefreshInterval = 5 * time.Second
+
+// refreshChunks recounts the store's chunks for /metrics: always after a source
+// ingest, at most every chunkRefreshInterval otherwise.
+func (p *Pipeline) refreshChunks(ctx context.Context, st rag.Store, always bool) {
+	p.hashMu.Lock()
+	due := always || time.Since(p.chunksCounted) >= chunkRefreshInterval
+	if due {
+		p.chunksCounted = time.Now()
+	}
+	p.hashMu.Unlock()
+	if !due {
+		return
+	}
 	if s, err := st.Stats(ctx); err == nil {
 		p.chunks.Store(int64(s.Chunks))
 	}
+}
+
+// The content hashes of the stored documents are kept in memory for rag-ingest
+// steps, which would otherwise read every document's hash from the store for
+// each exchange. They are read from the store on the first rag-ingest and at
+// every source ingest, and follow this pipeline's own writes; a document another
+// Helix changed in a shared pgvector table in between is at worst written again.
+
+func (p *Pipeline) loadHashes(ctx context.Context, st rag.Store) error {
+	p.hashMu.Lock()
+	loaded := p.hashes != nil
+	p.hashMu.Unlock()
+	if loaded {
+		return nil
+	}
+	known, err := st.Documents(ctx)
+	if err != nil {
+		return fmt.Errorf("read the store's documents: %w", err)
+	}
+	p.setHashes(known)
+	return nil
+}
+
+func (p *Pipeline) setHashes(known map[string]string) {
+	m := make(map[string]string, len(known))
+	for k, v := range known {
+		m[k] = v
+	}
+	p.hashMu.Lock()
+	p.hashes = m
+	p.hashMu.Unlock()
+}
+
+// setHash records a written document's hash ("" for a deleted one).
+func (p *Pipeline) setHash(id, hash string) {
+	p.hashMu.Lock()
+	defer p.hashMu.Unlock()
+	if p.hashes == nil {
+		return // not loaded yet: the next load reads the store
+	}
+	if hash == "" {
+		delete(p.hashes, id)
+	} else {
+		p.hashes[id] = hash
+	}
+}
+
+func (p *Pipeline) hash(id string) string {
+	p.hashMu.Lock()
+	defer p.hashMu.Unlock()
+	return p.hashes[id]
 }
 
 func (p *Pipeline) setProgress(f func(*Progress)) {
@@ -140,8 +208,8 @@ func (p *Pipeline) setProgress(f func(*Progress)) {
 type batch struct {
 	p        *Pipeline
 	ctx      context.Context
-	known    map[string]string
-	tracked  bool // report progress (source ingest)
+	known    func(id string) string // the stored hash of a document, "" if none
+	tracked  bool                   // report progress (source ingest)
 	work     chan rag.Document
 	wg       sync.WaitGroup
 	mu       sync.Mutex
@@ -151,7 +219,7 @@ type batch struct {
 	lastLog  time.Time
 }
 
-func (p *Pipeline) newBatch(ctx context.Context, known map[string]string, tracked bool) *batch {
+func (p *Pipeline) newBatch(ctx context.Context, known func(string) string, tracked bool) *batch {
 	b := &batch{p: p, ctx: ctx, known: known, tracked: tracked, work: make(chan rag.Document), seen: map[string]bool{}, lastLog: time.Now()}
 	for range p.opts.Workers {
 		b.wg.Add(1)
@@ -178,7 +246,7 @@ func (b *batch) add(d rag.Document) error {
 	}
 	b.seen[d.ID] = true
 	b.res.Seen++
-	unchanged := b.known[d.ID] == d.Hash()
+	unchanged := b.known(d.ID) == d.Hash()
 	if unchanged {
 		b.res.Skipped++
 	}
@@ -277,9 +345,11 @@ func (p *Pipeline) ingestOne(ctx context.Context, d rag.Document) (int, error) {
 			return 0, fmt.Errorf("embed: %d vectors for %d chunks", len(vecs), len(chunks))
 		}
 	}
-	if err := st.Put(ctx, d.ID, d.Hash(), chunks, vecs); err != nil {
+	hash := d.Hash()
+	if err := st.Put(ctx, d.ID, hash, chunks, vecs); err != nil {
 		return 0, fmt.Errorf("store: %w", err)
 	}
+	p.setHash(d.ID, hash)
 	return len(chunks), nil
 }
 

@@ -93,6 +93,10 @@ type Pipeline struct {
 	progressMu sync.Mutex
 	progress   Progress
 
+	hashMu        sync.Mutex
+	hashes        map[string]string // stored documents' hashes (see loadHashes); nil until loaded
+	chunksCounted time.Time         // when refreshChunks last counted
+
 	docsIngested atomic.Uint64
 	ingestErrors atomic.Uint64
 	queries      atomic.Uint64
