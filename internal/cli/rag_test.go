@@ -71,3 +71,32 @@ func TestProgressBar(t *testing.T) {
 		t.Errorf("bar %q\nwant %q", got, want)
 	}
 }
+
+// helix mcp list marks pipelines [pipe  ]; listing opens no store (nothing is
+// created under data_dir) and warns that hybrid falls back to keyword.
+func TestMCPListMarksPipelines(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "helix.yaml")
+	yaml := `helix: {data_dir: "` + filepath.Join(dir, "data") + `"}
+pipelines:
+  - id: doc-search
+    description: "Search the docs"
+    source: file://` + dir + `
+mcps:
+  - id: kb
+    addr: 127.0.0.1:0
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := execute(t, "mcp", "list", file)
+	if code != ExitOK || !strings.Contains(out, "doc-search") || !strings.Contains(out, "[pipe  ] Search the docs") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "falls back to keyword") {
+		t.Errorf("no fallback warning: %s", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
+		t.Errorf("listing created the data directory: %v", err)
+	}
+}
