@@ -220,13 +220,13 @@ type batch struct {
 }
 
 func (p *Pipeline) newBatch(ctx context.Context, known func(string) string, tracked bool) *batch {
-	b := &batch{p: p, ctx: ctx, known: known, tracked: tracked, work: make(chan rag.Document), seen: map[string]bool{}, lastLog: time.Now()}
+	b := &batch{p: p, ctx: ctx, known: known, tracked: tracked, work: make(chan rag.Document, workQueue), seen: map[string]bool{}, lastLog: time.Now()}
 	for range p.opts.Workers {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
 			for d := range b.work {
-				b.process(d)
+				b.process(b.gather(d))
 			}
 		}()
 	}
@@ -263,20 +263,91 @@ func (b *batch) add(d rag.Document) error {
 	}
 }
 
-func (b *batch) process(d rag.Document) {
-	n, err := b.p.ingestOne(b.ctx, d)
+// embedBatchTexts is how many chunk texts a worker gathers, from as many
+// documents as are waiting, before one Embed call: an embeddings API answers a
+// request of many texts about as fast as one of a few, so small documents must
+// not cost a request each.
+const embedBatchTexts = 128
+
+// workQueue is how many documents wait for a worker: while the workers embed,
+// the next batch gathers.
+const workQueue = 64
+
+// prepared is a document cut into chunks, waiting for its vectors.
+type prepared struct {
+	doc    rag.Document
+	chunks []rag.Chunk
+}
+
+// gather chunks d and the documents already waiting behind it, until they hold
+// embedBatchTexts chunks or none is waiting (a trickle of rag-ingest exchanges is
+// never held back). Documents that fail to chunk are reported here.
+func (b *batch) gather(d rag.Document) []prepared {
+	_, emb, ch, err := b.p.parts3()
 	if err != nil {
-		if b.ctx.Err() == nil {
-			b.fail(d, err)
+		b.fail(d, err)
+		return nil
+	}
+	var out []prepared
+	texts := 0
+	add := func(d rag.Document) {
+		chunks, err := ch.Chunk(b.ctx, d)
+		if err != nil {
+			if b.ctx.Err() == nil {
+				b.fail(d, fmt.Errorf("chunk: %w", err))
+			}
+			return
+		}
+		out = append(out, prepared{doc: d, chunks: chunks})
+		texts += len(chunks)
+	}
+	add(d)
+	for emb != nil && texts < embedBatchTexts {
+		select {
+		case next, ok := <-b.work:
+			if !ok {
+				return out
+			}
+			add(next)
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// process embeds the gathered documents' chunks in one call and stores each
+// document. When the shared call fails, each document is embedded on its own, so
+// that one bad document fails alone.
+func (b *batch) process(docs []prepared) {
+	if len(docs) == 0 {
+		return
+	}
+	vecs, err := b.p.embed(b.ctx, docs)
+	if err != nil && len(docs) > 1 && b.ctx.Err() == nil {
+		for _, d := range docs {
+			b.process([]prepared{d})
 		}
 		return
 	}
-	b.p.docsIngested.Add(1)
-	b.mu.Lock()
-	b.res.Ingested++
-	b.res.Chunks += n
-	b.mu.Unlock()
-	b.report("")
+	for i, d := range docs {
+		if err == nil {
+			err = b.p.put(b.ctx, d, vecs[i])
+		}
+		if err != nil {
+			if b.ctx.Err() == nil {
+				b.fail(d.doc, err)
+			}
+			err = nil
+			continue
+		}
+		b.p.docsIngested.Add(1)
+		b.mu.Lock()
+		b.res.Ingested++
+		b.res.Chunks += len(d.chunks)
+		b.mu.Unlock()
+		b.report("")
+	}
 }
 
 func (b *batch) fail(d rag.Document, err error) {
@@ -322,35 +393,48 @@ func (b *batch) wait() Result {
 	return b.res
 }
 
-// ingestOne chunks, embeds and stores one document; it returns its chunk count.
-func (p *Pipeline) ingestOne(ctx context.Context, d rag.Document) (int, error) {
-	st, emb, ch, err := p.parts3()
+// embed returns the vectors of each document's chunks (nil ones without an
+// embedder), from one Embed call.
+func (p *Pipeline) embed(ctx context.Context, docs []prepared) ([][][]float32, error) {
+	out := make([][][]float32, len(docs))
+	_, emb, _, err := p.parts3()
+	if err != nil || emb == nil {
+		return out, err
+	}
+	var texts []string
+	for _, d := range docs {
+		for _, c := range d.chunks {
+			texts = append(texts, c.Text)
+		}
+	}
+	if len(texts) == 0 {
+		return out, nil
+	}
+	vecs, err := emb.Embed(ctx, texts, rag.EmbedDocument)
 	if err != nil {
-		return 0, err
+		return nil, fmt.Errorf("embed: %w", err)
 	}
-	chunks, err := ch.Chunk(ctx, d)
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("embed: %d vectors for %d chunks", len(vecs), len(texts))
+	}
+	for i, d := range docs {
+		out[i], vecs = vecs[:len(d.chunks):len(d.chunks)], vecs[len(d.chunks):]
+	}
+	return out, nil
+}
+
+// put replaces d's chunks in the store.
+func (p *Pipeline) put(ctx context.Context, d prepared, vecs [][]float32) error {
+	st, _, _, err := p.parts3()
 	if err != nil {
-		return 0, fmt.Errorf("chunk: %w", err)
+		return err
 	}
-	var vecs [][]float32
-	if emb != nil && len(chunks) > 0 {
-		texts := make([]string, len(chunks))
-		for i, c := range chunks {
-			texts[i] = c.Text
-		}
-		if vecs, err = emb.Embed(ctx, texts, rag.EmbedDocument); err != nil {
-			return 0, fmt.Errorf("embed: %w", err)
-		}
-		if len(vecs) != len(chunks) {
-			return 0, fmt.Errorf("embed: %d vectors for %d chunks", len(vecs), len(chunks))
-		}
+	hash := d.doc.Hash()
+	if err := st.Put(ctx, d.doc.ID, hash, d.chunks, vecs); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
-	hash := d.Hash()
-	if err := st.Put(ctx, d.ID, hash, chunks, vecs); err != nil {
-		return 0, fmt.Errorf("store: %w", err)
-	}
-	p.setHash(d.ID, hash)
-	return len(chunks), nil
+	p.setHash(d.doc.ID, hash)
+	return nil
 }
 
 var errNotAvailable = errors.New("not available in this build")
