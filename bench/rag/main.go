@@ -54,6 +54,7 @@ type options struct {
 	Workers                 int
 	Depth                   int
 	NoSync                  bool
+	Multifield              bool
 	TmpDir                  string
 }
 
@@ -83,6 +84,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.Workers, "workers", 4, "documents chunked and embedded at once (a pipeline's default)")
 	fs.IntVar(&o.Depth, "depth", 100, "documents retrieved per query (chunks asked for, then the first distinct documents)")
 	fs.BoolVar(&o.NoSync, "nosync", false, "embedded store: no fsync per put (the store's default is to sync)")
+	fs.BoolVar(&o.Multifield, "multifield", false, "comparison with BEIR's published BM25 only: index title and text as two BM25 fields and score best_fields with tie_breaker 0.5, as BEIR's Elasticsearch baseline (keyword, --chunk none, embedded; not what a pipeline does)")
 	fs.StringVar(&o.TmpDir, "tmp", "", "parent of the temporary store directory (default the system's)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

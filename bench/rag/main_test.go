@@ -160,3 +160,20 @@ pipelines:
 		t.Errorf("unknown pipeline: err = %v", err)
 	}
 }
+
+func TestRunMultifield(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"--data", writeTinyBEIR(t), "--multifield", "--nosync"}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	must(t, json.Unmarshal(stdout.Bytes(), &res))
+	// Two fields of four documents each; d1 wins q1 on both fields.
+	if !res.Setup.Multifield || res.Counts.Chunks != 8 || res.Quality.NDCG10 != 1 {
+		t.Errorf("result = %+v", res)
+	}
+	err := run(context.Background(), []string{"--data", writeTinyBEIR(t), "--multifield", "--chunk", "recursive"}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--chunk none") {
+		t.Errorf("multifield with chunking: err = %v", err)
+	}
+}

@@ -37,6 +37,15 @@ func openDirect(ctx context.Context, o options, ds *Dataset, tmp string, setup *
 		return nil, nil, fmt.Errorf("--strategy %q: want keyword, vector or hybrid", o.Strategy)
 	}
 	setup.Strategy, setup.Chunk, setup.Store = o.Strategy, o.Chunk, o.Store
+	if o.Multifield {
+		if o.Strategy != rag.StrategyKeyword || o.Chunk != "none" || o.Store != "embedded" || o.Embed != "none" {
+			return nil, nil, errors.New("--multifield is BEIR's BM25 baseline: keyword strategy, --chunk none, embedded store, no embedder")
+		}
+		bm := bm25From(o)
+		setup.K1, setup.B, setup.Sync, setup.Multifield = bm.K1, bm.B, !o.NoSync, true
+		sys, err := openMultifield(filepath.Join(tmp, "store"), bm, o.NoSync)
+		return sys, nil, err
+	}
 	emb, err := newEmbedder(o, ds, tmp)
 	if err != nil {
 		return nil, nil, err
@@ -63,13 +72,7 @@ func openDirect(ctx context.Context, o options, ds *Dataset, tmp string, setup *
 	sys := &directSystem{chunker: chunker, embedder: embedder, strategy: o.Strategy, workers: o.Workers}
 	switch o.Store {
 	case "embedded":
-		bm := embedded.DefaultBM25
-		if o.K1 > 0 {
-			bm.K1 = o.K1
-		}
-		if o.B >= 0 {
-			bm.B = o.B
-		}
+		bm := bm25From(o)
 		setup.K1, setup.B, setup.Sync = bm.K1, bm.B, !o.NoSync
 		st, err := embedded.Open(filepath.Join(tmp, "store"), embedded.Options{BM25: &bm, NoSync: o.NoSync, Analyzer: textproc.English()})
 		if err != nil {
@@ -99,6 +102,18 @@ func openDirect(ctx context.Context, o options, ds *Dataset, tmp string, setup *
 		return fail(fmt.Errorf("--store %q: want embedded or pgvector", o.Store))
 	}
 	return sys, timer, nil
+}
+
+// bm25From is the store's default BM25 with --k1 and --b applied.
+func bm25From(o options) embedded.BM25 {
+	bm := embedded.DefaultBM25
+	if o.K1 > 0 {
+		bm.K1 = o.K1
+	}
+	if o.B >= 0 {
+		bm.B = o.B
+	}
+	return bm
 }
 
 // benchTable is a table name no pipeline uses, unique to this run.
