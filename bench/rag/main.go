@@ -10,6 +10,7 @@
 //	rag --data DIR --strategy hybrid --embed onnx --onnx-model /models/bge-small/model.onnx
 //	rag --data DIR --store pgvector            (HELIX_POSTGRES_URL; the table is dropped after)
 //	rag --data DIR --config helix.yaml --pipeline docs
+//	rag summarize results/*.json               (a Markdown table)
 //
 // A document is indexed as its title, a blank line and its text (see DocText).
 // See BENCHMARKS.md for the measured figures and scripts/bench-rag.sh for the runs.
@@ -105,6 +106,9 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == "summarize" {
+		return summarize(args[1:], out)
+	}
 	o, err := parseFlags(args, out)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -177,3 +177,17 @@ func TestRunMultifield(t *testing.T) {
 		t.Errorf("multifield with chunking: err = %v", err)
 	}
 }
+
+func TestSummarize(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	must(t, run(context.Background(), []string{"--data", writeTinyBEIR(t), "--nosync", "--out", out}, &bytes.Buffer{}))
+	var table bytes.Buffer
+	must(t, run(context.Background(), []string{"summarize", out}, &table))
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[2], "| 1.0000 | 1.0000 |") || !strings.Contains(lines[2], "keyword, embedded, chunk none, k1 0.9 b 0.4") {
+		t.Errorf("table:\n%s", table.String())
+	}
+	if err := run(context.Background(), []string{"summarize"}, &bytes.Buffer{}); err == nil {
+		t.Error("summarize of nothing succeeded")
+	}
+}
