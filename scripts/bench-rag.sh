@@ -58,9 +58,16 @@ for ds in scifact nfcorpus; do
 	done
 done
 
+# A pipeline of a Helix YAML file, evaluated exactly as configured (the defaults).
+for ds in scifact nfcorpus; do
+	bench "$ds-pipeline-defaults" --data "$DATA/$ds" --config "$ROOT/bench/rag/beir-pipeline.yaml" --pipeline beir
+done
+
 # Hybrid with a random model: mechanics and speed only; its quality means nothing.
 ORT=${HELIX_ONNXRUNTIME_LIB:-$ROOT/.tools/onnxruntime/libonnxruntime.so.1}
+onnx=
 if [ -f "$ORT" ] && [ "$(cd "$ROOT/bench" && "$GO" env CGO_ENABLED)" = 1 ]; then
+	onnx=1
 	bench "scifact-hybrid-onnx-random-recursive" --data "$DATA/scifact" --strategy hybrid --chunk recursive:512:64 \
 		--embed onnx-random --onnx-lib "$ORT"
 else
@@ -68,7 +75,13 @@ else
 fi
 
 if [ -n "${HELIX_POSTGRES_URL:-}" ]; then
-	bench "scifact-keyword-pgvector-recursive" --data "$DATA/scifact" --strategy keyword --chunk recursive:512:64 --store pgvector
+	for ds in scifact nfcorpus; do
+		bench "$ds-keyword-pgvector-none" --data "$DATA/$ds" --strategy keyword --chunk none --store pgvector
+	done
+	if [ -n "$onnx" ]; then
+		bench "scifact-hybrid-onnx-random-pgvector-recursive" --data "$DATA/scifact" --strategy hybrid --chunk recursive:512:64 \
+			--embed onnx-random --onnx-lib "$ORT" --store pgvector
+	fi
 else
 	echo "bench-rag: HELIX_POSTGRES_URL unset: pgvector run skipped (eval \"\$(make -s postgres-start)\")"
 fi

@@ -283,6 +283,9 @@ func openPipeline(ctx context.Context, o options, tmp string, setup *Setup) (sys
 	}
 	setup.Config, setup.Pipeline = o.Config, p.ID
 	setup.Strategy = p.Retrieve.Strategy
+	if p.Embed == nil && setup.Strategy == rag.StrategyHybrid {
+		setup.Strategy = "hybrid (keyword: no embedder)"
+	}
 	setup.Chunk = fmt.Sprintf("%s:%d:%d %s", p.Chunk.Strategy, p.Chunk.Size, p.Chunk.Overlap, p.Chunk.Unit)
 	setup.Store = p.Store.Store
 	setup.Sync = p.Store.Store != "pgvector"
