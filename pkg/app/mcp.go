@@ -26,8 +26,10 @@ const MCPServerScheme = "mcp-server"
 func (a *App) buildMCP() {
 	comp := a.MCPServers()
 	comp.SetCatalogue(a.catalogue)
+	prims := a.buildPrimitives() // resources: and prompts: (resources.go)
 	for _, s := range a.cfg.MCPServers() {
 		opts := a.mcpServerOptions(s)
+		prims.selectPrimitives(&opts, func(id string) bool { _, ok := a.workflowPos(id); return ok })
 		a.warnListenerOnStdio(opts.Transport, s.Listener, s.Pos, s.Path)
 		a.applySecurity(&opts, s.Security, s.Pos, s.Path)
 		a.addMCPServer(comp, opts, s.Pos, s.Path)

@@ -31,6 +31,10 @@ type Config struct {
 	// MCPs are the entries of the top-level `mcps:` list; [Config.MCPServers]
 	// lists them with helix.mcp.servers.
 	MCPs []MCPServerConfig
+	// Resources and Prompts are the entries of `resources:` and `prompts:`, which
+	// the MCP servers offer (resources.go, prompts.go).
+	Resources []ResourceConfig
+	Prompts   []PromptConfig
 	// Files are the files loaded, in order.
 	Files []string
 	// Warnings are non-fatal findings (a workflow without trigger never runs …).

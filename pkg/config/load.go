@@ -203,7 +203,7 @@ func expandEnv(s string) (string, error) {
 	}
 }
 
-var topLevelKeys = []string{"helix", "workflows", "tools", "agents", "pipelines", "mcps"}
+var topLevelKeys = []string{"helix", "workflows", "tools", "agents", "pipelines", "mcps", "resources", "prompts"}
 
 // decodeList decodes a top-level list (workflows:, tools: …) item by item, keeping
 // the items that decoded; errors are collected by d.
@@ -234,6 +234,12 @@ func (c *Config) decodeDocument(d *Decoder, doc *yaml.Node) {
 		},
 		"pipelines": func(v *yaml.Node, p string) {
 			c.Pipelines = append(c.Pipelines, decodeList(d, v, p, "pipelines", decodePipeline)...)
+		},
+		"resources": func(v *yaml.Node, p string) {
+			c.Resources = append(c.Resources, decodeList(d, v, p, "resources", decodeResource)...)
+		},
+		"prompts": func(v *yaml.Node, p string) {
+			c.Prompts = append(c.Prompts, decodeList(d, v, p, "prompts", decodePrompt)...)
 		},
 		"mcps": func(v *yaml.Node, p string) {
 			c.MCPs = append(c.MCPs, decodeList(d, v, p, "mcps", func(d *Decoder, n *yaml.Node, p string) (MCPServerConfig, bool) {

@@ -153,6 +153,14 @@ type Options struct {
 	ReceivingMiddleware []sdk.Middleware
 	// Logger defaults to the engine context's logger at the time the server starts.
 	Logger *slog.Logger
+	// Resources and Prompts are offered besides the tools and helix://workflows
+	// (resources.go, prompts.go); completion/complete answers for both
+	// (completion.go). ToolAllowed is asked about each by name.
+	Resources []*Resource
+	Prompts   []*Prompt
+	// ResourcePollInterval is how often subscribed resources with a Stamp (files)
+	// are checked for changes; 0 means DefaultResourcePollInterval.
+	ResourcePollInterval time.Duration
 }
 
 // Info describes a declared or running server.
@@ -166,6 +174,8 @@ type Info struct {
 	Stateless bool
 	Running   bool
 	Tools     []ToolInfo
+	Resources []ResourceInfo
+	Prompts   []PromptInfo
 }
 
 // Component is the mcp-server component of one engine context. It serves

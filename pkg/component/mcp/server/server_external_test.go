@@ -174,12 +174,18 @@ func TestInspectorAgainstHelix(t *testing.T) {
 }
 
 // conformanceScenarios are the server scenarios of the official suite that Helix
-// passes: those that need no reference tool, and those whose tools
-// testdata/conformance-tools.yaml provides as YAML workflows (progress, logging).
+// passes: those that need no reference tool, those whose tools
+// testdata/conformance-tools.yaml provides as YAML workflows (progress, logging),
+// and those whose resources, prompts and completions testdata/conformance-resources.yaml
+// declares.
 var conformanceScenarios = []string{
 	"server-initialize", "ping", "logging-set-level", "tools-list", "resources-list",
 	"prompts-list", "server-sse-multiple-streams", "dns-rebinding-protection",
 	"tools-call-with-progress", "tools-call-with-logging",
+	// testdata/conformance-resources.yaml
+	"resources-read-text", "resources-read-binary", "resources-templates-read",
+	"resources-subscribe", "resources-unsubscribe", "prompts-get-simple", "prompts-get-with-args",
+	"prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete",
 }
 
 func TestConformanceSuiteAgainstHelix(t *testing.T) {
@@ -188,7 +194,7 @@ func TestConformanceSuiteAgainstHelix(t *testing.T) {
 	}
 	node := testtools.Node(t)
 	suite := testtools.NPMBin(t, "conformance")
-	port := serveExample(t, filepath.Join("testdata", "conformance-tools.yaml"))
+	port := serveExample(t, filepath.Join("testdata", "conformance-tools.yaml"), filepath.Join("testdata", "conformance-resources.yaml"))
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	for _, scenario := range conformanceScenarios {
 		t.Run(scenario, func(t *testing.T) {

@@ -53,6 +53,7 @@ type mcpServer struct {
 	mu      sync.Mutex
 	tools   []*serverTool
 	caller  *toolCaller
+	subs    *subscriptions
 	fast    *transport.FastToolCalls // nil unless Helix's transport answers tool calls itself
 	sdk     *sdk.Server
 	gate    *callGate
@@ -75,7 +76,9 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	srv := sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, &sdk.ServerOptions{
+	set := newResourceSet(s.opts.Resources)
+	subs := newSubscriptions(set, s.opts.ToolAllowed, s.opts.ResourcePollInterval, s.opts.Logger)
+	sopts := &sdk.ServerOptions{
 		Logger: sdkLogger(s.opts.Logger),
 		// Advertise every feature explicitly, including the empty prompt list: clients
 		// (and the conformance suite) probe prompts/list and logging/setLevel, and the
@@ -86,7 +89,10 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 			Resources: &sdk.ResourceCapabilities{},
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
 		},
-	})
+	}
+	s.primitiveOptions(sopts, set, subs)
+	srv := sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
+	subs.notify = func(uri string) { s.resourceUpdated(context.Background(), uri) }
 	gate := newCallGate()
 	caller := &toolCaller{caller: &tool.Caller{Server: s.opts.Name}, allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
 		gate: gate, postContext: s.posts.lookup, serverID: s.opts.ID, stats: &s.comp.calls}
@@ -94,15 +100,17 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		srv.AddTool(t.sdkTool(), caller.handler(t))
 	}
 	addWorkflowResources(srv, s.comp.hc, tools, s.opts.ToolAllowed)
+	addResources(srv, set, s.opts.ToolAllowed, s.opts.Logger)
+	addPrompts(srv, s.opts.Prompts, s.opts.ToolAllowed, s.opts.Logger)
 	srv.AddReceivingMiddleware(resolveToolAliases(tools))
 	if s.opts.ToolAllowed != nil {
-		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed))
+		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed), hidePrimitives(s.opts.ToolAllowed))
 	}
 	// Registered last, so outermost: they see requests as the client sent them, as
 	// they do on the fast path (fastcall.go).
 	srv.AddReceivingMiddleware(s.opts.ReceivingMiddleware...)
 	s.mu.Lock()
-	s.tools, s.caller = tools, caller
+	s.tools, s.caller, s.subs = tools, caller, subs
 	s.mu.Unlock()
 	return srv, gate, nil
 }
@@ -431,6 +439,12 @@ func (s *mcpServer) stop(ctx context.Context) error {
 			s.opts.Logger.Warn("mcp stdio server: input still blocked at stop", "id", s.opts.ID)
 		}
 	}
+	s.mu.Lock()
+	subs := s.subs
+	s.mu.Unlock()
+	if subs != nil {
+		subs.close()
+	}
 	s.opts.Logger.Info("mcp server stopped", "id", s.opts.ID)
 	return errors.Join(errs...)
 }
@@ -466,6 +480,12 @@ func (s *mcpServer) infoWith(tools []*serverTool) Info {
 	}
 	for _, t := range tools {
 		si.Tools = append(si.Tools, t.info)
+	}
+	if len(s.opts.Resources) > 0 {
+		si.Resources = resourceInfos(s.opts.Resources)
+	}
+	if len(s.opts.Prompts) > 0 {
+		si.Prompts = promptInfos(s.opts.Prompts)
 	}
 	return si
 }
