@@ -168,6 +168,7 @@ func (a *App) manifestServer(si mcpserver.Info) management.MCPServer {
 	for _, t := range a.ListedTools(si) {
 		ms.Tools = append(ms.Tools, t.Name)
 	}
+	ms.Resources, ms.Prompts = a.manifestPrimitives(si) // resources.go
 	return ms
 }
 

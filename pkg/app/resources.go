@@ -18,6 +18,7 @@ import (
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/management"
 	"github.com/arvenza/helix/pkg/starlang"
 	"github.com/arvenza/helix/pkg/step"
 )
@@ -646,4 +647,44 @@ func (p *primitives) selectPrimitives(opts *mcpserver.Options, isWorkflow func(s
 			opts.Prompts = append(opts.Prompts, pr)
 		}
 	}
+}
+
+// ListedPrimitives returns the resources and prompts of server si that its
+// allowed_tools/blocked_tools let clients see (by name), as ListedTools does for
+// tools. The manifest and `helix mcp list` use it.
+func (a *App) ListedPrimitives(si mcpserver.Info) ([]mcpserver.ResourceInfo, []mcpserver.PromptInfo) {
+	sec := a.securityByID[si.ID]
+	if sec == nil {
+		return si.Resources, si.Prompts
+	}
+	var rs []mcpserver.ResourceInfo
+	for _, r := range si.Resources {
+		if sec.listed(r.Name) {
+			rs = append(rs, r)
+		}
+	}
+	var ps []mcpserver.PromptInfo
+	for _, p := range si.Prompts {
+		if sec.listed(p.Name) {
+			ps = append(ps, p)
+		}
+	}
+	return rs, ps
+}
+
+func (a *App) manifestPrimitives(si mcpserver.Info) ([]management.Resource, []management.Prompt) {
+	rs, ps := a.ListedPrimitives(si)
+	var outR []management.Resource
+	for _, r := range rs {
+		outR = append(outR, management.Resource{URI: r.URI, URITemplate: r.URITemplate, Name: r.Name, MIMEType: r.MIMEType})
+	}
+	var outP []management.Prompt
+	for _, p := range ps {
+		mp := management.Prompt{Name: p.Name}
+		for _, arg := range p.Arguments {
+			mp.Arguments = append(mp.Arguments, management.PromptArgument{Name: arg.Name, Required: arg.Required})
+		}
+		outP = append(outP, mp)
+	}
+	return outR, outP
 }

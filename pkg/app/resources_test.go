@@ -319,6 +319,23 @@ func TestPrimitivesPerServer(t *testing.T) {
 	if !strings.Contains(string(raw), "app://orders/{id}") {
 		t.Fatalf("server info lacks the template: %s", raw)
 	}
+	// The manifest lists what each server offers, after blocked_tools.
+	for _, ms := range a.Manifest().MCPServers {
+		var rs []string
+		for _, r := range ms.Resources {
+			rs = append(rs, r.Name)
+		}
+		var ps []string
+		for _, p := range ms.Prompts {
+			ps = append(ps, p.Name)
+		}
+		got := strings.Join(rs, ",") + " / " + strings.Join(ps, ",")
+		want := map[string]string{"all": "greeting,logo,notes,order / greet,from-workflow", "some": "greeting,order / ",
+			"blocked": "logo,order / greet,from-workflow"}[ms.ID]
+		if got != want {
+			t.Errorf("manifest of %s: %s, want %s", ms.ID, got, want)
+		}
+	}
 }
 
 func TestPrimitivesValidation(t *testing.T) {

@@ -80,6 +80,32 @@ type MCPServer struct {
 	Endpoints []string `json:"endpoints"`
 	// Tools are the MCP tool names the server lists (after filtering).
 	Tools []string `json:"tools"`
+	// Resources are the resources and resource templates the server lists
+	// (`resources:` entries it exposes, after filtering; helix://workflows is not
+	// repeated here), and Prompts its prompts.
+	Resources []Resource `json:"resources"`
+	Prompts   []Prompt   `json:"prompts"`
+}
+
+// Resource is one resource (URI) or resource template (URITemplate) of an MCP
+// server.
+type Resource struct {
+	URI         string `json:"uri,omitempty"`
+	URITemplate string `json:"uri_template,omitempty"`
+	Name        string `json:"name"`
+	MIMEType    string `json:"mime_type,omitempty"`
+}
+
+// Prompt is one prompt of an MCP server, with the names of its arguments.
+type Prompt struct {
+	Name      string           `json:"name"`
+	Arguments []PromptArgument `json:"arguments"`
+}
+
+// PromptArgument is one argument of a prompt.
+type PromptArgument struct {
+	Name     string `json:"name"`
+	Required bool   `json:"required,omitempty"`
 }
 
 // HTTPRoute is a workflow triggered over HTTP (http-server:// consumers).
@@ -106,6 +132,11 @@ func (m Manifest) normalized() Manifest {
 	for i := range m.MCPServers {
 		m.MCPServers[i].Endpoints = nonNil(m.MCPServers[i].Endpoints)
 		m.MCPServers[i].Tools = nonNil(m.MCPServers[i].Tools)
+		m.MCPServers[i].Resources = nonNil(m.MCPServers[i].Resources)
+		m.MCPServers[i].Prompts = nonNil(m.MCPServers[i].Prompts)
+		for j := range m.MCPServers[i].Prompts {
+			m.MCPServers[i].Prompts[j].Arguments = nonNil(m.MCPServers[i].Prompts[j].Arguments)
+		}
 	}
 	m.HTTPRoutes = nonNil(m.HTTPRoutes)
 	return m
