@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -59,5 +60,46 @@ func TestRunPgvector(t *testing.T) {
 	must(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE starts_with(tablename, $1)`, prefix).Scan(&left))
 	if left != 0 {
 		t.Errorf("%d benchmark tables left behind", left)
+	}
+}
+
+// A YAML pipeline with an onnx rag-embed step and a pgvector store: the
+// pipeline's own embedder is timed, and the configured table is never touched
+// (the benchmark uses a fresh one and drops it).
+func TestRunPipelineWithEmbedder(t *testing.T) {
+	lib := testtools.ONNXRuntimeLib(t)
+	url := testtools.PostgresURL(t)
+	dir := t.TempDir()
+	ds, err := LoadDataset(writeTinyBEIR(t), "test")
+	must(t, err)
+	model, err := writeRandomModel(ds, dir)
+	must(t, err)
+	yaml := filepath.Join(dir, "helix.yaml")
+	must(t, os.WriteFile(yaml, []byte(fmt.Sprintf(`
+pipelines:
+  - id: kb
+    steps:
+      - rag-embed: {provider: onnx, model_path: %q, library_path: %q}
+      - rag-store: {store: pgvector, dsn: %q, table: users_table}
+      - rag-retrieve: {strategy: hybrid}
+`, model, lib, url)), 0o644))
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"--data", writeTinyBEIR(t), "--config", yaml, "--pipeline", "kb"}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	must(t, json.Unmarshal(stdout.Bytes(), &res))
+	if res.Setup.Store != "pgvector" || res.Setup.Strategy != "hybrid" || res.Ingest.EmbedSeconds <= 0 || res.Quality.Recall100 != 1 {
+		t.Errorf("result = %+v", res)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	must(t, err)
+	defer conn.Close(ctx)
+	var n int
+	must(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE starts_with(tablename, 'users_table') OR starts_with(tablename, $1)`,
+		fmt.Sprintf("helix_bench_rag_%d_", os.Getpid())).Scan(&n))
+	if n != 0 {
+		t.Errorf("%d tables left (the configured table must not be created, the benchmark's must be dropped)", n)
 	}
 }
