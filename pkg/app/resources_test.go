@@ -309,6 +309,9 @@ func TestPrimitivesPerServer(t *testing.T) {
 	if _, err := blocked.ReadResource(ctx, &sdk.ReadResourceParams{URI: "app://greeting"}); err == nil {
 		t.Fatal("server blocked read a blocked resource")
 	}
+	if err := blocked.Subscribe(ctx, &sdk.SubscribeParams{URI: "app://greeting"}); err == nil {
+		t.Fatal("server blocked accepted a subscription to a blocked resource")
+	}
 	info := a.MCPServers().Servers()
 	for _, s := range info {
 		if s.ID == "all" && (len(s.Resources) != 4 || len(s.Prompts) != 2) {

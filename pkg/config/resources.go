@@ -232,8 +232,15 @@ func CheckResourceURI(u string) error {
 	if i <= 0 || !uriScheme.MatchString(u[:i]) || strings.ContainsAny(u, " \t\n") {
 		return fmt.Errorf("resource uri %q is not an absolute URI", u)
 	}
+	if _, err := url.Parse(u); err != nil {
+		return fmt.Errorf("resource uri %q is not a valid URI: %v", u, err)
+	}
 	return nil
 }
+
+// templateForbidden are the characters RFC 6570 does not allow in a template's
+// literals (besides controls); the go-sdk refuses templates that contain them.
+const templateForbidden = " \"'<>\\^`|"
 
 var (
 	uriScheme   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
@@ -269,6 +276,9 @@ func ParseURITemplate(t string) (*URITemplate, error) {
 	for rest != "" {
 		i := strings.IndexAny(rest, "{}")
 		if i < 0 {
+			if bad := strings.IndexAny(rest, templateForbidden); bad >= 0 {
+				return nil, fmt.Errorf("uri_template %q: %q is not allowed in a URI template (percent-encode it)", t, rest[bad])
+			}
 			ut.parts = append(ut.parts, templatePart{literal: rest})
 			re.WriteString(regexp.QuoteMeta(rest))
 			break
@@ -277,6 +287,9 @@ func ParseURITemplate(t string) (*URITemplate, error) {
 			return nil, fmt.Errorf("uri_template %q has a } without {", t)
 		}
 		if i > 0 {
+			if bad := strings.IndexAny(rest[:i], templateForbidden); bad >= 0 {
+				return nil, fmt.Errorf("uri_template %q: %q is not allowed in a URI template (percent-encode it)", t, rest[bad])
+			}
 			ut.parts = append(ut.parts, templatePart{literal: rest[:i]})
 			re.WriteString(regexp.QuoteMeta(rest[:i]))
 		}
@@ -300,6 +313,14 @@ func ParseURITemplate(t string) (*URITemplate, error) {
 			re.WriteString("(.+?)")
 		} else {
 			re.WriteString("([^/?#]+)")
+		}
+	}
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c < 0x20 || c == 0x7f:
+			return nil, fmt.Errorf("uri_template %q contains a control character", t)
+		case c == '%' && (i+2 >= len(t) || !isHex(t[i+1]) || !isHex(t[i+2])):
+			return nil, fmt.Errorf("uri_template %q: %% must start a percent-encoded byte (%%2F)", t)
 		}
 	}
 	if len(seen) == 0 {
@@ -352,4 +373,8 @@ func (t *URITemplate) Match(u string) (map[string]string, bool) {
 		vars[p.name] = val
 	}
 	return vars, true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
