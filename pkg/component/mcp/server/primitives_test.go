@@ -84,7 +84,9 @@ func TestPrimitivesInMemory(t *testing.T) {
 		Complete: StaticCompletions(map[string][]string{"id": {"10", "11", "20"}}),
 	}
 	hidden := &Resource{URI: "app://secret", Name: "secret",
-		Read: func(context.Context, string, map[string]string) (*ResourceContent, error) { return &ResourceContent{Text: "s"}, nil }}
+		Read: func(context.Context, string, map[string]string) (*ResourceContent, error) {
+			return &ResourceContent{Text: "s"}, nil
+		}}
 	prompt := &Prompt{Name: "p", Description: "d", Arguments: []PromptArgument{{Name: "a", Required: true}, {Name: "b", Required: true}},
 		Get: func(_ context.Context, args map[string]string) ([]*sdk.PromptMessage, error) {
 			return []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: args["a"] + args["b"]}}}, nil
