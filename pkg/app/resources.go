@@ -79,6 +79,7 @@ func (a *App) buildPrimitives() *primitives {
 			p.resourceByKey[k] = append(p.resourceByKey[k], r)
 		}
 	}
+	a.forgetNoTriggerWarnings()
 	seenPrompt := map[string]config.Pos{}
 	for i := range a.cfg.Prompts {
 		pc := &a.cfg.Prompts[i]
@@ -94,6 +95,40 @@ func (a *App) buildPrimitives() *primitives {
 		}
 	}
 	return p
+}
+
+// forgetNoTriggerWarnings drops the load warning "workflow X has no trigger: …
+// never runs" of the workflows that resources and prompts run: they run without
+// a trigger (a trigger would also make them MCP tools).
+func (a *App) forgetNoTriggerWarnings() {
+	used := map[string]bool{}
+	for _, r := range a.cfg.Resources {
+		used[r.Workflow], used[r.CompletionWorkflow] = true, true
+	}
+	for _, p := range a.cfg.Prompts {
+		used[p.Workflow], used[p.CompletionWorkflow] = true, true
+	}
+	kept := a.cfg.Warnings[:0]
+	for _, w := range a.cfg.Warnings {
+		if id, ok := noTriggerWorkflow(w.Msg); ok && used[id] {
+			continue
+		}
+		kept = append(kept, w)
+	}
+	a.cfg.Warnings = kept
+}
+
+// noTriggerWorkflow returns X of the warning `workflow "X" has no trigger: …`.
+func noTriggerWorkflow(msg string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, "workflow ")
+	if !ok {
+		return "", false
+	}
+	var id string
+	if _, err := fmt.Sscanf(rest, "%q", &id); err != nil {
+		return "", false
+	}
+	return id, strings.HasPrefix(rest[len(fmt.Sprintf("%q", id)):], " has no trigger:")
 }
 
 // checkWorkflow reports an id that names no workflow, tool, agent or pipeline.

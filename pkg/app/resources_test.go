@@ -75,8 +75,7 @@ workflows:
       - transform:
           starlang: |
             [t for t in ["friendly", "formal", "funny"] if t.startswith(payload["value"])]
-  - id: prompt-messages
-    trigger: direct://prompt-messages
+  - id: prompt-messages   # no trigger: only the prompt runs it
     steps:
       - transform:
           starlang: |
@@ -114,9 +113,18 @@ func buildPrimitives(t *testing.T) (*app.App, string) {
 	if err := os.WriteFile(notes, []byte("# Notes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, err := buildYAML(t, strings.Replace(primitivesYAML, "NOTES_FILE", notes, 1))
+	cfg, err := config.LoadBytes("helix.yaml", []byte(strings.Replace(primitivesYAML, "NOTES_FILE", notes, 1)))
 	if err != nil {
 		t.Fatal(err)
+	}
+	a, err := app.Build(cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range cfg.Warnings {
+		if strings.Contains(w.Msg, "prompt-messages") {
+			t.Errorf("warning about the prompt's workflow: %v", w)
+		}
 	}
 	return startBuilt(t, a), notes
 }
