@@ -46,6 +46,7 @@ Markers: [tool  ] tools: entries (with output schema), [agent ] agents,
 			}
 			for i := range servers {
 				servers[i].Tools = a.ListedTools(servers[i])
+				servers[i].Resources, servers[i].Prompts = a.ListedPrimitives(servers[i])
 			}
 			return printMCPList(cmd.OutOrStdout(), strings.Join(files, ", "), servers, a.Context())
 		},
@@ -98,6 +99,7 @@ func printMCPList(w io.Writer, source string, servers []mcpserver.Info, hc *engi
 				tools = "(none)"
 			}
 			fmt.Fprintf(&b, "%-20s %-10s %-25s %s\n", s.Name, s.Transport, addr, tools)
+			printPrimitives(&b, s)
 		}
 	}
 	// Describe every exposable workflow as a server exposing everything would.
@@ -269,4 +271,23 @@ func writeSchema(b *strings.Builder, label string, schema any) {
 		data = []byte(err.Error())
 	}
 	fmt.Fprintf(b, "    %s: %s\n", label, data)
+}
+
+// printPrimitives adds the resources and prompts of a server (resources:,
+// prompts:) under its line, when it has any.
+func printPrimitives(b *strings.Builder, s mcpserver.Info) {
+	if len(s.Resources) > 0 {
+		names := make([]string, len(s.Resources))
+		for i, r := range s.Resources {
+			names[i] = r.URI + r.URITemplate
+		}
+		fmt.Fprintf(b, "%-20s resources: %s\n", "", strings.Join(names, ", "))
+	}
+	if len(s.Prompts) > 0 {
+		names := make([]string, len(s.Prompts))
+		for i, p := range s.Prompts {
+			names[i] = p.Name
+		}
+		fmt.Fprintf(b, "%-20s prompts:   %s\n", "", strings.Join(names, ", "))
+	}
 }
