@@ -41,8 +41,10 @@ var fixed = starlark.StringDict{
 	"progress": starlark.NewBuiltin("progress", builtinProgress),
 	"log":      starlark.NewBuiltin("log", builtinLog),
 	"json":     jsonModule,
-	"time":     startime.Module,
-	"math":     starmath.Module,
+	// content builds tool answers beyond text and JSON (content.go).
+	"content": contentModule,
+	"time":    startime.Module,
+	"math":    starmath.Module,
 }
 
 // dataNames are the predeclared names whose values come from the exchange.

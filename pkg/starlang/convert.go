@@ -15,6 +15,8 @@ import (
 	startime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
+
+	"github.com/arvenza/helix/pkg/tool"
 )
 
 // maxDepth bounds the nesting of converted values. Go values and Starlark lists can
@@ -37,6 +39,7 @@ const maxDepth = DefaultMaxNesting
 //   - []any, []string, []map[string]any and any other slice or array → list (a nil
 //     slice becomes an empty list)
 //   - time.Time → time.time, time.Duration → time.duration (go.starlark.net/lib/time)
+//   - tool.Content → content, tool.Result → result (the values of the content module)
 //   - starlark.Value → itself
 //   - structs and types implementing json.Marshaler → their JSON encoding, decoded
 //
@@ -79,6 +82,10 @@ func toStarlark(v any, depth int) (starlark.Value, error) {
 		return startime.Time(t), nil
 	case time.Duration:
 		return startime.Duration(t), nil
+	case tool.Content:
+		return NewContent(t), nil
+	case tool.Result:
+		return &ToolResult{r: t}, nil
 	case map[string]any:
 		d := starlark.NewDict(len(t))
 		for _, k := range sortedKeys(t) {
@@ -270,6 +277,7 @@ func sortedKeys(m map[string]any) []string {
 //   - dict → map[string]any; keys must be strings, ints, floats or bools, and
 //     non-string keys are written as their Starlark text (1 → "1")
 //   - time.time → time.Time, time.duration → time.Duration
+//   - content → tool.Content, result → tool.Result (the content module's values)
 //
 // Functions, modules and other values with no data representation are errors.
 // FromStarlark does not modify v and is safe for concurrent use on frozen values.
@@ -321,8 +329,12 @@ func fromStarlark(v starlark.Value, depth int) (any, error) {
 		return time.Time(t), nil
 	case startime.Duration:
 		return time.Duration(t), nil
+	case *Content:
+		return t.c, nil
+	case *ToolResult:
+		return t.r, nil
 	}
-	return nil, fmt.Errorf("cannot convert %s to a Go value (only None, bool, int, float, string, bytes, list, tuple, set, dict, time and duration convert)", v.Type())
+	return nil, fmt.Errorf("cannot convert %s to a Go value (only None, bool, int, float, string, bytes, list, tuple, set, dict, time, duration, content and result convert)", v.Type())
 }
 
 func iterableFromStarlark(it starlark.Iterable, n, depth int) (any, error) {

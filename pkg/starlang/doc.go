@@ -41,6 +41,12 @@
 //	                level is debug, info, notice, warning (warn), error, critical, alert
 //	                or emergency. Both do nothing when nobody listens.
 //	json, time, math the go.starlark.net/lib modules
+//	content         tool answers beyond text and JSON: content.text(s),
+//	                content.image(data, mime_type), content.audio(data, mime_type),
+//	                content.resource(uri, text=…|blob=…, mime_type=None),
+//	                content.resource_link(uri, name, description=None, mime_type=None),
+//	                content.result(content=None, structured=None, is_error=False);
+//	                data and blob are bytes or a str holding base64 (content.go)
 //
 // plus every standard Starlark builtin (str, int, float, len, enumerate, sorted …).
 // Any other name the script reads without having assigned it (see

@@ -258,6 +258,8 @@ func (w *textBound) walk(v starlark.Value, depth int) {
 				return
 			}
 		}
+	case interface{ textSize() int64 }: // content values (content.go)
+		w.n += t.textSize()
 	default:
 		w.n += 32
 	}

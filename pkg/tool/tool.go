@@ -94,6 +94,8 @@ const (
 	ContentImage    ContentType = "image"
 	ContentAudio    ContentType = "audio"
 	ContentResource ContentType = "resource"
+	// ContentResourceLink points at a resource by URI without embedding it.
+	ContentResourceLink ContentType = "resource_link"
 )
 
 // Content is one part of a Result.
@@ -101,12 +103,16 @@ type Content struct {
 	Type ContentType
 	// Text is the text of a text part, or the contents of a text resource.
 	Text string
-	// Data is the bytes of an image or audio part, or of a binary resource.
+	// Data is the bytes of an image or audio part, or of a binary resource (a
+	// resource part with Data non-nil is a blob, else text).
 	Data []byte
-	// MIMEType of an image, audio or resource part.
+	// MIMEType of an image, audio, resource or resource link part.
 	MIMEType string
-	// URI names a resource part.
+	// URI names a resource or resource link part.
 	URI string
+	// Name and Description of a resource link part.
+	Name        string
+	Description string
 }
 
 // Text returns a text content part.

@@ -57,7 +57,9 @@ func FromWorkflows(hc *engine.Context) *Catalogue {
 // ValidateInput. Invoking it runs an InOut exchange whose body is the arguments
 // through wf's whole pipeline (interceptors and error handler included) with
 // hc.Run, headers HelixMcpToolName, HelixMcpRouteID and HelixMcpServerName set; the
-// reply body is the result (Structured when wf has an output schema, else its text).
+// reply body is the result: Structured when wf has an output schema (unless the
+// reply is a Result), else [ReplyResult] of it (text, content parts, bytes with an
+// image, audio or other binary Content-Type).
 // The run ends when ctx ends or when the engine abandons draining at Stop.
 //
 // Workflows without a trigger cannot be called, and a workflow whose trigger is an
@@ -99,10 +101,15 @@ func FromWorkflow(hc *engine.Context, wf *engine.Workflow) (*Tool, error) {
 		if err := hc.Run(runCtx, id, ex); err != nil {
 			return Result{}, err
 		}
+		reply := ex.In()
 		if structured {
-			return Result{Structured: ex.In().Body()}, nil
+			if r, ok := reply.Body().(Result); ok {
+				return r, checkParts(r.Content)
+			}
+			return Result{Structured: reply.Body()}, nil
 		}
-		return TextResult(exchange.Stringify(ex.In().Body())), nil
+		return ReplyResult(reply.Body(), exchange.Stringify(reply.Header(exchange.HeaderContentType)),
+			exchange.Stringify(reply.Header(HeaderResourceURI)))
 	}
 	return t, nil
 }

@@ -186,6 +186,9 @@ var conformanceScenarios = []string{
 	"resources-read-text", "resources-read-binary", "resources-templates-read",
 	"resources-subscribe", "resources-unsubscribe", "prompts-get-simple", "prompts-get-with-args",
 	"prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete",
+	// testdata/conformance-content.yaml
+	"tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
+	"tools-call-mixed-content", "tools-call-error",
 }
 
 func TestConformanceSuiteAgainstHelix(t *testing.T) {
@@ -194,7 +197,8 @@ func TestConformanceSuiteAgainstHelix(t *testing.T) {
 	}
 	node := testtools.Node(t)
 	suite := testtools.NPMBin(t, "conformance")
-	port := serveExample(t, filepath.Join("testdata", "conformance-tools.yaml"), filepath.Join("testdata", "conformance-resources.yaml"))
+	port := serveExample(t, filepath.Join("testdata", "conformance-tools.yaml"), filepath.Join("testdata", "conformance-resources.yaml"),
+		filepath.Join("testdata", "conformance-content.yaml"))
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	for _, scenario := range conformanceScenarios {
 		t.Run(scenario, func(t *testing.T) {

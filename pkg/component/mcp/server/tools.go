@@ -277,7 +277,13 @@ func sdkResult(res tool.Result) *sdk.CallToolResult {
 		case tool.ContentAudio:
 			out.Content[i] = &sdk.AudioContent{Data: c.Data, MIMEType: c.MIMEType}
 		case tool.ContentResource:
-			out.Content[i] = &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: c.URI, MIMEType: c.MIMEType, Text: c.Text, Blob: c.Data}}
+			rc := &sdk.ResourceContents{URI: c.URI, MIMEType: c.MIMEType, Text: c.Text}
+			if c.IsBlob() {
+				rc.Text, rc.Blob = "", c.Data
+			}
+			out.Content[i] = &sdk.EmbeddedResource{Resource: rc}
+		case tool.ContentResourceLink:
+			out.Content[i] = &sdk.ResourceLink{URI: c.URI, Name: c.Name, Description: c.Description, MIMEType: c.MIMEType}
 		default:
 			out.Content[i] = &sdk.TextContent{Text: c.Text}
 		}
