@@ -104,12 +104,19 @@ func FromWorkflow(hc *engine.Context, wf *engine.Workflow) (*Tool, error) {
 		reply := ex.In()
 		if structured {
 			if r, ok := reply.Body().(Result); ok {
-				return r, checkParts(r.Content)
+				if err := checkParts(r.Content); err != nil {
+					return Result{}, fmt.Errorf("the tool's reply is not valid content: %w", err)
+				}
+				return r, nil
 			}
 			return Result{Structured: reply.Body()}, nil
 		}
-		return ReplyResult(reply.Body(), exchange.Stringify(reply.Header(exchange.HeaderContentType)),
+		res, err := ReplyResult(reply.Body(), exchange.Stringify(reply.Header(exchange.HeaderContentType)),
 			exchange.Stringify(reply.Header(HeaderResourceURI)))
+		if err != nil {
+			return Result{}, fmt.Errorf("the tool's reply is not valid content: %w", err)
+		}
+		return res, nil
 	}
 	return t, nil
 }
