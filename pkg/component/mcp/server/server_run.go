@@ -102,7 +102,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	addWorkflowResources(srv, s.comp.hc, tools, s.opts.ToolAllowed)
 	addResources(srv, set, s.opts.ToolAllowed, s.opts.Logger)
 	addPrompts(srv, s.opts.Prompts, s.opts.ToolAllowed, s.opts.Logger)
-	srv.AddReceivingMiddleware(resolveToolAliases(tools))
+	srv.AddReceivingMiddleware(resolveToolAliases(tools), askClient(s.opts.Stateless))
 	if s.opts.ToolAllowed != nil {
 		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed), hidePrimitives(s.opts.ToolAllowed))
 	}
@@ -258,6 +258,7 @@ func (s *mcpServer) httpHandler() http.Handler {
 			if s.opts.FastToolCallsOn() {
 				s.mu.Lock()
 				topts.Fast = transport.NewFastToolCalls(newFastCaller(s.caller, s.tools).call, s.opts.ReceivingMiddleware)
+				topts.Fast.Exclude(askingTools(s.comp.hc, s.tools)...) // client_requests.go
 				s.fast = topts.Fast
 				s.mu.Unlock()
 			}

@@ -50,6 +50,25 @@ type FastToolCalls struct {
 	// runs around every request; the fast path runs it around its calls.
 	middleware []sdk.Middleware
 	served     atomic.Uint64 // calls answered here; tests use it to prove the path was taken
+	// excluded are tools whose calls may send requests to the client (elicitation,
+	// sampling): the fast path answers with the result only, so they take the SDK
+	// path. Set by Exclude before serving, read-only afterwards.
+	excluded map[string]bool
+}
+
+// Exclude sends every call of the named tools through the go-sdk session: those
+// whose workflows ask the client something while they run. Call it before the
+// handler serves.
+func (f *FastToolCalls) Exclude(names ...string) {
+	if len(names) == 0 {
+		return
+	}
+	if f.excluded == nil {
+		f.excluded = make(map[string]bool, len(names))
+	}
+	for _, n := range names {
+		f.excluded[n] = true
+	}
 }
 
 // NewFastToolCalls returns the fast path of a server whose tools call runs, with
@@ -105,7 +124,7 @@ func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string
 			return nil
 		}
 	}
-	if _, ok := fields["name"]; !ok {
+	if _, ok := fields["name"]; !ok || f.excluded[fc.name] {
 		return nil
 	}
 	return fc
