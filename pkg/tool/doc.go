@@ -3,7 +3,9 @@
 //
 // A [Tool] is a name, title, description, input and output schema, annotations and
 // an invoke function (context, arguments) → [Result] with content parts (text,
-// image, audio, resource) and a structured value. Workflows with a trigger and
+// image, audio, embedded resource, resource link) and a structured value. A
+// workflow's reply becomes a Result by [ReplyResult]: text and JSON as text, bytes
+// by their Content-Type, content values (Starlang's content module) as themselves. Workflows with a trigger and
 // `tools:` entries register into a [Catalogue] ([Catalogue.AddWorkflows]; pkg/app
 // builds the application's catalogue), agents and pipelines will too. An MCP server
 // serves a [Set] selected from it ([Catalogue.Select]): names unique, ids usable as
@@ -16,7 +18,8 @@
 // messages safe to show a caller (exchange.ClientMessage) and the full error kept
 // for the log. Tool names follow one rule ([SanitizeName], [CheckName]).
 //
-// The package knows nothing of MCP's wire protocol; the MCP server
+// The package knows nothing of MCP's wire protocol (only the JSON form of Content
+// and Result borrows MCP's shape, the common one for content parts); the MCP server
 // (pkg/component/mcp/server) maps Results to MCP's, and keeps what is MCP's own:
 // refusing tools a caller may not see, the shutdown refusal, statistics.
 package tool
