@@ -189,6 +189,8 @@ var conformanceScenarios = []string{
 	// testdata/conformance-content.yaml
 	"tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
 	"tools-call-mixed-content", "tools-call-error",
+	// testdata/conformance-client-requests.yaml
+	"tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults", "elicitation-sep1330-enums",
 }
 
 func TestConformanceSuiteAgainstHelix(t *testing.T) {
@@ -198,7 +200,7 @@ func TestConformanceSuiteAgainstHelix(t *testing.T) {
 	node := testtools.Node(t)
 	suite := testtools.NPMBin(t, "conformance")
 	port := serveExample(t, filepath.Join("testdata", "conformance-tools.yaml"), filepath.Join("testdata", "conformance-resources.yaml"),
-		filepath.Join("testdata", "conformance-content.yaml"))
+		filepath.Join("testdata", "conformance-content.yaml"), filepath.Join("testdata", "conformance-client-requests.yaml"))
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	for _, scenario := range conformanceScenarios {
 		t.Run(scenario, func(t *testing.T) {
