@@ -1,0 +1,330 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/arvenza/helix/pkg/ask"
+	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
+	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/step"
+)
+
+// The elicit and sample steps through real go-sdk clients: each workflow is built
+// from YAML by the step builders, served by the mcp-server component, and called by
+// a client whose elicitation and sampling handlers play the user and the model.
+
+const askTimeout = 30 * time.Second
+
+// askWorkflow builds a workflow from a YAML step list, as helix.yaml would.
+func askWorkflow(t *testing.T, hc *engine.Context, id, steps string) *engine.Workflow {
+	t.Helper()
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(steps), &doc); err != nil {
+		t.Fatal(err)
+	}
+	d := config.NewDecoder("test.yaml")
+	list := d.Steps(doc.Content[0], "steps")
+	bc := step.NewBuildContext(hc)
+	bc.Workflow, bc.Trigger = id, "direct://"+id
+	ps := step.BuildSteps(bc, list)
+	if err := errors.Join(d.Err(), bc.Errors().Err()); err != nil {
+		t.Fatalf("building %s: %v", id, err)
+	}
+	return &engine.Workflow{ID: id, FromURI: "direct://" + id, Processors: ps}
+}
+
+// askServers starts one engine context with the asking workflows on every server
+// kind: Helix's Streamable HTTP (fast path on: the asking tools must leave it), the
+// go-sdk's, SSE, and a stateless one.
+func askServers(t *testing.T) *mcpserver.Component {
+	t.Helper()
+	hc := engine.NewContext("ask")
+	hc.SetLogger(slog.New(slog.DiscardHandler))
+	wfs := []*engine.Workflow{
+		askWorkflow(t, hc, "signup", `
+- elicit:
+    message: "Sign up ${body.who}"
+    timeout: 20s
+    schema:
+      properties:
+        username: {type: string, description: "Your name", minLength: 2}
+        age: {type: integer, minimum: 0, default: 30}
+        plan:
+          type: string
+          oneOf: [{const: free, title: Free}, {const: pro, title: Pro}]
+        tags: {type: array, items: {type: string, enum: [a, b]}}
+      required: [username]
+- transform:
+    starlang: |
+      "%s %s" % (header("HelixElicitAction"), json.encode(payload))
+`),
+		askWorkflow(t, hc, "confirm", `
+- elicit: {message: "Go on?", on_decline: continue, into: answer}
+- transform:
+    starlang: |
+      "%s %s" % (header("HelixElicitAction"), json.encode(payload))
+`),
+		askWorkflow(t, hc, "impatient", `
+- elicit: {message: "Quick!", timeout: 50ms}
+`),
+		askWorkflow(t, hc, "summarize", `
+- sample:
+    system_prompt: "You summarize."
+    max_tokens: 50
+    temperature: 0.5
+    stop_sequences: ["END"]
+    include_context: thisServer
+    model_preferences: {hints: [sonnet], speed_priority: 0.8}
+- transform:
+    starlang: |
+      "%s (%s, %s)" % (payload, header("HelixSampleModel"), header("HelixSampleStopReason"))
+`),
+		{ID: "plain", FromURI: "direct://plain", Processors: []engine.Processor{engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
+			ex.In().SetBody("plain")
+			return nil
+		})}},
+	}
+	for _, wf := range wfs {
+		if err := hc.AddWorkflow(wf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	comp := mcpserver.New(hc)
+	hc.AddComponent("mcp-server", comp)
+	for _, o := range []mcpserver.Options{
+		{ID: "helix", Addr: "127.0.0.1:0"},
+		{ID: "sdk", Addr: "127.0.0.1:0", HTTPTransport: mcpserver.HTTPTransportSDK},
+		{ID: "sse", Transport: "sse", Addr: "127.0.0.1:0"},
+		{ID: "stateless", Addr: "127.0.0.1:0", Stateless: true},
+	} {
+		if err := comp.AddServer(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+	defer cancel()
+	if err := hc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+		defer cancel()
+		if err := hc.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return comp
+}
+
+func askTransport(t *testing.T, comp *mcpserver.Component, id string) sdk.Transport {
+	t.Helper()
+	a := comp.Addr(id)
+	if a == nil {
+		t.Fatalf("server %s has no address", id)
+	}
+	if id == "sse" {
+		return &sdk.SSEClientTransport{Endpoint: "http://" + a.String() + "/sse"}
+	}
+	return &sdk.StreamableClientTransport{Endpoint: "http://" + a.String() + "/mcp", MaxRetries: -1}
+}
+
+// askClient connects a client with opts (its handlers declare its capabilities).
+func askClient(t *testing.T, comp *mcpserver.Component, id string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "ask-test", Version: "1.0.0"}, opts).Connect(ctx, askTransport(t, comp, id), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// callText calls tool and returns its text and whether it is an error result.
+func callText(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", tool, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+func TestElicitThroughEveryTransport(t *testing.T) {
+	comp := askServers(t)
+	for _, id := range []string{"helix", "sdk"} {
+		t.Run(id, func(t *testing.T) {
+			var mu sync.Mutex
+			var got *sdk.ElicitParams
+			cs := askClient(t, comp, id, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				mu.Lock()
+				got = req.Params
+				mu.Unlock()
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"username": "ada", "plan": "pro", "tags": []any{"a"}}}, nil
+			}})
+			text, isErr := callText(t, cs, "signup", map[string]any{"who": "Ada"})
+			// age is the schema's default, applied to the answer.
+			if want := `accept {"age":30,"plan":"pro","tags":["a"],"username":"ada"}`; isErr || text != want {
+				t.Fatalf("result %q (error %v), want %q", text, isErr, want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got == nil || got.Message != "Sign up Ada" {
+				t.Fatalf("elicitation params %+v: want the message with its placeholder resolved", got)
+			}
+			props := got.RequestedSchema.(map[string]any)["properties"].(map[string]any)
+			plan := props["plan"].(map[string]any)
+			if one, _ := plan["oneOf"].([]any); len(one) != 2 {
+				t.Errorf("titled enum not sent as oneOf: %v", plan)
+			}
+			if age := props["age"].(map[string]any); age["default"] != float64(30) {
+				t.Errorf("default not sent: %v", age)
+			}
+		})
+	}
+}
+
+func TestElicitDeclineCancelAndInvalidAnswers(t *testing.T) {
+	comp := askServers(t)
+	answer := make(chan *sdk.ElicitResult, 1)
+	cs := askClient(t, comp, "helix", &sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		return <-answer, nil
+	}})
+	cases := []struct {
+		tool    string
+		answer  *sdk.ElicitResult
+		want    string
+		wantErr bool
+	}{
+		{"signup", &sdk.ElicitResult{Action: "decline"}, "the user declined the request", true},
+		{"signup", &sdk.ElicitResult{Action: "cancel"}, "the user cancelled the request", true},
+		{"signup", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"username": 7}}, "does not match", true},
+		{"signup", &sdk.ElicitResult{Action: "accept", Content: map[string]any{"age": 3}}, "does not match", true},
+		// on_decline: continue keeps the body; into: leaves the body alone on accept too.
+		{"confirm", &sdk.ElicitResult{Action: "decline"}, "decline {}", false},
+		{"confirm", &sdk.ElicitResult{Action: "cancel"}, "cancel {}", false},
+		{"confirm", &sdk.ElicitResult{Action: "accept"}, "accept {}", false},
+	}
+	for _, c := range cases {
+		answer <- c.answer
+		text, isErr := callText(t, cs, c.tool, map[string]any{})
+		if isErr != c.wantErr || !strings.Contains(text, c.want) {
+			t.Errorf("%s answered %+v: result %q (error %v), want %q (error %v)", c.tool, c.answer, text, isErr, c.want, c.wantErr)
+		}
+	}
+}
+
+func TestAskingWithoutTheCapabilityOrSession(t *testing.T) {
+	comp := askServers(t)
+	bare := askClient(t, comp, "helix", nil)
+	for tool, want := range map[string]string{
+		"signup":    "the MCP client does not support elicitation",
+		"summarize": "the MCP client does not support sampling",
+	} {
+		text, isErr := callText(t, bare, tool, map[string]any{})
+		if !isErr || !strings.Contains(text, want) {
+			t.Errorf("%s from a client without the capability: %q (error %v), want %q", tool, text, isErr, want)
+		}
+	}
+	// The plain tool still works for that client.
+	if text, isErr := callText(t, bare, "plain", nil); isErr || text != "plain" {
+		t.Errorf("plain: %q (error %v)", text, isErr)
+	}
+
+	stateless := askClient(t, comp, "stateless", &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			t.Error("a stateless server sent elicitation/create")
+			return &sdk.ElicitResult{Action: "cancel"}, nil
+		}})
+	text, isErr := callText(t, stateless, "signup", map[string]any{})
+	if !isErr || !strings.Contains(text, "stateless MCP server cannot send requests to the client") {
+		t.Errorf("stateless: %q (error %v)", text, isErr)
+	}
+}
+
+func TestElicitWithoutAnMCPClient(t *testing.T) {
+	hc := engine.NewContext("no-client")
+	wf := askWorkflow(t, hc, "ask", `- elicit: "Anyone?"`)
+	if err := hc.AddWorkflow(wf); err != nil {
+		t.Fatal(err)
+	}
+	err := hc.Run(context.Background(), "ask", exchange.New(exchange.InOut))
+	if !errors.Is(err, ask.ErrNoClient) {
+		t.Fatalf("run without a client: %v, want ask.ErrNoClient", err)
+	}
+}
+
+func TestElicitTimeout(t *testing.T) {
+	comp := askServers(t)
+	asked := make(chan struct{}, 1)
+	released := make(chan error, 1)
+	cs := askClient(t, comp, "helix", &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked <- struct{}{}
+		<-ctx.Done() // the user never answers: the server must give up
+		released <- ctx.Err()
+		return nil, ctx.Err()
+	}})
+
+	text, isErr := callText(t, cs, "impatient", nil)
+	if !isErr || !strings.Contains(text, "did not answer the elicitation request in time") {
+		t.Errorf("timeout: %q (error %v)", text, isErr)
+	}
+	<-asked
+	select {
+	case <-released: // the server withdrew its request
+	case <-time.After(askTimeout):
+		t.Fatal("the client's elicitation handler was not cancelled after the timeout")
+	}
+	// Not yet covered: the caller cancelling the tools/call while the workflow waits
+	// does not reach the client's elicitation handler (see the report of issue 15).
+}
+
+func TestSampleThroughEveryTransport(t *testing.T) {
+	comp := askServers(t)
+	for _, id := range []string{"helix", "sdk"} {
+		t.Run(id, func(t *testing.T) {
+			got := make(chan *sdk.CreateMessageParams, 1)
+			cs := askClient(t, comp, id, &sdk.ClientOptions{CreateMessageHandler: func(_ context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+				got <- req.Params
+				return &sdk.CreateMessageResult{Role: "assistant", Content: &sdk.TextContent{Text: "short"}, Model: "m1", StopReason: "endTurn"}, nil
+			}})
+			text, isErr := callText(t, cs, "summarize", map[string]any{"doc": "long"})
+			if want := "short (m1, endTurn)"; isErr || text != want {
+				t.Fatalf("result %q (error %v), want %q", text, isErr, want)
+			}
+			p := <-got
+			if len(p.Messages) != 1 || p.Messages[0].Role != "user" {
+				t.Fatalf("messages %+v: want the body as the one user message", p.Messages)
+			}
+			if tc, _ := p.Messages[0].Content.(*sdk.TextContent); tc == nil || tc.Text != `{"doc":"long"}` {
+				t.Errorf("user message %+v: want the body as JSON", p.Messages[0].Content)
+			}
+			mp := p.ModelPreferences
+			if p.SystemPrompt != "You summarize." || p.MaxTokens != 50 || p.Temperature != 0.5 || p.IncludeContext != "thisServer" ||
+				fmt.Sprint(p.StopSequences) != "[END]" || mp == nil || len(mp.Hints) != 1 || mp.Hints[0].Name != "sonnet" || mp.SpeedPriority != 0.8 {
+				t.Errorf("sampling params %+v (preferences %+v): not as the step declares them", p, mp)
+			}
+		})
+	}
+}
