@@ -58,12 +58,25 @@ func (c *sessionClient) capabilities() *sdk.ClientCapabilities {
 	return nil
 }
 
+// newProtocol reports a session on MCP 2026-07-28, where a server asks the client
+// by returning input requests (SEP-2322) instead of sending requests; Helix does
+// not do that yet.
+func (c *sessionClient) newProtocol() error {
+	if ip := c.ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= "2026-07-28" {
+		return fmt.Errorf("the MCP client speaks protocol %s, where servers ask the client through multi round-trip requests (SEP-2322), which Helix does not support yet; connect with protocol 2025-11-25 or earlier", ip.ProtocolVersion)
+	}
+	return nil
+}
+
 func (c *sessionClient) Elicit(ctx context.Context, q *ask.Elicitation) (*ask.ElicitAnswer, error) {
 	if c.stateless {
 		return nil, errStatelessAsk
 	}
 	if caps := c.capabilities(); caps == nil || caps.Elicitation == nil {
 		return nil, errors.New("the MCP client does not support elicitation (it declared no elicitation capability), so this tool cannot ask the user")
+	}
+	if err := c.newProtocol(); err != nil {
+		return nil, err
 	}
 	params := &sdk.ElicitParams{Mode: "form", Message: q.Message}
 	if q.Schema != nil {
@@ -87,6 +100,9 @@ func (c *sessionClient) Sample(ctx context.Context, q *ask.Sampling) (*ask.Sampl
 	}
 	if caps := c.capabilities(); caps == nil || caps.Sampling == nil {
 		return nil, errors.New("the MCP client does not support sampling (it declared no sampling capability), so this tool cannot ask its model")
+	}
+	if err := c.newProtocol(); err != nil {
+		return nil, err
 	}
 	params := &sdk.CreateMessageParams{SystemPrompt: q.SystemPrompt, MaxTokens: q.MaxTokens,
 		IncludeContext: q.IncludeContext, StopSequences: q.StopSequences, Messages: make([]*sdk.SamplingMessage, len(q.Messages))}
