@@ -49,6 +49,3 @@ counts are written as headers. A failed run is the exchange's error.`,
 	},
 	Since: "0.1",
 }
-
-// Spec returns the component's description.
-func (c *Component) Spec() *component.Spec { return Spec }

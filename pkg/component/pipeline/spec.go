@@ -23,6 +23,3 @@ documents to a pipeline, use a rag-ingest step.`,
 	},
 	Since: "0.1",
 }
-
-// Spec returns the component's description.
-func (c *Component) Spec() *component.Spec { return Spec }
