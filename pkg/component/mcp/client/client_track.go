@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -275,7 +276,7 @@ func (m *methodField) UnmarshalJSON(b []byte) error {
 
 // maxPeekDepth is the nesting depth beyond which go-sdk's decoder rejects a
 // message; peekRequest rejects it too.
-const maxPeekDepth = 1000
+const maxPeekDepth = jsondepth.SDKMax
 
 // peekBuffers hold request bodies while peekRequest reads them.
 var peekBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -311,7 +312,7 @@ func peekRequest(req *http.Request) (head requestHead, ok bool) {
 		return head, false
 	}
 	data := buf.Bytes()
-	if tooDeep(data, maxPeekDepth) {
+	if jsondepth.DeeperThan(data, maxPeekDepth) {
 		return head, false
 	}
 	var w wireHead
@@ -327,39 +328,6 @@ func peekRequest(req *http.Request) (head requestHead, ok bool) {
 		return head, false
 	}
 	return requestHead{method: w.Method.name, call: w.ID.call}, true
-}
-
-// tooDeep reports whether JSON objects and arrays in data nest deeper than limit
-// (strings skipped), as go-sdk's decoder checks before decoding.
-func tooDeep(data []byte, limit int) bool {
-	depth := 0
-	inString, escaped := false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			if depth++; depth > limit {
-				return true
-			}
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return false
 }
 
 // trackWrite records, for a connection without HTTP (stdio), what trackingTransport

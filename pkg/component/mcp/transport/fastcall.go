@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
 	"net/http"
 	"sync/atomic"
 
@@ -32,7 +33,7 @@ import (
 
 // sdkMaxJSONDepth is the nesting limit of the go-sdk's JSON decoder; deeper params
 // are left to the SDK, which refuses them.
-const sdkMaxJSONDepth = 1000
+const sdkMaxJSONDepth = jsondepth.SDKMax
 
 // CallTool runs one tools/call for the fast path, as the go-sdk session's tools/call
 // handling would after its receiving middleware: find the tool by name (a name the
@@ -100,7 +101,7 @@ func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string
 		return nil
 	}
 	params := bytes.TrimSpace(req.Params)
-	if len(params) == 0 || params[0] != '{' || jsonDeeperThan(params, sdkMaxJSONDepth) {
+	if len(params) == 0 || params[0] != '{' || jsondepth.DeeperThan(params, sdkMaxJSONDepth) {
 		return nil
 	}
 	// A map, not a struct: encoding/json matches struct fields case-insensitively,
@@ -128,40 +129,6 @@ func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string
 		return nil
 	}
 	return fc
-}
-
-// jsonDeeperThan reports whether objects and arrays in data nest deeper than max
-// (strings skipped), as the go-sdk's decoder counts.
-func jsonDeeperThan(data []byte, max int) bool {
-	depth := 0
-	inString, escaped := false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > max {
-				return true
-			}
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return false
 }
 
 // run executes fc with ctx (which ends with the POST) and returns the response the

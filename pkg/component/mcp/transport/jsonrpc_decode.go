@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
 	"strconv"
 	"unsafe"
 
@@ -64,7 +65,7 @@ type decodedBody struct {
 // go-sdk's transports do (readBatch): an array is a batch, each element decoded
 // like a single message; an empty batch is an error.
 func decodeBody(data []byte) (decodedBody, error) {
-	if jsonDeeperThan(data, sdkMaxJSONDepth) {
+	if jsondepth.DeeperThan(data, sdkMaxJSONDepth) {
 		return decodedBody{}, fmt.Errorf("%w: exceeded maximum nesting depth of %d", errParse, sdkMaxJSONDepth)
 	}
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
@@ -104,7 +105,7 @@ func decodeBody(data []byte) (decodedBody, error) {
 // and ignores what follows; transports that must refuse trailing data check it
 // themselves.
 func decodeMessage(data []byte) (m jsonrpc.Message, nullID bool, err error) {
-	if jsonDeeperThan(data, sdkMaxJSONDepth) {
+	if jsondepth.DeeperThan(data, sdkMaxJSONDepth) {
 		return nil, false, fmt.Errorf("%w: exceeded maximum nesting depth of %d", errParse, sdkMaxJSONDepth)
 	}
 	var w wireDecode
