@@ -68,6 +68,12 @@ agents:
 	if code, got := post(t, base+"/chat", `{"message":"And again?"}`); code != 200 || got != "Second answer" {
 		t.Fatalf("POST JSON: %d %q", code, got)
 	}
+	// A body the agent cannot read is the caller's mistake: 400, and no model call.
+	for _, bad := range []string{`{"message": 42}`, `{"message": "x", "session_id": {"a": 1}}`, `{"message": "  "}`} {
+		if code, got := post(t, base+"/chat", bad); code != 400 || !strings.Contains(got, "agent") {
+			t.Errorf("POST %s: %d %q, want 400", bad, code, got)
+		}
+	}
 	reqs := fake.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d model requests", len(reqs))

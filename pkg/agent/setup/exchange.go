@@ -33,6 +33,8 @@ func (r *Runner) Process(ctx context.Context, ex *exchange.Exchange) error {
 	msg := ex.In()
 	req := agent.Request{OutputSchema: r.output}
 	if err := requestFromBody(msg.Body(), &req); err != nil {
+		// The caller's mistake: an HTTP trigger answers 400.
+		msg.SetHeader(exchange.HeaderHTTPResponseCode, 400)
 		return fmt.Errorf("agent %q: %w", r.id, err)
 	}
 	return r.process(ctx, ex, req)

@@ -18,7 +18,9 @@
 // and HelixHttpQuery (the raw query string).
 //
 // Exchange → response: the status is HelixHttpResponseCode when set (an int or a
-// numeric string), else 200; a failed pipeline gives 500 with {"error": "message"}.
+// numeric string), else 200; a failed pipeline gives 500 with {"error": "message"},
+// or the 4xx/5xx HelixHttpResponseCode it set before failing (a step that found the
+// request unusable says 400).
 // string and []byte bodies are written as they are; maps, lists, numbers and bools as
 // JSON with Content-Type application/json. A Content-Type the workflow set wins (a
 // Content-Type inherited unchanged from the request is kept only when it still fits a
@@ -420,7 +422,7 @@ func (r *route) serve(w nethttp.ResponseWriter, req *nethttp.Request) {
 
 	if err := r.process(ctx, ex); err != nil {
 		r.logger().Debug("http-server: workflow failed", "uri", r.raw, "exchange", ex.ID(), "error", err)
-		writeError(w, nethttp.StatusInternalServerError, exchange.ClientMessage(err))
+		writeError(w, failureStatus(ex), exchange.ClientMessage(err))
 		return
 	}
 	respond(w, req, ex, inbound)
@@ -484,6 +486,17 @@ func (r *route) accepts(mt string) bool {
 		}
 	}
 	return false
+}
+
+// failureStatus is the status of a failed pipeline: the error status
+// HelixHttpResponseCode holds, else 500.
+func failureStatus(ex *exchange.Exchange) int {
+	if v := ex.In().Header(exchange.HeaderHTTPResponseCode); v != nil {
+		if code, err := statusCode(v); err == nil && code >= 400 {
+			return code
+		}
+	}
+	return nethttp.StatusInternalServerError
 }
 
 func respond(w nethttp.ResponseWriter, req *nethttp.Request, ex *exchange.Exchange, inbound map[string]string) {

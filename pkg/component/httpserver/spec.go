@@ -36,7 +36,8 @@ each; inbound headers starting with "Helix" are dropped so clients cannot forge 
 ones).
 
 Exchange → response: the status is HelixHttpResponseCode when set, else 200; a failed
-workflow gives 500 with {"error": "message"}. Strings and bytes are written as they are;
+workflow gives 500 with {"error": "message"} (or the 4xx/5xx HelixHttpResponseCode it set
+before failing: an agent answers 400 to a body it cannot read). Strings and bytes are written as they are;
 maps, lists, numbers and bools as JSON. Headers the workflow added or changed are copied to
 the response, except Helix and connection headers.`,
 	Path: []component.PathPart{
