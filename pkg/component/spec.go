@@ -49,6 +49,12 @@ type Spec struct {
 	Examples []Example `json:"examples,omitempty"`
 	// Since is the Helix version that introduced the component.
 	Since string `json:"since,omitempty"`
+	// Singleton marks triggers that must run on one replica at a time: schedulers
+	// and pollers, which every replica would otherwise fire or poll in parallel
+	// (timer://, file:// and postgres:// triggers). With helix.cluster.leader set,
+	// the engine starts them only on the elected leader; other triggers run on
+	// every replica.
+	Singleton bool `json:"singleton,omitempty"`
 }
 
 // PathPart is one part of the address (the name of direct://name, the host:port

@@ -21,6 +21,9 @@ import (
 const (
 	StateStopped = "Stopped"
 	StateStarted = "Started"
+	// StateStandby is a workflow whose singleton trigger waits for this replica to
+	// become the cluster's leader (see [Context.DeferSingletons]).
+	StateStandby = "Standby"
 )
 
 // DefaultDrainTimeout bounds how long Stop waits for in-flight exchanges when the
@@ -50,6 +53,7 @@ type Context struct {
 	startedComponents []component.Lifecycle
 	startedServices   []component.Service // step services, started before consumers
 	consumers         []component.Consumer
+	singletons        singletonTriggers // singleton.go
 
 	inflight  activity
 	counters  map[string]*workflowCounters
@@ -406,6 +410,9 @@ func (c *Context) Start(ctx context.Context) (err error) {
 		if w.FromURI == "" {
 			continue
 		}
+		if c.deferred(w) { // singleton.go: started by StartSingletons on the leader
+			continue
+		}
 		if err := c.startConsumer(ctx, w); err != nil {
 			return err
 		}
@@ -474,7 +481,7 @@ func (c *Context) stop(ctx context.Context, drain time.Duration) error {
 		return nil
 	}
 	c.stopped = true
-	consumers := c.consumers
+	consumers := append(c.consumers, c.takeSingletonsLocked()...)
 	c.consumers = nil
 	for _, rw := range c.byID {
 		rw.state = StateStopped

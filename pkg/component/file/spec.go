@@ -24,7 +24,9 @@ file. As a trigger, the component takes the regular files directly in the direct
 names starting with "."), oldest name first, one InOnly exchange per file with the content
 as a string body; afterwards the file moves to .done/ (or is deleted with delete=true), or to
 .error/ when the workflow failed. Programs dropping files should write them under a name
-starting with "." and rename them when complete.`,
+starting with "." and rename them when complete.
+
+With helix.cluster.leader set, the trigger polls on the elected leader only (docs/scaling.md).`,
 	Path: []component.PathPart{
 		{Name: "directory", Description: "the base directory: file://./data is ./data, file:///srv/in is /srv/in, file:/// is the file-system root; empty means the working directory"},
 	},
@@ -55,7 +57,8 @@ starting with "." and rename them when complete.`,
 		{URI: "file://./data?operation=read&fileName=${body.name}", Description: "read a file the caller names, confined to ./data"},
 		{URI: "file://./inbox?period=2s&delete=true", Description: "as a trigger: process each file dropped in ./inbox, then delete it"},
 	},
-	Since: "0.1",
+	Since:     "0.1",
+	Singleton: true,
 }
 
 // Spec returns the component's description.

@@ -51,7 +51,10 @@ function calls, and WHERE conditions of the form column operator $n; see docs/po
 As a trigger it polls (query=, delay=, onConsume= marking each row the workflow handled,
 all in one transaction per batch) or, with channel=, LISTENs and turns each NOTIFY into an
 exchange (a JSON payload is decoded). Credentials come from the URI, user=/password=
-(write ${env:NAME}) or the PG* environment variables; they never appear in a message.`,
+(write ${env:NAME}) or the PG* environment variables; they never appear in a message.
+
+With helix.cluster.leader set, a polling or LISTEN trigger runs on the elected leader only
+(docs/scaling.md), so a row or notification is not handled once per replica.`,
 	Path: []component.PathPart{
 		{Name: "user:password@", Description: "credentials (optional; user= and password= or PGUSER/PGPASSWORD otherwise); the password is never shown"},
 		{Name: "host:port", Required: true, Description: "the server; the port defaults to 5432"},
@@ -108,7 +111,8 @@ exchange (a JSON payload is decoded). Credentials come from the URI, user=/passw
 		{URI: "postgres://app@db/jobs?query=SELECT+*+FROM+jobs+WHERE+NOT+done+ORDER+BY+id&onConsume=UPDATE+jobs+SET+done+%3D+true+WHERE+id+%3D+:id&delay=500ms", Description: "poll a job table, marking each handled row in the batch's transaction"},
 		{URI: "postgres://db/app?channel=orders_changed&password=${env:PGPASSWORD}", Description: "trigger a workflow for each NOTIFY on orders_changed"},
 	},
-	Since: "0.2",
+	Since:     "0.2",
+	Singleton: true,
 }
 
 // Spec returns the component's description.

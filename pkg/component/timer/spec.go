@@ -19,7 +19,10 @@ var Spec = &component.Spec{
 	Description: `A trigger that fires InOnly exchanges without a body, like Apache Camel's timer.
 The schedule is fixed-delay: period counts from the end of one exchange to the next
 firing, so a slow workflow pushes the next firing back instead of piling exchanges up.
-A failed exchange is logged (nobody waits for it) and the timer goes on.`,
+A failed exchange is logged (nobody waits for it) and the timer goes on.
+
+With helix.cluster.leader set, the timer fires on the elected leader only (docs/scaling.md);
+HelixTimerCounter then counts the firings since this replica became leader.`,
 	Path: []component.PathPart{
 		{Name: "name", Required: true, Description: "names the timer; it is the value of the HelixTimerName header"},
 	},
@@ -39,7 +42,8 @@ A failed exchange is logged (nobody waits for it) and the timer goes on.`,
 		{URI: "timer://tick?period=5s", Description: "fire every five seconds, the first time after one second"},
 		{URI: "timer://once?delay=0&repeatCount=1", Description: "fire once, at start"},
 	},
-	Since: "0.1",
+	Since:     "0.1",
+	Singleton: true,
 }
 
 // Spec returns the component's description.
