@@ -53,7 +53,7 @@ tools:
 	want := []string{
 		`helix.yaml:9:17: workflows[1].steps[0]: agent://asistant: no agent with id "asistant"; did you mean "assistant"?`,
 		`helix.yaml:11:14: workflows[2].trigger: agent://assistant: this is the implicit trigger of the agent assistant`,
-		`helix.yaml:18:9: agents[0].tools[0]: agent "assistant": tool "lookup-ordr": no workflow, tools: entry or agent with this id (did you mean "lookup-order"?)`,
+		`helix.yaml:18:9: agents[0].tools[0]: agent "assistant": tool "lookup-ordr": no workflow, tools: entry, agent or pipeline with this id (did you mean "lookup-order"?)`,
 		`helix.yaml:19:9: agents[0].tools[1]: agent "assistant": lists itself as a tool`,
 		`helix.yaml:20:9: agents[0].tools[2]: agent "assistant": tool "lookup-order" is a workflow, not a tool`,
 		`helix.yaml:25:15: agents[0].tools[3].auth: agent "assistant": type bearer needs token`,

@@ -507,7 +507,7 @@ func TestSpecPipelineOnPgvector(t *testing.T) {
 	}
 }
 
-// An agent calls a pipeline as a tool (named like any workflow; the model sees
+// An agent calls a pipeline as a tool (type: pipeline, or by id alone; the model sees
 // doc_search, a name its API accepts), and a tools:
 // entry answers from a rag-retrieve step: the model reads numbered passages and
 // cites them.
@@ -543,7 +543,7 @@ tools:
 agents:
   - id: helper
     model: {provider: openai, model: gpt-4o, api_key: k, base_url: FAKE_URL}
-    tools: [doc-search, search_kb]
+    tools: [{name: doc-search, type: pipeline}, search_kb]
 `, fake), quiet)
 	waitIngest(t, a, "doc-search")
 	ex := exchange.NewWithBody(exchange.InOut, "How do I install?")
@@ -554,5 +554,25 @@ agents:
 	parts := strings.SplitN(answer, "||", 2)
 	if len(parts) != 2 || !strings.HasPrefix(parts[0], "[1] "+filepath.Join(docs, "install.md")) || !strings.Contains(parts[1], `"doc_id":"file:billing.md"`) {
 		t.Errorf("answer:\n%s", answer)
+	}
+}
+
+// type: pipeline on an id that is a workflow is refused, naming what it is.
+func TestAgentPipelineToolTypeChecked(t *testing.T) {
+	fake := agenttest.NewOpenAI(t)
+	_, err := buildYAML(t, agentYAML(`
+workflows:
+  - id: lookup
+    trigger: direct://lookup
+    steps:
+      - set-body: "x"
+agents:
+  - id: support
+    model: {provider: openai, model: gpt-4o, api_key: k, base_url: FAKE_URL}
+    tools:
+      - {name: lookup, type: pipeline}
+`, fake))
+	if err == nil || !strings.Contains(err.Error(), `tool "lookup" is a workflow, not a pipeline`) {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 var (
 	AgentTypes     = []string{"react"}
 	ModelProviders = []string{"openai", "anthropic"}
-	AgentToolTypes = []string{"mcp", "workflow", "tool", "agent"}
+	AgentToolTypes = []string{"mcp", "workflow", "tool", "agent", "pipeline"}
 	mcpTransports  = []string{"http", "sse", "stdio"}
 	mcpAuthTypes   = []string{"bearer", "api-key", "oauth2", "mtls"}
 )
@@ -83,11 +83,11 @@ var mcpAuthShape = Shape{Type: TypeObject, What: "auth",
 	}}
 
 var agentToolShape = Shape{Type: TypeObject, What: "an agent tool", Short: "name",
-	Description: "A tool the agent may call: the id of a workflow, tool or agent, or a mapping (an MCP server's tools with type mcp).",
+	Description: "A tool the agent may call: the id of a workflow, tool, agent or pipeline, or a mapping (an MCP server's tools with type mcp).",
 	Keys: []Key{
-		{Name: "name", Required: true, Shape: str("The id of the workflow, tool or agent called; for type mcp, the name of this group of tools.")},
+		{Name: "name", Required: true, Shape: str("The id of the workflow, tool, agent or pipeline called; for type mcp, the name of this group of tools.")},
 		{Name: "type", Shape: Shape{Type: TypeString, What: "agent tool type", Enum: AgentToolTypes,
-			Description: "mcp (the tools of mcp_server), workflow, tool or agent. Default: mcp with mcp_server, else whatever name is the id of."}},
+			Description: "mcp (the tools of mcp_server), workflow, tool, agent or pipeline. Default: mcp with mcp_server, else whatever name is the id of."}},
 		{Name: "description", Shape: str("What the tool is for, shown to the model (default: the entry's own description).")},
 		{Name: "mcp_server", Shape: mcpServerShape},
 		{Name: "auth", Shape: mcpAuthShape},

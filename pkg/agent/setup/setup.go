@@ -51,6 +51,7 @@ const (
 	ToolWorkflow = "workflow"
 	ToolTool     = "tool"
 	ToolAgent    = "agent"
+	ToolPipeline = "pipeline"
 )
 
 // MaxDepth bounds how deeply agents may call each other (directly or through

@@ -84,7 +84,7 @@ func (r *Runner) entryPath(i int, t config.AgentToolConfig) string {
 	return config.IndexPath(config.KeyPath(r.path, "tools"), i)
 }
 
-var toolTypes = []string{ToolMCP, ToolWorkflow, ToolTool, ToolAgent}
+var toolTypes = []string{ToolMCP, ToolWorkflow, ToolTool, ToolAgent, ToolPipeline}
 
 // addTool checks one tools: entry and records it.
 func (r *Runner) addTool(i int, t config.AgentToolConfig) config.Errors {
@@ -103,12 +103,12 @@ func (r *Runner) addTool(i int, t config.AgentToolConfig) config.Errors {
 	switch typ {
 	case ToolMCP:
 		return r.addMCP(t, p, pos)
-	case "", ToolWorkflow, ToolTool, ToolAgent:
+	case "", ToolWorkflow, ToolTool, ToolAgent, ToolPipeline:
 		if t.MCPServer != nil {
 			return fail(config.KeyPath(p, "mcp_server"), "write type: mcp for an MCP server's tools", "mcp_server: belongs to tools of type mcp")
 		}
 		if t.Name == "" {
-			return fail(p, "name the id of a workflow, a tools: entry or an agent, or use type: mcp with mcp_server:", "a tool entry needs a name")
+			return fail(p, "name the id of a workflow, a tools: entry, an agent or a pipeline, or use type: mcp with mcp_server:", "a tool entry needs a name")
 		}
 		if r.cfg.ID != "" && t.Name == r.cfg.ID {
 			return fail(p, "an agent cannot call itself; remove this entry", "lists itself as a tool")
@@ -263,9 +263,9 @@ func (r *Runner) Resolve(cat *tool.Catalogue) config.Errors {
 			}
 			hint := config.DidYouMean(ref.id, known)
 			if hint == "" {
-				hint = "tools name workflows (with a trigger), tools: entries and agents by id"
+				hint = "tools name workflows (with a trigger), tools: entries, agents and pipelines by id"
 			}
-			fail(hint, "tool %q: no workflow, tools: entry or agent with this id", ref.id)
+			fail(hint, "tool %q: no workflow, tools: entry, agent or pipeline with this id", ref.id)
 			continue
 		}
 		if ref.typ != "" && engine.Kind(ref.typ) != t.Kind {
