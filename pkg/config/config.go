@@ -63,6 +63,8 @@ type HelixConfig struct {
 	// DataDir is helix.data_dir: where Helix keeps what it stores on disk
 	// (pipelines' embedded stores); "" means DefaultDataDir.
 	DataDir string
+	// Cluster is helix.cluster: leader election among replicas (cluster.go).
+	Cluster ClusterConfig
 }
 
 // KafkaConfig is `helix.kafka`: settings every kafka:// endpoint starts from.
