@@ -59,6 +59,11 @@ type Chunk struct {
 	// Index is the chunk's position in its document, from 0.
 	Index int
 	Text  string
+	// Title is the document's title ("" when it has none), the same for every
+	// chunk of a document. Stores index it as a keyword field of its own, apart
+	// from Text (see store/embedded's SearchKeyword), and it is also in Metadata
+	// as "title".
+	Title string
 	// Start and End are the byte offsets of Text in the document's text.
 	Start, End int
 	// Headings are the Markdown or HTML headings in force where the chunk starts,

@@ -192,6 +192,7 @@ func (c *chunker) assemble(doc rag.Document, spans []span) []rag.Chunk {
 			DocID:    doc.ID,
 			Index:    i,
 			Text:     doc.Text[sp.start:sp.end],
+			Title:    doc.Title,
 			Start:    sp.start,
 			End:      sp.end,
 			Headings: headings,

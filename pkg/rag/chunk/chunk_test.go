@@ -336,6 +336,11 @@ func TestChunkMetadataAndEmpty(t *testing.T) {
 	if !reflect.DeepEqual(chunks[1].Metadata, want) || chunks[1].ID != "a/b.md#1" || !reflect.DeepEqual(chunks[1].Headings, []string{"Head"}) {
 		t.Errorf("chunk 1 = %+v", chunks[1])
 	}
+	for i, ch := range chunks {
+		if ch.Title != "B" {
+			t.Errorf("chunk %d has title %q, want the document's %q", i, ch.Title, "B")
+		}
+	}
 	chunks[0].Metadata["x"] = 1
 	if _, ok := doc.Metadata["x"]; ok {
 		t.Error("a chunk's metadata aliases the document's")

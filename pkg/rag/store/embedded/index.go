@@ -18,22 +18,33 @@ type index struct {
 	vecs []float32
 	dim  int
 
-	termIDs  map[string]uint32
-	terms    []string    // term id -> term
-	postings [][]posting // term id -> chunks holding it, by ordinal
-	df       []int32     // term id -> live chunks holding it
+	// The keyword index has two fields, a chunk's text and its title, with one
+	// term dictionary and each field's own postings and statistics (see
+	// SearchKeyword).
+	termIDs   map[string]uint32
+	terms     []string    // term id -> term
+	postings  [][]posting // term id -> chunks whose text holds it, by ordinal
+	df        []int32     // term id -> live chunks whose text holds it
+	tpostings [][]posting // term id -> chunks whose title holds it, by ordinal
+	tdf       []int32     // term id -> live chunks whose title holds it
 
 	docs       map[string]*docEntry
 	liveChunks int
-	liveLength int64  // total terms of live chunks, for the average length
-	liveBytes  int64  // log bytes of the live documents' records
-	seq        uint64 // of the latest put
+	liveLength int64 // total text terms of live chunks, for the average length
+	// liveTitled counts the live chunks with at least one title term, and
+	// liveTitleLength their title terms: the title field's N and average length.
+	liveTitled      int
+	liveTitleLength int64
+	liveBytes       int64  // log bytes of the live documents' records
+	seq             uint64 // of the latest put
 }
 
 type chunkEntry struct {
 	chunk  rag.Chunk
-	terms  []termFreq // for df upkeep on removal and for rebuilds
-	length uint32     // terms in the chunk (BM25's document length)
+	terms  []termFreq // of the text, for df upkeep on removal and for rebuilds
+	length uint32     // terms in the text (BM25's document length)
+	tterms []termFreq // of the title; nil without one
+	tlen   uint32     // terms in the title
 	dead   bool
 	hasVec bool
 }
@@ -59,6 +70,11 @@ type docEntry struct {
 
 // analyzedChunk is a chunk's keyword terms, computed before taking any lock.
 type analyzedChunk struct {
+	text, title analyzedField
+}
+
+// analyzedField is one field's distinct terms, their counts and its length.
+type analyzedField struct {
 	terms  []string
 	tfs    []uint32
 	length uint32
@@ -76,19 +92,47 @@ func (s *Store) analyze(r *record) []analyzedChunk {
 	out := make([]analyzedChunk, len(r.chunks))
 	counts := map[string]uint32{}
 	for i := range r.chunks {
-		toks := s.analyzer.Tokens(r.chunks[i].Text)
-		clear(counts)
-		for _, t := range toks {
-			counts[t]++
+		out[i].text = s.analyzeField(r.chunks[i].Text, counts)
+		switch title := r.chunks[i].Title; {
+		case title == "":
+		case i > 0 && title == r.chunks[i-1].Title:
+			// A document's chunks share its title: analysed once (the
+			// slices are only read).
+			out[i].title = out[i-1].title
+		default:
+			out[i].title = s.analyzeField(title, counts)
 		}
-		a := analyzedChunk{terms: make([]string, 0, len(counts)), tfs: make([]uint32, 0, len(counts)), length: uint32(min(len(toks), 1<<31))}
-		for t, n := range counts {
-			a.terms = append(a.terms, t)
-			a.tfs = append(a.tfs, n)
-		}
-		out[i] = a
 	}
 	return out
+}
+
+func (s *Store) analyzeField(text string, counts map[string]uint32) analyzedField {
+	toks := s.analyzer.Tokens(text)
+	clear(counts)
+	for _, t := range toks {
+		counts[t]++
+	}
+	a := analyzedField{terms: make([]string, 0, len(counts)), tfs: make([]uint32, 0, len(counts)), length: uint32(min(len(toks), 1<<31))}
+	for t, n := range counts {
+		a.terms = append(a.terms, t)
+		a.tfs = append(a.tfs, n)
+	}
+	return a
+}
+
+// termID returns t's id, adding it to the dictionary when new.
+func (x *index) termID(t string) uint32 {
+	id, ok := x.termIDs[t]
+	if !ok {
+		id = uint32(len(x.terms))
+		x.termIDs[t] = id
+		x.terms = append(x.terms, t)
+		x.postings = append(x.postings, nil)
+		x.df = append(x.df, 0)
+		x.tpostings = append(x.tpostings, nil)
+		x.tdf = append(x.tdf, 0)
+	}
+	return id
 }
 
 func (x *index) checkDim(r *record) error {
@@ -114,19 +158,24 @@ func (x *index) put(r *record, size int64, analyzed []analyzedChunk) {
 		ord := uint32(len(x.chunks))
 		d.ords[i] = ord
 		a := analyzed[i]
-		e := chunkEntry{chunk: r.chunks[i], length: a.length, hasVec: r.dim > 0, terms: make([]termFreq, len(a.terms))}
-		for j, t := range a.terms {
-			id, ok := x.termIDs[t]
-			if !ok {
-				id = uint32(len(x.terms))
-				x.termIDs[t] = id
-				x.terms = append(x.terms, t)
-				x.postings = append(x.postings, nil)
-				x.df = append(x.df, 0)
-			}
-			x.postings[id] = append(x.postings[id], posting{ord: ord, tf: a.tfs[j]})
+		e := chunkEntry{chunk: r.chunks[i], length: a.text.length, hasVec: r.dim > 0, terms: make([]termFreq, len(a.text.terms))}
+		for j, t := range a.text.terms {
+			id := x.termID(t)
+			x.postings[id] = append(x.postings[id], posting{ord: ord, tf: a.text.tfs[j]})
 			x.df[id]++
-			e.terms[j] = termFreq{term: id, tf: a.tfs[j]}
+			e.terms[j] = termFreq{term: id, tf: a.text.tfs[j]}
+		}
+		if len(a.title.terms) > 0 {
+			e.tlen = a.title.length
+			e.tterms = make([]termFreq, len(a.title.terms))
+			for j, t := range a.title.terms {
+				id := x.termID(t)
+				x.tpostings[id] = append(x.tpostings[id], posting{ord: ord, tf: a.title.tfs[j]})
+				x.tdf[id]++
+				e.tterms[j] = termFreq{term: id, tf: a.title.tfs[j]}
+			}
+			x.liveTitled++
+			x.liveTitleLength += int64(e.tlen)
 		}
 		x.chunks = append(x.chunks, e)
 		if x.dim > 0 {
@@ -136,7 +185,7 @@ func (x *index) put(r *record, size int64, analyzed []analyzedChunk) {
 				x.vecs = append(x.vecs, make([]float32, x.dim)...)
 			}
 		}
-		x.liveLength += int64(a.length)
+		x.liveLength += int64(a.text.length)
 	}
 	x.liveChunks += len(r.chunks)
 	x.liveBytes += size
@@ -155,6 +204,13 @@ func (x *index) remove(docID string) {
 			x.df[tf.term]--
 		}
 		x.liveLength -= int64(e.length)
+		if len(e.tterms) > 0 {
+			for _, tf := range e.tterms {
+				x.tdf[tf.term]--
+			}
+			x.liveTitled--
+			x.liveTitleLength -= int64(e.tlen)
+		}
 		// A rebuild skips tombstones without reading them: their text and
 		// terms can go now.
 		*e = chunkEntry{dead: true}
@@ -218,23 +274,34 @@ func (x *index) rebuilt(recs []*record, sizes []int64) *index {
 			ord := uint32(len(y.chunks))
 			d.ords[j] = ord
 			e := x.chunks[oldOrd]
+			newID := func(old uint32) uint32 {
+				id, ok := termMap[old]
+				if !ok {
+					id = y.termID(x.terms[old])
+					termMap[old] = id
+				}
+				return id
+			}
 			terms := make([]termFreq, len(e.terms))
 			for k, tf := range e.terms {
-				id, ok := termMap[tf.term]
-				if !ok {
-					id = uint32(len(y.terms))
-					termMap[tf.term] = id
-					t := x.terms[tf.term]
-					y.termIDs[t] = id
-					y.terms = append(y.terms, t)
-					y.postings = append(y.postings, nil)
-					y.df = append(y.df, 0)
-				}
+				id := newID(tf.term)
 				y.postings[id] = append(y.postings[id], posting{ord: ord, tf: tf.tf})
 				y.df[id]++
 				terms[k] = termFreq{term: id, tf: tf.tf}
 			}
 			e.terms = terms
+			if len(e.tterms) > 0 {
+				tterms := make([]termFreq, len(e.tterms))
+				for k, tf := range e.tterms {
+					id := newID(tf.term)
+					y.tpostings[id] = append(y.tpostings[id], posting{ord: ord, tf: tf.tf})
+					y.tdf[id]++
+					tterms[k] = termFreq{term: id, tf: tf.tf}
+				}
+				e.tterms = tterms
+				y.liveTitled++
+				y.liveTitleLength += int64(e.tlen)
+			}
 			y.chunks = append(y.chunks, e)
 			if x.dim > 0 {
 				y.vecs = append(y.vecs, x.vecs[int(oldOrd)*x.dim:(int(oldOrd)+1)*x.dim]...)

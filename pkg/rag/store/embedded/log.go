@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strings"
 
 	"github.com/arvenza/helix/pkg/rag"
 )
@@ -21,14 +22,30 @@ import (
 //
 // A payload is a record kind byte and its fields: strings and counts are
 // uvarint-length-prefixed, vectors raw little-endian float32s.
+//
+// Format versions, named by the header:
+//
+//   - 1 ("HXRAG01"): puts are recPutV1 records, whose chunks have no title field.
+//     The pipelines that wrote them kept the document's title in the chunk's
+//     metadata ("title"); replaying such a record takes the chunk's Title from
+//     there, so a store written before titles were indexed is scored like one
+//     written after (no re-ingest needed: the documents' hashes are unchanged).
+//   - 2 ("HXRAG02"): puts are recPut records, each chunk with its title after its
+//     text. A version 1 log is read as it is, and its header becomes version 2
+//     just before the first version 2 record is appended to it (so that the
+//     previous version, which knows only "HXRAG01", refuses the file rather than
+//     mistaking the new records for corruption and truncating them). Replay
+//     accepts both kinds of put under either header.
 const (
-	logMagic       = "HXRAG01\n"
+	logMagicV1     = "HXRAG01\n"
+	logMagic       = "HXRAG02\n"
 	logHeaderSize  = int64(len(logMagic))
 	frameHeader    = 8
 	maxRecordBytes = 1 << 30
 
-	recPut    byte = 1
+	recPutV1  byte = 1 // format version 1: chunks without a title
 	recDelete byte = 2
+	recPut    byte = 3 // format version 2: chunks with a title
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -48,6 +65,8 @@ type logFile struct {
 	f    *os.File
 	path string
 	size int64
+	// v1 is set while the header still says format version 1.
+	v1 bool
 }
 
 // openLog opens (or creates) dir's log and replays its records through apply.
@@ -78,7 +97,7 @@ func openLog(dir string, logger *slog.Logger, apply func(r *record, size int64) 
 	}
 	if n < len(logMagic) {
 		// Empty, or a creation torn before its header was complete.
-		if string(head[:n]) != logMagic[:n] {
+		if string(head[:n]) != logMagic[:n] && string(head[:n]) != logMagicV1[:n] {
 			return fail(fmt.Errorf("%s is not a Helix RAG store log (unknown header); move it away or use another data directory", path))
 		}
 		if err := f.Truncate(0); err != nil {
@@ -99,7 +118,15 @@ func openLog(dir string, logger *slog.Logger, apply func(r *record, size int64) 
 		}
 		return lf, nil
 	}
-	if string(head) != logMagic {
+	switch string(head) {
+	case logMagic:
+	case logMagicV1:
+		lf.v1 = true
+	default:
+		if strings.HasPrefix(string(head), "HXRAG") {
+			return fail(fmt.Errorf("%s is a Helix RAG store log of a format this version does not know (header %q; this version reads %q and %q): open it with the Helix that wrote it, or re-ingest into another data directory",
+				path, strings.TrimSpace(string(head)), strings.TrimSpace(logMagicV1), strings.TrimSpace(logMagic)))
+		}
 		return fail(fmt.Errorf("%s is not a Helix RAG store log (unknown header); move it away or use another data directory", path))
 	}
 
@@ -181,6 +208,19 @@ func (l *logFile) append(r *record, sync bool) (int64, error) {
 	buf := encodeFrame(nil, r)
 	if int64(len(buf))-frameHeader > maxRecordBytes {
 		return 0, fmt.Errorf("the document is too large for one log record (%d bytes, at most %d)", len(buf)-frameHeader, maxRecordBytes)
+	}
+	if l.v1 {
+		// A version 2 record follows: say so in the header first (and make it
+		// durable before the record), so the previous version refuses the file
+		// instead of truncating what it cannot read. Both headers are 8 bytes:
+		// the write replaces one in place.
+		if _, err := l.f.WriteAt([]byte(logMagic), 0); err != nil {
+			return 0, fmt.Errorf("upgrade the header of %s: %w", l.path, err)
+		}
+		if err := l.f.Sync(); err != nil {
+			return 0, fmt.Errorf("upgrade the header of %s: %w", l.path, err)
+		}
+		l.v1 = false
 	}
 	if _, err := l.f.Write(buf); err != nil {
 		l.rollback()
@@ -274,6 +314,7 @@ func encodeFrame(buf []byte, r *record) []byte {
 			buf = appendString(buf, c.ID)
 			buf = binary.AppendVarint(buf, int64(c.Index))
 			buf = appendString(buf, c.Text)
+			buf = appendString(buf, c.Title)
 			buf = binary.AppendVarint(buf, int64(c.Start))
 			buf = binary.AppendVarint(buf, int64(c.End))
 			buf = binary.AppendUvarint(buf, uint64(len(c.Headings)))
@@ -459,7 +500,9 @@ func decodeRecord(payload []byte) (*record, error) {
 	r.docID = d.string()
 	switch r.kind {
 	case recDelete:
-	case recPut:
+	case recPut, recPutV1:
+		titled := r.kind == recPut
+		r.kind = recPut // in memory, a put is a put whatever its format
 		r.hash = d.string()
 		n := d.count(6)
 		dim := d.uvarint()
@@ -480,6 +523,9 @@ func decodeRecord(payload []byte) (*record, error) {
 			c.ID = d.string()
 			c.Index = int(d.varint())
 			c.Text = d.string()
+			if titled {
+				c.Title = d.string()
+			}
 			c.Start = int(d.varint())
 			c.End = int(d.varint())
 			if nh := d.count(1); nh > 0 {
@@ -494,6 +540,10 @@ func decodeRecord(payload []byte) (*record, error) {
 					k := d.string()
 					c.Metadata[k] = d.value()
 				}
+			}
+			if !titled {
+				// Version 1: the pipeline kept the title in the metadata only.
+				c.Title, _ = c.Metadata["title"].(string)
 			}
 			if r.dim > 0 {
 				if d.err == nil && len(d.b) < 4*r.dim {

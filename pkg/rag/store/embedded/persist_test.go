@@ -64,12 +64,17 @@ func (c *corpus) vector() []float32 {
 }
 
 // doc makes a document of n chunks (with vectors when the corpus has a
-// dimension) whose hash records n, so a reader can check it is whole.
+// dimension) whose hash records n, so a reader can check it is whole. Documents
+// of an even number of chunks have a title, the others none.
 func (c *corpus) doc(id string, n int) (string, []rag.Chunk, [][]float32) {
 	var vecs [][]float32
+	var title string
+	if n%2 == 0 {
+		title = c.text(1 + n)
+	}
 	cs := make([]rag.Chunk, n)
 	for i := range cs {
-		cs[i] = rag.Chunk{DocID: id, Index: i, Text: "common " + c.text(40), Metadata: map[string]any{"chunks": n, "parity": i % 2}}
+		cs[i] = rag.Chunk{DocID: id, Index: i, Text: "common " + c.text(40), Title: title, Metadata: map[string]any{"chunks": n, "parity": i % 2}}
 		if c.dim > 0 {
 			vecs = append(vecs, c.vector())
 		}
