@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/arvenza/helix/pkg/rag"
 )
 
 // Dataset is a BEIR-format collection: the corpus, the queries of the test split
@@ -37,10 +39,22 @@ type Query struct {
 	Text string `json:"text"`
 }
 
-// DocText is what a document is indexed as. BEIR's Elasticsearch baseline indexes
-// title and text as two fields of one multi-field query; Helix indexes one text per
-// chunk, so the title is put in front of the text, separated by a blank line (the
-// recursive chunker's first break), as Anserini's "flat" BEIR indexes do.
+// Document is a BEIR document as a pipeline ingests it: its title as the
+// document's title (which every chunk carries and the stores index as a keyword
+// field of its own), its text as the text. With flat, the title is instead put
+// in front of the text (see DocText) and the document has no title: how
+// pipelines indexed BEIR before they had titles, and Anserini's "flat" indexes.
+func Document(d BEIRDoc, dataset string, flat bool) rag.Document {
+	doc := rag.Document{ID: d.ID, Source: dataset + ":" + d.ID, Title: d.Title, Text: d.Text}
+	if flat {
+		doc.Title, doc.Text = "", DocText(d)
+	}
+	return doc
+}
+
+// DocText is a document's title and text as one text (for --flat and the random
+// model's vocabulary): the title, a blank line (the recursive chunker's first
+// break) and the text.
 func DocText(d BEIRDoc) string {
 	switch {
 	case d.Title == "":

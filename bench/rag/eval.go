@@ -44,9 +44,13 @@ type Setup struct {
 	Embedder string  `json:"embedder,omitempty"`
 	Sync     bool    `json:"fsync_per_put"`
 	// Multifield is BEIR's query form (title and text as two BM25 fields,
-	// best_fields with tie_breaker 0.5), for comparison with its figures.
+	// best_fields with tie_breaker 0.5) in two separate stores, a cross-check of
+	// the stores' own title field.
 	Multifield bool `json:"multifield,omitempty"`
-	Depth      int  `json:"depth"`
+	// Flat: each document's title was put in front of its text, the document
+	// having no title (how pipelines indexed BEIR before titles).
+	Flat  bool `json:"flat,omitempty"`
+	Depth int  `json:"depth"`
 	// TieRule says how equal scores are ordered for scoring.
 	TieRule string `json:"tie_rule"`
 }
@@ -97,11 +101,11 @@ type system interface {
 }
 
 // evaluate ingests ds into sys and scores every test query.
-func evaluate(ctx context.Context, ds *Dataset, sys system, timer *busyTimer, depth int, res *Result) error {
+func evaluate(ctx context.Context, ds *Dataset, sys system, timer *busyTimer, depth int, flat bool, res *Result) error {
 	_, multifield := sys.(*multifieldSystem)
 	docs := make([]rag.Document, len(ds.Docs))
 	for i, d := range ds.Docs {
-		docs[i] = rag.Document{ID: d.ID, Source: ds.Name + ":" + d.ID, Title: d.Title, Text: DocText(d)}
+		docs[i] = Document(d, ds.Name, flat)
 		if multifield {
 			// The multifield system indexes the fields apart; nothing else sees this.
 			docs[i].Metadata = map[string]any{"beir": d}
@@ -357,5 +361,5 @@ func (wholeDocument) Chunk(_ context.Context, d rag.Document) ([]rag.Chunk, erro
 		md[k] = v
 	}
 	md["source"], md["title"] = d.Source, d.Title
-	return []rag.Chunk{{ID: d.ID + "#0", DocID: d.ID, Text: d.Text, End: len(d.Text), Metadata: md}}, nil
+	return []rag.Chunk{{ID: d.ID + "#0", DocID: d.ID, Text: d.Text, Title: d.Title, End: len(d.Text), Metadata: md}}, nil
 }

@@ -12,7 +12,9 @@
 //	rag --data DIR --config helix.yaml --pipeline docs
 //	rag summarize results/*.json               (a Markdown table)
 //
-// A document is indexed as its title, a blank line and its text (see DocText).
+// A document is ingested with its BEIR title as its title and its text as its text,
+// as a pipeline ingests a document with a title (see Document); --flat puts the
+// title in front of the text instead.
 // See BENCHMARKS.md for the measured figures and scripts/bench-rag.sh for the runs.
 package main
 
@@ -56,6 +58,7 @@ type options struct {
 	Depth                   int
 	NoSync                  bool
 	Multifield              bool
+	Flat                    bool
 	TmpDir                  string
 }
 
@@ -85,7 +88,8 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.Workers, "workers", 4, "documents chunked and embedded at once (a pipeline's default)")
 	fs.IntVar(&o.Depth, "depth", 100, "documents retrieved per query (chunks asked for, then the first distinct documents)")
 	fs.BoolVar(&o.NoSync, "nosync", false, "embedded store: no fsync per put (the store's default is to sync)")
-	fs.BoolVar(&o.Multifield, "multifield", false, "comparison with BEIR's published BM25 only: index title and text as two BM25 fields and score best_fields with tie_breaker 0.5, as BEIR's Elasticsearch baseline (keyword, --chunk none, embedded; not what a pipeline does)")
+	fs.BoolVar(&o.Multifield, "multifield", false, "cross-check: index title and text in two separate embedded stores and score best_fields with tie_breaker 0.5, as BEIR's Elasticsearch baseline (keyword, --chunk none; the stores' own title field should give the same figures)")
+	fs.BoolVar(&o.Flat, "flat", false, "ingest each document as title + blank line + text, without a title (how pipelines indexed BEIR before titles; Anserini's flat indexes)")
 	fs.StringVar(&o.TmpDir, "tmp", "", "parent of the temporary store directory (default the system's)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -98,6 +102,9 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	}
 	if (o.Config == "") != (o.Pipeline == "") {
 		return o, errors.New("--config and --pipeline go together: the YAML file and the id of the pipeline to evaluate")
+	}
+	if o.Flat && o.Multifield {
+		return o, errors.New("--flat and --multifield exclude each other: --multifield indexes the title and the text apart")
 	}
 	if o.Depth <= 0 || o.Workers <= 0 {
 		return o, errors.New("--depth and --workers must be positive")
@@ -139,7 +146,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	res.Setup.Depth = o.Depth
 	res.Setup.TieRule = "trec_eval: score descending, then document id descending"
-	evalErr := evaluate(ctx, ds, sys, timer, o.Depth, res)
+	res.Setup.Flat = o.Flat
+	evalErr := evaluate(ctx, ds, sys, timer, o.Depth, o.Flat, res)
 	if err := errors.Join(evalErr, sys.close()); err != nil {
 		return err
 	}

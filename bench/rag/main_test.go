@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/arvenza/helix/pkg/rag"
 )
 
 // writeTinyBEIR writes a four-document collection whose three test queries each
@@ -127,6 +129,7 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"--data", data, "--store", "sqlite"}, "want embedded or pgvector"},
 		{[]string{"--data", data, "--config", "x.yaml"}, "go together"},
 		{[]string{"--data", data, "--embed", "onnx"}, "--onnx-model"},
+		{[]string{"--data", data, "--flat", "--multifield"}, "exclude each other"},
 	} {
 		err := run(context.Background(), c.args, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -161,6 +164,53 @@ pipelines:
 	}
 }
 
+// TestPipelineGetsTitles: in --config mode the pipeline ingests a BEIR title as
+// the document's title (every chunk carries it, the store scores it as its own
+// field), not as part of the text; --flat puts it back in the text.
+func TestPipelineGetsTitles(t *testing.T) {
+	yaml := filepath.Join(t.TempDir(), "helix.yaml")
+	must(t, os.WriteFile(yaml, []byte("pipelines:\n  - id: kb\n    steps:\n      - rag-retrieve: {strategy: keyword}\n"), 0o644))
+	ds, err := LoadDataset(writeTinyBEIR(t), "test")
+	must(t, err)
+	tmp := t.TempDir()
+	o, err := parseFlags([]string{"--data", tmp, "--config", yaml, "--pipeline", "kb"}, &bytes.Buffer{})
+	must(t, err)
+	sys, _, err := openPipeline(context.Background(), o, tmp, &Setup{})
+	must(t, err)
+	defer sys.close()
+	for _, flat := range []bool{false, true} {
+		docs := make([]rag.Document, len(ds.Docs))
+		for i, d := range ds.Docs {
+			docs[i] = Document(d, ds.Name, flat)
+		}
+		must(t, sys.ingest(context.Background(), docs))
+		hits, err := sys.retrieve(context.Background(), "running", 10)
+		must(t, err)
+		if len(hits) != 1 || hits[0].Chunk.DocID != "d3" {
+			t.Fatalf("flat=%v: running: %+v", flat, hits)
+		}
+		c := hits[0].Chunk
+		if flat && (c.Title != "" || c.Text != DocText(ds.Docs[2])) {
+			t.Errorf("flat: chunk %+v, want no title and the title in the text", c)
+		}
+		if !flat && (c.Title != "Running injuries" || c.Metadata["title"] != "Running injuries" || c.Text != ds.Docs[2].Text) {
+			t.Errorf("chunk %+v, want the title apart from the text", c)
+		}
+	}
+}
+
+func TestRunFlat(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"--data", writeTinyBEIR(t), "--flat", "--nosync"}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	must(t, json.Unmarshal(stdout.Bytes(), &res))
+	if !res.Setup.Flat || res.Quality.NDCG10 != 1 {
+		t.Errorf("result = %+v", res)
+	}
+}
+
 func TestRunMultifield(t *testing.T) {
 	var stdout bytes.Buffer
 	if err := run(context.Background(), []string{"--data", writeTinyBEIR(t), "--multifield", "--nosync"}, &stdout); err != nil {
@@ -184,7 +234,7 @@ func TestSummarize(t *testing.T) {
 	var table bytes.Buffer
 	must(t, run(context.Background(), []string{"summarize", out}, &table))
 	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[2], "| 1.0000 | 1.0000 |") || !strings.Contains(lines[2], "keyword, embedded, chunk none, k1 0.9 b 0.4") {
+	if len(lines) != 3 || !strings.Contains(lines[2], "| 1.0000 | 1.0000 |") || !strings.Contains(lines[2], "keyword, embedded, chunk none, k1 1.2 b 0.75") {
 		t.Errorf("table:\n%s", table.String())
 	}
 	if err := run(context.Background(), []string{"summarize"}, &bytes.Buffer{}); err == nil {

@@ -48,9 +48,12 @@ func describe(r Result) string {
 	}
 	parts = append(parts, s.Strategy, s.Store)
 	if s.Multifield {
-		parts = append(parts, "title+text as 2 fields (BEIR's query)")
+		parts = append(parts, "title+text as 2 fields in 2 stores (BEIR's query)")
 	} else {
 		parts = append(parts, "chunk "+s.Chunk)
+	}
+	if s.Flat {
+		parts = append(parts, "flat (title in the text)")
 	}
 	if s.K1 != 0 || s.B != 0 {
 		parts = append(parts, fmt.Sprintf("k1 %g b %g", s.K1, s.B))
