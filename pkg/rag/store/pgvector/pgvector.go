@@ -6,11 +6,16 @@
 //
 //	<table>_meta       one row: the embedding model, the vector dimension, the text search configuration
 //	<table>_documents  id, content hash, updated_at
-//	<table>_chunks     doc_id (FK, ON DELETE CASCADE), idx, id, content, offsets,
-//	                   headings, metadata jsonb, embedding vector(dim), tsv (generated)
+//	<table>_chunks     doc_id (FK, ON DELETE CASCADE), idx, id, content, title, offsets,
+//	                   headings, metadata jsonb, embedding vector(dim),
+//	                   tsv and title_tsv (generated)
 //
 // [Open] creates or upgrades them (idempotently, in one transaction, under an
-// advisory lock so that replicas starting together do not race).
+// advisory lock so that replicas starting together do not race). Schema version 2
+// added the chunk's title (its document's): a table of version 1 gets the title
+// and title_tsv columns (ALTER TABLE … ADD COLUMN IF NOT EXISTS), its chunks'
+// titles copied from their metadata's "title" (where the pipelines of version 1
+// kept them), and its meta row says 2.
 //
 // The vector dimension: a vector(dim) column needs dim, which an embedder may only
 // reveal with its first vectors. With [Options.Dimensions] 0 the embedding column is
@@ -24,7 +29,9 @@
 // Keyword ranking is PostgreSQL's ts_rank (normalised by document length), not BM25:
 // it ranks by the query terms' frequencies in the chunk, without BM25's inverse
 // document frequency or saturation, so its quality is below the embedded store's
-// BM25 on benchmarks. Its point is to keep the keyword arm next to the data.
+// BM25 on benchmarks. Its point is to keep the keyword arm next to the data. The
+// title counts as its own, heavier part of the chunk: its lexemes have weight A,
+// the text's weight D ranked as B (see SearchKeyword).
 package pgvector
 
 import (
@@ -84,8 +91,9 @@ const MaxTableLen = 63 - len("_chunks_embedding_idx")
 // searches are exact (sequential).
 const maxIndexedDims = 2000
 
-// schemaVersion is recorded in the meta table for future migrations.
-const schemaVersion = 1
+// schemaVersion is recorded in the meta table: 1 had no title, 2 has the title
+// and title_tsv columns.
+const schemaVersion = 2
 
 // migrationLockKey serialises every Helix rag migration on a server (they are short
 // and rare): CREATE EXTENSION and CREATE TABLE IF NOT EXISTS race otherwise.
@@ -142,9 +150,10 @@ type Store struct {
 var _ rag.Store = (*Store)(nil)
 
 type meta struct {
-	model  string
-	dims   int
-	config string
+	model   string
+	dims    int
+	config  string
+	version int
 }
 
 // Open connects (or uses Options.Pool), runs the migrations and checks that the
@@ -330,9 +339,16 @@ func (s *Store) migrate(ctx context.Context, conn *pgx.Conn, o Options) error {
 	if err := s.checkMeta(m, o); err != nil {
 		return err
 	}
+	if m.version > schemaVersion {
+		return fmt.Errorf("pgvector store %q has schema version %d, written by a newer Helix (this one knows up to %d): run that version, or %s",
+			s.table, m.version, schemaVersion, s.reingestHint())
+	}
 	// The configuration is a checked name (safeConfigName) in a string literal: a
 	// generated column's expression cannot take a parameter.
 	cfgLit := "'" + s.config + "'::regconfig"
+	// The title's lexemes have weight A (the content's keep the default, D), so
+	// that ranking can weigh them apart from one tsvector.
+	titleTSV := `title_tsv tsvector GENERATED ALWAYS AS (setweight(to_tsvector(` + cfgLit + `, title), 'A')) STORED`
 	embeddingType := "vector"
 	if m.dims > 0 {
 		embeddingType = "vector(" + strconv.Itoa(m.dims) + ")"
@@ -347,19 +363,40 @@ func (s *Store) migrate(ctx context.Context, conn *pgx.Conn, o Options) error {
 			idx integer NOT NULL,
 			id text NOT NULL,
 			content text NOT NULL,
+			title text NOT NULL DEFAULT '',
 			start_offset integer NOT NULL,
 			end_offset integer NOT NULL,
 			headings text[] NOT NULL DEFAULT '{}',
 			metadata jsonb NOT NULL DEFAULT '{}',
 			embedding ` + embeddingType + ` NULL,
 			tsv tsvector GENERATED ALWAYS AS (to_tsvector(` + cfgLit + `, content)) STORED,
+			` + titleTSV + `,
 			PRIMARY KEY (doc_id, idx))`,
+		// Schema version 1 tables have neither: added (no-ops on a new table).
+		`ALTER TABLE ` + s.chunksT + ` ADD COLUMN IF NOT EXISTS title text NOT NULL DEFAULT ''`,
+		`ALTER TABLE ` + s.chunksT + ` ADD COLUMN IF NOT EXISTS ` + titleTSV,
 		`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.table + "_chunks_tsv_idx"}.Sanitize() + ` ON ` + s.chunksT + ` USING gin (tsv)`,
+		`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.table + "_chunks_title_tsv_idx"}.Sanitize() + ` ON ` + s.chunksT + ` USING gin (title_tsv)`,
 		`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.table + "_chunks_metadata_idx"}.Sanitize() + ` ON ` + s.chunksT + ` USING gin (metadata jsonb_path_ops)`,
 	}
 	for _, q := range stmts {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return s.errf("migrate", err)
+		}
+	}
+	if m.version < 2 {
+		// Version 1 chunks kept their document's title in the metadata only.
+		tag, err := tx.Exec(ctx, `UPDATE `+s.chunksT+` SET title = metadata->>'title'
+			WHERE title = '' AND jsonb_typeof(metadata->'title') = 'string' AND metadata->>'title' <> ''`)
+		if err != nil {
+			return s.errf("copy the chunks' titles from their metadata", err)
+		}
+		if _, err := tx.Exec(ctx, "UPDATE "+s.metaT+" SET schema_version = $1", schemaVersion); err != nil {
+			return s.errf("record the schema version", err)
+		}
+		if m.version > 0 {
+			s.logger.Info("rag pgvector store: upgraded to schema version 2 (chunk titles)", "table", s.table,
+				"from_version", m.version, "titled_chunks", tag.RowsAffected())
 		}
 	}
 	switch {
@@ -417,12 +454,12 @@ func versionAtLeast(v string, major, minor int) bool {
 }
 
 func (s *Store) readMeta(ctx context.Context, tx pgx.Tx, forUpdate bool) (meta, error) {
-	q := "SELECT model, dimensions, text_search_config FROM " + s.metaT
+	q := "SELECT model, dimensions, text_search_config, schema_version FROM " + s.metaT
 	if forUpdate {
 		q += " FOR UPDATE"
 	}
 	var m meta
-	if err := tx.QueryRow(ctx, q).Scan(&m.model, &m.dims, &m.config); err != nil {
+	if err := tx.QueryRow(ctx, q).Scan(&m.model, &m.dims, &m.config, &m.version); err != nil {
 		return meta{}, s.errf("read the meta table", err)
 	}
 	return m, nil
@@ -599,10 +636,10 @@ func (s *Store) Put(ctx context.Context, docID, hash string, chunks []rag.Chunk,
 			if vectors != nil {
 				emb = pgv.NewVector(vectors[i])
 			}
-			rows[i] = []any{docID, c.Index, cleanText(id), cleanText(c.Text), c.Start, c.End, headings, md, emb}
+			rows[i] = []any{docID, c.Index, cleanText(id), cleanText(c.Text), cleanText(c.Title), c.Start, c.End, headings, md, emb}
 		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{s.table + "_chunks"},
-			[]string{"doc_id", "idx", "id", "content", "start_offset", "end_offset", "headings", "metadata", "embedding"},
+			[]string{"doc_id", "idx", "id", "content", "title", "start_offset", "end_offset", "headings", "metadata", "embedding"},
 			pgx.CopyFromRows(rows))
 		if err != nil {
 			return s.errf("write document %q's chunks", err, docID)
@@ -680,7 +717,7 @@ func (s *Store) Delete(ctx context.Context, docID string) error {
 	return nil
 }
 
-const chunkColumns = "c.id, c.doc_id, c.idx, c.content, c.start_offset, c.end_offset, c.headings, c.metadata"
+const chunkColumns = "c.id, c.doc_id, c.idx, c.content, c.title, c.start_offset, c.end_offset, c.headings, c.metadata"
 
 func filterJSON(f rag.Filter) (string, error) {
 	if len(f) == 0 {
@@ -749,7 +786,7 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		SELECT ` + chunkColumns + `, c.embedding <=> $1 AS distance
 		FROM ` + s.chunksT + ` c WHERE ` + cond + `
 		ORDER BY c.embedding <=> $1 LIMIT $2)
-	SELECT id, doc_id, idx, content, start_offset, end_offset, headings, metadata, 1 - distance
+	SELECT id, doc_id, idx, content, title, start_offset, end_offset, headings, metadata, 1 - distance
 	FROM nearest ORDER BY distance, doc_id, idx`
 	hits, err := s.queryHits(ctx, tx, q, args...)
 	if err != nil {
@@ -791,8 +828,11 @@ func (s *Store) reloadDims(ctx context.Context) (int, error) {
 }
 
 // SearchKeyword ranks the chunks containing any of the query's terms (after the
-// text search configuration's stemming and stop words) by PostgreSQL's ts_rank,
-// normalised by chunk length — not BM25.
+// text search configuration's stemming and stop words) in their text or title by
+// PostgreSQL's ts_rank, normalised by chunk length — not BM25. The ranked
+// tsvector is the title's lexemes (weight A) then the text's (weight D), a title
+// match counting 2.5 times a text match (see rankWeights). A chunk without a
+// title scores exactly as it did before titles.
 func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Filter) ([]rag.Hit, error) {
 	if n <= 0 {
 		return nil, nil
@@ -806,7 +846,7 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	// each quoted as a tsquery literal (quotes and backslashes doubled), so no
 	// character of the query is read as tsquery syntax.
 	args := []any{s.config, cleanText(query), n}
-	cond := "c.tsv @@ q.query"
+	cond := "(c.tsv @@ q.query OR c.title_tsv @@ q.query)"
 	if filter != "" {
 		cond += " AND c.metadata @> $4::jsonb"
 		args = append(args, filter)
@@ -814,7 +854,7 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	q := `WITH q AS MATERIALIZED (
 		SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery AS query
 		FROM unnest(to_tsvector($1::text::regconfig, $2::text)))
-	SELECT ` + chunkColumns + `, ts_rank(c.tsv, q.query, 1) AS score
+	SELECT ` + chunkColumns + `, ts_rank('` + rankWeights + `', c.title_tsv || c.tsv, q.query, 1) AS score
 	FROM ` + s.chunksT + ` c, q WHERE q.query IS NOT NULL AND ` + cond + `
 	ORDER BY score DESC, c.doc_id, c.idx LIMIT $3`
 	hits, err := s.queryHits(ctx, s.pool, q, args...)
@@ -823,6 +863,13 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	}
 	return hits, nil
 }
+
+// rankWeights are ts_rank's weights of D, C, B and A lexemes. The text's lexemes
+// are D and keep ts_rank's default weight 0.1, so that untitled chunks keep
+// their scores (and a min_score its meaning); the title's are A, at 0.25: 2.5
+// times the text, the ratio of PostgreSQL's default weights of A (1.0) and B
+// (0.4), the usual title/body pair. B and C are not used.
+const rankWeights = "{0.1, 0.2, 0.4, 0.25}"
 
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -835,7 +882,7 @@ func (s *Store) queryHits(ctx context.Context, db querier, q string, args ...any
 	}
 	var hits []rag.Hit
 	var h rag.Hit
-	_, err = pgx.ForEachRow(rows, []any{&h.Chunk.ID, &h.Chunk.DocID, &h.Chunk.Index, &h.Chunk.Text,
+	_, err = pgx.ForEachRow(rows, []any{&h.Chunk.ID, &h.Chunk.DocID, &h.Chunk.Index, &h.Chunk.Text, &h.Chunk.Title,
 		&h.Chunk.Start, &h.Chunk.End, &h.Chunk.Headings, &h.Chunk.Metadata, &h.Score}, func() error {
 		hits = append(hits, h)
 		h = rag.Hit{}
