@@ -86,6 +86,9 @@ type App struct {
 	// Pipelines (pipelines.go): the pipelines: entries, in order and by id.
 	pipelines    []*pipeline.Pipeline
 	pipelineByID map[string]*pipeline.Pipeline
+
+	// cluster is helix.cluster's leader election (cluster.go); nil without it.
+	cluster *clusterState
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -168,6 +171,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	a.catalogue = a.buildCatalogue()
 	a.resolveAgents(a.catalogue)
 	a.buildMCP()
+	a.buildCluster() // cluster.go: singleton triggers wait for leadership
 	a.buildManagement()
 	a.lintWorkflows()     // warnings, validate.go
 	a.warnOpenListeners() // warnings, security.go
@@ -243,6 +247,7 @@ func (a *App) Start(ctx context.Context) error {
 		a.closeSecurity()
 		return err
 	}
+	a.startCluster() // cluster.go
 	a.state.Store(stateRunning)
 	return nil
 }
@@ -274,6 +279,7 @@ func (a *App) Stop(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, a.ShutdownTimeout())
 	defer cancel()
 	err := a.hc.Stop(ctx)
+	a.stopCluster() // after every trigger stopped: releases the leader lock
 	if mErr := a.stopManagement(ctx); mErr != nil {
 		err = errors.Join(err, mErr)
 	}

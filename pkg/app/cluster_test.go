@@ -1,0 +1,161 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/app"
+	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
+)
+
+func TestClusterLeaderURLError(t *testing.T) {
+	_, err := buildYAML(t, `helix:
+  cluster:
+    leader: postgres://u:hunter2@db/x?sslmode=sometimes
+workflows:
+  - id: tick
+    trigger: timer://tick
+    steps: [{log: tick}]
+`)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"helix.yaml:3:13", "helix.cluster.leader", "sslmode"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the error shows the password: %v", err)
+	}
+}
+
+func clusterYAML(url, name, dir, replica string) string {
+	return fmt.Sprintf(`helix:
+  name: ticker
+  cluster:
+    leader: %s
+    name: %s
+    retry_interval: 100ms
+    check_interval: 100ms
+workflows:
+  - id: tick
+    trigger: timer://tick?period=50ms&delay=0
+    steps:
+      - set-body: "x\n"
+      - to: file://%s?fileName=%s.log&fileExist=append
+  - id: echo
+    trigger: direct://echo
+    steps:
+      - set-body: pong
+`, url, name, dir, replica)
+}
+
+func ticks(t *testing.T, dir, replica string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, replica+".log"))
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "x\n")
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two replicas in one process: only the leader's timer fires, the follower serves
+// its other triggers and is ready, and it takes over when the leader stops.
+func TestClusterSingletonTriggersRunOnTheLeader(t *testing.T) {
+	url := testtools.PostgresURL(t)
+	name := testtools.UniqueName("app")
+	dir := t.TempDir()
+	var logs testtools.SyncBuffer
+	opts := app.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), ManagementAddr: "127.0.0.1:0"}
+	build := func(replica string) *app.App {
+		cfg, err := config.LoadBytes("helix.yaml", []byte(clusterYAML(url, name, dir, replica)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := app.Build(cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	stop := func(a *app.App) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}
+	a := build("a")
+	waitFor(t, 10*time.Second, "a leads and ticks", func() bool { return a.IsLeader() && ticks(t, dir, "a") >= 3 })
+	b := build("b")
+	defer stop(b)
+	time.Sleep(500 * time.Millisecond)
+	if b.IsLeader() || ticks(t, dir, "b") != 0 {
+		t.Fatalf("the follower leads (%v) or fired (%d ticks)", b.IsLeader(), ticks(t, dir, "b"))
+	}
+	if s := b.Context().WorkflowState("tick"); s != engine.StateStandby {
+		t.Errorf("follower's tick is %s, want %s", s, engine.StateStandby)
+	}
+	if s := b.Context().WorkflowState("echo"); s != engine.StateStarted {
+		t.Errorf("follower's echo is %s", s)
+	}
+	if s := a.Context().WorkflowState("tick"); s != engine.StateStarted {
+		t.Errorf("leader's tick is %s", s)
+	}
+	for _, r := range []*app.App{a, b} {
+		resp, err := http.Get("http://" + r.ManagementAddr() + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("/readyz of %s: %d", r.ManagementAddr(), resp.StatusCode)
+		}
+	}
+	ex := exchange.New(exchange.InOut)
+	if err := b.Context().Send(context.Background(), "direct://echo", ex); err != nil || ex.In().Body() != "pong" {
+		t.Fatalf("the follower's direct trigger: %v %v", err, ex.In().Body())
+	}
+
+	stopped := time.Now()
+	stop(a)
+	aTicks := ticks(t, dir, "a")
+	waitFor(t, 5*time.Second, "b takes over", func() bool { return b.IsLeader() && ticks(t, dir, "b") >= 1 })
+	t.Logf("b fired %v after a stopped", time.Since(stopped))
+	if got := ticks(t, dir, "a"); got != aTicks {
+		t.Errorf("a fired after it stopped: %d ticks, then %d", aTicks, got)
+	}
+	for _, want := range []string{"this replica is now the leader", "singleton triggers started on this replica", "this replica resigned the leadership"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %q:\n%s", want, logs.String())
+		}
+	}
+}
