@@ -6,6 +6,7 @@ import (
 
 	"github.com/arvenza/helix/pkg/cluster"
 	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/management"
 )
 
 // clusterState is helix.cluster at run time: the elector and the goroutine that
@@ -104,4 +105,14 @@ func (a *App) IsLeader() bool {
 		return true
 	}
 	return a.cluster.leader.IsLeader()
+}
+
+// clusterMetrics is this replica's standing for /metrics (helix_cluster_leader,
+// helix_cluster_leader_terms_total); nil without helix.cluster.leader.
+func (a *App) clusterMetrics() *management.ClusterMetrics {
+	if a.cluster == nil {
+		return nil
+	}
+	l := a.cluster.leader
+	return &management.ClusterMetrics{Cluster: l.Name(), Leader: l.IsLeader(), Terms: l.Terms()}
 }

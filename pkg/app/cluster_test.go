@@ -121,6 +121,12 @@ func TestClusterSingletonTriggersRunOnTheLeader(t *testing.T) {
 	if b.IsLeader() || ticks(t, dir, "b") != 0 {
 		t.Fatalf("the follower leads (%v) or fired (%d ticks)", b.IsLeader(), ticks(t, dir, "b"))
 	}
+	if m := a.Metrics().Cluster; m == nil || !m.Leader || m.Terms != 1 || m.Cluster != name {
+		t.Errorf("leader's cluster metrics: %+v", m)
+	}
+	if m := b.Metrics().Cluster; m == nil || m.Leader || m.Terms != 0 {
+		t.Errorf("follower's cluster metrics: %+v", m)
+	}
 	if s := b.Context().WorkflowState("tick"); s != engine.StateStandby {
 		t.Errorf("follower's tick is %s, want %s", s, engine.StateStandby)
 	}

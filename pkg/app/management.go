@@ -152,6 +152,7 @@ func (a *App) Metrics() management.Metrics {
 	}
 	m.Agents = a.agentMetrics()
 	m.Pipelines = a.pipelineMetrics()
+	m.Cluster = a.clusterMetrics() // cluster.go
 	return m
 }
 

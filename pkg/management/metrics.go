@@ -28,6 +28,14 @@ type Metrics struct {
 	Rejected  []RejectedMetrics
 	Agents    []AgentMetrics
 	Pipelines []PipelineMetrics
+	Cluster   *ClusterMetrics // nil without helix.cluster.leader
+}
+
+// ClusterMetrics are this replica's part in the leader election of helix.cluster.
+type ClusterMetrics struct {
+	Cluster string // the election's name
+	Leader  bool   // this replica leads now
+	Terms   uint64 // terms of leadership this replica began
 }
 
 // PipelineMetrics are the counters of one RAG pipeline.
@@ -187,6 +195,16 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 		for _, p := range pipelines {
 			sample(f.name, []string{"pipeline", p.Pipeline}, f.value(p))
 		}
+	}
+	if c := m.Cluster; c != nil { // only with helix.cluster.leader
+		leader := "0"
+		if c.Leader {
+			leader = "1"
+		}
+		family("helix_cluster_leader", "gauge", "1 while this replica is the leader of its cluster (and runs the singleton triggers), else 0.")
+		sample("helix_cluster_leader", []string{"cluster", c.Cluster}, leader)
+		family("helix_cluster_leader_terms_total", "counter", "Terms of leadership this replica began.")
+		sample("helix_cluster_leader_terms_total", []string{"cluster", c.Cluster}, u(c.Terms))
 	}
 	return b.Flush()
 }
