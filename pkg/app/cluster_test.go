@@ -165,3 +165,40 @@ func TestClusterSingletonTriggersRunOnTheLeader(t *testing.T) {
 		}
 	}
 }
+
+// A leader whose singleton trigger cannot start resigns and campaigns again after
+// retry_interval, so that another replica may try; the error is logged.
+func TestClusterLeaderResignsWhenTriggersFail(t *testing.T) {
+	url := testtools.PostgresURL(t)
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs testtools.SyncBuffer
+	cfg, err := config.LoadBytes("helix.yaml", []byte(fmt.Sprintf(`helix:
+  cluster:
+    leader: %s
+    name: %s
+    retry_interval: 100ms
+workflows:
+  - id: inbox
+    trigger: file://%s/inbox
+    steps: [{log: got a file}]
+`, url, testtools.UniqueName("fail"), notADir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.Build(cfg, app.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), ManagementAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBuilt(t, a)
+	waitFor(t, 10*time.Second, "two terms", func() bool { return a.Metrics().Cluster.Terms >= 2 })
+	if !strings.Contains(logs.String(), "the singleton triggers failed to start; resigning the leadership") ||
+		!strings.Contains(logs.String(), "workflow inbox: start trigger file://") {
+		t.Errorf("logs:\n%s", logs.String())
+	}
+	if s := a.Context().WorkflowState("inbox"); s != engine.StateStandby {
+		t.Errorf("inbox is %s", s)
+	}
+}

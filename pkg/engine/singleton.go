@@ -77,7 +77,9 @@ func (c *Context) deferred(w *Workflow) bool {
 // timer's counter starts again at 1). It does nothing unless DeferSingletons was
 // called, the context has started, and the singletons are not running already. When
 // one trigger fails to start, the ones started are stopped again and the error is
-// returned: a leader runs all of its singleton triggers or none.
+// returned: a leader runs all of its singleton triggers or none. StartSingletons and
+// StopSingletons are meant to be called from one goroutine, the one following the
+// leadership (pkg/app); Stop may run concurrently with either.
 func (c *Context) StartSingletons(ctx context.Context) error {
 	c.mu.Lock()
 	if !c.singletons.deferred || !c.started || c.stopped || len(c.singletons.running) > 0 {
