@@ -98,8 +98,8 @@ func stringKeys(v any) any {
 // schemaFiles are the YAML files of the repository — every example, every spec
 // snippet the tests load, the pattern recipes and the other files tests run — found
 // by walking the module, so a new one is checked without editing this test.
-// Hidden directories, bench/ (its own modules) and files that are wrong on purpose
-// are skipped.
+// Hidden directories, bench/ (its own modules), deploy/ (Kubernetes manifests,
+// checked by go test ./deploy) and files that are wrong on purpose are skipped.
 func schemaFiles(t *testing.T) []string {
 	t.Helper()
 	wrongOnPurpose := map[string]bool{"internal/cli/testdata/mistakes.yaml": true}
@@ -112,7 +112,7 @@ func schemaFiles(t *testing.T) []string {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || rel == "bench" || d.Name() == "node_modules") {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || rel == "bench" || rel == "deploy" || d.Name() == "node_modules") {
 				return filepath.SkipDir
 			}
 			return nil
