@@ -77,8 +77,9 @@ type PipelineSource struct {
 	Dir       string
 	Include   []string // glob patterns of the files read; empty: every supported file
 	Exclude   []string
-	TextField string // .json/.jsonl: the field holding the text
-	Pos       Pos
+	TextField  string // .json/.jsonl: the field holding the text
+	TitleField string // .json/.jsonl: the field holding the title
+	Pos        Pos
 }
 
 // ChunkConfig is a pipeline's rag-chunk step.
@@ -175,12 +176,13 @@ var (
 		}}
 
 	pipelineSourceShape = Shape{What: "a pipeline source",
-		Description: "Where the documents come from: file://DIR (options as a query: ?include=*.md&exclude=drafts/*&text_field=body) or {uri, include, exclude, text_field}. Without it, only rag-ingest steps feed the pipeline.",
+		Description: "Where the documents come from: file://DIR (options as a query: ?include=*.md&exclude=drafts/*&text_field=body&title_field=name) or {uri, include, exclude, text_field, title_field}. Without it, only rag-ingest steps feed the pipeline.",
 		AnyOf: []*Shape{{Type: TypeURI}, {Type: TypeObject, Keys: []Key{
 			{Name: "uri", Required: true, Shape: Shape{Type: TypeURI, Description: "file://DIR: the directory, read recursively."}},
 			{Name: "include", Shape: strList("Only the files whose path (relative to the directory) matches one of these globs (** crosses directories).")},
 			{Name: "exclude", Shape: strList("Leave out the files whose path matches one of these globs.")},
 			{Name: "text_field", Shape: str(".json and .jsonl files: the field holding the text. Default text.")},
+			{Name: "title_field", Shape: str(".json and .jsonl files: the field holding the title (searched as a field of its own, shown with the results). Default title.")},
 		}}}}
 
 	pipelineShape = Shape{Type: TypeObject, What: "a pipeline", Keys: []Key{
@@ -458,17 +460,27 @@ func decodePipelineSource(d *Decoder, n *yaml.Node, path string) *PipelineSource
 	n = d.Resolve(n)
 	src := &PipelineSource{Pos: d.Pos(n)}
 	uriNode, uriPath := n, path
+	// at locates an error about one of the source's keys: the key in a mapping,
+	// else the URI (whose query holds the options).
+	at := func(string) (*yaml.Node, string) { return uriNode, uriPath }
 	if isMapping(n) {
 		sv := d.Decode(n, path, "a pipeline source", pipelineSourceShape.AnyOf[1])
 		uriNode, uriPath = sv.NodeOf("uri"), sv.PathOf("uri")
 		src.URI = sv.String("uri")
 		src.Include, src.Exclude, src.TextField = stringList(sv, "include"), stringList(sv, "exclude"), sv.String("text_field")
+		src.TitleField = sv.String("title_field")
 		if uriNode == nil {
 			return nil
 		}
+		at = func(k string) (*yaml.Node, string) {
+			if n := sv.NodeOf(k); n != nil {
+				return n, sv.PathOf(k)
+			}
+			return uriNode, uriPath
+		}
 	} else {
 		if n.Kind != yaml.ScalarNode {
-			d.Errorf(n, path, "a pipeline source is a URI (file://DIR) or a mapping {uri, include, exclude, text_field}, not %s", describe(n))
+			d.Errorf(n, path, "a pipeline source is a URI (file://DIR) or a mapping {uri, include, exclude, text_field, title_field}, not %s", describe(n))
 			return nil
 		}
 		src.URI = d.String(n, path)
@@ -497,11 +509,14 @@ func decodePipelineSource(d *Decoder, n *yaml.Node, path string) *PipelineSource
 			src.Exclude = append(src.Exclude, splitList(vals)...)
 		case "text_field":
 			src.TextField = vals[len(vals)-1]
+		case "title_field":
+			src.TitleField = vals[len(vals)-1]
 		default:
 			d.Errorf(uriNode, uriPath, "unknown source option %q", k).Hint =
-				hintOr(DidYouMean(k, []string{"include", "exclude", "text_field"}), "use include, exclude or text_field")
+				hintOr(DidYouMean(k, sourceOptions), "use "+orList(sourceOptions))
 		}
 	}
+	checkSourceFields(d, src, at)
 	for _, list := range [][]string{src.Include, src.Exclude} {
 		for _, p := range list {
 			if _, err := filepath.Match(strings.ReplaceAll(p, "**", "*"), ""); err != nil {
@@ -510,6 +525,30 @@ func decodePipelineSource(d *Decoder, n *yaml.Node, path string) *PipelineSource
 		}
 	}
 	return src
+}
+
+// sourceOptions are the options of a file:// source's query.
+var sourceOptions = []string{"include", "exclude", "text_field", "title_field"}
+
+// checkSourceFields refuses a title_field that names the text's field; at gives
+// the node (and path) an error about key points at.
+func checkSourceFields(d *Decoder, src *PipelineSource, at func(key string) (*yaml.Node, string)) {
+	text, title := src.TextField, src.TitleField
+	if text == "" {
+		text = "text"
+	}
+	if title == "" {
+		title = "title"
+	}
+	if text == title {
+		key := "title_field"
+		if src.TitleField == "" {
+			key = "text_field" // only text_field was written: it took the title's field
+		}
+		n, p := at(key)
+		d.Errorf(n, p, "text_field and title_field both name the field %q", text).Hint =
+			"a record's text and its title come from different fields: set title_field to the field holding the title"
+	}
 }
 
 // splitList splits comma-separated query values.

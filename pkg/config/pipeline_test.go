@@ -73,7 +73,7 @@ func TestPipelineDefaults(t *testing.T) {
 	cfg, errs := load(t, `
 pipelines:
   - id: notes
-    source: {uri: "file://notes", include: ["**/*.md"], exclude: [drafts/*], text_field: body}
+    source: {uri: "file://notes", include: ["**/*.md"], exclude: [drafts/*], text_field: body, title_field: name}
 `)
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -85,7 +85,7 @@ pipelines:
 	if p.Embed != nil || p.Store.Store != "embedded" || p.Retrieve.Strategy != "hybrid" || p.Retrieve.TopK != 5 || p.Output != "text" {
 		t.Errorf("pipeline = %+v", p)
 	}
-	if p.Source.Dir != "notes" || p.Source.TextField != "body" || len(p.Source.Include) != 1 || p.Source.Exclude[0] != "drafts/*" {
+	if p.Source.Dir != "notes" || p.Source.TextField != "body" || p.Source.TitleField != "name" || len(p.Source.Include) != 1 || p.Source.Exclude[0] != "drafts/*" {
 		t.Errorf("source = %+v", p.Source)
 	}
 	if got := p.StorePath(""); got != filepath.Join(".helix", "rag", "notes") {
@@ -107,7 +107,7 @@ func TestPipelineSourceQuery(t *testing.T) {
 helix: {data_dir: /var/lib/helix}
 pipelines:
   - id: kb
-    source: "file:///srv/kb?include=*.md,*.txt&exclude=old/*&text_field=content"
+    source: "file:///srv/kb?include=*.md,*.txt&exclude=old/*&text_field=content&title_field=headline"
     steps:
       - rag-retrieve: {strategy: keyword}
 `)
@@ -115,7 +115,7 @@ pipelines:
 		t.Fatal(errs)
 	}
 	s := cfg.Pipelines[0].Source
-	if s.Dir != "/srv/kb" || len(s.Include) != 2 || s.Exclude[0] != "old/*" || s.TextField != "content" {
+	if s.Dir != "/srv/kb" || len(s.Include) != 2 || s.Exclude[0] != "old/*" || s.TextField != "content" || s.TitleField != "headline" {
 		t.Errorf("source = %+v", s)
 	}
 	if got := cfg.Pipelines[0].StorePath(cfg.Helix.DataDir); got != "/var/lib/helix/rag/kb" {
@@ -199,6 +199,31 @@ pipelines:
   - id: p
     source: file://docs?includ=*.md
 `, []string{`helix.yaml:4:13: pipelines[0].source: unknown source option "includ" (did you mean "include"?)`}},
+		{"source option typo, title", `
+pipelines:
+  - id: p
+    source: file://docs?titel_field=name
+`, []string{`helix.yaml:4:13: pipelines[0].source: unknown source option "titel_field" (did you mean "title_field"?)`}},
+		{"source key typo, title", `
+pipelines:
+  - id: p
+    source: {uri: "file://docs", title_feld: name}
+`, []string{`helix.yaml:4:34: pipelines[0].source: unknown key "title_feld" in a pipeline source (did you mean "title_field"?)`}},
+		{"title and text from one field", `
+pipelines:
+  - id: p
+    source: {uri: "file://docs", text_field: body, title_field: body}
+`, []string{`helix.yaml:4:65: pipelines[0].source.title_field: text_field and title_field both name the field "body" (a record's text and its title come from different fields: set title_field to the field holding the title)`}},
+		{"text from the title's default field", `
+pipelines:
+  - id: p
+    source: {uri: "file://docs", text_field: title}
+`, []string{`helix.yaml:4:46: pipelines[0].source.text_field: text_field and title_field both name the field "title" (a record's text and its title come from different fields: set title_field to the field holding the title)`}},
+		{"title and text from one field, query", `
+pipelines:
+  - id: p
+    source: file://docs?title_field=text
+`, []string{`helix.yaml:4:13: pipelines[0].source: text_field and title_field both name the field "text" (a record's text and its title come from different fields: set title_field to the field holding the title)`}},
 		{"onnx without model file", `
 pipelines:
   - id: p

@@ -64,5 +64,5 @@ func openStore(ctx context.Context, p config.PipelineConfig, dataDir string, emb
 
 func fileSource(src config.PipelineSource, logger *slog.Logger) (Source, error) {
 	return source.Files(src.Dir, source.FileOptions{Include: src.Include, Exclude: src.Exclude, TextField: src.TextField,
-		Logger: logger}), nil
+		TitleField: src.TitleField, Logger: logger}), nil
 }

@@ -19,6 +19,11 @@ type BodyOptions struct {
 	ID string
 	// TextField is the JSON field holding the text; "" means "text".
 	TextField string
+	// TitleField is the JSON field holding the title; "" means "title".
+	TitleField string
+	// Title is the title of a document without one of its own: a text body, or
+	// an object without a TitleField.
+	Title string
 	// Source is recorded as every document's Source (for citations), e.g. the
 	// workflow's trigger URI.
 	Source string
@@ -26,17 +31,22 @@ type BodyOptions struct {
 
 // FromBody turns a rag-ingest step's body into documents:
 //
-//   - a string or []byte: one document with that text, unless it is JSON (an
-//     object or an array of objects) or JSON lines (an object per line);
+//   - a string or []byte: one document with that text (and opts.Title), unless
+//     it is JSON (an object or an array of objects) or JSON lines (an object per
+//     line);
 //   - a JSON object (map[string]any): one document, the text from
-//     opts.TextField, "title", "_id" or "id", the other scalar fields and the
-//     scalar fields of "metadata" as metadata;
+//     opts.TextField, the title from opts.TitleField (else opts.Title), the id
+//     from "_id" or "id", the other scalar fields and the scalar fields of
+//     "metadata" as metadata;
 //   - a JSON array of objects ([]any, []map[string]any): a document per object.
 //
 // Errors name the document (from 1) and say what to change.
 func FromBody(body any, opts BodyOptions) ([]rag.Document, error) {
 	if opts.TextField == "" {
 		opts.TextField = DefaultTextField
+	}
+	if opts.TitleField == "" {
+		opts.TitleField = DefaultTitleField
 	}
 	switch b := body.(type) {
 	case nil:
@@ -90,7 +100,7 @@ func fromBytes(b []byte, opts BodyOptions) ([]rag.Document, error) {
 	if id == "" {
 		id = contentID(text)
 	}
-	return []rag.Document{{ID: id, Source: opts.Source, Text: text}}, nil
+	return []rag.Document{{ID: id, Source: opts.Source, Title: opts.Title, Text: text}}, nil
 }
 
 // fromJSONLines reads b as JSON lines when its first non-blank line is a JSON
@@ -130,7 +140,7 @@ func fromObjects(objs []any, opts BodyOptions, several bool) ([]rag.Document, er
 		if !ok {
 			return nil, fmt.Errorf("rag-ingest: document %d is a %s, not a JSON object with a %q field", i+1, jsonKind(o), opts.TextField)
 		}
-		r, err := parseRecord(obj, opts.TextField)
+		r, err := parseRecord(obj, opts.TextField, opts.TitleField)
 		if err != nil {
 			if several {
 				return nil, fmt.Errorf("rag-ingest: document %d %v", i+1, err)
@@ -155,7 +165,11 @@ func fromObjects(objs []any, opts BodyOptions, several bool) ([]rag.Document, er
 			return nil, fmt.Errorf("rag-ingest: documents %d and %d have the same id %q: give them distinct \"id\" fields", first+1, i+1, id)
 		}
 		seen[id] = i
-		docs = append(docs, rag.Document{ID: id, Source: opts.Source, Title: r.title, Text: r.text, Metadata: r.metadata})
+		title := r.title
+		if title == "" {
+			title = opts.Title
+		}
+		docs = append(docs, rag.Document{ID: id, Source: opts.Source, Title: title, Text: r.text, Metadata: r.metadata})
 	}
 	return docs, nil
 }

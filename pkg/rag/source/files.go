@@ -41,6 +41,11 @@ type FileOptions struct {
 	// TextField is the field of .json and .jsonl records holding the text;
 	// "" means "text".
 	TextField string
+	// TitleField is the field of .json and .jsonl records holding the title;
+	// "" means "title". (Markdown files take theirs from the front matter's
+	// "title" or the first "# " heading, HTML pages from <title> or the first
+	// <h1>; text files have none.)
+	TitleField string
 	// MaxFileBytes: larger files are skipped with a warning; 0 means 32 MiB.
 	MaxFileBytes int64
 	// Logger receives the warnings about skipped files and records; nil means
@@ -74,6 +79,9 @@ func Files(root string, opts FileOptions) *FileSource {
 	}
 	if opts.TextField == "" {
 		opts.TextField = DefaultTextField
+	}
+	if opts.TitleField == "" {
+		opts.TitleField = DefaultTitleField
 	}
 	if opts.MaxFileBytes <= 0 {
 		opts.MaxFileBytes = DefaultMaxFileBytes
@@ -222,7 +230,7 @@ func (s *FileSource) readJSON(p, text string) ([]rag.Document, error) {
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		r, err := parseRecord(v, s.opts.TextField)
+		r, err := parseRecord(v, s.opts.TextField, s.opts.TitleField)
 		if err != nil {
 			return nil, fmt.Errorf("the object %w", err)
 		}
@@ -239,7 +247,7 @@ func (s *FileSource) readJSON(p, text string) ([]rag.Document, error) {
 				s.warn("record skipped", p, fmt.Errorf("element %d is a %s, not an object", i+1, jsonKind(o)))
 				continue
 			}
-			r, err := parseRecord(obj, s.opts.TextField)
+			r, err := parseRecord(obj, s.opts.TextField, s.opts.TitleField)
 			if err != nil {
 				s.warn("record skipped", p, fmt.Errorf("element %d %w", i+1, err))
 				continue
@@ -275,7 +283,7 @@ func (s *FileSource) readJSONLines(p, text string) []rag.Document {
 			s.opts.Logger.Warn("rag source: line skipped", "line", where, "error", fmt.Sprintf("a JSON %s, not an object", jsonKind(v)))
 			continue
 		}
-		r, err := parseRecord(obj, s.opts.TextField)
+		r, err := parseRecord(obj, s.opts.TextField, s.opts.TitleField)
 		if err != nil {
 			s.opts.Logger.Warn("rag source: line skipped", "line", where, "error", "the record "+err.Error())
 			continue

@@ -34,7 +34,8 @@ var headingLevels = map[atom.Atom]int{
 	atom.H1: 1, atom.H2: 2, atom.H3: 3, atom.H4: 4, atom.H5: 5, atom.H6: 6,
 }
 
-// extractHTML returns an HTML page's title and its readable text: headings as
+// extractHTML returns an HTML page's title (its <title>, else its first <h1>)
+// and its readable text: headings as
 // Markdown "#" lines (so the chunker sees the outline), paragraphs separated by
 // blank lines, list items, table rows and cells on lines of their own,
 // whitespace collapsed outside <pre>, entities decoded. Scripts, styles,
@@ -46,11 +47,16 @@ func extractHTML(src string) (title, text string) {
 	}
 	e := &htmlExtractor{}
 	e.walk(doc)
-	return strings.Join(strings.Fields(e.title), " "), e.finish()
+	title = strings.Join(strings.Fields(e.title), " ")
+	if title == "" {
+		title = strings.Join(strings.Fields(e.h1), " ")
+	}
+	return title, e.finish()
 }
 
 type htmlExtractor struct {
 	title    string
+	h1       string // the first h1's text, the title when there is no <title>
 	inTitle  bool
 	b        strings.Builder
 	pre      int  // depth of <pre> elements
@@ -92,7 +98,11 @@ func (e *htmlExtractor) walk(n *html.Node) {
 			e.breakLines(2)
 			e.b.WriteString(strings.Repeat("#", level) + " ")
 			e.newlines, e.space, e.lineStart = 0, false, true
+			start := e.b.Len()
 			e.children(n)
+			if level == 1 && e.h1 == "" {
+				e.h1 = e.b.String()[start:]
+			}
 			e.breakLines(2)
 			return
 		}

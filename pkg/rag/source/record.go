@@ -12,6 +12,9 @@ import (
 // DefaultTextField is the JSON field that holds a document's text.
 const DefaultTextField = "text"
 
+// DefaultTitleField is the JSON field that holds a document's title.
+const DefaultTitleField = "title"
+
 // record is a JSON object turned into a document's parts.
 type record struct {
 	id       string // from "_id" or "id"; "" when absent
@@ -20,11 +23,12 @@ type record struct {
 	metadata map[string]any
 }
 
-// parseRecord takes a JSON object apart: textField holds the text, "title" the
-// title, "_id" or "id" the id, and the other scalar fields (strings, numbers,
-// booleans) become metadata, as do the scalar fields of a "metadata" object.
-// Nested values elsewhere are left out: filters compare scalars only.
-func parseRecord(obj map[string]any, textField string) (record, error) {
+// parseRecord takes a JSON object apart: textField holds the text, titleField
+// the title (a string or a number; absent or another type: no title), "_id" or
+// "id" the id, and the other scalar fields (strings, numbers, booleans) become
+// metadata, as do the scalar fields of a "metadata" object. Nested values
+// elsewhere are left out: filters compare scalars only.
+func parseRecord(obj map[string]any, textField, titleField string) (record, error) {
 	raw, ok := obj[textField]
 	if !ok {
 		return record{}, fmt.Errorf("has no %q field; set text_field to the field holding the text", textField)
@@ -42,12 +46,14 @@ func parseRecord(obj map[string]any, textField string) (record, error) {
 			}
 		}
 	}
-	if t, ok := obj["title"].(string); ok && textField != "title" {
-		r.title = t
+	if titleField != textField {
+		if v, ok := obj[titleField]; ok {
+			r.title, _ = scalarString(v)
+		}
 	}
 	for k, v := range obj {
 		switch k {
-		case textField, "title", "_id", "id":
+		case textField, titleField, "_id", "id":
 			continue
 		case "metadata":
 			if m, ok := v.(map[string]any); ok {

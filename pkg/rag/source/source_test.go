@@ -232,6 +232,22 @@ func TestFromBody(t *testing.T) {
 	if err != nil || len(docs) != 1 || docs[0].Text != "{not json at all, just braces}" {
 		t.Errorf("text in braces: %+v %v", docs, err)
 	}
+	// Titles: from TitleField, else BodyOptions.Title; the title field is no
+	// metadata.
+	docs, err = FromBody(`[{"name": "Roses", "text": "prune", "title": "kept as metadata"}, {"text": "water"}]`,
+		BodyOptions{TitleField: "name", Title: "Garden"})
+	if err != nil || len(docs) != 2 || docs[0].Title != "Roses" || docs[1].Title != "Garden" ||
+		!reflect.DeepEqual(docs[0].Metadata, map[string]any{"title": "kept as metadata"}) {
+		t.Errorf("title field and default title: %+v %v", docs, err)
+	}
+	docs, err = FromBody("plain text", BodyOptions{ID: "m", Title: "Subject line"})
+	if err != nil || docs[0].Title != "Subject line" {
+		t.Errorf("text body with a title: %+v %v", docs, err)
+	}
+	docs, err = FromBody(`{"text": "t", "title": 2024, "id": "n"}`, BodyOptions{})
+	if err != nil || docs[0].Title != "2024" || docs[0].Metadata != nil {
+		t.Errorf("numeric title: %+v %v", docs, err)
+	}
 	docs, err = FromBody([]byte("caf\xe9"), BodyOptions{ID: "x"})
 	if err != nil || docs[0].Text != "caf\uFFFD" {
 		t.Errorf("bad UTF-8: %+v %v", docs, err)
@@ -312,5 +328,31 @@ func TestHTMLHeadingsReachChunks(t *testing.T) {
 	last := chunks[len(chunks)-1]
 	if last.Text != "Child words here." || !reflect.DeepEqual(last.Headings, []string{"Top", "Child"}) {
 		t.Errorf("last chunk = %q under %q", last.Text, last.Headings)
+	}
+}
+
+func TestTitles(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "h1.html", "<html><body><p>Intro</p><h1>Main <em>Title</em>\n here</h1><h1>Second</h1><p>Text.</p></body></html>")
+	write(t, root, "none.html", "<html><body><h2>Only a subheading</h2><p>Text.</p></body></html>")
+	write(t, root, "both.html", "<html><head><title>Page title</title></head><body><h1>Heading</h1></body></html>")
+	write(t, root, "front.md", "---\ntitle: From front matter\n---\n# Heading\n\nText.")
+	write(t, root, "heading.md", "Intro.\n\n```\n# not a heading\n```\n\n# The Heading #\n\nText.")
+	write(t, root, "plain.txt", "# Not a title in a text file\n\nText.")
+	write(t, root, "records.jsonl", `{"id": "1", "headline": "Roses", "text": "prune", "title": "meta"}
+{"id": "2", "text": "water"}
+`)
+	docs := walk(t, Files(root, FileOptions{TitleField: "headline"}))
+	for id, want := range map[string]string{
+		"h1.html": "Main Title here", "none.html": "", "both.html": "Page title",
+		"front.md": "From front matter", "heading.md": "The Heading", "plain.txt": "",
+		"records.jsonl#1": "Roses", "records.jsonl#2": "",
+	} {
+		if d, ok := docs[id]; !ok || d.Title != want {
+			t.Errorf("%s: title %q, want %q", id, d.Title, want)
+		}
+	}
+	if md := docs["records.jsonl#1"].Metadata; !reflect.DeepEqual(md, map[string]any{"title": "meta"}) {
+		t.Errorf("with title_field headline, the record's title field is metadata: %v", md)
 	}
 }
