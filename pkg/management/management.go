@@ -1,6 +1,6 @@
 // Package management serves Helix's management endpoints: the discovery
 // manifest (GET /.well-known/helix-manifest.json), liveness (/healthz),
-// readiness (/readyz) and metrics (/metrics, Prometheus text format).
+// readiness (/readyz) and metrics (/metrics, through Prometheus' client_golang).
 //
 // The management server is a convenience, not a dependency: when its address
 // is taken (a second Helix on the same host, or a stdio MCP server launched by
@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/arvenza/helix/pkg/netguard"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultAddr is loopback only: the manifest lists internal tools and
@@ -41,8 +42,9 @@ type Options struct {
 	// Ready returns nil when Helix serves traffic, else the reason it does
 	// not (e.g. "starting", "draining"). Safe for concurrent use.
 	Ready func() error
-	// Metrics is called on every /metrics request; nil serves only
-	// helix_build_info and empty families. Safe for concurrent use.
+	// Metrics is called on every /metrics request for Helix's own families
+	// (NewCollector); nil serves helix_build_info and helix_exchanges_inflight
+	// beside the Go and process metrics. Safe for concurrent use.
 	Metrics func() Metrics
 	Logger  *slog.Logger
 	// Limits are the listener's connection limits and timeouts (helix.management:
@@ -56,6 +58,7 @@ type Options struct {
 type Server struct {
 	opts Options
 	log  *slog.Logger
+	reg  *prometheus.Registry // this server's own: Go, process, Helix and Register'ed collectors
 
 	mu   sync.Mutex
 	srv  *http.Server
@@ -72,7 +75,9 @@ func New(o Options) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{opts: o, log: log}
+	reg := NewRegistry()
+	reg.MustRegister(NewCollector(o.Metrics))
+	return &Server{opts: o, log: log, reg: reg}
 }
 
 // Start binds the address and serves in a goroutine owned by the server
@@ -152,7 +157,7 @@ func (s *Server) handler(checkHost bool) http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", s.serveReady)
-	mux.HandleFunc("GET "+MetricsPath, s.serveMetrics)
+	mux.Handle("GET "+MetricsPath, s.metricsHandler())
 	if !checkHost {
 		return mux
 	}

@@ -1,24 +1,31 @@
 package management
 
 import (
-	"bufio"
-	"io"
+	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// MetricsPath serves the metrics in the Prometheus text exposition format.
+// MetricsPath serves the metrics: the Prometheus text format by default, or what the
+// scraper's Accept header asks for among OpenMetrics and the protobuf formats.
 const MetricsPath = "/metrics"
 
-// MetricsContentType is the Prometheus text exposition format, version 0.0.4.
-const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
+// MetricsContentType is the Content-Type of /metrics for a request without an Accept
+// header (curl, a browser): the Prometheus text format 0.0.4, with metric names
+// escaped to underscores should one not be a legacy name (Helix's never need it).
+const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"
 
 // Metrics is a snapshot of the counters /metrics exposes. The application fills
-// it from the engine and the MCP servers; this package only formats it, so the
-// engine stays free of monitoring concerns.
+// it from the engine and the MCP servers when it is scraped; this package only
+// turns it into metrics, so the engine stays free of monitoring concerns and its
+// per-exchange cost is that of its own atomic counters.
 type Metrics struct {
 	Version   string // Helix version; "dev" when empty
 	GoVersion string // runtime.Version() when empty
@@ -79,10 +86,105 @@ type RejectedMetrics struct {
 	Count          uint64
 }
 
-// WriteMetrics writes m in the Prometheus text exposition format 0.0.4. Every
-// family has its HELP and TYPE lines even without samples, and samples are sorted
-// by their labels, so the output is stable for equal input.
-func WriteMetrics(w io.Writer, m Metrics) error {
+// NewRegistry returns a registry of its own, never prometheus.DefaultRegisterer (a
+// process may run several Helix instances: tests start many), holding the Go
+// runtime collector (go_goroutines, go_threads, go_gc_*, go_memstats_*, go_info…)
+// and the process collector (process_cpu_seconds_total, process_resident_memory_bytes,
+// process_open_fds, process_max_fds, process_start_time_seconds… where the OS
+// provides them; Linux does).
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+// helixDesc are the descriptors of Helix's own families. Names, types, help and
+// label names are the contract docs/management.md documents.
+var (
+	descBuildInfo = prometheus.NewDesc("helix_build_info", "Helix build information; the value is always 1.", []string{"version", "goversion"}, nil)
+
+	descExchanges = prometheus.NewDesc("helix_exchanges_total", "Exchanges run through a workflow's pipeline.", []string{"workflow"}, nil)
+	descFailed    = prometheus.NewDesc("helix_exchanges_failed_total", "Exchanges whose workflow pipeline ended with an error.", []string{"workflow"}, nil)
+	descInFlight  = prometheus.NewDesc("helix_exchanges_inflight", "Exchanges running a workflow pipeline now.", nil, nil)
+	descDuration  = prometheus.NewDesc("helix_exchange_duration_seconds", "Time exchanges spent in a workflow's pipeline.", []string{"workflow"}, nil)
+
+	descToolCalls  = prometheus.NewDesc("helix_mcp_tool_calls_total", "MCP tools/call requests that reached the tool.", []string{"server", "tool"}, nil)
+	descToolErrors = prometheus.NewDesc("helix_mcp_tool_errors_total", "MCP tool calls answered with an isError result.", []string{"server", "tool"}, nil)
+	descRejected   = prometheus.NewDesc("helix_mcp_rejected_requests_total", "MCP requests rejected by a server's security settings.", []string{"server", "reason"}, nil)
+
+	descClusterLeader = prometheus.NewDesc("helix_cluster_leader", "1 while this replica is the leader of its cluster (and runs the singleton triggers), else 0.", []string{"cluster"}, nil)
+	descClusterTerms  = prometheus.NewDesc("helix_cluster_leader_terms_total", "Terms of leadership this replica began.", []string{"cluster"}, nil)
+
+	agentFamilies = []struct {
+		desc  *prometheus.Desc
+		value func(AgentMetrics) uint64
+	}{
+		{prometheus.NewDesc("helix_agent_runs_total", "Agent runs (one per message answered or failed).", []string{"agent"}, nil), func(a AgentMetrics) uint64 { return a.Runs }},
+		{prometheus.NewDesc("helix_agent_errors_total", "Agent runs that failed.", []string{"agent"}, nil), func(a AgentMetrics) uint64 { return a.Errors }},
+		{prometheus.NewDesc("helix_agent_iterations_total", "Model turns of agent runs.", []string{"agent"}, nil), func(a AgentMetrics) uint64 { return a.Iterations }},
+		{prometheus.NewDesc("helix_agent_tool_calls_total", "Tool calls agents made.", []string{"agent"}, nil), func(a AgentMetrics) uint64 { return a.ToolCalls }},
+		{prometheus.NewDesc("helix_agent_input_tokens_total", "Input tokens agent runs cost, as the providers counted them.", []string{"agent"}, nil), func(a AgentMetrics) uint64 { return a.InputTokens }},
+		{prometheus.NewDesc("helix_agent_output_tokens_total", "Output tokens agent runs cost, as the providers counted them.", []string{"agent"}, nil), func(a AgentMetrics) uint64 { return a.OutputTokens }},
+	}
+
+	pipelineFamilies = []struct {
+		desc  *prometheus.Desc
+		typ   prometheus.ValueType
+		value func(PipelineMetrics) float64
+	}{
+		{prometheus.NewDesc("helix_rag_documents_ingested_total", "Documents a pipeline chunked, embedded and stored (new or changed).", []string{"pipeline"}, nil),
+			prometheus.CounterValue, func(p PipelineMetrics) float64 { return float64(p.DocumentsIngested) }},
+		{prometheus.NewDesc("helix_rag_ingest_errors_total", "Documents a pipeline failed to ingest.", []string{"pipeline"}, nil),
+			prometheus.CounterValue, func(p PipelineMetrics) float64 { return float64(p.IngestErrors) }},
+		{prometheus.NewDesc("helix_rag_chunks", "Chunks in a pipeline's store.", []string{"pipeline"}, nil),
+			prometheus.GaugeValue, func(p PipelineMetrics) float64 { return float64(p.Chunks) }},
+		{prometheus.NewDesc("helix_rag_queries_total", "Queries a pipeline answered or failed.", []string{"pipeline"}, nil),
+			prometheus.CounterValue, func(p PipelineMetrics) float64 { return float64(p.Queries) }},
+		{prometheus.NewDesc("helix_rag_query_errors_total", "Queries a pipeline failed.", []string{"pipeline"}, nil),
+			prometheus.CounterValue, func(p PipelineMetrics) float64 { return float64(p.QueryErrors) }},
+	}
+)
+
+// snapshotCollector turns a Metrics snapshot, taken when the registry is gathered,
+// into Helix's families. The counters stay where they are counted (the engine's
+// per-workflow atomics, the MCP servers', the agents'), so the exchange path pays
+// nothing for the exposition.
+type snapshotCollector struct {
+	snapshot func() Metrics
+}
+
+// NewCollector returns the collector of Helix's own families (helix_build_info,
+// helix_exchanges_*, helix_mcp_*, helix_agent_*, helix_rag_*, helix_cluster_*), calling snapshot on
+// every collection; snapshot must be safe for concurrent use. A nil snapshot
+// collects helix_build_info alone. A family without samples is not exposed.
+func NewCollector(snapshot func() Metrics) prometheus.Collector {
+	return snapshotCollector{snapshot: snapshot}
+}
+
+// Describe sends every family's descriptor, so the registry checks names and
+// label names at registration and rejects another collector reusing them.
+func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descBuildInfo, descExchanges, descFailed, descInFlight, descDuration,
+		descToolCalls, descToolErrors, descRejected, descClusterLeader, descClusterTerms} {
+		ch <- d
+	}
+	for _, f := range agentFamilies {
+		ch <- f.desc
+	}
+	for _, f := range pipelineFamilies {
+		ch <- f.desc
+	}
+}
+
+// Collect sends the samples of one snapshot.
+func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
+	var m Metrics
+	if c.snapshot != nil {
+		m = c.snapshot()
+	}
 	version, gover := m.Version, m.GoVersion
 	if version == "" {
 		version = "dev"
@@ -90,144 +192,80 @@ func WriteMetrics(w io.Writer, m Metrics) error {
 	if gover == "" {
 		gover = runtime.Version()
 	}
-	wfs := append([]WorkflowMetrics(nil), m.Workflows...)
-	sort.Slice(wfs, func(i, j int) bool { return wfs[i].Workflow < wfs[j].Workflow })
-	tools := append([]ToolCallMetrics(nil), m.ToolCalls...)
-	sort.Slice(tools, func(i, j int) bool {
-		if tools[i].Server != tools[j].Server {
-			return tools[i].Server < tools[j].Server
-		}
-		return tools[i].Tool < tools[j].Tool
-	})
-	rej := append([]RejectedMetrics(nil), m.Rejected...)
-	sort.Slice(rej, func(i, j int) bool {
-		if rej[i].Server != rej[j].Server {
-			return rej[i].Server < rej[j].Server
-		}
-		return rej[i].Reason < rej[j].Reason
-	})
-	agents := append([]AgentMetrics(nil), m.Agents...)
-	sort.Slice(agents, func(i, j int) bool { return agents[i].Agent < agents[j].Agent })
-	pipelines := append([]PipelineMetrics(nil), m.Pipelines...)
-	sort.Slice(pipelines, func(i, j int) bool { return pipelines[i].Pipeline < pipelines[j].Pipeline })
+	ch <- prometheus.MustNewConstMetric(descBuildInfo, prometheus.GaugeValue, 1, version, gover)
 
-	b := bufio.NewWriter(w)
-	family := func(name, typ, help string) {
-		b.WriteString("# HELP " + name + " " + escapeHelp(help) + "\n# TYPE " + name + " " + typ + "\n")
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	sample := func(name string, labels []string, value string) {
-		b.WriteString(name)
-		if len(labels) > 0 {
-			b.WriteByte('{')
-			for i := 0; i+1 < len(labels); i += 2 {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString(labels[i] + `="` + escapeLabelValue(labels[i+1]) + `"`)
-			}
-			b.WriteByte('}')
-		}
-		b.WriteString(" " + value + "\n")
+	for _, wf := range m.Workflows {
+		counter(descExchanges, wf.Exchanges, wf.Workflow)
+		counter(descFailed, wf.Failed, wf.Workflow)
+		// A summary without quantiles: the engine keeps the count and the sum only.
+		ch <- prometheus.MustNewConstSummary(descDuration, wf.Exchanges, wf.DurationSeconds, nil, wf.Workflow)
 	}
-	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
-
-	family("helix_build_info", "gauge", "Helix build information; the value is always 1.")
-	sample("helix_build_info", []string{"version", version, "goversion", gover}, "1")
-
-	family("helix_exchanges_total", "counter", "Exchanges run through a workflow's pipeline.")
-	for _, wf := range wfs {
-		sample("helix_exchanges_total", []string{"workflow", wf.Workflow}, u(wf.Exchanges))
+	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(m.InFlight))
+	for _, t := range m.ToolCalls {
+		counter(descToolCalls, t.Calls, t.Server, t.Tool)
+		counter(descToolErrors, t.Errors, t.Server, t.Tool)
 	}
-	family("helix_exchanges_failed_total", "counter", "Exchanges whose workflow pipeline ended with an error.")
-	for _, wf := range wfs {
-		sample("helix_exchanges_failed_total", []string{"workflow", wf.Workflow}, u(wf.Failed))
+	for _, r := range m.Rejected {
+		counter(descRejected, r.Count, r.Server, r.Reason)
 	}
-	family("helix_exchanges_inflight", "gauge", "Exchanges running a workflow pipeline now.")
-	sample("helix_exchanges_inflight", nil, strconv.FormatInt(m.InFlight, 10))
-	family("helix_exchange_duration_seconds", "summary", "Time exchanges spent in a workflow's pipeline.")
-	for _, wf := range wfs {
-		lbl := []string{"workflow", wf.Workflow}
-		sample("helix_exchange_duration_seconds_sum", lbl, strconv.FormatFloat(wf.DurationSeconds, 'g', -1, 64))
-		sample("helix_exchange_duration_seconds_count", lbl, u(wf.Exchanges))
-	}
-
-	family("helix_mcp_tool_calls_total", "counter", "MCP tools/call requests that reached the tool.")
-	for _, t := range tools {
-		sample("helix_mcp_tool_calls_total", []string{"server", t.Server, "tool", t.Tool}, u(t.Calls))
-	}
-	family("helix_mcp_tool_errors_total", "counter", "MCP tool calls answered with an isError result.")
-	for _, t := range tools {
-		sample("helix_mcp_tool_errors_total", []string{"server", t.Server, "tool", t.Tool}, u(t.Errors))
-	}
-	family("helix_mcp_rejected_requests_total", "counter", "MCP requests rejected by a server's security settings.")
-	for _, r := range rej {
-		sample("helix_mcp_rejected_requests_total", []string{"server", r.Server, "reason", r.Reason}, u(r.Count))
-	}
-
-	for _, f := range []struct {
-		name, help string
-		value      func(AgentMetrics) uint64
-	}{
-		{"helix_agent_runs_total", "Agent runs (one per message answered or failed).", func(a AgentMetrics) uint64 { return a.Runs }},
-		{"helix_agent_errors_total", "Agent runs that failed.", func(a AgentMetrics) uint64 { return a.Errors }},
-		{"helix_agent_iterations_total", "Model turns of agent runs.", func(a AgentMetrics) uint64 { return a.Iterations }},
-		{"helix_agent_tool_calls_total", "Tool calls agents made.", func(a AgentMetrics) uint64 { return a.ToolCalls }},
-		{"helix_agent_input_tokens_total", "Input tokens agent runs cost, as the providers counted them.", func(a AgentMetrics) uint64 { return a.InputTokens }},
-		{"helix_agent_output_tokens_total", "Output tokens agent runs cost, as the providers counted them.", func(a AgentMetrics) uint64 { return a.OutputTokens }},
-	} {
-		family(f.name, "counter", f.help)
-		for _, a := range agents {
-			sample(f.name, []string{"agent", a.Agent}, u(f.value(a)))
+	for _, a := range m.Agents {
+		for _, f := range agentFamilies {
+			counter(f.desc, f.value(a), a.Agent)
 		}
 	}
-
-	for _, f := range []struct {
-		name, typ, help string
-		value           func(PipelineMetrics) string
-	}{
-		{"helix_rag_documents_ingested_total", "counter", "Documents a pipeline chunked, embedded and stored (new or changed).", func(p PipelineMetrics) string { return u(p.DocumentsIngested) }},
-		{"helix_rag_ingest_errors_total", "counter", "Documents a pipeline failed to ingest.", func(p PipelineMetrics) string { return u(p.IngestErrors) }},
-		{"helix_rag_chunks", "gauge", "Chunks in a pipeline's store.", func(p PipelineMetrics) string { return strconv.FormatInt(p.Chunks, 10) }},
-		{"helix_rag_queries_total", "counter", "Queries a pipeline answered or failed.", func(p PipelineMetrics) string { return u(p.Queries) }},
-		{"helix_rag_query_errors_total", "counter", "Queries a pipeline failed.", func(p PipelineMetrics) string { return u(p.QueryErrors) }},
-	} {
-		family(f.name, f.typ, f.help)
-		for _, p := range pipelines {
-			sample(f.name, []string{"pipeline", p.Pipeline}, f.value(p))
+	for _, p := range m.Pipelines {
+		for _, f := range pipelineFamilies {
+			ch <- prometheus.MustNewConstMetric(f.desc, f.typ, f.value(p), p.Pipeline)
 		}
 	}
-	if c := m.Cluster; c != nil { // only with helix.cluster.leader
-		leader := "0"
-		if c.Leader {
-			leader = "1"
+	if cl := m.Cluster; cl != nil {
+		leader := 0.0
+		if cl.Leader {
+			leader = 1
 		}
-		family("helix_cluster_leader", "gauge", "1 while this replica is the leader of its cluster (and runs the singleton triggers), else 0.")
-		sample("helix_cluster_leader", []string{"cluster", c.Cluster}, leader)
-		family("helix_cluster_leader_terms_total", "counter", "Terms of leadership this replica began.")
-		sample("helix_cluster_leader_terms_total", []string{"cluster", c.Cluster}, u(c.Terms))
+		ch <- prometheus.MustNewConstMetric(descClusterLeader, prometheus.GaugeValue, leader, cl.Cluster)
+		counter(descClusterTerms, cl.Terms, cl.Cluster)
 	}
-	return b.Flush()
 }
 
-// labelEscaper escapes a label value as the exposition format requires:
-// backslash, double quote and line feed.
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+// Register adds c to the metrics /metrics serves: how a package exposes its own
+// (a gauge, a collector reading its state at scrape time). Names already served,
+// by Helix, the Go or the process collector, are refused with an error.
+func (s *Server) Register(c prometheus.Collector) error {
+	return s.reg.Register(c)
+}
 
-func escapeLabelValue(s string) string { return labelEscaper.Replace(s) }
+// metricsHandler serves s.reg with content negotiation (text, OpenMetrics,
+// protobuf) and gzip when the scraper accepts it. A collector's error is logged
+// and the rest is served.
+func (s *Server) metricsHandler() http.Handler {
+	h := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{
+		ErrorLog:          slogPrintln{s.log},
+		ErrorHandling:     promhttp.ContinueOnError,
+		EnableOpenMetrics: true,
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
 
-// helpEscaper escapes HELP text: only backslash and line feed.
-var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+// slogPrintln is promhttp's error logger on top of the server's logger. promhttp
+// calls it with a message and an error: a failed collection is a warning; failing
+// to write (the scraper went away) is for debugging.
+type slogPrintln struct{ log *slog.Logger }
 
-func escapeHelp(s string) string { return helpEscaper.Replace(s) }
-
-func (s *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
-	var m Metrics
-	if s.opts.Metrics != nil {
-		m = s.opts.Metrics()
+func (l slogPrintln) Println(v ...any) {
+	if len(v) == 0 {
+		return
 	}
-	w.Header().Set("Content-Type", MetricsContentType)
-	w.Header().Set("Cache-Control", "no-store")
-	if err := WriteMetrics(w, m); err != nil {
-		s.log.Debug("writing metrics failed", "error", err)
+	msg := strings.TrimSuffix(fmt.Sprint(v[0]), ":")
+	level := slog.LevelDebug
+	if strings.Contains(msg, "gathering") {
+		level = slog.LevelWarn
 	}
+	l.log.Log(context.Background(), level, msg, "error", fmt.Sprint(v[1:]...))
 }
