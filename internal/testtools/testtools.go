@@ -221,6 +221,20 @@ func NPMBin(t testing.TB, name string) string {
 	return real
 }
 
+// ConformanceAlphaBin returns the real path of the conformance suite's pre-release
+// (the 2026-07-28 requirement set) that scripts/setup-tools.sh installs apart from
+// the pinned release, in <tools>/conformance-alpha, or behaves as Missing.
+func ConformanceAlphaBin(t testing.TB) string {
+	t.Helper()
+	link := filepath.Join(Dir(), "conformance-alpha", "node_modules", ".bin", "conformance")
+	real, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		Missing(t, "the conformance suite's pre-release is not installed: %v", err)
+		return ""
+	}
+	return real
+}
+
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. Another process may
 // grab it before the caller binds it; tests accept that small race for the simplicity of
 // handing a port number to external programs.

@@ -13,6 +13,7 @@ package ask
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Client asks the caller of one piece of work (typically one MCP tool call).
@@ -115,4 +116,17 @@ func FromContext(ctx context.Context) Client {
 // client.
 type Asker interface {
 	AsksClient() bool
+}
+
+// StreamReleaser is implemented by the Clients of calls whose answer can travel on
+// a later connection: the MCP server ends the call's response stream and the
+// client reconnects after a delay to get the rest (MCP 2025-11-25 SSE polling,
+// SEP-1699). Work that runs long can so free the client's connection.
+type StreamReleaser interface {
+	// ReleaseStream asks the transport to end the call's response stream now,
+	// telling the client to reconnect after retry (0: the client's own delay).
+	// It reports whether the call's transport was asked; it cannot be (and the
+	// call goes on, holding its connection) over stdio, on stateless servers and
+	// for sessions of protocols without resumable streams.
+	ReleaseStream(retry time.Duration) bool
 }

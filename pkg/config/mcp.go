@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
@@ -87,6 +88,20 @@ func decodeToolOverrides(d *Decoder, v *yaml.Node, p string) map[string]ToolOver
 		d.Mapping(pr.Value, KeyPath(p, pr.Key), "a tool override", Fields{
 			"description": func(v *yaml.Node, p string) { o.Description = d.String(v, p) },
 			"input_schema": func(v *yaml.Node, p string) {
+				// A mapping is the schema written as YAML: kept as JSON text, like
+				// the JSON text form, so both are advertised and checked alike.
+				if rv := d.Resolve(v); rv != nil && rv.Kind == yaml.MappingNode {
+					if d.describeAs(v, yaml.MappingNode, &Shape{Type: TypeMap, What: "a JSON Schema"}) {
+						return
+					}
+					b, err := json.Marshal(d.Value(rv, p))
+					if err != nil {
+						d.Errorf(v, p, "input_schema cannot be written as JSON: %v", err)
+						return
+					}
+					o.InputSchema = string(b)
+					return
+				}
 				o.InputSchema = d.String(v, p)
 				checkJSONSchema(d, v, p, o.InputSchema)
 			},

@@ -185,3 +185,39 @@ mcps:
 		})
 	}
 }
+
+// An override's input_schema may be written as YAML: it is kept as the same JSON
+// text as the JSON form, keywords such as $schema and $defs included.
+func TestToolOverrideInputSchemaAsYAML(t *testing.T) {
+	cfg, errs := load(t, `
+mcps:
+  - id: m
+    tools:
+      a:
+        input_schema:
+          $schema: "https://json-schema.org/draft/2020-12/schema"
+          type: object
+          $defs: {n: {type: integer, minimum: 1}}
+          properties: {count: {$ref: "#/$defs/n"}}
+          additionalProperties: false
+      b:
+        input_schema: '{"$defs":{"n":{"minimum":1,"type":"integer"}},"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,"properties":{"count":{"$ref":"#/$defs/n"}},"type":"object"}'
+`)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	tools := cfg.MCPServers()[0].Tools
+	if a, b := tools["a"].InputSchema, tools["b"].InputSchema; a != b {
+		t.Errorf("YAML form %s\nJSON form %s", a, b)
+	}
+	_, errs = load(t, `
+mcps:
+  - id: m
+    tools:
+      a:
+        input_schema: [type, object]
+`)
+	if errs == nil || !strings.Contains(errs.Error(), "helix.yaml:6:23: mcps[0].tools.a.input_schema") {
+		t.Errorf("a list as input_schema: %v", errs)
+	}
+}

@@ -56,7 +56,7 @@ var settingDocs = map[string]string{
 	"a field.properties":  "The fields of an object field.",
 
 	"a tool override.description":  "Replaces the workflow's MCP tool description.",
-	"a tool override.input_schema": "Replaces the tool's input schema: JSON text of a JSON Schema object.",
+	"a tool override.input_schema": "Replaces the tool's input schema, advertised as written and enforced on each call: a JSON Schema object as a mapping, or as JSON text.",
 
 	"auth.issuer":       "OAuth 2.1: the token issuer; tokens from others are refused.",
 	"auth.audience":     "The audience tokens must carry; default the resource URL.",

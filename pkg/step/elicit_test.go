@@ -1,6 +1,7 @@
 package step_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/step"
 )
 
@@ -59,5 +61,34 @@ func TestElicitAndSampleBuildErrors(t *testing.T) {
 		if got := buildErrors(t, ok); got != "" {
 			t.Errorf("%s: unexpected errors:\n%s", ok, got)
 		}
+	}
+}
+
+func TestReleaseStreamBuild(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"- release-stream: {retry: soon}", "ask.yaml:1:27: steps[0].retry"},
+		{"- release-stream: {retry: -1s}", "ask.yaml:1:27: steps[0].retry"},
+		{"- release-stream: {retyr: 1s}", `unknown key "retyr"`},
+	} {
+		if got := buildErrors(t, c.src); !strings.Contains(got, c.want) {
+			t.Errorf("%s\nerrors:\n%s\nwant %q", c.src, got, c.want)
+		}
+	}
+	for _, ok := range []string{"- release-stream: {}", "- release-stream: 2s", "- release-stream: {retry: 0}"} {
+		if got := buildErrors(t, ok); got != "" {
+			t.Errorf("%s: unexpected errors:\n%s", ok, got)
+		}
+	}
+	// Outside an MCP tool call the step lets the exchange pass unchanged.
+	bc := step.NewBuildContext(engine.NewContext("ask"))
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte("- release-stream: 1s"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	d := config.NewDecoder("ask.yaml")
+	ps := step.BuildSteps(bc, d.Steps(doc.Content[0], "steps"))
+	ex := exchange.NewWithBody(exchange.InOut, "body")
+	if err := ps[0].Process(context.Background(), ex); err != nil || ex.In().Body() != "body" {
+		t.Errorf("outside a tool call: %v, body %v", err, ex.In().Body())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -28,12 +29,16 @@ var errStatelessAsk = errors.New("a stateless MCP server cannot send requests to
 // askClient is the receiving middleware that gives each tools/call a client to
 // ask: the calling session, with requests related to the call so that Helix's
 // Streamable HTTP transport sends them on the call's POST stream.
-func askClient(stateless bool) sdk.Middleware {
+//
+// releasable: the server's transport resumes streams the call releases (Helix's
+// Streamable HTTP); the go-sdk's handler also offers RequestExtra.CloseSSEStream,
+// but without an event store the client cannot resume, and the call would be lost.
+func askClient(stateless, releasable bool) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if method == "tools/call" {
 				if cr, ok := req.(*sdk.CallToolRequest); ok && cr.Session != nil {
-					ctx = ask.WithClient(ctx, &sessionClient{ss: cr.Session, extra: cr.Extra, stateless: stateless})
+					ctx = ask.WithClient(ctx, &sessionClient{ss: cr.Session, extra: cr.Extra, stateless: stateless, releasable: releasable})
 				}
 			}
 			return next(ctx, method, req)
@@ -46,6 +51,8 @@ type sessionClient struct {
 	ss        *sdk.ServerSession
 	extra     *sdk.RequestExtra // the call's; nil outside HTTP
 	stateless bool
+	// releasable: ReleaseStream may end the call's stream (see askClient).
+	releasable bool
 }
 
 var _ ask.Client = (*sessionClient)(nil)
@@ -145,6 +152,20 @@ func (c *sessionClient) Sample(ctx context.Context, q *ask.Sampling) (*ask.Sampl
 		return nil, fmt.Errorf("the MCP client's model answered with %T content; a sample step takes text, image or audio", ct)
 	}
 	return out, nil
+}
+
+var _ ask.StreamReleaser = (*sessionClient)(nil)
+
+// ReleaseStream ends the call's SSE response stream through the transport's hook
+// (RequestExtra.CloseSSEStream: Helix's Streamable HTTP transport sets it on every
+// call and acts on it for sessions with resumable streams). Elsewhere nothing
+// happens.
+func (c *sessionClient) ReleaseStream(retry time.Duration) bool {
+	if c.stateless || !c.releasable || c.extra == nil || c.extra.CloseSSEStream == nil {
+		return false
+	}
+	c.extra.CloseSSEStream(sdk.CloseSSEStreamArgs{RetryAfter: retry})
+	return true
 }
 
 // samplingContent is m as sampling content: text, or image/audio data.

@@ -94,15 +94,17 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	srv := sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
 	subs.notify = func(uri string) { s.resourceUpdated(context.Background(), uri) }
 	gate := newCallGate()
+	// Helix's Streamable HTTP transport on a stateful server resumes streams.
+	resumes := !s.opts.Stateless && s.opts.Transport != "sse" && s.opts.HTTPTransport != HTTPTransportSDK
 	caller := &toolCaller{caller: &tool.Caller{Server: s.opts.Name}, allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
-		gate: gate, postContext: s.posts.lookup, serverID: s.opts.ID, stats: &s.comp.calls}
+		gate: gate, postContext: s.posts.lookup, resumes: resumes, serverID: s.opts.ID, stats: &s.comp.calls}
 	for _, t := range tools {
 		srv.AddTool(t.sdkTool(), caller.handler(t))
 	}
 	addWorkflowResources(srv, s.comp.hc, tools, s.opts.ToolAllowed)
 	addResources(srv, set, s.opts.ToolAllowed, s.opts.Logger)
 	addPrompts(srv, s.opts.Prompts, s.opts.ToolAllowed, s.opts.Logger)
-	srv.AddReceivingMiddleware(resolveToolAliases(tools), askClient(s.opts.Stateless))
+	srv.AddReceivingMiddleware(resolveToolAliases(tools), askClient(s.opts.Stateless, resumes))
 	if s.opts.ToolAllowed != nil {
 		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed), hidePrimitives(s.opts.ToolAllowed))
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/pkg/component/mcp/transport"
+
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/tool"
 )
@@ -133,15 +135,31 @@ type toolCaller struct {
 	gate    *callGate // nil: no shutdown tracking (NewSDKServer)
 	// postContext returns the context of the HTTP POST carrying a call, or nil.
 	postContext func(http.Header) context.Context
-	serverID    string
-	stats       *toolCallStats // nil: not counted (NewSDKServer, tests)
+	// resumes: the server's transport keeps resumable streams (Helix's Streamable
+	// HTTP on a stateful server), see outlivesPost.
+	resumes  bool
+	serverID string
+	stats    *toolCallStats // nil: not counted (NewSDKServer, tests)
+}
+
+// outlivesPost reports whether req's answer can still reach the client after the
+// POST carrying it ended: a stateful session on Helix's transport with resumable
+// streams (a release-stream step ends the POST on purpose; a broken connection is
+// resumed with Last-Event-ID). The transport cancels such a call itself when the
+// client cannot resume. Every other call is cancelled with its POST.
+func (c *toolCaller) outlivesPost(req *sdk.CallToolRequest) bool {
+	if !c.resumes || req.Session == nil {
+		return false
+	}
+	ip := req.Session.InitializeParams()
+	return ip != nil && transport.ResumableProtocol(ip.ProtocolVersion)
 }
 
 // handler returns the go-sdk handler of t. It never returns a protocol error: every
 // failure becomes an isError result the model can read.
 func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		if c.postContext != nil && req.Extra != nil {
+		if c.postContext != nil && req.Extra != nil && !c.outlivesPost(req) {
 			if pc := c.postContext(req.Extra.Header); pc != nil {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)

@@ -52,7 +52,7 @@ func (f *sdkProtocolFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !slices.Contains(knownProtocolVersions, version) {
-		f.h.refuseUnknownProtocol(w, version)
+		f.h.refuseUnknownProtocol(w, version, f.h.peekRequestID(w, r))
 		return
 	}
 	if f.h.stateless || version < statelessProtocol || r.Method != http.MethodPost {

@@ -21,6 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
 )
 
 // Helix's own Streamable HTTP server transport (MCP 2025-11-25 and 2026-07-28,
@@ -107,7 +109,7 @@ func (h *StreamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	version := r.Header.Get(protocolVersionHeader)
 	if version != "" && !slices.Contains(knownProtocolVersions, version) {
-		h.refuseUnknownProtocol(w, version)
+		h.refuseUnknownProtocol(w, version, h.peekRequestID(w, r))
 		return
 	}
 	allow := "GET, POST, DELETE"
@@ -297,6 +299,12 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		return
 	}
 	defer c.end()
+	for _, req := range calls {
+		// As the go-sdk's transport: a handler may end the POST's event stream
+		// early (SEP-1699 polling); the client resumes it with Last-Event-ID.
+		id := req.ID
+		req.Extra.(*sdk.RequestExtra).CloseSSEStream = func(args sdk.CloseSSEStreamArgs) { c.closeStream(id, args.RetryAfter) }
+	}
 	if fc != nil && !c.wantsLogs() {
 		// Only sessions the SDK would serve a tools/call in: initialized, with a
 		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
@@ -348,13 +356,15 @@ func (c *streamConn) wantsLogs() bool {
 // version this server speaks: 400 with the JSON-RPC error -32022, naming the
 // versions it does speak (in the message and, as the 2026-07-28 protocol has it,
 // in data.supported).
-func (h *StreamableHandler) refuseUnknownProtocol(w http.ResponseWriter, version string) {
+// id is the refused request's id, so that the client can match the error to it
+// (the zero ID when the request has none or could not be read).
+func (h *StreamableHandler) refuseUnknownProtocol(w http.ResponseWriter, version string, id jsonrpc.ID) {
 	supported := knownProtocolVersions
 	if !h.stateless {
 		supported = slices.DeleteFunc(slices.Clone(knownProtocolVersions), func(v string) bool { return v >= statelessProtocol })
 	}
 	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: supported, Requested: version})
-	writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
+	writeJSONRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
 		Message: fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", protocolVersionHeader, version,
 			strings.Join(supported, ", ")), Data: data})
 }
@@ -434,7 +444,11 @@ func (h *StreamableHandler) postStateless(w http.ResponseWriter, r *http.Request
 			state.InitializeParams = &sdk.InitializeParams{ProtocolVersion: version}
 		}
 		state.InitializedParams = &sdk.InitializedParams{}
-		state.LogLevel = "info"
+		// No LogLevel: the go-sdk's stateless handler assumes "info", but a
+		// logging/setLevel sent to a stateless server has no session to stay in,
+		// and the fast path (which answers these calls) sends no log messages. So
+		// a stateless call of an earlier protocol sends none, whichever path
+		// answers it; a 2026-07-28 request states its level in _meta.
 	}
 	c := newStreamConn(h, "")
 	c.oldProtocol = version < statelessProtocol
@@ -540,6 +554,10 @@ func (h *StreamableHandler) get(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
+	if ids := r.Header.Values(lastEventIDHeader); len(ids) > 0 {
+		h.resume(w, r, c, ids[0]) // resume.go
+		return
+	}
 	c.mu.Lock()
 	busy := c.getOpen
 	c.getOpen = !busy
@@ -621,6 +639,8 @@ type streamConn struct {
 	// oldProtocol: the session speaks a protocol before 2026-07-28, so results lose
 	// that version's fields (stripNewProtocolFields).
 	oldProtocol bool
+	// replay holds the session's resumable streams (resume.go).
+	replay replayBuffer
 }
 
 var _ sdk.Connection = (*streamConn)(nil)
@@ -699,6 +719,16 @@ func (c *streamConn) end() {
 type postStream struct {
 	out  chan jsonrpc.Message
 	gone chan struct{} // closed when the POST handler returns
+	// streamOK: the client accepts an event stream, so requests to the client can
+	// travel on this POST's answer.
+	streamOK bool
+	// rs is the POST's resumable stream (resume.go), nil when the session's
+	// protocol has none: then out carries the messages instead.
+	rs *replayStream
+	// tokens and extras are the progress tokens and requests the POST registered
+	// (progress, related); a resumable stream drops them once answered.
+	tokens []string
+	extras []*sdk.RequestExtra
 }
 
 func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
@@ -724,6 +754,38 @@ func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 		} else if mm.Method == "notifications/progress" {
 			ps = c.progress[progressToken(mm.Params)]
 		}
+	}
+	if ps != nil && !ps.streamOK {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			// A request to the client cannot travel in an application/json answer:
+			// it takes the standalone stream when one is open, else it fails now
+			// rather than wait for an answer that cannot come.
+			getOpen := c.getOpen
+			c.mu.Unlock()
+			if !getOpen {
+				return fmt.Errorf("%w: the MCP client's POST accepts only application/json, so the server cannot send it the request %s; "+
+					"the client must accept text/event-stream (or keep the session's GET stream open)", errRejected, req.Method)
+			}
+			select {
+			case c.standalone <- m:
+				return nil
+			case <-c.done:
+				return io.EOF
+			default:
+				return fmt.Errorf("%w: the session's standalone stream is not being read, so the server cannot send it the request %s", errRejected, req.Method)
+			}
+		}
+	}
+	if ps != nil && ps.rs != nil {
+		answered := c.appendLocked(ps.rs, m)
+		if answered {
+			c.forgetLocked(ps)
+		}
+		c.mu.Unlock()
+		if answered {
+			c.released(ps.rs)
+		}
+		return nil
 	}
 	c.mu.Unlock()
 	if ps != nil {
@@ -772,8 +834,9 @@ func progressToken(params json.RawMessage) string {
 // serve hands one POST's messages to the session and writes what comes back.
 func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrpc.Message, calls []*jsonrpc.Request,
 	batch, jsonOK, streamOK bool) {
-	ps := &postStream{out: make(chan jsonrpc.Message, len(calls)+1), gone: make(chan struct{})}
+	ps := &postStream{out: make(chan jsonrpc.Message, len(calls)+1), gone: make(chan struct{}), streamOK: streamOK}
 	defer close(ps.gone)
+	resumable := len(calls) > 0 && c.resumable()
 	c.mu.Lock()
 	for _, req := range calls {
 		_, fast := c.fast[req.ID]
@@ -784,44 +847,45 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 			return
 		}
 	}
-	var tokens []string
 	for _, req := range calls {
 		c.pending[req.ID] = ps
 		if extra, ok := req.Extra.(*sdk.RequestExtra); ok {
 			c.related[extra] = ps
+			ps.extras = append(ps.extras, extra)
 		}
 		if tok := progressToken(req.Params); tok != "" {
 			c.progress[tok] = ps
-			tokens = append(tokens, tok)
+			ps.tokens = append(ps.tokens, tok)
 		}
 	}
 	if c.id == "" {
 		c.only = ps
+	}
+	var reader *streamReader
+	if resumable {
+		ps.rs, reader = c.openStreamLocked(len(calls))
 	}
 	c.mu.Unlock()
 	unanswered := map[jsonrpc.ID]bool{}
 	for _, req := range calls {
 		unanswered[req.ID] = true
 	}
-	defer func() {
-		c.mu.Lock()
-		for id := range unanswered {
-			if c.pending[id] == ps {
-				delete(c.pending, id)
+	if ps.rs != nil {
+		// The stream outlives the POST: its requests stay routed to it until they
+		// are answered (Write, forgetLocked).
+		defer c.detach(ps.rs, reader)
+	} else {
+		defer func() {
+			c.mu.Lock()
+			for id := range unanswered {
+				if c.pending[id] == ps {
+					delete(c.pending, id)
+				}
 			}
-		}
-		for _, tok := range tokens {
-			if c.progress[tok] == ps {
-				delete(c.progress, tok)
-			}
-		}
-		for _, req := range calls {
-			if extra, ok := req.Extra.(*sdk.RequestExtra); ok && c.related[extra] == ps {
-				delete(c.related, extra)
-			}
-		}
-		c.mu.Unlock()
-	}()
+			c.forgetLocked(ps)
+			c.mu.Unlock()
+		}()
+	}
 
 	for _, m := range msgs {
 		select {
@@ -831,11 +895,16 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 			return
 		case <-r.Context().Done():
 			c.cancel(unanswered) // ids not handed over yet are ignored by the session
+			c.abandon(ps)
 			return
 		}
 	}
 	if len(calls) == 0 {
 		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if ps.rs != nil {
+		c.serveStream(w, r, ps, reader, calls, batch, jsonOK, streamOK)
 		return
 	}
 
@@ -909,7 +978,211 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	if !batch && c.id == "" && !c.oldProtocol {
+		if status := statelessErrorStatus(answers[0]); status != 0 {
+			w.WriteHeader(status)
+		}
+	}
 	_, _ = w.Write(out)
+}
+
+// peekRequestID reads the id of the single JSON-RPC request in a POST's body (up
+// to the body limit), for an error answered before the request is served; the
+// zero ID for other methods, batches, notifications and bodies it cannot read.
+func (h *StreamableHandler) peekRequestID(w http.ResponseWriter, r *http.Request) jsonrpc.ID {
+	if r.Method != http.MethodPost {
+		return jsonrpc.ID{}
+	}
+	body := r.Body
+	if h.maxBody > 0 {
+		body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	}
+	data, err := io.ReadAll(body)
+	if err != nil || jsondepth.DeeperThan(data, sdkMaxJSONDepth) {
+		return jsonrpc.ID{}
+	}
+	var msg struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(data, &msg) != nil {
+		return jsonrpc.ID{}
+	}
+	id, err := jsonrpc.MakeID(msg.ID)
+	if err != nil {
+		return jsonrpc.ID{}
+	}
+	return id
+}
+
+// statelessErrorStatus is the HTTP status the 2026-07-28 protocol (SEP-2575) gives
+// an error answer, 0 for 200: 404 for a method the server does not implement
+// (initialize, ping and the other methods that protocol removed among them), 400
+// for a request without the _meta fields it requires.
+func statelessErrorStatus(m jsonrpc.Message) int {
+	resp, ok := m.(*jsonrpc.Response)
+	if !ok || resp.Error == nil {
+		return 0
+	}
+	var je *jsonrpc.Error
+	if !errors.As(resp.Error, &je) {
+		return 0
+	}
+	switch {
+	case je.Code == jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case je.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(je.Message, "missing or invalid _meta field"):
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// forgetLocked drops the progress tokens and requests ps registered.
+func (c *streamConn) forgetLocked(ps *postStream) {
+	for _, tok := range ps.tokens {
+		if c.progress[tok] == ps {
+			delete(c.progress, tok)
+		}
+	}
+	for _, extra := range ps.extras {
+		if c.related[extra] == ps {
+			delete(c.related, extra)
+		}
+	}
+}
+
+// serveStream writes the answer to a POST whose requests have a resumable stream
+// (resume.go): application/json when the client accepts it and nothing but the
+// answers comes, else an event stream that starts with the priming event. The
+// stream outlives the POST: when the server closes it early (CloseSSEStream) or
+// the client's connection breaks after the priming event, the requests keep
+// running and the client resumes with GET and Last-Event-ID.
+func (c *streamConn) serveStream(w http.ResponseWriter, r *http.Request, ps *postStream, rd *streamReader,
+	calls []*jsonrpc.Request, batch, jsonOK, streamOK bool) {
+	rs := ps.rs
+	var out *eventWriter
+	if !jsonOK {
+		out = newEventWriter(w)
+		out.start()
+	}
+	for {
+		evs, answered, closing, wake, err := c.pull(rs, rd)
+		if err != nil {
+			return
+		}
+		if out == nil {
+			// application/json so far: switch to an event stream when a message
+			// other than an answer must travel, or when the server closes the
+			// stream (it can only close an event stream).
+			switchNow := false
+			for _, e := range evs {
+				if !e.resp && e.data != nil {
+					switchNow = true
+				}
+			}
+			if streamOK && (switchNow || closing >= 0) {
+				out = newEventWriter(w)
+				out.start()
+				continue
+			}
+			if answered {
+				c.writeJSONAnswers(w, evs, batch)
+				if len(evs) > 0 {
+					c.advance(rs, rd, evs[len(evs)-1].idx)
+				}
+				return
+			}
+		} else {
+			for _, e := range evs {
+				if err := out.streamEvent(rs.id, e); err != nil {
+					return // the client resumes from the last id it got
+				}
+				c.advance(rs, rd, e.idx)
+			}
+			if len(evs) > 0 {
+				continue
+			}
+			if answered {
+				return
+			}
+			if closing >= 0 {
+				out.retryEvent(closing)
+				return
+			}
+		}
+		select {
+		case <-wake:
+		case <-r.Context().Done():
+			if out == nil {
+				// No event id reached the client: it cannot resume, so the work stops.
+				c.cancelOpen(ps, calls)
+				c.abandon(ps)
+			}
+			return
+		case <-c.done:
+			if out == nil {
+				http.Error(w, "session closed", http.StatusNotFound)
+			}
+			return
+		}
+	}
+}
+
+// writeJSONAnswers writes the responses among evs as the POST's application/json
+// answer (an array for a batch); 202 when every request was cancelled.
+func (c *streamConn) writeJSONAnswers(w http.ResponseWriter, evs []replayEvent, batch bool) {
+	var answers [][]byte
+	for _, e := range evs {
+		if e.resp {
+			answers = append(answers, e.data)
+		}
+	}
+	if len(answers) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !batch {
+		_, _ = w.Write(answers[0])
+		return
+	}
+	_, _ = w.Write(append(append([]byte{'['}, bytes.Join(answers, []byte{','})...), ']'))
+}
+
+// abandon forgets the resumable stream of a POST that ended before the client got
+// any of its event ids: nobody can resume it, so it neither keeps its events nor
+// holds the session.
+func (c *streamConn) abandon(ps *postStream) {
+	if ps.rs == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, p := range c.pending {
+		if p == ps {
+			delete(c.pending, id)
+		}
+	}
+	c.forgetLocked(ps)
+	ps.rs.open = 0
+	for i, s := range c.replay.streams {
+		if s == ps.rs {
+			c.replay.drop(i)
+			break
+		}
+	}
+}
+
+// cancelOpen cancels the requests of ps not answered yet.
+func (c *streamConn) cancelOpen(ps *postStream, calls []*jsonrpc.Request) {
+	open := map[jsonrpc.ID]bool{}
+	c.mu.Lock()
+	for _, req := range calls {
+		if c.pending[req.ID] == ps {
+			open[req.ID] = true
+		}
+	}
+	c.mu.Unlock()
+	c.cancel(open)
 }
 
 // cancel tells the session that requests whose POST has gone are cancelled.

@@ -255,3 +255,36 @@ func TestStreamableStatelessWithoutInitialize(t *testing.T) {
 		t.Fatalf("Mcp-Name mismatch: %d %s", r.status, r.body)
 	}
 }
+
+// SEP-2575's HTTP statuses for a stateless server's 2026-07-28 errors: 404 for a
+// method it does not implement (initialize and ping were removed), 400 for a
+// request without the _meta fields it requires; and an unsupported version is
+// refused with the request's id.
+func TestStatelessErrorStatuses(t *testing.T) {
+	url := rawServer(t, echoServer(t), Options{Stateless: true})
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, tc := range []struct {
+		name, method, body string
+		want               int
+	}{
+		{"removed method", "ping", `{"jsonrpc":"2.0","id":7,"method":"ping","params":{` + meta + `}}`, http.StatusNotFound},
+		{"unknown method", "no/such", `{"jsonrpc":"2.0","id":7,"method":"no/such","params":{` + meta + `}}`, http.StatusNotFound},
+		{"no _meta", "tools/list", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`, http.StatusBadRequest},
+		{"served", "tools/list", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{` + meta + `}}`, http.StatusOK},
+	} {
+		hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": tc.method}
+		r := send(t, http.MethodPost, url, hdr, tc.body)
+		if r.status != tc.want || !strings.Contains(r.body, `"id":7`) {
+			t.Errorf("%s: %d %s, want %d with the request's id", tc.name, r.status, r.body, tc.want)
+		}
+	}
+	// Earlier protocols keep JSON-RPC errors on 200.
+	r := send(t, http.MethodPost, url, map[string]string{"Mcp-Protocol-Version": "2025-11-25"}, `{"jsonrpc":"2.0","id":8,"method":"no/such"}`)
+	if r.status != http.StatusOK {
+		t.Errorf("2025-11-25 unknown method: %d %s, want 200", r.status, r.body)
+	}
+	r = send(t, http.MethodPost, url, map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, `{"jsonrpc":"2.0","id":"abc","method":"tools/list"}`)
+	if r.status != http.StatusBadRequest || !strings.Contains(r.body, `"id":"abc"`) {
+		t.Errorf("unsupported version: %d %s, want 400 with the request's id", r.status, r.body)
+	}
+}
