@@ -396,16 +396,25 @@ func blockingClient(asked chan string, released chan error) *sdk.ClientOptions {
 	return &sdk.ClientOptions{
 		ElicitationHandler: func(ctx context.Context, _ *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			asked <- "elicit"
-			<-ctx.Done()
-			released <- ctx.Err()
-			return nil, ctx.Err()
+			return nil, awaitWithdrawal(ctx, released)
 		},
 		CreateMessageHandler: func(ctx context.Context, _ *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 			asked <- "sample"
-			<-ctx.Done()
-			released <- ctx.Err()
-			return nil, ctx.Err()
+			return nil, awaitWithdrawal(ctx, released)
 		},
+	}
+}
+
+// awaitWithdrawal waits for the server to withdraw the request (ctx ends) and
+// reports it; after 30 s it gives up, so that a server that never withdraws fails
+// the test instead of hanging it.
+func awaitWithdrawal(ctx context.Context, released chan error) error {
+	select {
+	case <-ctx.Done():
+		released <- ctx.Err()
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		return errors.New("the server never withdrew its request")
 	}
 }
 

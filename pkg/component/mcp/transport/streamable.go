@@ -776,6 +776,19 @@ func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 			}
 		}
 	}
+	if ps != nil && ps.rs != nil && ps.rs.reader == nil && c.getOpen && isCancellation(m) {
+		// The server withdraws a request it sent on a stream nobody reads now (the
+		// call was cancelled and its POST has gone): the client would only see it
+		// on resuming a stream it has given up, so it takes the standalone stream.
+		c.mu.Unlock()
+		select {
+		case c.standalone <- m:
+		case <-c.done:
+			return io.EOF
+		default: // the standalone stream is not being read either
+		}
+		return nil
+	}
 	if ps != nil && ps.rs != nil {
 		answered := c.appendLocked(ps.rs, m)
 		if answered {
@@ -1012,6 +1025,12 @@ func (h *StreamableHandler) peekRequestID(w http.ResponseWriter, r *http.Request
 		return jsonrpc.ID{}
 	}
 	return id
+}
+
+// isCancellation reports whether m is a notifications/cancelled.
+func isCancellation(m jsonrpc.Message) bool {
+	req, ok := m.(*jsonrpc.Request)
+	return ok && !req.IsCall() && req.Method == "notifications/cancelled"
 }
 
 // statelessErrorStatus is the HTTP status the 2026-07-28 protocol (SEP-2575) gives
