@@ -74,9 +74,9 @@ type PipelineSource struct {
 	URI string // as written (file://DIR?…)
 	// Dir is the directory the files are read from (relative to the working
 	// directory when not absolute).
-	Dir       string
-	Include   []string // glob patterns of the files read; empty: every supported file
-	Exclude   []string
+	Dir        string
+	Include    []string // glob patterns of the files read; empty: every supported file
+	Exclude    []string
 	TextField  string // .json/.jsonl: the field holding the text
 	TitleField string // .json/.jsonl: the field holding the title
 	Pos        Pos
