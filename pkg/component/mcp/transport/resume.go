@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -156,6 +157,20 @@ func (b *replayBuffer) drop(i int) {
 func (s *replayStream) wakeLocked() {
 	close(s.wake)
 	s.wake = make(chan struct{})
+}
+
+// shortID is id as error messages quote it: at most 80 bytes, so that a huge
+// header is not sent back whole.
+func shortID(id string) string {
+	const max = 80
+	if len(id) <= max {
+		return id
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(id[cut]) {
+		cut--
+	}
+	return id[:cut] + "…"
 }
 
 // formatEventID and parseEventID are the go-sdk's event id format:
@@ -367,6 +382,7 @@ func (e *eventWriter) retryEvent(retry time.Duration) {
 // from the event after it.
 func (h *StreamableHandler) resume(w http.ResponseWriter, r *http.Request, c *streamConn, lastID string) {
 	streamID, idx, ok := parseEventID(lastID)
+	lastID = shortID(lastID) // as the answers quote it
 	if !ok {
 		http.Error(w, fmt.Sprintf("Bad Request: malformed %s %q", lastEventIDHeader, lastID), http.StatusBadRequest)
 		return

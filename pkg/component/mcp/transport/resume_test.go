@@ -178,6 +178,10 @@ func TestStreamResumptionRefusals(t *testing.T) {
 			t.Errorf("%s: %d %q", name, g.status, g.body)
 		}
 	}
+	// A huge id is refused without being sent back whole.
+	if g := get(a, strings.Repeat("é", 4000)+"_0"); g.status != http.StatusBadRequest || len(g.body) > 300 {
+		t.Errorf("huge id: %d, %d bytes answered", g.status, len(g.body))
+	}
 	if g := get("unknown-session", evs[0].id); g.status != http.StatusNotFound {
 		t.Errorf("unknown session: %d %q", g.status, g.body)
 	}
