@@ -32,9 +32,18 @@ const askTimeout = 30 * time.Second
 // askWorkflow builds a workflow from a YAML step list, as helix.yaml would.
 func askWorkflow(t *testing.T, hc *engine.Context, id, steps string) *engine.Workflow {
 	t.Helper()
+	wf, err := buildAskWorkflow(hc, id, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}
+
+// buildAskWorkflow is askWorkflow's work, for builders with no *testing.T too.
+func buildAskWorkflow(hc *engine.Context, id, steps string) (*engine.Workflow, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(steps), &doc); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	d := config.NewDecoder("test.yaml")
 	list := d.Steps(doc.Content[0], "steps")
@@ -42,9 +51,9 @@ func askWorkflow(t *testing.T, hc *engine.Context, id, steps string) *engine.Wor
 	bc.Workflow, bc.Trigger = id, "direct://"+id
 	ps := step.BuildSteps(bc, list)
 	if err := errors.Join(d.Err(), bc.Errors().Err()); err != nil {
-		t.Fatalf("building %s: %v", id, err)
+		return nil, fmt.Errorf("building %s: %w", id, err)
 	}
-	return &engine.Workflow{ID: id, FromURI: "direct://" + id, Processors: ps}
+	return &engine.Workflow{ID: id, FromURI: "direct://" + id, Processors: ps}, nil
 }
 
 // askServers starts one engine context with the asking workflows on every server
@@ -375,19 +384,11 @@ func recordedAsks(ended chan error) func(hc *engine.Context) []*engine.Workflow 
 // askWorkflowT is askWorkflow for builders without a *testing.T at hand: a build
 // error panics, which fails the test that called it.
 func askWorkflowT(hc *engine.Context, id, steps string) *engine.Workflow {
-	var doc yaml.Node
-	if err := yaml.Unmarshal([]byte(steps), &doc); err != nil {
+	wf, err := buildAskWorkflow(hc, id, steps)
+	if err != nil {
 		panic(err)
 	}
-	d := config.NewDecoder("test.yaml")
-	list := d.Steps(doc.Content[0], "steps")
-	bc := step.NewBuildContext(hc)
-	bc.Workflow, bc.Trigger = id, "direct://"+id
-	ps := step.BuildSteps(bc, list)
-	if err := errors.Join(d.Err(), bc.Errors().Err()); err != nil {
-		panic(fmt.Sprintf("building %s: %v", id, err))
-	}
-	return &engine.Workflow{ID: id, FromURI: "direct://" + id, Processors: ps}
+	return wf
 }
 
 // blockingClient declares both capabilities; its handlers report that they were

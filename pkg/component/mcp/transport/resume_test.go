@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -341,16 +340,7 @@ func TestJSONOnlyClientCannotBeAsked(t *testing.T) {
 			}
 
 			// With the GET stream open, the request travels there.
-			ctx, cancel := context.WithCancel(testCtx(t))
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			req.Header.Set("Accept", "text/event-stream")
-			req.Header.Set("Mcp-Session-Id", sid)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
+			resp := openStandalone(t, url, sid)
 			answered := make(chan rawReply, 1)
 			go func() {
 				call := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask","arguments":{}}}`
@@ -378,8 +368,7 @@ func TestJSONOnlyClientCannotBeAsked(t *testing.T) {
 			if !strings.Contains(r.body, "answer: decline") {
 				t.Fatalf("call after the answer: %s", r.body)
 			}
-			cancel()
-			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close() // ends the GET stream
 		})
 	}
 }

@@ -190,12 +190,12 @@ func TestStreamableProgressStreamsTheAnswer(t *testing.T) {
 
 // TestStreamableStandaloneStream: server-initiated messages (here a tool list
 // change) reach the session's GET stream; a second GET stream is refused.
-func TestStreamableStandaloneStream(t *testing.T) {
-	srv := echoServer(t)
-	url := rawServer(t, srv, Options{})
-	sid := initSession(t, url)
+// openStandalone opens the session's standalone GET stream; it is closed when the
+// test ends.
+func openStandalone(t *testing.T, url, sid string) *http.Response {
+	t.Helper()
 	ctx, cancel := context.WithCancel(testCtx(t))
-	defer cancel()
+	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Mcp-Session-Id", sid)
@@ -203,7 +203,15 @@ func TestStreamableStandaloneStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
+}
+
+func TestStreamableStandaloneStream(t *testing.T) {
+	srv := echoServer(t)
+	url := rawServer(t, srv, Options{})
+	sid := initSession(t, url)
+	resp := openStandalone(t, url, sid)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("GET: %d %v", resp.StatusCode, resp.Header)
 	}
