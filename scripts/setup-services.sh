@@ -10,10 +10,15 @@
 # release's source package against the installed server (so it runs after the packages above).
 # Nothing is started here: `make test` starts a throw-away cluster with scripts/postgres.sh and
 # stops it at exit. Node 22, the MCP peers and ONNX Runtime come from npm via setup-tools.sh.
+#
+# HAProxy (the load balancer in front of the stateless-replica test) and Redis (the shared
+# rate-limit store's tests) are started by the tests that need them, on free loopback ports,
+# and stopped by them. Their packages must not start system-wide daemons: while installing,
+# a policy-rc.d that refuses every service start is put in place unless one is there already.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
-APT_PACKAGES=(postgresql-15 postgresql-client-15)
+APT_PACKAGES=(postgresql-15 postgresql-client-15 haproxy redis-server)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -26,7 +31,14 @@ else
 	[ "$(id -u)" = 0 ] || { echo "setup-services: need root to apt-get install ${missing[*]}" >&2; exit 1; }
 	echo "setup-services: installing ${missing[*]}"
 	apt-get update -qq
+	own_policy=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod +x /usr/sbin/policy-rc.d
+		own_policy=1
+	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	[ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d
 	# The lists are fresh: setup-pgvector.sh need not update them again for its build deps.
 	export HELIX_APT_UPDATED=1
 fi
