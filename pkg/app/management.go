@@ -149,6 +149,10 @@ func (a *App) Metrics() management.Metrics {
 		for _, r := range sec.cfg.Rejections.Snapshot() {
 			m.Rejected = append(m.Rejected, management.RejectedMetrics{Server: sec.id, Reason: r.Reason, Count: r.Count})
 		}
+		if sec.cfg.RateLimitStore != "" && sec.cfg.RateLimit > 0 {
+			m.RateLimitStoreErrors = append(m.RateLimitStoreErrors, management.RateLimitStoreMetrics{Server: sec.id,
+				Errors: sec.cfg.RateLimitStoreFailures.Load()})
+		}
 	}
 	m.Agents = a.agentMetrics()
 	m.Pipelines = a.pipelineMetrics()

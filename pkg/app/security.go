@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/arvenza/helix/pkg/component/mcp/security"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
@@ -37,7 +38,7 @@ type serverSecurity struct {
 
 // hasSecurity reports whether any security key is set.
 func hasSecurity(s config.Security) bool {
-	return len(s.APIKeys) > 0 || len(s.TrustedProxies) > 0 || s.RateLimit != 0 || s.MaxBodyBytes != 0 ||
+	return len(s.APIKeys) > 0 || len(s.TrustedProxies) > 0 || s.RateLimit != 0 || s.RateLimitStore != "" || s.MaxBodyBytes != 0 ||
 		s.AuthFailureLimit != 0 || s.AuthFailureWindow != 0 ||
 		len(s.CORSOrigins) > 0 || len(s.AllowedTools) > 0 || len(s.BlockedTools) > 0 || s.Auth != nil
 }
@@ -53,6 +54,8 @@ func httpOnlySettings(s config.Security) []string {
 	add(len(s.APIKeys) > 0, "api_keys")
 	add(len(s.TrustedProxies) > 0, "trusted_proxies")
 	add(s.RateLimit != 0, "rate_limit")
+	add(s.RateLimitStore != "", "rate_limit_store")
+	add(s.RateLimitStoreFallback != "", "rate_limit_store_fallback")
 	add(s.AuthFailureLimit != 0, "auth_failure_limit")
 	add(s.AuthFailureWindow != 0, "auth_failure_window")
 	add(s.MaxBodyBytes != 0, "max_body_bytes")
@@ -68,6 +71,7 @@ func securityConfig(id string, s config.Security, logger *slog.Logger) security.
 		APIKeys:        s.APIKeys,
 		TrustedProxies: s.TrustedProxies,
 		RateLimit:      s.RateLimit,
+		RateLimitStore: s.RateLimitStore,
 		MaxBodyBytes:   s.MaxBodyBytes,
 		CORSOrigins:    s.CORSOrigins,
 		AllowedTools:   s.AllowedTools,
@@ -76,6 +80,7 @@ func securityConfig(id string, s config.Security, logger *slog.Logger) security.
 		Logger:         logger,
 	}
 	c.AuthFailureLimit, c.AuthFailureWindow = s.AuthFailureLimit, s.AuthFailureWindow
+	c.RateLimitStoreFallback = s.RateLimitStoreFallback
 	if a := s.Auth; a != nil {
 		c.Auth = &security.OAuthConfig{Issuer: a.Issuer, Audience: a.Audience, JWKSURL: a.JWKSURL,
 			Scopes: a.Scopes, ResourceURL: a.ResourceURL}
@@ -102,9 +107,15 @@ func (a *App) applySecurity(opts *mcpserver.Options, s config.Security, pos conf
 			return
 		}
 	}
+	if s.RateLimitStore != "" && s.RateLimit == 0 {
+		a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: s.RateLimitStorePos, Path: path + ".rate_limit_store",
+			Msg:  "rate_limit_store has no effect: rate_limit is 0 (off)",
+			Hint: "set rate_limit to the requests per minute per client that the replicas share"})
+	}
 	cfg := securityConfig(opts.ID, s, a.logger)
 	// One counter for every live stack of this server, so /metrics survives restarts.
 	cfg.Rejections = &security.Rejections{}
+	cfg.RateLimitStoreFailures = &atomic.Uint64{}
 	filterCfg := cfg
 	filterCfg.RateLimit = 0 // no janitor goroutine: this stack is never closed
 	filter, err := security.New(filterCfg)

@@ -191,6 +191,15 @@ type Security struct {
 	APIKeys        []string
 	TrustedProxies []string
 	RateLimit      int // requests per minute per client; 0 = unlimited
+	// RateLimitStore is rate_limit_store: the redis:// or rediss:// URL of the Redis
+	// that replicas share their rate-limit buckets in (its shape is checked at load
+	// time); "" means each process limits alone. It may hold a password: never log it.
+	RateLimitStore    string
+	RateLimitStorePos Pos
+	// RateLimitStoreFallback is rate_limit_store_fallback, what decides a request
+	// while the store cannot: "local" (the default, "" too: this process's own
+	// buckets) or "refuse" (503).
+	RateLimitStoreFallback string
 	// AuthFailureLimit is auth_failure_limit: failed authentications per client
 	// address (IPv6: per /64) within AuthFailureWindow before 429; 0 means the
 	// default (10), -1 no limit.

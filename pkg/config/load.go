@@ -371,6 +371,23 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 			d.Errorf(v, p, "rate_limit must not be negative")
 		}
 	}
+	f["rate_limit_store"] = func(v *yaml.Node, p string) {
+		s.RateLimitStore, s.RateLimitStorePos = d.String(v, p), d.Pos(v)
+		if d.desc == nil {
+			if msg := checkRedisURL(s.RateLimitStore); msg != "" {
+				d.Errorf(v, p, "%s", msg).Hint = redisURLHint
+			}
+		}
+	}
+	f["rate_limit_store_fallback"] = func(v *yaml.Node, p string) {
+		d.Doc(v, "", RateLimitFallbackLocal, RateLimitFallbackRefuse)
+		s.RateLimitStoreFallback = d.String(v, p)
+		if d.desc == nil && !oneOf(s.RateLimitStoreFallback, RateLimitFallbackLocal, RateLimitFallbackRefuse) {
+			fallbacks := []string{RateLimitFallbackLocal, RateLimitFallbackRefuse}
+			d.Errorf(v, p, "unknown rate_limit_store_fallback %q", s.RateLimitStoreFallback).Hint = hintOr(DidYouMean(s.RateLimitStoreFallback, fallbacks),
+				"local: while the store cannot answer each process limits alone (the default); refuse: answer 503 until it is back")
+		}
+	}
 	f["auth_failure_limit"] = func(v *yaml.Node, p string) {
 		s.AuthFailureLimit = d.Int(v, p)
 		if s.AuthFailureLimit < -1 {

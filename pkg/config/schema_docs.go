@@ -84,6 +84,8 @@ var mcpServerDocs = map[string]string{
 	"api_keys":                   "Accepted API keys (Authorization: Bearer or X-API-Key); write them as ${env:NAME}.",
 	"trusted_proxies":            "Addresses (CIDR) whose requests skip the API key check and whose X-Forwarded-For is believed.",
 	"rate_limit":                 "Requests per minute per client; 0 unlimited.",
+	"rate_limit_store":           "redis://[user:password@]host[:port][/db] (rediss:// for TLS): replicas with the same store and server id share each client's bucket; unset, each process limits alone.",
+	"rate_limit_store_fallback":  "While rate_limit_store cannot answer (within 250ms): local (default) decides with this process's own buckets, refuse answers 503.",
 	"auth_failure_limit":         "Failed authentications per client address within auth_failure_window before 429. 0 the default (10), -1 no limit.",
 	"auth_failure_window":        "The window of auth_failure_limit. Default 1m.",
 	"max_body_bytes":             "Largest request body. 0 the default (4 MiB), -1 no limit.",

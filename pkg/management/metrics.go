@@ -33,9 +33,12 @@ type Metrics struct {
 	Workflows []WorkflowMetrics
 	ToolCalls []ToolCallMetrics
 	Rejected  []RejectedMetrics
-	Agents    []AgentMetrics
-	Pipelines []PipelineMetrics
-	Cluster   *ClusterMetrics // nil without helix.cluster.leader
+	// RateLimitStoreErrors are, per MCP server with a rate_limit_store, the
+	// requests the store did not decide (their fallback did).
+	RateLimitStoreErrors []RateLimitStoreMetrics
+	Agents               []AgentMetrics
+	Pipelines            []PipelineMetrics
+	Cluster              *ClusterMetrics // nil without helix.cluster.leader
 }
 
 // ClusterMetrics are this replica's part in the leader election of helix.cluster.
@@ -80,6 +83,13 @@ type ToolCallMetrics struct {
 	Errors       uint64 // isError results
 }
 
+// RateLimitStoreMetrics counts the rate-limit decisions one MCP server's shared
+// store (rate_limit_store) could not make: Redis unreachable, slow or failing.
+type RateLimitStoreMetrics struct {
+	Server string
+	Errors uint64
+}
+
 // RejectedMetrics counts requests one MCP server's security rejected for a reason.
 type RejectedMetrics struct {
 	Server, Reason string
@@ -114,6 +124,7 @@ var (
 	descToolCalls  = prometheus.NewDesc("helix_mcp_tool_calls_total", "MCP tools/call requests that reached the tool.", []string{"server", "tool"}, nil)
 	descToolErrors = prometheus.NewDesc("helix_mcp_tool_errors_total", "MCP tool calls answered with an isError result.", []string{"server", "tool"}, nil)
 	descRejected   = prometheus.NewDesc("helix_mcp_rejected_requests_total", "MCP requests rejected by a server's security settings.", []string{"server", "reason"}, nil)
+	descStoreErrs  = prometheus.NewDesc("helix_mcp_rate_limit_store_errors_total", "MCP requests whose rate limit the shared store (rate_limit_store) did not decide, so the fallback did.", []string{"server"}, nil)
 
 	descClusterLeader = prometheus.NewDesc("helix_cluster_leader", "1 while this replica is the leader of its cluster (and runs the singleton triggers), else 0.", []string{"cluster"}, nil)
 	descClusterTerms  = prometheus.NewDesc("helix_cluster_leader_terms_total", "Terms of leadership this replica began.", []string{"cluster"}, nil)
@@ -168,7 +179,7 @@ func NewCollector(snapshot func() Metrics) prometheus.Collector {
 // label names at registration and rejects another collector reusing them.
 func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuildInfo, descExchanges, descFailed, descInFlight, descDuration,
-		descToolCalls, descToolErrors, descRejected, descClusterLeader, descClusterTerms} {
+		descToolCalls, descToolErrors, descRejected, descStoreErrs, descClusterLeader, descClusterTerms} {
 		ch <- d
 	}
 	for _, f := range agentFamilies {
@@ -210,6 +221,9 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, r := range m.Rejected {
 		counter(descRejected, r.Count, r.Server, r.Reason)
+	}
+	for _, r := range m.RateLimitStoreErrors {
+		counter(descStoreErrs, r.Errors, r.Server)
 	}
 	for _, a := range m.Agents {
 		for _, f := range agentFamilies {

@@ -94,7 +94,8 @@ func TestMetricsExposition(t *testing.T) {
 			{Server: "s1", Tool: "b", Calls: 4, Errors: 2},
 			{Server: "s1", Tool: "a", Calls: 5},
 		},
-		Rejected: []RejectedMetrics{{Server: "s1", Reason: "rate limit exceeded", Count: 7}, {Server: "s1", Reason: "invalid api key", Count: 1}},
+		Rejected:             []RejectedMetrics{{Server: "s1", Reason: "rate limit exceeded", Count: 7}, {Server: "s1", Reason: "invalid api key", Count: 1}},
+		RateLimitStoreErrors: []RateLimitStoreMetrics{{Server: "s1", Errors: 3}},
 		Agents: []AgentMetrics{
 			{Agent: "zeta", Runs: 3, Errors: 1, Iterations: 7, ToolCalls: 4, InputTokens: 120, OutputTokens: 30},
 			{Agent: "alpha", Runs: 1},
@@ -140,6 +141,9 @@ helix_mcp_tool_errors_total{server="s2",tool="a"} 0
 # TYPE helix_mcp_rejected_requests_total counter
 helix_mcp_rejected_requests_total{server="s1",reason="invalid api key"} 1
 helix_mcp_rejected_requests_total{server="s1",reason="rate limit exceeded"} 7
+# HELP helix_mcp_rate_limit_store_errors_total MCP requests whose rate limit the shared store (rate_limit_store) did not decide, so the fallback did.
+# TYPE helix_mcp_rate_limit_store_errors_total counter
+helix_mcp_rate_limit_store_errors_total{server="s1"} 3
 # HELP helix_agent_runs_total Agent runs (one per message answered or failed).
 # TYPE helix_agent_runs_total counter
 helix_agent_runs_total{agent="alpha"} 1

@@ -2,11 +2,21 @@ package security
 
 import (
 	"container/list"
+	"context"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 )
+
+// Limiter decides whether the client key may make one more request. When it may
+// not, retryAfter is the wait until it may; an error means no decision was made
+// (a shared store that cannot answer). Implementations are safe for concurrent
+// use: the process's own buckets ([limiterStore]) and the buckets replicas share
+// in Redis (redislimit, behind [storeLimiter]).
+type Limiter interface {
+	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error)
+}
 
 // limiterStore keeps one token bucket per client. Memory is bounded twice:
 // the janitor drops buckets idle longer than idleAfter, and a hard cap evicts
@@ -26,7 +36,11 @@ type limiterStore struct {
 	mu      sync.Mutex
 	entries map[string]*list.Element
 	lru     *list.List // front: most recently used; values are *bucket
+
+	now func() time.Time // the clock of Allow
 }
+
+var _ Limiter = (*limiterStore)(nil)
 
 type bucket struct {
 	key  string
@@ -34,8 +48,9 @@ type bucket struct {
 	last time.Time
 }
 
-func newLimiterStore(perMinute, maxEntries int, idleAfter time.Duration) *limiterStore {
+func newLimiterStore(perMinute, maxEntries int, idleAfter time.Duration, now func() time.Time) *limiterStore {
 	return &limiterStore{
+		now:       now,
 		limit:     rate.Limit(float64(perMinute) / 60),
 		burst:     perMinute,
 		max:       maxEntries,
@@ -43,6 +58,12 @@ func newLimiterStore(perMinute, maxEntries int, idleAfter time.Duration) *limite
 		entries:   map[string]*list.Element{},
 		lru:       list.New(),
 	}
+}
+
+// Allow takes one token from key's bucket at the store's clock; it never fails.
+func (st *limiterStore) Allow(_ context.Context, key string) (bool, time.Duration, error) {
+	ok, wait := st.allow(key, st.now())
+	return ok, wait, nil
 }
 
 // allow takes one token from key's bucket. When none is left it returns the

@@ -10,7 +10,10 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/arvenza/helix/pkg/component/mcp/security/redislimit"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is 0.
@@ -36,6 +39,19 @@ type Config struct {
 	// RateLimit is requests per minute per client (token bucket, burst equal
 	// to the limit); 0 switches rate limiting off.
 	RateLimit int
+	// RateLimitStore, when set with RateLimit, is the redis:// or rediss:// URL
+	// of the Redis where the buckets live ("helix:ratelimit:<ServerID>:<client>"),
+	// so that every replica with the same ServerID and store takes from one bucket
+	// per client. Empty means this process's buckets alone.
+	RateLimitStore string
+	// RateLimitStoreFallback decides while the store cannot answer (unreachable,
+	// or slower than redislimit.DefaultTimeout): FallbackLocal ("" too) with this
+	// process's buckets, FallbackRefuse with 503.
+	RateLimitStoreFallback string
+	// RateLimitStoreFailures, when set, counts the requests the store did not
+	// decide (shared by the stacks of one server across restarts, like
+	// Rejections); nil means a counter of its own.
+	RateLimitStoreFailures *atomic.Uint64
 	// AuthFailureLimit is how many failed authentications (401) one client
 	// address (IPv6: one /64) may have within AuthFailureWindow; after that its
 	// requests get 429 with Retry-After until the window ends, before any key or
@@ -98,7 +114,9 @@ type Stack struct {
 	cors    *corsPolicy
 	tools   toolFilter
 	oauth   *oauthVerifier
-	limiter *limiterStore
+	limiter *limiterStore // this process's buckets; nil: no rate limit
+	rate    Limiter       // decides: limiter, or the shared store in front of it
+	store   namedLimiter  // the shared store, closed with the stack; nil: none
 	fails   *failureStore // nil: no authentication
 	now     func() time.Time
 	rejects *Rejections
@@ -117,6 +135,10 @@ type options struct {
 	httpClient    *http.Client
 	// jwksMaxWait bounds how long a token waits for a JWKS fetch in flight.
 	jwksMaxWait time.Duration
+	// storeTimeout bounds one decision of the shared store (0: its default);
+	// storeClock replaces the Redis server's clock (nil in production).
+	storeTimeout time.Duration
+	storeClock   func() time.Time
 }
 
 func defaultOptions() options {
@@ -131,8 +153,9 @@ func defaultOptions() options {
 }
 
 // New validates cfg and builds the stack. It performs no I/O: JWKS keys are
-// fetched on the first token. When RateLimit > 0 a janitor goroutine evicts
-// idle client buckets until Close.
+// fetched on the first token, and a RateLimitStore is connected to on the first
+// request. When RateLimit > 0 a janitor goroutine evicts idle client buckets
+// until Close, which also closes the store's connections.
 func New(cfg Config) (*Stack, error) {
 	return newStack(cfg, defaultOptions())
 }
@@ -201,7 +224,24 @@ func newStack(cfg Config, o options) (*Stack, error) {
 		errs = append(errs, err)
 	}
 	s.tools = tf
+	var store *redislimit.Limiter
+	if cfg.RateLimit > 0 && cfg.RateLimitStore != "" {
+		st, err := redislimit.New(redislimit.Options{URL: cfg.RateLimitStore, PerMinute: cfg.RateLimit,
+			Namespace: "helix:ratelimit:" + cfg.ServerID + ":", Timeout: o.storeTimeout, Clock: o.storeClock})
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			store = st
+		}
+	} else if cfg.RateLimitStore != "" {
+		if _, err := redislimit.ParseURL(cfg.RateLimitStore); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
+		if store != nil {
+			_ = store.Close()
+		}
 		return nil, fmt.Errorf("mcp server %q security: %w", cfg.ServerID, errors.Join(errs...))
 	}
 	if len(s.keys) > 0 || s.oauth != nil {
@@ -219,7 +259,16 @@ func newStack(cfg Config, o options) (*Stack, error) {
 		s.fails = newFailureStore(limit, window, o.maxBuckets)
 	}
 	if cfg.RateLimit > 0 {
-		s.limiter = newLimiterStore(cfg.RateLimit, o.maxBuckets, o.idleAfter)
+		s.limiter = newLimiterStore(cfg.RateLimit, o.maxBuckets, o.idleAfter, o.now)
+		s.rate = s.limiter
+		if store != nil {
+			shared, err := newStoreLimiter(cfg, store, s.limiter, o.now, s.log)
+			if err != nil {
+				_ = store.Close()
+				return nil, fmt.Errorf("mcp server %q security: %w", cfg.ServerID, err)
+			}
+			s.rate, s.store = shared, store
+		}
 		s.wg.Add(1)
 		go s.janitor(o.sweepInterval)
 	}
@@ -242,13 +291,17 @@ func (s *Stack) janitor(every time.Duration) {
 	}
 }
 
-// Close stops the janitor goroutine and ends a JWKS fetch in flight. It is
-// idempotent; the middleware keeps working afterwards (idle buckets are then
-// only bounded by the cap).
+// Close stops the janitor goroutine, ends a JWKS fetch in flight and closes the
+// rate-limit store's connections. It is idempotent; the middleware keeps working
+// afterwards (idle buckets are then only bounded by the cap; a closed store
+// fails, so its fallback decides).
 func (s *Stack) Close() {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
+		if s.store != nil {
+			_ = s.store.Close()
+		}
 		if s.oauth != nil {
 			s.oauth.jwks.close()
 		}
@@ -459,12 +512,22 @@ func retryAfterSeconds(wait time.Duration) int64 {
 	return secs
 }
 
-// allowRate applies the per-client token bucket; it answers 429 itself.
+// allowRate applies the per-client token bucket; it answers 429 itself, or 503
+// when the shared store cannot decide and the fallback is to refuse (logged at
+// debug level: the store's failure is the warning, sampled).
 func (s *Stack) allowRate(w http.ResponseWriter, r *http.Request, q request, key string) bool {
-	if s.limiter == nil {
+	if s.rate == nil {
 		return true
 	}
-	ok, wait := s.limiter.allow(key, s.now())
+	ok, wait, err := s.rate.Allow(r.Context(), key)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return false // the client is gone: nobody to answer
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(retryAfterSeconds(storePause), 10))
+		s.rejectAt(slog.LevelDebug, w, r, q, http.StatusServiceUnavailable, ErrStoreUnavailable.Error())
+		return false
+	}
 	if ok {
 		return true
 	}
