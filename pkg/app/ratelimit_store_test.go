@@ -153,3 +153,22 @@ mcps:
 		}
 	}
 }
+
+// A bad store URL is one error, at the key, that never shows the password.
+func TestRateLimitStoreBadURL(t *testing.T) {
+	_, err := loadYAML(fourWorkflows + `
+mcps:
+  - id: http
+    addr: "127.0.0.1:0"
+    rate_limit: 5
+    rate_limit_store: "redis://:hunter2-pw@redis:6379/zero"
+`)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, ".rate_limit_store: the path \"/zero\" is not a database number") || strings.Count(msg, "rate_limit_store") != 1 ||
+		strings.Contains(msg, "hunter2-pw") {
+		t.Errorf("want one positioned error without the password, got:\n%s", msg)
+	}
+}

@@ -118,6 +118,8 @@ func (a *App) applySecurity(opts *mcpserver.Options, s config.Security, pos conf
 	cfg.RateLimitStoreFailures = &atomic.Uint64{}
 	filterCfg := cfg
 	filterCfg.RateLimit = 0 // no janitor goroutine: this stack is never closed
+	// Nor a store connection; config checked the URL, at its own position.
+	filterCfg.RateLimitStore, filterCfg.RateLimitStoreFallback = "", ""
 	filter, err := security.New(filterCfg)
 	if err == nil && cfg.RateLimit < 0 {
 		err = fmt.Errorf("rate_limit must be >= 0, got %d", cfg.RateLimit)

@@ -28,6 +28,9 @@
 //     client address with too many recent failures gets 429 with Retry-After
 //     before its credentials are checked (Config.AuthFailureLimit);
 //  5. rate limit per client (429 with Retry-After); IPv6 addresses count per /64;
+//     with Config.RateLimitStore the buckets are shared in Redis (redislimit),
+//     and a store that cannot answer is replaced by the process's own buckets
+//     or answered 503 (Config.RateLimitStoreFallback);
 //  6. the body is read into memory up to the limit (413 when larger), so the
 //     MCP handler never sees a partial body and an oversize chunked body is
 //     refused before any MCP handling.
