@@ -2,8 +2,13 @@ package app_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -170,5 +175,48 @@ mcps:
 	if !strings.Contains(msg, ".rate_limit_store: the path \"/zero\" is not a database number") || strings.Count(msg, "rate_limit_store") != 1 ||
 		strings.Contains(msg, "hunter2-pw") {
 		t.Errorf("want one positioned error without the password, got:\n%s", msg)
+	}
+}
+
+// Two helix processes (the real binary) with one Redis share the budget too.
+func TestRateLimitStoreTwoProcesses(t *testing.T) {
+	r := testtools.StartRedis(t)
+	file := filepath.Join(t.TempDir(), "helix.yaml")
+	yaml := `helix:
+  management:
+    enabled: false
+` + strings.Replace(limitedYAML(r.URL), `addr: "127.0.0.1:0"`, `addr: "${env:HELIX_TEST_MCP_ADDR}"`, 1)
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	helix := testtools.HelixBinary(t)
+	var urls []string
+	for range 2 {
+		addr := "127.0.0.1:" + strconv.Itoa(testtools.FreePort(t))
+		cmd := exec.Command(helix, "run", file)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "HELIX_TEST_MCP_ADDR="+addr)
+		var stderr testtools.SyncBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("helix on %s, stderr:\n%s", addr, stderr.String())
+			}
+		})
+		testtools.WaitForTCP(t, addr, 90*time.Second)
+		urls = append(urls, "http://"+addr+"/mcp")
+	}
+	rc := newRawClient(t)
+	var codes []int
+	for _, u := range []string{urls[0], urls[1], urls[0], urls[1]} {
+		resp, _ := rc.post(u, pingBody, "X-API-Key", "k")
+		codes = append(codes, resp.StatusCode)
+	}
+	if fmt.Sprint(codes) != "[200 200 429 429]" {
+		t.Errorf("answers across the two processes: %v, want [200 200 429 429] (2 per minute shared)", codes)
 	}
 }
