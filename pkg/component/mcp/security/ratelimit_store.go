@@ -100,18 +100,24 @@ func (l *storeLimiter) warn(now time.Time, err error) {
 		"undecided_since_last_warning", since, "retry_in", storePause.String())
 }
 
-// newStoreLimiter checks the fallback's name; memory is the process's buckets.
-func newStoreLimiter(cfg Config, store namedLimiter, memory Limiter, now func() time.Time, log *slog.Logger) (*storeLimiter, error) {
+// checkFallback says what is wrong with a Config.RateLimitStoreFallback.
+func checkFallback(name string) error {
+	switch name {
+	case "", FallbackLocal, FallbackRefuse:
+		return nil
+	}
+	return fmt.Errorf("rate_limit_store_fallback must be %s or %s, got %q", FallbackLocal, FallbackRefuse, name)
+}
+
+// newStoreLimiter puts store in front of memory (the process's buckets), with
+// cfg's fallback, which checkFallback accepted.
+func newStoreLimiter(cfg Config, store namedLimiter, memory Limiter, now func() time.Time, log *slog.Logger) *storeLimiter {
 	l := &storeLimiter{server: cfg.ServerID, store: store, now: now, log: log, failures: cfg.RateLimitStoreFailures}
-	switch cfg.RateLimitStoreFallback {
-	case "", FallbackLocal:
+	if cfg.RateLimitStoreFallback != FallbackRefuse {
 		l.fallback = memory
-	case FallbackRefuse:
-	default:
-		return nil, fmt.Errorf("rate_limit_store_fallback must be %s or %s, got %q", FallbackLocal, FallbackRefuse, cfg.RateLimitStoreFallback)
 	}
 	if l.failures == nil {
 		l.failures = &atomic.Uint64{}
 	}
-	return l, nil
+	return l
 }

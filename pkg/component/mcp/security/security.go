@@ -238,6 +238,9 @@ func newStack(cfg Config, o options) (*Stack, error) {
 			errs = append(errs, err)
 		}
 	}
+	if err := checkFallback(cfg.RateLimitStoreFallback); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		if store != nil {
 			_ = store.Close()
@@ -262,12 +265,7 @@ func newStack(cfg Config, o options) (*Stack, error) {
 		s.limiter = newLimiterStore(cfg.RateLimit, o.maxBuckets, o.idleAfter, o.now)
 		s.rate = s.limiter
 		if store != nil {
-			shared, err := newStoreLimiter(cfg, store, s.limiter, o.now, s.log)
-			if err != nil {
-				_ = store.Close()
-				return nil, fmt.Errorf("mcp server %q security: %w", cfg.ServerID, err)
-			}
-			s.rate, s.store = shared, store
+			s.rate, s.store = newStoreLimiter(cfg, store, s.limiter, o.now, s.log), store
 		}
 		s.wg.Add(1)
 		go s.janitor(o.sweepInterval)
