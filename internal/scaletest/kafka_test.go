@@ -231,11 +231,14 @@ func TestKafkaGroupOfThreeReplicas(t *testing.T) {
 	}
 	kill := time.Now()
 	_ = victim.Wait()
-	// Who owned which partition at the kill: the replica of its last effect.
+	// Who owned which partition at the kill: the replica of its last effect
+	// before it (read a moment later, when the output topic has it).
+	time.Sleep(300 * time.Millisecond)
 	owner := map[int32]string{}
 	for _, e := range output.all() {
-		p, _ := e.position()
-		owner[p] = e.Replica
+		if p, _ := e.position(); e.at.Before(kill) {
+			owner[p] = e.Replica
+		}
 	}
 	var taken []int32
 	for p, r := range owner {

@@ -465,8 +465,10 @@ type session struct {
 }
 
 // openSessions opens n sessions through lb at once and makes calls calls on
-// each, concurrently, with tokens starting with round; it returns the sessions and the errors met (connecting or
-// calling), and fails the test on a wrong answer.
+// each, concurrently, with tokens starting with round. It returns the sessions
+// and the errors met (connecting or calling; a session whose calls were
+// answered by more than one replica is an error too), and fails the test on a
+// wrong answer.
 func openSessions(t *testing.T, round string, lb *testtools.HAProxy, n, calls int, work *workService) ([]*session, []error) {
 	t.Helper()
 	sessions := make([]*session, n)
