@@ -41,11 +41,7 @@ func PostgresURL(t testing.TB) string {
 
 func missingPostgres(t testing.TB, msg string) {
 	t.Helper()
-	hint := msg + ` (start one with: eval "$(scripts/postgres.sh start)")`
-	if Required() {
-		t.Fatalf("%s; %s=1 so this is a failure, not a skip", hint, EnvRequireTools)
-	}
-	t.Skipf("%s; skipping (set %s=1 to fail instead)", hint, EnvRequireTools)
+	missingService(t, msg, `start one with: eval "$(scripts/postgres.sh start)"`)
 }
 
 // PostgresExec runs statements on the test server with a connection of its own,

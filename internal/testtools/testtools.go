@@ -114,12 +114,18 @@ func Required() bool {
 // t.Fatalf when HELIX_REQUIRE_TOOLS=1.
 func Missing(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	hint := fmt.Sprintf("%s (tools dir %s; run scripts/setup-tools.sh to install)", msg, Dir())
+	missingService(t, fmt.Sprintf(format, args...), fmt.Sprintf("tools dir %s; run scripts/setup-tools.sh to install", Dir()))
+}
+
+// missingService reports something a test needs that is not there, msg, with a
+// hint saying how to get it: a skip, or a failure when HELIX_REQUIRE_TOOLS=1.
+func missingService(t testing.TB, msg, hint string) {
+	t.Helper()
+	msg = fmt.Sprintf("%s (%s)", msg, hint)
 	if Required() {
-		t.Fatalf("%s; %s=1 so this is a failure, not a skip", hint, EnvRequireTools)
+		t.Fatalf("%s; %s=1 so this is a failure, not a skip", msg, EnvRequireTools)
 	}
-	t.Skipf("%s; skipping (set %s=1 to fail instead)", hint, EnvRequireTools)
+	t.Skipf("%s; skipping (set %s=1 to fail instead)", msg, EnvRequireTools)
 }
 
 var nodeCache struct {

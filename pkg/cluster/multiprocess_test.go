@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,55 +46,16 @@ workflows:
       - set-body: pong
 `
 
+// replica is a helix process of the test with its own HTTP port.
 type replica struct {
-	name string
-	cmd  *exec.Cmd
-	mgmt string
+	*testtools.Replica
 	http string
-	logs *testtools.SyncBuffer
 }
 
-func startReplica(t *testing.T, helix, file, name string) *replica {
+func startReplica(t *testing.T, file, name string) *replica {
 	t.Helper()
-	r := &replica{name: name, mgmt: "127.0.0.1:" + strconv.Itoa(testtools.FreePort(t)),
-		http: strconv.Itoa(testtools.FreePort(t)), logs: &testtools.SyncBuffer{}}
-	r.cmd = exec.Command(helix, "run", file)
-	r.cmd.Env = append(os.Environ(), "HELIX_TEST_REPLICA="+name, "HELIX_TEST_MGMT="+r.mgmt, "HELIX_TEST_HTTP="+r.http)
-	r.cmd.Stderr = r.logs
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if r.cmd.ProcessState == nil {
-			_ = r.cmd.Process.Kill()
-			_ = r.cmd.Wait()
-		}
-	})
-	return r
-}
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp.StatusCode, b.String()
-}
-
-func (r *replica) ready(t *testing.T) bool {
-	code, _ := get(t, "http://"+r.mgmt+"/readyz")
-	return code == http.StatusOK
+	port := strconv.Itoa(testtools.FreePort(t))
+	return &replica{Replica: testtools.StartReplica(t, name, []string{file}, "HELIX_TEST_HTTP="+port), http: port}
 }
 
 type tick struct {
@@ -141,7 +101,6 @@ func TestThreeProcessesOneTimer(t *testing.T) {
 	}
 	db := testtools.PostgresDatabase(t)
 	testtools.PostgresExec(t, db, "CREATE TABLE ticks (id bigserial PRIMARY KEY, replica text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())")
-	helix := testtools.HelixBinary(t)
 	file := filepath.Join(t.TempDir(), "helix.yaml")
 	yaml := fmt.Sprintf(replicaYAML, db, testtools.UniqueName("ticker"), mpRetry, mpCheck)
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
@@ -157,41 +116,34 @@ func TestThreeProcessesOneTimer(t *testing.T) {
 	begin := time.Now()
 	alive := map[string]*replica{}
 	for _, name := range []string{"r1", "r2", "r3"} {
-		alive[name] = startReplica(t, helix, file, name)
+		alive[name] = startReplica(t, file, name)
 	}
-	waitUntil(t, 60*time.Second, "all replicas ready", func() bool {
-		for _, r := range alive {
-			if !r.ready(t) {
-				return false
-			}
-		}
-		return true
-	})
-	waitUntil(t, 30*time.Second, "ten ticks", func() bool { return len(ticksSince(t, conn, begin)) >= 10 })
+	for _, r := range alive {
+		testtools.WaitReady(t, 60*time.Second, r.Replica)
+	}
+	testtools.WaitFor(t, 30*time.Second, "ten ticks", func() bool { return len(ticksSince(t, conn, begin)) >= 10 })
 
 	leader := checkOneFires(t, conn, alive, begin)
 	// The leader is killed, then the next one stopped as an orchestrator stops it.
 	for round, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		// Every replica, follower or not, serves HTTP and is ready.
 		for _, r := range alive {
-			if code, body := get(t, "http://127.0.0.1:"+r.http+"/echo"); code != http.StatusOK || body != "pong" {
-				t.Errorf("%s /echo: %d %s", r.name, code, body)
+			if code, body := testtools.HTTPGet("http://127.0.0.1:" + r.http + "/echo"); code != http.StatusOK || body != "pong" {
+				t.Errorf("%s /echo: %d %s", r.Name, code, body)
 			}
-			if !r.ready(t) {
-				t.Errorf("%s is not ready", r.name)
+			if !r.Ready() {
+				t.Errorf("%s is not ready", r.Name)
 			}
 		}
 		killed := alive[leader]
-		if err := killed.cmd.Process.Signal(sig); err != nil {
+		if err := killed.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
 		kill := time.Now()
 		delete(alive, leader)
-		exited := make(chan error, 1)
-		go func() { exited <- killed.cmd.Wait() }()
 
 		var first tick
-		waitUntil(t, 10*time.Second, "another replica takes over", func() bool {
+		testtools.WaitFor(t, 10*time.Second, "another replica takes over", func() bool {
 			for _, tk := range ticksSince(t, conn, kill) {
 				if tk.replica != leader {
 					first = tk
@@ -206,7 +158,7 @@ func TestThreeProcessesOneTimer(t *testing.T) {
 		if failover > mpRetry+2*time.Second {
 			t.Errorf("failover took %v, want about retry_interval %v", failover, mpRetry)
 		}
-		err := <-exited
+		err := killed.Wait()
 		switch sig {
 		case syscall.SIGKILL:
 			if n := firers(ticksSince(t, conn, kill))[leader]; n > 0 {
@@ -219,10 +171,10 @@ func TestThreeProcessesOneTimer(t *testing.T) {
 				t.Errorf("the stopped replica %s fired %d times after %s took over", leader, n, first.replica)
 			}
 			if err != nil {
-				t.Errorf("%s exited with %v after %v:\n%s", leader, err, sig, killed.logs.String())
+				t.Errorf("%s exited with %v after %v:\n%s", leader, err, sig, killed.Logs.String())
 			}
-			if !strings.Contains(killed.logs.String(), "this replica resigned the leadership") {
-				t.Errorf("%s did not log resigning:\n%s", leader, killed.logs.String())
+			if !strings.Contains(killed.Logs.String(), "this replica resigned the leadership") {
+				t.Errorf("%s did not log resigning:\n%s", leader, killed.Logs.String())
 			}
 		}
 		time.Sleep(1500 * time.Millisecond)
@@ -247,8 +199,8 @@ func checkOneFires(t *testing.T, conn *pgx.Conn, alive map[string]*replica, sinc
 		leader = name
 	}
 	checkMetrics(t, alive, leader)
-	if !strings.Contains(alive[leader].logs.String(), "this replica is now the leader") {
-		t.Errorf("%s fires but did not log becoming leader:\n%s", leader, alive[leader].logs.String())
+	if !strings.Contains(alive[leader].Logs.String(), "this replica is now the leader") {
+		t.Errorf("%s fires but did not log becoming leader:\n%s", leader, alive[leader].Logs.String())
 	}
 	return leader
 }
@@ -260,15 +212,15 @@ func checkMetrics(t *testing.T, alive map[string]*replica, leader string) {
 		if name == leader {
 			want = "1"
 		}
-		m := metrics(t, r)
+		m := metrics(r)
 		if !strings.Contains(m, "helix_cluster_leader{cluster=") || !strings.Contains(grepLines(m, "helix_cluster_leader{"), `"} `+want) {
 			t.Errorf("%s's /metrics, want helix_cluster_leader %s:\n%s", name, want, grepLines(m, "helix_cluster"))
 		}
 	}
 }
 
-func metrics(t *testing.T, r *replica) string {
-	_, body := get(t, "http://"+r.mgmt+"/metrics")
+func metrics(r *replica) string {
+	_, body := r.Get("/metrics")
 	return body
 }
 
@@ -280,15 +232,4 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
