@@ -66,7 +66,8 @@ func TestHandoffUnderLoadFailsNoRequest(t *testing.T) {
 	url := "http://" + ln1.Addr().String() + "/"
 
 	var failed, v2 atomic.Int64
-	var firstErr atomic.Value
+	var firstMu sync.Mutex
+	var firstErr error
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -86,7 +87,11 @@ func TestHandoffUnderLoadFailsNoRequest(t *testing.T) {
 				switch {
 				case err != nil:
 					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					firstMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					firstMu.Unlock()
 				case body == "v2":
 					v2.Add(1)
 				}
@@ -118,7 +123,7 @@ func TestHandoffUnderLoadFailsNoRequest(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	if n := failed.Load(); n > 0 {
-		t.Fatalf("%d requests failed during the handoff, first: %v", n, firstErr.Load())
+		t.Fatalf("%d requests failed during the handoff, first: %v", n, firstErr)
 	}
 	if v2.Load() < 20 {
 		t.Fatalf("only %d answers from the successor", v2.Load())
@@ -296,6 +301,15 @@ func TestDrainClosesBusyConnectionsAtTheirNextAnswerAndIdleOnesAfterGrace(t *tes
 		drained <- g1.Drain(ctx, grace)
 	}()
 
+	// Drain marks the connections in its first round.
+	waitUntil(t, "the connections drain", func() bool {
+		for _, c := range g1.handles[0].liveConns() {
+			if !c.draining.Load() {
+				return false
+			}
+		}
+		return true
+	})
 	// A connection in use is answered, and told to close, well within the grace.
 	if resp := rawRequest(t, busy, busyR); !resp.Close {
 		t.Fatal("an answer on a draining connection did not say Connection: close")
@@ -327,5 +341,16 @@ func TestDrainClosesBusyConnectionsAtTheirNextAnswerAndIdleOnesAfterGrace(t *tes
 	_ = idle.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := idleR.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Fatalf("the idle connection after the drain: %v, want EOF", err)
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -177,8 +177,9 @@ func (l *Listener) reject(c net.Conn, key netip.Addr, reason string) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0) // reset: no TIME_WAIT left behind for a refused connection
 	}
-	_ = c.Close()
+	// Counted before the close: whoever sees the connection closed sees it counted.
 	total := l.refused.Add(1)
+	_ = c.Close()
 	now := time.Now().UnixNano()
 	last := l.lastLog.Load()
 	if now-last < int64(refusedLogEvery) || !l.lastLog.CompareAndSwap(last, now) {
