@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -68,7 +69,7 @@ func (fw *fileWatcher) loop(watched map[string]bool, reload func(string), logger
 				return
 			}
 			// Chmod alone (touch, a backup tool) changes nothing that matters.
-			if !watched[filepath.Clean(ev.Name)] || ev.Op == fsnotify.Chmod {
+			if !relevant(watched, ev.Name) || ev.Op == fsnotify.Chmod {
 				continue
 			}
 			changed = ev.Name
@@ -89,4 +90,12 @@ func (fw *fileWatcher) loop(watched map[string]bool, reload func(string), logger
 func (fw *fileWatcher) Close() {
 	_ = fw.w.Close()
 	<-fw.done
+}
+
+// relevant reports whether a change of name concerns the watched files: one of
+// them, or a Kubernetes ConfigMap volume's "..data" link (and its "..2026_…"
+// targets), which the kubelet swaps to update every file of the volume at once.
+func relevant(watched map[string]bool, name string) bool {
+	name = filepath.Clean(name)
+	return watched[name] || strings.HasPrefix(filepath.Base(name), "..")
 }
