@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/netguard"
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 // Reload without downtime (docs/reload.md): the running app a and its
@@ -71,13 +73,21 @@ func (a *App) Retire(ctx context.Context) error {
 	return errors.Join(drainErr, a.Stop(ctx))
 }
 
-// stdioServer is the id of an MCP server of a that speaks stdio, or "".
+// stdioServer is the id of an MCP server of a that speaks stdio, or "": a
+// declared one, or an mcp-server:// trigger (which the component only knows
+// once it runs).
 func (a *App) stdioServer() string {
 	if sc := a.MCPServers(); sc != nil {
 		for _, s := range sc.Servers() {
 			if s.Transport == mcpserver.TransportStdio {
 				return s.ID
 			}
+		}
+	}
+	for _, w := range a.cfg.Workflows {
+		if u, err := uri.Parse(w.From); err == nil && u.Scheme == MCPServerScheme &&
+			strings.EqualFold(u.Param("transport", ""), mcpserver.TransportStdio) {
+			return w.From
 		}
 	}
 	return ""

@@ -169,4 +169,13 @@ workflows:
 	if err := old.Handover(context.Background(), next); !errors.Is(err, app.ErrReloadRefused) || !strings.Contains(err.Error(), "stdio") {
 		t.Fatalf("handover of a stdio server: %v, want ErrReloadRefused naming stdio", err)
 	}
+	// Nor to a configuration that would serve stdio, from an mcp-server:// trigger.
+	running := startBuilt(t, reloadApp(t, "v1", ""))
+	toStdio := reloadApp(t, "v2", "  - id: desktop\n    trigger: mcp-server://local?transport=stdio\n    steps:\n      - set-body: x\n")
+	if err := running.Handover(context.Background(), toStdio); !errors.Is(err, app.ErrReloadRefused) {
+		t.Fatalf("handover to an mcp-server:// stdio trigger: %v, want ErrReloadRefused", err)
+	}
+	if got := versionOf(t, running); got != "v1" {
+		t.Fatalf("after the refused handover: %q", got)
+	}
 }

@@ -104,8 +104,8 @@ func (g *Generation) Activate() {
 	}
 }
 
-// Drain retires the connections g's listeners accepted, once a successor
-// generation is active: from now on each answers its next request with
+// Drain retires the connections g's listeners accepted on the sockets an active
+// successor generation took over: from now on each answers its next request with
 // "Connection: close", and a connection that carries no request for grace is
 // closed. Drain returns when every connection is closed, except those streaming
 // an event stream (they end when their session is closed), or when ctx is done.
@@ -115,8 +115,16 @@ func (g *Generation) Drain(ctx context.Context, grace time.Duration) error {
 	tick := min(max(grace/4, 10*time.Millisecond), 250*time.Millisecond)
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	// Only the handles a successor took over drain: on an address the successor
+	// does not serve, a client sent away by "Connection: close" would only come
+	// back to this generation. Those connections end with the server's Stop.
 	g.mu.Lock()
-	hs := append([]*handle(nil), g.handles...)
+	var hs []*handle
+	for _, h := range g.handles {
+		if !h.s.isCurrent(h) {
+			hs = append(hs, h)
+		}
+	}
 	g.mu.Unlock()
 	for _, h := range hs {
 		h.draining.Store(true)
@@ -261,6 +269,12 @@ func (s *socket) attach(g *Generation, name string) *handle {
 		g.mu.Unlock()
 	}
 	return h
+}
+
+func (s *socket) isCurrent(h *handle) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current == h
 }
 
 func (s *socket) setCurrent(h *handle) {

@@ -354,3 +354,36 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// An address the successor does not serve is not drained: sent away, its clients
+// would come back to the same server. Its connections end with the server's stop.
+func TestDrainLeavesAddressesTheSuccessorDropped(t *testing.T) {
+	g1 := NewGeneration(nil)
+	kept := listenGen(t, g1, "127.0.0.1:0")
+	dropped, err := Listen(WithGeneration(context.Background(), g1), "127.0.0.1:0", "dropped server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveAnswer(t, kept, "kept")
+	serveAnswer(t, dropped, "dropped")
+	c := &http.Client{Timeout: 10 * time.Second}
+	defer c.CloseIdleConnections()
+	// A keep-alive connection stays idle on the dropped address.
+	if body, err := post(c, "http://"+dropped.Addr().String()+"/"); err != nil || body != "dropped" {
+		t.Fatalf("dropped address: %q, %v", body, err)
+	}
+	g2 := NewGeneration(g1)
+	ln2 := listenGen(t, g2, "127.0.0.1:0") // takes over kept only
+	defer ln2.Close()
+	g2.Activate()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// With a grace longer than the deadline, waiting for the idle connection on
+	// the dropped address would time out.
+	if err := g1.Drain(ctx, time.Minute); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if body, err := post(c, "http://"+dropped.Addr().String()+"/"); err != nil || body != "dropped" {
+		t.Fatalf("the dropped address after the drain: %q, %v; want it served until its stop", body, err)
+	}
+}
