@@ -119,7 +119,7 @@ func (r *reloader) reload(ctx context.Context, reason string) {
 	cfg := next.Config()
 	r.logger.Info("helix reloaded", "reason", reason, "workflows", len(cfg.Workflows), "tools", len(cfg.Tools),
 		"agents", len(cfg.Agents), "pipelines", len(cfg.Pipelines), "mcp_servers", len(next.MCPServers().Servers()),
-		"took", time.Since(began).Round(time.Millisecond), "previous_drains_within", old.ShutdownTimeout())
+		"took", time.Since(began).Round(time.Millisecond), "previous_drain_timeout", old.ShutdownTimeout())
 	r.retiring.Add(1)
 	go func() {
 		defer r.retiring.Done()

@@ -18,20 +18,25 @@ import (
 // servers are; it returns the server for Shutdown.
 func serveAnswer(t *testing.T, ln net.Listener, answer string) *http.Server {
 	t.Helper()
-	return serveHandler(t, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveLimited(t, ln, Limits{}, answer)
+}
+
+func serveLimited(t *testing.T, ln net.Listener, l Limits, answer string) *http.Server {
+	t.Helper()
+	return serveHandler(t, ln, l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = io.WriteString(w, answer)
 	}))
 }
 
-func serveHandler(t *testing.T, ln net.Listener, h http.Handler) *http.Server {
+func serveHandler(t *testing.T, ln net.Listener, l Limits, h http.Handler) *http.Server {
 	t.Helper()
 	srv := &http.Server{Handler: h}
-	Configure(srv, Limits{})
+	Configure(srv, l)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = srv.Serve(NewListener(ln, Limits{}, "test", nil))
+		_ = srv.Serve(NewListener(ln, l, "test", nil))
 	}()
 	t.Cleanup(func() {
 		_ = srv.Close()
@@ -260,7 +265,7 @@ func TestDrainClosesBusyConnectionsAtTheirNextAnswerAndIdleOnesAfterGrace(t *tes
 	g1 := NewGeneration(nil)
 	ln1 := listenGen(t, g1, "127.0.0.1:0")
 	release, inFlight := make(chan struct{}), make(chan struct{})
-	serveHandler(t, ln1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	serveHandler(t, ln1, Limits{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Has("slow") {
 			close(inFlight)
 			<-release
@@ -385,5 +390,32 @@ func TestDrainLeavesAddressesTheSuccessorDropped(t *testing.T) {
 	}
 	if body, err := post(c, "http://"+dropped.Addr().String()+"/"); err != nil || body != "dropped" {
 		t.Fatalf("the dropped address after the drain: %q, %v; want it served until its stop", body, err)
+	}
+}
+
+// A connection refused for a limit never reaches the HTTP server: it must not be
+// left for Drain to wait on.
+func TestDrainIsNotHeldByRefusedConnections(t *testing.T) {
+	g1 := NewGeneration(nil)
+	ln1 := listenGen(t, g1, "127.0.0.1:0")
+	serveLimited(t, ln1, Limits{MaxConnections: 1, MaxConnectionsPerIP: -1}, "v1")
+	addr := ln1.Addr().String()
+	held, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	waitUntil(t, "the first connection is accepted", func() bool { return len(g1.handles[0].liveConns()) == 1 })
+	if !refusedFrom(t, addr, "") {
+		t.Fatal("a connection beyond max_connections was served")
+	}
+	g2 := NewGeneration(g1)
+	ln2 := listenGen(t, g2, "127.0.0.1:0")
+	defer ln2.Close()
+	g2.Activate()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g1.Drain(ctx, 100*time.Millisecond); err != nil {
+		t.Fatalf("drain: %v", err)
 	}
 }

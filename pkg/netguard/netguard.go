@@ -174,7 +174,11 @@ func (l *Listener) release(key netip.Addr) {
 const refusedLogEvery = 10 * time.Second
 
 func (l *Listener) reject(c net.Conn, key netip.Addr, reason string) {
-	if tc, ok := c.(*net.TCPConn); ok {
+	raw := c
+	if sc, ok := c.(*sharedConn); ok { // from Listen (handoff.go)
+		raw = sc.Conn
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0) // reset: no TIME_WAIT left behind for a refused connection
 	}
 	// Counted before the close: whoever sees the connection closed sees it counted.
