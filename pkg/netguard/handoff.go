@@ -106,8 +106,8 @@ func (g *Generation) Activate() {
 
 // Drain retires the connections g's listeners accepted on the sockets an active
 // successor generation took over: from now on each answers its next request with
-// "Connection: close", and a connection that carries no request for grace is
-// closed. Drain returns when every connection is closed, except those streaming
+// "Connection: close", and a connection that carries no request for grace
+// (counted from the drain's start at the earliest) is closed. Drain returns when every connection is closed, except those streaming
 // an event stream (they end when their session is closed), or when ctx is done.
 // It needs the servers to be set up with [Configure], which tracks request
 // state per connection.
@@ -129,14 +129,18 @@ func (g *Generation) Drain(ctx context.Context, grace time.Duration) error {
 	for _, h := range hs {
 		h.draining.Store(true)
 	}
+	began := time.Now()
 	for {
 		open := 0
 		now := time.Now()
+		// The grace runs from the drain's start as well: a connection idle for
+		// long already is the one a client is as likely to pick up now as any.
+		graceOver := now.Sub(began) >= grace
 		for _, h := range hs {
 			for _, c := range h.liveConns() {
 				c.draining.Store(true)
 				switch {
-				case c.idleSince(now) >= grace:
+				case graceOver && c.idleSince(now) >= grace:
 					_ = c.Conn.Close()
 				case c.state.Load() == int32(http.StateActive) && c.streaming.Load():
 					continue // an event stream: its session's end closes it
