@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/config"
 )
@@ -177,5 +178,40 @@ workflows:
 	}
 	if got := versionOf(t, running); got != "v1" {
 		t.Fatalf("after the refused handover: %q", got)
+	}
+}
+
+// With helix.cluster.leader, the replaced app keeps the leadership until it
+// stops: its successor's singleton timer does not fire beside it, and takes
+// over once it retired (docs/reload.md, "Triggers that are not listeners").
+func TestHandoverHandsTheLeadershipOverWithoutOverlap(t *testing.T) {
+	url := testtools.PostgresURL(t)
+	name, dir := testtools.UniqueName("reload"), t.TempDir()
+	build := func(replica string) *app.App {
+		cfg, err := config.LoadBytes("helix.yaml", []byte(clusterYAML(url, name, dir, replica)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := app.Build(cfg, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	old := build("old")
+	if err := old.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the old app leads and ticks", func() bool { return old.IsLeader() && ticks(t, dir, "old") >= 3 })
+	next := startedSuccessor(t, old, build("new"))
+	time.Sleep(300 * time.Millisecond) // three of the timer's periods
+	if next.IsLeader() || ticks(t, dir, "new") != 0 {
+		t.Fatalf("the successor leads (%v) or fired (%d ticks) while the old app runs", next.IsLeader(), ticks(t, dir, "new"))
+	}
+	retire(t, old)
+	oldTicks := ticks(t, dir, "old")
+	waitFor(t, 10*time.Second, "the successor takes over", func() bool { return next.IsLeader() && ticks(t, dir, "new") >= 1 })
+	if got := ticks(t, dir, "old"); got != oldTicks {
+		t.Fatalf("the old app fired after it retired: %d ticks, then %d", oldTicks, got)
 	}
 }
