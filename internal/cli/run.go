@@ -3,68 +3,90 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
-
-	"github.com/arvenza/helix/pkg/app"
 )
 
 func newRunCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "run FILE...",
 		Short: "Run the workflows, tools and MCP servers of the given files",
 		Long: `Run loads and validates the files (all problems are printed, exit status 2), starts
 every workflow and MCP server, and runs until SIGINT or SIGTERM. It then stops
 accepting work, lets in-flight exchanges finish (up to helix.shutdown_timeout,
 30s by default) and exits.
-A second signal during the drain exits at once.`,
+A second signal during the drain exits at once.
+
+SIGHUP reloads the files without downtime, and so does saving one of them with
+--watch: when they are valid, a new application starts on the same sockets (no
+connection is refused), takes every new connection, and the old one drains
+within helix.shutdown_timeout. When they are not, the errors are printed as
+helix validate prints them and the running configuration goes on.
+See docs/reload.md.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error { return runFiles(cmd, files) },
 	}
+	cmd.Flags().Bool("watch", false, "reload when one of the files changes (as SIGHUP does)")
+	return cmd
 }
 
-// runFiles is `helix run`; `helix mcp serve` runs the same way.
+// runFiles is `helix run`; `helix mcp serve` runs the same way (SIGHUP reloads;
+// only run has --watch).
 func runFiles(cmd *cobra.Command, files []string) error {
-	// The config may set the log level, but loading needs a logger already: use the
-	// flags first, then rebuild once helix.log_level is known.
-	logger, err := newLogger(cmd, "")
-	if err != nil {
+	r := &reloader{cmd: cmd, files: files}
+	if err := r.load(); err != nil {
 		return err
 	}
-	opts := app.Options{Logger: logger, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Version: Version}
-	a, cfg, err := app.Load(opts, files...)
-	if cfg != nil {
-		printWarnings(cmd.ErrOrStderr(), cfg.Warnings)
-	}
-	if err != nil {
-		return printConfigErrors(cmd.ErrOrStderr(), err)
-	}
-	if cfg.Helix.LogLevel != "" {
-		if logger, err = newLogger(cmd, cfg.Helix.LogLevel); err != nil {
-			return err
-		}
-		a.Context().SetLogger(logger)
-	}
-
 	ctx, stopSignals := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stopSignals()
+	// SIGHUP is caught before Start: from then on it reloads instead of ending
+	// the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	a := r.current
 	if err := a.Start(ctx); err != nil {
 		return runtimeError(fmt.Errorf("start: %w", err))
 	}
-	logger.Info("helix started", "files", files, "workflows", len(cfg.Workflows), "tools", len(cfg.Tools))
+	r.logger.Info("helix started", "files", files, "workflows", len(a.Config().Workflows), "tools", len(a.Config().Tools))
+
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		r.serve(loopCtx, hup)
+	}()
+	if watch, _ := cmd.Flags().GetBool("watch"); watch {
+		w, err := watchFiles(files, r.request, r.logger)
+		if err != nil {
+			stopLoop()
+			<-loopDone
+			_ = a.Stop(context.Background())
+			return runtimeError(fmt.Errorf("--watch: %w", err))
+		}
+		defer w.Close()
+	}
 	select {
 	case <-ctx.Done():
 	case <-a.MCPDone(): // a stdio MCP client closed our stdin: nothing left to serve
+		// (an app that serves stdio is never reloaded, so a stays current)
 	}
 	// Restore default signal handling so that a second Ctrl-C ends the process now.
 	stopSignals()
+	stopLoop()
+	<-loopDone // a reload in progress finishes first: it decides which app is current
+	a = r.current
 	// Stop bounds the drain itself, with helix.shutdown_timeout.
-	logger.Info("helix stopping: draining in-flight exchanges", "timeout", a.ShutdownTimeout())
-	if err := a.Stop(context.Background()); err != nil {
+	r.logger.Info("helix stopping: draining in-flight exchanges", "timeout", a.ShutdownTimeout())
+	err := a.Stop(context.Background())
+	r.retiring.Wait() // the apps replaced by reloads finish their own drain
+	if err != nil {
 		return runtimeError(fmt.Errorf("stop: %w", err))
 	}
-	logger.Info("helix stopped")
+	r.logger.Info("helix stopped")
 	return nil
 }

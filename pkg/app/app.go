@@ -25,6 +25,7 @@ import (
 	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/pkg/netguard"
 	"github.com/arvenza/helix/pkg/rag/pipeline"
 	"github.com/arvenza/helix/pkg/starlang"
 	"github.com/arvenza/helix/pkg/step"
@@ -89,6 +90,10 @@ type App struct {
 
 	// cluster is helix.cluster's leader election (cluster.go); nil without it.
 	cluster *clusterState
+
+	// listeners are the sockets the app's servers listen on (reload.go): a
+	// successor started by Handover shares them.
+	listeners *netguard.Generation
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -228,6 +233,10 @@ func (a *App) Start(ctx context.Context) error {
 	if !a.state.CompareAndSwap(stateBuilt, stateStarting) {
 		return errors.New("app: already started")
 	}
+	if a.listeners == nil {
+		a.listeners = netguard.NewGeneration(nil)
+	}
+	ctx = netguard.WithGeneration(ctx, a.listeners)
 	if err := a.openSecurity(); err != nil {
 		a.state.Store(stateStopped)
 		return err

@@ -89,7 +89,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.srv != nil {
 		return errors.New("management server: already started")
 	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.opts.Addr)
+	// netguard.Listen: a reload hands the socket over to the next application.
+	ln, err := netguard.Listen(ctx, s.opts.Addr, "management")
 	if err != nil {
 		if s.opts.Required {
 			return fmt.Errorf("management server: listen on %s: %w (choose a free address or make management optional)", s.opts.Addr, err)

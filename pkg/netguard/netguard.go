@@ -174,11 +174,16 @@ func (l *Listener) release(key netip.Addr) {
 const refusedLogEvery = 10 * time.Second
 
 func (l *Listener) reject(c net.Conn, key netip.Addr, reason string) {
-	if tc, ok := c.(*net.TCPConn); ok {
+	raw := c
+	if sc, ok := c.(*sharedConn); ok { // from Listen (handoff.go)
+		raw = sc.Conn
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0) // reset: no TIME_WAIT left behind for a refused connection
 	}
-	_ = c.Close()
+	// Counted before the close: whoever sees the connection closed sees it counted.
 	total := l.refused.Add(1)
+	_ = c.Close()
 	now := time.Now().UnixNano()
 	last := l.lastLog.Load()
 	if now-last < int64(refusedLogEvery) || !l.lastLog.CompareAndSwap(last, now) {
@@ -248,6 +253,7 @@ func Configure(srv *http.Server, l Limits) {
 		h = http.DefaultServeMux
 	}
 	srv.Handler = &guard{next: h, read: r.ReadTimeout, write: r.WriteTimeout}
+	trackConnections(srv) // handoff.go: a reload drains the connections
 }
 
 // guard enforces the body and write rules of Configure on each request.
@@ -258,7 +264,8 @@ type guard struct {
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	gw := &guardWriter{ResponseWriter: w, rc: http.NewResponseController(w), write: g.write}
+	gw := &guardWriter{ResponseWriter: w, rc: http.NewResponseController(w), write: g.write,
+		shared: sharedConnFrom(r.Context())}
 	if g.read > 0 {
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			// The server's read deadline (read_timeout from the request's start)
@@ -311,6 +318,9 @@ type guardWriter struct {
 	http.ResponseWriter
 	rc    *http.ResponseController
 	write time.Duration
+	// shared is the connection when it came from a shared socket ([Listen]); nil
+	// otherwise. While it drains, every answer closes it.
+	shared *sharedConn
 
 	bodyTimedOut atomic.Bool
 	mu           sync.Mutex
@@ -369,6 +379,15 @@ func (w *guardWriter) writeHeaderLocked(code int) {
 	}
 	ct := w.ResponseWriter.Header().Get("Content-Type")
 	w.stream = strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/event-stream")
+	if sc := w.shared; sc != nil {
+		if sc.draining.Load() {
+			// The server is handing over (a reload): the client's next request
+			// goes on a new connection, to the new server, and none is lost to a
+			// connection closed under it.
+			w.ResponseWriter.Header().Set("Connection", "close")
+		}
+		sc.streaming.Store(w.stream)
+	}
 	if w.stream && !w.readLifted {
 		// A stream outlives any read deadline (a streamed POST answer may start
 		// before its body was read to EOF by the handler).
@@ -421,6 +440,9 @@ func (w *guardWriter) FlushError() error {
 func (w *guardWriter) finish() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.shared != nil {
+		w.shared.streaming.Store(false)
+	}
 	if !w.wroteHeader && w.bodyTimedOut.Load() {
 		w.writeHeaderLocked(http.StatusRequestTimeout)
 		return

@@ -209,7 +209,7 @@ func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, er
 // acquire returns the listener for e's address, opening it for the first user
 // with e's listener options. A later endpoint that gives other options is refused:
 // a running listener cannot change its limits.
-func (c *Component) acquire(e *endpoint) (*listener, error) {
+func (c *Component) acquire(ctx context.Context, e *endpoint) (*listener, error) {
 	addr := e.addr
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -221,7 +221,8 @@ func (c *Component) acquire(e *endpoint) (*listener, error) {
 		l.refs++
 		return l, nil
 	}
-	raw, err := net.Listen("tcp", addr)
+	// netguard.Listen: a reload hands the socket over to the next application.
+	raw, err := netguard.Listen(ctx, addr, "http-server "+addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -614,13 +615,13 @@ type consumer struct {
 }
 
 // Start binds the address (or joins its listener) and adds the route.
-func (c *consumer) Start(context.Context) error {
+func (c *consumer) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.l != nil {
 		return fmt.Errorf("%s: consumer already started", c.e.raw)
 	}
-	l, err := c.e.c.acquire(c.e)
+	l, err := c.e.c.acquire(ctx, c.e)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.e.raw, err)
 	}

@@ -177,8 +177,8 @@ func (s *mcpServer) start(ctx context.Context) error {
 }
 
 func (s *mcpServer) startHTTP(ctx context.Context) error {
-	var lc net.ListenConfig
-	raw, err := lc.Listen(ctx, "tcp", s.opts.Addr)
+	// netguard.Listen: a reload hands the socket over to the next application.
+	raw, err := netguard.Listen(ctx, s.opts.Addr, "mcp server "+s.opts.ID)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
 	}
