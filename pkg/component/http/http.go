@@ -57,6 +57,7 @@ import (
 
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/tracing"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -246,6 +247,9 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	} else if payload == nil {
 		req.Header.Del("Content-Type")
 	}
+	// The step's span becomes the server's parent (replacing a traceparent copied
+	// from the exchange); with tracing off ctx has no span and nothing changes.
+	tracing.InjectHTTP(ctx, req.Header)
 	resp, err := e.client.Do(req)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errTimeout) {
