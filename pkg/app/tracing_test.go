@@ -447,3 +447,49 @@ func TestTracingDocExamplesBuild(t *testing.T) {
 		}
 	}
 }
+
+// Two applications in one process keep their spans apart: each has its own
+// provider, even when one calls the other over HTTP.
+func TestTracingTwoAppsKeepTheirSpans(t *testing.T) {
+	back, backSpans := tracedApp(t, `
+helix:
+  name: back
+  tracing: {exporter: otlp}
+workflows:
+  - id: answer
+    trigger: http-server://127.0.0.1:0/answer
+    steps:
+      - set-body: {constant: "42"}
+`)
+	front, frontSpans := tracedApp(t, fmt.Sprintf(`
+helix:
+  name: front
+  tracing: {exporter: otlp}
+workflows:
+  - id: ask
+    trigger: direct://ask
+    steps:
+      - target: %s/answer
+`, httpBase(t, back, "127.0.0.1:0")))
+	if err := front.Context().Run(callCtx(t), "ask", exchange.NewWithBody(exchange.InOut, "q")); err != nil {
+		t.Fatal(err)
+	}
+	answer := spanNamed(t, backSpans, "workflow answer")
+	ask := spanNamed(t, frontSpans, "workflow ask")
+	for _, s := range frontSpans.GetSpans() {
+		if s.Name == "workflow answer" {
+			t.Error("the front app recorded the back app's span")
+		}
+	}
+	for _, s := range backSpans.GetSpans() {
+		if s.Name == "workflow ask" || strings.HasPrefix(s.Name, "step target") {
+			t.Errorf("the back app recorded the front app's span %s", s.Name)
+		}
+	}
+	if answer.SpanContext.TraceID() != ask.SpanContext.TraceID() {
+		t.Error("the HTTP call did not carry the trace from one app to the other")
+	}
+	if v, _ := answer.Resource.Set().Value("service.name"); v.AsString() != "back" {
+		t.Errorf("back's service.name %q", v.AsString())
+	}
+}
