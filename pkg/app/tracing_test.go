@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -491,5 +492,54 @@ workflows:
 	}
 	if v, _ := answer.Resource.Set().Value("service.name"); v.AsString() != "back" {
 		t.Errorf("back's service.name %q", v.AsString())
+	}
+}
+
+// With the OTLP exporter configured, the spans of an exchange reach the collector
+// by the time Stop returns: Stop flushes the batch.
+func TestTracingFlushesAtStop(t *testing.T) {
+	var mu sync.Mutex
+	var posts []int
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" {
+			posts = append(posts, len(body))
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	a, err := buildYAML(t, fmt.Sprintf(`
+helix:
+  shutdown_timeout: 20s
+  tracing:
+    exporter: otlp
+    endpoint: %s
+workflows:
+  - id: w
+    trigger: direct://w
+    steps:
+      - log: "x"
+`, collector.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Context().Run(callCtx(t), "w", exchange.NewWithBody(exchange.InOut, "x")); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	before := len(posts)
+	mu.Unlock()
+	if err := a.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(posts) <= before || posts[len(posts)-1] == 0 {
+		t.Fatalf("exports %v (before stop: %d): the spans were not flushed at stop", posts, before)
 	}
 }
