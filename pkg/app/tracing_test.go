@@ -233,8 +233,13 @@ workflows:
 			t.Errorf("step %d: %s %v", i, s.Name, s.Attributes)
 		}
 	}
-	if got := spanOf(httpSeen.last(t)); got != steps[0].SpanContext.SpanID().String() {
-		t.Errorf("http:// downstream got span %q, want the first step's %s", got, steps[0].SpanContext.SpanID())
+	get := spanNamed(t, exp, "POST")
+	wantParent(t, get, steps[0].SpanContext)
+	if get.SpanKind != trace.SpanKindClient || attr(get, "http.response.status_code") != "200" || !strings.HasSuffix(attr(get, "url.full"), "/stock") {
+		t.Errorf("http:// client span: kind %v attributes %v", get.SpanKind, get.Attributes)
+	}
+	if got := spanOf(httpSeen.last(t)); got != get.SpanContext.SpanID().String() {
+		t.Errorf("http:// downstream got span %q, want the client span's %s", got, get.SpanContext.SpanID())
 	}
 	call := spanNamed(t, exp, "tools/call echo")
 	wantParent(t, call, steps[1].SpanContext)
