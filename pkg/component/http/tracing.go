@@ -36,6 +36,9 @@ func startClientSpan(ctx context.Context, method, rawURL string) (context.Contex
 // the request's error; a 4xx or 5xx answer marks the span failed, as the HTTP
 // conventions say for clients.
 func endClientSpan(span trace.Span, status int, err error) {
+	if !span.IsRecording() {
+		return // tracing off: not even the error's text is built
+	}
 	if status != 0 {
 		span.SetAttributes(attribute.Int("http.response.status_code", status))
 		if status >= 400 && err == nil {
