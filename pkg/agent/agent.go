@@ -451,6 +451,13 @@ func (a *Agent) callTool(ctx context.Context, tools *toolView, c ToolCall) Messa
 		msg.Text, msg.IsError = fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, tools.names()), true
 		return msg
 	}
+	r := traceToolCall(ctx, c, func(ctx context.Context) tool.Result { return a.runTool(ctx, t, c) }) // tracing.go
+	msg.Text, msg.IsError = resultText(r), r.IsError
+	return msg
+}
+
+// runTool calls t within the tool timeout.
+func (a *Agent) runTool(ctx context.Context, t *tool.Tool, c ToolCall) tool.Result {
 	if a.cfg.ToolTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, a.cfg.ToolTimeout, fmt.Errorf("tool %s: timeout %s exceeded", c.Name, a.cfg.ToolTimeout))
@@ -463,8 +470,7 @@ func (a *Agent) callTool(ctx context.Context, tools *toolView, c ToolCall) Messa
 			r = tool.ErrorResult(tc.Error())
 		}
 	}
-	msg.Text, msg.IsError = resultText(r), r.IsError
-	return msg
+	return r
 }
 
 func (v *toolView) names() string {

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/arvenza/helix/pkg/agent/setup"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/component/all"
@@ -30,6 +32,7 @@ import (
 	"github.com/arvenza/helix/pkg/starlang"
 	"github.com/arvenza/helix/pkg/step"
 	"github.com/arvenza/helix/pkg/tool"
+	"github.com/arvenza/helix/pkg/tracing"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -56,6 +59,11 @@ type Options struct {
 	// RAGParts, when set, replace Helix's own chunkers, embedders, stores and file
 	// source in every pipeline (tests give fakes; see pkg/rag/pipeline/pipelinetest).
 	RAGParts *pipeline.Parts
+	// SpanExporter, when set, switches tracing on and receives every span as it
+	// ends, in place of helix.tracing's OTLP exporter (tests pass
+	// tracetest.NewInMemoryExporter()); sampling and the service name still come
+	// from helix.tracing.
+	SpanExporter sdktrace.SpanExporter
 }
 
 // App is a built application. Start and Stop are called once each, from one goroutine.
@@ -94,6 +102,8 @@ type App struct {
 	// listeners are the sockets the app's servers listen on (reload.go): a
 	// successor started by Handover shares them.
 	listeners *netguard.Generation
+	// tracer is helix.tracing's (pkg/tracing); nil when tracing is off.
+	tracer *tracing.Tracer
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -115,6 +125,13 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	}
 	hc := engine.NewContext(name)
 	hc.SetLogger(logger)
+	// Tracing is set before anything is registered: the MCP servers and the
+	// workflows' pipelines look for it when they are built.
+	tracer, tracingErr := tracing.New(cfg.Helix.Tracing, tracing.Options{DefaultServiceName: name,
+		ServiceVersion: opts.Version, Exporter: opts.SpanExporter})
+	if tracer != nil {
+		hc.SetTracer(tracer)
+	}
 	// kafka:// endpoints without brokers= connect to helix.kafka.brokers; the
 	// registration in pkg/component/all (which cannot see the configuration) is kept
 	// when the setting is absent.
@@ -133,7 +150,10 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 		opts.Stdout = os.Stdout
 	}
 	opts.Logger = logger
-	a := &App{opts: opts, cfg: cfg, hc: hc, logger: logger, bc: step.NewBuildContext(hc)}
+	a := &App{opts: opts, cfg: cfg, hc: hc, logger: logger, bc: step.NewBuildContext(hc), tracer: tracer}
+	if tracingErr != nil {
+		a.errs = append(a.errs, &config.Error{Pos: cfg.Helix.Tracing.Pos, Path: "helix.tracing", Msg: tracingErr.Error()})
+	}
 	a.bc.Starlang = &starlang.Options{MaxMemory: cfg.Helix.StarlangMaxMemory}
 	a.bc.TargetAuth = map[string]step.TargetAuthHandler{mcpclient.Scheme: mcpTargetAuth}
 	type built struct {
@@ -241,10 +261,19 @@ func (a *App) Start(ctx context.Context) error {
 		a.state.Store(stateStopped)
 		return err
 	}
+	// Tracing before anything that makes exchanges, so that none goes untraced.
+	if a.tracer != nil {
+		if err := a.tracer.Start(ctx); err != nil {
+			a.closeSecurity()
+			a.state.Store(stateStopped)
+			return err
+		}
+	}
 	// Management first, so that /healthz answers and /readyz says "starting" while
 	// the rest comes up.
 	if a.mgmt != nil {
 		if err := a.mgmt.Start(ctx); err != nil {
+			_ = a.stopTracing(ctx)
 			a.closeSecurity()
 			a.state.Store(stateStopped)
 			return err
@@ -253,6 +282,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.hc.Start(ctx); err != nil {
 		a.state.Store(stateStopped)
 		_ = a.stopManagement(ctx)
+		_ = a.stopTracing(ctx)
 		a.closeSecurity()
 		return err
 	}
@@ -292,9 +322,24 @@ func (a *App) Stop(ctx context.Context) error {
 	if mErr := a.stopManagement(ctx); mErr != nil {
 		err = errors.Join(err, mErr)
 	}
+	if tErr := a.stopTracing(ctx); tErr != nil {
+		err = errors.Join(err, tErr)
+	}
 	a.closeSecurity()
 	a.state.Store(stateStopped)
 	return err
+}
+
+// stopTracing flushes the spans still queued, after every exchange has ended. The
+// flush gets a deadline of its own, helix.shutdown_timeout: the drain may have used
+// up ctx's, and the spans of the exchanges drained are the ones worth keeping.
+func (a *App) stopTracing(ctx context.Context) error {
+	if a.tracer == nil {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.ShutdownTimeout())
+	defer cancel()
+	return a.tracer.Shutdown(sctx)
 }
 
 // managementStopGrace bounds the management server's shutdown. It gets its own

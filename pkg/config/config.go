@@ -65,6 +65,8 @@ type HelixConfig struct {
 	DataDir string
 	// Cluster is helix.cluster: leader election among replicas (cluster.go).
 	Cluster ClusterConfig
+	// Tracing is helix.tracing: OpenTelemetry tracing (tracing.go).
+	Tracing TracingConfig
 }
 
 // KafkaConfig is `helix.kafka`: settings every kafka:// endpoint starts from.

@@ -263,6 +263,7 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 		},
 		"shutdown_timeout": func(v *yaml.Node, p string) { h.ShutdownTimeout = d.Duration(v, p) },
 		"cluster":          func(v *yaml.Node, p string) { decodeCluster(d, v, p, &h.Cluster) }, // cluster.go
+		"tracing":          func(v *yaml.Node, p string) { decodeTracing(d, v, p, &h.Tracing) }, // tracing.go
 		"data_dir": func(v *yaml.Node, p string) {
 			d.Doc(v, "Where Helix keeps what it stores on disk (the embedded stores of pipelines, under rag/<id>). Default .helix.")
 			h.DataDir = d.String(v, p)

@@ -60,6 +60,7 @@ type Context struct {
 	bg        activity
 	runCtx    context.Context
 	cancelRun context.CancelFunc
+	tracer    Tracer // tracer.go; nil: no tracing
 }
 
 type runtimeWorkflow struct {
@@ -149,8 +150,10 @@ func (c *Context) AddWorkflow(w *Workflow) error {
 		procs = append(procs, NewTarget(c, to))
 	}
 	c.workflows = append(c.workflows, w)
-	c.byID[w.ID] = &runtimeWorkflow{wf: w, pipeline: BuildPipeline(procs, w.Interceptors, w.ErrorHandler), state: StateStopped,
+	rw := &runtimeWorkflow{wf: w, pipeline: BuildPipeline(procs, w.Interceptors, w.ErrorHandler), state: StateStopped,
 		counters: c.countersLocked(w.ID)}
+	setPipelineTracer(rw.pipeline, c.tracer)
+	c.byID[w.ID] = rw
 	return nil
 }
 
@@ -200,6 +203,12 @@ func (c *Context) Run(ctx context.Context, workflowID string, ex *exchange.Excha
 func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) (err error) {
 	c.inflight.Add(1)
 	defer c.inflight.Done()
+	if c.tracer != nil {
+		// Deferred before the recovery below, so it runs after it and sees a panic's error.
+		var end func(error)
+		ctx, end = c.tracer.StartExchange(ctx, string(rw.wf.Kind), rw.wf.ID, rw.wf.FromURI, ex)
+		defer func() { end(err) }()
+	}
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {

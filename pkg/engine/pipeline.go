@@ -36,6 +36,8 @@ type pipeline struct {
 	steps []Processor
 	raw   []Processor
 	eh    ErrorHandler
+	// tracer is the workflow's Context's (tracer.go); nil traces nothing.
+	tracer Tracer
 }
 
 // BuildPipeline chains processors in order, each wrapped by the interceptors (first
@@ -68,7 +70,12 @@ func (p *pipeline) Process(ctx context.Context, ex *exchange.Exchange) error {
 			ex.SetException(err)
 			return err
 		}
-		err := RunStep(ctx, step, ex)
+		var err error
+		if p.tracer == nil {
+			err = RunStep(ctx, step, ex)
+		} else {
+			err = p.tracedStep(ctx, i, step, ex)
+		}
 		if err == nil {
 			continue
 		}

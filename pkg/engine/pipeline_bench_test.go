@@ -4,8 +4,12 @@ import (
 	"context"
 	"testing"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/tracing"
 )
 
 // trivialSteps are five steps that each do the least a real step does: read the
@@ -59,8 +63,29 @@ func BenchmarkPipeline5StepsIntercepted(b *testing.B) {
 
 // BenchmarkContextRun5Steps runs the same pipeline as a workflow of a started
 // context (engine.Context.Run: lookup, in-flight accounting, panic guard).
-func BenchmarkContextRun5Steps(b *testing.B) {
+func BenchmarkContextRun5Steps(b *testing.B) { benchContextRun(b, nil) }
+
+// BenchmarkContextRun5StepsTraced is BenchmarkContextRun5Steps with OpenTelemetry
+// tracing on (pkg/tracing): one exchange span and five step spans per operation,
+// all recorded, exported to nowhere. The difference is what a traced exchange
+// costs; docs/tracing.md points here.
+func BenchmarkContextRun5StepsTraced(b *testing.B) {
+	tr, err := tracing.New(config.TracingConfig{}, tracing.Options{Exporter: tracetest.NewNoopExporter()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := tr.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	benchContextRun(b, tr)
+}
+
+func benchContextRun(b *testing.B, tr engine.Tracer) {
 	hc := engine.NewContext("bench")
+	if tr != nil {
+		hc.SetTracer(tr)
+	}
 	if err := hc.AddWorkflow(&engine.Workflow{ID: "five", Processors: trivialSteps()}); err != nil {
 		b.Fatal(err)
 	}

@@ -49,7 +49,8 @@ func New(cfg Config) (*Model, error) {
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = DefaultMaxTokens
 	}
-	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0)}
+	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0),
+		option.WithMiddleware(agent.TraceHeaders)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
@@ -67,6 +68,11 @@ func New(cfg Config) (*Model, error) {
 // stream.go). Consecutive tool results go back in one user message, as the API
 // wants.
 func (m *Model) Generate(ctx context.Context, req *agent.ModelRequest) (*agent.ModelResponse, error) {
+	return agent.TraceGenerate(ctx, "anthropic", m.cfg.Model, func(ctx context.Context) (*agent.ModelResponse, error) { return m.generate(ctx, req) })
+}
+
+// generate is Generate without its span.
+func (m *Model) generate(ctx context.Context, req *agent.ModelRequest) (*agent.ModelResponse, error) {
 	p := sdk.MessageNewParams{Model: sdk.Model(m.cfg.Model), MaxTokens: int64(m.cfg.MaxTokens)}
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System}}

@@ -89,7 +89,8 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: model is required")
 	}
-	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0)}
+	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0),
+		option.WithMiddleware(agent.TraceHeaders)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
@@ -102,6 +103,11 @@ func New(cfg Config) (*Model, error) {
 // Generate sends one Chat Completions request; with req.OnText set, a streamed one
 // (see stream.go).
 func (m *Model) Generate(ctx context.Context, req *agent.ModelRequest) (*agent.ModelResponse, error) {
+	return agent.TraceGenerate(ctx, "openai", m.cfg.Model, func(ctx context.Context) (*agent.ModelResponse, error) { return m.generate(ctx, req) })
+}
+
+// generate is Generate without its span.
+func (m *Model) generate(ctx context.Context, req *agent.ModelRequest) (*agent.ModelResponse, error) {
 	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(m.cfg.Model)}
 	if m.cfg.Temperature != nil {
 		p.Temperature = sdk.Float(*m.cfg.Temperature)

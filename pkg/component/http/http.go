@@ -57,6 +57,7 @@ import (
 
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/tracing"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -208,7 +209,7 @@ type request struct {
 }
 
 // Process sends one request. Safe for concurrent use.
-func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
+func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) (err error) {
 	e := p.e
 	rq, err := e.describe(ex)
 	if err != nil {
@@ -223,6 +224,9 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, e.timeout, errTimeout)
 	defer cancel()
+	ctx, span := startClientSpan(ctx, rq.method, rq.url) // tracing.go; does nothing with tracing off
+	status := 0
+	defer func() { endClientSpan(span, status, err) }()
 	var bodyReader io.Reader
 	if payload != nil {
 		bodyReader = bytes.NewReader(payload)
@@ -246,6 +250,9 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	} else if payload == nil {
 		req.Header.Del("Content-Type")
 	}
+	// The client span becomes the server's parent (replacing a traceparent copied
+	// from the exchange); with tracing off ctx has no span and nothing changes.
+	tracing.InjectHTTP(ctx, req.Header)
 	resp, err := e.client.Do(req)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errTimeout) {
@@ -254,6 +261,7 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 		return fmt.Errorf("%s %s: %w", rq.method, rq.url, err)
 	}
 	defer resp.Body.Close()
+	status = resp.StatusCode
 	data, err := io.ReadAll(io.LimitReader(resp.Body, e.maxResp+1))
 	if err != nil {
 		return fmt.Errorf("%s %s: read response: %w", rq.method, rq.url, err)

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	segjson "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/tracing"
 )
 
 // producer sends one record per exchange and waits for its acknowledgement. Safe
@@ -87,6 +90,9 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 		return fmt.Errorf("kafka producer %s is not started", p.e.redacted())
 	}
 	rec, err := p.record(ex.In())
+	if err == nil {
+		traceRecord(ctx, rec)
+	}
 	if err != nil {
 		return err
 	}
@@ -141,6 +147,20 @@ func (p *producer) record(m *exchange.Message) (*kgo.Record, error) {
 		}
 	}
 	return rec, nil
+}
+
+// traceRecord puts the trace context of ctx (the step's span) into rec's
+// traceparent and tracestate headers, replacing those copied from the exchange (an
+// HTTP caller's, now one hop behind). Without a span in ctx — tracing off — the
+// record is left as the exchange made it.
+func traceRecord(ctx context.Context, rec *kgo.Record) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	rec.Headers = slices.DeleteFunc(rec.Headers, func(h kgo.RecordHeader) bool {
+		return strings.EqualFold(h.Key, tracing.TraceParent) || strings.EqualFold(h.Key, tracing.TraceState)
+	})
+	tracing.Inject(ctx, func(k, v string) { rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)}) })
 }
 
 // isInternal reports whether an exchange header is Helix's own (the engine's and

@@ -194,6 +194,7 @@ func NewConn(cfg Config) (*Conn, error) {
 		log:    log,
 		now:    time.Now,
 	}
+	c.client.AddSendingMiddleware(propagateTrace) // tracing.go
 	if cfg.Transport != TransportStdio {
 		hc, ht, err := newHTTPClient(cfg.Header, cfg.Auth)
 		if err != nil {
@@ -222,10 +223,12 @@ func (c *Conn) CallTool(ctx context.Context, name string, args map[string]any) (
 
 // callTool is CallTool with the caller's timeout: endpoints sharing a connection may
 // each have their own.
-func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, timeout time.Duration) (*sdk.CallToolResult, error) {
+func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, timeout time.Duration) (res *sdk.CallToolResult, err error) {
 	if name == "" {
 		return nil, errors.New("no tool name given")
 	}
+	ctx, span := c.startCallSpan(ctx, name) // tracing.go
+	defer func() { endCallSpan(span, res, err) }()
 	parent := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -248,7 +251,6 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 			c.waiting.Add(-1)
 		}()
 	}
-	var res *sdk.CallToolResult
 	tr, err := c.withSession(ctx, false, func(ctx context.Context, s *sdk.ClientSession) error {
 		var err error
 		res, err = s.CallTool(ctx, params)

@@ -48,5 +48,11 @@ func (f *fastCaller) call(ctx context.Context, r *http.Request, name string, arg
 	if err := f.caller.refusal(ctx, t, name); err != nil {
 		return nil, err
 	}
+	if f.caller.tracer != nil {
+		ctx, span := f.caller.startCallSpan(ctx, t.info.Name, nil, r.Header, nil)
+		res := f.caller.call(ctx, t, args)
+		endCallSpan(span, res)
+		return res, nil
+	}
 	return f.caller.call(ctx, t, args), nil
 }

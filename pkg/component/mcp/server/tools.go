@@ -16,6 +16,7 @@ import (
 
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/tool"
+	"github.com/arvenza/helix/pkg/tracing"
 )
 
 // OutputSchemaKey is the extension keyword under which a tool's output schema is
@@ -139,7 +140,9 @@ type toolCaller struct {
 	// HTTP on a stateful server), see outlivesPost.
 	resumes  bool
 	serverID string
-	stats    *toolCallStats // nil: not counted (NewSDKServer, tests)
+	stats    *toolCallStats  // nil: not counted (NewSDKServer, tests)
+	tracer   *tracing.Tracer // nil: tracing off (tracing.go)
+	network  string          // network.transport of the tracing spans
 }
 
 // outlivesPost reports whether req's answer can still reach the client after the
@@ -175,6 +178,16 @@ func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 		// The workflow's progress and log reports go to this caller (report.go).
 		ctx, done := withCallReporter(ctx, req, t.info.Name)
 		defer done()
+		if c.tracer != nil {
+			var h http.Header
+			if req.Extra != nil {
+				h = req.Extra.Header
+			}
+			ctx, span := c.startCallSpan(ctx, t.info.Name, req.Params.Meta, h, req.Session)
+			res := c.call(ctx, t, req.Params.Arguments)
+			endCallSpan(span, res)
+			return res, nil
+		}
 		return c.call(ctx, t, req.Params.Arguments), nil
 	}
 }

@@ -1,0 +1,157 @@
+// Package tracing is Helix's OpenTelemetry tracing: the tracer provider of one
+// application built from helix.tracing (provider.go), the spans of exchanges and
+// steps the engine asks for through [engine.Tracer], spans of other parts (MCP
+// tool calls, agents' model calls) started as children of the span in a context
+// ([Child]), and W3C trace context propagation over HTTP headers, MCP `_meta`,
+// exchange headers and Kafka record headers (propagation.go).
+//
+// Nothing here is global: a [Tracer] belongs to one application, so two
+// applications in one process (tests) keep their spans apart. Code that only has
+// a context finds the provider through the span the context carries.
+//
+// With tracing off there is no Tracer at all: the engine and the components check
+// for nil and do nothing else, so the exchange path costs no allocation.
+package tracing
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/arvenza/helix/pkg/exchange"
+)
+
+// ScopeName is the instrumentation scope of every span Helix starts.
+const ScopeName = "github.com/arvenza/helix"
+
+// Attribute keys of Helix's own spans (the OpenTelemetry semantic conventions
+// have none for workflows and steps).
+const (
+	AttrWorkflowID   = attribute.Key("helix.workflow.id")
+	AttrWorkflowKind = attribute.Key("helix.workflow.kind")
+	AttrExchangeID   = attribute.Key("helix.exchange.id")
+	AttrTrigger      = attribute.Key("helix.trigger.scheme")
+	AttrStepKind     = attribute.Key("helix.step.kind")
+	AttrStepPosition = attribute.Key("helix.step.position")
+	AttrStepIndex    = attribute.Key("helix.step.index")
+)
+
+// Header names the triggers set on an exchange, read for span attributes. They are
+// spelled out here (not imported) so that this package depends on no component.
+const (
+	headerHTTPMethod = "HelixHttpMethod"
+	headerHTTPPath   = "HelixHttpPath"
+	headerKafkaTopic = "HelixKafkaTopic"
+)
+
+// StartExchange starts the span of one exchange running through a workflow's
+// pipeline: "<kind> <id>" ("workflow orders", "tool greet"). The engine calls it
+// (see [engine.Tracer]) for every exchange when tracing is on; safe for
+// concurrent use. The span is a child of the span in ctx (a direct:// call from
+// another workflow, an MCP tools/call); without one it continues the trace of the
+// exchange's traceparent/tracestate headers, which http-server:// copies from the
+// request and kafka:// from the record, else it starts a trace.
+func (t *Tracer) StartExchange(ctx context.Context, kind, id, trigger string, ex *exchange.Exchange) (context.Context, func(error)) {
+	scheme, rest, _ := strings.Cut(trigger, "://")
+	spanKind := trace.SpanKindInternal
+	attrs := []attribute.KeyValue{
+		AttrWorkflowID.String(id), AttrWorkflowKind.String(kind), AttrExchangeID.String(ex.ID()),
+	}
+	if scheme != "" {
+		attrs = append(attrs, AttrTrigger.String(scheme))
+	}
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		// A trigger's own exchange: the trace comes from outside, if at all.
+		ctx = propagator.Extract(ctx, exchangeCarrier(ex.In().Headers()))
+		switch scheme {
+		case "http-server":
+			spanKind = trace.SpanKindServer
+			attrs = appendHeader(attrs, "http.request.method", ex, headerHTTPMethod)
+			attrs = appendHeader(attrs, "url.path", ex, headerHTTPPath)
+		case "kafka":
+			spanKind = trace.SpanKindConsumer
+			attrs = append(attrs, attribute.String("messaging.system", "kafka"),
+				attribute.String("messaging.operation.type", "process"))
+			if topic := ex.In().HeaderString(headerKafkaTopic); topic != "" {
+				attrs = append(attrs, attribute.String("messaging.destination.name", topic))
+			} else if topic, _, _ := strings.Cut(rest, "?"); topic != "" {
+				attrs = append(attrs, attribute.String("messaging.destination.name", topic))
+			}
+		}
+	}
+	ctx, span := t.tracer().Start(ctx, kind+" "+id, trace.WithSpanKind(spanKind), trace.WithAttributes(attrs...))
+	return ctx, func(err error) { End(span, err) }
+}
+
+func appendHeader(attrs []attribute.KeyValue, key string, ex *exchange.Exchange, header string) []attribute.KeyValue {
+	if v := ex.In().HeaderString(header); v != "" {
+		attrs = append(attrs, attribute.String(key, v))
+	}
+	return attrs
+}
+
+// StartStep starts the span of one step of a workflow's pipeline: "step <kind>"
+// with the step's kind, position in the YAML file and index in the pipeline. name
+// is the step's name as engine.StepName gives it ("helix.yaml:14:9 transform");
+// a processor without one (Go API) is "step <index>". Safe for concurrent use.
+func (t *Tracer) StartStep(ctx context.Context, name string, index int, ex *exchange.Exchange) (context.Context, func(error)) {
+	kind, pos := splitStepName(name)
+	attrs := []attribute.KeyValue{AttrStepIndex.Int(index), AttrExchangeID.String(ex.ID())}
+	spanName := "step " + kind
+	if kind == "" {
+		spanName = "step " + strconv.Itoa(index)
+	} else {
+		attrs = append(attrs, AttrStepKind.String(kind))
+	}
+	if pos != "" {
+		attrs = append(attrs, AttrStepPosition.String(pos))
+	}
+	ctx, span := t.tracer().Start(ctx, spanName, trace.WithAttributes(attrs...))
+	return ctx, func(err error) { End(span, err) }
+}
+
+// splitStepName splits "helix.yaml:14:9 transform" into its kind and position; a
+// name without a position ("target mcp://…") is all kind.
+func splitStepName(name string) (kind, pos string) {
+	i := strings.LastIndexByte(name, ' ')
+	if i <= 0 || name[i-1] < '0' || name[i-1] > '9' {
+		return name, ""
+	}
+	return name[i+1:], name[:i]
+}
+
+// End ends span, first recording err (when not nil) as an exception event and
+// setting the span's status to error.
+func End(span trace.Span, err error) {
+	if err != nil {
+		Fail(span, err)
+	}
+	span.End()
+}
+
+// Fail records err on span: an exception event and the error status.
+func Fail(span trace.Span, err error) {
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+}
+
+// Child starts a span named name as a child of the span in ctx, from that span's
+// own provider — so code that holds only a context (an agent's model call, an
+// outgoing MCP request) traces into the application that runs it. When ctx has no
+// recording span (tracing off, or the trace is not sampled) it starts nothing and
+// returns ctx with the span it already had, whose methods do nothing.
+func Child(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, parent
+	}
+	return parent.TracerProvider().Tracer(ScopeName).Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+}
+
+// Recording reports whether ctx carries a span that records: the cheap test
+// before building attributes for [Child].
+func Recording(ctx context.Context) bool { return trace.SpanFromContext(ctx).IsRecording() }
