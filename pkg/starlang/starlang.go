@@ -53,6 +53,7 @@ func (e *Error) Unwrap() error         { return e.Err }
 type Script struct {
 	file      string
 	line, col int
+	start     string // "file:line:col" of the script's start, formatted once: every run names it
 	src       string
 	prog      *starlark.Program
 	maxSteps  uint64
@@ -100,6 +101,7 @@ func Compile(file string, line, col int, src string, opts *Options) (*Script, er
 	}
 	s := &Script{file: file, line: max(line, 1), col: max(col, 1), src: src,
 		maxSteps: DefaultMaxSteps, maxMemory: DefaultMaxMemory, maxDepth: DefaultMaxCallDepth}
+	s.start = fmt.Sprintf("%s:%d:%d", s.file, s.line, s.col)
 	if opts != nil && opts.MaxSteps > 0 {
 		s.maxSteps = opts.MaxSteps
 	}
@@ -511,7 +513,7 @@ func (s *Script) compileError(err error) error {
 // position is the script's start.
 func (s *Script) position(p syntax.Position) string {
 	if !s.inScript(p) {
-		return fmt.Sprintf("%s:%d:%d", s.file, s.line, s.col)
+		return s.start
 	}
 	line := s.line + int(p.Line) - 1
 	if p.Col <= 0 {
