@@ -105,4 +105,3 @@ func echoServer(b *testing.B) string {
 	b.Cleanup(func() { _ = hc.Stop(ctx) })
 	return "http://" + sc.Addr("bench").String()
 }
-
