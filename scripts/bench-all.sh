@@ -44,7 +44,7 @@ fi
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "go: $($GO version)"
-	echo "mode: ${QUICK:+quick}${QUICK:-full}; parts: $ONLY"
+	echo "mode: $([[ -n $QUICK ]] && echo quick || echo full); parts: $ONLY"
 } | tee "$OUT/machine.txt"
 
 # row AREA FIGURE HELIX REFERENCE-NAME REFERENCE UNIT BETTER TARGET: one figure.
