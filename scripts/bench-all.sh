@@ -30,6 +30,7 @@ ONLY=${ONLY:-"mcp client kafka postgres agent rag"}
 BEIR_DATA=${1:-${BEIR_DATA:-}}
 OUT=${OUT:-bench/results/all-$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 rows=$OUT/ratios.tsv
 : >"$rows"
 
@@ -78,7 +79,7 @@ summary_field() {
 if want mcp; then
 	echo "== mcp: side by side"
 	if [[ -n $QUICK ]]; then
-		export ROUNDS=${ROUNDS:-1} DURATION=${DURATION:-3s} WARMUP=${WARMUP:-1s} STARTUP_RUNS=${STARTUP_RUNS:-3} \
+		export ROUNDS=${ROUNDS:-2} DURATION=${DURATION:-3s} WARMUP=${WARMUP:-1s} STARTUP_RUNS=${STARTUP_RUNS:-3} \
 			SESSIONS=${SESSIONS:-1000} SETTLE=${SETTLE:-0s}
 	fi
 	OUT=$OUT/mcp scripts/bench-side-by-side.sh
@@ -148,19 +149,20 @@ if want rag; then
 	else
 		echo "== rag: BEIR, the pipeline defaults of bench/rag/beir-pipeline.yaml"
 		scripts/bench-gomod.sh
-		(cd bench && $GO build -o "$ROOT/$OUT/rag" ./rag)
+		(cd bench && $GO build -o "$OUT/rag" ./rag)
 		sets="scifact nfcorpus"
 		[[ -n $QUICK ]] && sets=scifact
 		for ds in $sets; do
 			[[ -e $BEIR_DATA/$ds/qrels/test.tsv ]] || { echo "bench-all: no $BEIR_DATA/$ds/qrels/test.tsv" >&2; exit 2; }
 			"$OUT/rag" --data "$BEIR_DATA/$ds" --config bench/rag/beir-pipeline.yaml --pipeline beir --out "$OUT/rag-$ds.json" >/dev/null
 			j=$OUT/rag-$ds.json
-			field() { grep -o "\"$1\": *[0-9.e+-]*" "$j" | head -1 | sed 's/.*: *//'; }
+			# field NAME [FORMAT]: a number of the run's JSON, rounded
+			field() { grep -o "\"$1\": *[0-9.e+-]*" "$j" | head -1 | sed 's/.*: *//' | awk -v f="${2:-%.4g}" '{ printf f "\n", $1 }'; }
 			bm25=0.665
 			[[ $ds == nfcorpus ]] && bm25=0.325
-			row RAG "$ds nDCG@10 (keyword pipeline defaults)" "$(field ndcg_at_10)" "BEIR paper BM25" "$bm25" "" higher "≥ 1"
-			row RAG "$ds ingest" "$(field docs_per_sec)" "" "" docs/s higher ""
-			row RAG "$ds query p99" "$(field p99_ms)" goal 20 ms lower "≤ 20 ms"
+			row RAG "$ds nDCG@10 (keyword pipeline defaults)" "$(field ndcg_at_10 %.4f)" "BEIR paper BM25" "$bm25" "" higher "≥ 1"
+			row RAG "$ds ingest" "$(field docs_per_sec %.0f)" "" "" docs/s higher ""
+			row RAG "$ds query p99" "$(field p99_ms %.2f)" goal 20 ms lower "≤ 20 ms"
 		done
 		rm -f "$OUT/rag"
 	fi
