@@ -64,6 +64,10 @@ type Script struct {
 	free      []freeName // names that must be exchange variables
 	globalSet []string   // names the script assigns at top level, for suggestions
 	builtins  []string   // names of fixed (builtins, guards) the program reads
+	// dataRead are the exchange-data names (dataNames) the program reads or seeds:
+	// headers, variables and response_code are only built for a script that can see
+	// them (most transforms read the payload only).
+	dataRead map[string]bool
 }
 
 // freeName is a name the script reads but neither defines nor gets from Starlang.
@@ -172,6 +176,10 @@ func Compile(file string, line, col int, src string, opts *Options) (*Script, er
 		return nil, s.compileError(err)
 	}
 	seen := map[string]bool{}
+	s.dataRead = map[string]bool{}
+	for _, name := range s.seeded {
+		s.dataRead[name] = true // its seed reads the predeclared value
+	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		id, ok := n.(*syntax.Ident)
 		if !ok || seen[id.Name] {
@@ -184,7 +192,13 @@ func Compile(file string, line, col int, src string, opts *Options) (*Script, er
 			}
 			return true
 		}
-		if strings.HasPrefix(id.Name, "$") || isReserved(id.Name) {
+		if strings.HasPrefix(id.Name, "$") {
+			return true
+		}
+		if isReserved(id.Name) {
+			if b, ok := id.Binding.(*resolve.Binding); ok && b.Scope == resolve.Predeclared {
+				s.dataRead[id.Name] = true
+			}
 			return true
 		}
 		if b, ok := id.Binding.(*resolve.Binding); ok && b.Scope == resolve.Predeclared {
@@ -396,9 +410,20 @@ func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error)
 	if err != nil {
 		return nil, &Error{Pos: start, Msg: "cannot give the body to the script as payload: " + err.Error(), Err: err}
 	}
-	headers, err := ToStarlark(in.Headers())
-	if err != nil {
-		return nil, &Error{Pos: start, Msg: "cannot give the headers to the script: " + err.Error(), Err: err}
+	pre["payload"] = payload
+	pre["body"] = payload
+	if s.dataRead["headers"] {
+		headers, err := ToStarlark(in.Headers())
+		if err != nil {
+			return nil, &Error{Pos: start, Msg: "cannot give the headers to the script: " + err.Error(), Err: err}
+		}
+		pre["headers"] = newHeaderDict(headers.(*starlark.Dict))
+	}
+	if s.dataRead["response_code"] {
+		pre["response_code"] = responseCode(in.Headers())
+	}
+	if !s.dataRead["variables"] && len(s.free) == 0 {
+		return s.seed(pre), nil
 	}
 	vars := ex.Variables()
 	names := make([]string, 0, len(vars))
@@ -416,11 +441,7 @@ func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error)
 			return nil, &Error{Pos: start, Msg: err.Error(), Err: err}
 		}
 	}
-	pre["payload"] = payload
-	pre["body"] = payload
-	pre["headers"] = newHeaderDict(headers.(*starlark.Dict))
 	pre["variables"] = varDict
-	pre["response_code"] = responseCode(in.Headers())
 	for _, fn := range s.free {
 		x, found, err := varDict.Get(starlark.String(fn.name))
 		if err != nil || !found {
@@ -428,6 +449,12 @@ func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error)
 		}
 		pre[fn.name] = x
 	}
+	return s.seed(pre), nil
+}
+
+// seed gives each predeclared name the script assigns at top level its seed, the
+// value the name had before the script ran (see Compile).
+func (s *Script) seed(pre starlark.StringDict) starlark.StringDict {
 	for _, name := range s.seeded {
 		if v, ok := pre[name]; ok {
 			pre[seedName(name)] = v
@@ -437,7 +464,7 @@ func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error)
 			pre[seedName(name)] = starlark.Universe[name]
 		}
 	}
-	return pre, nil
+	return pre
 }
 
 func (s *Script) undefined(fn freeName, variables []string) error {
