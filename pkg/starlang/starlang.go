@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/arvenza/helix/pkg/exchange"
 	"go.starlark.net/resolve"
@@ -367,34 +366,49 @@ func (s *Script) run(ctx context.Context, ex *exchange.Exchange) (*outcome, erro
 	// evaluation hands back may exceed it by the budget only (see checkOutput).
 	st := &evalState{script: s, ctx: ctx, ex: ex, input: pre["payload"]}
 	st.inputText, _, _, _ = estimateText(st.input, math.MaxInt64/4)
-	thread := &starlark.Thread{
-		Name: s.position(syntax.Position{}),
-		Print: func(t *starlark.Thread, msg string) {
-			slog.InfoContext(ctx, "starlang print", "pos", s.position(callerPos(t)), "msg", msg)
-		},
-	}
+	thread := &st.thread
+	thread.Name = s.start
+	thread.Print = printToLog
 	thread.SetLocal(stateKey, st)
 	thread.SetMaxExecutionSteps(s.maxSteps)
-	stepLimit := false // written and read on this goroutine only: the interpreter calls OnMaxSteps synchronously
-	thread.OnMaxSteps = func(t *starlark.Thread) {
-		stepLimit = true
-		t.Cancel("step limit reached")
+	thread.OnMaxSteps = stopAtStepLimit
+	stop := func() bool { return false }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, st.cancel)
 	}
-	var cancelled atomic.Bool
-	stop := context.AfterFunc(ctx, func() {
-		cancelled.Store(true)
-		thread.Cancel("context done")
-	})
 	globals, err := s.prog.Init(thread, pre)
 	stop()
 	if err != nil {
-		return nil, s.runtimeError(ctx, err, stepLimit, cancelled.Load())
+		return nil, s.runtimeError(ctx, err, st.stepLimit, st.cancelled.Load())
 	}
 	out := &outcome{st: st, pre: pre, globals: globals, value: starlark.None, written: st.written}
 	if v, ok := globals[valueName]; ok && v != nil && s.hasExpr {
 		out.value = v
 	}
 	return out, nil
+}
+
+// printToLog is the threads' print: a log line at the script's position.
+func printToLog(t *starlark.Thread, msg string) {
+	st, err := stateOf(t)
+	if err != nil {
+		return
+	}
+	slog.InfoContext(st.ctx, "starlang print", "pos", st.script.position(callerPos(t)), "msg", msg)
+}
+
+// stopAtStepLimit is the threads' OnMaxSteps.
+func stopAtStepLimit(t *starlark.Thread) {
+	if st, err := stateOf(t); err == nil {
+		st.stepLimit = true
+	}
+	t.Cancel("step limit reached")
+}
+
+// cancel stops the evaluation when its context ends.
+func (st *evalState) cancel() {
+	st.cancelled.Store(true)
+	st.thread.Cancel("context done")
 }
 
 // predeclared builds the names a script sees, from the exchange.
