@@ -6,7 +6,7 @@ GO ?= go
 FUZZTIME ?= 10s
 TEST_TIMEOUT ?= 60m
 
-.PHONY: test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test
+.PHONY: test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test bench
 
 # Full check: services and tools, then lint and brief fuzzing, and the race-enabled test run
 # last so the output ends with go test's own per-package ok/FAIL lines. HELIX_REQUIRE_TOOLS=1
@@ -75,6 +75,12 @@ run:
 # measurement). Packages without benchmarks are not compiled.
 bench-smoke:
 	GO=$(GO) scripts/bench-smoke.sh
+
+# Every comparison the project claims, interleaved, as one table of ratios
+# (BENCHMARKS.md). Not part of `make test`: ~20 minutes, or QUICK=1 for a try.
+# BEIR_DATA=DIR adds the RAG part (the folder holding scifact/ and nfcorpus/).
+bench:
+	GO=$(GO) QUICK=$(QUICK) scripts/bench-all.sh $(BEIR_DATA)
 
 # The load tool's own tests (bench/mcpload: ~12 s, against an in-process Helix MCP
 # server), kept out of the main module's `go test ./...`.

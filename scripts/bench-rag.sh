@@ -6,15 +6,18 @@
 # a hybrid mechanics/speed run with a tiny random ONNX model when ONNX Runtime is
 # available; and a pgvector keyword run when HELIX_POSTGRES_URL is set.
 #
-#   scripts/bench-rag.sh [DATA_DIR]    (default: ../shared/data relative to the repo)
+#   scripts/bench-rag.sh DATA_DIR    (the folder holding scifact/ and nfcorpus/)
 #
 # Raw results go to bench/results/rag-<UTC time>/ (one JSON per run, machine.txt,
 # summary.md). Not part of CI: the collections are not in the repository.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-DATA=${1:-$ROOT/../shared/data}
-DATA=$(cd "$DATA" && pwd)
+if [ $# -lt 1 ]; then
+	echo "usage: scripts/bench-rag.sh DATA_DIR (the folder holding the BEIR scifact/ and nfcorpus/ collections)" >&2
+	exit 2
+fi
+DATA=$(cd "$1" && pwd)
 GO=${GO:-go}
 for ds in scifact nfcorpus; do
 	if [ ! -e "$DATA/$ds/qrels/test.tsv" ]; then

@@ -14,6 +14,8 @@
 #   HELIX_VARIANTS="gogc400:GOGC=400" scripts/bench-side-by-side.sh   # extra helix runs with env
 #   HELIX_VARIANTS="sdk:YAML=bench/echo-sdk.yaml gogc100:GOGC=100" …  # YAML=FILE serves another file
 #   HELIX_VARIANTS="old:BIN=/tmp/helix-old" …  # BIN=PATH runs another helix binary (another commit's) in the same rounds
+#   HELIX_VARIANTS="st:YAML=bench/echo-stateless.yaml,MODE=stateless" …  # MODE=stateless: the load tool skips initialize
+#   (default variants: stateless = bench/echo-stateless.yaml, sdk = bench/echo-sdk.yaml; HELIX_VARIANTS="" for none)
 #   SESSIONS=2000 SETTLE=0s scripts/bench-side-by-side.sh    # smaller/faster idle-session part
 #   SERVERS="limit gosdk helix mcpgo gosdkconn" …  # add the own-Connection experiment
 #
@@ -26,7 +28,7 @@ DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
 CLIENTS=${CLIENTS:-16}
 SERVERS=${SERVERS:-"limit gosdk helix mcpgo"}
-HELIX_VARIANTS=${HELIX_VARIANTS:-}
+HELIX_VARIANTS=${HELIX_VARIANTS-"stateless:YAML=bench/echo-stateless.yaml,MODE=stateless sdk:YAML=bench/echo-sdk.yaml"}
 STARTUP_RUNS=${STARTUP_RUNS:-10}
 SESSIONS=${SESSIONS:-10000}
 IDLE_TIMEOUT=${IDLE_TIMEOUT:-10s} # must match session_idle_timeout in bench/echo.yaml
@@ -69,7 +71,7 @@ $GO build -o "$bin/helix" ./cmd/helix
 # with BINARY instead of the helix built here (BIN=PATH).
 helix_cmd() { echo "${2:-$bin/helix} ${HELIX_SUBCOMMAND:-mcp serve} ${1:-bench/echo.yaml}"; }
 
-declare -A port pid url memstats
+declare -A port pid url memstats stateless
 next_port=3101
 # start NAME ENV... -- CMD...: starts a server in the background with ENV, records its PID.
 start() {
@@ -104,6 +106,8 @@ for v in $HELIX_VARIANTS; do
 		case $e in
 		YAML=*) file=${e#YAML=} ;;
 		BIN=*) binary=${e#BIN=} ;;
+		MODE=stateless) stateless[$name]=1 ;;
+		MODE=*) echo "variant $v: unknown ${e} (want MODE=stateless)" >&2; exit 2 ;;
 		*) envs+=("$e") ;;
 		esac
 	done
@@ -113,7 +117,7 @@ names=(${!port[@]})
 # stable order: as declared
 names=($(for n in "${names[@]}"; do echo "${port[$n]} $n"; done | sort -n | cut -d' ' -f2))
 for n in "${names[@]}"; do
-	"$bin/mcpload" wait -url "${url[$n]}" -timeout 60s || { echo "$n did not come up:"; cat "$OUT/$n.log"; exit 1; }
+	"$bin/mcpload" wait -url "${url[$n]}" -timeout 60s ${stateless[$n]:+-stateless} || { echo "$n did not come up:"; cat "$OUT/$n.log"; exit 1; }
 done
 
 echo "== $ROUNDS rounds x ${#names[@]} servers x $DURATION, $CLIENTS clients"
@@ -124,6 +128,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 		args=(-label "$n" -url "${url[$n]}" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP"
 			-pid "${pid[$n]}" -json "$OUT/results.jsonl")
 		[[ -n ${memstats[$n]:-} ]] && args+=(-memstats "${memstats[$n]}")
+		[[ -n ${stateless[$n]:-} ]] && args+=(-stateless)
 		"$bin/mcpload" run "${args[@]}"
 	done
 done

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -49,23 +50,27 @@ func (c *loadConfig) validate() error {
 
 // result is what a load run measured. Times are microseconds; -1 means "not measured".
 type result struct {
-	Label         string   `json:"label"`
-	Mode          string   `json:"mode"`
-	Clients       int      `json:"clients"`
-	Seconds       float64  `json:"seconds"`
-	Requests      int64    `json:"requests"`
-	Errors        int64    `json:"errors"`
-	ErrorSamples  []string `json:"error_samples,omitempty"`
-	RPS           float64  `json:"rps"`
-	P50us         float64  `json:"p50_us"`
-	P99us         float64  `json:"p99_us"`
-	P999us        float64  `json:"p999_us"`
-	MaxUs         float64  `json:"max_us"`
-	CPUusPerCall  float64  `json:"cpu_us_per_call"`
-	RSSKB         int64    `json:"rss_kb"`
-	PeakRSSKB     int64    `json:"peak_rss_kb"`
-	AllocPerCall  float64  `json:"alloc_bytes_per_call"`
-	MallocPerCall float64  `json:"mallocs_per_call"`
+	Label        string   `json:"label"`
+	Mode         string   `json:"mode"`
+	Clients      int      `json:"clients"`
+	Seconds      float64  `json:"seconds"`
+	Requests     int64    `json:"requests"`
+	Errors       int64    `json:"errors"`
+	ErrorSamples []string `json:"error_samples,omitempty"`
+	RPS          float64  `json:"rps"`
+	P50us        float64  `json:"p50_us"`
+	P99us        float64  `json:"p99_us"`
+	P999us       float64  `json:"p999_us"`
+	MaxUs        float64  `json:"max_us"`
+	CPUusPerCall float64  `json:"cpu_us_per_call"`
+	// LoadCPUusPerCall is the load tool's own CPU per call: on a machine where it
+	// shares the cores with the server, throughput is bounded by the sum of both.
+	LoadCPUusPerCall float64 `json:"load_cpu_us_per_call"`
+	RSSKB            int64   `json:"rss_kb"`
+	PeakRSSKB        int64   `json:"peak_rss_kb"`
+	AnonRSSKB        int64   `json:"anon_rss_kb"` // RssAnon at the window's end
+	AllocPerCall     float64 `json:"alloc_bytes_per_call"`
+	MallocPerCall    float64 `json:"mallocs_per_call"`
 }
 
 // errorLog counts errors and keeps the first few distinct messages.
@@ -146,10 +151,13 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 	}
 
 	// Snapshot the server at the window's edges.
-	var cpu0, cpu1 time.Duration
+	var cpu0, cpu1, self0, self1 time.Duration
 	var ms0, ms1 memStats
 	var snapErr error
-	snapshot := func(cpu *time.Duration, ms *memStats) {
+	snapshot := func(cpu, self *time.Duration, ms *memStats) {
+		if c, err := procCPU(os.Getpid()); err == nil {
+			*self = c
+		}
 		if cfg.PID > 0 {
 			c, err := procCPU(cfg.PID)
 			if err != nil && snapErr == nil {
@@ -166,10 +174,10 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 		}
 	}
 	if sleepUntil(ctx, winStart) {
-		snapshot(&cpu0, &ms0)
+		snapshot(&cpu0, &self0, &ms0)
 	}
 	if sleepUntil(ctx, winEnd) {
-		snapshot(&cpu1, &ms1)
+		snapshot(&cpu1, &self1, &ms1)
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -188,7 +196,7 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 		Label: cfg.Label, Mode: mode(cfg.Stateless), Clients: cfg.Clients,
 		Seconds: cfg.Duration.Seconds(), Requests: int64(len(all)),
 		Errors: errs.n, ErrorSamples: errs.samples,
-		CPUusPerCall: -1, RSSKB: -1, PeakRSSKB: -1, AllocPerCall: -1, MallocPerCall: -1,
+		CPUusPerCall: -1, LoadCPUusPerCall: -1, RSSKB: -1, PeakRSSKB: -1, AnonRSSKB: -1, AllocPerCall: -1, MallocPerCall: -1,
 	}
 	r.RPS = float64(len(all)) / cfg.Duration.Seconds()
 	r.P50us = micros(percentile(all, 0.50))
@@ -196,6 +204,7 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 	r.P999us = micros(percentile(all, 0.999))
 	r.MaxUs = micros(percentile(all, 1))
 	if n := float64(len(all)); n > 0 {
+		r.LoadCPUusPerCall = micros(self1-self0) / n
 		if cfg.PID > 0 {
 			r.CPUusPerCall = micros(cpu1-cpu0) / n
 		}
@@ -205,11 +214,11 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 		}
 	}
 	if cfg.PID > 0 {
-		rss, peak, err := procMem(cfg.PID)
+		rss, peak, anon, err := procMemAnon(cfg.PID)
 		if err != nil {
 			return nil, err
 		}
-		r.RSSKB, r.PeakRSSKB = rss, peak
+		r.RSSKB, r.PeakRSSKB, r.AnonRSSKB = rss, peak, anon
 	}
 	return r, nil
 }

@@ -119,7 +119,7 @@ func printResult(out io.Writer, r *result) {
 	fmt.Fprintf(out, "  %.0f req/s  p50 %.0fµs  p99 %.0fµs  p99.9 %.0fµs  max %.0fµs\n",
 		r.RPS, r.P50us, r.P99us, r.P999us, r.MaxUs)
 	if r.CPUusPerCall >= 0 {
-		fmt.Fprintf(out, "  server cpu %.1fµs/call  rss %d KiB  peak rss %d KiB\n", r.CPUusPerCall, r.RSSKB, r.PeakRSSKB)
+		fmt.Fprintf(out, "  server cpu %.1fµs/call  load tool cpu %.1fµs/call  rss %d KiB (anon %d)  peak rss %d KiB\n", r.CPUusPerCall, r.LoadCPUusPerCall, r.RSSKB, r.AnonRSSKB, r.PeakRSSKB)
 	}
 	if r.AllocPerCall >= 0 {
 		fmt.Fprintf(out, "  server alloc %.0f B/call  %.1f allocs/call\n", r.AllocPerCall, r.MallocPerCall)

@@ -41,9 +41,17 @@ func procCPU(pid int) (time.Duration, error) {
 
 // procMem returns the resident set size now (VmRSS) and its peak (VmHWM), in KiB.
 func procMem(pid int) (rssKB, peakKB int64, err error) {
+	rssKB, peakKB, _, err = procMemAnon(pid)
+	return rssKB, peakKB, err
+}
+
+// procMemAnon is procMem with the anonymous part of the resident set (RssAnon:
+// heap, stacks, runtime), in KiB. The rest of VmRSS is mostly the executable's own
+// pages, which grows with the binary's size, not with the load.
+func procMemAnon(pid int) (rssKB, peakKB, anonKB int64, err error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, fmt.Errorf("read memory of pid %d: %w", pid, err)
+		return 0, 0, 0, fmt.Errorf("read memory of pid %d: %w", pid, err)
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
 		k, v, ok := strings.Cut(line, ":")
@@ -56,16 +64,18 @@ func procMem(pid int) (rssKB, peakKB int64, err error) {
 			dst = &rssKB
 		case "VmHWM":
 			dst = &peakKB
+		case "RssAnon":
+			dst = &anonKB
 		default:
 			continue
 		}
 		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%d/status: bad %s %q", pid, k, v)
+			return 0, 0, 0, fmt.Errorf("/proc/%d/status: bad %s %q", pid, k, v)
 		}
 		*dst = n
 	}
-	return rssKB, peakKB, nil
+	return rssKB, peakKB, anonKB, nil
 }
 
 // memStats is the part of an expvar /debug/vars document the load tool reads.

@@ -50,8 +50,8 @@ func summarizeCmd(args []string, out io.Writer) error {
 	if rs, ok := byLabel[*base]; ok {
 		baseRPS = med(rs, func(r result) float64 { return r.RPS })
 	}
-	fmt.Fprintln(out, "| server | rounds | req/s (median) | vs "+*base+" | p50 µs | p99 µs | p99.9 µs | CPU µs/call | alloc B/call | allocs/call | peak RSS MiB | errors |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(out, "| server | rounds | req/s (median) | vs "+*base+" | p50 µs | p99 µs | p99.9 µs | CPU µs/call | load tool CPU µs/call | alloc B/call | allocs/call | peak RSS MiB | anon RSS MiB | errors |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, label := range order {
 		rs := byLabel[label]
 		rps := med(rs, func(r result) float64 { return r.RPS })
@@ -65,15 +65,17 @@ func summarizeCmd(args []string, out io.Writer) error {
 			errs += r.Errors
 			peak = max(peak, r.PeakRSSKB)
 		}
-		fmt.Fprintf(out, "| %s | %d | %.0f | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %d |\n",
+		fmt.Fprintf(out, "| %s | %d | %.0f | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %d |\n",
 			label, len(rs), rps, ratio,
 			med(rs, func(r result) float64 { return r.P50us }),
 			med(rs, func(r result) float64 { return r.P99us }),
 			med(rs, func(r result) float64 { return r.P999us }),
 			optional(med(rs, func(r result) float64 { return r.CPUusPerCall }), "%.0f"),
+			optional(med(rs, func(r result) float64 { return r.LoadCPUusPerCall }), "%.0f"),
 			optional(med(rs, func(r result) float64 { return r.AllocPerCall }), "%.0f"),
 			optional(med(rs, func(r result) float64 { return r.MallocPerCall }), "%.0f"),
 			optional(float64(peak)/1024, "%.1f"),
+			optional(med(rs, func(r result) float64 { return float64(r.AnonRSSKB) / 1024 }), "%.1f"),
 			errs)
 	}
 	return nil
@@ -121,7 +123,7 @@ func readResults(name string, f func(result)) error {
 		if probe.Kind != "" {
 			continue
 		}
-		var r result
+		r := result{LoadCPUusPerCall: -1, AnonRSSKB: -1} // absent from results written before it was measured
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/arvenza/helix/pkg/exchange"
 	starmath "go.starlark.net/lib/math"
@@ -76,6 +77,12 @@ type evalState struct {
 
 	input     starlark.Value // the payload as given, for checkOutput
 	inputText int64          // its text size, measured before the script runs (-1: unknown)
+
+	// The evaluation's thread and how it ended, kept here so that run's hooks are
+	// plain functions rather than closures allocated per run.
+	thread    starlark.Thread
+	stepLimit bool        // written and read on the evaluating goroutine only: the interpreter calls OnMaxSteps synchronously
+	cancelled atomic.Bool // set by the context's AfterFunc, on another goroutine
 }
 
 func stateOf(thread *starlark.Thread) (*evalState, error) {

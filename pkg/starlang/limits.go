@@ -96,7 +96,7 @@ func chargeThread(thread *starlark.Thread, n int64) error {
 
 // defaultLimits serves threads that are not running a Script (tests evaluating with
 // the builtins directly): default limits, and a budget no one can exhaust.
-var defaultLimits = &Script{maxSteps: DefaultMaxSteps, maxMemory: math.MaxInt64, maxDepth: DefaultMaxCallDepth}
+var defaultLimits = &Script{start: ":0:0", maxSteps: DefaultMaxSteps, maxMemory: math.MaxInt64, maxDepth: DefaultMaxCallDepth}
 
 // limitsOf returns the evaluation state of thread, or a fresh unlimited one.
 func limitsOf(thread *starlark.Thread) *evalState {

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/arvenza/helix/pkg/exchange"
 	"go.starlark.net/resolve"
@@ -53,6 +52,7 @@ func (e *Error) Unwrap() error         { return e.Err }
 type Script struct {
 	file      string
 	line, col int
+	start     string // "file:line:col" of the script's start, formatted once: every run names it
 	src       string
 	prog      *starlark.Program
 	maxSteps  uint64
@@ -63,6 +63,10 @@ type Script struct {
 	free      []freeName // names that must be exchange variables
 	globalSet []string   // names the script assigns at top level, for suggestions
 	builtins  []string   // names of fixed (builtins, guards) the program reads
+	// dataRead are the exchange-data names (dataNames) the program reads or seeds:
+	// headers, variables and response_code are only built for a script that can see
+	// them (most transforms read the payload only).
+	dataRead map[string]bool
 }
 
 // freeName is a name the script reads but neither defines nor gets from Starlang.
@@ -100,6 +104,7 @@ func Compile(file string, line, col int, src string, opts *Options) (*Script, er
 	}
 	s := &Script{file: file, line: max(line, 1), col: max(col, 1), src: src,
 		maxSteps: DefaultMaxSteps, maxMemory: DefaultMaxMemory, maxDepth: DefaultMaxCallDepth}
+	s.start = fmt.Sprintf("%s:%d:%d", s.file, s.line, s.col)
 	if opts != nil && opts.MaxSteps > 0 {
 		s.maxSteps = opts.MaxSteps
 	}
@@ -170,6 +175,10 @@ func Compile(file string, line, col int, src string, opts *Options) (*Script, er
 		return nil, s.compileError(err)
 	}
 	seen := map[string]bool{}
+	s.dataRead = map[string]bool{}
+	for _, name := range s.seeded {
+		s.dataRead[name] = true // its seed reads the predeclared value
+	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		id, ok := n.(*syntax.Ident)
 		if !ok || seen[id.Name] {
@@ -182,7 +191,13 @@ func Compile(file string, line, col int, src string, opts *Options) (*Script, er
 			}
 			return true
 		}
-		if strings.HasPrefix(id.Name, "$") || isReserved(id.Name) {
+		if strings.HasPrefix(id.Name, "$") {
+			return true
+		}
+		if isReserved(id.Name) {
+			if b, ok := id.Binding.(*resolve.Binding); ok && b.Scope == resolve.Predeclared {
+				s.dataRead[id.Name] = true
+			}
 			return true
 		}
 		if b, ok := id.Binding.(*resolve.Binding); ok && b.Scope == resolve.Predeclared {
@@ -351,34 +366,49 @@ func (s *Script) run(ctx context.Context, ex *exchange.Exchange) (*outcome, erro
 	// evaluation hands back may exceed it by the budget only (see checkOutput).
 	st := &evalState{script: s, ctx: ctx, ex: ex, input: pre["payload"]}
 	st.inputText, _, _, _ = estimateText(st.input, math.MaxInt64/4)
-	thread := &starlark.Thread{
-		Name: s.position(syntax.Position{}),
-		Print: func(t *starlark.Thread, msg string) {
-			slog.InfoContext(ctx, "starlang print", "pos", s.position(callerPos(t)), "msg", msg)
-		},
-	}
+	thread := &st.thread
+	thread.Name = s.start
+	thread.Print = printToLog
 	thread.SetLocal(stateKey, st)
 	thread.SetMaxExecutionSteps(s.maxSteps)
-	stepLimit := false // written and read on this goroutine only: the interpreter calls OnMaxSteps synchronously
-	thread.OnMaxSteps = func(t *starlark.Thread) {
-		stepLimit = true
-		t.Cancel("step limit reached")
+	thread.OnMaxSteps = stopAtStepLimit
+	stop := func() bool { return false }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, st.cancel)
 	}
-	var cancelled atomic.Bool
-	stop := context.AfterFunc(ctx, func() {
-		cancelled.Store(true)
-		thread.Cancel("context done")
-	})
 	globals, err := s.prog.Init(thread, pre)
 	stop()
 	if err != nil {
-		return nil, s.runtimeError(ctx, err, stepLimit, cancelled.Load())
+		return nil, s.runtimeError(ctx, err, st.stepLimit, st.cancelled.Load())
 	}
 	out := &outcome{st: st, pre: pre, globals: globals, value: starlark.None, written: st.written}
 	if v, ok := globals[valueName]; ok && v != nil && s.hasExpr {
 		out.value = v
 	}
 	return out, nil
+}
+
+// printToLog is the threads' print: a log line at the script's position.
+func printToLog(t *starlark.Thread, msg string) {
+	st, err := stateOf(t)
+	if err != nil {
+		return
+	}
+	slog.InfoContext(st.ctx, "starlang print", "pos", st.script.position(callerPos(t)), "msg", msg)
+}
+
+// stopAtStepLimit is the threads' OnMaxSteps.
+func stopAtStepLimit(t *starlark.Thread) {
+	if st, err := stateOf(t); err == nil {
+		st.stepLimit = true
+	}
+	t.Cancel("step limit reached")
+}
+
+// cancel stops the evaluation when its context ends.
+func (st *evalState) cancel() {
+	st.cancelled.Store(true)
+	st.thread.Cancel("context done")
 }
 
 // predeclared builds the names a script sees, from the exchange.
@@ -394,9 +424,20 @@ func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error)
 	if err != nil {
 		return nil, &Error{Pos: start, Msg: "cannot give the body to the script as payload: " + err.Error(), Err: err}
 	}
-	headers, err := ToStarlark(in.Headers())
-	if err != nil {
-		return nil, &Error{Pos: start, Msg: "cannot give the headers to the script: " + err.Error(), Err: err}
+	pre["payload"] = payload
+	pre["body"] = payload
+	if s.dataRead["headers"] {
+		headers, err := ToStarlark(in.Headers())
+		if err != nil {
+			return nil, &Error{Pos: start, Msg: "cannot give the headers to the script: " + err.Error(), Err: err}
+		}
+		pre["headers"] = newHeaderDict(headers.(*starlark.Dict))
+	}
+	if s.dataRead["response_code"] {
+		pre["response_code"] = responseCode(in.Headers())
+	}
+	if !s.dataRead["variables"] && len(s.free) == 0 {
+		return s.seed(pre), nil
 	}
 	vars := ex.Variables()
 	names := make([]string, 0, len(vars))
@@ -414,11 +455,7 @@ func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error)
 			return nil, &Error{Pos: start, Msg: err.Error(), Err: err}
 		}
 	}
-	pre["payload"] = payload
-	pre["body"] = payload
-	pre["headers"] = newHeaderDict(headers.(*starlark.Dict))
 	pre["variables"] = varDict
-	pre["response_code"] = responseCode(in.Headers())
 	for _, fn := range s.free {
 		x, found, err := varDict.Get(starlark.String(fn.name))
 		if err != nil || !found {
@@ -426,6 +463,12 @@ func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error)
 		}
 		pre[fn.name] = x
 	}
+	return s.seed(pre), nil
+}
+
+// seed gives each predeclared name the script assigns at top level its seed, the
+// value the name had before the script ran (see Compile).
+func (s *Script) seed(pre starlark.StringDict) starlark.StringDict {
 	for _, name := range s.seeded {
 		if v, ok := pre[name]; ok {
 			pre[seedName(name)] = v
@@ -435,7 +478,7 @@ func (s *Script) predeclared(ex *exchange.Exchange) (starlark.StringDict, error)
 			pre[seedName(name)] = starlark.Universe[name]
 		}
 	}
-	return pre, nil
+	return pre
 }
 
 func (s *Script) undefined(fn freeName, variables []string) error {
@@ -511,7 +554,7 @@ func (s *Script) compileError(err error) error {
 // position is the script's start.
 func (s *Script) position(p syntax.Position) string {
 	if !s.inScript(p) {
-		return fmt.Sprintf("%s:%d:%d", s.file, s.line, s.col)
+		return s.start
 	}
 	line := s.line + int(p.Line) - 1
 	if p.Col <= 0 {

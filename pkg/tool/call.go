@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime/debug"
+	"unicode/utf8"
 
 	segjson "github.com/segmentio/encoding/json"
 
@@ -80,7 +82,7 @@ func (t *Tool) shape(res Result) Result {
 	if err != nil {
 		return ErrorResult(fmt.Sprintf("tool %s declares an output schema but its reply is not JSON: %v", t.Name, err))
 	}
-	if t.outSchema != nil {
+	if t.outSchema != nil && (t.outQuick == nil || !t.outQuick.valid(structured)) {
 		if err := t.outSchema.Validate(structured); err != nil {
 			return ErrorResult(fmt.Sprintf("tool %s: reply does not match its output schema: %v", t.Name, err))
 		}
@@ -100,6 +102,11 @@ func (t *Tool) shape(res Result) Result {
 // bytes holding JSON are decoded, other values are round-tripped through
 // encoding/json so that schema validation sees what the caller will.
 func plainJSON(v any) (any, error) {
+	if isPlainJSON(v, 0) {
+		// What the round trip would give back, value for value: skip it. (A Starlang
+		// step's dict reply is of this kind, once per call.)
+		return v, nil
+	}
 	var data []byte
 	switch b := v.(type) {
 	case string:
@@ -119,6 +126,49 @@ func plainJSON(v any) (any, error) {
 		return nil, fmt.Errorf("%.80q: %w", string(data), err)
 	}
 	return out, nil
+}
+
+// maxPlainDepth bounds isPlainJSON's walk; deeper values take the round trip,
+// whose decoder has limits of its own.
+const maxPlainDepth = 64
+
+// isPlainJSON reports whether encoding v with encoding/json and decoding the text
+// into an any gives v back unchanged: nil, booleans, finite float64s, valid UTF-8
+// strings, and maps (string keys of valid UTF-8) and slices of such values. Strings
+// are not plain at the top level: plainJSON decodes them as JSON text.
+func isPlainJSON(v any, depth int) bool {
+	if depth > maxPlainDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case string:
+		return depth > 0 && utf8.ValidString(x)
+	case map[string]any:
+		if x == nil {
+			return false // encodes as null, decodes as nil, not as this typed nil
+		}
+		for k, e := range x {
+			if !utf8.ValidString(k) || !isPlainJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if x == nil {
+			return false
+		}
+		for _, e := range x {
+			if !isPlainJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // DecodeArguments turns a call's JSON arguments into the map a tool is invoked

@@ -45,7 +45,7 @@ func (t *Tool) compile() {
 			t.broken = fmt.Errorf("%s %q: %w", t.label(), t.ID, err)
 			return
 		}
-		t.OutputSchema, t.outSchema = json.RawMessage(out), rs
+		t.OutputSchema, t.outSchema, t.outQuick = json.RawMessage(out), rs, compileQuick(out)
 	}
 }
 
@@ -116,7 +116,8 @@ func resolveOutput(out json.RawMessage) (*jsonschema.Resolved, error) {
 // a copy of the arguments, then the copy is validated. `tools:` entries and the
 // input-schema overrides of MCP servers use it. Safe for concurrent use.
 type InputValidator struct {
-	rs *jsonschema.Resolved
+	rs    *jsonschema.Resolved
+	quick *quickSchema // nil: every call asks rs
 }
 
 // CompileInput compiles schema, checking that its defaults are valid.
@@ -129,7 +130,7 @@ func CompileInput(schema json.RawMessage) (*InputValidator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &InputValidator{rs: rs}, nil
+	return &InputValidator{rs: rs, quick: compileQuick(schema)}, nil
 }
 
 // Validate returns args with the schema's defaults applied, or the violation (see
@@ -154,6 +155,9 @@ func (v *InputValidator) Validate(args map[string]any) (out map[string]any, err 
 		if _, given := args[k]; !given {
 			out[k] = renumber(x)
 		}
+	}
+	if v.quick != nil && v.quick.valid(out) {
+		return out, nil
 	}
 	if err := v.rs.Validate(out); err != nil {
 		return nil, SchemaError(err)

@@ -49,6 +49,7 @@ type Tool struct {
 	// Set by compile (Catalogue.Add).
 	input     json.RawMessage      // InputSchema normalized: an object schema with "type": "object"
 	outSchema *jsonschema.Resolved // nil without OutputSchema
+	outQuick  *quickSchema         // outSchema compiled to Go checks when plain enough (nil: always outSchema)
 	broken    error                // why the tool cannot be served; Select reports it
 }
 

@@ -105,7 +105,7 @@ func authHarness(t *testing.T, target string, auth map[string]any) *clientHarnes
 	return h
 }
 
-func hostPort(t *testing.T, rawURL string) string {
+func hostPort(t testing.TB, rawURL string) string {
 	t.Helper()
 	return strings.TrimPrefix(strings.TrimPrefix(rawURL, "http://"), "https://")
 }

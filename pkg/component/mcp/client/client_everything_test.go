@@ -108,7 +108,7 @@ func (h *recordingHandler) count() int {
 	return len(h.errs)
 }
 
-func newClientHarness(t *testing.T, target string) *clientHarness {
+func newClientHarness(t testing.TB, target string) *clientHarness {
 	t.Helper()
 	hc := engine.NewContext("mcp-client-test")
 	hc.AddComponent("mcp", mcpclient.New())

@@ -14,7 +14,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/app"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
+	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/engine"
 )
 
@@ -108,6 +110,48 @@ func helixServer(b *testing.B, stateless bool, impl string, noFast bool) string 
 	}
 	b.Cleanup(func() { _ = hc.Stop(ctx) })
 	return "http://" + sc.Addr("bench").String() + "/mcp"
+}
+
+// echoToolYAML is the configuration the side-by-side benchmark measures
+// (bench/echo.yaml): a tools: entry with a declared input and one Starlang step,
+// served by an mcps: entry. %s is the server's extra keys (stateless, transport).
+const echoToolYAML = `
+tools:
+  - id: echo
+    description: "Returns its text argument"
+    input:
+      text: { type: string, description: "Text to return", required: true }
+    output:
+      text: { type: string, description: "The same text" }
+    steps:
+      - transform:
+          starlang: |
+            {"text": payload["text"]}
+mcps:
+  - id: bench
+    addr: "127.0.0.1:0"
+    transport: http
+    expose: [echo]
+%s`
+
+// helixYAMLServer serves echoToolYAML through the whole application (config,
+// tool catalogue, input schema validation, exchange, Starlang step), as
+// `helix mcp serve bench/echo.yaml` does. extra are more keys of the mcps entry.
+func helixYAMLServer(b *testing.B, extra string) string {
+	cfg, err := config.LoadBytes("helix.yaml", fmt.Appendf(nil, echoToolYAML, extra))
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := app.Build(cfg, app.Options{Logger: discardLogger(), ManagementAddr: "127.0.0.1:0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = a.Stop(ctx) })
+	return "http://" + a.MCPServers().Addr("bench").String() + "/mcp"
 }
 
 // rawClient is a keep-alive JSON-RPC poster, like bench/mcpload's.
@@ -216,6 +260,10 @@ func BenchmarkToolsCallHTTP(b *testing.B) {
 	})
 	b.Run("helix-sdk", func(b *testing.B) { benchServer(b, helixServer(b, false, mcpserver.HTTPTransportSDK, false), false) })
 	b.Run("helix-sdk-stateless", func(b *testing.B) { benchServer(b, helixServer(b, true, mcpserver.HTTPTransportSDK, false), true) })
+	// The configuration of issue 17: a tools: entry with one Starlang step.
+	b.Run("yaml", func(b *testing.B) { benchServer(b, helixYAMLServer(b, ""), false) })
+	b.Run("yaml-stateless", func(b *testing.B) { benchServer(b, helixYAMLServer(b, "    stateless: true\n"), true) })
+	b.Run("yaml-sdk", func(b *testing.B) { benchServer(b, helixYAMLServer(b, "    http_transport: sdk\n"), false) })
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -146,7 +146,9 @@ func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall, 
 		// As the go-sdk session passes a handler's error on (toWire shapes it).
 		return &jsonrpc.Response{ID: fc.id, Error: err}
 	}
-	data, err := json.Marshal(res)
+	// The SDK's MarshalJSON is json.Marshal of its wire form: compact and
+	// HTML-escaped already, so json.Marshal(res) would only copy it once more.
+	data, err := res.MarshalJSON()
 	if err != nil {
 		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("encoding the result of tool %s: %v", fc.name, err)}}
@@ -227,13 +229,30 @@ func (a *fastAnswer) write(resp *jsonrpc.Response) {
 		_ = a.stream.event(resp)
 		return
 	}
-	out, err := json.Marshal(toWire(resp))
-	if err != nil {
-		http.Error(a.w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
-		return
+	var out []byte
+	if resp.Error == nil && len(resp.Result) > 0 {
+		out = appendResultEnvelope(make([]byte, 0, len(resp.Result)+48), resp.ID, resp.Result)
+	} else {
+		var err error
+		if out, err = json.Marshal(toWire(resp)); err != nil {
+			http.Error(a.w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
 	}
 	a.w.Header().Set("Content-Type", "application/json")
 	_, _ = a.w.Write(out)
+}
+
+// appendResultEnvelope appends the JSON-RPC response carrying result, byte for byte
+// what json.Marshal(toWire(resp)) gives for it: result comes from json.Marshal (run),
+// so it is compact and HTML-escaped already, which is all the encoder's pass over a
+// RawMessage would make it. fastcall_test.go checks the equality.
+func appendResultEnvelope(dst []byte, id jsonrpc.ID, result json.RawMessage) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, encodeID(id)...)
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, result...)
+	return append(dst, '}')
 }
 
 // serveFastStateless answers a stateless POST's tool call without creating the

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Every comparison the project claims, in one run, as one table of ratios
+# (BENCHMARKS.md, "All comparisons in one table"). `make bench` runs it.
+#
+#   scripts/bench-all.sh [BEIR_DATA_DIR]     # the full run (~20 min on 2 cores)
+#   QUICK=1 scripts/bench-all.sh             # about a minute or two per part, to try it
+#   ONLY="mcp client" scripts/bench-all.sh   # some parts: mcp client kafka postgres agent rag
+#
+# Parts, each Helix against its reference:
+#   mcp       scripts/bench-side-by-side.sh: limit (plain net/http JSON-RPC), stock go-sdk,
+#             mcp-go, helix stateful / stateless / go-sdk transport serving bench/echo*.yaml
+#             (a tools: entry with one Starlang step); start-up and idle sessions
+#   client    BenchmarkMCPClientOverhead: the mcp:// producer against a bare go-sdk client loop
+#   kafka     BenchmarkConsumeTransformProduce: a YAML workflow against a plain franz-go loop
+#   postgres  BenchmarkInsert against plain pgx (needs HELIX_POSTGRES_URL; skipped without)
+#   agent     scripts/agent-overhead.sh: Helix's CPU per agent iteration against the 200 µs goal
+#   rag       the BEIR pipeline of bench/rag/beir-pipeline.yaml: nDCG@10 against BEIR's BM25,
+#             ingest and query speed (needs the BEIR data directory as argument or
+#             BEIR_DATA: the folder holding scifact/ and nfcorpus/; skipped without)
+#
+# Results go to $OUT (default bench/results/all-<UTC time>): each part's raw output,
+# ratios.tsv (one line a figure) and table.md (the table printed at the end).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+GO=${GO:-go}
+QUICK=${QUICK:-}
+ONLY=${ONLY:-"mcp client kafka postgres agent rag"}
+BEIR_DATA=${1:-${BEIR_DATA:-}}
+OUT=${OUT:-bench/results/all-$(date -u +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+rows=$OUT/ratios.tsv
+: >"$rows"
+
+if [[ -n $QUICK ]]; then
+	count=1 benchtime=1s kafka_n=5000x
+else
+	count=5 benchtime=3s kafka_n=20000x
+fi
+
+{
+	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "go: $($GO version)"
+	echo "mode: $([[ -n $QUICK ]] && echo quick || echo full); parts: $ONLY"
+} | tee "$OUT/machine.txt"
+
+# row AREA FIGURE HELIX REFERENCE-NAME REFERENCE UNIT BETTER TARGET: one figure.
+# BETTER is higher (ratio helix/reference) or lower (ratio reference/helix), so that
+# a ratio of 1 or more always means "Helix as good as the reference or better".
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$rows"; }
+skip() { row "$1" "$2" "" "" "" "" "" "skipped: $3"; echo "bench-all: $1: skipped: $3"; }
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+
+# bench_median FILE NAME-REGEX UNIT: the median of the figure UNIT over the lines of
+# Go benchmark output FILE whose benchmark name matches NAME-REGEX.
+bench_median() {
+	awk -v re="$2" -v unit="$3" '
+	$1 ~ /^Benchmark/ && $1 ~ re {
+		for (i = 3; i < NF; i++) if ($(i + 1) == unit) { v[++n] = $i + 0 }
+	}
+	END {
+		if (n == 0) exit
+		for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+		m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+		printf (m >= 100 ? "%.0f\n" : "%.3g\n"), m
+	}' "$1"
+}
+
+# summary_field FILE LABEL COLUMN: a column (1-based after the server name: 1 rounds,
+# 2 req/s, 4 p50, 5 p99, 7 CPU µs/call, 12 anon RSS MiB) of the side-by-side summary.
+summary_field() {
+	awk -F'|' -v label="$2" -v col="$3" '{ gsub(/ /, "", $2) } $2 == label { v = $(col + 2); gsub(/ /, "", v); print v }' "$1"
+}
+
+if want mcp; then
+	echo "== mcp: side by side"
+	if [[ -n $QUICK ]]; then
+		export ROUNDS=${ROUNDS:-2} DURATION=${DURATION:-3s} WARMUP=${WARMUP:-1s} STARTUP_RUNS=${STARTUP_RUNS:-3} \
+			SESSIONS=${SESSIONS:-1000} SETTLE=${SETTLE:-0s}
+	fi
+	OUT=$OUT/mcp scripts/bench-side-by-side.sh
+	s=$OUT/mcp/summary.md
+	lrps=$(summary_field "$s" limit 2) lcpu=$(summary_field "$s" limit 7) lp99=$(summary_field "$s" limit 5)
+	for n in helix helix-stateless helix-sdk gosdk mcpgo; do
+		rps=$(summary_field "$s" "$n" 2)
+		[[ -z $rps ]] && continue
+		target=""
+		[[ $n == helix || $n == helix-stateless ]] && target="≥ 0.85"
+		row "MCP server" "tools/call throughput, $n" "$rps" limit "$lrps" "req/s" higher "$target"
+		[[ $n == helix || $n == helix-stateless ]] && target="p99 ≤ 1.5× the limit's: ratio ≥ 0.67"
+		row "MCP server" "tools/call p99 latency, $n" "$(summary_field "$s" "$n" 5)" limit "$lp99" "µs" lower "$target"
+		[[ $n == helix || $n == helix-stateless ]] && target="≤ 60 µs"
+		row "MCP server" "server CPU per call, $n" "$(summary_field "$s" "$n" 7)" limit "$lcpu" "µs" lower "$target"
+	done
+	if [[ -f $OUT/mcp/startup.txt ]]; then
+		ms=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' "$OUT/mcp/startup.txt")
+		row "MCP server" "start to first tools/list (median)" "$ms" "goal" 30 ms lower "≤ 30 ms"
+		kib=$(awk '/KiB per idle session/ { print $1 }' "$OUT/mcp/sessions.txt")
+		n=$(awk '/^opened/ { print $2 }' "$OUT/mcp/sessions.txt")
+		row "MCP server" "10,000 idle sessions (from $n: KiB each × 10,000)" "$(awk -v k="$kib" 'BEGIN { printf "%.0f", k * 10000 / 1024 }')" "goal" 150 MiB lower "≤ 150 MiB"
+	fi
+fi
+
+if want client; then
+	echo "== client: mcp:// producer against a go-sdk client loop"
+	# One process per round, so that the two loops alternate (-count would run each
+	# sub-benchmark count times in a row, and the machine's load drifts).
+	$GO test -c -o "$OUT/client.test" ./pkg/component/mcp/client/
+	for ((i = 0; i < count; i++)); do
+		"$OUT/client.test" -test.run '^$' -test.bench MCPClientOverhead -test.benchtime "$benchtime" -test.benchmem
+	done | tee "$OUT/client.txt"
+	rm -f "$OUT/client.test"
+	h=$(bench_median "$OUT/client.txt" '/helix' 'cpu-µs/call') g=$(bench_median "$OUT/client.txt" '/gosdk' 'cpu-µs/call')
+	row "mcp:// client" "CPU per call (client + server, one process)" "$h" "go-sdk client loop" "$g" µs lower ""
+	row "mcp:// client" "Helix's own CPU per call (helix − go-sdk loop)" "$(awk -v h="$h" -v g="$g" 'BEGIN { printf "%.1f", h - g }')" goal 40 µs lower "≤ 40 µs"
+fi
+
+if want kafka; then
+	echo "== kafka: consume → Starlang → produce"
+	$GO test -c -o "$OUT/kafka.test" ./pkg/component/kafka/
+	for ((i = 0; i < count; i++)); do
+		"$OUT/kafka.test" -test.run '^$' -test.bench ConsumeTransformProduce -test.benchtime "$kafka_n"
+	done | tee "$OUT/kafka.txt"
+	rm -f "$OUT/kafka.test"
+	row Kafka "records/s, consume → Starlang → produce" "$(bench_median "$OUT/kafka.txt" '/helix' records/s)" "franz-go loop" "$(bench_median "$OUT/kafka.txt" '/limit' records/s)" records/s higher "≥ 0.8"
+	row Kafka "CPU per record" "$(bench_median "$OUT/kafka.txt" '/helix' cpu-µs/record)" "franz-go loop" "$(bench_median "$OUT/kafka.txt" '/limit' cpu-µs/record)" µs lower ""
+fi
+
+if want postgres; then
+	if [[ -z ${HELIX_POSTGRES_URL:-} ]]; then
+		skip PostgreSQL "insert" "HELIX_POSTGRES_URL unset (eval \"\$(scripts/postgres.sh start)\")"
+	else
+		echo "== postgres: insert against plain pgx"
+		$GO test -c -o "$OUT/postgres.test" ./pkg/component/postgres/
+		for ((i = 0; i < (count > 3 ? 3 : count); i++)); do
+			"$OUT/postgres.test" -test.run '^$' -test.bench BenchmarkInsert -test.benchtime "$benchtime"
+		done | tee "$OUT/postgres.txt"
+		rm -f "$OUT/postgres.test"
+		for c in single batch100 copy1000; do
+			row PostgreSQL "insert rows/s, $c" "$(bench_median "$OUT/postgres.txt" "/$c/helix" rows/s)" "plain pgx" "$(bench_median "$OUT/postgres.txt" "/$c/pgx" rows/s)" rows/s higher "≥ 0.8"
+		done
+	fi
+fi
+
+if want agent; then
+	echo "== agent: Helix's overhead per iteration"
+	COUNT=$count BENCHTIME=$benchtime scripts/agent-overhead.sh "$OUT/agent" >"$OUT/agent.txt"
+	ns=$(bench_median "$OUT/agent/bench.txt" 'AgentOverheadOpenAIMCP' helix-cpu-ns/iteration)
+	row "Agent loop" "Helix's CPU per iteration (beyond tool call and model POST)" "$(awk -v n="$ns" 'BEGIN { printf "%.1f", n / 1000 }')" goal 200 µs lower "≤ 200 µs"
+fi
+
+if want rag; then
+	if [[ -z $BEIR_DATA ]]; then
+		skip RAG "BEIR ingest/query" "no BEIR data (pass the folder holding scifact/ and nfcorpus/ as argument)"
+	else
+		echo "== rag: BEIR, the pipeline defaults of bench/rag/beir-pipeline.yaml"
+		scripts/bench-gomod.sh
+		(cd bench && $GO build -o "$OUT/rag" ./rag)
+		sets="scifact nfcorpus"
+		[[ -n $QUICK ]] && sets=scifact
+		for ds in $sets; do
+			[[ -e $BEIR_DATA/$ds/qrels/test.tsv ]] || { echo "bench-all: no $BEIR_DATA/$ds/qrels/test.tsv" >&2; exit 2; }
+			"$OUT/rag" --data "$BEIR_DATA/$ds" --config bench/rag/beir-pipeline.yaml --pipeline beir --out "$OUT/rag-$ds.json" >/dev/null
+			j=$OUT/rag-$ds.json
+			# field NAME [FORMAT]: a number of the run's JSON, rounded
+			field() { grep -o "\"$1\": *[0-9.e+-]*" "$j" | head -1 | sed 's/.*: *//' | awk -v f="${2:-%.4g}" '{ printf f "\n", $1 }'; }
+			bm25=0.665
+			[[ $ds == nfcorpus ]] && bm25=0.325
+			row RAG "$ds nDCG@10 (keyword pipeline defaults)" "$(field ndcg_at_10 %.4f)" "BEIR paper BM25" "$bm25" "" higher "≥ 1"
+			row RAG "$ds ingest" "$(field docs_per_sec %.0f)" "" "" docs/s higher ""
+			row RAG "$ds query p99" "$(field p99_ms %.2f)" goal 20 ms lower "≤ 20 ms"
+		done
+		rm -f "$OUT/rag"
+	fi
+fi
+
+echo "== all comparisons ($(head -1 "$OUT/machine.txt"))"
+awk -F'\t' '
+BEGIN {
+	print "| area | figure | helix | reference | ratio (≥ 1: Helix as good or better) | target |"
+	print "|---|---|---:|---:|---:|---|"
+}
+{
+	area = $1; fig = $2; h = $3; rname = $4; r = $5; unit = $6; better = $7; target = $8
+	ratio = "–"
+	if (h != "" && r != "" && h + 0 > 0 && r + 0 > 0) ratio = sprintf("%.2f", better == "lower" ? r / h : h / r)
+	u = (unit == "" ? "" : " " unit)
+	printf "| %s | %s | %s | %s | %s | %s |\n", area, fig, (h == "" ? "–" : h u), (r == "" ? (rname == "" ? "–" : rname) : rname " " r u), ratio, target
+}' "$rows" | tee "$OUT/table.md"
+echo "results in $OUT"
