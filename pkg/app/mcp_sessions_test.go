@@ -500,6 +500,27 @@ func released(t *testing.T, ch <-chan string) {
 	}
 }
 
+// openAtCap opens a session on a server at its session cap, where opening evicts
+// the session idle longest. A request counts as in flight until its handler
+// returns, which is a moment after the client has read the answer: a session whose
+// last request was just answered may still be busy then, and the server rightly
+// answers 503 "retry later". openAtCap retries for a while, as a client would; the
+// tests check which session was evicted.
+func openAtCap(t *testing.T, c *http.Client, base, transport string, auth ...string) *rawSession {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, status, body := openSession(t, c, base, transport, auth...)
+		if s != nil {
+			return s
+		}
+		if status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("open: %d %s", status, body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // max_sessions: at the cap the session idle longest is evicted; sessions with a call
 // in flight never are, and when every session is busy the new one is refused with
 // 503 and a JSON-RPC error naming the limit.
@@ -516,14 +537,7 @@ mcps:`+sessionServers("capped", "    api_keys: [key-a]\n    max_sessions: 2\n", 
 			base := serverURL(t, a, "capped-"+transport)
 			c := newSessionClient(t)
 			key := []string{"X-API-Key", "key-a"}
-			open := func() *rawSession {
-				t.Helper()
-				s, status, body := openSession(t, c, base, transport, key...)
-				if s == nil {
-					t.Fatalf("open: %d %s", status, body)
-				}
-				return s
-			}
+			open := func() *rawSession { t.Helper(); return openAtCap(t, c, base, transport, key...) }
 			first, second := open(), open()
 			if transport != "sse" {
 				// At the cap, a POST that opens no session evicts nobody.
@@ -569,14 +583,7 @@ mcps:`+sessionServers("capped", "    api_keys: [key-a, key-b]\n    max_sessions_
 			c := newSessionClient(t)
 			keyA := []string{"X-API-Key", "key-a"}
 			keyB := []string{"X-API-Key", "key-b"}
-			open := func(key []string) *rawSession {
-				t.Helper()
-				s, status, body := openSession(t, c, base, transport, key...)
-				if s == nil {
-					t.Fatalf("open: %d %s", status, body)
-				}
-				return s
-			}
+			open := func(key []string) *rawSession { t.Helper(); return openAtCap(t, c, base, transport, key...) }
 			a1, b1 := open(keyA), open(keyB)
 			a2 := open(keyA) // evicts a1, not b1 (older, but another principal's)
 			if a1.alive() {
