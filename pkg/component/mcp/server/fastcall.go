@@ -2,13 +2,13 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/pkg/component/mcp/security"
+	"github.com/arvenza/helix/pkg/component/mcp/transport"
 )
 
 // fastCaller is the server's side of the tools/call fast path of Helix's
@@ -34,10 +34,10 @@ func newFastCaller(caller *toolCaller, tools []*serverTool) *fastCaller {
 }
 
 // call is a [transport.CallTool].
-func (f *fastCaller) call(ctx context.Context, r *http.Request, name string, args json.RawMessage) (*sdk.CallToolResult, error) {
-	t := f.tools[name]
+func (f *fastCaller) call(ctx context.Context, r *http.Request, tc *transport.ToolCall) (*sdk.CallToolResult, error) {
+	t := f.tools[tc.Name]
 	if t == nil {
-		return nil, unknownToolError(name)
+		return nil, unknownToolError(tc.Name)
 	}
 	// ToolAllowed finds the caller's token in ctx, as withCallerToken puts it there
 	// on the SDK path.
@@ -45,14 +45,16 @@ func (f *fastCaller) call(ctx context.Context, r *http.Request, name string, arg
 		ctx = security.WithTokenInfo(ctx, ti)
 	}
 	// A refused tool answers like an unknown one, as on the SDK path.
-	if err := f.caller.refusal(ctx, t, name); err != nil {
+	if err := f.caller.refusal(ctx, t, tc.Name); err != nil {
 		return nil, err
 	}
 	if f.caller.tracer != nil {
-		ctx, span := f.caller.startCallSpan(ctx, t.info.Name, nil, r.Header, nil)
-		res := f.caller.call(ctx, t, args)
+		// The span the SDK path's handler starts: the same parent (_meta's trace
+		// context, else the traceparent header) and the same session attributes.
+		ctx, span := f.caller.startCallSpan(ctx, t.info.Name, tc.Meta, r.Header, tc.Session, tc.ProtocolVersion)
+		res := f.caller.call(ctx, t, tc.Args)
 		endCallSpan(span, res)
 		return res, nil
 	}
-	return f.caller.call(ctx, t, args), nil
+	return f.caller.call(ctx, t, tc.Args), nil
 }

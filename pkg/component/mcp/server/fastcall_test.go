@@ -321,6 +321,18 @@ var equivalenceSteps = []fastStep{
 		}},
 	{name: "progress token goes to the SDK", body: `{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"greet","arguments":{"name":"Cy"},"_meta":{"progressToken":"p1"}}}`,
 		expect: wantTool("Hello, Cy!", false)},
+	// A _meta with nothing but the caller's trace context is served by the fast path
+	// (tracing_test.go checks its span); anything more in it goes to the SDK.
+	{name: "trace context in _meta", body: `{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"greet","arguments":{"name":"Tia"},` +
+		`"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"a=1"}}}`, fast: true,
+		expect: wantTool("Hello, Tia!", false)},
+	{name: "empty _meta", body: `{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"_meta":{},"name":"greet"}}`, fast: true,
+		expect: wantTool("Hello, World!", false)},
+	{name: "trace context and progress token go to the SDK", body: `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"greet",` +
+		`"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","progressToken":7}}}`, expect: wantTool("Hello, World!", false)},
+	{name: "traceparent not a string goes to the SDK", body: `{"jsonrpc":"2.0","id":43,"method":"tools/call","params":{"name":"greet","_meta":{"traceparent":1}}}`},
+	{name: "_meta null goes to the SDK", body: `{"jsonrpc":"2.0","id":44,"method":"tools/call","params":{"name":"greet","_meta":null}}`},
+	{name: "_meta not an object goes to the SDK", body: `{"jsonrpc":"2.0","id":45,"method":"tools/call","params":{"name":"greet","_meta":"x"}}`},
 	{name: "capitalised key goes to the SDK", body: `{"jsonrpc":"2.0","id":23,"method":"tools/call","params":{"Name":"greet"}}`},
 	{name: "name not a string", body: `{"jsonrpc":"2.0","id":24,"method":"tools/call","params":{"name":7}}`},
 	{name: "params not an object", body: `{"jsonrpc":"2.0","id":25,"method":"tools/call","params":[1]}`},

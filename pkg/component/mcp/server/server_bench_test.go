@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
@@ -138,11 +139,17 @@ mcps:
 // tool catalogue, input schema validation, exchange, Starlang step), as
 // `helix mcp serve bench/echo.yaml` does. extra are more keys of the mcps entry.
 func helixYAMLServer(b *testing.B, extra string) string {
+	return helixYAMLServerWith(b, extra, app.Options{})
+}
+
+// helixYAMLServerWith is helixYAMLServer with more application options (tracing).
+func helixYAMLServerWith(b *testing.B, extra string, opts app.Options) string {
 	cfg, err := config.LoadBytes("helix.yaml", fmt.Appendf(nil, echoToolYAML, extra))
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, err := app.Build(cfg, app.Options{Logger: discardLogger(), ManagementAddr: "127.0.0.1:0"})
+	opts.Logger, opts.ManagementAddr = discardLogger(), "127.0.0.1:0"
+	a, err := app.Build(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -159,7 +166,16 @@ type rawClient struct {
 	hc        *http.Client
 	url, sess string
 	stateless bool
+	callBody  string // the tools/call to send; "" is echoCall
 }
+
+// echoCall is the benchmarks' tools/call.
+const echoCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
+
+// tracedEchoCall is echoCall from a traced client: the caller's trace context in
+// _meta, as Helix's mcp:// client sends it.
+const tracedEchoCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},` +
+	`"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`
 
 func (c *rawClient) post(body string) (http.Header, string, error) {
 	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
@@ -218,7 +234,11 @@ func (c *rawClient) close() {
 }
 
 func (c *rawClient) call() error {
-	_, body, err := c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`)
+	callBody := c.callBody
+	if callBody == "" {
+		callBody = echoCall
+	}
+	_, body, err := c.post(callBody)
 	if err != nil {
 		return err
 	}
@@ -228,12 +248,15 @@ func (c *rawClient) call() error {
 	return nil
 }
 
-func benchServer(b *testing.B, url string, stateless bool) {
+func benchServer(b *testing.B, url string, stateless bool) { benchCalls(b, url, stateless, echoCall) }
+
+// benchCalls sends callBody to url from parallel keep-alive clients.
+func benchCalls(b *testing.B, url string, stateless bool, callBody string) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
 	b.Cleanup(tr.CloseIdleConnections)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		c := &rawClient{hc: &http.Client{Transport: tr}, url: url, stateless: stateless}
+		c := &rawClient{hc: &http.Client{Transport: tr}, url: url, stateless: stateless, callBody: callBody}
 		if err := c.open(); err != nil {
 			b.Error(err)
 			return
@@ -264,6 +287,17 @@ func BenchmarkToolsCallHTTP(b *testing.B) {
 	b.Run("yaml", func(b *testing.B) { benchServer(b, helixYAMLServer(b, ""), false) })
 	b.Run("yaml-stateless", func(b *testing.B) { benchServer(b, helixYAMLServer(b, "    stateless: true\n"), true) })
 	b.Run("yaml-sdk", func(b *testing.B) { benchServer(b, helixYAMLServer(b, "    http_transport: sdk\n"), false) })
+	// Tracing on (every span sampled, exported to nowhere), called by a traced
+	// client: what tracing adds to the call above.
+	b.Run("yaml-traced", func(b *testing.B) {
+		benchCalls(b, helixYAMLServerWith(b, "", app.Options{SpanExporter: discardSpans{}}), false, tracedEchoCall)
+	})
 }
+
+// discardSpans is a span exporter that drops every span.
+type discardSpans struct{}
+
+func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardSpans) Shutdown(context.Context) error                             { return nil }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -183,7 +183,7 @@ func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 			if req.Extra != nil {
 				h = req.Extra.Header
 			}
-			ctx, span := c.startCallSpan(ctx, t.info.Name, req.Params.Meta, h, req.Session)
+			ctx, span := c.startCallSpan(ctx, t.info.Name, req.Params.Meta, h, req.Session, "")
 			res := c.call(ctx, t, req.Params.Arguments)
 			endCallSpan(span, res)
 			return res, nil

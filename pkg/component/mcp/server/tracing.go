@@ -19,8 +19,10 @@ import (
 // params._meta.traceparent when the request has one (it belongs to this very
 // request, where a header may have been set once for a whole connection), else
 // the traceparent header of the HTTP request carrying the call (nil header: stdio).
-// Called only when tracing is on (c.tracer != nil).
-func (c *toolCaller) startCallSpan(ctx context.Context, name string, meta map[string]any, h http.Header, session *sdk.ServerSession) (context.Context, trace.Span) {
+// mcp.protocol.version is the session's; version stands in for it when the call
+// has no session (a stateless call on the fast path). Called only when tracing is
+// on (c.tracer != nil).
+func (c *toolCaller) startCallSpan(ctx context.Context, name string, meta map[string]any, h http.Header, session *sdk.ServerSession, version string) (context.Context, trace.Span) {
 	if mctx, ok := tracing.ExtractMeta(ctx, meta); ok {
 		ctx = mctx
 	} else if h != nil {
@@ -46,9 +48,12 @@ func (c *toolCaller) startCallSpan(ctx context.Context, name string, meta map[st
 		attrs = append(attrs, attribute.String("mcp.session.id", sid))
 	}
 	if session != nil {
-		if ip := session.InitializeParams(); ip != nil && ip.ProtocolVersion != "" {
-			attrs = append(attrs, attribute.String("mcp.protocol.version", ip.ProtocolVersion))
+		if ip := session.InitializeParams(); ip != nil {
+			version = ip.ProtocolVersion
 		}
+	}
+	if version != "" {
+		attrs = append(attrs, attribute.String("mcp.protocol.version", version))
 	}
 	return c.tracer.StartSpan(ctx, "tools/call "+name, trace.SpanKindServer, attrs...)
 }

@@ -23,9 +23,10 @@ import (
 // params itself and calls the server's [CallTool], which runs the same code as the
 // go-sdk tool handler, with the same inputs (arguments, the caller's token, a context that ends with the
 // POST). Everything the fast path does not answer exactly as the SDK would goes to
-// the SDK unchanged: other methods, batches, requests with _meta (progress tokens,
-// the 2026-07-28 protocol), params the SDK would refuse or that carry fields beyond
-// name and arguments, sessions that have not initialized, and every call of a
+// the SDK unchanged: other methods, batches, requests whose _meta holds more than
+// the caller's trace context (progress tokens, the 2026-07-28 protocol), params the
+// SDK would refuse or that carry fields beyond name, arguments and _meta, sessions
+// that have not initialized, and every call of a
 // session whose client sent logging/setLevel (the fast path answers with the
 // result only, so it cannot carry the call's log messages). The equivalence is
 // checked by fastcall_test.go against the SDK path, request by request.
@@ -41,7 +42,25 @@ const sdkMaxJSONDepth = jsondepth.SDKMax
 // tool"), then run it. r is the POST carrying the call (its context holds the
 // caller's verified token); ctx ends with the POST or when the client cancels. It is
 // called concurrently.
-type CallTool func(ctx context.Context, r *http.Request, name string, args json.RawMessage) (*sdk.CallToolResult, error)
+type CallTool func(ctx context.Context, r *http.Request, call *ToolCall) (*sdk.CallToolResult, error)
+
+// ToolCall is what the fast path read from a tools/call: what the go-sdk's
+// CallToolRequest would carry for it.
+type ToolCall struct {
+	Name string
+	Args json.RawMessage
+	// Meta is params._meta as the go-sdk decodes it (nil when absent). The fast
+	// path takes only a _meta that holds nothing but the caller's trace context
+	// (traceparent, tracestate: see traceMeta), which changes nothing in the
+	// answer, only the parent of the call's span.
+	Meta sdk.Meta
+	// Session is the call's session; nil on a stateless server.
+	Session *sdk.ServerSession
+	// ProtocolVersion is the protocol version the call was made with: the
+	// session's, or for a stateless call the one its POST names (or the default),
+	// which the SDK path's throw-away session would be initialized with.
+	ProtocolVersion string
+}
 
 // FastToolCalls answers tools/call for one server's tools; set it as
 // [Options.Fast]. Safe for concurrent use.
@@ -84,9 +103,8 @@ func (f *FastToolCalls) Served() uint64 { return f.served.Load() }
 
 // fastCall is a tools/call the transport answers itself.
 type fastCall struct {
-	id   jsonrpc.ID
-	name string
-	args json.RawMessage
+	id jsonrpc.ID
+	ToolCall
 }
 
 // match returns the call when a POST's messages are exactly one tools/call of a
@@ -110,37 +128,69 @@ func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string
 	if json.Unmarshal(params, &fields) != nil {
 		return nil
 	}
-	fc := &fastCall{id: req.ID}
+	fc := &fastCall{id: req.ID, ToolCall: ToolCall{ProtocolVersion: version}}
 	for k, v := range fields {
 		switch k {
 		case "name":
-			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &fc.name) != nil {
+			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &fc.Name) != nil {
 				return nil
 			}
 		case "arguments":
-			fc.args = v
+			fc.Args = v
+		case "_meta":
+			if fc.Meta, ok = traceMeta(v); !ok {
+				return nil
+			}
 		default:
-			// _meta (progress tokens, protocol version), inputResponses, requestState
-			// and anything unknown: the SDK decides what they mean.
+			// inputResponses, requestState and anything unknown: the SDK decides
+			// what they mean.
 			return nil
 		}
 	}
-	if _, ok := fields["name"]; !ok || f.excluded[fc.name] {
+	if _, ok := fields["name"]; !ok || f.excluded[fc.Name] {
 		return nil
 	}
 	return fc
 }
 
+// traceMeta returns a tools/call's _meta as the go-sdk decodes it when it holds
+// nothing but the caller's W3C trace context: traceparent and tracestate as JSON
+// strings (what Helix's mcp:// client and other traced clients send). Anything else
+// is false and goes to the SDK: a progress token (its notifications need the
+// session's stream), the 2026-07-28 protocol's keys, keys the SDK or a middleware
+// may give a meaning, values of other types, null.
+func traceMeta(raw json.RawMessage) (sdk.Meta, bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil, false
+	}
+	meta := make(sdk.Meta, len(fields))
+	for k, v := range fields {
+		if k != "traceparent" && k != "tracestate" {
+			return nil, false
+		}
+		var s string
+		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			return nil, false
+		}
+		meta[k] = s
+	}
+	return meta, true
+}
+
 // run executes fc with ctx (which ends with the POST) and returns the response the
 // SDK would send: the tool result, or for an unknown tool the SDK's invalid-params
 // error.
-func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall, session *sdk.ServerSession) *jsonrpc.Response {
+func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) *jsonrpc.Response {
 	var res *sdk.CallToolResult
 	var err error
 	if len(f.middleware) == 0 {
-		res, err = f.callTool(ctx, r, fc)
+		res, err = f.callTool(ctx, r, &fc.ToolCall)
 	} else {
-		res, err = f.throughMiddleware(ctx, r, fc, session)
+		res, err = f.throughMiddleware(ctx, r, fc)
 	}
 	if err != nil {
 		// As the go-sdk session passes a handler's error on (toWire shapes it).
@@ -151,15 +201,15 @@ func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall, 
 	data, err := res.MarshalJSON()
 	if err != nil {
 		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("encoding the result of tool %s: %v", fc.name, err)}}
+			Message: fmt.Sprintf("encoding the result of tool %s: %v", fc.Name, err)}}
 	}
 	return &jsonrpc.Response{ID: fc.id, Result: data}
 }
 
 // callTool does what the go-sdk's tools/call handling does after its middleware,
 // through the server's CallTool.
-func (f *FastToolCalls) callTool(ctx context.Context, r *http.Request, fc *fastCall) (*sdk.CallToolResult, error) {
-	res, err := f.call(ctx, r, fc.name, fc.args)
+func (f *FastToolCalls) callTool(ctx context.Context, r *http.Request, tc *ToolCall) (*sdk.CallToolResult, error) {
+	res, err := f.call(ctx, r, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -174,15 +224,17 @@ func (f *FastToolCalls) callTool(ctx context.Context, r *http.Request, fc *fastC
 // session (nil on a stateless server), the raw params and the HTTP request's
 // headers and token. Middleware may change the params (the tool name, the
 // arguments) or answer itself.
-func (f *FastToolCalls) throughMiddleware(ctx context.Context, r *http.Request, fc *fastCall, session *sdk.ServerSession) (*sdk.CallToolResult, error) {
-	req := &sdk.CallToolRequest{Session: session, Params: &sdk.CallToolParamsRaw{Name: fc.name, Arguments: fc.args},
+func (f *FastToolCalls) throughMiddleware(ctx context.Context, r *http.Request, fc *fastCall) (*sdk.CallToolResult, error) {
+	req := &sdk.CallToolRequest{Session: fc.Session, Params: &sdk.CallToolParamsRaw{Meta: fc.Meta, Name: fc.Name, Arguments: fc.Args},
 		Extra: &sdk.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
 	var h sdk.MethodHandler = func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		cr, ok := req.(*sdk.CallToolRequest)
 		if !ok || cr.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("receiving middleware passed on %T for tools/call", req)}
 		}
-		call := fastCall{id: fc.id, name: cr.Params.Name, args: cr.Params.Arguments}
+		// Middleware may have changed the params; session and version are the call's.
+		call := fc.ToolCall
+		call.Name, call.Args, call.Meta = cr.Params.Name, cr.Params.Arguments, cr.Params.Meta
 		res, err := f.callTool(ctx, r, &call)
 		if err != nil {
 			return nil, err
@@ -260,7 +312,7 @@ func appendResultEnvelope(dst []byte, id jsonrpc.ID, result json.RawMessage) []b
 func (h *StreamableHandler) serveFastStateless(w http.ResponseWriter, r *http.Request, fc *fastCall, jsonOK bool) {
 	h.fast.served.Add(1)
 	ans := startFastAnswer(w, jsonOK)
-	ans.write(h.fast.run(r.Context(), r, fc, nil))
+	ans.write(h.fast.run(r.Context(), r, fc))
 }
 
 // serveFast answers a tool call of an established session. The call is registered
@@ -294,7 +346,8 @@ func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastC
 
 	c.h.fast.served.Add(1)
 	ans := startFastAnswer(w, jsonOK)
-	resp := c.h.fast.run(ctx, r, fc, c.session)
+	fc.Session = c.session
+	resp := c.h.fast.run(ctx, r, fc)
 	select {
 	case <-c.done:
 		// The session ended while the call ran; the SDK path answers 404 then too.
