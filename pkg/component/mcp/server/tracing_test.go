@@ -25,18 +25,7 @@ import (
 // parent is the caller's params._meta.traceparent, with the exchange's span
 // below it; the stdio server says network.transport pipe.
 func TestToolsCallSpanOnEveryTransport(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tr, err := tracing.New(config.TracingConfig{}, tracing.Options{Exporter: exp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	hc := newTestContext(t, &engine.Workflow{ID: "work", FromURI: "direct://work", Processors: []engine.Processor{
-		engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error { ex.In().SetBody("done"); return nil })}})
-	hc.SetTracer(tr)
+	hc, exp := tracedWorkContext(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	comp := startContext(t, hc,
@@ -114,18 +103,7 @@ func TestToolsCallSpanOnEveryTransport(t *testing.T) {
 // parent, the same name, kind and attributes (mcp.protocol.version and
 // mcp.session.id included); receiving middleware sees the same _meta.
 func TestFastPathTracedCallMatchesSDKPath(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tr, err := tracing.New(config.TracingConfig{}, tracing.Options{Exporter: exp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	hc := newTestContext(t, &engine.Workflow{ID: "work", FromURI: "direct://work", Processors: []engine.Processor{
-		engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error { ex.In().SetBody("done"); return nil })}})
-	hc.SetTracer(tr)
+	hc, exp := tracedWorkContext(t)
 	var mu sync.Mutex
 	metas := map[string]sdk.Meta{}
 	record := func(id string) sdk.Middleware {
@@ -231,4 +209,23 @@ func mustTraceState(t *testing.T, s string) trace.TraceState {
 		t.Fatal(err)
 	}
 	return ts
+}
+
+// tracedWorkContext is an engine context with a "work" workflow answering "done",
+// traced into the returned in-memory exporter.
+func tracedWorkContext(t *testing.T) (*engine.Context, *tracetest.InMemoryExporter) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tr, err := tracing.New(config.TracingConfig{}, tracing.Options{Exporter: exp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	hc := newTestContext(t, &engine.Workflow{ID: "work", FromURI: "direct://work", Processors: []engine.Processor{
+		engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error { ex.In().SetBody("done"); return nil })}})
+	hc.SetTracer(tr)
+	return hc, exp
 }
