@@ -463,7 +463,7 @@ func (a *App) messageRenderer(m config.PromptMessageConfig, p *primitives) func(
 			}
 			ex := exchange.NewWithBody(exchange.InOut, argsAny)
 			ex.SetVariable("args", argsAny)
-			res, err := script.Eval(ctx, ex)
+			res, err := script.EvalValue(ctx, ex)
 			if err != nil {
 				return nil, err
 			}

@@ -67,6 +67,13 @@ type Script struct {
 	// headers, variables and response_code are only built for a script that can see
 	// them (most transforms read the payload only).
 	dataRead map[string]bool
+	// direct is the script as a data expression evaluated without the interpreter
+	// (direct.go), nil when it is not one; directSteps bounds its step count.
+	direct      dataExpr
+	directSteps uint64
+	// pure: the script is one expression without calls, so it cannot change the
+	// payload in place nor assign globals; EvalValue then skips converting them.
+	pure bool
 }
 
 // freeName is a name the script reads but neither defines nor gets from Starlang.
@@ -129,6 +136,10 @@ func Compile(file string, line, col int, src string, opts *Options) (*Script, er
 	}
 	if err := resolve.File(f, isPredeclared, starlark.Universe.Has); err != nil {
 		return nil, s.compileError(err)
+	}
+	s.pure = isPureExpression(f)
+	if direct, nodes := compileDirect(f); direct != nil && directMaxSteps(nodes) < s.maxSteps {
+		s.direct, s.directSteps = direct, directMaxSteps(nodes)
 	}
 	for _, b := range f.Module.(*resolve.Module).Globals {
 		name := b.First.Name
@@ -300,11 +311,37 @@ type outcome struct {
 // *Error for anything else (undefined names, runtime errors, the step limit,
 // cancellation by ctx).
 func (s *Script) Eval(ctx context.Context, ex *exchange.Exchange) (*Result, error) {
+	return s.eval(ctx, ex, true)
+}
+
+// EvalValue runs the script like Eval for a caller that uses its value and Written
+// only (transform, set-body, split): when the script is one expression without calls
+// it cannot change the payload or assign globals, so Result.Payload and
+// Result.Globals are left nil instead of being converted back to Go values. For any
+// other script it is Eval.
+func (s *Script) EvalValue(ctx context.Context, ex *exchange.Exchange) (*Result, error) {
+	return s.eval(ctx, ex, !s.pure)
+}
+
+func (s *Script) eval(ctx context.Context, ex *exchange.Exchange, full bool) (*Result, error) {
+	if s.direct != nil && ex != nil {
+		body := ex.In().Body()
+		if v, ok := s.evalDirect(ctx, body); ok {
+			res := &Result{Value: v, HasValue: v != nil}
+			if full {
+				// The unchanged body after the interpreter's round trip; plainBody
+				// made sure it converts.
+				res.Globals = map[string]any{}
+				res.Payload, _ = fromBody(body)
+			}
+			return res, nil
+		}
+	}
 	out, err := s.run(ctx, ex)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Written: out.written, Globals: map[string]any{}}
+	res := &Result{Written: out.written}
 	if out.value != starlark.None {
 		if err := out.st.checkOutput(out.value, "the script's value"); err != nil {
 			return nil, s.outputError(err)
@@ -314,18 +351,21 @@ func (s *Script) Eval(ctx context.Context, ex *exchange.Exchange) (*Result, erro
 		}
 		res.HasValue = true
 	}
-	for name, v := range out.globals {
-		if strings.HasPrefix(name, "$") || v == nil || !isData(v) {
-			continue
+	if full {
+		res.Globals = map[string]any{}
+		for name, v := range out.globals {
+			if strings.HasPrefix(name, "$") || v == nil || !isData(v) {
+				continue
+			}
+			if seed, ok := out.pre[seedName(name)]; ok && sameValue(v, seed) {
+				continue // a seeded name the script did not actually reassign
+			}
+			g, err := FromStarlark(v)
+			if err != nil {
+				return nil, &Error{Pos: s.position(syntax.Position{}), Msg: fmt.Sprintf("global %s: %v", name, err), Err: err}
+			}
+			res.Globals[name] = g
 		}
-		if seed, ok := out.pre[seedName(name)]; ok && sameValue(v, seed) {
-			continue // a seeded name the script did not actually reassign
-		}
-		g, err := FromStarlark(v)
-		if err != nil {
-			return nil, &Error{Pos: s.position(syntax.Position{}), Msg: fmt.Sprintf("global %s: %v", name, err), Err: err}
-		}
-		res.Globals[name] = g
 	}
 	payload := out.pre["payload"]
 	if g, ok := out.globals["payload"]; ok && g != nil {
@@ -334,10 +374,32 @@ func (s *Script) Eval(ctx context.Context, ex *exchange.Exchange) (*Result, erro
 	if err := out.st.checkOutput(payload, "the payload"); err != nil {
 		return nil, s.outputError(err)
 	}
+	if !full {
+		return res, nil
+	}
 	if res.Payload, err = FromStarlark(payload); err != nil {
 		return nil, &Error{Pos: s.position(syntax.Position{}), Msg: "payload: " + err.Error(), Err: err}
 	}
 	return res, nil
+}
+
+// isPureExpression reports whether f is a single expression with no calls: it can
+// neither change a value in place nor define globals.
+func isPureExpression(f *syntax.File) bool {
+	if len(f.Stmts) != 1 {
+		return false
+	}
+	if _, ok := f.Stmts[0].(*syntax.ExprStmt); !ok {
+		return false
+	}
+	pure := true
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if _, call := n.(*syntax.CallExpr); call {
+			pure = false
+		}
+		return pure
+	})
+	return pure
 }
 
 // EvalBool runs the script like Eval and reports the Starlark truth of its value, for

@@ -163,7 +163,7 @@ func decodeSplit(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	switch {
 	case expr != nil:
 		sc.by = pattern.SplitValue(func(ctx context.Context, ex *exchange.Exchange) (any, error) {
-			res, err := expr.Eval(ctx, ex)
+			res, err := expr.EvalValue(ctx, ex)
 			switch {
 			case err != nil:
 				return nil, err
@@ -234,7 +234,7 @@ func scriptAggregate(script *starlang.Script) func(context.Context, *exchange.Ex
 		// A copy, so that `results` is not left in the exchange's variables.
 		scratch := ex.CopyWithBody(ex.In().Body())
 		scratch.SetVariable(splitResultsVar, results)
-		res, err := script.Eval(ctx, scratch)
+		res, err := script.EvalValue(ctx, scratch)
 		if err != nil {
 			return err
 		}

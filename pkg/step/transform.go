@@ -55,7 +55,14 @@ func buildScriptStep(bc *BuildContext, s config.StepConfig, d *config.Decoder, v
 func (t *scriptStep) Name() string { return t.name }
 
 func (t *scriptStep) Process(ctx context.Context, ex *exchange.Exchange) error {
-	res, err := t.script.Eval(ctx, ex)
+	var res *starlang.Result
+	var err error
+	if t.process {
+		res, err = t.script.Eval(ctx, ex)
+	} else {
+		// transform never uses the payload the script leaves behind.
+		res, err = t.script.EvalValue(ctx, ex)
+	}
 	if err != nil {
 		return err
 	}

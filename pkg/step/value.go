@@ -61,7 +61,7 @@ func (v *valueSource) decode(bc *BuildContext, d *config.Decoder, vals *config.V
 // which has already replaced the body.
 func (v *valueSource) eval(ctx context.Context, ex *exchange.Exchange) (val any, written bool, err error) {
 	if v.script != nil {
-		res, err := v.script.Eval(ctx, ex)
+		res, err := v.script.EvalValue(ctx, ex)
 		if err != nil {
 			return nil, false, err
 		}
