@@ -122,6 +122,15 @@ func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string
 	if len(params) == 0 || params[0] != '{' || jsondepth.DeeperThan(params, sdkMaxJSONDepth) {
 		return nil
 	}
+	if fc, ok := f.scanParams(req.ID, params, version); ok {
+		return fc
+	}
+	return f.matchDecoded(req, params, version)
+}
+
+// matchDecoded is match's reading of params through encoding/json, for what
+// scanParams leaves undecided.
+func (f *FastToolCalls) matchDecoded(req *jsonrpc.Request, params []byte, version string) *fastCall {
 	// A map, not a struct: encoding/json matches struct fields case-insensitively,
 	// the SDK's decoder does not ("Name" is not "name").
 	var fields map[string]json.RawMessage
@@ -129,6 +138,7 @@ func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string
 		return nil
 	}
 	fc := &fastCall{id: req.ID, ToolCall: ToolCall{ProtocolVersion: version}}
+	var ok bool
 	for k, v := range fields {
 		switch k {
 		case "name":
