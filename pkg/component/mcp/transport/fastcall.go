@@ -194,7 +194,7 @@ func traceMeta(raw json.RawMessage) (sdk.Meta, bool) {
 // run executes fc with ctx (which ends with the POST) and returns the response the
 // SDK would send: the tool result, or for an unknown tool the SDK's invalid-params
 // error.
-func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) *jsonrpc.Response {
+func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) fastReply {
 	var res *sdk.CallToolResult
 	var err error
 	if len(f.middleware) == 0 {
@@ -204,16 +204,28 @@ func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) 
 	}
 	if err != nil {
 		// As the go-sdk session passes a handler's error on (toWire shapes it).
-		return &jsonrpc.Response{ID: fc.id, Error: err}
+		return fastReply{resp: &jsonrpc.Response{ID: fc.id, Error: err}}
+	}
+	if plainResults {
+		if env, start, ok := plainResultEnvelope(fc.id, res); ok {
+			return fastReply{resp: &jsonrpc.Response{ID: fc.id, Result: env[start : len(env)-1 : len(env)-1]}, body: env}
+		}
 	}
 	// The SDK's MarshalJSON is json.Marshal of its wire form: compact and
 	// HTML-escaped already, so json.Marshal(res) would only copy it once more.
 	data, err := res.MarshalJSON()
 	if err != nil {
-		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("encoding the result of tool %s: %v", fc.Name, err)}}
+		return fastReply{resp: &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("encoding the result of tool %s: %v", fc.Name, err)}}}
 	}
-	return &jsonrpc.Response{ID: fc.id, Result: data}
+	return fastReply{resp: &jsonrpc.Response{ID: fc.id, Result: data}}
+}
+
+// fastReply is run's answer. body, when set, is resp as write sends it as JSON,
+// written with the result to spare a copy.
+type fastReply struct {
+	resp *jsonrpc.Response
+	body []byte
 }
 
 // callTool does what the go-sdk's tools/call handling does after its middleware,
@@ -286,15 +298,18 @@ func startFastAnswer(w http.ResponseWriter, jsonOK bool) *fastAnswer {
 	return a
 }
 
-func (a *fastAnswer) write(resp *jsonrpc.Response) {
+func (a *fastAnswer) write(reply fastReply) {
+	resp := reply.resp
 	if a.stream != nil {
 		_ = a.stream.event(resp)
 		return
 	}
-	var out []byte
-	if resp.Error == nil && len(resp.Result) > 0 {
+	out := reply.body
+	switch {
+	case out != nil:
+	case resp.Error == nil && len(resp.Result) > 0:
 		out = appendResultEnvelope(make([]byte, 0, len(resp.Result)+48), resp.ID, resp.Result)
-	} else {
+	default:
 		var err error
 		if out, err = json.Marshal(toWire(resp)); err != nil {
 			http.Error(a.w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
@@ -310,11 +325,16 @@ func (a *fastAnswer) write(resp *jsonrpc.Response) {
 // so it is compact and HTML-escaped already, which is all the encoder's pass over a
 // RawMessage would make it. fastcall_test.go checks the equality.
 func appendResultEnvelope(dst []byte, id jsonrpc.ID, result json.RawMessage) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = append(dst, encodeID(id)...)
-	dst = append(dst, `,"result":`...)
+	dst = appendEnvelopeHead(dst, id)
 	dst = append(dst, result...)
 	return append(dst, '}')
+}
+
+// appendEnvelopeHead appends what comes before the result in appendResultEnvelope.
+func appendEnvelopeHead(dst []byte, id jsonrpc.ID) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = appendID(dst, id)
+	return append(dst, `,"result":`...)
 }
 
 // serveFastStateless answers a stateless POST's tool call without creating the
