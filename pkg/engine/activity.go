@@ -1,6 +1,9 @@
 package engine
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // activity counts running work like sync.WaitGroup, except that Add may be called
 // while Wait is in progress. External callers of [Context.Run] (MCP tool calls,
@@ -11,11 +14,22 @@ type activity struct {
 	mu   sync.Mutex
 	n    int
 	zero chan struct{} // closed when n drops to 0; nil when no one waits
+	// cancels holds the cancel funcs of the running work that abandon must end
+	// (addCancellable), free the unused slots of cancels: registering under the
+	// lock Add takes anyway is cheaper than a context.AfterFunc per run on the
+	// shared run context, whose lock every concurrent run would contend for.
+	cancels   []context.CancelFunc
+	free      []int
+	abandoned bool
 }
 
 func (a *activity) Add(delta int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.addLocked(delta)
+}
+
+func (a *activity) addLocked(delta int) {
 	a.n += delta
 	if a.n < 0 {
 		panic("engine: negative activity count")
@@ -27,6 +41,57 @@ func (a *activity) Add(delta int) {
 }
 
 func (a *activity) Done() { a.Add(-1) }
+
+// addCancellable is Add(1) for work that abandon ends with cancel; once abandoned,
+// cancel is called at once. Pass the slot it returns to doneCancellable.
+func (a *activity) addCancellable(cancel context.CancelFunc) (slot int) {
+	a.mu.Lock()
+	a.addLocked(1)
+	if a.abandoned {
+		a.mu.Unlock()
+		cancel()
+		return -1
+	}
+	if k := len(a.free); k > 0 {
+		slot = a.free[k-1]
+		a.free = a.free[:k-1]
+		a.cancels[slot] = cancel
+	} else {
+		slot = len(a.cancels)
+		a.cancels = append(a.cancels, cancel)
+	}
+	a.mu.Unlock()
+	return slot
+}
+
+// doneCancellable is Done for work added with addCancellable.
+func (a *activity) doneCancellable(slot int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if slot >= 0 && !a.abandoned {
+		a.cancels[slot] = nil
+		a.free = append(a.free, slot)
+	}
+	a.addLocked(-1)
+}
+
+// abandon cancels the work added with addCancellable, now and from now on.
+func (a *activity) abandon() {
+	a.mu.Lock()
+	if a.abandoned {
+		a.mu.Unlock()
+		return
+	}
+	a.abandoned = true
+	cancels := a.cancels
+	a.cancels, a.free = nil, nil
+	a.mu.Unlock()
+	for _, cancel := range cancels {
+		if cancel != nil {
+			cancel()
+		}
+	}
+}
 
 // Wait blocks until the count is zero.
 func (a *activity) Wait() {

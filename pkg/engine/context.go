@@ -68,6 +68,15 @@ type runtimeWorkflow struct {
 	pipeline Processor
 	state    string
 	counters *workflowCounters
+	id       any // wf.ID boxed once, for the context of every run
+}
+
+// idValue is wf.ID as an interface value, without boxing it anew on every run.
+func (rw *runtimeWorkflow) idValue() any {
+	if id, _ := rw.id.(string); id == rw.wf.ID {
+		return rw.id
+	}
+	return rw.wf.ID
 }
 
 // NewContext creates an empty context named name with direct:// (built into the
@@ -151,7 +160,7 @@ func (c *Context) AddWorkflow(w *Workflow) error {
 	}
 	c.workflows = append(c.workflows, w)
 	rw := &runtimeWorkflow{wf: w, pipeline: BuildPipeline(procs, w.Interceptors, w.ErrorHandler), state: StateStopped,
-		counters: c.countersLocked(w.ID)}
+		counters: c.countersLocked(w.ID), id: w.ID}
 	setPipelineTracer(rw.pipeline, c.tracer)
 	c.byID[w.ID] = rw
 	return nil
@@ -200,9 +209,35 @@ func (c *Context) Run(ctx context.Context, workflowID string, ex *exchange.Excha
 	return c.runPipeline(ctx, rw, ex)
 }
 
-func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) (err error) {
+// RunUntilStop is [Context.Run] whose run also ends when Stop gives up draining
+// (when RunContext ends), not only when ctx does: for callers whose ctx is not
+// derived from RunContext (MCP tool calls).
+func (c *Context) RunUntilStop(ctx context.Context, workflowID string, ex *exchange.Exchange) error {
+	c.mu.Lock()
+	rw, ok := c.byID[workflowID]
+	c.mu.Unlock()
+	if !ok {
+		err := fmt.Errorf("no workflow with id %q", workflowID)
+		ex.SetException(err)
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Registered with the in-flight count rather than with context.AfterFunc on
+	// the run context: no allocations, and no lock shared with nothing else.
+	slot := c.inflight.addCancellable(cancel)
+	defer c.inflight.doneCancellable(slot)
+	return c.process(runCtx, rw, ex)
+}
+
+func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) error {
 	c.inflight.Add(1)
 	defer c.inflight.Done()
+	return c.process(ctx, rw, ex)
+}
+
+// process runs ex through rw's pipeline; the caller counts it as in-flight.
+func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) (err error) {
 	if c.tracer != nil {
 		// Deferred before the recovery below, so it runs after it and sees a panic's error.
 		var end func(error)
@@ -229,7 +264,7 @@ func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exch
 	if ex.FromWorkflow() == "" {
 		ex.SetFromWorkflow(rw.wf.ID)
 	}
-	return rw.pipeline.Process(withWorkflowID(ctx, rw.wf.ID), ex)
+	return rw.pipeline.Process(withWorkflowID(ctx, rw.idValue()), ex)
 }
 
 // Endpoint returns the endpoint for rawURI, building it once per normalised URI.
@@ -362,6 +397,12 @@ func (c *Context) Go(f func(ctx context.Context)) {
 // RunContext is cancelled when Stop gives up draining; consumers that create
 // exchanges on their own (timers) derive their contexts from it.
 func (c *Context) RunContext() context.Context { return c.runCtx }
+
+// abandonRuns ends RunContext and the runs of RunUntilStop.
+func (c *Context) abandonRuns() {
+	c.cancelRun()
+	c.inflight.abandon()
+}
 
 // Services is implemented by composite steps (choice, multicast …) so that the engine
 // can find every step with a lifecycle.
@@ -515,14 +556,14 @@ func (c *Context) stop(ctx context.Context, drain time.Duration) error {
 		timer.Stop()
 	case <-timer.C:
 		c.Logger().Warn("stop: drain deadline passed; cancelling in-flight exchanges", "context", c.name)
-		c.cancelRun()
+		c.abandonRuns()
 		select {
 		case <-done:
 		case <-time.After(time.Second):
 			errs = append(errs, errors.New("stop: in-flight exchanges did not finish after cancellation"))
 		}
 	}
-	c.cancelRun()
+	c.abandonRuns()
 
 	c.mu.Lock()
 	services := c.startedServices

@@ -238,3 +238,58 @@ func TestStopGivesUpAtDeadlineAndCancels(t *testing.T) {
 		t.Fatalf("background work honouring cancellation should stop cleanly: %v", err)
 	}
 }
+
+// RunUntilStop's run ends when its ctx ends, when Stop gives up draining, and at
+// once for a run started after Stop; a run of no workflow fails like Run's.
+func TestRunUntilStopEndsAtAbandon(t *testing.T) {
+	h := engine.NewContext("t")
+	started := make(chan struct{}, 4)
+	block := engine.ProcessorFunc(func(ctx context.Context, _ *exchange.Exchange) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if err := h.AddWorkflow(&engine.Workflow{ID: "block", Processors: []engine.Processor{block}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RunUntilStop(context.Background(), "nope", exchange.New(exchange.InOut)); err == nil ||
+		err.Error() != `no workflow with id "nope"` {
+		t.Errorf("unknown workflow: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() { ended <- h.RunUntilStop(ctx, "block", exchange.New(exchange.InOut)) }()
+	<-started
+	cancel()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Errorf("ctx cancelled: %v", err)
+	}
+
+	for range 2 {
+		go func() { ended <- h.RunUntilStop(context.Background(), "block", exchange.New(exchange.InOut)) }()
+	}
+	<-started
+	<-started
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer stopCancel()
+	if err := h.Stop(stopCtx); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	for range 2 {
+		select {
+		case err := <-ended:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("abandoned run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a run went on after Stop gave up draining")
+		}
+	}
+	if err := h.RunUntilStop(context.Background(), "block", exchange.New(exchange.InOut)); !errors.Is(err, context.Canceled) {
+		t.Errorf("run after Stop: %v", err)
+	}
+}

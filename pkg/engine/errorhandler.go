@@ -100,8 +100,9 @@ type workflowIDKey struct{}
 
 // withWorkflowID records which workflow's pipeline is running; the dead letter channel
 // reports it as HelixFailedWorkflow (ex.FromWorkflow() would name the outermost caller
-// when the failure happens in a workflow reached through direct://).
-func withWorkflowID(ctx context.Context, id string) context.Context {
+// when the failure happens in a workflow reached through direct://). id is a string,
+// passed boxed so that a run does not box it again.
+func withWorkflowID(ctx context.Context, id any) context.Context {
 	return context.WithValue(ctx, workflowIDKey{}, id)
 }
 

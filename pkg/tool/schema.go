@@ -26,6 +26,7 @@ func (t *Tool) compile() {
 	if t.Name == "" {
 		t.Name = SanitizeName(t.ID)
 	}
+	t.name = t.Name
 	if err := CheckName(t.ID, t.Name); err != nil {
 		t.broken = err
 		return

@@ -51,6 +51,15 @@ type Tool struct {
 	outSchema *jsonschema.Resolved // nil without OutputSchema
 	outQuick  *quickSchema         // outSchema compiled to Go checks when plain enough (nil: always outSchema)
 	broken    error                // why the tool cannot be served; Select reports it
+	name      any                  // Name boxed, for the header of every call (nameValue)
+}
+
+// nameValue is t.Name as an interface value, boxed once by compile.
+func (t *Tool) nameValue() any {
+	if n, ok := t.name.(string); ok && n == t.Name {
+		return t.name
+	}
+	return t.Name
 }
 
 // Func runs a tool with its (validated) arguments. A returned error fails the call:

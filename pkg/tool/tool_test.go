@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -271,5 +272,52 @@ func TestFromWorkflows(t *testing.T) {
 	}
 	if headers[exchange.HeaderMcpToolName] != "greet" || headers[exchange.HeaderMcpRouteID] != "greet" || headers[exchange.HeaderMcpServerName] != "demo" {
 		t.Errorf("headers %v", headers)
+	}
+}
+
+// A workflow tool's run ends when the engine gives up draining at Stop, though the
+// caller's ctx never ends; the headers name the caller made with NewCaller.
+func TestFromWorkflowEndsWhenStopAbandons(t *testing.T) {
+	hc := engine.NewContext("t")
+	hc.SetLogger(slog.New(slog.DiscardHandler))
+	started := make(chan map[string]any, 1)
+	wf := &engine.Workflow{ID: "wait-here", FromURI: "direct://wait-here", Processors: []engine.Processor{
+		engine.ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
+			started <- ex.In().Headers()
+			<-ctx.Done()
+			return ctx.Err()
+		})}}
+	if err := hc.AddWorkflow(wf); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g, ok := tool.FromWorkflows(hc).Tool("wait-here")
+	if !ok {
+		t.Fatal("no tool")
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, cause := g.Call(tool.WithCaller(context.Background(), tool.NewCaller("demo")), nil)
+		ended <- cause
+	}()
+	headers := <-started
+	if headers[exchange.HeaderMcpToolName] != "wait_here" || headers[exchange.HeaderMcpRouteID] != "wait-here" ||
+		headers[exchange.HeaderMcpServerName] != "demo" {
+		t.Errorf("headers %v", headers)
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := hc.Stop(stopCtx); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	select {
+	case cause := <-ended:
+		if !errors.Is(cause, context.Canceled) {
+			t.Errorf("cause %v", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool call went on after Stop gave up draining")
 	}
 }

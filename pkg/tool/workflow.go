@@ -15,6 +15,19 @@ import (
 // workflow's exchange. Callers keep one per server and pass it with [WithCaller].
 type Caller struct {
 	Server string // the name of the MCP server the call came through
+
+	server any // Server boxed by NewCaller, so that calls do not box it each time
+}
+
+// NewCaller returns the Caller of the MCP server named server.
+func NewCaller(server string) *Caller { return &Caller{Server: server, server: server} }
+
+// serverValue is c.Server as an interface value.
+func (c *Caller) serverValue() any {
+	if s, ok := c.server.(string); ok && s == c.Server {
+		return c.server
+	}
+	return c.Server
 }
 
 type callerKey struct{}
@@ -82,23 +95,20 @@ func FromWorkflow(hc *engine.Context, wf *engine.Workflow) (*Tool, error) {
 	}
 	structured := len(bytes.TrimSpace(wf.OutputSchema)) > 0
 	id := wf.ID
+	var idValue any = id // boxed once, not on every call
 	t.Invoke = func(ctx context.Context, args map[string]any) (Result, error) {
 		ex := exchange.NewWithBody(exchange.InOut, args)
 		msg := ex.In()
-		msg.SetHeader(exchange.HeaderMcpToolName, t.Name)
-		msg.SetHeader(exchange.HeaderMcpRouteID, id)
-		server := ""
+		msg.SetHeader(exchange.HeaderMcpToolName, t.nameValue())
+		msg.SetHeader(exchange.HeaderMcpRouteID, idValue)
+		var server any = ""
 		if c := CallerFrom(ctx); c != nil {
-			server = c.Server
+			server = c.serverValue()
 		}
 		msg.SetHeader(exchange.HeaderMcpServerName, server)
 		// The call ends when the caller gives up (ctx) or when the engine abandons
 		// draining at Stop (run context), whichever comes first.
-		runCtx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stopAfter := context.AfterFunc(hc.RunContext(), cancel)
-		defer stopAfter()
-		if err := hc.Run(runCtx, id, ex); err != nil {
+		if err := hc.RunUntilStop(ctx, id, ex); err != nil {
 			return Result{}, err
 		}
 		reply := ex.In()

@@ -96,7 +96,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	gate := newCallGate()
 	// Helix's Streamable HTTP transport on a stateful server resumes streams.
 	resumes := !s.opts.Stateless && s.opts.Transport != "sse" && s.opts.HTTPTransport != HTTPTransportSDK
-	caller := &toolCaller{caller: &tool.Caller{Server: s.opts.Name}, allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
+	caller := &toolCaller{caller: tool.NewCaller(s.opts.Name), allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
 		gate: gate, postContext: s.posts.lookup, resumes: resumes, serverID: s.opts.ID, stats: &s.comp.calls,
 		tracer: tracerOf(s.comp.hc), network: networkOf(s.opts.Transport)}
 	for _, t := range tools {
