@@ -169,7 +169,7 @@ func accepts(values []string) (jsonOK, streamOK bool) {
 		return true, true
 	}
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
+		for part := range strings.SplitSeq(v, ",") {
 			base, _, _ := strings.Cut(part, ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json", "application/*":
@@ -185,7 +185,8 @@ func accepts(values []string) (jsonOK, streamOK bool) {
 }
 
 func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version string) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	// The usual header spares ParseMediaType's parameter map.
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
 		return
 	}
@@ -232,14 +233,9 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 
 	var calls []*jsonrpc.Request
 	hasInit := false
-	tokenInfo := auth.TokenInfoFromContext(r.Context())
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
-		if !ok {
-			continue
-		}
-		req.Extra = &sdk.RequestExtra{TokenInfo: tokenInfo, Header: r.Header}
-		if !req.IsCall() {
+		if !ok || !req.IsCall() {
 			continue
 		}
 		calls = append(calls, req)
@@ -264,6 +260,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 			h.serveFastStateless(w, r, fc, jsonOK)
 			return
 		}
+		attachExtra(msgs, r, nil)
 		h.postStateless(w, r, msgs, calls, batch, hasInit, effective, jsonOK, streamOK)
 		return
 	}
@@ -299,12 +296,6 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		return
 	}
 	defer c.end()
-	for _, req := range calls {
-		// As the go-sdk's transport: a handler may end the POST's event stream
-		// early (SEP-1699 polling); the client resumes it with Last-Event-ID.
-		id := req.ID
-		req.Extra.(*sdk.RequestExtra).CloseSSEStream = func(args sdk.CloseSSEStreamArgs) { c.closeStream(id, args.RetryAfter) }
-	}
 	if fc != nil && !c.wantsLogs() {
 		// Only sessions the SDK would serve a tools/call in: initialized, with a
 		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
@@ -313,9 +304,39 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 			return
 		}
 	}
+	attachExtra(msgs, r, c)
 	c.noteCancels(msgs)
 	c.noteLogging(calls)
 	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
+}
+
+// isJSONMediaType tells whether a Content-Type names application/json.
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// attachExtra gives each request of msgs the RequestExtra the session hands its
+// handler: the caller's token and headers and, for the calls of session c (nil
+// when stateless), CloseSSEStream. Only the SDK path reads it, so the fast path
+// skips it (it builds its own for middleware).
+func attachExtra(msgs []jsonrpc.Message, r *http.Request, c *streamConn) {
+	tokenInfo := auth.TokenInfoFromContext(r.Context())
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok {
+			continue
+		}
+		extra := &sdk.RequestExtra{TokenInfo: tokenInfo, Header: r.Header}
+		if c != nil && req.IsCall() {
+			// As the go-sdk's transport: a handler may end the POST's event
+			// stream early (SEP-1699 polling); the client resumes it with
+			// Last-Event-ID.
+			id := req.ID
+			extra.CloseSSEStream = func(args sdk.CloseSSEStreamArgs) { c.closeStream(id, args.RetryAfter) }
+		}
+		req.Extra = extra
+	}
 }
 
 type relatedKey struct{}
@@ -377,9 +398,13 @@ func newProtocolMeta(req *jsonrpc.Request, header string) (metaVersion string, i
 		var p struct {
 			Meta map[string]json.RawMessage `json:"_meta"`
 		}
+		// v, not metaVersion, takes the address: declared here, it is allocated
+		// only for params that name the key.
+		var v string
 		if json.Unmarshal(req.Params, &p) == nil {
-			_ = json.Unmarshal(p.Meta[sdk.MetaKeyProtocolVersion], &metaVersion)
+			_ = json.Unmarshal(p.Meta[sdk.MetaKeyProtocolVersion], &v)
 		}
+		metaVersion = v
 	}
 	return metaVersion, metaVersion != "" || header >= statelessProtocol
 }
