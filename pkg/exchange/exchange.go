@@ -98,24 +98,28 @@ func (m *Message) Headers() map[string]any { return m.headers }
 
 // Exchange is one message travelling through a workflow.
 type Exchange struct {
-	id        string
-	pattern   Pattern
-	in        *Message
+	id      string
+	pattern Pattern
+	in      *Message
+	// variables is made on first use: most exchanges never set one.
 	variables map[string]any
 	exception error
 	// FromWorkflow is the ID of the workflow whose trigger created this exchange, if any.
 	fromWorkflow string
+	// msg is where New's in-message lives: one allocation for both.
+	msg Message
 }
 
 // New creates an exchange with a fresh ID and an empty in-message.
 func New(p Pattern) *Exchange {
-	return &Exchange{id: newID(), pattern: p, in: NewMessage(nil), variables: map[string]any{}}
+	return NewWithBody(p, nil)
 }
 
 // NewWithBody creates an exchange carrying body.
 func NewWithBody(p Pattern, body any) *Exchange {
-	ex := New(p)
-	ex.in.body = body
+	ex := &Exchange{id: newID(), pattern: p}
+	ex.msg = Message{body: body, headers: map[string]any{}}
+	ex.in = &ex.msg
 	return ex
 }
 
@@ -135,10 +139,15 @@ func (e *Exchange) SetException(err error) { e.exception = err }
 func (e *Exchange) Variable(name string) any { return e.variables[name] }
 
 // SetVariable sets an exchange variable, visible to every later step.
-func (e *Exchange) SetVariable(name string, v any) { e.variables[name] = v }
+func (e *Exchange) SetVariable(name string, v any) { e.Variables()[name] = v }
 
 // Variables returns the live variable map.
-func (e *Exchange) Variables() map[string]any { return e.variables }
+func (e *Exchange) Variables() map[string]any {
+	if e.variables == nil {
+		e.variables = map[string]any{}
+	}
+	return e.variables
+}
 
 // Copy returns a deep copy with a new ID: body, headers and variables are cloned so
 // that the copy can be mutated on another goroutine without touching the original.
