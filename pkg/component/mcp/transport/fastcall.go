@@ -208,7 +208,7 @@ func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) 
 	}
 	if plainResults {
 		if env, start, ok := plainResultEnvelope(fc.id, res); ok {
-			return fastReply{resp: &jsonrpc.Response{ID: fc.id, Result: env[start : len(env)-1 : len(env)-1]}, body: env}
+			return fastReply{body: env, id: fc.id, resultAt: start}
 		}
 	}
 	// The SDK's MarshalJSON is json.Marshal of its wire form: compact and
@@ -221,11 +221,22 @@ func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) 
 	return fastReply{resp: &jsonrpc.Response{ID: fc.id, Result: data}}
 }
 
-// fastReply is run's answer. body, when set, is resp as write sends it as JSON,
-// written with the result to spare a copy.
+// fastReply is run's answer: resp, or body, the whole response as write sends it
+// as JSON (written with the result, to spare a copy), with its id and where the
+// result starts.
 type fastReply struct {
-	resp *jsonrpc.Response
-	body []byte
+	resp     *jsonrpc.Response
+	body     []byte
+	id       jsonrpc.ID
+	resultAt int
+}
+
+func (r fastReply) response() *jsonrpc.Response {
+	if r.resp != nil {
+		return r.resp
+	}
+	end := len(r.body) - 1 // the envelope's closing brace
+	return &jsonrpc.Response{ID: r.id, Result: r.body[r.resultAt:end:end]}
 }
 
 // callTool does what the go-sdk's tools/call handling does after its middleware,
@@ -289,8 +300,9 @@ type fastAnswer struct {
 	stream *eventWriter
 }
 
-func startFastAnswer(w http.ResponseWriter, jsonOK bool) *fastAnswer {
-	a := &fastAnswer{w: w}
+// A value, not a pointer, so that it stays on the caller's stack.
+func startFastAnswer(w http.ResponseWriter, jsonOK bool) fastAnswer {
+	a := fastAnswer{w: w}
 	if !jsonOK {
 		a.stream = newEventWriter(w)
 		a.stream.start()
@@ -299,14 +311,13 @@ func startFastAnswer(w http.ResponseWriter, jsonOK bool) *fastAnswer {
 }
 
 func (a *fastAnswer) write(reply fastReply) {
-	resp := reply.resp
 	if a.stream != nil {
-		_ = a.stream.event(resp)
+		_ = a.stream.event(reply.response())
 		return
 	}
 	out := reply.body
-	switch {
-	case out != nil:
+	switch resp := reply.resp; {
+	case out != nil: // run wrote it
 	case resp.Error == nil && len(resp.Result) > 0:
 		out = appendResultEnvelope(make([]byte, 0, len(resp.Result)+48), resp.ID, resp.Result)
 	default:
