@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"sync"
 	"unicode/utf8"
 
 	segjson "github.com/segmentio/encoding/json"
@@ -89,13 +90,37 @@ func (t *Tool) shape(res Result) Result {
 	}
 	res.Structured = structured
 	if len(res.Content) == 0 {
-		text, err := json.Marshal(structured)
+		text, err := marshalText(structured)
 		if err != nil {
 			return ErrorResult(fmt.Sprintf("tool %s: %v", t.Name, err))
 		}
-		res.Content = []Content{Text(string(text))}
+		res.Content = []Content{Text(text)}
 	}
 	return res
+}
+
+// jsonBufs are the buffers of marshalText.
+var jsonBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// marshalText is string(json.Marshal(v)), without json.Marshal's reflection and
+// allocations for plain JSON values (appendJSON).
+func marshalText(v any) (string, error) {
+	bp := jsonBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 64<<10 { // a rare huge result does not stay pinned
+			jsonBufs.Put(bp)
+		}
+	}()
+	text, ok := appendJSON((*bp)[:0], v, 0)
+	*bp = text
+	if ok {
+		return string(text), nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(data), nil
 }
 
 // plainJSON returns v as a plain JSON value (maps, slices, float64 …): strings and

@@ -119,6 +119,9 @@ func resolveOutput(out json.RawMessage) (*jsonschema.Resolved, error) {
 type InputValidator struct {
 	rs    *jsonschema.Resolved
 	quick *quickSchema // nil: every call asks rs
+	// defaults: the schema has defaults ApplyDefaults may apply; without any it
+	// leaves plain arguments (plainAlong) as they are, and Validate skips it.
+	defaults bool
 }
 
 // CompileInput compiles schema, checking that its defaults are valid.
@@ -131,17 +134,72 @@ func CompileInput(schema json.RawMessage) (*InputValidator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &InputValidator{rs: rs, quick: compileQuick(schema)}, nil
+	return &InputValidator{rs: rs, quick: compileQuick(schema), defaults: hasDefaults(rs.Schema())}, nil
+}
+
+// hasDefaults reports whether s or a schema under its properties, at any depth, has
+// a default: the only schemas jsonschema-go's ApplyDefaults reads.
+func hasDefaults(s *jsonschema.Schema) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default != nil {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefaults(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Validate returns args with the schema's defaults applied, or the violation (see
 // [SchemaError]). Defaults get the number types of decoded arguments: integral
 // numbers int64, others float64.
-func (v *InputValidator) Validate(args map[string]any) (out map[string]any, err error) {
-	out = make(map[string]any, len(args))
+func (v *InputValidator) Validate(args map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(args))
 	for k, x := range args {
 		out[k] = x
 	}
+	if v.defaults || !plainAlong(v.rs.Schema(), out) {
+		var err error
+		if out, err = v.applyDefaults(args, out); err != nil {
+			return nil, err
+		}
+	}
+	if v.quick != nil && v.quick.valid(out) {
+		return out, nil
+	}
+	if err := v.rs.Validate(out); err != nil {
+		return nil, SchemaError(err)
+	}
+	return out, nil
+}
+
+// plainAlong reports whether the values of m that ApplyDefaults visits for schema s
+// (under its properties, at any depth) are plain decoded JSON, on which it fails
+// or panics only when applying a default.
+func plainAlong(s *jsonschema.Schema, m map[string]any) bool {
+	if s == nil {
+		return false
+	}
+	for prop, sub := range s.Properties {
+		switch x := m[prop].(type) {
+		case nil, bool, string, int64, float64, []any:
+		case map[string]any:
+			if !plainAlong(sub, x) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// applyDefaults applies the schema's defaults to out, a copy of args.
+func (v *InputValidator) applyDefaults(args, out map[string]any) (_ map[string]any, err error) {
 	defer func() {
 		// ApplyDefaults may panic on values it cannot assign; a call must get an
 		// error, not take the server down.
@@ -156,12 +214,6 @@ func (v *InputValidator) Validate(args map[string]any) (out map[string]any, err 
 		if _, given := args[k]; !given {
 			out[k] = renumber(x)
 		}
-	}
-	if v.quick != nil && v.quick.valid(out) {
-		return out, nil
-	}
-	if err := v.rs.Validate(out); err != nil {
-		return nil, SchemaError(err)
 	}
 	return out, nil
 }
