@@ -182,3 +182,29 @@ func TestFastToolCallsMatchTheSDKPathForContent(t *testing.T) {
 		})
 	}
 }
+
+// sdkResult's one-allocation text result is the result it always made.
+func TestSDKResultOneTextPart(t *testing.T) {
+	for _, res := range []tool.Result{
+		tool.TextResult("hi"),
+		tool.ErrorResult("bad"),
+		{Content: []tool.Content{tool.Text(`{"a":1}`)}, Structured: map[string]any{"a": 1.0}},
+		{Content: []tool.Content{{Type: "", Text: "untyped"}}},
+		{Content: []tool.Content{{Type: tool.ContentImage, Data: contentPNG, MIMEType: "image/png"}}},
+		{Content: []tool.Content{tool.Text("a"), tool.Text("b")}},
+		{},
+	} {
+		got := sdkResult(res)
+		want := &sdk.CallToolResult{IsError: res.IsError, StructuredContent: res.Structured}
+		for _, c := range res.Content {
+			if c.Type == tool.ContentImage {
+				want.Content = append(want.Content, &sdk.ImageContent{Data: c.Data, MIMEType: c.MIMEType})
+			} else {
+				want.Content = append(want.Content, &sdk.TextContent{Text: c.Text})
+			}
+		}
+		if !reflect.DeepEqual(got, want) || len(got.Content) != cap(got.Content) {
+			t.Errorf("sdkResult(%+v) = %+v, want %+v", res, got, want)
+		}
+	}
+}

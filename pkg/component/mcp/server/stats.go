@@ -47,8 +47,25 @@ func (s *toolCallStats) counters(server, tool string) *toolCounters {
 	return c
 }
 
-func (s *toolCallStats) record(server, tool string, isError bool) {
-	c := s.counters(server, tool)
+// countersOf is the counters of tool t of server, kept in t after the first call:
+// no lock and no map lookup per call.
+func (s *toolCallStats) countersOf(t *serverTool, server string) *toolCounters {
+	if cc := t.counters.Load(); cc != nil && cc.stats == s && cc.server == server {
+		return cc.c
+	}
+	c := s.counters(server, t.info.Name)
+	t.counters.Store(&cachedCounters{stats: s, server: server, c: c})
+	return c
+}
+
+// cachedCounters is what countersOf keeps in a serverTool.
+type cachedCounters struct {
+	stats  *toolCallStats
+	server string
+	c      *toolCounters
+}
+
+func (c *toolCounters) count(isError bool) {
 	c.calls.Add(1)
 	if isError {
 		c.errors.Add(1)

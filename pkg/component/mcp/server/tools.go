@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,8 +47,9 @@ type ToolInfo struct {
 
 // serverTool is one catalogue tool as a server serves it (overrides applied).
 type serverTool struct {
-	info ToolInfo
-	t    *tool.Tool
+	info     ToolInfo
+	t        *tool.Tool
+	counters atomic.Pointer[cachedCounters] // stats.go
 }
 
 // ToolNameClashError reports two exposed tools whose ids sanitize to the same
@@ -270,7 +272,7 @@ func resolveToolAliases(tools []*serverTool) sdk.Middleware {
 func (c *toolCaller) call(ctx context.Context, t *serverTool, rawArgs json.RawMessage) *sdk.CallToolResult {
 	res := c.run(ctx, t, rawArgs)
 	if c.stats != nil {
-		c.stats.record(c.serverID, t.info.Name, res.IsError)
+		c.stats.countersOf(t, c.serverID).count(res.IsError)
 	}
 	return res
 }
@@ -294,8 +296,24 @@ func (c *toolCaller) run(ctx context.Context, t *serverTool, rawArgs json.RawMes
 	return sdkResult(res)
 }
 
+// textResult is a result of one text part, made with one allocation instead of three.
+type textResult struct {
+	res  sdk.CallToolResult
+	part [1]sdk.Content
+	text sdk.TextContent
+}
+
 // sdkResult is res as the go-sdk sends it.
 func sdkResult(res tool.Result) *sdk.CallToolResult {
+	if len(res.Content) == 1 && isTextPart(res.Content[0].Type) {
+		// The usual answer: one text part (an error's message, a reply's text or the
+		// JSON of a structured one).
+		r := &textResult{res: sdk.CallToolResult{IsError: res.IsError, StructuredContent: res.Structured}}
+		r.text.Text = res.Content[0].Text
+		r.part[0] = &r.text
+		r.res.Content = r.part[:]
+		return &r.res
+	}
 	out := &sdk.CallToolResult{IsError: res.IsError, StructuredContent: res.Structured}
 	if len(res.Content) == 0 {
 		return out
@@ -320,6 +338,15 @@ func sdkResult(res tool.Result) *sdk.CallToolResult {
 		}
 	}
 	return out
+}
+
+// isTextPart reports whether sdkResult makes a part of type ct a TextContent.
+func isTextPart(ct tool.ContentType) bool {
+	switch ct {
+	case tool.ContentImage, tool.ContentAudio, tool.ContentResource, tool.ContentResourceLink:
+		return false
+	}
+	return true
 }
 
 // toolNames returns the names of tools, sorted as MCP lists them.
