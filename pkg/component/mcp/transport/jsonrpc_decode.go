@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -47,6 +48,10 @@ type wireDecode struct {
 	Result     json.RawMessage `json:"result,omitempty"`
 	Error      *jsonrpc.Error  `json:"error,omitempty"`
 }
+
+// wireDecodes recycles decodeMessage's envelopes: one parsed into escapes to
+// the heap, one allocation a message.
+var wireDecodes = sync.Pool{New: func() any { return new(wireDecode) }}
 
 // errParse marks input that is not JSON at all (-32700); other decoding errors are
 // valid JSON that is not a JSON-RPC message (-32600).
@@ -108,8 +113,12 @@ func decodeMessage(data []byte) (m jsonrpc.Message, nullID bool, err error) {
 	if jsondepth.DeeperThan(data, sdkMaxJSONDepth) {
 		return nil, false, fmt.Errorf("%w: exceeded maximum nesting depth of %d", errParse, sdkMaxJSONDepth)
 	}
-	var w wireDecode
-	if _, err := sdkjson.Parse(data, &w, sdkParseFlags); err != nil {
+	w := wireDecodes.Get().(*wireDecode)
+	defer func() {
+		*w = wireDecode{} // holds nothing of data while pooled
+		wireDecodes.Put(w)
+	}()
+	if _, err := sdkjson.Parse(data, w, sdkParseFlags); err != nil {
 		if _, ok := err.(*sdkjson.SyntaxError); ok {
 			return nil, false, fmt.Errorf("%w: %v", errParse, err)
 		}
