@@ -199,7 +199,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	if h.maxBody > 0 {
 		body = http.MaxBytesReader(w, r.Body, h.maxBody)
 	}
-	data, err := io.ReadAll(body)
+	data, err := readBody(body, r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -308,6 +308,29 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	c.noteCancels(msgs)
 	c.noteLogging(calls)
 	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
+}
+
+// readBody is io.ReadAll(body) with a buffer sized for the declared length
+// (-1 when unknown), up to 64 KiB, rather than io.ReadAll's 512 bytes: one
+// right-sized allocation for the usual small request.
+func readBody(body io.Reader, length int64) ([]byte, error) {
+	if length < 0 || length >= 64<<10 {
+		return io.ReadAll(body)
+	}
+	b := make([]byte, 0, length+1) // room to see EOF without growing
+	for {
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // more than declared: grow
+		}
+	}
 }
 
 // isJSONMediaType tells whether a Content-Type names application/json.
