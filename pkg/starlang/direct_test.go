@@ -291,3 +291,27 @@ func randomPath(rng *rand.Rand, v any) string {
 	}
 	return path
 }
+
+// TestDirectHostileBodies: bodies nested past the limit, cyclic, or huge get the
+// interpreter's answer (its nesting error, or the same value), never a panic.
+func TestDirectHostileBodies(t *testing.T) {
+	deep := map[string]any{"text": "x"}
+	for range DefaultMaxNesting + 5 {
+		deep = map[string]any{"text": "x", "in": deep}
+	}
+	if sameEval(t, `{"text": payload["text"]}`, deep, nil) {
+		t.Fatal("a body nested past the limit was answered directly")
+	}
+	cyclic := map[string]any{"text": "x"}
+	cyclic["self"] = cyclic
+	if sameEval(t, `{"text": payload["text"]}`, cyclic, nil) {
+		t.Fatal("a cyclic body was answered directly")
+	}
+	wide := map[string]any{"text": strings.Repeat("é", 1<<20)}
+	for i := range 10000 {
+		wide["k"+strconv.Itoa(i)] = []any{float64(i), "v", nil, true}
+	}
+	if !sameEval(t, `{"text": payload["text"], "k": payload["k9999"][0]}`, wide, nil) {
+		t.Fatal("a large plain body should still be answered directly")
+	}
+}
