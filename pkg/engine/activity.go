@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"context"
-	"sync"
-)
+import "sync"
 
 // activity counts running work like sync.WaitGroup, except that Add may be called
 // while Wait is in progress. External callers of [Context.Run] (MCP tool calls,
@@ -14,11 +11,11 @@ type activity struct {
 	mu   sync.Mutex
 	n    int
 	zero chan struct{} // closed when n drops to 0; nil when no one waits
-	// cancels holds the cancel funcs of the running work that abandon must end
+	// cancels holds the contexts of the running work that abandon must end
 	// (addCancellable), free the unused slots of cancels: registering under the
 	// lock Add takes anyway is cheaper than a context.AfterFunc per run on the
 	// shared run context, whose lock every concurrent run would contend for.
-	cancels   []context.CancelFunc
+	cancels   []*runContext
 	free      []int
 	abandoned bool
 }
@@ -42,23 +39,23 @@ func (a *activity) addLocked(delta int) {
 
 func (a *activity) Done() { a.Add(-1) }
 
-// addCancellable is Add(1) for work that abandon ends with cancel; once abandoned,
-// cancel is called at once. Pass the slot it returns to doneCancellable.
-func (a *activity) addCancellable(cancel context.CancelFunc) (slot int) {
+// addCancellable is Add(1) for work that abandon ends by ending its context; once
+// abandoned, it is ended at once. Pass the slot it returns to doneCancellable.
+func (a *activity) addCancellable(rc *runContext) (slot int) {
 	a.mu.Lock()
 	a.addLocked(1)
 	if a.abandoned {
 		a.mu.Unlock()
-		cancel()
+		rc.end()
 		return -1
 	}
 	if k := len(a.free); k > 0 {
 		slot = a.free[k-1]
 		a.free = a.free[:k-1]
-		a.cancels[slot] = cancel
+		a.cancels[slot] = rc
 	} else {
 		slot = len(a.cancels)
-		a.cancels = append(a.cancels, cancel)
+		a.cancels = append(a.cancels, rc)
 	}
 	a.mu.Unlock()
 	return slot
@@ -86,9 +83,9 @@ func (a *activity) abandon() {
 	cancels := a.cancels
 	a.cancels, a.free = nil, nil
 	a.mu.Unlock()
-	for _, cancel := range cancels {
-		if cancel != nil {
-			cancel()
+	for _, rc := range cancels {
+		if rc != nil {
+			rc.end()
 		}
 	}
 }

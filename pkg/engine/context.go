@@ -221,23 +221,24 @@ func (c *Context) RunUntilStop(ctx context.Context, workflowID string, ex *excha
 		ex.SetException(err)
 		return err
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	rc := &runContext{Context: ctx, id: rw.idValue()}
+	defer rc.end()
 	// Registered with the in-flight count rather than with context.AfterFunc on
-	// the run context: no allocations, and no lock shared with nothing else.
-	slot := c.inflight.addCancellable(cancel)
+	// the run context: no allocations, and no lock shared by every run.
+	slot := c.inflight.addCancellable(rc)
 	defer c.inflight.doneCancellable(slot)
-	return c.process(runCtx, rw, ex)
+	return c.process(rc, rw, ex, false)
 }
 
 func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) error {
 	c.inflight.Add(1)
 	defer c.inflight.Done()
-	return c.process(ctx, rw, ex)
+	return c.process(ctx, rw, ex, true)
 }
 
-// process runs ex through rw's pipeline; the caller counts it as in-flight.
-func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) (err error) {
+// process runs ex through rw's pipeline; the caller counts it as in-flight. withID:
+// ctx does not carry the workflow id yet (withWorkflowID).
+func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange, withID bool) (err error) {
 	if c.tracer != nil {
 		// Deferred before the recovery below, so it runs after it and sees a panic's error.
 		var end func(error)
@@ -264,7 +265,10 @@ func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange
 	if ex.FromWorkflow() == "" {
 		ex.SetFromWorkflow(rw.wf.ID)
 	}
-	return rw.pipeline.Process(withWorkflowID(ctx, rw.idValue()), ex)
+	if withID {
+		ctx = withWorkflowID(ctx, rw.idValue())
+	}
+	return rw.pipeline.Process(ctx, ex)
 }
 
 // Endpoint returns the endpoint for rawURI, building it once per normalised URI.
