@@ -134,7 +134,7 @@ func (h *StreamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // must then be loopback names too.
 func checkLoopbackRequest(r *http.Request) error {
 	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if local == nil || !isLoopbackHost(local.String()) {
+	if local == nil || !isLoopbackAddr(local) {
 		return nil
 	}
 	if !isLoopbackHost(r.Host) {
@@ -147,6 +147,18 @@ func checkLoopbackRequest(r *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// isLoopbackAddr is isLoopbackHost(a.String()) without building the string for
+// the usual *net.TCPAddr (this runs on every request): its String is
+// "ip:port", "[ip]:port", or with a zone "ip%zone:port" / "[ip%zone]:port",
+// which ParseIP never accepts; a nil IP gives ":port" and a nil *TCPAddr
+// "<nil>", neither of them loopback.
+func isLoopbackAddr(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t != nil && t.Zone == "" && t.IP.IsLoopback()
+	}
+	return isLoopbackHost(a.String())
 }
 
 // isLoopbackHost reports whether host (with or without a port) names this machine.
