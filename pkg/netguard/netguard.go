@@ -264,14 +264,17 @@ type guard struct {
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	gw := &guardWriter{ResponseWriter: w, rc: http.NewResponseController(w), write: g.write,
+	// One allocation per request: the writer holds its response controller and
+	// the body wrapper.
+	gw := &guardWriter{ResponseWriter: w, rc: *http.NewResponseController(w), write: g.write,
 		shared: sharedConnFrom(r.Context())}
 	if g.read > 0 {
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			// The server's read deadline (read_timeout from the request's start)
 			// bounds the body; it is lifted once the body is in, so that it does
 			// not end the request while the handler works.
-			r.Body = &guardBody{ReadCloser: r.Body, gw: gw}
+			gw.body = guardBody{ReadCloser: r.Body, gw: gw}
+			r.Body = &gw.body
 		} else {
 			gw.liftReadDeadline()
 		}
@@ -316,7 +319,8 @@ const StalledBodyMessage = "request timeout: the request body did not arrive wit
 // write of an event stream), and turns the answer to a stalled body into 408.
 type guardWriter struct {
 	http.ResponseWriter
-	rc    *http.ResponseController
+	rc    http.ResponseController // of ResponseWriter (held here, not allocated apart)
+	body  guardBody               // the request's Body while read_timeout applies
 	write time.Duration
 	// shared is the connection when it came from a shared socket ([Listen]); nil
 	// otherwise. While it drains, every answer closes it.
