@@ -159,12 +159,30 @@ func decodeString(raw json.RawMessage) (string, error) {
 			}
 		}
 		if plain {
-			return string(raw[1 : n-1]), nil
+			return internedMethod(raw[1 : n-1]), nil
 		}
 	}
 	var s string
 	_, err := sdkjson.Parse(raw, &s, sdkParseFlags)
 	return s, err
+}
+
+// internedMethod is string(b), without an allocation for the methods every
+// session sends (a switch on string(b) compares without converting).
+func internedMethod(b []byte) string {
+	switch string(b) {
+	case "tools/call":
+		return "tools/call"
+	case "tools/list":
+		return "tools/list"
+	case "initialize":
+		return "initialize"
+	case "notifications/initialized":
+		return "notifications/initialized"
+	case "ping":
+		return "ping"
+	}
+	return string(b)
 }
 
 // decodeID reads a request id as jsonrpc.MakeID reads the go-sdk's decoded value

@@ -178,3 +178,17 @@ func TestDecodeBodyNullIDAndBatches(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeStringInternsMethods(t *testing.T) {
+	for _, m := range []string{"tools/call", "tools/list", "initialize", "notifications/initialized", "ping", "tools/cal", "resources/read", ""} {
+		raw := []byte(`"` + m + `"`)
+		got, err := decodeString(raw)
+		if err != nil || got != m {
+			t.Errorf("decodeString(%s) = %q, %v", raw, got, err)
+		}
+	}
+	raw := []byte(`"tools/call"`)
+	if n := testing.AllocsPerRun(100, func() { _, _ = decodeString(raw) }); n != 0 {
+		t.Errorf("decodeString(%s): %v allocations, want 0", raw, n)
+	}
+}
