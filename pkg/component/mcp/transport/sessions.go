@@ -113,8 +113,14 @@ type sessionSlot struct {
 	last   uint64 // t.clock at the last activity
 	gone   bool   // evicted, expired or released: no new request may begin
 	close  func() // ends the session; nil while it is being set up
-	timer  *time.Timer
-	gen    uint64 // invalidates idle timers armed before the last activity
+	// timer is the idle timer: made by the first end that arms it, reset by the
+	// later ones (one timer per session, not one per request). A run of it that
+	// was already under way when begin stopped it is told apart by gen and
+	// deadline: see idleTimeout.
+	timer    *time.Timer
+	gen      uint64    // counts activity (begin, end)
+	armedGen uint64    // gen when the timer was last armed
+	deadline time.Time // when the timer was last armed, plus t.idle
 }
 
 // admit reserves a slot for a new session of owner, evicting the idle session
@@ -248,17 +254,32 @@ func (s *sessionSlot) end() {
 	if s.active > 0 || s.gone || !s.expire || t.idle <= 0 {
 		return
 	}
-	if s.timer != nil {
-		s.timer.Stop()
+	s.armedGen = s.gen
+	if s.timer == nil {
+		s.timer = time.AfterFunc(t.idle, s.idleTimeout)
+	} else {
+		s.timer.Reset(t.idle)
 	}
-	gen := s.gen
-	s.timer = time.AfterFunc(t.idle, func() { s.expired(gen) })
+	// Taken after arming, so never before the time the timer is set for: the
+	// session is closed no sooner than before (idleTimeout re-arms for the rest
+	// should its run come a moment before the deadline).
+	s.deadline = time.Now().Add(t.idle)
 }
 
-func (s *sessionSlot) expired(gen uint64) {
+// idleTimeout is the idle timer's function. It closes the session only when no
+// request began since the end that armed the timer (gen) and t.idle has passed
+// since that end (deadline): a run that had already started when begin stopped
+// the timer, and got the lock only after a later end re-armed it, finds the new
+// deadline ahead and leaves the session alone.
+func (s *sessionSlot) idleTimeout() {
 	t := s.t
 	t.mu.Lock()
-	if s.gone || s.active > 0 || s.gen != gen {
+	if s.gone || s.active > 0 || s.gen != s.armedGen {
+		t.mu.Unlock()
+		return
+	}
+	if wait := time.Until(s.deadline); wait > 0 {
+		s.timer.Reset(wait)
 		t.mu.Unlock()
 		return
 	}

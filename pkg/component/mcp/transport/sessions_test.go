@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The session table's rules, without HTTP: the end-to-end tests through the
@@ -69,5 +71,45 @@ func TestSessionTableEvictsIdleLongestAndNeverBusy(t *testing.T) {
 	// Refusals are logged sampled: one warning for the two.
 	if n := strings.Count(logs.String(), "new sessions refused"); n != 1 {
 		t.Fatalf("%d refusal warnings, want 1:\n%s", n, logs.String())
+	}
+}
+
+// The idle timer is one per session, reset at each end: a run of it left over
+// from before the last request (it had fired when begin stopped it) must not
+// close the session early, and a session idle for the timeout is still closed.
+func TestSessionIdleTimerReusedNeverClosesEarly(t *testing.T) {
+	const idle = 150 * time.Millisecond
+	tab := NewSessionTable(&Options{SessionIdleTimeout: idle})
+	var closed atomic.Int32
+	s, err := tab.admit("", "test", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ready("s1", func() { closed.Add(1) })
+	s.end()
+	first := s.timer
+	for range 5 {
+		time.Sleep(idle / 3)
+		if !s.begin() {
+			t.Fatal("session gone while in use")
+		}
+		// A stale run now (as if it had fired just before begin) does nothing.
+		s.idleTimeout()
+		s.end()
+		// ... nor right after the end that re-armed the timer.
+		s.idleTimeout()
+	}
+	if s.timer != first {
+		t.Fatal("end made a new timer instead of resetting the session's one")
+	}
+	if closed.Load() != 0 || tab.len() != 1 {
+		t.Fatalf("closed %d times, %d sessions: closed before it was idle for %v", closed.Load(), tab.len(), idle)
+	}
+	deadline := time.Now().Add(10 * idle)
+	for closed.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(idle / 10)
+	}
+	if closed.Load() != 1 || tab.len() != 0 {
+		t.Fatalf("closed %d times, %d sessions after idling: want closed once, table empty", closed.Load(), tab.len())
 	}
 }
