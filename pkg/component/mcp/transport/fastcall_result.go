@@ -3,9 +3,11 @@ package transport
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -35,7 +37,9 @@ var resultTypeField = func() int {
 // usual shape; ok is false otherwise, and dst is then to be ignored. Only when
 // plainResults.
 func appendPlainResult(dst []byte, res *sdk.CallToolResult) (_ []byte, ok bool) {
-	structured, size, ok := plainResultParts(res)
+	scratch := structuredScratch.Get().(*[]byte)
+	defer putStructuredScratch(scratch)
+	structured, size, ok := plainResultParts(res, scratch)
 	if !ok {
 		return dst, false
 	}
@@ -46,7 +50,9 @@ func appendPlainResult(dst []byte, res *sdk.CallToolResult) (_ []byte, ok bool) 
 // appendResultEnvelope gives for res.MarshalJSON()) in one allocation, and where
 // the result starts in it. Only when plainResults.
 func plainResultEnvelope(id jsonrpc.ID, res *sdk.CallToolResult) (env []byte, start int, ok bool) {
-	structured, size, ok := plainResultParts(res)
+	scratch := structuredScratch.Get().(*[]byte)
+	defer putStructuredScratch(scratch)
+	structured, size, ok := plainResultParts(res, scratch)
 	if !ok {
 		return nil, 0, false
 	}
@@ -56,9 +62,27 @@ func plainResultEnvelope(id jsonrpc.ID, res *sdk.CallToolResult) (env []byte, st
 	return append(env, '}'), start, true
 }
 
+// structuredScratch holds the buffers plainResultParts encodes plain structured
+// content into; the caller copies it into the answer and puts the buffer back.
+var structuredScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxScratch bounds the buffers kept in structuredScratch.
+const maxScratch = 64 << 10
+
+func putStructuredScratch(b *[]byte) {
+	if cap(*b) > maxScratch {
+		return
+	}
+	*b = (*b)[:0]
+	structuredScratch.Put(b)
+}
+
 // plainResultParts tells whether res has the usual shape, and if so returns its
-// structured content as encoded and about the size of the whole result.
-func plainResultParts(res *sdk.CallToolResult) (structured []byte, size int, ok bool) {
+// structured content as encoded and about the size of the whole result. Plain
+// structured content (what json.Unmarshal gives an any) is encoded by hand into
+// *scratch, so the result is valid until the caller puts scratch back; any other
+// goes through json.Marshal.
+func plainResultParts(res *sdk.CallToolResult, scratch *[]byte) (structured []byte, size int, ok bool) {
 	if len(res.Meta) != 0 || res.InputRequests != nil || res.RequestState != "" ||
 		reflect.ValueOf(res).Elem().Field(resultTypeField).Len() != 0 {
 		return nil, 0, false
@@ -72,6 +96,12 @@ func plainResultParts(res *sdk.CallToolResult) (structured []byte, size int, ok 
 		size += len(`{"type":"text","text":""},`) + len(t.Text)
 	}
 	if res.StructuredContent != nil {
+		if b, plain := appendPlainJSON((*scratch)[:0], res.StructuredContent, 0); plain {
+			*scratch = b
+			return b, size + len(`,"structuredContent":`) + len(b), true
+		} else if cap(b) > cap(*scratch) {
+			*scratch = b[:0] // keep what it grew to
+		}
 		var err error
 		// Marshalled on its own it gives the bytes it gives inside the wire
 		// struct: same options, and an interface's value is not addressable in
@@ -203,3 +233,99 @@ var plainResults = func() bool {
 	}
 	return true
 }()
+
+// maxPlainDepth bounds appendPlainJSON's nesting; deeper content goes through
+// json.Marshal.
+const maxPlainDepth = 64
+
+// appendPlainJSON appends v as json.Marshal encodes it, for the values
+// json.Unmarshal gives an any (nil, bool, float64, string, map[string]any,
+// []any), without reflection; ok is false for any other type (named types
+// included), a NaN or infinity, or nesting deeper than maxPlainDepth, and dst is
+// then to be ignored.
+func appendPlainJSON(dst []byte, v any, depth int) (_ []byte, ok bool) {
+	if depth > maxPlainDepth {
+		return dst, false
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), true
+	case bool:
+		return strconv.AppendBool(dst, x), true
+	case float64:
+		return appendJSONFloat(dst, x)
+	case string:
+		return appendJSONString(dst, x), true
+	case map[string]any:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		return appendPlainObject(dst, x, depth)
+	case []any:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, ok = appendPlainJSON(dst, e, depth+1); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	}
+	return dst, false
+}
+
+// appendPlainObject writes m's members in the byte order of their keys, as
+// json.Marshal sorts them.
+func appendPlainObject(dst []byte, m map[string]any, depth int) (_ []byte, ok bool) {
+	var small [16]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// Insertion sort: objects are small, and sort.Strings would make keys escape.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		if dst, ok = appendPlainJSON(dst, m[k], depth+1); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// appendJSONFloat is encoding/json's float64 encoding (ES6 number to string);
+// false for NaN and infinities, which json.Marshal refuses.
+func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return dst, false
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst, true
+}

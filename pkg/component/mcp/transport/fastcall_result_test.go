@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -86,6 +87,9 @@ func TestPlainResultMatchesMarshalJSON(t *testing.T) {
 				B []byte
 				C float32
 			}{B: []byte{0, 1, 2}, C: 0.1}},
+			{Content: []sdk.Content{}, StructuredContent: manyKeys()},
+			{Content: []sdk.Content{}, StructuredContent: deepValue(maxPlainDepth + 3)},
+			{Content: []sdk.Content{}, StructuredContent: map[string]any{"a": []any{1e-7, 1e20, 1e21, 123456789.125, -1e-300, int64(3)}}},
 		} {
 			plainResultMatches(t, id, res, true)
 		}
@@ -215,4 +219,46 @@ func BenchmarkResultEncoding(b *testing.B) {
 			_, _, _ = plainResultEnvelope(id, res)
 		}
 	})
+}
+
+// manyKeys is an object with more members than appendPlainObject's stack array,
+// whose keys sort bytewise ("B" < "a" < "é").
+func manyKeys() map[string]any {
+	m := map[string]any{}
+	for i := range 40 {
+		m[string(rune("aBé"[i%2]))+strconv.Itoa(i)] = float64(i) / 7
+	}
+	m["é"] = "<&>"
+	return m
+}
+
+// deepValue nests arrays and objects n levels deep.
+func deepValue(n int) any {
+	var v any = "leaf"
+	for i := range n {
+		if i%2 == 0 {
+			v = []any{v, float64(i)}
+		} else {
+			v = map[string]any{"k": v}
+		}
+	}
+	return v
+}
+
+// appendPlainJSON writes the bytes json.Marshal writes, and leaves what it cannot.
+func TestAppendPlainJSONLikeMarshal(t *testing.T) {
+	for _, v := range []any{nil, true, 0.0, -0.0, 1e21, 1e-7, "<a&b>\u2028", manyKeys(), deepValue(maxPlainDepth - 2),
+		[]any(nil), map[string]any(nil), []any{map[string]any{}}} {
+		want, err := json.Marshal(v)
+		got, ok := appendPlainJSON(nil, v, 0)
+		if err != nil || !ok || string(got) != string(want) {
+			t.Errorf("appendPlainJSON(%#v) = %s, %v; json.Marshal: %s, %v", v, got, ok, want, err)
+		}
+	}
+	for _, v := range []any{deepValue(maxPlainDepth + 2), int64(1), json.Number("1"), math.Inf(1), []any{math.NaN()},
+		map[string]string{"a": "b"}} {
+		if _, ok := appendPlainJSON(nil, v, 0); ok {
+			t.Errorf("appendPlainJSON(%#v) encoded a value it should leave to json.Marshal", v)
+		}
+	}
 }
