@@ -198,27 +198,33 @@ func (c *Context) WorkflowState(id string) string {
 // included) and counts it as in-flight so Stop waits for it. Panics are recovered into
 // errors. The returned error is also left on ex as its exception.
 func (c *Context) Run(ctx context.Context, workflowID string, ex *exchange.Exchange) error {
+	rw, err := c.workflowFor(workflowID, ex)
+	if err != nil {
+		return err
+	}
+	return c.runPipeline(ctx, rw, ex)
+}
+
+// workflowFor returns the workflow a run of ex names; an unknown id is an error,
+// also left on ex as its exception.
+func (c *Context) workflowFor(workflowID string, ex *exchange.Exchange) (*runtimeWorkflow, error) {
 	c.mu.Lock()
 	rw, ok := c.byID[workflowID]
 	c.mu.Unlock()
 	if !ok {
 		err := fmt.Errorf("no workflow with id %q", workflowID)
 		ex.SetException(err)
-		return err
+		return nil, err
 	}
-	return c.runPipeline(ctx, rw, ex)
+	return rw, nil
 }
 
 // RunUntilStop is [Context.Run] whose run also ends when Stop gives up draining
 // (when RunContext ends), not only when ctx does: for callers whose ctx is not
 // derived from RunContext (MCP tool calls).
 func (c *Context) RunUntilStop(ctx context.Context, workflowID string, ex *exchange.Exchange) error {
-	c.mu.Lock()
-	rw, ok := c.byID[workflowID]
-	c.mu.Unlock()
-	if !ok {
-		err := fmt.Errorf("no workflow with id %q", workflowID)
-		ex.SetException(err)
+	rw, err := c.workflowFor(workflowID, ex)
+	if err != nil {
 		return err
 	}
 	rc := &runContext{Context: ctx, id: rw.idValue()}

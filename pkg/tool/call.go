@@ -12,6 +12,7 @@ import (
 
 	segjson "github.com/segmentio/encoding/json"
 
+	"github.com/arvenza/helix/internal/plainjson"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -103,7 +104,7 @@ func (t *Tool) shape(res Result) Result {
 var jsonBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // marshalText is string(json.Marshal(v)), without json.Marshal's reflection and
-// allocations for plain JSON values (appendJSON).
+// allocations for plain JSON values (plainjson.Append).
 func marshalText(v any) (string, error) {
 	bp := jsonBufs.Get().(*[]byte)
 	defer func() {
@@ -111,7 +112,7 @@ func marshalText(v any) (string, error) {
 			jsonBufs.Put(bp)
 		}
 	}()
-	text, ok := appendJSON((*bp)[:0], v, 0)
+	text, ok := plainjson.Append((*bp)[:0], v)
 	*bp = text
 	if ok {
 		return string(text), nil

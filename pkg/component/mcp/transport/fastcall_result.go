@@ -3,15 +3,15 @@ package transport
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"reflect"
 	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/plainjson"
 )
 
 // The fast path's encoding of the usual tool result (text content, perhaps
@@ -96,7 +96,7 @@ func plainResultParts(res *sdk.CallToolResult, scratch *[]byte) (structured []by
 		size += len(`{"type":"text","text":""},`) + len(t.Text)
 	}
 	if res.StructuredContent != nil {
-		if b, plain := appendPlainJSON((*scratch)[:0], res.StructuredContent, 0); plain {
+		if b, plain := plainjson.Append((*scratch)[:0], res.StructuredContent); plain {
 			*scratch = b
 			return b, size + len(`,"structuredContent":`) + len(b), true
 		} else if cap(b) > cap(*scratch) {
@@ -127,7 +127,7 @@ func appendResultBody(dst []byte, res *sdk.CallToolResult, structured []byte) []
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"type":"text","text":`...)
-			dst = appendJSONString(dst, c.(*sdk.TextContent).Text)
+			dst = plainjson.AppendString(dst, c.(*sdk.TextContent).Text)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
@@ -142,61 +142,6 @@ func appendResultBody(dst []byte, res *sdk.CallToolResult, structured []byte) []
 	return append(dst, '}')
 }
 
-// appendJSONString appends s as encoding/json encodes a string: HTML-escaped,
-// invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped (encoding/json's
-// appendString with escapeHTML).
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
 // appendID appends a response's id as encodeID encodes it.
 func appendID(dst []byte, id jsonrpc.ID) []byte {
 	if !plainResults {
@@ -206,7 +151,7 @@ func appendID(dst []byte, id jsonrpc.ID) []byte {
 	case int64:
 		return strconv.AppendInt(dst, v, 10)
 	case string:
-		return appendJSONString(dst, v)
+		return plainjson.AppendString(dst, v)
 	}
 	return append(dst, "null"...)
 }
@@ -233,99 +178,3 @@ var plainResults = func() bool {
 	}
 	return true
 }()
-
-// maxPlainDepth bounds appendPlainJSON's nesting; deeper content goes through
-// json.Marshal.
-const maxPlainDepth = 64
-
-// appendPlainJSON appends v as json.Marshal encodes it, for the values
-// json.Unmarshal gives an any (nil, bool, float64, string, map[string]any,
-// []any), without reflection; ok is false for any other type (named types
-// included), a NaN or infinity, or nesting deeper than maxPlainDepth, and dst is
-// then to be ignored.
-func appendPlainJSON(dst []byte, v any, depth int) (_ []byte, ok bool) {
-	if depth > maxPlainDepth {
-		return dst, false
-	}
-	switch x := v.(type) {
-	case nil:
-		return append(dst, "null"...), true
-	case bool:
-		return strconv.AppendBool(dst, x), true
-	case float64:
-		return appendJSONFloat(dst, x)
-	case string:
-		return appendJSONString(dst, x), true
-	case map[string]any:
-		if x == nil {
-			return append(dst, "null"...), true
-		}
-		return appendPlainObject(dst, x, depth)
-	case []any:
-		if x == nil {
-			return append(dst, "null"...), true
-		}
-		dst = append(dst, '[')
-		for i, e := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, ok = appendPlainJSON(dst, e, depth+1); !ok {
-				return dst, false
-			}
-		}
-		return append(dst, ']'), true
-	}
-	return dst, false
-}
-
-// appendPlainObject writes m's members in the byte order of their keys, as
-// json.Marshal sorts them.
-func appendPlainObject(dst []byte, m map[string]any, depth int) (_ []byte, ok bool) {
-	var small [16]string
-	keys := small[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	// Insertion sort: objects are small, and sort.Strings would make keys escape.
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	dst = append(dst, '{')
-	for i, k := range keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, k)
-		dst = append(dst, ':')
-		if dst, ok = appendPlainJSON(dst, m[k], depth+1); !ok {
-			return dst, false
-		}
-	}
-	return append(dst, '}'), true
-}
-
-// appendJSONFloat is encoding/json's float64 encoding (ES6 number to string);
-// false for NaN and infinities, which json.Marshal refuses.
-func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return dst, false
-	}
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	dst = strconv.AppendFloat(dst, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		n := len(dst)
-		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
-	}
-	return dst, true
-}

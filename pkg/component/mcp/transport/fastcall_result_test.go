@@ -9,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/plainjson"
 )
 
 func TestPlainResultsEnabled(t *testing.T) {
@@ -88,7 +90,7 @@ func TestPlainResultMatchesMarshalJSON(t *testing.T) {
 				C float32
 			}{B: []byte{0, 1, 2}, C: 0.1}},
 			{Content: []sdk.Content{}, StructuredContent: manyKeys()},
-			{Content: []sdk.Content{}, StructuredContent: deepValue(maxPlainDepth + 3)},
+			{Content: []sdk.Content{}, StructuredContent: deepValue(plainjson.MaxDepth + 3)},
 			{Content: []sdk.Content{}, StructuredContent: map[string]any{"a": []any{1e-7, 1e20, 1e21, 123456789.125, -1e-300, int64(3)}}},
 		} {
 			plainResultMatches(t, id, res, true)
@@ -221,7 +223,7 @@ func BenchmarkResultEncoding(b *testing.B) {
 	})
 }
 
-// manyKeys is an object with more members than appendPlainObject's stack array,
+// manyKeys is an object with more members than plainjson's stack array of keys,
 // whose keys sort bytewise ("B" < "a" < "é").
 func manyKeys() map[string]any {
 	m := map[string]any{}
@@ -243,22 +245,4 @@ func deepValue(n int) any {
 		}
 	}
 	return v
-}
-
-// appendPlainJSON writes the bytes json.Marshal writes, and leaves what it cannot.
-func TestAppendPlainJSONLikeMarshal(t *testing.T) {
-	for _, v := range []any{nil, true, 0.0, -0.0, 1e21, 1e-7, "<a&b>\u2028", manyKeys(), deepValue(maxPlainDepth - 2),
-		[]any(nil), map[string]any(nil), []any{map[string]any{}}} {
-		want, err := json.Marshal(v)
-		got, ok := appendPlainJSON(nil, v, 0)
-		if err != nil || !ok || string(got) != string(want) {
-			t.Errorf("appendPlainJSON(%#v) = %s, %v; json.Marshal: %s, %v", v, got, ok, want, err)
-		}
-	}
-	for _, v := range []any{deepValue(maxPlainDepth + 2), int64(1), json.Number("1"), math.Inf(1), []any{math.NaN()},
-		map[string]string{"a": "b"}} {
-		if _, ok := appendPlainJSON(nil, v, 0); ok {
-			t.Errorf("appendPlainJSON(%#v) encoded a value it should leave to json.Marshal", v)
-		}
-	}
 }

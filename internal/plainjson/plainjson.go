@@ -1,4 +1,11 @@
-package tool
+// Package plainjson encodes the values json.Unmarshal gives an any (nil, bool,
+// float64, string, map[string]any, []any) exactly as json.Marshal does, without
+// reflection and without allocating beyond dst. A tool's structured result is such
+// a value, and it is encoded on every call: once as the text copy of the result
+// (pkg/tool), once as structuredContent (the MCP transport's fast path). Anything
+// else is refused (ok false) and left to json.Marshal by the caller.
+// FuzzAppendLikeMarshal holds it to json.Marshal byte for byte.
+package plainjson
 
 import (
 	"math"
@@ -6,14 +13,17 @@ import (
 	"unicode/utf8"
 )
 
-// appendJSON appends v as json.Marshal encodes it, for the values json.Unmarshal
-// gives an any (nil, bool, float64, string, map[string]any, []any): a tool's
-// structured result after plainJSON, mirrored as text on every call. Encoding those
-// by hand costs no reflection and no allocation; ok is false for any other value, a
-// NaN or infinity, or nesting deeper than maxPlainDepth, which the caller leaves
-// to json.Marshal.
-func appendJSON(dst []byte, v any, depth int) (_ []byte, ok bool) {
-	if depth > maxPlainDepth {
+// MaxDepth bounds the nesting Append encodes; deeper values are refused.
+const MaxDepth = 64
+
+// Append appends v as json.Marshal encodes it (HTML-escaped, keys sorted), for the
+// plain values listed in the package comment. ok is false for any other value
+// (named types included), a NaN or infinity, or nesting deeper than MaxDepth; dst
+// must then be ignored.
+func Append(dst []byte, v any) (_ []byte, ok bool) { return appendValue(dst, v, 0) }
+
+func appendValue(dst []byte, v any, depth int) (_ []byte, ok bool) {
+	if depth > MaxDepth {
 		return dst, false
 	}
 	switch x := v.(type) {
@@ -22,9 +32,9 @@ func appendJSON(dst []byte, v any, depth int) (_ []byte, ok bool) {
 	case bool:
 		return strconv.AppendBool(dst, x), true
 	case float64:
-		return appendFloat(dst, x)
+		return AppendFloat(dst, x)
 	case string:
-		return appendString(dst, x), true
+		return AppendString(dst, x), true
 	case map[string]any:
 		if x == nil {
 			return append(dst, "null"...), true
@@ -39,7 +49,7 @@ func appendJSON(dst []byte, v any, depth int) (_ []byte, ok bool) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, ok = appendJSON(dst, e, depth+1); !ok {
+			if dst, ok = appendValue(dst, e, depth+1); !ok {
 				return dst, false
 			}
 		}
@@ -66,17 +76,18 @@ func appendObject(dst []byte, m map[string]any, depth int) (_ []byte, ok bool) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = AppendString(dst, k)
 		dst = append(dst, ':')
-		if dst, ok = appendJSON(dst, m[k], depth+1); !ok {
+		if dst, ok = appendValue(dst, m[k], depth+1); !ok {
 			return dst, false
 		}
 	}
 	return append(dst, '}'), true
 }
 
-// appendFloat is encoding/json's float64 encoding (ES6 number to string).
-func appendFloat(dst []byte, f float64) ([]byte, bool) {
+// AppendFloat appends f as encoding/json encodes a float64 (ES6 number to string);
+// false for NaN and infinities, which json.Marshal refuses.
+func AppendFloat(dst []byte, f float64) ([]byte, bool) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return dst, false
 	}
@@ -99,9 +110,9 @@ func appendFloat(dst []byte, f float64) ([]byte, bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString is encoding/json's string encoding with HTML escaping, as
+// AppendString appends s as encoding/json encodes a string with HTML escaping, as
 // json.Marshal does it.
-func appendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {

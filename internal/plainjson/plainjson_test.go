@@ -1,0 +1,72 @@
+package plainjson
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"testing"
+)
+
+// manyKeys is an object with more members than appendObject's stack array of
+// keys, whose keys sort bytewise ("B" < "a" < "é").
+func manyKeys() map[string]any {
+	m := map[string]any{}
+	for i := range 40 {
+		m[string(rune("aBé"[i%2]))+strconv.Itoa(i)] = float64(i) / 7
+	}
+	m["é"] = "<&>"
+	return m
+}
+
+// deepValue nests arrays and objects n levels deep.
+func deepValue(n int) any {
+	var v any = "leaf"
+	for i := range n {
+		if i%2 == 0 {
+			v = []any{v, float64(i)}
+		} else {
+			v = map[string]any{"k": v}
+		}
+	}
+	return v
+}
+
+// Append writes the bytes json.Marshal writes, and leaves what it cannot.
+func TestAppendLikeMarshal(t *testing.T) {
+	for _, v := range []any{nil, true, 0.0, -0.0, 1e21, 1e-7, "<a&b>\u2028", manyKeys(), deepValue(MaxDepth - 2),
+		[]any(nil), map[string]any(nil), []any{map[string]any{}}} {
+		want, err := json.Marshal(v)
+		got, ok := Append(nil, v)
+		if err != nil || !ok || string(got) != string(want) {
+			t.Errorf("Append(%#v) = %s, %v; json.Marshal: %s, %v", v, got, ok, want, err)
+		}
+	}
+	for _, v := range []any{deepValue(MaxDepth + 2), int64(1), json.Number("1"), math.Inf(1), []any{math.NaN()},
+		map[string]string{"a": "b"}} {
+		if _, ok := Append(nil, v); ok {
+			t.Errorf("Append(%#v) encoded a value it should leave to json.Marshal", v)
+		}
+	}
+}
+
+// FuzzAppendLikeMarshal: every value json.Unmarshal makes of the input is encoded
+// byte for byte as json.Marshal encodes it (or, nested past MaxDepth, refused).
+func FuzzAppendLikeMarshal(f *testing.F) {
+	for _, s := range []string{`{"text":"hello","n":1.5e-7,"l":[null,true,"<\u2028>"]}`, `"\ud800"`, `1e21`, `[{"":{}}]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			return
+		}
+		want, err := json.Marshal(v)
+		got, ok := Append(nil, v)
+		if !ok {
+			return // nesting past MaxDepth: json.Marshal's business
+		}
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("Append(%#v) = %s; json.Marshal: %s, %v", v, got, want, err)
+		}
+	})
+}
