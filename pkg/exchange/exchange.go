@@ -141,7 +141,8 @@ func (e *Exchange) Variable(name string) any { return e.variables[name] }
 // SetVariable sets an exchange variable, visible to every later step.
 func (e *Exchange) SetVariable(name string, v any) { e.Variables()[name] = v }
 
-// Variables returns the live variable map.
+// Variables returns the live variable map, making it on first use: like
+// SetVariable, it is a write as far as concurrent use of the exchange goes.
 func (e *Exchange) Variables() map[string]any {
 	if e.variables == nil {
 		e.variables = map[string]any{}
