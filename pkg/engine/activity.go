@@ -1,6 +1,10 @@
 package engine
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/arvenza/helix/internal/lazyctx"
+)
 
 // activity counts running work like sync.WaitGroup, except that Add may be called
 // while Wait is in progress. External callers of [Context.Run] (MCP tool calls,
@@ -15,7 +19,7 @@ type activity struct {
 	// (addCancellable), free the unused slots of cancels: registering under the
 	// lock Add takes anyway is cheaper than a context.AfterFunc per run on the
 	// shared run context, whose lock every concurrent run would contend for.
-	cancels   []*runContext
+	cancels   []*lazyctx.Context
 	free      []int
 	abandoned bool
 }
@@ -41,12 +45,12 @@ func (a *activity) Done() { a.Add(-1) }
 
 // addCancellable is Add(1) for work that abandon ends by ending its context; once
 // abandoned, it is ended at once. Pass the slot it returns to doneCancellable.
-func (a *activity) addCancellable(rc *runContext) (slot int) {
+func (a *activity) addCancellable(rc *lazyctx.Context) (slot int) {
 	a.mu.Lock()
 	a.addLocked(1)
 	if a.abandoned {
 		a.mu.Unlock()
-		rc.end()
+		rc.Cancel()
 		return -1
 	}
 	if k := len(a.free); k > 0 {
@@ -85,7 +89,7 @@ func (a *activity) abandon() {
 	a.mu.Unlock()
 	for _, rc := range cancels {
 		if rc != nil {
-			rc.end()
+			rc.Cancel()
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arvenza/helix/internal/lazyctx"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
@@ -227,8 +228,8 @@ func (c *Context) RunUntilStop(ctx context.Context, workflowID string, ex *excha
 	if err != nil {
 		return err
 	}
-	rc := &runContext{Context: ctx, id: rw.idValue()}
-	defer rc.end()
+	rc := lazyctx.WithCancelValue(ctx, workflowIDKey{}, rw.idValue())
+	defer rc.Cancel()
 	// Registered with the in-flight count rather than with context.AfterFunc on
 	// the run context: no allocations, and no lock shared by every run.
 	slot := c.inflight.addCancellable(rc)

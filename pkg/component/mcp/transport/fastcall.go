@@ -5,13 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
 	"net/http"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/lazyctx"
+	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
 )
 
 // The tools/call fast path of Helix's Streamable HTTP transport.
@@ -361,8 +363,10 @@ func (h *StreamableHandler) serveFastStateless(w http.ResponseWriter, r *http.Re
 // runs, notifications/cancelled for it cancels it (noteCancels) and then no result
 // is sent for it, and closing the session cancels it.
 func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastCall, jsonOK bool) {
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
+	// The call's context makes its channel only if a step needs one: a call that
+	// only asks Err costs no child of the POST's context.
+	ctx := lazyctx.WithCancel(r.Context())
+	defer ctx.Cancel()
 	c.mu.Lock()
 	_, busy := c.pending[fc.id]
 	if _, fast := c.fast[fc.id]; fast || busy || c.closed {
@@ -376,7 +380,7 @@ func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastC
 			Message: fmt.Sprintf("request id %v is already in use in this session", fc.id.Raw())})
 		return
 	}
-	c.fast[fc.id] = cancel
+	c.fast[fc.id] = ctx
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
@@ -427,13 +431,13 @@ func (c *streamConn) noteCancels(msgs []jsonrpc.Message) {
 			continue
 		}
 		c.mu.Lock()
-		cancel := c.fast[id]
-		if _, running := c.pending[id]; running || cancel != nil {
+		call := c.fast[id]
+		if _, running := c.pending[id]; running || call != nil {
 			c.cancelled[id] = true
 		}
 		c.mu.Unlock()
-		if cancel != nil {
-			cancel()
+		if call != nil {
+			call.Cancel()
 		}
 	}
 }

@@ -23,6 +23,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
+
+	"github.com/arvenza/helix/internal/lazyctx"
 )
 
 // Helix's own Streamable HTTP server transport (MCP 2025-11-25 and 2026-07-28,
@@ -679,9 +681,9 @@ type streamConn struct {
 	mu       sync.Mutex
 	closed   bool
 	pending  map[jsonrpc.ID]*postStream
-	fast     map[jsonrpc.ID]context.CancelFunc // tool calls of the fast path (fastcall.go)
-	progress map[string]*postStream            // progress token (raw JSON) → POST
-	only     *postStream                       // stateless: the one POST
+	fast     map[jsonrpc.ID]*lazyctx.Context // tool calls of the fast path (fastcall.go)
+	progress map[string]*postStream          // progress token (raw JSON) → POST
+	only     *postStream                     // stateless: the one POST
 	getOpen  bool
 	active   int // requests being served
 
@@ -707,7 +709,7 @@ var _ sdk.Connection = (*streamConn)(nil)
 
 func newStreamConn(h *StreamableHandler, id string) *streamConn {
 	return &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
-		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]context.CancelFunc{}, progress: map[string]*postStream{},
+		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]*lazyctx.Context{}, progress: map[string]*postStream{},
 		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{},
 		// A stateful session never speaks 2026-07-28 (SupportsProtocolVersion);
 		// postStateless decides for its one-POST sessions.
@@ -737,8 +739,8 @@ func (c *streamConn) Close() error {
 			c.slot.release()
 		}
 		// Calls of a closed session are cancelled, as the SDK cancels its own.
-		for _, cancel := range c.fast {
-			cancel()
+		for _, call := range c.fast {
+			call.Cancel()
 		}
 		c.mu.Unlock()
 		close(c.done)
