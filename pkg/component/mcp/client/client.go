@@ -434,17 +434,19 @@ func (p *Producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	msg.SetHeader(exchange.HeaderMcpToolName, tool)
 	ex.SetVariable(VariableMcpToolNameWritten, tool)
 	res, err := conn.callTool(ctx, tool, ArgumentsFromBody(msg.Body()), p.ep.cfg.Timeout)
-	var te *ToolError
-	switch {
-	case errors.As(err, &te):
+	if err != nil {
+		// te is declared here, not before the call: errors.As moves it to the heap,
+		// which a successful call need not pay for.
+		var te *ToolError
+		if !errors.As(err, &te) {
+			return err
+		}
 		msg.SetBody(te.Message)
 		msg.SetHeader(exchange.HeaderMcpIsError, "true")
 		if p.ep.throw {
 			ex.SetException(te)
 		}
 		return nil
-	case err != nil:
-		return err
 	}
 	body, err := BodyFromResult(res)
 	if err != nil {

@@ -52,11 +52,22 @@ type callTracker struct {
 	wrote     bool           // the request may have reached the server
 	status    int            // HTTP status of the answer to the request's POST; 0: none
 	answer    *jsonrpc.Error // JSON-RPC error with a non-null id in a non-2xx body
-	cancelled chan struct{}  // closed once notifications/cancelled was written (or failed)
+	cancelled chan struct{}  // closed once notifications/cancelled was written (or failed); made on first use
 	once      sync.Once
 }
 
-func newCallTracker() *callTracker { return &callTracker{cancelled: make(chan struct{})} }
+func newCallTracker() *callTracker { return &callTracker{} }
+
+// cancelledChan returns t.cancelled, making it on first use: most calls end
+// without anyone waiting for a cancellation.
+func (t *callTracker) cancelledChan() chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cancelled == nil {
+		t.cancelled = make(chan struct{})
+	}
+	return t.cancelled
+}
 
 type trackerKey struct{}
 
@@ -81,7 +92,7 @@ func (t *callTracker) setStatus(status int) {
 	t.mu.Unlock()
 }
 
-func (t *callTracker) cancelWritten() { t.once.Do(func() { close(t.cancelled) }) }
+func (t *callTracker) cancelWritten() { t.once.Do(func() { close(t.cancelledChan()) }) }
 
 // mayHaveReached reports whether the request may have reached the server.
 func (t *callTracker) mayHaveReached() bool {
@@ -127,7 +138,7 @@ func (t *callTracker) awaitCancelNotification(closed <-chan struct{}) {
 	timer := time.NewTimer(cancelNotifyWait)
 	defer timer.Stop()
 	select {
-	case <-t.cancelled:
+	case <-t.cancelledChan():
 	case <-closed:
 	case <-timer.C:
 	}

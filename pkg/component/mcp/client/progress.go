@@ -79,10 +79,25 @@ func (p *progressRoundTripper) RoundTrip(r *http.Request) (*http.Response, error
 	if err != nil || resp == nil || resp.Body == nil {
 		return resp, err
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+	if isEventStream(resp.Header.Get("Content-Type")) {
 		resp.Body = &progressBody{ReadCloser: resp.Body, c: p.c}
 	}
 	return resp, nil
+}
+
+// isEventStream reports whether the media type of contentType is
+// text/event-stream, as mime.ParseMediaType decides it. The two types MCP servers
+// answer with, written plainly, are decided without parsing (ParseMediaType makes
+// a map for the parameters of every answer).
+func isEventStream(contentType string) bool {
+	switch contentType {
+	case "text/event-stream":
+		return true
+	case "application/json":
+		return false
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt == "text/event-stream"
 }
 
 // maxScannedEvent bounds what progressBody keeps of one event; a bigger event
