@@ -326,6 +326,9 @@ func peekRequest(req *http.Request) (head requestHead, ok bool) {
 	if jsondepth.DeeperThan(data, maxPeekDepth) {
 		return head, false
 	}
+	if head, decided := peekPlain(data); decided {
+		return head, true
+	}
 	var w wireHead
 	if err := json.Unmarshal(data, &w); err != nil {
 		// go-sdk decodes the first JSON value and ignores what follows it;
@@ -339,6 +342,169 @@ func peekRequest(req *http.Request) (head requestHead, ok bool) {
 		return head, false
 	}
 	return requestHead{method: w.Method.name, call: w.ID.call}, true
+}
+
+// peekPlain decides peekRequest's answer, without allocating, for the bodies
+// go-sdk writes: one valid JSON object whose keys are, each once, exactly
+// "jsonrpc" (the string "2.0"), "id" (a number or a string), "method" (a string
+// without escapes), and any number of "params" or "result" (skipped). decided is
+// false for anything else (other or duplicate keys, which encoding/json would
+// match case-insensitively or overwrite; null ids or methods; escapes; trailing
+// data; invalid JSON), which peekRequest then decodes as before.
+func peekPlain(data []byte) (head requestHead, decided bool) {
+	if !json.Valid(data) {
+		return head, false
+	}
+	var version, method []byte
+	var sawID bool
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return head, false
+	}
+	i++
+	for {
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return head, false
+		}
+		if data[i] == '}' {
+			break
+		}
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		key, next, ok := plainString(data, i)
+		if !ok {
+			return head, false
+		}
+		i = skipSpace(data, next)
+		if i >= len(data) || data[i] != ':' {
+			return head, false
+		}
+		i = skipSpace(data, i+1)
+		if i >= len(data) {
+			return head, false
+		}
+		switch string(key) {
+		case "jsonrpc":
+			if version != nil {
+				return head, false
+			}
+			if version, i, ok = plainString(data, i); !ok {
+				return head, false
+			}
+		case "method":
+			if method != nil {
+				return head, false
+			}
+			if method, i, ok = plainString(data, i); !ok {
+				return head, false
+			}
+		case "id":
+			if sawID {
+				return head, false
+			}
+			sawID = true
+			start := i
+			i = skipValue(data, i)
+			var k idKind
+			if c := data[start]; c != '"' && c != '-' && (c < '0' || c > '9') {
+				return head, false // null or another kind: encoding/json decides
+			}
+			if k.UnmarshalJSON(data[start:i]) != nil {
+				return head, false
+			}
+			head.call = k.call
+		case "params", "result":
+			i = skipValue(data, i)
+		default:
+			return head, false
+		}
+	}
+	if string(version) != "2.0" || method == nil {
+		return head, false
+	}
+	switch string(method) {
+	case methodToolsCall:
+		head.method = methodToolsCall
+	case methodCancelledNotify:
+		head.method = methodCancelledNotify
+	default:
+		head.method = string(method)
+	}
+	return head, true
+}
+
+// skipSpace returns the index of the first byte at or after i that is not JSON
+// white space.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// plainString reads the JSON string at data[i] when it has no escapes: its text
+// and the index after its closing quote.
+func plainString(data []byte, i int) (text []byte, next int, ok bool) {
+	if i >= len(data) || data[i] != '"' {
+		return nil, i, false
+	}
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			return nil, i, false
+		case '"':
+			return data[i+1 : j], j + 1, true
+		}
+	}
+	return nil, i, false
+}
+
+// skipValue returns the index after the JSON value at data[i]; data is valid JSON.
+func skipValue(data []byte, i int) int {
+	depth := 0
+	inString, escaped := false, false
+	for ; i < len(data); i++ {
+		b := data[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of the enclosing object: a scalar ended here
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 // trackWrite records, for a connection without HTTP (stdio), what trackingTransport
