@@ -54,6 +54,8 @@ type callTracker struct {
 	answer    *jsonrpc.Error // JSON-RPC error with a non-null id in a non-2xx body
 	cancelled chan struct{}  // closed once notifications/cancelled was written (or failed); made on first use
 	once      sync.Once
+
+	parent context.Context // the context withTracker made the tracker part of
 }
 
 func newCallTracker() *callTracker { return &callTracker{} }
@@ -71,8 +73,27 @@ func (t *callTracker) cancelledChan() chan struct{} {
 
 type trackerKey struct{}
 
+// withTracker returns ctx carrying t. It is what context.WithValue(ctx,
+// trackerKey{}, t) would be, with t itself as the context (one allocation fewer
+// per call): every other method and value comes from ctx. A tracker carries one
+// context; withTracker is called once per tracker.
 func withTracker(ctx context.Context, t *callTracker) context.Context {
-	return context.WithValue(ctx, trackerKey{}, t)
+	t.parent = ctx
+	return (*trackerCtx)(t)
+}
+
+// trackerCtx is a callTracker seen as the context carrying it.
+type trackerCtx callTracker
+
+func (c *trackerCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c *trackerCtx) Done() <-chan struct{}       { return c.parent.Done() }
+func (c *trackerCtx) Err() error                  { return c.parent.Err() }
+
+func (c *trackerCtx) Value(key any) any {
+	if _, ok := key.(trackerKey); ok {
+		return (*callTracker)(c)
+	}
+	return c.parent.Value(key)
 }
 
 func trackerFrom(ctx context.Context) *callTracker {
