@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -15,6 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
+	"github.com/arvenza/helix/pkg/component/mcp/internal/jsonscan"
 )
 
 // Method names the trackers look for.
@@ -378,71 +380,43 @@ func peekPlain(data []byte) (head requestHead, decided bool) {
 	}
 	var version, method []byte
 	var sawID bool
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return head, false
-	}
-	i++
-	for {
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return head, false
-		}
-		if data[i] == '}' {
-			break
-		}
-		if data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-		key, next, ok := plainString(data, i)
-		if !ok {
-			return head, false
-		}
-		i = skipSpace(data, next)
-		if i >= len(data) || data[i] != ':' {
-			return head, false
-		}
-		i = skipSpace(data, i+1)
-		if i >= len(data) {
-			return head, false
-		}
+	v := jsonscan.Members(data, func(key, val []byte) jsonscan.Verdict {
+		var ok bool
 		switch string(key) {
 		case "jsonrpc":
 			if version != nil {
-				return head, false
+				return jsonscan.Unsure
 			}
-			if version, i, ok = plainString(data, i); !ok {
-				return head, false
+			if version, ok = jsonscan.PlainString(val); !ok {
+				return jsonscan.Unsure
 			}
 		case "method":
 			if method != nil {
-				return head, false
+				return jsonscan.Unsure
 			}
-			if method, i, ok = plainString(data, i); !ok {
-				return head, false
+			if method, ok = jsonscan.PlainString(val); !ok {
+				return jsonscan.Unsure
 			}
 		case "id":
 			if sawID {
-				return head, false
+				return jsonscan.Unsure
 			}
 			sawID = true
-			start := i
-			i = skipValue(data, i)
-			var k idKind
-			if c := data[start]; c != '"' && c != '-' && (c < '0' || c > '9') {
-				return head, false // null or another kind: encoding/json decides
+			if c := val[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
+				return jsonscan.Unsure // null or another kind: encoding/json decides
 			}
-			if k.UnmarshalJSON(data[start:i]) != nil {
-				return head, false
+			var k idKind
+			if k.UnmarshalJSON(val) != nil {
+				return jsonscan.Unsure
 			}
 			head.call = k.call
 		case "params", "result":
-			i = skipValue(data, i)
 		default:
-			return head, false
+			return jsonscan.Unsure
 		}
-	}
-	if string(version) != "2.0" || method == nil {
+		return jsonscan.On
+	})
+	if v != jsonscan.On || string(version) != "2.0" || method == nil {
 		return head, false
 	}
 	switch string(method) {
@@ -454,78 +428,6 @@ func peekPlain(data []byte) (head requestHead, decided bool) {
 		head.method = string(method)
 	}
 	return head, true
-}
-
-// skipSpace returns the index of the first byte at or after i that is not JSON
-// white space.
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// plainString reads the JSON string at data[i] when it has no escapes: its text
-// and the index after its closing quote.
-func plainString(data []byte, i int) (text []byte, next int, ok bool) {
-	if i >= len(data) || data[i] != '"' {
-		return nil, i, false
-	}
-	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			return nil, i, false
-		case '"':
-			return data[i+1 : j], j + 1, true
-		}
-	}
-	return nil, i, false
-}
-
-// skipValue returns the index after the JSON value at data[i]; data is valid JSON.
-func skipValue(data []byte, i int) int {
-	depth := 0
-	inString, escaped := false, false
-	for ; i < len(data); i++ {
-		b := data[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i // the end of the enclosing object: a scalar ended here
-			}
-			if depth--; depth == 0 {
-				return i + 1
-			}
-		case ',', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
 }
 
 // trackWrite records, for a connection without HTTP (stdio), what trackingTransport
