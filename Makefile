@@ -6,7 +6,7 @@ GO ?= go
 FUZZTIME ?= 10s
 TEST_TIMEOUT ?= 60m
 
-.PHONY: test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test bench
+.PHONY: allocs test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test bench
 
 # Full check: services and tools, then lint and brief fuzzing, and the race-enabled test run
 # last so the output ends with go test's own per-package ok/FAIL lines. HELIX_REQUIRE_TOOLS=1
@@ -22,6 +22,7 @@ test:
 	$(MAKE) --no-print-directory fuzz-smoke; \
 	$(MAKE) --no-print-directory bench-smoke; \
 	$(MAKE) --no-print-directory bench-test; \
+	$(MAKE) --no-print-directory allocs; \
 	HELIX_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # Starts the test PostgreSQL for a shell: eval "$$(make -s postgres-start)"; stop it with
@@ -60,6 +61,12 @@ fmt-check:
 # Every fuzz target in the repo for FUZZTIME each (see scripts/fuzz-smoke.sh).
 fuzz-smoke:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz-smoke.sh
+
+# Allocation-count tests (named Test…Allocs) skip under -race, where sync.Pool drops a
+# random share of its items; this runs them without it, in the packages that have them.
+ALLOC_PKGS = $(shell grep -rl --include='*_test.go' --exclude-dir='.[!.]*' --exclude-dir=bench -E '^func Test[A-Za-z0-9_]*Allocs.t \*testing' . | xargs -r -n1 dirname | sort -u)
+allocs:
+	$(GO) test -count=1 -run 'Allocs$$' $(ALLOC_PKGS)
 
 # Race-enabled tests without tool installs; tests needing missing tools skip.
 unit:

@@ -353,3 +353,15 @@ func removeStaleBinDirs() {
 		}
 	}
 }
+
+// SkipAllocsUnderRace skips an allocation-count test in a race-enabled binary: the race
+// detector makes sync.Pool drop a random share of what is put back (encoding/json's scanner
+// pool among them), so counts there are not the program's. Such tests are named Test…Allocs
+// and `make test` runs them once more without -race (the allocs target), so they are
+// always checked.
+func SkipAllocsUnderRace(t testing.TB) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector; `make allocs` runs this test without it")
+	}
+}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // matchBothWays runs params through match (scanParams first) and through the
@@ -117,6 +119,12 @@ func TestScanParamsDecidesUsualCalls(t *testing.T) {
 			t.Fatalf("scanParams(%s) = %v, %v", p, fc, ok)
 		}
 	}
+}
+
+func TestScanParamsAllocs(t *testing.T) {
+	testtools.SkipAllocsUnderRace(t)
+	f := NewFastToolCalls(nil, nil)
+	id, _ := jsonrpc.MakeID(float64(2))
 	p := []byte(`{"name":"echo","arguments":{"text":"hello"}}`)
 	if n := testing.AllocsPerRun(100, func() { f.scanParams(id, p, "2025-06-18") }); n > 2 {
 		t.Errorf("scanParams allocates %v times, want at most 2 (the call, its name)", n)

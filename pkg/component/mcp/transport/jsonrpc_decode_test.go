@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // decodeSeeds are envelopes where decoders typically differ: number forms of ids,
@@ -187,6 +189,10 @@ func TestDecodeStringInternsMethods(t *testing.T) {
 			t.Errorf("decodeString(%s) = %q, %v", raw, got, err)
 		}
 	}
+}
+
+func TestDecodeStringAllocs(t *testing.T) {
+	testtools.SkipAllocsUnderRace(t)
 	raw := []byte(`"tools/call"`)
 	if n := testing.AllocsPerRun(100, func() { _, _ = decodeString(raw) }); n != 0 {
 		t.Errorf("decodeString(%s): %v allocations, want 0", raw, n)
