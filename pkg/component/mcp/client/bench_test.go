@@ -21,9 +21,13 @@ import (
 // once as a bare go-sdk ClientSession.CallTool loop (gosdk) and once as an exchange
 // sent through a workflow direct://call → mcp://…/echo (helix). The server's CPU is
 // in both figures alike, so cpu-µs/call of helix minus that of gosdk is Helix's
-// own overhead per call (issue 17: ≤ 40 µs). scripts/bench-all.sh reports it.
+// own overhead per call (issue 17: ≤ 40 µs). scripts/bench-all.sh reports it as the
+// median over rounds of the difference within a round, with GOMAXPROCS=1 (one P: the
+// process's CPU is then the call's work, without the idle GC workers and cross-thread
+// wake-ups that make two-P figures vary by tens of µs):
 //
-//	go test -run '^$' -bench MCPClientOverhead -benchtime 3s -count 5 ./pkg/component/mcp/client/
+//	go test -c -o client.test ./pkg/component/mcp/client/
+//	for i in $(seq 9); do GOMAXPROCS=1 ./client.test -test.run '^$' -test.bench MCPClientOverhead -test.benchtime 3s; done
 func BenchmarkMCPClientOverhead(b *testing.B) {
 	url := echoServer(b)
 	b.Run("gosdk", func(b *testing.B) {
