@@ -126,7 +126,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 		n=${names[$(((i + r) % ${#names[@]}))]}
 		echo "-- round $((r + 1)): $n"
 		args=(-label "$n" -url "${url[$n]}" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP"
-			-pid "${pid[$n]}" -json "$OUT/results.jsonl")
+			-pid "${pid[$n]}" -json "$OUT/results.jsonl" -round $((r + 1)))
 		[[ -n ${memstats[$n]:-} ]] && args+=(-memstats "${memstats[$n]}")
 		[[ -n ${stateless[$n]:-} ]] && args+=(-stateless)
 		"$bin/mcpload" run "${args[@]}"

@@ -26,6 +26,7 @@ type loadConfig struct {
 	PID       int           // server process for CPU and RSS (0: not measured)
 	Memstats  string        // expvar URL of the server for allocations (optional)
 	Timeout   time.Duration // per request
+	Round     int           // the side-by-side round this run belongs to (0: none)
 }
 
 func (c *loadConfig) validate() error {
@@ -71,6 +72,13 @@ type result struct {
 	AnonRSSKB        int64   `json:"anon_rss_kb"` // RssAnon at the window's end
 	AllocPerCall     float64 `json:"alloc_bytes_per_call"`
 	MallocPerCall    float64 `json:"mallocs_per_call"`
+	// Round groups the runs of one side-by-side round, which follow each other within
+	// seconds: summarize compares each server with the base of the same round.
+	Round int `json:"round,omitempty"`
+	// StealPct is the share of the machine's CPU time the hypervisor gave to others
+	// during the window (/proc/stat's steal), -1 when unknown. On a shared host it is
+	// what makes rounds differ; it is recorded so that a slow round can be told apart.
+	StealPct float64 `json:"steal_pct"`
 }
 
 // errorLog counts errors and keeps the first few distinct messages.
@@ -153,8 +161,10 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 	// Snapshot the server at the window's edges.
 	var cpu0, cpu1, self0, self1 time.Duration
 	var ms0, ms1 memStats
+	var st0, st1 machineTicks
 	var snapErr error
-	snapshot := func(cpu, self *time.Duration, ms *memStats) {
+	snapshot := func(cpu, self *time.Duration, ms *memStats, st *machineTicks) {
+		*st, _ = readMachineTicks() // best effort: only the steal column depends on it
 		if c, err := procCPU(os.Getpid()); err == nil {
 			*self = c
 		}
@@ -174,10 +184,10 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 		}
 	}
 	if sleepUntil(ctx, winStart) {
-		snapshot(&cpu0, &self0, &ms0)
+		snapshot(&cpu0, &self0, &ms0, &st0)
 	}
 	if sleepUntil(ctx, winEnd) {
-		snapshot(&cpu1, &self1, &ms1)
+		snapshot(&cpu1, &self1, &ms1, &st1)
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -197,6 +207,7 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 		Seconds: cfg.Duration.Seconds(), Requests: int64(len(all)),
 		Errors: errs.n, ErrorSamples: errs.samples,
 		CPUusPerCall: -1, LoadCPUusPerCall: -1, RSSKB: -1, PeakRSSKB: -1, AnonRSSKB: -1, AllocPerCall: -1, MallocPerCall: -1,
+		Round: cfg.Round, StealPct: stealPct(st0, st1),
 	}
 	r.RPS = float64(len(all)) / cfg.Duration.Seconds()
 	r.P50us = micros(percentile(all, 0.50))

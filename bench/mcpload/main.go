@@ -86,6 +86,7 @@ func runCmd(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.PID, "pid", 0, "PID of the server on this machine, for CPU per call and RSS (/proc)")
 	fs.StringVar(&cfg.Memstats, "memstats", "", "expvar URL of the server (/debug/vars), for allocations per call")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "per-request timeout")
+	fs.IntVar(&cfg.Round, "round", 0, "side-by-side round number, copied into the result (summarize compares servers within a round)")
 	fs.StringVar(&jsonOut, "json", "", "append the result as one JSON line to this file")
 	fs.BoolVar(&allowErrors, "allow-errors", false, "exit 0 even when some calls failed")
 	if err := fs.Parse(args); err != nil {

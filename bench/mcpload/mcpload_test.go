@@ -277,3 +277,55 @@ func TestStartupMeasuresAChildServer(t *testing.T) {
 		t.Fatalf("want an exited error, got %v", err)
 	}
 }
+
+// The per-round ratio compares each server with the base of its own round, so a
+// round where the whole machine was slow does not count against one server only.
+func TestSummarizeRatioPerRound(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.jsonl")
+	var lines []string
+	for _, r := range []result{
+		{Label: "limit", Round: 1, RPS: 1000}, {Label: "helix", Round: 1, RPS: 900},
+		{Label: "limit", Round: 2, RPS: 400}, {Label: "helix", Round: 2, RPS: 360}, // a slow round
+		{Label: "helix", Round: 3, RPS: 1000}, {Label: "limit", Round: 3, RPS: 1000},
+		{Label: "helix", Round: 4, RPS: 500}, // its base is missing: not paired
+	} {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(out, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := run(context.Background(), []string{"summarize", out}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	// helix: median req/s 700 against the limit's 1000 (0.70); per round 0.9, 0.9, 1.0.
+	if !strings.Contains(buf.String(), "| helix | 4 | 700 | 0.70 | 0.90 |") {
+		t.Fatalf("summary table:\n%s", buf.String())
+	}
+}
+
+func TestStealShare(t *testing.T) {
+	a, err := parseMachineTicks([]byte("cpu  100 0 50 800 10 0 5 35 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"))
+	if err != nil || a.total != 1000 || a.steal != 35 {
+		t.Fatalf("parse: %+v %v", a, err)
+	}
+	b := machineTicks{total: 2000, steal: 235}
+	if got := stealPct(a, b); got != 20 {
+		t.Fatalf("steal share %v, want 20", got)
+	}
+	if got := stealPct(machineTicks{}, b); got != -1 {
+		t.Fatalf("without a first reading: %v, want -1", got)
+	}
+	for _, bad := range []string{"", "intr 1 2 3", "cpu 1 2 3", "cpu 1 2 3 4 5 6 7 x"} {
+		if _, err := parseMachineTicks([]byte(bad)); err == nil {
+			t.Errorf("parseMachineTicks(%q): want an error", bad)
+		}
+	}
+	if _, err := readMachineTicks(); err != nil {
+		t.Fatal(err)
+	}
+}

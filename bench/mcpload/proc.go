@@ -107,3 +107,47 @@ func fetchMemStats(hc *http.Client, url string) (memStats, error) {
 	}
 	return *doc.MemStats, nil
 }
+
+// machineTicks are the machine-wide CPU times of /proc/stat's first line, in ticks.
+type machineTicks struct {
+	total, steal uint64
+}
+
+// readMachineTicks reads /proc/stat's "cpu" line: user nice system idle iowait irq
+// softirq steal (guest time is already inside user and nice).
+func readMachineTicks() (machineTicks, error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineTicks{}, err
+	}
+	return parseMachineTicks(raw)
+}
+
+func parseMachineTicks(raw []byte) (machineTicks, error) {
+	line, _, _ := bytes.Cut(raw, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return machineTicks{}, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var t machineTicks
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return machineTicks{}, fmt.Errorf("/proc/stat: field %d: %w", i+1, err)
+		}
+		t.total += n
+		if i == 7 {
+			t.steal = n
+		}
+	}
+	return t, nil
+}
+
+// stealPct is the steal share of the machine's CPU time between two readings, or -1
+// when either reading is missing.
+func stealPct(a, b machineTicks) float64 {
+	if a.total == 0 || b.total <= a.total || b.steal < a.steal {
+		return -1
+	}
+	return 100 * float64(b.steal-a.steal) / float64(b.total-a.total)
+}

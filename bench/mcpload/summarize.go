@@ -47,11 +47,17 @@ func summarizeCmd(args []string, out io.Writer) error {
 		return median(v)
 	}
 	baseRPS := 0.0
+	baseByRound := map[int]float64{}
 	if rs, ok := byLabel[*base]; ok {
 		baseRPS = med(rs, func(r result) float64 { return r.RPS })
+		for _, r := range rs {
+			if r.Round > 0 {
+				baseByRound[r.Round] = r.RPS
+			}
+		}
 	}
-	fmt.Fprintln(out, "| server | rounds | req/s (median) | vs "+*base+" | p50 µs | p99 µs | p99.9 µs | CPU µs/call | load tool CPU µs/call | alloc B/call | allocs/call | peak RSS MiB | anon RSS MiB | errors |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(out, "| server | rounds | req/s (median) | vs "+*base+" | vs "+*base+" per round (median) | p50 µs | p99 µs | p99.9 µs | CPU µs/call | load tool CPU µs/call | alloc B/call | allocs/call | peak RSS MiB | anon RSS MiB | steal % | errors |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, label := range order {
 		rs := byLabel[label]
 		rps := med(rs, func(r result) float64 { return r.RPS })
@@ -59,14 +65,26 @@ func summarizeCmd(args []string, out io.Writer) error {
 		if baseRPS > 0 {
 			ratio = fmt.Sprintf("%.2f", rps/baseRPS)
 		}
+		// The ratio to the base within each round: the rounds' servers run within
+		// seconds of each other, so a slow period of a shared host (steal) moves both.
+		var perRound []float64
+		for _, r := range rs {
+			if b := baseByRound[r.Round]; r.Round > 0 && b > 0 {
+				perRound = append(perRound, r.RPS/b)
+			}
+		}
+		roundRatio := "n/a"
+		if len(perRound) > 0 {
+			roundRatio = fmt.Sprintf("%.2f", median(perRound))
+		}
 		var errs int64
 		peak := int64(-1)
 		for _, r := range rs {
 			errs += r.Errors
 			peak = max(peak, r.PeakRSSKB)
 		}
-		fmt.Fprintf(out, "| %s | %d | %.0f | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %d |\n",
-			label, len(rs), rps, ratio,
+		fmt.Fprintf(out, "| %s | %d | %.0f | %s | %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+			label, len(rs), rps, ratio, roundRatio,
 			med(rs, func(r result) float64 { return r.P50us }),
 			med(rs, func(r result) float64 { return r.P99us }),
 			med(rs, func(r result) float64 { return r.P999us }),
@@ -76,6 +94,7 @@ func summarizeCmd(args []string, out io.Writer) error {
 			optional(med(rs, func(r result) float64 { return r.MallocPerCall }), "%.0f"),
 			optional(float64(peak)/1024, "%.1f"),
 			optional(med(rs, func(r result) float64 { return float64(r.AnonRSSKB) / 1024 }), "%.1f"),
+			optional(med(rs, func(r result) float64 { return r.StealPct }), "%.1f"),
 			errs)
 	}
 	return nil
@@ -123,7 +142,7 @@ func readResults(name string, f func(result)) error {
 		if probe.Kind != "" {
 			continue
 		}
-		r := result{LoadCPUusPerCall: -1, AnonRSSKB: -1} // absent from results written before it was measured
+		r := result{LoadCPUusPerCall: -1, AnonRSSKB: -1, StealPct: -1} // absent from results written before it was measured
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return fmt.Errorf("%s:%d: %w", name, line, err)
 		}
