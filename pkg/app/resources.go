@@ -316,11 +316,7 @@ func (a *App) workflowReader(id, declared string) func(context.Context, string, 
 // runWorkflow runs ex through workflow id; the run ends when ctx ends or when the
 // engine abandons draining at Stop.
 func (a *App) runWorkflow(ctx context.Context, id string, ex *exchange.Exchange) error {
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stopAfter := context.AfterFunc(a.hc.RunContext(), cancel)
-	defer stopAfter()
-	if err := a.hc.Run(runCtx, id, ex); err != nil {
+	if err := a.hc.RunUntilStop(ctx, id, ex); err != nil {
 		return err
 	}
 	return ex.Exception()

@@ -233,3 +233,40 @@ func TestShutdownTimeoutConfig(t *testing.T) {
 		t.Fatalf("bad shutdown_timeout: %v", err)
 	}
 }
+
+// A workflow-backed resource read still running when shutdown_timeout ends is
+// cancelled like a tool call: Stop returns in time and the read ends with an error.
+func TestShutdownTimeoutEndsResourceReads(t *testing.T) {
+	g := newBlocker(t)
+	a, err := buildYAML(t, shutdownYAML(g, "300ms")+`
+resources:
+  - {uri: "app://slow", name: slow, workflow: slow}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cs := sdSession(t, a, "sdkpath")
+	read := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "app://slow"})
+		read <- err
+	}()
+	g.waitEntered(t)
+	done := make(chan error, 1)
+	go func() { done <- a.Stop(context.Background()) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		g.open()
+		<-done
+		t.Fatal("Stop waited for a resource read beyond shutdown_timeout")
+	}
+	if err := <-read; err == nil {
+		t.Fatal("a resource read still running at shutdown_timeout completed normally")
+	}
+}
