@@ -20,9 +20,15 @@ const MaxDepth = 64
 // plain values listed in the package comment. ok is false for any other value
 // (named types included), a NaN or infinity, or nesting deeper than MaxDepth; dst
 // must then be ignored.
-func Append(dst []byte, v any) (_ []byte, ok bool) { return appendValue(dst, v, 0) }
+func Append(dst []byte, v any) (_ []byte, ok bool) { return appendValue(dst, v, 0, true) }
 
-func appendValue(dst []byte, v any, depth int) (_ []byte, ok bool) {
+// AppendUnescaped is Append without the HTML escaping of <, > and &: what a
+// json.Encoder with SetEscapeHTML(false) writes, less its trailing newline. For JSON
+// that is read as text (a tool result's text copy, which a model reads), where
+// \u003c in place of < is only noise.
+func AppendUnescaped(dst []byte, v any) (_ []byte, ok bool) { return appendValue(dst, v, 0, false) }
+
+func appendValue(dst []byte, v any, depth int, html bool) (_ []byte, ok bool) {
 	if depth > MaxDepth {
 		return dst, false
 	}
@@ -34,12 +40,12 @@ func appendValue(dst []byte, v any, depth int) (_ []byte, ok bool) {
 	case float64:
 		return AppendFloat(dst, x)
 	case string:
-		return AppendString(dst, x), true
+		return appendString(dst, x, html), true
 	case map[string]any:
 		if x == nil {
 			return append(dst, "null"...), true
 		}
-		return appendObject(dst, x, depth)
+		return appendObject(dst, x, depth, html)
 	case []any:
 		if x == nil {
 			return append(dst, "null"...), true
@@ -49,7 +55,7 @@ func appendValue(dst []byte, v any, depth int) (_ []byte, ok bool) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, ok = appendValue(dst, e, depth+1); !ok {
+			if dst, ok = appendValue(dst, e, depth+1, html); !ok {
 				return dst, false
 			}
 		}
@@ -59,7 +65,7 @@ func appendValue(dst []byte, v any, depth int) (_ []byte, ok bool) {
 }
 
 // appendObject writes m's members in the order of their keys, as json.Marshal does.
-func appendObject(dst []byte, m map[string]any, depth int) (_ []byte, ok bool) {
+func appendObject(dst []byte, m map[string]any, depth int, html bool) (_ []byte, ok bool) {
 	var small [16]string
 	keys := small[:0]
 	for k := range m {
@@ -76,9 +82,9 @@ func appendObject(dst []byte, m map[string]any, depth int) (_ []byte, ok bool) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = AppendString(dst, k)
+		dst = appendString(dst, k, html)
 		dst = append(dst, ':')
-		if dst, ok = appendValue(dst, m[k], depth+1); !ok {
+		if dst, ok = appendValue(dst, m[k], depth+1, html); !ok {
 			return dst, false
 		}
 	}
@@ -112,12 +118,14 @@ const hexDigits = "0123456789abcdef"
 
 // AppendString appends s as encoding/json encodes a string with HTML escaping, as
 // json.Marshal does it.
-func AppendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s, true) }
+
+func appendString(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}

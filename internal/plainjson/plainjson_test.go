@@ -1,11 +1,24 @@
 package plainjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
 	"testing"
 )
+
+// marshalUnescaped is json.Marshal without HTML escaping: a json.Encoder with
+// SetEscapeHTML(false), less the newline it ends with.
+func marshalUnescaped(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
 
 // manyKeys is an object with more members than appendObject's stack array of
 // keys, whose keys sort bytewise ("B" < "a" < "é").
@@ -40,17 +53,29 @@ func TestAppendLikeMarshal(t *testing.T) {
 		if err != nil || !ok || string(got) != string(want) {
 			t.Errorf("Append(%#v) = %s, %v; json.Marshal: %s, %v", v, got, ok, want, err)
 		}
+		want, err = marshalUnescaped(v)
+		got, ok = AppendUnescaped(nil, v)
+		if err != nil || !ok || string(got) != string(want) {
+			t.Errorf("AppendUnescaped(%#v) = %s, %v; unescaped encoder: %s, %v", v, got, ok, want, err)
+		}
+	}
+	if got, _ := AppendUnescaped(nil, map[string]any{"<k>": "a < b && c > d"}); string(got) != `{"<k>":"a < b && c > d"}` {
+		t.Errorf("AppendUnescaped kept HTML escapes: %s", got)
 	}
 	for _, v := range []any{deepValue(MaxDepth + 2), int64(1), json.Number("1"), math.Inf(1), []any{math.NaN()},
 		map[string]string{"a": "b"}} {
 		if _, ok := Append(nil, v); ok {
 			t.Errorf("Append(%#v) encoded a value it should leave to json.Marshal", v)
 		}
+		if _, ok := AppendUnescaped(nil, v); ok {
+			t.Errorf("AppendUnescaped(%#v) encoded a value it should leave to encoding/json", v)
+		}
 	}
 }
 
 // FuzzAppendLikeMarshal: every value json.Unmarshal makes of the input is encoded
-// byte for byte as json.Marshal encodes it (or, nested past MaxDepth, refused).
+// byte for byte as json.Marshal encodes it (or, nested past MaxDepth, refused), and
+// by AppendUnescaped as an encoder without HTML escaping does.
 func FuzzAppendLikeMarshal(f *testing.F) {
 	for _, s := range []string{`{"text":"hello","n":1.5e-7,"l":[null,true,"<\u2028>"]}`, `"\ud800"`, `1e21`, `[{"":{}}]`} {
 		f.Add([]byte(s))
@@ -67,6 +92,11 @@ func FuzzAppendLikeMarshal(f *testing.F) {
 		}
 		if err != nil || string(got) != string(want) {
 			t.Fatalf("Append(%#v) = %s; json.Marshal: %s, %v", v, got, want, err)
+		}
+		want, err = marshalUnescaped(v)
+		got, ok = AppendUnescaped(nil, v)
+		if err != nil || !ok || string(got) != string(want) {
+			t.Fatalf("AppendUnescaped(%#v) = %s, %v; unescaped encoder: %s, %v", v, got, ok, want, err)
 		}
 	})
 }

@@ -103,8 +103,10 @@ func (t *Tool) shape(res Result) Result {
 // jsonBufs are the buffers of marshalText.
 var jsonBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// marshalText is string(json.Marshal(v)), without json.Marshal's reflection and
-// allocations for plain JSON values (plainjson.Append).
+// marshalText is v as JSON text without HTML escaping (<, > and & as themselves: the
+// text copy of a result is read by a model, not put into HTML), keys sorted as
+// json.Marshal sorts them; without reflection and allocations for plain JSON values
+// (plainjson.AppendUnescaped).
 func marshalText(v any) (string, error) {
 	bp := jsonBufs.Get().(*[]byte)
 	defer func() {
@@ -112,16 +114,18 @@ func marshalText(v any) (string, error) {
 			jsonBufs.Put(bp)
 		}
 	}()
-	text, ok := plainjson.Append((*bp)[:0], v)
+	text, ok := plainjson.AppendUnescaped((*bp)[:0], v)
 	*bp = text
 	if ok {
 		return string(text), nil
 	}
-	data, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return "", err
 	}
-	return string(data), nil
+	return string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }
 
 // plainJSON returns v as a plain JSON value (maps, slices, float64 …): strings and

@@ -178,7 +178,22 @@ func ReplyResult(body any, contentType, resourceURI string) (Result, error) {
 			return Result{Content: []Content{c}}, nil
 		}
 	}
-	return TextResult(exchange.Stringify(body)), nil
+	return TextResult(replyText(body)), nil
+}
+
+// replyText is the text of a reply that is not content: exchange.Stringify, except
+// that objects, lists and other values it would encode as JSON are encoded without
+// HTML escaping (as marshalText does for structured results): a model reads this
+// text, and `a \u003c b` in place of `a < b` is only noise.
+func replyText(v any) string {
+	switch v.(type) {
+	case nil, string, []byte, json.RawMessage, bool, int, int64, float64, fmt.Stringer, error:
+		return exchange.Stringify(v)
+	}
+	if text, err := marshalText(v); err == nil {
+		return text
+	}
+	return exchange.Stringify(v)
 }
 
 func checkParts(parts []Content) error {

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -8,10 +9,15 @@ import (
 	"testing"
 )
 
-// checkLikeMarshal fails unless marshalText(v) answers as json.Marshal(v) does.
+// checkLikeMarshal fails unless marshalText(v) answers as json.Marshal(v) does
+// without HTML escaping (a json.Encoder with SetEscapeHTML(false), less its newline).
 func checkLikeMarshal(t *testing.T, v any) {
 	t.Helper()
-	want, wantErr := json.Marshal(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	wantErr := enc.Encode(v)
+	want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	got, err := marshalText(v)
 	if (err != nil) != (wantErr != nil) || (err == nil && got != string(want)) {
 		t.Errorf("%#v:\n got %q, %v\nwant %q, %v", v, got, err, want, wantErr)
