@@ -52,6 +52,7 @@ func runFiles(cmd *cobra.Command, files []string) error {
 	if err := a.Start(ctx); err != nil {
 		return runtimeError(fmt.Errorf("start: %w", err))
 	}
+	setHeapFloor(os.Getenv) // now that start-up is over: see heapfloor.go
 	r.logger.Info("helix started", "files", files, "workflows", len(a.Config().Workflows), "tools", len(a.Config().Tools))
 
 	loopCtx, stopLoop := context.WithCancel(ctx)
