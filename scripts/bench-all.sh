@@ -160,7 +160,7 @@ if want agent; then
 	echo "== agent: Helix's overhead per iteration"
 	COUNT=$count BENCHTIME=$benchtime scripts/agent-overhead.sh "$OUT/agent" >"$OUT/agent.txt"
 	ns=$(bench_median "$OUT/agent/bench.txt" 'AgentOverheadOpenAIMCP' helix-cpu-ns/iteration)
-	row "Agent loop" "Helix's CPU per iteration (beyond tool call and model POST)" "$(awk -v n="$ns" 'BEGIN { printf "%.1f", n / 1000 }')" goal 200 µs lower "≤ 200 µs"
+	row "Agent loop" "Helix's CPU per iteration (beyond tool call and model POST, GOMAXPROCS=1)" "$(awk -v n="$ns" 'BEGIN { printf "%.1f", n / 1000 }')" goal 200 µs lower "≤ 200 µs"
 fi
 
 if want rag; then
