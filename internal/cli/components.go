@@ -3,6 +3,7 @@ package cli
 //go:generate go run ../../cmd/helix components --markdown ../../docs/components
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -83,11 +84,18 @@ func findSpec(arg string) (*component.Spec, error) {
 	return nil, fmt.Errorf("unknown component %q (components: %s)", scheme, strings.Join(schemes, ", "))
 }
 
+// writeJSON writes v as indented JSON for people to read: <, > and & as themselves,
+// also inside values whose own MarshalJSON escaped them (the go-sdk's types).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(unescapeHTML(buf.Bytes()))
+	return err
 }
 
 // roleText says how a component can be used in a workflow.

@@ -131,9 +131,7 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 		return runtimeError(err)
 	}
 	if f.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(out, res); err != nil {
 			return runtimeError(err)
 		}
 	} else if !res.IsError {
@@ -331,9 +329,7 @@ func withNewline(s string) string {
 
 func printTools(w io.Writer, tools []*sdk.Tool, output string) error {
 	if output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"tools": tools}); err != nil {
+		if err := writeJSON(w, map[string]any{"tools": tools}); err != nil {
 			return runtimeError(err)
 		}
 		return nil
