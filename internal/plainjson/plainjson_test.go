@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"strconv"
 	"testing"
+
+	"github.com/arvenza/helix/internal/plainjson/plainjsontest"
 )
 
 // marshalUnescaped is json.Marshal without HTML escaping: a json.Encoder with
@@ -20,33 +21,9 @@ func marshalUnescaped(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// manyKeys is an object with more members than appendObject's stack array of
-// keys, whose keys sort bytewise ("B" < "a" < "é").
-func manyKeys() map[string]any {
-	m := map[string]any{}
-	for i := range 40 {
-		m[string(rune("aBé"[i%2]))+strconv.Itoa(i)] = float64(i) / 7
-	}
-	m["é"] = "<&>"
-	return m
-}
-
-// deepValue nests arrays and objects n levels deep.
-func deepValue(n int) any {
-	var v any = "leaf"
-	for i := range n {
-		if i%2 == 0 {
-			v = []any{v, float64(i)}
-		} else {
-			v = map[string]any{"k": v}
-		}
-	}
-	return v
-}
-
 // Append writes the bytes json.Marshal writes, and leaves what it cannot.
 func TestAppendLikeMarshal(t *testing.T) {
-	for _, v := range []any{nil, true, 0.0, -0.0, 1e21, 1e-7, "<a&b>\u2028", manyKeys(), deepValue(MaxDepth - 2),
+	for _, v := range []any{nil, true, 0.0, -0.0, 1e21, 1e-7, "<a&b>\u2028", plainjsontest.ManyKeys(), plainjsontest.DeepValue(MaxDepth - 2),
 		[]any(nil), map[string]any(nil), []any{map[string]any{}}} {
 		want, err := json.Marshal(v)
 		got, ok := Append(nil, v)
@@ -62,7 +39,7 @@ func TestAppendLikeMarshal(t *testing.T) {
 	if got, _ := AppendUnescaped(nil, map[string]any{"<k>": "a < b && c > d"}); string(got) != `{"<k>":"a < b && c > d"}` {
 		t.Errorf("AppendUnescaped kept HTML escapes: %s", got)
 	}
-	for _, v := range []any{deepValue(MaxDepth + 2), int64(1), json.Number("1"), math.Inf(1), []any{math.NaN()},
+	for _, v := range []any{plainjsontest.DeepValue(MaxDepth + 2), int64(1), json.Number("1"), math.Inf(1), []any{math.NaN()},
 		map[string]string{"a": "b"}} {
 		if _, ok := Append(nil, v); ok {
 			t.Errorf("Append(%#v) encoded a value it should leave to json.Marshal", v)

@@ -8,10 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-
-	"github.com/arvenza/helix/internal/testtools"
 )
 
 // recordingTracer notes what the engine asks it to trace, as "start …" and

@@ -5,9 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/report"
-
 	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/report"
 )
 
 type recorder struct {

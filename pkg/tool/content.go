@@ -186,9 +186,8 @@ func ReplyResult(body any, contentType, resourceURI string) (Result, error) {
 // HTML escaping (as marshalText does for structured results): a model reads this
 // text, and `a \u003c b` in place of `a < b` is only noise.
 func replyText(v any) string {
-	switch v.(type) {
-	case nil, string, []byte, json.RawMessage, bool, int, int64, float64, fmt.Stringer, error:
-		return exchange.Stringify(v)
+	if s, ok := exchange.ScalarText(v); ok {
+		return s
 	}
 	if text, err := marshalText(v); err == nil {
 		return text

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"strconv"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/plainjson"
+	"github.com/arvenza/helix/internal/plainjson/plainjsontest"
 )
 
 func TestPlainResultsEnabled(t *testing.T) {
@@ -89,8 +89,8 @@ func TestPlainResultMatchesMarshalJSON(t *testing.T) {
 				B []byte
 				C float32
 			}{B: []byte{0, 1, 2}, C: 0.1}},
-			{Content: []sdk.Content{}, StructuredContent: manyKeys()},
-			{Content: []sdk.Content{}, StructuredContent: deepValue(plainjson.MaxDepth + 3)},
+			{Content: []sdk.Content{}, StructuredContent: plainjsontest.ManyKeys()},
+			{Content: []sdk.Content{}, StructuredContent: plainjsontest.DeepValue(plainjson.MaxDepth + 3)},
 			{Content: []sdk.Content{}, StructuredContent: map[string]any{"a": []any{1e-7, 1e20, 1e21, 123456789.125, -1e-300, int64(3)}}},
 		} {
 			plainResultMatches(t, id, res, true)
@@ -221,28 +221,4 @@ func BenchmarkResultEncoding(b *testing.B) {
 			_, _, _ = plainResultEnvelope(id, res)
 		}
 	})
-}
-
-// manyKeys is an object with more members than plainjson's stack array of keys,
-// whose keys sort bytewise ("B" < "a" < "é").
-func manyKeys() map[string]any {
-	m := map[string]any{}
-	for i := range 40 {
-		m[string(rune("aBé"[i%2]))+strconv.Itoa(i)] = float64(i) / 7
-	}
-	m["é"] = "<&>"
-	return m
-}
-
-// deepValue nests arrays and objects n levels deep.
-func deepValue(n int) any {
-	var v any = "leaf"
-	for i := range n {
-		if i%2 == 0 {
-			v = []any{v, float64(i)}
-		} else {
-			v = map[string]any{"k": v}
-		}
-	}
-	return v
 }

@@ -5,10 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/component/mcp/internal/jsondepth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
-	"github.com/arvenza/helix/internal/testtools"
 )
 
 // matchBothWays runs params through match (scanParams first) and through the
