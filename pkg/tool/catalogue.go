@@ -8,8 +8,8 @@ import (
 	"sync"
 )
 
-// Catalogue holds the tools of one application: workflows, `tools:` entries and
-// (next) agents and pipelines register into it; MCP servers serve a selection of it
+// Catalogue holds the tools of one application: workflows, `tools:` entries,
+// agents and pipelines register into it; MCP servers serve a selection of it
 // ([Catalogue.Select]); agents call through it. It is safe for concurrent use.
 type Catalogue struct {
 	mu       sync.RWMutex

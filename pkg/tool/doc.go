@@ -1,5 +1,5 @@
 // Package tool is Helix's tool catalogue: what an application offers to callers
-// that are not workflows — MCP clients through an MCP server, and (next) agents.
+// that are not workflows — MCP clients through an MCP server, and agents.
 //
 // A [Tool] is a name, title, description, input and output schema, annotations and
 // an invoke function (context, arguments) → [Result] with content parts (text,
@@ -7,7 +7,8 @@
 // workflow's reply becomes a Result by [ReplyResult]: text and JSON as text, bytes
 // by their Content-Type, content values (Starlang's content module) as themselves. Workflows with a trigger and
 // `tools:` entries register into a [Catalogue] ([Catalogue.AddWorkflows]; pkg/app
-// builds the application's catalogue), agents and pipelines will too. An MCP server
+// builds the application's catalogue); agents and pipelines are engine workflows of
+// their own kind and register the same way. An MCP server
 // serves a [Set] selected from it ([Catalogue.Select]): names unique, ids usable as
 // aliases.
 //
