@@ -93,6 +93,9 @@ func securityConfig(id string, s config.Security, logger *slog.Logger) security.
 // draw a warning. Errors are configuration errors at pos.
 func (a *App) applySecurity(opts *mcpserver.Options, s config.Security, pos config.Pos, path string) {
 	if !hasSecurity(s) {
+		// No stack: the Origin rule of the MCP specification still applies
+		// (a foreign or "null" Origin gets 403; see security.OriginGuard).
+		opts.HTTPMiddleware = security.OriginGuard
 		return
 	}
 	stdio := strings.EqualFold(strings.TrimSpace(opts.Transport), mcpserver.TransportStdio)
