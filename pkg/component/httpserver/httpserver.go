@@ -146,6 +146,10 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	hosts, err := parseAllowedHosts(opts.Strings("allowedHosts"))
+	if err != nil {
+		return nil, err
+	}
 	limits, limitsSet, err := netguard.FromURIOptions(func(name string) string {
 		if !opts.IsSet(name) { // the spec's defaults are for documentation; netguard applies its own
 			return ""
@@ -156,7 +160,7 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 		return nil, err
 	}
 	return &endpoint{c: c, raw: u.Raw, addr: strings.ToLower(u.Host), path: path, method: method, maxBody: maxBody, consumes: consumes,
-		limits: limits, limitsSet: limitsSet}, nil
+		limits: limits, limitsSet: limitsSet, hosts: hosts, hostsSet: opts.IsSet("allowedHosts")}, nil
 }
 
 // parseConsumes reads the consumes option: a comma-separated list of media types
@@ -191,6 +195,9 @@ type endpoint struct {
 	// limits are the listener options of the URI; limitsSet: any was given.
 	limits    netguard.Limits
 	limitsSet bool
+	// hosts is the allowedHosts listener option; hostsSet: it was given.
+	hosts    hostPolicy
+	hostsSet bool
 }
 
 func (e *endpoint) URI() string { return e.raw }
@@ -218,6 +225,10 @@ func (c *Component) acquire(ctx context.Context, e *endpoint) (*listener, error)
 			return nil, fmt.Errorf("listener options %s differ from those of %s, which shares %s; give every workflow on a host:port the same readTimeout, idleTimeout, writeTimeout, maxConnections and maxConnectionsPerIp, or leave them out",
 				limitsDiff(e.limits.Resolved(), l.limits), l.limitsFrom, addr)
 		}
+		if e.hostsSet && !e.hosts.equal(l.hosts) {
+			return nil, fmt.Errorf("listener option allowedHosts=%q differs from %q of %s, which shares %s; give every workflow on a host:port the same allowedHosts, or leave it out",
+				e.hosts.String(), l.hosts.String(), l.limitsFrom, addr)
+		}
 		l.refs++
 		return l, nil
 	}
@@ -228,7 +239,7 @@ func (c *Component) acquire(ctx context.Context, e *endpoint) (*listener, error)
 	}
 	ln := netguard.NewListener(raw, e.limits, "http-server "+addr, c.logger())
 	l := &listener{c: c, key: addr, ln: ln, refs: 1, routes: map[string][]*route{}, served: make(chan struct{}),
-		limits: e.limits.Resolved(), limitsFrom: e.raw}
+		limits: e.limits.Resolved(), limitsFrom: e.raw, hosts: e.hosts}
 	l.srv = &nethttp.Server{
 		Handler:  l,
 		ErrorLog: slog.NewLogLogger(c.logger().Handler(), slog.LevelWarn),
@@ -272,6 +283,7 @@ type listener struct {
 	// limitsFrom that opened it.
 	limits     netguard.Limits
 	limitsFrom string
+	hosts      hostPolicy // allowedHosts (host.go)
 
 	mu     sync.RWMutex
 	routes map[string][]*route // by exact path
@@ -367,6 +379,11 @@ func (r *route) enter() bool {
 }
 
 func (l *listener) ServeHTTP(w nethttp.ResponseWriter, req *nethttp.Request) {
+	if l.hosts.refuses(req) {
+		writeError(w, nethttp.StatusForbidden, fmt.Sprintf(
+			"Host %.100q is not served on this listener (DNS rebinding?); list it in the allowedHosts option of the http-server URI", req.Host))
+		return
+	}
 	r, allowed := l.match(req.URL.Path, req.Method)
 	if r == nil {
 		if len(allowed) > 0 {

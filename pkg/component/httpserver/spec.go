@@ -51,6 +51,8 @@ the response, except Helix and connection headers.`,
 			Description: "request body limit in bytes (10 MiB); larger requests get 413"},
 		{Name: "consumes", Type: component.TypeString, Multiple: true, Role: component.ConsumerOnly, Since: "0.1",
 			Description: "media types the workflow reads, comma-separated (application/json, text/csv); another Content-Type gets 415, an empty body 400; default any"},
+		{Name: "allowedHosts", Type: component.TypeString, Multiple: true, Role: component.ConsumerOnly, Since: "0.2",
+			Description: "Host names served, comma-separated (api.example.com, or with :port); other Hosts get 403. Default: on a loopback address only loopback names (DNS rebinding), elsewhere any; * for any. Listener option"},
 	}, netguard.SpecOptions(component.ConsumerOnly)...),
 	Headers: []component.Header{
 		{Name: HeaderHTTPMethod, Type: "string", Use: component.Writes, Role: component.ConsumerOnly, Description: "the request method"},
