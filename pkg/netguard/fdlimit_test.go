@@ -1,7 +1,9 @@
 package netguard
 
 import (
+	"errors"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -44,7 +46,7 @@ type guardedForTest struct {
 	accepted chan net.Conn
 }
 
-func listenGuarded(t *testing.T, budget int) *guardedForTest {
+func listenGuarded(t *testing.T, budget int, setup ...func(*Listener)) *guardedForTest {
 	t.Helper()
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,6 +54,9 @@ func listenGuarded(t *testing.T, budget int) *guardedForTest {
 	}
 	g := &guardedForTest{Listener: newListener(raw, Limits{MaxConnectionsPerIP: -1}, 100, budget, t.Name(), nil),
 		accepted: make(chan net.Conn, 16)}
+	for _, f := range setup {
+		f(g.Listener)
+	}
 	go func() {
 		for {
 			c, err := g.Accept()
@@ -81,6 +86,9 @@ func (g *guardedForTest) dial(t *testing.T) net.Conn {
 	t.Helper()
 	refused := g.Refused()
 	client, err := net.Dial("tcp", g.Addr().String())
+	if errors.Is(err, syscall.ECONNRESET) {
+		return nil // refused before connect returned
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

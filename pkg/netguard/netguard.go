@@ -105,6 +105,9 @@ type Listener struct {
 	refused   atomic.Uint64
 	lastLog   atomic.Int64 // unix nanos of the last "refused" warning
 	loggedCnt atomic.Uint64
+
+	proxyState // trusted proxies and the PROXY protocol (proxy.go)
+	closeOnce  sync.Once
 }
 
 // NewListener guards ln with the connection limits of l (defaults applied; the
@@ -137,18 +140,35 @@ func newListener(ln net.Listener, l Limits, defaultMax, budget int, name string,
 
 // Accept returns the next connection within the limits.
 func (l *Listener) Accept() (net.Conn, error) {
+	if l.proxies.Protocol {
+		return l.acceptProxied()
+	}
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
 		key := clientKey(c.RemoteAddr())
+		if len(l.proxies.Trusted) > 0 && l.trusted(peerAddr(c.RemoteAddr())) {
+			key = netip.Addr{} // a balancer carries many clients: not capped per address
+		}
 		if reason := l.admit(key); reason != "" {
 			l.reject(c, key, reason)
 			continue
 		}
 		return &conn{Conn: c, l: l, key: key}, nil
 	}
+}
+
+// Close closes the listener; connections already accepted stay open.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() {
+		l.loopOnce.Do(func() {}) // no accept loop starts after Close
+		if l.closed != nil {
+			close(l.closed)
+		}
+	})
+	return l.Listener.Close()
 }
 
 // Open is the number of connections currently open through l.
