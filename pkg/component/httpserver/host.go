@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/arvenza/helix/pkg/netguard"
 )
 
 // DNS rebinding: a web page on evil.example whose name is rebound to
@@ -95,4 +97,24 @@ func isLoopbackName(name string) bool {
 	}
 	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(name, "["), "]"))
 	return err == nil && a.Unmap().IsLoopback()
+}
+
+// parseProxyOptions reads the trustedProxies and proxyProtocol options.
+func parseProxyOptions(trusted []string, protocol bool) (netguard.ProxyOptions, error) {
+	var entries []string
+	for _, v := range trusted {
+		entries = append(entries, strings.Split(v, ",")...)
+	}
+	prefixes, err := netguard.ParseTrustedProxies("option trustedProxies", entries)
+	if err != nil {
+		return netguard.ProxyOptions{}, err
+	}
+	if protocol && len(prefixes) == 0 {
+		return netguard.ProxyOptions{}, fmt.Errorf("option proxyProtocol=true needs trustedProxies: the addresses of the balancers whose PROXY header is believed (e.g. trustedProxies=10.0.0.0/8)")
+	}
+	return netguard.ProxyOptions{Trusted: prefixes, Protocol: protocol}, nil
+}
+
+func sameProxies(a, b netguard.ProxyOptions) bool {
+	return a.Protocol == b.Protocol && slices.Equal(a.Trusted, b.Trusted)
 }

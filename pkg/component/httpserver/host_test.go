@@ -73,3 +73,40 @@ func TestAllowedHostsOptionErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustedProxiesOption: connections from a trustedProxies address are not
+// capped by maxConnectionsPerIp (a balancer carries every client); others are.
+func TestTrustedProxiesOption(t *testing.T) {
+	comp := httpserver.New(nil)
+	base := serve(t, comp, "http-server://127.0.0.1:0/in?maxConnectionsPerIp=1&trustedProxies=127.0.0.1", echo)
+	for i := range 3 { // rawRequest keeps each connection open until the test ends
+		resp, err := rawRequest(t, base, "127.0.0.1", "GET /in HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("connection %d from the trusted proxy: %v %v", i, resp, err)
+		}
+	}
+	if _, err := rawRequest(t, base, "127.0.0.2", "GET /in HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+		t.Fatalf("first connection from 127.0.0.2: %v", err)
+	}
+	if resp, err := rawRequest(t, base, "127.0.0.2", "GET /in HTTP/1.1\r\nHost: localhost\r\n\r\n"); err == nil {
+		t.Fatalf("a second connection from 127.0.0.2 was served (%d) under maxConnectionsPerIp=1", resp.StatusCode)
+	}
+}
+
+func TestProxyOptionErrors(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http-server://127.0.0.1:0/in?trustedProxies=10.0.0.0/33":                    "trustedProxies",
+		"http-server://127.0.0.1:0/in?trustedProxies=example.com":                    "trustedProxies",
+		"http-server://127.0.0.1:0/in?proxyProtocol=true":                            "needs trustedProxies",
+		"http-server://127.0.0.1:0/in?proxyProtocol=perhaps&trustedProxies=10.0.0.1": "proxyProtocol",
+	} {
+		u, err := uri.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = httpserver.New(nil).CreateEndpoint(u)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one about %s", raw, err, want)
+		}
+	}
+}

@@ -150,6 +150,10 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	proxies, err := parseProxyOptions(opts.Strings("trustedProxies"), opts.Bool("proxyProtocol"))
+	if err != nil {
+		return nil, err
+	}
 	limits, limitsSet, err := netguard.FromURIOptions(func(name string) string {
 		if !opts.IsSet(name) { // the spec's defaults are for documentation; netguard applies its own
 			return ""
@@ -160,7 +164,8 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 		return nil, err
 	}
 	return &endpoint{c: c, raw: u.Raw, addr: strings.ToLower(u.Host), path: path, method: method, maxBody: maxBody, consumes: consumes,
-		limits: limits, limitsSet: limitsSet, hosts: hosts, hostsSet: opts.IsSet("allowedHosts")}, nil
+		limits: limits, limitsSet: limitsSet, hosts: hosts, hostsSet: opts.IsSet("allowedHosts"),
+		proxies: proxies, proxiesSet: opts.IsSet("trustedProxies") || opts.IsSet("proxyProtocol")}, nil
 }
 
 // parseConsumes reads the consumes option: a comma-separated list of media types
@@ -198,6 +203,9 @@ type endpoint struct {
 	// hosts is the allowedHosts listener option; hostsSet: it was given.
 	hosts    hostPolicy
 	hostsSet bool
+	// proxies are the trustedProxies and proxyProtocol listener options.
+	proxies    netguard.ProxyOptions
+	proxiesSet bool
 }
 
 func (e *endpoint) URI() string { return e.raw }
@@ -229,6 +237,10 @@ func (c *Component) acquire(ctx context.Context, e *endpoint) (*listener, error)
 			return nil, fmt.Errorf("listener option allowedHosts=%q differs from %q of %s, which shares %s; give every workflow on a host:port the same allowedHosts, or leave it out",
 				e.hosts.String(), l.hosts.String(), l.limitsFrom, addr)
 		}
+		if e.proxiesSet && !sameProxies(e.proxies, l.proxies) {
+			return nil, fmt.Errorf("listener options trustedProxies/proxyProtocol differ from those of %s, which shares %s; give every workflow on a host:port the same values, or leave them out",
+				l.limitsFrom, addr)
+		}
 		l.refs++
 		return l, nil
 	}
@@ -238,8 +250,9 @@ func (c *Component) acquire(ctx context.Context, e *endpoint) (*listener, error)
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	ln := netguard.NewListener(raw, e.limits, "http-server "+addr, c.logger())
+	ln.TrustProxies(e.proxies)
 	l := &listener{c: c, key: addr, ln: ln, refs: 1, routes: map[string][]*route{}, served: make(chan struct{}),
-		limits: e.limits.Resolved(), limitsFrom: e.raw, hosts: e.hosts}
+		limits: e.limits.Resolved(), limitsFrom: e.raw, hosts: e.hosts, proxies: e.proxies}
 	l.srv = &nethttp.Server{
 		Handler:  l,
 		ErrorLog: slog.NewLogLogger(c.logger().Handler(), slog.LevelWarn),
@@ -284,6 +297,7 @@ type listener struct {
 	limits     netguard.Limits
 	limitsFrom string
 	hosts      hostPolicy // allowedHosts (host.go)
+	proxies    netguard.ProxyOptions
 
 	mu     sync.RWMutex
 	routes map[string][]*route // by exact path
