@@ -154,9 +154,10 @@ func (l *Listener) readProxyHeader(gc *conn) {
 	pc := proxyproto.NewConn(raw, proxyproto.SetReadHeaderTimeout(headerTimeout),
 		func(c *proxyproto.Conn) { c.ProxyHeaderPolicy = proxyproto.USE })
 	h := pc.ProxyHeader() // reads the header (or finds there is none)
-	if h == nil {
-		// Without a header (a health check, or a broken header: its error
-		// comes back from the first Read) the connection is the proxy's own.
+	if h == nil || h.Command.IsLocal() || h.SourceAddr == nil {
+		// Without a client (no header, a LOCAL or UNKNOWN one: health checks;
+		// or a broken header, whose error comes back from the first Read) the
+		// connection is the proxy's own, not counted per address.
 		gc.Conn = pc
 		if !l.hand(proxied{c: gc}) {
 			_ = gc.Close()

@@ -150,3 +150,18 @@ func TestParseTrustedProxiesErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyHeaderWithoutClient: "PROXY UNKNOWN" (v1) names no client: the
+// connection is the balancer's, not counted against any address.
+func TestProxyHeaderWithoutClient(t *testing.T) {
+	g := proxyListener(t, 1, ProxyOptions{Trusted: loopbackProxies(t), Protocol: true})
+	for i := range 3 {
+		c := g.dialFrom(t, "127.0.0.1", "PROXY UNKNOWN\r\nGET / HTTP/1.1\r\n")
+		if c == nil {
+			t.Fatalf("health check %d refused", i)
+		}
+		if !strings.HasPrefix(c.RemoteAddr().String(), "127.0.0.1:") {
+			t.Fatalf("RemoteAddr %s", c.RemoteAddr())
+		}
+	}
+}
