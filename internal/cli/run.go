@@ -3,11 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/arvenza/helix/pkg/netguard"
 )
 
 func newRunCmd() *cobra.Command {
@@ -40,6 +43,7 @@ func runFiles(cmd *cobra.Command, files []string) error {
 	if err := r.load(); err != nil {
 		return err
 	}
+	raiseFileLimit(r.logger)
 	ctx, stopSignals := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stopSignals()
 	// SIGHUP is caught before Start: from then on it reloads instead of ending
@@ -90,4 +94,21 @@ func runFiles(cmd *cobra.Command, files []string) error {
 	}
 	r.logger.Info("helix stopped")
 	return nil
+}
+
+// raiseFileLimit raises the soft RLIMIT_NOFILE to the hard one before any
+// listener opens, since the listeners' connection caps derive from it
+// (pkg/netguard, fdlimit.go), and says how it is shared out.
+func raiseFileLimit(log *slog.Logger) {
+	limit, err := netguard.RaiseFileLimit()
+	if err != nil {
+		log.Warn("cannot raise the open-files limit; connection caps follow the lower limit", "error", err,
+			"hint", "raise the hard limit (ulimit -Hn, LimitNOFILE= in systemd, --ulimit nofile= in Docker); see docs/scaling.md")
+	}
+	if limit <= 0 {
+		return
+	}
+	b := netguard.Budget()
+	log.Debug("file descriptors", "limit", b.Limit, "listeners_share", b.Listeners,
+		"reserve", b.Reserve, "max_connections_default", b.PerListen)
 }

@@ -53,6 +53,9 @@ type HAProxyServer struct {
 	// CheckPort is the port of the health check (GET HAProxyOptions.CheckPath on
 	// the same host), e.g. a Replica's management port; 0 checks Addr itself.
 	CheckPort int
+	// SendProxy starts every connection to the server with a PROXY protocol v1
+	// header naming the client (send-proxy); checks of Addr itself send one too.
+	SendProxy bool
 }
 
 // HAProxyOptions configure StartHAProxy. Zero values take the defaults named.
@@ -176,6 +179,12 @@ backend replicas
 		fmt.Fprintf(&b, "    server %s %s check", s.Name, s.Addr)
 		if s.CheckPort != 0 {
 			fmt.Fprintf(&b, " port %d", s.CheckPort)
+		}
+		if s.SendProxy {
+			b.WriteString(" send-proxy")
+			if s.CheckPort == 0 {
+				b.WriteString(" check-send-proxy")
+			}
 		}
 		b.WriteString("\n")
 	}

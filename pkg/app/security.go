@@ -15,6 +15,7 @@ import (
 	"github.com/arvenza/helix/pkg/component/mcp/security"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/netguard"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -38,7 +39,7 @@ type serverSecurity struct {
 
 // hasSecurity reports whether any security key is set.
 func hasSecurity(s config.Security) bool {
-	return len(s.APIKeys) > 0 || len(s.TrustedProxies) > 0 || s.RateLimit != 0 || s.RateLimitStore != "" || s.MaxBodyBytes != 0 ||
+	return len(s.APIKeys) > 0 || len(s.TrustedProxies) > 0 || s.ProxyProtocol || s.RateLimit != 0 || s.RateLimitStore != "" || s.MaxBodyBytes != 0 ||
 		s.AuthFailureLimit != 0 || s.AuthFailureWindow != 0 ||
 		len(s.CORSOrigins) > 0 || len(s.AllowedTools) > 0 || len(s.BlockedTools) > 0 || s.Auth != nil
 }
@@ -53,6 +54,7 @@ func httpOnlySettings(s config.Security) []string {
 	}
 	add(len(s.APIKeys) > 0, "api_keys")
 	add(len(s.TrustedProxies) > 0, "trusted_proxies")
+	add(s.ProxyProtocol, "proxy_protocol")
 	add(s.RateLimit != 0, "rate_limit")
 	add(s.RateLimitStore != "", "rate_limit_store")
 	add(s.RateLimitStoreFallback != "", "rate_limit_store_fallback")
@@ -93,6 +95,9 @@ func securityConfig(id string, s config.Security, logger *slog.Logger) security.
 // draw a warning. Errors are configuration errors at pos.
 func (a *App) applySecurity(opts *mcpserver.Options, s config.Security, pos config.Pos, path string) {
 	if !hasSecurity(s) {
+		// No stack: the Origin rule of the MCP specification still applies
+		// (a foreign or "null" Origin gets 403; see security.OriginGuard).
+		opts.HTTPMiddleware = security.OriginGuard
 		return
 	}
 	stdio := strings.EqualFold(strings.TrimSpace(opts.Transport), mcpserver.TransportStdio)
@@ -130,7 +135,16 @@ func (a *App) applySecurity(opts *mcpserver.Options, s config.Security, pos conf
 	}
 	sec := &serverSecurity{id: opts.ID, cfg: cfg, filter: filter}
 	opts.ToolAllowed = sec.toolAllowed
+	if s.ProxyProtocol && len(s.TrustedProxies) == 0 {
+		a.errs = append(a.errs, &config.Error{Pos: pos, Path: path + ".proxy_protocol",
+			Msg:  "proxy_protocol needs trusted_proxies: the PROXY header is only believed from them",
+			Hint: "list the addresses of the load balancers, e.g. trusted_proxies: [10.0.0.0/8]"})
+		return
+	}
 	if !stdio {
+		// trusted_proxies were checked by security.New above.
+		trusted, _ := netguard.ParseTrustedProxies("trusted_proxies", s.TrustedProxies)
+		opts.Proxies = netguard.ProxyOptions{Trusted: trusted, Protocol: s.ProxyProtocol}
 		opts.HTTPMiddleware = sec.middleware
 		// The stack enforces the body limit; the SDK's own limit must not be lower.
 		opts.MaxRequestBodyBytes = filter.MaxBodyBytes()

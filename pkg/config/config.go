@@ -216,6 +216,9 @@ type Security struct {
 	Auth         *OAuthConfig
 	// Listener holds the connection limits of the server's HTTP listener.
 	Listener ListenerLimits
+	// ProxyProtocol is proxy_protocol: connections from TrustedProxies start
+	// with a PROXY protocol header naming the client (pkg/netguard).
+	ProxyProtocol bool
 }
 
 // OAuthConfig validates bearer JWTs (OAuth 2.1 resource server). Scopes maps a tool

@@ -366,6 +366,7 @@ func sessionLimitFields(d *Decoder, l *SessionLimits, f Fields) Fields {
 func securityFields(d *Decoder, s *Security, f Fields) Fields {
 	f["api_keys"] = func(v *yaml.Node, p string) { s.APIKeys = d.Strings(v, p) }
 	f["trusted_proxies"] = func(v *yaml.Node, p string) { s.TrustedProxies = d.Strings(v, p) }
+	f["proxy_protocol"] = func(v *yaml.Node, p string) { s.ProxyProtocol = d.Bool(v, p) }
 	f["rate_limit"] = func(v *yaml.Node, p string) {
 		s.RateLimit = d.Int(v, p)
 		if s.RateLimit < 0 {

@@ -106,7 +106,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	netguard.Configure(s.srv, s.opts.Limits)
 	s.done = make(chan struct{})
-	guarded := netguard.NewListener(ln, s.opts.Limits, "management", s.log)
+	guarded := netguard.NewManagementListener(ln, s.opts.Limits, "management", s.log)
 	go func(srv *http.Server, done chan struct{}) {
 		defer close(done)
 		if err := srv.Serve(guarded); err != nil && !errors.Is(err, http.ErrServerClosed) {

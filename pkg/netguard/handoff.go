@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	proxyproto "github.com/pires/go-proxyproto"
 )
 
 // Listener handoff: a reload (helix run, SIGHUP) starts a new application beside
@@ -468,6 +470,8 @@ func sharedConnOf(c net.Conn) *sharedConn {
 			return t
 		case *conn:
 			c = t.Conn
+		case *proxyproto.Conn:
+			c = t.Raw()
 		default:
 			return nil
 		}

@@ -92,8 +92,11 @@ func pick[T time.Duration | int](v, def T) T {
 type Listener struct {
 	net.Listener
 	max, perIP int
-	name       string
-	log        *slog.Logger
+	// budget is the process budget this listener's connections count against
+	// (fdlimit.go); 0 for the management listener, which lives on the reserve.
+	budget int
+	name   string
+	log    *slog.Logger
 
 	mu    sync.Mutex
 	open  int
@@ -102,32 +105,70 @@ type Listener struct {
 	refused   atomic.Uint64
 	lastLog   atomic.Int64 // unix nanos of the last "refused" warning
 	loggedCnt atomic.Uint64
+
+	proxyState // trusted proxies and the PROXY protocol (proxy.go)
+	closeOnce  sync.Once
 }
 
-// NewListener guards ln with the connection limits of l (defaults applied).
+// NewListener guards ln with the connection limits of l (defaults applied; the
+// default max_connections is bounded by the file-descriptor budget, see
+// fdlimit.go). Its connections also count against the process budget.
 func NewListener(ln net.Listener, l Limits, name string, log *slog.Logger) *Listener {
+	b := Budget()
+	return newListener(ln, l, b.PerListen, b.Listeners, name, log)
+}
+
+// NewManagementListener is [NewListener] for the management server: its
+// connections come out of the file-descriptor reserve instead of the process
+// budget, so that /healthz and /metrics answer while the other listeners are
+// full; its default max_connections is a quarter of the reserve.
+func NewManagementListener(ln net.Listener, l Limits, name string, log *slog.Logger) *Listener {
+	return newListener(ln, l, Budget().Management, 0, name, log)
+}
+
+func newListener(ln net.Listener, l Limits, defaultMax, budget int, name string, log *slog.Logger) *Listener {
+	if l.MaxConnections == 0 {
+		l.MaxConnections = defaultMax
+	}
 	r := l.Resolved()
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Listener{Listener: ln, max: r.MaxConnections, perIP: r.MaxConnectionsPerIP, name: name, log: log,
-		byKey: map[netip.Addr]int{}}
+	return &Listener{Listener: ln, max: r.MaxConnections, perIP: r.MaxConnectionsPerIP, budget: budget,
+		name: name, log: log, byKey: map[netip.Addr]int{}}
 }
 
 // Accept returns the next connection within the limits.
 func (l *Listener) Accept() (net.Conn, error) {
+	if l.proxies.Protocol {
+		return l.acceptProxied()
+	}
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
 		key := clientKey(c.RemoteAddr())
+		if len(l.proxies.Trusted) > 0 && l.trusted(peerAddr(c.RemoteAddr())) {
+			key = netip.Addr{} // a balancer carries many clients: not capped per address
+		}
 		if reason := l.admit(key); reason != "" {
 			l.reject(c, key, reason)
 			continue
 		}
 		return &conn{Conn: c, l: l, key: key}, nil
 	}
+}
+
+// Close closes the listener; connections already accepted stay open.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() {
+		l.loopOnce.Do(func() {}) // no accept loop starts after Close
+		if l.closed != nil {
+			close(l.closed)
+		}
+	})
+	return l.Listener.Close()
 }
 
 // Open is the number of connections currently open through l.
@@ -149,6 +190,9 @@ func (l *Listener) admit(key netip.Addr) string {
 	if l.perIP > 0 && key.IsValid() && l.byKey[key] >= l.perIP {
 		return fmt.Sprintf("max_connections_per_ip (%d) reached", l.perIP)
 	}
+	if l.budget > 0 && !takeProcessSlot(l.budget) {
+		return fmt.Sprintf("the process's connection budget (%d of RLIMIT_NOFILE %d) reached", l.budget, fileLimit())
+	}
 	l.open++
 	if key.IsValid() {
 		l.byKey[key]++
@@ -160,6 +204,9 @@ func (l *Listener) release(key netip.Addr) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.open--
+	if l.budget > 0 {
+		releaseProcessSlot()
+	}
 	if key.IsValid() {
 		if n := l.byKey[key] - 1; n > 0 {
 			l.byKey[key] = n
@@ -192,7 +239,7 @@ func (l *Listener) reject(c net.Conn, key netip.Addr, reason string) {
 	since := total - l.loggedCnt.Swap(total)
 	l.log.Warn("connection refused", "listener", l.name, "client", key.String(), "reason", reason,
 		"refused_since_last_warning", since,
-		"hint", "raise max_connections / max_connections_per_ip if these are legitimate clients")
+		"hint", "raise max_connections / max_connections_per_ip (and the hard RLIMIT_NOFILE, see docs/scaling.md) if these are legitimate clients")
 }
 
 // clientKey is the address a connection counts against: the IPv4 address, or

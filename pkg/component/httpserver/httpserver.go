@@ -146,6 +146,14 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	hosts, err := parseAllowedHosts(opts.Strings("allowedHosts"))
+	if err != nil {
+		return nil, err
+	}
+	proxies, err := parseProxyOptions(opts.Strings("trustedProxies"), opts.Bool("proxyProtocol"))
+	if err != nil {
+		return nil, err
+	}
 	limits, limitsSet, err := netguard.FromURIOptions(func(name string) string {
 		if !opts.IsSet(name) { // the spec's defaults are for documentation; netguard applies its own
 			return ""
@@ -156,7 +164,8 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 		return nil, err
 	}
 	return &endpoint{c: c, raw: u.Raw, addr: strings.ToLower(u.Host), path: path, method: method, maxBody: maxBody, consumes: consumes,
-		limits: limits, limitsSet: limitsSet}, nil
+		limits: limits, limitsSet: limitsSet, hosts: hosts, hostsSet: opts.IsSet("allowedHosts"),
+		proxies: proxies, proxiesSet: opts.IsSet("trustedProxies") || opts.IsSet("proxyProtocol")}, nil
 }
 
 // parseConsumes reads the consumes option: a comma-separated list of media types
@@ -191,6 +200,12 @@ type endpoint struct {
 	// limits are the listener options of the URI; limitsSet: any was given.
 	limits    netguard.Limits
 	limitsSet bool
+	// hosts is the allowedHosts listener option; hostsSet: it was given.
+	hosts    hostPolicy
+	hostsSet bool
+	// proxies are the trustedProxies and proxyProtocol listener options.
+	proxies    netguard.ProxyOptions
+	proxiesSet bool
 }
 
 func (e *endpoint) URI() string { return e.raw }
@@ -218,6 +233,14 @@ func (c *Component) acquire(ctx context.Context, e *endpoint) (*listener, error)
 			return nil, fmt.Errorf("listener options %s differ from those of %s, which shares %s; give every workflow on a host:port the same readTimeout, idleTimeout, writeTimeout, maxConnections and maxConnectionsPerIp, or leave them out",
 				limitsDiff(e.limits.Resolved(), l.limits), l.limitsFrom, addr)
 		}
+		if e.hostsSet && !e.hosts.equal(l.hosts) {
+			return nil, fmt.Errorf("listener option allowedHosts=%q differs from %q of %s, which shares %s; give every workflow on a host:port the same allowedHosts, or leave it out",
+				e.hosts.String(), l.hosts.String(), l.limitsFrom, addr)
+		}
+		if e.proxiesSet && !sameProxies(e.proxies, l.proxies) {
+			return nil, fmt.Errorf("listener options trustedProxies/proxyProtocol differ from those of %s, which shares %s; give every workflow on a host:port the same values, or leave them out",
+				l.limitsFrom, addr)
+		}
 		l.refs++
 		return l, nil
 	}
@@ -227,8 +250,9 @@ func (c *Component) acquire(ctx context.Context, e *endpoint) (*listener, error)
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	ln := netguard.NewListener(raw, e.limits, "http-server "+addr, c.logger())
+	ln.TrustProxies(e.proxies)
 	l := &listener{c: c, key: addr, ln: ln, refs: 1, routes: map[string][]*route{}, served: make(chan struct{}),
-		limits: e.limits.Resolved(), limitsFrom: e.raw}
+		limits: e.limits.Resolved(), limitsFrom: e.raw, hosts: e.hosts, proxies: e.proxies}
 	l.srv = &nethttp.Server{
 		Handler:  l,
 		ErrorLog: slog.NewLogLogger(c.logger().Handler(), slog.LevelWarn),
@@ -272,6 +296,8 @@ type listener struct {
 	// limitsFrom that opened it.
 	limits     netguard.Limits
 	limitsFrom string
+	hosts      hostPolicy // allowedHosts (host.go)
+	proxies    netguard.ProxyOptions
 
 	mu     sync.RWMutex
 	routes map[string][]*route // by exact path
@@ -367,6 +393,11 @@ func (r *route) enter() bool {
 }
 
 func (l *listener) ServeHTTP(w nethttp.ResponseWriter, req *nethttp.Request) {
+	if l.hosts.refuses(req) {
+		writeError(w, nethttp.StatusForbidden, fmt.Sprintf(
+			"Host %.100q is not served on this listener (DNS rebinding?); list it in the allowedHosts option of the http-server URI", req.Host))
+		return
+	}
 	r, allowed := l.match(req.URL.Path, req.Method)
 	if r == nil {
 		if len(allowed) > 0 {

@@ -56,7 +56,7 @@ func isTimeout(err error) bool {
 func TestStalledBodyIsAnswered408(t *testing.T) {
 	comp := httpserver.New(nil)
 	base := serve(t, comp, "http-server://127.0.0.1:0/in?readTimeout=200ms", echo)
-	resp, err := rawRequest(t, base, "", "POST /in HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nonly ten b")
+	resp, err := rawRequest(t, base, "", "POST /in HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nonly ten b")
 	if err != nil {
 		if isTimeout(err) {
 			t.Fatal("no answer to a stalled body within readTimeout")
@@ -83,7 +83,7 @@ func TestMaxConnectionsPerIPOption(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		resp, err := rawRequest(t, base, "127.0.0.1", "GET /in HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := rawRequest(t, base, "127.0.0.1", "GET /in HTTP/1.1\r\nHost: localhost\r\n\r\n")
 		if err != nil && !isTimeout(err) || errors.Is(err, syscall.ECONNRESET) {
 			break // refused: the two idle connections hold this address's quota
 		}
@@ -92,7 +92,7 @@ func TestMaxConnectionsPerIPOption(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // the idle ones may not be accepted yet
 	}
-	resp, err := rawRequest(t, base, "127.0.0.2", "GET /in HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := rawRequest(t, base, "127.0.0.2", "GET /in HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("another address was not served: %v %v", resp, err)
 	}

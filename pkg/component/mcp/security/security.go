@@ -380,16 +380,18 @@ func (s *Stack) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		return
 	}
 
-	// 3. CORS before auth: browsers send preflights without credentials, and
-	// error responses need CORS headers for the page to read them.
-	if s.cors != nil {
-		switch s.cors.handle(w, r) {
-		case corsAnswered:
-			return
-		case corsDenied:
-			s.reject(w, r, q, http.StatusForbidden, "cors origin not allowed", "origin", r.Header.Get("Origin"))
-			return
+	// 3. Origin and CORS before auth: a foreign Origin is refused whatever
+	// else is configured (origin.go); browsers send preflights without
+	// credentials, and error responses need CORS headers for the page to read.
+	if reason := originRefusal(r, s.cors); reason != "" {
+		if s.cors != nil {
+			w.Header().Add("Vary", "Origin")
 		}
+		s.reject(w, r, q, http.StatusForbidden, reason, "origin", r.Header.Get("Origin"))
+		return
+	}
+	if s.cors != nil && s.cors.handle(w, r) == corsAnswered {
+		return
 	}
 
 	// 4. Authentication, unless this client failed it too often lately: a

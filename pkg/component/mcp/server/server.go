@@ -111,6 +111,10 @@ type Options struct {
 	// (read_timeout, idle_timeout, write_timeout, max_connections,
 	// max_connections_per_ip); zero fields mean the netguard defaults.
 	Limits netguard.Limits
+	// Proxies are the load balancers in front of the listener (trusted_proxies,
+	// proxy_protocol): not capped per address, and with the PROXY protocol the
+	// client they name is (pkg/netguard).
+	Proxies netguard.ProxyOptions
 	// MaxSessions caps the stateful sessions of the server (Streamable HTTP and
 	// SSE together; default DefaultMaxSessions, negative: no cap), and
 	// MaxSessionsPerPrincipal those of one API key or OAuth subject (default

@@ -186,6 +186,7 @@ func (s *mcpServer) startHTTP(ctx context.Context) error {
 	// Connection limits and timeouts (read_timeout, max_connections …): one shared
 	// implementation for every Helix listener.
 	ln := netguard.NewListener(raw, s.opts.Limits, "mcp server "+s.opts.ID, s.opts.Logger)
+	ln.TrustProxies(s.opts.Proxies)
 	var h http.Handler = s.httpHandler()
 	if s.opts.HTTPMiddleware != nil {
 		h = s.opts.HTTPMiddleware(h)
