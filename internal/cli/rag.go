@@ -15,17 +15,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arvenza/helix/pkg/app"
+	"github.com/arvenza/helix/pkg/config"
 	"github.com/arvenza/helix/pkg/rag/pipeline"
+	"github.com/arvenza/helix/pkg/rag/store/embedded"
 )
 
 func newRAGCmd() *cobra.Command {
 	rag := &cobra.Command{
 		Use:   "rag",
-		Short: "Run one side of a RAG pipeline: ingest its source, or query it",
+		Short: "Run one side of a RAG pipeline (ingest its source, or query it), or check its embedded store",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	rag.AddCommand(newRAGIngestCmd(), newRAGQueryCmd())
+	rag.AddCommand(newRAGIngestCmd(), newRAGQueryCmd(), newRAGVerifyCmd(), newRAGRepairCmd())
 	return rag
 }
 
@@ -224,4 +226,123 @@ func progressBar(id string, pr pipeline.Progress, frame int) string {
 func progressLine(id string, pr pipeline.Progress) string {
 	return fmt.Sprintf("%s: %d documents read, %d ingested, %d unchanged, %d failed, %d chunks", id,
 		pr.Seen, pr.Ingested, pr.Skipped, pr.Errors, pr.Chunks)
+}
+
+func newRAGVerifyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify DIR | FILE... PIPELINE",
+		Short: "Check an embedded RAG store's log and report damaged records (changes nothing)",
+		Long: `Verify reads the log of an embedded RAG store — the directory DIR, or the store of
+PIPELINE declared in FILE... — and reports its valid records and every damaged stretch (its
+offset, its bytes and why it was refused). Nothing is written. Exit status 1 when there is
+damage: helix rag repair rewrites the store without it. A store open in another process is
+refused (stop that process first).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := embeddedStoreDir(cmd, args)
+			if err != nil {
+				return err
+			}
+			rep, err := embedded.Verify(dir)
+			if err != nil {
+				return storeError(err)
+			}
+			printStoreReport(cmd.OutOrStdout(), rep)
+			if len(rep.Damage) > 0 {
+				return runtimeError(fmt.Errorf("%d damaged stretches in %s: the store skips them when it opens; `helix rag repair %s` rewrites it without them", len(rep.Damage), rep.Path, dir))
+			}
+			return nil
+		},
+	}
+}
+
+func newRAGRepairCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "repair DIR | FILE... PIPELINE",
+		Short: "Rewrite an embedded RAG store's log without its damaged records",
+		Long: `Repair rewrites the log of an embedded RAG store (the directory DIR, or the store of
+PIPELINE declared in FILE...) with every valid record and without the damaged stretches that
+helix rag verify reports. The new log is written to a temporary file, synced and renamed over
+the old one, which stays next to it as chunks.log.damaged-<time> (delete it once satisfied).
+A store without damage is left as it is. Documents whose record was damaged are back after
+the next ingest of the pipeline's source (rag-ingest steps must send them again).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := embeddedStoreDir(cmd, args)
+			if err != nil {
+				return err
+			}
+			res, err := embedded.Repair(dir)
+			if err != nil {
+				return storeError(err)
+			}
+			out := cmd.OutOrStdout()
+			printStoreReport(out, res.Report)
+			if !res.Rewritten {
+				fmt.Fprintf(out, "nothing to repair\n")
+				return nil
+			}
+			fmt.Fprintf(out, "repaired %s: kept %d valid records, dropped %d damaged stretches; the damaged log is kept as %s\n",
+				res.Path, res.Kept, len(res.Damage), res.Backup)
+			return nil
+		},
+	}
+}
+
+// storeError classes a Verify or Repair error: no store where one was named is
+// the caller's mistake (exit 2), anything else a runtime failure.
+func storeError(err error) error {
+	if strings.Contains(err.Error(), "no RAG store in") || strings.Contains(err.Error(), "not a Helix RAG store log") {
+		return configError(err)
+	}
+	return runtimeError(err)
+}
+
+func printStoreReport(w io.Writer, rep embedded.Report) {
+	fmt.Fprintf(w, "%s: format %d, %d bytes, %d valid records, %d documents", rep.Path, rep.Format, rep.Size, rep.Records, rep.Documents)
+	if len(rep.Damage) == 0 {
+		fmt.Fprintln(w, ", no damage")
+		return
+	}
+	fmt.Fprintf(w, ", %d damaged stretches\n", len(rep.Damage))
+	for _, d := range rep.Damage {
+		end := ""
+		if d.AtEnd(rep.Size) {
+			end = " (to the end of the file)"
+		}
+		fmt.Fprintf(w, "  damaged: offset %d, %d bytes%s: %s\n", d.Offset, d.Length, end, d.Reason)
+	}
+}
+
+// embeddedStoreDir is the store directory args name: one directory, or config
+// files and a pipeline id whose rag-store is embedded.
+func embeddedStoreDir(cmd *cobra.Command, args []string) (string, error) {
+	if len(args) == 1 {
+		st, err := os.Stat(args[0])
+		if err != nil || !st.IsDir() {
+			return "", configError(fmt.Errorf("no RAG store in %s: give the store's directory, or the configuration files and the pipeline id", args[0]))
+		}
+		return args[0], nil
+	}
+	logger, err := newLogger(cmd, "")
+	if err != nil {
+		return "", err
+	}
+	files, id := args[:len(args)-1], args[len(args)-1]
+	a, cfg, err := app.Load(app.Options{Logger: logger}, files...)
+	if cfg != nil {
+		printWarnings(cmd.ErrOrStderr(), cfg.Warnings)
+	}
+	if err != nil {
+		return "", printConfigErrors(cmd.ErrOrStderr(), err)
+	}
+	p, ok := a.Pipeline(id)
+	if !ok {
+		return "", configError(fmt.Errorf("no pipeline %q in %s", id, strings.Join(files, ", ")))
+	}
+	pc := p.Config()
+	if pc.Store.Store != config.DefaultRAGStore {
+		return "", configError(fmt.Errorf("pipeline %s keeps its chunks in %s, which checks its own data: verify and repair are for the embedded store", id, pc.Store.Store))
+	}
+	return pc.StorePath(cfg.Helix.DataDir), nil
 }

@@ -46,7 +46,12 @@ const (
 	DefaultRAGStore         = "embedded"
 	DefaultRetrieveStrategy = "hybrid"
 	DefaultRetrieveTopK     = 5
-	DefaultPipelineOutput   = "text"
+	// DefaultRetrieveMaxTopK and DefaultRetrieveMaxResultBytes bound what one
+	// query may ask for and get back (rag.DefaultMaxTopK and
+	// rag.DefaultMaxResultBytes).
+	DefaultRetrieveMaxTopK        = 100
+	DefaultRetrieveMaxResultBytes = 1 << 20
+	DefaultPipelineOutput         = "text"
 	// DefaultDataDir is where Helix keeps what it stores on disk when helix.data_dir
 	// is not set.
 	DefaultDataDir = ".helix"
@@ -125,7 +130,11 @@ type RetrieveConfig struct {
 	TopK       int
 	MinScore   float64
 	Candidates int
-	Pos        Pos
+	// MaxTopK is the largest top_k a query may ask for (a larger one is an
+	// error); MaxResultBytes bounds a query's results in bytes.
+	MaxTopK        int
+	MaxResultBytes int
+	Pos            Pos
 }
 
 var (
@@ -156,7 +165,7 @@ var (
 			Description: "embedded (on disk under the data directory, no service needed) or pgvector (PostgreSQL with the pgvector extension)."}},
 		{Name: "path", Shape: str("embedded: the store's directory. Default <helix.data_dir>/rag/<pipeline id>.")},
 		{Name: "dsn", Shape: str("pgvector: the PostgreSQL URL (postgres://user:pass@host:5432/db); write secrets as ${env:NAME}. Default DATABASE_URL, else the PG* variables.")},
-		{Name: "table", Shape: str("pgvector: the base name of the pipeline's tables. Default helix_rag_<pipeline id>.")},
+		{Name: "table", Shape: str("pgvector: the base name of the pipeline's tables. Default helix_rag_ and the pipeline id lower-cased, other characters than a-z, 0-9 and _ as _; when that changes the id or is too long, cut and ended with _ and 8 hex digits of the id's hash.")},
 	}}
 	ragRetrieveShape = Shape{Type: TypeObject, What: "a rag-retrieve step", Description: "How queries find chunks. Default: hybrid, top 5.", Keys: []Key{
 		{Name: "strategy", Shape: Shape{Type: TypeString, What: "retrieval strategy", Enum: RetrieveStrategies, Default: DefaultRetrieveStrategy,
@@ -164,6 +173,10 @@ var (
 		{Name: "top_k", Shape: Shape{Type: TypeInt, Min: Bound(1), Default: DefaultRetrieveTopK, Description: "Chunks returned per query (a query's top_k wins)."}},
 		{Name: "min_score", Shape: Shape{Type: TypeNumber, Description: "Drop chunks scoring below this (in the strategy's scale)."}},
 		{Name: "candidates", Shape: Shape{Type: TypeInt, Min: Bound(1), Description: "hybrid: hits each arm contributes to the fusion. Default max(100, top_k)."}},
+		{Name: "max_top_k", Shape: Shape{Type: TypeInt, Min: Bound(1), Default: DefaultRetrieveMaxTopK,
+			Description: "The largest top_k a query may ask for: a larger one is refused with an error that names this limit."}},
+		{Name: "max_result_bytes", Shape: Shape{Type: TypeInt, Min: Bound(1), Default: DefaultRetrieveMaxResultBytes,
+			Description: "Bytes a query's results may hold (texts, titles, headings, metadata): the passage that crosses it is cut, with a note, and the rest left out."}},
 	}}
 
 	pipelineStepShape = Shape{Type: TypeObject, What: "a pipeline step",
@@ -235,7 +248,8 @@ func decodePipeline(d *Decoder, n *yaml.Node, path string) (PipelineConfig, bool
 	}
 	pl.Chunk = ChunkConfig{Strategy: DefaultChunkStrategy, Size: DefaultChunkSize, Overlap: DefaultChunkOverlap, Unit: DefaultChunkUnit, Pos: pl.Pos}
 	pl.Store = StoreConfig{Store: DefaultRAGStore, Pos: pl.Pos}
-	pl.Retrieve = RetrieveConfig{Strategy: DefaultRetrieveStrategy, TopK: DefaultRetrieveTopK, Pos: pl.Pos}
+	pl.Retrieve = RetrieveConfig{Strategy: DefaultRetrieveStrategy, TopK: DefaultRetrieveTopK,
+		MaxTopK: DefaultRetrieveMaxTopK, MaxResultBytes: DefaultRetrieveMaxResultBytes, Pos: pl.Pos}
 	decodePipelineSteps(d, &pl, v)
 	return pl, pl.ID != ""
 }
@@ -328,6 +342,11 @@ func decodePipelineSteps(d *Decoder, pl *PipelineConfig, v *Values) {
 			r.Pos = pos
 			if s != nil {
 				r.Strategy, r.TopK, r.MinScore, r.Candidates = s.String("strategy"), s.Int("top_k"), s.Float("min_score"), s.Int("candidates")
+				r.MaxTopK, r.MaxResultBytes = s.Int("max_top_k"), s.Int("max_result_bytes")
+				if r.TopK > r.MaxTopK {
+					at, p := s.NodeOf("top_k"), s.PathOf("top_k")
+					d.Errorf(at, p, "top_k %d is more than max_top_k %d", r.TopK, r.MaxTopK).Hint = "lower top_k, or raise max_top_k"
+				}
 			}
 			if r.Strategy == "vector" && !seenKind(seen, RAGEmbed) {
 				at, p := kn, ip

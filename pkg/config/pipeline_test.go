@@ -273,3 +273,31 @@ func TestPipelineSchemaDocumentsSteps(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+func TestPipelineRetrieveLimits(t *testing.T) {
+	cfg, errs := load(t, `
+pipelines:
+  - id: a
+  - id: b
+    steps:
+      - rag-retrieve: {top_k: 500, max_top_k: 1000, max_result_bytes: 4096}
+`)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if r := cfg.Pipelines[0].Retrieve; r.MaxTopK != DefaultRetrieveMaxTopK || r.MaxResultBytes != DefaultRetrieveMaxResultBytes {
+		t.Errorf("defaults: %+v", r)
+	}
+	if r := cfg.Pipelines[1].Retrieve; r.TopK != 500 || r.MaxTopK != 1000 || r.MaxResultBytes != 4096 {
+		t.Errorf("set: %+v", r)
+	}
+	_, errs = load(t, `
+pipelines:
+  - id: c
+    steps:
+      - rag-retrieve: {top_k: 200}
+`)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "top_k 200 is more than max_top_k 100") {
+		t.Errorf("top_k above max_top_k: %v", errs)
+	}
+}

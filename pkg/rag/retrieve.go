@@ -2,9 +2,12 @@ package rag
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"unicode/utf8"
 )
 
 // Strategies of [Retrieve].
@@ -23,6 +26,13 @@ const (
 	// RRFK is the k of reciprocal rank fusion: a hit at rank r (from 1) of an arm
 	// scores 1/(k+r). 60 is the value of the method's paper and of most engines.
 	RRFK = 60
+	// DefaultMaxTopK is the most hits a query may ask for when Query.MaxTopK
+	// is 0: a caller cannot make a query return (and score, and send) the
+	// whole store.
+	DefaultMaxTopK = 100
+	// DefaultMaxResultBytes bounds the hits' texts, titles, headings and
+	// metadata together when Query.MaxBytes is 0.
+	DefaultMaxResultBytes = 1 << 20
 )
 
 // Query is one retrieval.
@@ -36,14 +46,32 @@ type Query struct {
 	// Candidates is each arm's top N in a hybrid search; 0 means
 	// max(DefaultCandidates, TopK).
 	Candidates int
+	// MaxTopK is the largest TopK accepted (a larger one is an error); 0 means
+	// DefaultMaxTopK.
+	MaxTopK int
+	// MaxBytes bounds the hits' size (see [Retrieve]); 0 means
+	// DefaultMaxResultBytes.
+	MaxBytes int
 }
 
 // Retrieve runs q against store. embedder may be nil: a vector search then fails,
 // and a hybrid one falls back to keyword search (the caller is expected to have
-// warned at build time). The hits are best first, at most TopK.
+// warned at build time). The hits are best first, at most TopK; a TopK above
+// MaxTopK is an error. The hits weigh at most MaxBytes (see [hitBytes]): the
+// hit that crosses the bound has its text cut there, with a note that says so
+// and how many hits follow unseen; those are left out.
 func Retrieve(ctx context.Context, store Store, embedder Embedder, q Query) ([]Hit, error) {
 	if q.TopK <= 0 {
 		q.TopK = DefaultTopK
+	}
+	if q.MaxTopK <= 0 {
+		q.MaxTopK = DefaultMaxTopK
+	}
+	if q.TopK > q.MaxTopK {
+		return nil, fmt.Errorf("top_k %d is more than this pipeline returns (max_top_k %d): ask for at most %d passages", q.TopK, q.MaxTopK, q.MaxTopK)
+	}
+	if q.MaxBytes <= 0 {
+		q.MaxBytes = DefaultMaxResultBytes
 	}
 	strategy := q.Strategy
 	if strategy == "" {
@@ -82,7 +110,55 @@ func Retrieve(ctx context.Context, store Store, embedder Embedder, q Query) ([]H
 		}
 		hits = kept
 	}
+	return boundBytes(hits, q.MaxBytes)
+}
+
+// boundBytes keeps the hits that fit in max bytes, cutting the text of the one
+// that crosses the bound (on a character boundary, with a note; the store's
+// chunk is not changed). A first hit whose title, headings and metadata alone
+// do not fit is an error: no text would be left to show.
+func boundBytes(hits []Hit, max int) ([]Hit, error) {
+	left := max
+	for i, h := range hits {
+		size := hitBytes(h)
+		if size <= left {
+			left -= size
+			continue
+		}
+		// The hits are the caller's copies, but the slice may be the store's.
+		hits = slices.Clone(hits)
+		note := cutNote(max, len(hits)-i-1)
+		if room := left - (size - len(h.Chunk.Text)) - len(note); room >= 0 {
+			hits[i].Chunk.Text = cutText(h.Chunk.Text, room) + note
+			return hits[:i+1], nil
+		}
+		if i == 0 {
+			return nil, fmt.Errorf("the best passage (%s) is %d bytes without its text, more than the %d bytes a result may hold (max_result_bytes): raise max_result_bytes or store less metadata", h.Chunk.ID, size-len(h.Chunk.Text), max)
+		}
+		// No room for this hit at all: the previous one carries the note, in
+		// place of its last bytes.
+		prev := &hits[i-1].Chunk
+		note = cutNote(max, len(hits)-i)
+		prev.Text = cutText(prev.Text, len(prev.Text)+left-len(note)) + note
+		return hits[:i], nil
+	}
 	return hits, nil
+}
+
+func cutNote(max, unseen int) string {
+	return fmt.Sprintf("\n[cut here: the results are limited to %d bytes (max_result_bytes); %d more passages not shown]", max, unseen)
+}
+
+// cutText returns at most n bytes of s, ending on a character boundary.
+func cutText(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	n = max(n, 0)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func embedQuery(ctx context.Context, e Embedder, text string) ([]float32, error) {
@@ -192,4 +268,18 @@ func toFloat(v any) (float64, bool) {
 		return float64(n), true
 	}
 	return 0, false
+}
+
+// hitBytes is what a hit weighs in a result: its text, title, headings and
+// metadata (as JSON).
+func hitBytes(h Hit) int {
+	n := len(h.Chunk.Text) + len(h.Chunk.Title)
+	for _, hd := range h.Chunk.Headings {
+		n += len(hd)
+	}
+	if len(h.Chunk.Metadata) > 0 {
+		b, _ := json.Marshal(h.Chunk.Metadata)
+		n += len(b)
+	}
+	return n
 }

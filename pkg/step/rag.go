@@ -29,8 +29,8 @@ func ragRetrieveStepShape() config.Shape {
 		{Name: "pipeline", Required: true, Shape: config.Shape{Type: config.TypeString, Description: "The id of the pipelines: entry to query."}},
 	}}
 	for _, k := range config.RetrieveStepShape().Keys {
-		if k.Name == "candidates" {
-			continue // a property of the pipeline's fusion, not of one query
+		if k.Name == "candidates" || k.Name == "max_top_k" || k.Name == "max_result_bytes" {
+			continue // properties of the pipeline (its fusion, its limits), not of one query
 		}
 		k.Default = nil // the pipeline's own rag-retrieve settings are the defaults
 		k.Description = strings.TrimSuffix(k.Description, ".") + ". Default: the pipeline's."

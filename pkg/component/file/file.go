@@ -209,7 +209,8 @@ func (e *endpoint) resolve(name string, fromData bool) (dir, rel string, err err
 	real = filepath.Join(real, rest)
 	realRel, err := filepath.Rel(realBase, real)
 	if err != nil || !filepath.IsLocal(realRel) {
-		return "", "", fmt.Errorf("%w: %q resolves through a symlink to %s, outside %s", ErrOutsideBase, name, real, base)
+		// Where the link leads is not the caller's business: not in the error.
+		return "", "", fmt.Errorf("%w: %q resolves through a symbolic link to a place outside the directory", ErrOutsideBase, name)
 	}
 	return realBase, realRel, nil
 }
@@ -245,8 +246,22 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if err != nil {
 		return fmt.Errorf("%s: %s %s: %w", p.e.raw, p.e.op, name, err)
 	}
-	ex.In().SetHeader(HeaderFileName, filepath.ToSlash(filepath.Clean(name)))
+	ex.In().SetHeader(HeaderFileName, p.e.shownName(name))
 	return nil
+}
+
+// shownName is how a file is named to the caller: relative to the base
+// directory, worked out from the name itself (lexically), so that neither the
+// absolute name it may have been given nor the target of a symbolic link (the
+// base's or one below it) is shown.
+func (e *endpoint) shownName(name string) string {
+	native := filepath.Clean(filepath.FromSlash(name))
+	if filepath.IsAbs(native) {
+		if rel, err := filepath.Rel(e.base, native); err == nil {
+			native = rel
+		}
+	}
+	return filepath.ToSlash(native)
 }
 
 func (p *producer) read(ex *exchange.Exchange, dir, rel string) error {

@@ -179,8 +179,10 @@ func TestRootBaseReadsAbsolutePath(t *testing.T) {
 	if ex.In().Body() != "a,b\n1,2\n" {
 		t.Fatalf("body %q", ex.In().Body())
 	}
-	if got := ex.In().HeaderString(file.HeaderFileName); got != path {
-		t.Fatalf("HelixFileName %q, want %q", got, path)
+	// Relative to the base directory (the file-system root here), like every
+	// HelixFileName.
+	if got, want := ex.In().HeaderString(file.HeaderFileName), strings.TrimPrefix(filepath.ToSlash(path), "/"); got != want {
+		t.Fatalf("HelixFileName %q, want %q", got, want)
 	}
 }
 
@@ -433,5 +435,45 @@ func TestPlaceholderDirectoryRefused(t *testing.T) {
 	ex := exchange.NewWithBody(exchange.InOut, map[string]any{"dir": dir})
 	if err := hc.Run(ctx, "dirEscape", ex); err != nil || ex.In().Body() != "x" {
 		t.Fatalf("with allowEscape=true: %v %v", err, ex.In().Body())
+	}
+}
+
+// HelixFileName names the file relative to the base directory, as the caller
+// sees it: not the absolute name it may have been given, not the target of a
+// symbolic link (the base's or one inside it). Errors do not show a link's
+// target either.
+func TestResultNamesAreRelativeToTheBase(t *testing.T) {
+	tmp := t.TempDir()
+	real := filepath.Join(tmp, "real-data")
+	must(t, os.MkdirAll(filepath.Join(real, "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(real, "sub", "x.txt"), []byte("x"), 0o644))
+	base := filepath.Join(tmp, "data")
+	must(t, os.Symlink(real, base))
+	must(t, os.Symlink("sub", filepath.Join(real, "alias")))
+	secret := filepath.Join(tmp, "hidden-target")
+	must(t, os.MkdirAll(secret, 0o755))
+	must(t, os.Symlink(secret, filepath.Join(real, "out")))
+
+	for _, tc := range []struct{ uri, name, want string }{
+		{"file://" + base + "?operation=read", filepath.Join(base, "sub", "x.txt"), "sub/x.txt"},
+		{"file://" + base + "?operation=read", "sub/../sub/./x.txt", "sub/x.txt"},
+		{"file://" + base + "?operation=read", "alias/x.txt", "alias/x.txt"},
+		{"file://" + base + "?operation=write", filepath.Join(base, "sub", "y.txt"), "sub/y.txt"},
+		{"file:///?operation=read&allowEscape=true", filepath.Join(real, "sub", "x.txt"), strings.TrimPrefix(filepath.ToSlash(filepath.Join(real, "sub", "x.txt")), "/")},
+	} {
+		ex := exchange.NewWithBody(exchange.InOut, "y")
+		ex.In().SetHeader(file.HeaderFileName, tc.name)
+		if err := process(t, tc.uri, ex); err != nil {
+			t.Fatalf("%s %s: %v", tc.uri, tc.name, err)
+		}
+		if got := ex.In().HeaderString(file.HeaderFileName); got != tc.want {
+			t.Errorf("%s %s: HelixFileName %q, want %q", tc.uri, tc.name, got, tc.want)
+		}
+	}
+	ex := exchange.NewWithBody(exchange.InOut, nil)
+	ex.In().SetHeader(file.HeaderFileName, "out/z.txt")
+	err := process(t, "file://"+base+"?operation=read", ex)
+	if err == nil || strings.Contains(err.Error(), "hidden-target") {
+		t.Fatalf("a name through a link out of the base: %v", err)
 	}
 }

@@ -292,7 +292,8 @@ func (p *Pipeline) query(ctx context.Context, q Query) ([]rag.Hit, error) {
 		return nil, err
 	}
 	r := p.cfg.Retrieve
-	rq := rag.Query{Text: q.Text, Strategy: r.Strategy, TopK: r.TopK, Filter: q.Filter, MinScore: r.MinScore, Candidates: r.Candidates}
+	rq := rag.Query{Text: q.Text, Strategy: r.Strategy, TopK: r.TopK, Filter: q.Filter, MinScore: r.MinScore, Candidates: r.Candidates,
+		MaxTopK: r.MaxTopK, MaxBytes: r.MaxResultBytes}
 	if q.TopK > 0 {
 		rq.TopK = q.TopK
 	}

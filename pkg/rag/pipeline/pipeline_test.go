@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/rag"
 	"github.com/arvenza/helix/pkg/rag/pipeline"
 	"github.com/arvenza/helix/pkg/rag/pipeline/pipelinetest"
@@ -268,7 +269,7 @@ func TestDefaultPartsKeywordOnly(t *testing.T) {
 		t.Fatalf("hits %v, err %v", hits, err)
 	}
 	text := pipeline.Text("install", hits)
-	if !strings.HasPrefix(text, "[1] "+filepath.Join(dir, "install.md")+" (Install)\n") || !strings.Contains(text, "install.sh") {
+	if !strings.HasPrefix(text, "[1] install.md (Install)\n") || !strings.Contains(text, "install.sh") {
 		t.Errorf("text:\n%s", text)
 	}
 	if err := p.Stop(context.Background()); err != nil {
@@ -276,5 +277,49 @@ func TestDefaultPartsKeywordOnly(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "rag", "docs")); err != nil {
 		t.Errorf("store dir: %v", err)
+	}
+}
+
+// A pipeline's rag-retrieve max_top_k and max_result_bytes bound every query.
+func TestQueryLimits(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a.md": "# A\n\n" + strings.Repeat("install linux words ", 200),
+		"b.md": "# B\n\n" + strings.Repeat("install windows words ", 200),
+	})
+	cfg := config.PipelineConfig{ID: "docs", Source: &config.PipelineSource{Dir: dir},
+		Chunk: config.ChunkConfig{Strategy: "recursive", Size: 4096, Unit: "characters"},
+		Store: config.StoreConfig{Store: "embedded"}, Retrieve: config.RetrieveConfig{Strategy: "keyword", TopK: 5, MaxTopK: 7, MaxResultBytes: 1000}, Output: "json"}
+	p, err := pipeline.New(cfg, pipeline.Options{DataDir: data, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startAndWait(t, p)
+	defer p.Stop(context.Background())
+	for _, n := range []int{8, 1_000_000} {
+		if _, err := p.Query(context.Background(), pipeline.Query{Text: "install", TopK: n}); err == nil || !strings.Contains(err.Error(), "max_top_k 7") {
+			t.Errorf("top_k %d: %v", n, err)
+		}
+	}
+	ex := exchange.NewWithBody(exchange.InOut, `{"query": "install", "top_k": 1e6}`)
+	if err := p.Process(context.Background(), ex); err == nil || !strings.Contains(err.Error(), "max_top_k 7") {
+		t.Errorf("top_k 1e6 in a body: %v", err)
+	}
+	hits, err := p.Query(context.Background(), pipeline.Query{Text: "install", TopK: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, h := range hits {
+		total += len(h.Chunk.Text) + len(h.Chunk.Title)
+	}
+	if total > 1000 || len(hits) == 0 || !strings.Contains(hits[len(hits)-1].Chunk.Text, "max_result_bytes") {
+		t.Errorf("%d hits of %d bytes (max 1000)", len(hits), total)
+	}
+}
+
+func TestConfigLimitsAreRetrieveDefaults(t *testing.T) {
+	if config.DefaultRetrieveMaxTopK != rag.DefaultMaxTopK || config.DefaultRetrieveMaxResultBytes != rag.DefaultMaxResultBytes {
+		t.Fatal("the config's default limits differ from rag.Retrieve's")
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -163,12 +162,19 @@ func (s *FileSource) Walk(ctx context.Context, fn func(rag.Document) error) erro
 }
 
 func (s *FileSource) warn(msg, p string, err error) {
+	if err == nil {
+		s.opts.Logger.Warn("rag source: "+msg, "file", s.display(p))
+		return
+	}
 	s.opts.Logger.Warn("rag source: "+msg, "file", s.display(p), "error", err)
 }
 
-// display is how a file is named in logs and in documents' Source.
+// display is how a file is named in logs and in documents' Source: its path
+// relative to the root, with forward slashes. Never the root's own path, nor
+// where a symbolic link leads: callers of a query see where a passage is in
+// the collection, not where the collection is on the server's disk.
 func (s *FileSource) display(p string) string {
-	return filepath.ToSlash(filepath.Join(s.root, filepath.FromSlash(p)))
+	return p
 }
 
 // read loads the documents of one file.
@@ -211,13 +217,21 @@ func (s *FileSource) read(fsys fs.FS, p string) ([]rag.Document, error) {
 	case ".md", ".markdown":
 		doc.Title, doc.Text, doc.Metadata = parseMarkdown(text)
 	case ".html", ".htm":
-		doc.Title, doc.Text = extractHTML(text)
+		var warning string
+		doc.Title, doc.Text, warning = extractHTML(text)
+		if warning != "" {
+			s.warn(warning, p, nil)
+		}
 	case ".json":
 		return s.readJSON(p, text)
 	case ".jsonl", ".ndjson":
 		return s.readJSONLines(p, text), nil
 	default:
 		doc.Text = text
+	}
+	if strings.TrimSpace(doc.Text) == "" {
+		// Still a document: a file that lost its text must lose its chunks.
+		s.warn("the document has no text (an empty file, or nothing readable in it): it is stored without chunks and no query finds it", p, nil)
 	}
 	return []rag.Document{doc}, nil
 }

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -39,11 +40,14 @@ var headingLevels = map[atom.Atom]int{
 // Markdown "#" lines (so the chunker sees the outline), paragraphs separated by
 // blank lines, list items, table rows and cells on lines of their own,
 // whitespace collapsed outside <pre>, entities decoded. Scripts, styles,
-// navigation and the head are left out. The parser accepts any input.
-func extractHTML(src string) (title, text string) {
+// navigation and the head are left out. Any input gives a text: a page the
+// parser refuses (it allows 512 levels of nesting) is read token by token
+// instead, and warning says so.
+func extractHTML(src string) (title, text, warning string) {
 	doc, err := html.Parse(strings.NewReader(src))
 	if err != nil {
-		return "", ""
+		title, text = extractHTMLTokens(src)
+		return title, text, fmt.Sprintf("the HTML is nested too deeply to parse as a tree (%v): its text was read tag by tag, without the tree's repairs of misnested markup", err)
 	}
 	e := &htmlExtractor{}
 	e.walk(doc)
@@ -51,7 +55,101 @@ func extractHTML(src string) (title, text string) {
 	if title == "" {
 		title = strings.Join(strings.Fields(e.h1), " ")
 	}
+	return title, e.finish(), ""
+}
+
+// extractHTMLTokens is extractHTML for pages the parser refuses: it follows
+// the tags as they come, with no tree (so no depth limit), and gives the same
+// text for well-formed markup: headings, paragraphs and lines, the skipped
+// elements left out.
+func extractHTMLTokens(src string) (title, text string) {
+	z := html.NewTokenizer(strings.NewReader(src))
+	e := &htmlExtractor{}
+	skip := 0 // open skipped elements (script, style, nav …)
+	inTitle := false
+	h1Start := -1
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		name, _ := z.TagName()
+		a := atom.Lookup(name)
+		switch tt {
+		case html.TextToken:
+			switch {
+			case inTitle:
+				e.title += string(z.Text())
+			case skip == 0:
+				e.text(string(z.Text()))
+			}
+		case html.StartTagToken:
+			switch {
+			case a == atom.Title && e.title == "":
+				inTitle = true
+			case skippedElements[a] && a != atom.Head:
+				skip++
+			case skip > 0:
+			default:
+				e.open(a)
+				if a == atom.H1 && e.h1 == "" {
+					h1Start = e.b.Len()
+				}
+			}
+		case html.EndTagToken:
+			switch {
+			case a == atom.Title:
+				inTitle = false
+			case skippedElements[a] && a != atom.Head:
+				skip = max(skip-1, 0)
+			case skip > 0:
+			default:
+				if a == atom.H1 && h1Start >= 0 {
+					e.h1, h1Start = e.b.String()[h1Start:], -2
+				}
+				e.close(a)
+			}
+		case html.SelfClosingTagToken:
+			if skip == 0 {
+				e.open(a)
+				e.close(a)
+			}
+		}
+	}
+	title = strings.Join(strings.Fields(e.title), " ")
+	if title == "" {
+		title = strings.Join(strings.Fields(e.h1), " ")
+	}
 	return title, e.finish()
+}
+
+// open and close are what an element's start and end tags do to the text.
+func (e *htmlExtractor) open(a atom.Atom) {
+	switch {
+	case headingLevels[a] > 0:
+		e.breakLines(2)
+		e.b.WriteString(strings.Repeat("#", headingLevels[a]) + " ")
+		e.newlines, e.space, e.lineStart = 0, false, true
+	case paragraphElements[a]:
+		e.breakLines(2)
+		if a == atom.Pre {
+			e.pre++
+		}
+	case lineElements[a]:
+		e.breakLines(1)
+	}
+}
+
+func (e *htmlExtractor) close(a atom.Atom) {
+	switch {
+	case headingLevels[a] > 0 || paragraphElements[a]:
+		if a == atom.Pre && e.pre > 0 {
+			e.pre--
+		}
+		e.breakLines(2)
+	case lineElements[a]:
+		e.breakLines(1)
+	}
 }
 
 type htmlExtractor struct {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -108,7 +109,7 @@ func TestFilesWalk(t *testing.T) {
 	}
 
 	if d := docs["guide/intro.md"]; d.Title != "The Intro" || d.Text != "# Ignored Heading\n\nBody text.\n" ||
-		!reflect.DeepEqual(d.Metadata, map[string]any{"weight": 3.0, "draft": false}) || d.Source != filepath.ToSlash(root)+"/guide/intro.md" {
+		!reflect.DeepEqual(d.Metadata, map[string]any{"weight": 3.0, "draft": false}) || d.Source != "guide/intro.md" {
 		t.Errorf("intro.md = %+v", d)
 	}
 	if d := docs["guide/deep/nested/notitle.markdown"]; d.Title != "First Heading" {
@@ -276,10 +277,26 @@ func TestFromBody(t *testing.T) {
 
 func TestExtractHTMLNeverFails(t *testing.T) {
 	for _, in := range []string{"", "<", "<p>unclosed <b>bold", "\xff\xfe<h1>\x00</h1>", "<pre>  keep\n   this </pre>after", "<h3></h3>text"} {
-		_, text := extractHTML(in)
-		_ = text
+		_, text, warning := extractHTML(in)
+		_, flat := extractHTMLTokens(in)
+		_, _ = text, flat
+		if warning != "" {
+			t.Errorf("%q: warning %q", in, warning)
+		}
 	}
-	if _, text := extractHTML("<pre>  keep\n   this</pre><p>after  it</p>"); text != "keep\n   this\n\nafter it" {
+	// Read tag by tag (the fallback for pages nested too deeply), well-formed
+	// pages give the tree's text.
+	for _, in := range []string{
+		"<html><head><title>T</title></head><body><h1>Main</h1><p>Some <b>bold</b> text.</p><ul><li>one</li><li>two</li></ul><pre>  a\n b</pre><h2>Sub</h2><p>End.</p><script>x()</script></body></html>",
+		"<div><p>para</p><div>line</div><table><tr><td>c1</td><td>c2</td></tr></table></div>",
+	} {
+		title, text, _ := extractHTML(in)
+		ftitle, flat := extractHTMLTokens(in)
+		if title != ftitle || text != flat {
+			t.Errorf("%q:\ntree   %q %q\ntokens %q %q", in, title, text, ftitle, flat)
+		}
+	}
+	if _, text, _ := extractHTML("<pre>  keep\n   this</pre><p>after  it</p>"); text != "keep\n   this\n\nafter it" {
 		t.Errorf("pre: %q", text)
 	}
 }
@@ -354,5 +371,80 @@ func TestTitles(t *testing.T) {
 	}
 	if md := docs["records.jsonl#1"].Metadata; !reflect.DeepEqual(md, map[string]any{"title": "meta"}) {
 		t.Errorf("with title_field headline, the record's title field is metadata: %v", md)
+	}
+}
+
+func TestDeeplyNestedHTMLIsIngestedWithAWarning(t *testing.T) {
+	root := t.TempDir()
+	const depth = 100_000
+	page := "<html><head><title>Deep</title></head><body><h1>Top</h1><p>shallow text</p>" +
+		strings.Repeat("<div>", depth) + "<p>deep text</p><script>hidden()</script>" + strings.Repeat("</div>", depth) +
+		"<p>after the depths</p></body></html>"
+	write(t, root, "deep.html", page)
+	var logs bytes.Buffer
+	docs := walk(t, Files(root, FileOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+	d, ok := docs["deep.html"]
+	if !ok {
+		t.Fatalf("deep.html was not read: %v", docs)
+	}
+	for _, want := range []string{"# Top", "shallow text", "deep text", "after the depths"} {
+		if !strings.Contains(d.Text, want) {
+			t.Errorf("the text of deeply nested HTML lacks %q: %.200q", want, d.Text)
+		}
+	}
+	if strings.Contains(d.Text, "hidden") || d.Title != "Deep" {
+		t.Errorf("title %q, text %.200q", d.Title, d.Text)
+	}
+	if !strings.Contains(logs.String(), "deep.html") || !strings.Contains(logs.String(), "nested too deeply") {
+		t.Errorf("no warning about the nesting: %s", logs.String())
+	}
+}
+
+func TestEmptyDocumentsWarn(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "empty.txt", "")
+	write(t, root, "blank.md", "  \n\n\t\n")
+	write(t, root, "nothing.html", "<html><head><script>x()</script></head><body> </body></html>")
+	write(t, root, "full.txt", "some text")
+	var logs bytes.Buffer
+	docs := walk(t, Files(root, FileOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+	if len(docs) != 4 {
+		t.Fatalf("documents %v: an empty document is still a document (its old chunks must go)", docs)
+	}
+	for _, name := range []string{"empty.txt", "blank.md", "nothing.html"} {
+		if !regexp.MustCompile(`msg="rag source: the document has no text[^\n]*file=` + regexp.QuoteMeta(name)).MatchString(logs.String()) {
+			t.Errorf("no warning about empty %s:\n%s", name, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "full.txt") {
+		t.Errorf("a warning about a document with text: %s", logs.String())
+	}
+}
+
+// Documents name their files relative to the source directory, whatever the
+// directory is called (here through a symbolic link) and wherever a link
+// inside it points: never an absolute path or a link's target.
+func TestSourcePathsAreRelativeToTheRoot(t *testing.T) {
+	real := tree(t)
+	link := filepath.Join(t.TempDir(), "linked-docs")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	var logs bytes.Buffer
+	docs := walk(t, Files(link, FileOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+	for id, d := range docs {
+		file, _, _ := strings.Cut(id, "#")
+		if d.Source != file {
+			t.Errorf("%s: source %q, want %q", id, d.Source, file)
+		}
+	}
+	if docs["alias.txt"].Source != "alias.txt" {
+		t.Errorf("a link inside the root is named by its target: %q", docs["alias.txt"].Source)
+	}
+	if len(docs) == 0 {
+		t.Fatal("no documents")
+	}
+	if strings.Contains(logs.String(), real) || strings.Contains(logs.String(), "secret") {
+		t.Errorf("the log shows where the root or a link really is: %s", logs.String())
 	}
 }

@@ -175,57 +175,9 @@ func TestCompactionShrinksTheLog(t *testing.T) {
 	}
 }
 
-func TestTornAndCorruptLogKeepsValidPrefix(t *testing.T) {
-	dir := t.TempDir()
-	s, _ := open(t, dir, Options{})
-	c := newCorpus(4, 4)
-	var ends []int64 // log size after each put
-	for i := range 5 {
-		hash, cs, vecs := c.doc(fmt.Sprintf("d%d", i), 2)
-		mustPut(t, s, fmt.Sprintf("d%d", i), hash, cs, vecs)
-		st, _ := os.Stat(logPath(dir))
-		ends = append(ends, st.Size())
-	}
-	s.Close()
-
-	// A torn write: the last record lost its final bytes.
-	if err := os.Truncate(logPath(dir), ends[4]-7); err != nil {
-		t.Fatal(err)
-	}
-	s, logs := open(t, dir, Options{})
-	if st, _ := s.Stats(ctx); st != (rag.Stats{Documents: 4, Chunks: 8}) {
-		t.Fatalf("after a torn tail: %+v", st)
-	}
-	want := fmt.Sprintf("store %s: corrupt record at offset %d: ", dir, ends[3])
-	if !strings.Contains(logs.String(), want) || !strings.Contains(logs.String(), "the valid prefix was kept") {
-		t.Fatalf("log %q lacks %q", logs, want)
-	}
-	if st, _ := os.Stat(logPath(dir)); st.Size() != ends[3] {
-		t.Fatalf("torn tail not truncated: %d bytes, want %d", st.Size(), ends[3])
-	}
-	// The store goes on: a new put lands after the valid prefix.
-	hash, cs, vecs := c.doc("d9", 3)
-	mustPut(t, s, "d9", hash, cs, vecs)
-	s.Close()
-
-	// A flipped byte in the middle of the third record.
-	b, _ := os.ReadFile(logPath(dir))
-	mid := (ends[1] + ends[2]) / 2
-	b[mid] ^= 0x5a
-	os.WriteFile(logPath(dir), b, 0o644)
-	s, logs = open(t, dir, Options{})
-	docs, _ := s.Documents(ctx)
-	if !reflect.DeepEqual(docs, map[string]string{"d0": "chunks=2", "d1": "chunks=2"}) {
-		t.Fatalf("after corruption: %v", docs)
-	}
-	if want := fmt.Sprintf("corrupt record at offset %d: checksum mismatch; the valid prefix was kept", ends[1]); !strings.Contains(logs.String(), want) {
-		t.Fatalf("log %q lacks %q", logs, want)
-	}
-	if hits, err := s.SearchKeyword(ctx, "common", 100, nil); err != nil || len(hits) != 4 {
-		t.Fatalf("search after recovery: %d hits, %v", len(hits), err)
-	}
-
-	// A torn header (a crash while the store was being created).
+// A torn or corrupt record costs only itself: see recover_test.go.
+func TestTornHeaderStartsAFreshStore(t *testing.T) {
+	// A crash while the store was being created.
 	dir2 := t.TempDir()
 	os.WriteFile(logPath(dir2), []byte(logMagic[:3]), 0o644)
 	s2, _ := open(t, dir2, Options{})

@@ -8,12 +8,15 @@
 // two fields: a chunk's text and its title, each with its own statistics, the
 // best field's score plus half the other's (see [Store.SearchKeyword]).
 //
-// Durability: every Put and Delete is one log record framed with its length and
-// a CRC32 and (unless Options.NoSync) fsynced before it is applied, so after a
-// crash a document is either fully present or absent. A torn or corrupt record
-// ends the replay: the valid prefix is kept, the rest truncated, and the loss
-// logged. When the log holds more replaced or deleted bytes than live ones it is
-// rewritten (to a temporary file, fsynced, then renamed over the log).
+// Durability: every Put and Delete is one self-framed log record (a marker, its
+// length and CRC32-Cs) and (unless Options.NoSync) fsynced before it is
+// applied, so after a crash a document is either fully present or absent. A
+// torn or corrupt record is skipped on replay and logged: the records before
+// and after it are kept, and opening or querying a store never changes its
+// file (a torn tail is cut by the next write; [Verify] reports damage and
+// [Repair] rewrites a log without it). When the log holds more replaced or
+// deleted bytes than live ones it is rewritten (to a temporary file, fsynced,
+// then renamed over the log).
 package embedded
 
 import (
@@ -210,6 +213,13 @@ func (s *Store) write(r *record, analyzed []analyzedChunk) error {
 	case recPut:
 		if err := s.idx.checkDim(r); err != nil {
 			return fmt.Errorf("store %s: %w", s.dir, err)
+		}
+	}
+	if s.log.legacy {
+		// The first write to a log of an older format rewrites it in the
+		// current one (atomically, like a compaction): reading never does.
+		if err := s.compact(); err != nil {
+			return fmt.Errorf("store %s: rewrite the log in the current format: %w", s.dir, err)
 		}
 	}
 	size, err := s.log.append(r, !s.noSync)
