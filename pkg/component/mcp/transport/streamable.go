@@ -1352,7 +1352,7 @@ func toWire(m jsonrpc.Message) wireMessage {
 			if !errors.As(m.Error, &we) {
 				we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: m.Error.Error()}
 			}
-			w.Error = we
+			w.Error = plainError(we)
 		} else {
 			w.Result = m.Result
 			if len(w.Result) == 0 {
