@@ -59,6 +59,9 @@ type Options struct {
 	// Fast answers plain tools/call requests in Helix's Streamable HTTP transport
 	// (fastcall.go); nil sends every request through the go-sdk session.
 	Fast *FastToolCalls
+	// ReplayBudget bounds the event data the resumable streams of the Streamable
+	// HTTP sessions keep (resume.go); nil is the process's (ProcessReplayBudget).
+	ReplayBudget *ReplayBudget
 }
 
 // sdkServer returns the go-sdk server a handler serves; called per session.

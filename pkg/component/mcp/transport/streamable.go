@@ -73,6 +73,7 @@ type StreamableHandler struct {
 	logger    *slog.Logger
 	fast      *FastToolCalls // nil: every request goes through the SDK session (fastcall.go)
 	table     *SessionTable  // session limits and idle expiry (sessions.go)
+	budget    *ReplayBudget  // bounds what resumable streams keep (resume.go)
 
 	mu       sync.Mutex
 	sessions map[string]*streamConn
@@ -86,6 +87,9 @@ func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
 		logger: o.Logger, sessions: map[string]*streamConn{}, table: o.Sessions, fast: o.Fast}
 	if h.table == nil {
 		h.table = NewSessionTable(o)
+	}
+	if h.budget = o.ReplayBudget; h.budget == nil {
+		h.budget = ProcessReplayBudget()
 	}
 	if o.SessionIdleTimeout > 0 {
 		h.idle = o.SessionIdleTimeout
@@ -710,7 +714,7 @@ var _ sdk.Connection = (*streamConn)(nil)
 func newStreamConn(h *StreamableHandler, id string) *streamConn {
 	return &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
 		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]*lazyctx.Context{}, progress: map[string]*postStream{},
-		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{},
+		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{}, replay: replayBuffer{budget: h.budget},
 		// A stateful session never speaks 2026-07-28 (SupportsProtocolVersion);
 		// postStateless decides for its one-POST sessions.
 		oldProtocol: id != ""}
@@ -735,6 +739,7 @@ func (c *streamConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
+		c.replay.clear() // its share of the replay budget goes back
 		if c.slot != nil {
 			c.slot.release()
 		}
