@@ -82,6 +82,10 @@ type MCPSection struct {
 	// Servers are the entries of helix.mcp.servers, enabled or not;
 	// [Config.MCPServers] lists the enabled ones with mcps:.
 	Servers []MCPServerConfig
+	// ReplayBudget is helix.mcp.replay_budget: the bytes of events the resumable
+	// streams of all MCP sessions of the process may keep for replay; 0 is the
+	// default (transport.DefaultReplayBudget, 64 MiB).
+	ReplayBudget int64
 }
 
 // ManagementConfig is `helix.management`: the address of the manifest, health and

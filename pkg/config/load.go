@@ -284,6 +284,7 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 		},
 		"mcp": func(v *yaml.Node, p string) {
 			d.Mapping(v, p, "helix.mcp", Fields{
+				"replay_budget": func(v *yaml.Node, p string) { h.MCP.ReplayBudget = d.ByteSize(v, p) },
 				"servers": func(v *yaml.Node, p string) {
 					h.MCP.Servers = append(h.MCP.Servers, decodeList(d, v, p, "helix.mcp.servers", func(d *Decoder, n *yaml.Node, p string) (MCPServerConfig, bool) {
 						return decodeMCPServer(d, n, p, helixMCPServers)

@@ -22,6 +22,7 @@ var settingDocs = map[string]string{
 	"helix.kafka":               "Defaults of the kafka:// component.",
 	"helix.kafka.brokers":       "Seed brokers (host:port) of kafka:// endpoints without a brokers= option. Default localhost:9092.",
 	"helix.mcp.servers":         "MCP servers, each exposing workflows and tools.",
+	"helix.mcp.replay_budget":   "Event data the resumable streams of all MCP sessions may keep for replay (each session at most 1MiB of it): 64MiB, 16MB or a number of bytes. Default 64MiB.",
 
 	"helix.management.addr":     "Address of the manifest, health and metrics endpoints. Default 127.0.0.1:9999.",
 	"helix.management.enabled":  "Run the management server. Default true.",
