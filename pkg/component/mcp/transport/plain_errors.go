@@ -28,8 +28,9 @@ func mentionsGoTypes(msg string) bool {
 	return strings.Contains(msg, "Go struct field") || strings.Contains(msg, "Go value of type")
 }
 
-// plainError returns e reworded for the client when it names Go types; other
-// errors are returned as they are.
+// plainError returns e reworded for the client when it names Go types (an
+// internal error becomes invalid params; -32600 and -32700 keep their code);
+// other errors are returned as they are.
 func plainError(e *jsonrpc.Error) *jsonrpc.Error {
 	if e == nil || !mentionsGoTypes(e.Message) {
 		return e
@@ -44,7 +45,17 @@ func plainError(e *jsonrpc.Error) *jsonrpc.Error {
 	} else if m := goValue.FindStringSubmatch(e.Message); m != nil {
 		what = "the value must be " + jsonKindOf(m[1])
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params" + of + ": " + what}
+	code, prefix := e.Code, "Invalid params"
+	switch code {
+	case jsonrpc.CodeInvalidRequest:
+		prefix = "Invalid Request"
+	case jsonrpc.CodeParseError:
+		prefix = "Parse error"
+	default:
+		// The go-sdk's internal error for params it could not decode.
+		code = jsonrpc.CodeInvalidParams
+	}
+	return &jsonrpc.Error{Code: code, Message: prefix + of + ": " + what}
 }
 
 // jsonFieldPath drops the package and struct type from a decoder's field path

@@ -233,7 +233,10 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, parseErrorResponse(err))
 		return
 	}
-	if e := dec.check(); e != nil {
+	if dec.batch {
+		// Each element of a batch stands alone: an invalid one is answered in place.
+		dec.refuseInvalid()
+	} else if e := dec.check(); e != nil {
 		// "id": null, or a request without id: the session would take it for a
 		// notification and never answer.
 		writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, e)
@@ -244,10 +247,11 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	if effective == "" {
 		effective = defaultProtocol
 	}
-	if batch && effective >= "2025-06-18" {
-		http.Error(w, "JSON-RPC batches are not allowed from protocol 2025-06-18 on", http.StatusBadRequest)
+	if batch && effective >= protocolNoBatches {
+		refuseBatch(w, effective)
 		return
 	}
+	order := answerOrder(dec)
 
 	var calls []*jsonrpc.Request
 	hasInit := false
@@ -279,7 +283,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 			return
 		}
 		attachExtra(msgs, r, nil)
-		h.postStateless(w, r, msgs, calls, batch, hasInit, effective, jsonOK, streamOK)
+		h.postStateless(w, r, msgs, calls, order, hasInit, effective, jsonOK, streamOK)
 		return
 	}
 	sid := r.Header.Get(sessionIDHeader)
@@ -287,6 +291,11 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	if sid == "" {
 		if !hasInit {
 			http.Error(w, "Bad Request: missing "+sessionIDHeader+" header (only initialize may come without one)", http.StatusBadRequest)
+			return
+		}
+		if v := requestedVersion(calls); batch && v >= protocolNoBatches {
+			// The session would negotiate a version without batches.
+			refuseBatch(w, v)
 			return
 		}
 		if c, err = h.newSession(r); err != nil {
@@ -308,6 +317,10 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		}()
 	} else if c = h.lookup(w, r, sid); c == nil {
 		return
+	} else if ip := c.session.InitializeParams(); batch && ip != nil && ip.ProtocolVersion >= protocolNoBatches {
+		// The session's negotiated version decides, not what the POST's header claims.
+		refuseBatch(w, ip.ProtocolVersion)
+		return
 	}
 	if !c.begin() {
 		http.Error(w, "session closed", http.StatusNotFound)
@@ -325,7 +338,73 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	attachExtra(msgs, r, c)
 	c.noteCancels(msgs)
 	c.noteLogging(calls)
-	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
+	c.serve(w, r, msgs, calls, order, jsonOK, streamOK)
+}
+
+// refuseBatch answers a batch of a protocol version without batches.
+func refuseBatch(w http.ResponseWriter, version string) {
+	http.Error(w, fmt.Sprintf("Bad Request: JSON-RPC batches are not allowed from protocol %s on (this request: %s); send one message per POST",
+		protocolNoBatches, version), http.StatusBadRequest)
+}
+
+// requestedVersion is the protocolVersion the initialize request among calls asks
+// for ("" when none does or it is not a string).
+func requestedVersion(calls []*jsonrpc.Request) string {
+	for _, req := range calls {
+		if req.Method == "initialize" {
+			var p struct {
+				V json.RawMessage `json:"protocolVersion"`
+			}
+			var v string
+			if json.Unmarshal(req.Params, &p) == nil && json.Unmarshal(p.V, &v) == nil {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// answerSlot is one answer of a batch, in the batch's order: a call's (by its id)
+// or the error of an invalid element.
+type answerSlot struct {
+	id  jsonrpc.ID
+	err *jsonrpc.Error
+}
+
+// answerOrder lists the answers a batch is due, in its order; nil for a single
+// message.
+func answerOrder(dec decodedBody) []answerSlot {
+	if !dec.batch {
+		return nil
+	}
+	order := make([]answerSlot, 0, dec.size)
+	refusedAt := make(map[int]*jsonrpc.Error, len(dec.refused))
+	for _, r := range dec.refused {
+		refusedAt[r.at] = r.err
+	}
+	i := 0
+	for at := range dec.size {
+		if e, ok := refusedAt[at]; ok {
+			order = append(order, answerSlot{err: e})
+			continue
+		}
+		if req, ok := dec.msgs[i].(*jsonrpc.Request); ok && req.IsCall() {
+			order = append(order, answerSlot{id: req.ID})
+		}
+		i++
+	}
+	return order
+}
+
+// refusedAnswers are the error answers of a batch's invalid elements.
+func refusedAnswers(order []answerSlot) []*jsonrpc.Response {
+	var out []*jsonrpc.Response
+	for _, s := range order {
+		if s.err != nil {
+			out = append(out, &jsonrpc.Response{Error: s.err})
+		}
+	}
+	return out
 }
 
 // readBody is io.ReadAll(body) with a buffer sized for the declared length
@@ -498,8 +577,12 @@ func checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaV
 // closed when the answer is out. Requests of earlier protocols come without
 // initialize, so the session starts as if the handshake had happened.
 func (h *StreamableHandler) postStateless(w http.ResponseWriter, r *http.Request, msgs []jsonrpc.Message,
-	calls []*jsonrpc.Request, batch, hasInit bool, version string, jsonOK, streamOK bool) {
+	calls []*jsonrpc.Request, order []answerSlot, hasInit bool, version string, jsonOK, streamOK bool) {
 	if len(calls) == 0 {
+		if refused := refusedAnswers(order); len(refused) > 0 {
+			writeBatchAnswers(w, order, refused)
+			return
+		}
 		// Notifications and responses have no session state to change here.
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -528,7 +611,7 @@ func (h *StreamableHandler) postStateless(w http.ResponseWriter, r *http.Request
 	defer func() { _ = ss.Close() }()
 	c.begin()
 	defer c.end()
-	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
+	c.serve(w, r, msgs, calls, order, jsonOK, streamOK)
 }
 
 // newSession opens a session for the initialize request r, within the session
@@ -911,9 +994,12 @@ func progressToken(params json.RawMessage) string {
 	return string(p.Token)
 }
 
-// serve hands one POST's messages to the session and writes what comes back.
+// serve hands one POST's messages to the session and writes what comes back;
+// order is the batch's answers in its order (nil: a single message).
 func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrpc.Message, calls []*jsonrpc.Request,
-	batch, jsonOK, streamOK bool) {
+	order []answerSlot, jsonOK, streamOK bool) {
+	batch := order != nil
+	refused := refusedAnswers(order)
 	ps := &postStream{out: make(chan jsonrpc.Message, len(calls)+1), gone: make(chan struct{}), streamOK: streamOK}
 	defer close(ps.gone)
 	resumable := len(calls) > 0 && c.resumable()
@@ -980,6 +1066,10 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 		}
 	}
 	if len(calls) == 0 {
+		if len(refused) > 0 {
+			writeBatchAnswers(w, order, refused)
+			return
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -992,6 +1082,9 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 	if !jsonOK {
 		stream = newEventWriter(w)
 		stream.start()
+		for _, a := range refused {
+			_ = stream.event(a)
+		}
 	}
 	var answers []*jsonrpc.Response
 	for len(unanswered) > 0 {
@@ -1014,7 +1107,7 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 				// from now on, starting with what was already answered (batches).
 				stream = newEventWriter(w)
 				stream.start()
-				for _, a := range answers {
+				for _, a := range append(refused, answers...) {
 					_ = stream.event(a)
 				}
 				answers = nil
@@ -1037,32 +1130,58 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 	if stream != nil {
 		return
 	}
+	if batch {
+		writeBatchAnswers(w, order, answers)
+		return
+	}
 	if len(answers) == 0 {
 		// Every request of the POST was cancelled by the client: no result is due.
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	var out []byte
-	var err error
-	if batch {
-		wires := make([]wireMessage, len(answers))
-		for i, a := range answers {
-			wires[i] = toWire(a)
-		}
-		out, err = json.Marshal(wires)
-	} else {
-		out, err = json.Marshal(toWire(answers[0]))
-	}
+	out, err := json.Marshal(toWire(answers[0]))
 	if err != nil {
 		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	if !batch && c.id == "" && !c.oldProtocol {
+	if c.id == "" && !c.oldProtocol {
 		if status := statelessErrorStatus(answers[0]); status != 0 {
 			w.WriteHeader(status)
 		}
 	}
+	_, _ = w.Write(out)
+}
+
+// writeBatchAnswers writes a batch's answers as one JSON array in the batch's
+// order: each call's answer where the call stood (none for a cancelled call), each
+// invalid element's error where it stood; 202 when nothing is due.
+func writeBatchAnswers(w http.ResponseWriter, order []answerSlot, answers []*jsonrpc.Response) {
+	byID := make(map[jsonrpc.ID]*jsonrpc.Response, len(answers))
+	for _, a := range answers {
+		if a.Error == nil || a.ID.IsValid() {
+			byID[a.ID] = a
+		}
+	}
+	wires := make([]wireMessage, 0, len(order))
+	for _, s := range order {
+		switch a := byID[s.id]; {
+		case s.err != nil:
+			wires = append(wires, toWire(&jsonrpc.Response{Error: s.err}))
+		case a != nil:
+			wires = append(wires, toWire(a))
+		}
+	}
+	if len(wires) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	out, err := json.Marshal(wires)
+	if err != nil {
+		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
 }
 
