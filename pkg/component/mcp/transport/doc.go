@@ -62,6 +62,11 @@ type Options struct {
 	// ReplayBudget bounds the event data the resumable streams of the Streamable
 	// HTTP sessions keep (resume.go); nil is the process's (ProcessReplayBudget).
 	ReplayBudget *ReplayBudget
+	// MaxConcurrentCalls bounds the requests of one session (of one POST on a
+	// stateless server) that run at once, whether they come in a batch or in
+	// parallel POSTs; the others wait for a slot. 0 is DefaultMaxConcurrentCalls,
+	// negative no bound.
+	MaxConcurrentCalls int
 }
 
 // sdkServer returns the go-sdk server a handler serves; called per session.

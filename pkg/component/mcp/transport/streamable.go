@@ -55,6 +55,10 @@ const (
 	defaultProtocol = "2025-03-26"
 	// standaloneQueue bounds server-initiated messages waiting for a GET stream.
 	standaloneQueue = 64
+	// DefaultMaxConcurrentCalls is the default of Options.MaxConcurrentCalls
+	// (max_concurrent_calls): enough for a client that runs its calls in parallel,
+	// while one batch of thousands of calls cannot start thousands of workflows.
+	DefaultMaxConcurrentCalls = 64
 )
 
 // knownProtocolVersions are the revisions the go-sdk v1.8.0 session layer speaks.
@@ -74,6 +78,7 @@ type StreamableHandler struct {
 	fast      *FastToolCalls // nil: every request goes through the SDK session (fastcall.go)
 	table     *SessionTable  // session limits and idle expiry (sessions.go)
 	budget    *ReplayBudget  // bounds what resumable streams keep (resume.go)
+	maxCalls  int            // requests of one session running at once (<= 0: no bound)
 
 	mu       sync.Mutex
 	sessions map[string]*streamConn
@@ -90,6 +95,9 @@ func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
 	}
 	if h.budget = o.ReplayBudget; h.budget == nil {
 		h.budget = ProcessReplayBudget()
+	}
+	if h.maxCalls = o.MaxConcurrentCalls; h.maxCalls == 0 {
+		h.maxCalls = DefaultMaxConcurrentCalls
 	}
 	if o.SessionIdleTimeout > 0 {
 		h.idle = o.SessionIdleTimeout
@@ -790,17 +798,57 @@ type streamConn struct {
 	oldProtocol bool
 	// replay holds the session's resumable streams (resume.go).
 	replay replayBuffer
+
+	// callSlots bounds the session's requests running at once (nil: no bound):
+	// each running request holds one, from before the session gets it until its
+	// answer is written; holding lists the ids of the SDK path's that do.
+	callSlots chan struct{}
+	holding   map[jsonrpc.ID]bool
+}
+
+// acquireCall waits for a free call slot of the session; false when ctx ended or
+// the session closed first.
+func (c *streamConn) acquireCall(ctx context.Context) bool {
+	if c.callSlots == nil {
+		return true
+	}
+	select {
+	case c.callSlots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-c.done:
+	}
+	return false
+}
+
+func (c *streamConn) releaseCall() {
+	if c.callSlots != nil {
+		<-c.callSlots
+	}
+}
+
+// releaseHeldLocked frees the slot the request id holds, if it holds one.
+func (c *streamConn) releaseHeldLocked(id jsonrpc.ID) {
+	if c.holding[id] {
+		delete(c.holding, id)
+		c.releaseCall()
+	}
 }
 
 var _ sdk.Connection = (*streamConn)(nil)
 
 func newStreamConn(h *StreamableHandler, id string) *streamConn {
-	return &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
+	c := &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
 		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]*lazyctx.Context{}, progress: map[string]*postStream{},
 		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{}, replay: replayBuffer{budget: h.budget},
+		holding: map[jsonrpc.ID]bool{},
 		// A stateful session never speaks 2026-07-28 (SupportsProtocolVersion);
 		// postStateless decides for its one-POST sessions.
 		oldProtocol: id != ""}
+	if h.maxCalls > 0 {
+		c.callSlots = make(chan struct{}, h.maxCalls)
+	}
+	return c
 }
 
 func (c *streamConn) SessionID() string { return c.id }
@@ -891,6 +939,7 @@ func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	case *jsonrpc.Response:
 		ps = c.pending[mm.ID]
 		delete(c.pending, mm.ID)
+		c.releaseHeldLocked(mm.ID)
 		if c.cancelled[mm.ID] {
 			// Cancelled by the client: the POST ends without this result.
 			delete(c.cancelled, mm.ID)
@@ -1054,14 +1103,30 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 	}
 
 	for _, m := range msgs {
+		// A call waits for a free slot of the session (max_concurrent_calls), so
+		// that a batch or parallel POSTs cannot run more at once.
+		call, isCall := m.(*jsonrpc.Request)
+		if isCall = isCall && call.IsCall(); isCall {
+			if !c.acquireCall(r.Context()) {
+				c.endServe(w, r, ps, unanswered)
+				return
+			}
+			c.mu.Lock()
+			c.holding[call.ID] = true
+			c.mu.Unlock()
+		}
 		select {
 		case c.in <- m:
 		case <-c.done:
 			http.Error(w, "session closed", http.StatusNotFound)
 			return
 		case <-r.Context().Done():
-			c.cancel(unanswered) // ids not handed over yet are ignored by the session
-			c.abandon(ps)
+			if isCall {
+				c.mu.Lock()
+				c.releaseHeldLocked(call.ID) // the session never got it
+				c.mu.Unlock()
+			}
+			c.endServe(w, r, ps, unanswered)
 			return
 		}
 	}
@@ -1183,6 +1248,21 @@ func writeBatchAnswers(w http.ResponseWriter, order []answerSlot, answers []*jso
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+}
+
+// endServe ends a POST whose messages were not all handed to the session: the
+// session closed (404), or the client went away (what it got is cancelled).
+func (c *streamConn) endServe(w http.ResponseWriter, r *http.Request, ps *postStream, unanswered map[jsonrpc.ID]bool) {
+	select {
+	case <-c.done:
+		http.Error(w, "session closed", http.StatusNotFound)
+		return
+	default:
+	}
+	if r.Context().Err() != nil {
+		c.cancel(unanswered) // ids not handed over yet are ignored by the session
+		c.abandon(ps)
+	}
 }
 
 // peekRequestID reads the id of the single JSON-RPC request in a POST's body (up
