@@ -190,6 +190,9 @@ type ToolOverride struct {
 type SessionLimits struct {
 	MaxSessions             int
 	MaxSessionsPerPrincipal int
+	// MaxConcurrentCalls is max_concurrent_calls: the requests of one session
+	// running at once (0 the default, 64; -1 no limit).
+	MaxConcurrentCalls int
 }
 
 // Security is the HTTP protection of one MCP server (shared by helix.mcp.servers and mcps).

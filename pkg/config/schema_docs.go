@@ -82,6 +82,7 @@ var mcpServerDocs = map[string]string{
 	"tools":                      "Workflow id → replacement description and input_schema of its tool.",
 	"max_sessions":               "Open sessions at most; the one idle longest is closed. 0 the default (10000), -1 no limit.",
 	"max_sessions_per_principal": "Open sessions of one client (API key, token subject or address) at most. 0 the default (1000), -1 no limit.",
+	"max_concurrent_calls":       "Requests of one session (Streamable HTTP) running at once; more, in a batch or parallel POSTs, wait. 0 the default (64), -1 no limit.",
 	"api_keys":                   "Accepted API keys (Authorization: Bearer or X-API-Key); write them as ${env:NAME}.",
 	"trusted_proxies":            "Addresses (CIDR) whose requests skip the API key check and whose X-Forwarded-For is believed.",
 	"rate_limit":                 "Requests per minute per client; 0 unlimited.",

@@ -287,6 +287,7 @@ func (s *mcpServer) transportOptions() transport.Options {
 		DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
 		MaxSessions:                s.opts.MaxSessions,
 		MaxSessionsPerPrincipal:    s.opts.MaxSessionsPerPrincipal,
+		MaxConcurrentCalls:         s.opts.MaxConcurrentCalls,
 		Logger:                     s.opts.Logger,
 	}
 }
