@@ -126,6 +126,10 @@ type Options struct {
 	// one POST when stateless) that run at once, in a batch or in parallel POSTs;
 	// the others wait (default DefaultMaxConcurrentCalls, negative: no bound).
 	MaxConcurrentCalls int
+	// ChargeCalls, when set, takes n more rate-limit tokens for an admitted POST:
+	// Helix's Streamable HTTP transport calls it for a batch's calls beyond the
+	// first (transport.Options.ChargeCalls); the security stack's ChargeCalls.
+	ChargeCalls func(r *http.Request, n int) (ok bool, retryAfter time.Duration, err error)
 	// Stdin and Stdout carry the stdio transport; defaults os.Stdin and os.Stdout.
 	// Nothing else may write to Stdout while the server runs.
 	Stdin  io.Reader

@@ -288,6 +288,7 @@ func (s *mcpServer) transportOptions() transport.Options {
 		MaxSessions:                s.opts.MaxSessions,
 		MaxSessionsPerPrincipal:    s.opts.MaxSessionsPerPrincipal,
 		MaxConcurrentCalls:         s.opts.MaxConcurrentCalls,
+		ChargeCalls:                s.opts.ChargeCalls,
 		Logger:                     s.opts.Logger,
 	}
 }

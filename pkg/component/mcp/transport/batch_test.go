@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -88,5 +89,39 @@ func TestBatchBanFollowsTheSessionsVersion(t *testing.T) {
 	old := initSessionWith(t, url, initBody("2025-03-26", "{}"))
 	if r := send(t, http.MethodPost, url, map[string]string{"Mcp-Session-Id": old}, batch); r.status != http.StatusOK {
 		t.Fatalf("batch in a 2025-03-26 session: %d %s", r.status, r.body)
+	}
+}
+
+// TestBatchChargesEachCall: the transport asks ChargeCalls for a batch's calls
+// beyond the first (notifications cost nothing) and refuses the batch, before any
+// call runs, when they are not allowed or cannot be checked.
+func TestBatchChargesEachCall(t *testing.T) {
+	var asked []int
+	allow, fail := true, false
+	charge := func(_ *http.Request, n int) (bool, time.Duration, error) {
+		asked = append(asked, n)
+		if fail {
+			return false, 0, errors.New("store down")
+		}
+		return allow, 1500 * time.Millisecond, nil
+	}
+	url := rawServer(t, echoServer(t), Options{ChargeCalls: charge})
+	sid := initSessionWith(t, url, initBody("2025-03-26", "{}"))
+	h := map[string]string{"Mcp-Session-Id": sid}
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/roots/list_changed"},{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`
+	if r := send(t, http.MethodPost, url, h, batch); r.status != http.StatusOK || len(asked) != 1 || asked[0] != 2 {
+		t.Fatalf("allowed batch: %d %s, asked %v", r.status, r.body, asked)
+	}
+	allow = false
+	if r := send(t, http.MethodPost, url, h, batch); r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") != "2" {
+		t.Fatalf("refused batch: %d %v %s", r.status, r.header, r.body)
+	}
+	fail = true
+	if r := send(t, http.MethodPost, url, h, batch); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("unchecked batch: %d %s", r.status, r.body)
+	}
+	// A single call is the middleware's business alone.
+	if r := send(t, http.MethodPost, url, h, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); r.status != http.StatusOK || len(asked) != 3 {
+		t.Fatalf("single call: %d, asked %v", r.status, asked)
 	}
 }

@@ -14,6 +14,7 @@ package transport
 
 import (
 	"log/slog"
+	"net/http"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,6 +68,11 @@ type Options struct {
 	// parallel POSTs; the others wait for a slot. 0 is DefaultMaxConcurrentCalls,
 	// negative no bound.
 	MaxConcurrentCalls int
+	// ChargeCalls, when set, takes n more rate-limit tokens for a POST the HTTP
+	// middleware admitted (one token): the transport calls it for the calls of a
+	// batch beyond the first, and refuses the batch with 429 (503 when err) when
+	// it does not allow them.
+	ChargeCalls func(r *http.Request, n int) (ok bool, retryAfter time.Duration, err error)
 }
 
 // sdkServer returns the go-sdk server a handler serves; called per session.

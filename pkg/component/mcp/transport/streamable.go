@@ -79,6 +79,8 @@ type StreamableHandler struct {
 	table     *SessionTable  // session limits and idle expiry (sessions.go)
 	budget    *ReplayBudget  // bounds what resumable streams keep (resume.go)
 	maxCalls  int            // requests of one session running at once (<= 0: no bound)
+	// charge takes rate-limit tokens for a batch's calls beyond the first (nil: none).
+	charge func(r *http.Request, n int) (bool, time.Duration, error)
 
 	mu       sync.Mutex
 	sessions map[string]*streamConn
@@ -96,6 +98,7 @@ func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
 	if h.budget = o.ReplayBudget; h.budget == nil {
 		h.budget = ProcessReplayBudget()
 	}
+	h.charge = o.ChargeCalls
 	if h.maxCalls = o.MaxConcurrentCalls; h.maxCalls == 0 {
 		h.maxCalls = DefaultMaxConcurrentCalls
 	}
@@ -284,6 +287,10 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		}
 	}
 
+	if batch && len(calls) > 1 && !h.chargeBatch(w, r, len(calls)-1) {
+		return
+	}
+
 	fc := h.fast.match(msgs, batch, effective)
 	if h.stateless {
 		if fc != nil {
@@ -347,6 +354,29 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	c.noteCancels(msgs)
 	c.noteLogging(calls)
 	c.serve(w, r, msgs, calls, order, jsonOK, streamOK)
+}
+
+// chargeBatch takes the rate-limit tokens of a batch's calls beyond the first
+// (the POST took one): a batch of N calls costs N. When they are not allowed it
+// answers 429 (503 when the limit's store cannot decide), and no call runs.
+func (h *StreamableHandler) chargeBatch(w http.ResponseWriter, r *http.Request, extra int) bool {
+	if h.charge == nil {
+		return true
+	}
+	ok, wait, err := h.charge(r, extra)
+	switch {
+	case err != nil:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "Service Unavailable: the rate limit cannot be checked now; retry later", http.StatusServiceUnavailable)
+		return false
+	case !ok:
+		secs := max(int64((wait+time.Second-1)/time.Second), 1)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		http.Error(w, fmt.Sprintf("Too Many Requests: rate limit exceeded: the batch has %d calls and each takes a token; retry later or send fewer",
+			extra+1), http.StatusTooManyRequests)
+		return false
+	}
+	return true
 }
 
 // refuseBatch answers a batch of a protocol version without batches.
