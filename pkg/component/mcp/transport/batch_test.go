@@ -125,3 +125,32 @@ func TestBatchChargesEachCall(t *testing.T) {
 		t.Fatalf("single call: %d, asked %v", r.status, asked)
 	}
 }
+
+// FuzzBatchLayout: whatever a body holds, decoding it never panics, every element
+// of a batch is either served or refused in place, and the answers due follow
+// the batch's order.
+func FuzzBatchLayout(f *testing.F) {
+	for _, s := range []string{`[1,{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `[{"jsonrpc":"2.0","id":null,"method":"x"},{"jsonrpc":"2.0","method":"y"}]`,
+		`[[],{},"x",null]`, `[{"jsonrpc":"2.0","id":1e400,"method":"ping"}]`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dec, err := decodeBody(data)
+		if err != nil || !dec.batch {
+			return
+		}
+		dec.refuseInvalid()
+		if len(dec.msgs)+len(dec.refused) != dec.size || len(dec.pos) != len(dec.msgs) {
+			t.Fatalf("%q: %d served + %d refused of %d", data, len(dec.msgs), len(dec.refused), dec.size)
+		}
+		order := answerOrder(dec)
+		if len(order) > dec.size {
+			t.Fatalf("%q: %d answers for %d elements", data, len(order), dec.size)
+		}
+		for _, s := range order {
+			if s.err != nil && mentionsGoTypes(plainError(s.err).Message) {
+				t.Fatalf("%q: %s", data, plainError(s.err).Message)
+			}
+		}
+	})
+}
