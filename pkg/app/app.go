@@ -269,6 +269,7 @@ func (a *App) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	a.applyReplayBudget()
 	// Management first, so that /healthz answers and /readyz says "starting" while
 	// the rest comes up.
 	if a.mgmt != nil {

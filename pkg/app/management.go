@@ -53,6 +53,11 @@ func (a *App) buildManagement() {
 		Logger:   a.logger,
 		Limits:   listenerLimits(m.Listener),
 	})
+	for _, c := range replayBudgetCollectors() {
+		if err := a.mgmt.Register(c); err != nil {
+			a.errs = append(a.errs, &config.Error{Pos: m.Pos, Path: "helix.management", Msg: err.Error()})
+		}
+	}
 }
 
 // warnListenerOnStdio warns about listener keys on a stdio MCP server, which has

@@ -58,8 +58,9 @@ func (a *App) mcpServerOptions(s config.MCPServerConfig) mcpserver.Options {
 		HTTPTransport: s.HTTPTransport,
 		FastToolCalls: &fastOn,
 		MaxSessions:   s.MaxSessions, MaxSessionsPerPrincipal: s.MaxSessionsPerPrincipal,
-		Limits: listenerLimits(s.Listener),
-		Stdin:  a.opts.Stdin, Stdout: a.opts.Stdout, Logger: a.logger,
+		MaxConcurrentCalls: s.MaxConcurrentCalls,
+		Limits:             listenerLimits(s.Listener),
+		Stdin:              a.opts.Stdin, Stdout: a.opts.Stdout, Logger: a.logger,
 	}
 	if s.Expose != nil {
 		// nil exposes everything, an empty list nothing (`expose: []`).

@@ -110,3 +110,35 @@ func TestMetricsEndToEnd(t *testing.T) {
 		t.Logf("metrics:\n%s", body)
 	}
 }
+
+// TestReplayBudgetSettingAndMetrics: helix.mcp.replay_budget sets the process's
+// replay budget of resumable MCP streams, and /metrics shows it with what is kept
+// and what was dropped.
+func TestReplayBudgetSettingAndMetrics(t *testing.T) {
+	a := startSecure(t, `
+helix:
+  management:
+    addr: "127.0.0.1:0"
+  mcp:
+    replay_budget: 2MiB
+workflows:
+  - id: greet
+    trigger: direct://greet
+    steps:
+      - set-body: "hello"
+`, nil)
+	rc := newRawClient(t)
+	resp, body := rc.do(http.MethodGet, "http://"+a.ManagementAddr()+management.MetricsPath, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics: %d", resp.StatusCode)
+	}
+	for _, w := range []string{"\nhelix_mcp_replay_budget_bytes 2.097152e+06\n", "\nhelix_mcp_replay_bytes ", "\nhelix_mcp_replay_dropped_events_total ",
+		"# TYPE helix_mcp_replay_dropped_events_total counter"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("metrics lack %q", w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", body)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/arvenza/helix/pkg/component/mcp/security"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
@@ -146,6 +147,8 @@ func (a *App) applySecurity(opts *mcpserver.Options, s config.Security, pos conf
 		trusted, _ := netguard.ParseTrustedProxies("trusted_proxies", s.TrustedProxies)
 		opts.Proxies = netguard.ProxyOptions{Trusted: trusted, Protocol: s.ProxyProtocol}
 		opts.HTTPMiddleware = sec.middleware
+		// rate_limit counts a batch's calls, not its POST.
+		opts.ChargeCalls = sec.chargeCalls
 		// The stack enforces the body limit; the SDK's own limit must not be lower.
 		opts.MaxRequestBodyBytes = filter.MaxBodyBytes()
 		// The stack guards against DNS rebinding itself, exempting trusted proxies
@@ -185,6 +188,18 @@ func (s *serverSecurity) middleware(next http.Handler) http.Handler {
 		})
 	}
 	return live.Middleware(next)
+}
+
+// chargeCalls takes n more rate-limit tokens for a request the live stack
+// admitted (the calls of a batch beyond the first).
+func (s *serverSecurity) chargeCalls(r *http.Request, n int) (bool, time.Duration, error) {
+	s.mu.Lock()
+	live := s.live
+	s.mu.Unlock()
+	if live == nil {
+		return true, 0, nil
+	}
+	return live.ChargeCalls(r, n)
 }
 
 // open builds the live stack with the logger current at start (helix run replaces

@@ -82,6 +82,10 @@ type MCPSection struct {
 	// Servers are the entries of helix.mcp.servers, enabled or not;
 	// [Config.MCPServers] lists the enabled ones with mcps:.
 	Servers []MCPServerConfig
+	// ReplayBudget is helix.mcp.replay_budget: the bytes of events the resumable
+	// streams of all MCP sessions of the process may keep for replay; 0 is the
+	// default (transport.DefaultReplayBudget, 64 MiB).
+	ReplayBudget int64
 }
 
 // ManagementConfig is `helix.management`: the address of the manifest, health and
@@ -186,6 +190,9 @@ type ToolOverride struct {
 type SessionLimits struct {
 	MaxSessions             int
 	MaxSessionsPerPrincipal int
+	// MaxConcurrentCalls is max_concurrent_calls: the requests of one session
+	// running at once (0 the default, 64; -1 no limit).
+	MaxConcurrentCalls int
 }
 
 // Security is the HTTP protection of one MCP server (shared by helix.mcp.servers and mcps).

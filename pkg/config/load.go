@@ -284,6 +284,7 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 		},
 		"mcp": func(v *yaml.Node, p string) {
 			d.Mapping(v, p, "helix.mcp", Fields{
+				"replay_budget": func(v *yaml.Node, p string) { h.MCP.ReplayBudget = d.ByteSize(v, p) },
 				"servers": func(v *yaml.Node, p string) {
 					h.MCP.Servers = append(h.MCP.Servers, decodeList(d, v, p, "helix.mcp.servers", func(d *Decoder, n *yaml.Node, p string) (MCPServerConfig, bool) {
 						return decodeMCPServer(d, n, p, helixMCPServers)
@@ -359,6 +360,12 @@ func sessionLimitFields(d *Decoder, l *SessionLimits, f Fields) Fields {
 	}
 	f["max_sessions"] = limit(&l.MaxSessions, "max_sessions", "10000")
 	f["max_sessions_per_principal"] = limit(&l.MaxSessionsPerPrincipal, "max_sessions_per_principal", "1000")
+	f["max_concurrent_calls"] = func(v *yaml.Node, p string) {
+		if l.MaxConcurrentCalls = d.Int(v, p); l.MaxConcurrentCalls < -1 {
+			d.Errorf(v, p, "max_concurrent_calls must be a number of requests, 0 for the default (64) or -1 for no limit").Hint =
+				"the requests of one session beyond it (a batch's, parallel POSTs) wait for one to finish"
+		}
+	}
 	return f
 }
 

@@ -22,6 +22,7 @@ var settingDocs = map[string]string{
 	"helix.kafka":               "Defaults of the kafka:// component.",
 	"helix.kafka.brokers":       "Seed brokers (host:port) of kafka:// endpoints without a brokers= option. Default localhost:9092.",
 	"helix.mcp.servers":         "MCP servers, each exposing workflows and tools.",
+	"helix.mcp.replay_budget":   "Event data the resumable streams of all MCP sessions may keep for replay (each session at most 1MiB of it): 64MiB, 16MB or a number of bytes. Default 64MiB.",
 
 	"helix.management.addr":     "Address of the manifest, health and metrics endpoints. Default 127.0.0.1:9999.",
 	"helix.management.enabled":  "Run the management server. Default true.",
@@ -81,6 +82,7 @@ var mcpServerDocs = map[string]string{
 	"tools":                      "Workflow id → replacement description and input_schema of its tool.",
 	"max_sessions":               "Open sessions at most; the one idle longest is closed. 0 the default (10000), -1 no limit.",
 	"max_sessions_per_principal": "Open sessions of one client (API key, token subject or address) at most. 0 the default (1000), -1 no limit.",
+	"max_concurrent_calls":       "Requests of one session (Streamable HTTP) running at once; more, in a batch or parallel POSTs, wait. 0 the default (64), -1 no limit.",
 	"api_keys":                   "Accepted API keys (Authorization: Bearer or X-API-Key); write them as ${env:NAME}.",
 	"trusted_proxies":            "Addresses (CIDR) whose requests skip the API key check and whose X-Forwarded-For is believed; their connections are not capped by max_connections_per_ip.",
 	"proxy_protocol":             "Read a PROXY protocol header (HAProxy send-proxy, nginx proxy_protocol) from trusted_proxies: the client it names is capped per address, rate-limited and logged. Default false.",

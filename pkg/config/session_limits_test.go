@@ -41,3 +41,25 @@ mcps:
 		}
 	}
 }
+
+func TestMaxConcurrentCallsKey(t *testing.T) {
+	cfg, errs := load(t, `
+mcps:
+  - id: m
+    max_concurrent_calls: 8
+`)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if got := cfg.MCPs[0].MaxConcurrentCalls; got != 8 {
+		t.Errorf("max_concurrent_calls %d", got)
+	}
+	_, errs = load(t, `
+mcps:
+  - id: m
+    max_concurrent_calls: -2
+`)
+	if want := "mcps[0].max_concurrent_calls: max_concurrent_calls must be a number of requests, 0 for the default (64) or -1 for no limit"; errs == nil || !strings.Contains(errs.Error(), want) {
+		t.Errorf("errors %v\nlack %s", errs, want)
+	}
+}

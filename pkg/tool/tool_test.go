@@ -321,3 +321,31 @@ func TestFromWorkflowEndsWhenStopAbandons(t *testing.T) {
 		t.Fatal("the tool call went on after Stop gave up draining")
 	}
 }
+
+// TestCallRefusesNonFiniteNumbers: 1e400 does not fit a float64; it is an
+// invalid argument (a tool error naming where it is), never +Inf handed to the
+// workflow.
+func TestCallRefusesNonFiniteNumbers(t *testing.T) {
+	c := tool.NewCatalogue()
+	var got map[string]any
+	mustAdd(t, c, &tool.Tool{ID: "num", Invoke: func(_ context.Context, args map[string]any) (tool.Result, error) {
+		got = args
+		return tool.TextResult("ran"), nil
+	}})
+	tl, _ := c.Tool("num")
+	for _, args := range []string{`{"x":1e400}`, `{"x":-1e400}`, `{"list":[1,{"y":2e308}]}`, `{"x":1E+999999}`} {
+		got = nil
+		res, _ := tl.Call(context.Background(), json.RawMessage(args))
+		if !res.IsError || got != nil {
+			t.Errorf("%s: ran with %v: %+v", args, got, res)
+			continue
+		}
+		if msg := res.Content[0].Text; !strings.Contains(msg, "invalid arguments") || !strings.Contains(msg, "too large") || strings.Contains(msg, "Inf") {
+			t.Errorf("%s: message %q", args, msg)
+		}
+	}
+	// Large but finite numbers and integers beyond int64 still pass.
+	if res, _ := tl.Call(context.Background(), json.RawMessage(`{"x":1e308,"y":99999999999999999999}`)); res.IsError {
+		t.Errorf("finite numbers refused: %+v", res)
+	}
+}

@@ -148,3 +148,18 @@ func TestServerOptionsFromURIListenerLimits(t *testing.T) {
 		t.Fatalf("bad maxConnections: %v", err)
 	}
 }
+
+func TestServerOptionsFromURIMaxConcurrentCalls(t *testing.T) {
+	u, _ := uri.Parse("mcp-server://127.0.0.1:0?maxConcurrentCalls=4")
+	opts, err := OptionsFromURI(u)
+	if err != nil || opts.MaxConcurrentCalls != 4 {
+		t.Fatalf("maxConcurrentCalls: %d %v", opts.MaxConcurrentCalls, err)
+	}
+	u, _ = uri.Parse("mcp-server://127.0.0.1:0?maxConcurrentCalls=-3")
+	if _, err := OptionsFromURI(u); err == nil || !strings.Contains(err.Error(), "maxConcurrentCalls=-3") {
+		t.Fatalf("bad maxConcurrentCalls: %v", err)
+	}
+	if got := (&mcpServer{opts: Options{MaxConcurrentCalls: 4}}).transportOptions().MaxConcurrentCalls; got != 4 {
+		t.Fatalf("transport gets %d", got)
+	}
+}

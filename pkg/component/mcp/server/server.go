@@ -52,6 +52,8 @@ const (
 const (
 	DefaultMaxSessions             = transport.DefaultMaxSessions
 	DefaultMaxSessionsPerPrincipal = transport.DefaultMaxSessionsPerPrincipal
+	// DefaultMaxConcurrentCalls is the default of Options.MaxConcurrentCalls.
+	DefaultMaxConcurrentCalls = transport.DefaultMaxConcurrentCalls
 )
 
 // Defaults applied by [Component.AddServer] and mcp-server:// URIs.
@@ -124,6 +126,14 @@ type Options struct {
 	// new one is refused with HTTP 503 and a JSON-RPC error (sessions.go).
 	MaxSessions             int
 	MaxSessionsPerPrincipal int
+	// MaxConcurrentCalls bounds the requests of one Streamable HTTP session (of
+	// one POST when stateless) that run at once, in a batch or in parallel POSTs;
+	// the others wait (default DefaultMaxConcurrentCalls, negative: no bound).
+	MaxConcurrentCalls int
+	// ChargeCalls, when set, takes n more rate-limit tokens for an admitted POST:
+	// Helix's Streamable HTTP transport calls it for a batch's calls beyond the
+	// first (transport.Options.ChargeCalls); the security stack's ChargeCalls.
+	ChargeCalls func(r *http.Request, n int) (ok bool, retryAfter time.Duration, err error)
 	// Stdin and Stdout carry the stdio transport; defaults os.Stdin and os.Stdout.
 	// Nothing else may write to Stdout while the server runs.
 	Stdin  io.Reader
@@ -315,6 +325,9 @@ func (c *Component) normalize(o *Options) error {
 	if o.MaxSessionsPerPrincipal == 0 {
 		o.MaxSessionsPerPrincipal = DefaultMaxSessionsPerPrincipal
 	}
+	if o.MaxConcurrentCalls == 0 {
+		o.MaxConcurrentCalls = DefaultMaxConcurrentCalls
+	}
 	if o.Stdin == nil {
 		o.Stdin = os.Stdin
 	}
@@ -503,6 +516,13 @@ func OptionsFromURI(u *uri.URI) (Options, error) {
 			return Options{}, fmt.Errorf("mcp-server: option %s=%d: want a number of sessions, 0 for the default or -1 for no limit", name, n)
 		}
 		*dst = int(n)
+	}
+	if p.IsSet("maxConcurrentCalls") {
+		n := p.Int("maxConcurrentCalls")
+		if n < -1 || n > math.MaxInt32 {
+			return Options{}, fmt.Errorf("mcp-server: option maxConcurrentCalls=%d: want a number of requests, 0 for the default (%d) or -1 for no limit", n, DefaultMaxConcurrentCalls)
+		}
+		opts.MaxConcurrentCalls = int(n)
 	}
 	if opts.Limits, _, err = netguard.FromURIOptions(str); err != nil {
 		return Options{}, fmt.Errorf("mcp-server: %w", err)

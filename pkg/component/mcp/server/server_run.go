@@ -288,6 +288,8 @@ func (s *mcpServer) transportOptions() transport.Options {
 		DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
 		MaxSessions:                s.opts.MaxSessions,
 		MaxSessionsPerPrincipal:    s.opts.MaxSessionsPerPrincipal,
+		MaxConcurrentCalls:         s.opts.MaxConcurrentCalls,
+		ChargeCalls:                s.opts.ChargeCalls,
 		Logger:                     s.opts.Logger,
 	}
 }

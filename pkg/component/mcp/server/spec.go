@@ -45,6 +45,8 @@ filters, OAuth) that a URI cannot carry; see docs/mcp-server.md.`,
 			Description: "open sessions of the server; 0 means the default, -1 no limit"},
 		{Name: "maxSessionsPerPrincipal", Type: component.TypeInt, Default: strconv.Itoa(DefaultMaxSessionsPerPrincipal), Role: component.ConsumerOnly, Since: "0.1",
 			Description: "open sessions per API key or token subject; 0 means the default, -1 no limit"},
+		{Name: "maxConcurrentCalls", Type: component.TypeInt, Default: strconv.Itoa(DefaultMaxConcurrentCalls), Role: component.ConsumerOnly, Since: "0.1",
+			Description: "requests of one session running at once (a batch's calls, parallel POSTs); the others wait; 0 means the default, -1 no limit"},
 	}, netguard.SpecOptions(component.ConsumerOnly)...),
 	Headers: []component.Header{
 		{Name: exchange.HeaderMcpToolName, Type: "string", Use: component.Writes, Role: component.ConsumerOnly, Description: "the name of the tool called"},

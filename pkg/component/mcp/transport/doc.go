@@ -14,6 +14,7 @@ package transport
 
 import (
 	"log/slog"
+	"net/http"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -59,6 +60,19 @@ type Options struct {
 	// Fast answers plain tools/call requests in Helix's Streamable HTTP transport
 	// (fastcall.go); nil sends every request through the go-sdk session.
 	Fast *FastToolCalls
+	// ReplayBudget bounds the event data the resumable streams of the Streamable
+	// HTTP sessions keep (resume.go); nil is the process's (ProcessReplayBudget).
+	ReplayBudget *ReplayBudget
+	// MaxConcurrentCalls bounds the requests of one session (of one POST on a
+	// stateless server) that run at once, whether they come in a batch or in
+	// parallel POSTs; the others wait for a slot. 0 is DefaultMaxConcurrentCalls,
+	// negative no bound.
+	MaxConcurrentCalls int
+	// ChargeCalls, when set, takes n more rate-limit tokens for a POST the HTTP
+	// middleware admitted (one token): the transport calls it for the calls of a
+	// batch beyond the first, and refuses the batch with 429 (503 when err) when
+	// it does not allow them.
+	ChargeCalls func(r *http.Request, n int) (ok bool, retryAfter time.Duration, err error)
 }
 
 // sdkServer returns the go-sdk server a handler serves; called per session.

@@ -382,6 +382,16 @@ func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastC
 	}
 	c.fast[fc.id] = ctx
 	c.mu.Unlock()
+	if !c.acquireCall(r.Context()) {
+		c.mu.Lock()
+		delete(c.fast, fc.id)
+		c.mu.Unlock()
+		if r.Context().Err() == nil {
+			http.Error(w, "session closed", http.StatusNotFound)
+		}
+		return
+	}
+	defer c.releaseCall()
 	defer func() {
 		c.mu.Lock()
 		delete(c.fast, fc.id)

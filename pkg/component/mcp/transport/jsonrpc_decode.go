@@ -64,6 +64,18 @@ type decodedBody struct {
 	// nullID lists the requests (by index in msgs) that carried an explicit
 	// "id": null; they are invalid requests, not notifications.
 	nullID []int
+	// Batches only: refused are the elements that are no JSON-RPC message
+	// (answered with their error in place, id null), pos[i] is the position of
+	// msgs[i] in the batch and size the batch's length.
+	refused []refusedElement
+	pos     []int
+	size    int
+}
+
+// refusedElement is an element of a batch answered with an error where it stood.
+type refusedElement struct {
+	at  int
+	err *jsonrpc.Error
 }
 
 // decodeBody reads one message or a batch (a JSON array of messages) the way the
@@ -79,16 +91,20 @@ func decodeBody(data []byte) (decodedBody, error) {
 			if len(raws) == 0 {
 				return decodedBody{batch: true}, errors.New("empty batch")
 			}
-			body := decodedBody{batch: true, msgs: make([]jsonrpc.Message, len(raws))}
+			// Each element stands alone (JSON-RPC 2.0 batches): one that is no
+			// message gets its error in place, the others are served.
+			body := decodedBody{batch: true, msgs: make([]jsonrpc.Message, 0, len(raws)), size: len(raws)}
 			for i, raw := range raws {
 				m, nullID, err := decodeMessage(raw)
 				if err != nil {
-					return decodedBody{batch: true}, fmt.Errorf("message %d: %w", i, err)
+					body.refused = append(body.refused, refusedElement{at: i, err: parseErrorResponse(fmt.Errorf("batch element %d: %w", i, err))})
+					continue
 				}
-				body.msgs[i] = m
 				if nullID {
-					body.nullID = append(body.nullID, i)
+					body.nullID = append(body.nullID, len(body.msgs))
 				}
+				body.msgs = append(body.msgs, m)
+				body.pos = append(body.pos, i)
 			}
 			return body, nil
 		}
@@ -236,6 +252,23 @@ func invalidRequest(m jsonrpc.Message, nullID bool) *jsonrpc.Error {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("Invalid Request: %q is a request and needs an id", req.Method)}
 	}
 	return nil
+}
+
+// refuseInvalid moves the messages of a batch that invalidRequest refuses to
+// refused, answered in place.
+func (b *decodedBody) refuseInvalid() {
+	if !b.batch {
+		return
+	}
+	msgs, pos := b.msgs[:0], b.pos[:0]
+	for i, m := range b.msgs {
+		if e := invalidRequest(m, containsInt(b.nullID, i)); e != nil {
+			b.refused = append(b.refused, refusedElement{at: b.pos[i], err: e})
+			continue
+		}
+		msgs, pos = append(msgs, m), append(pos, b.pos[i])
+	}
+	b.msgs, b.pos, b.nullID = msgs, pos, nil
 }
 
 // check applies invalidRequest to every message of a body and returns the first

@@ -30,11 +30,14 @@ import (
 // answered.
 //
 // The buffer is per session (it goes with the session) and bounded: at most
-// replayMaxBytes of event data and replayMaxStreams streams. Over either bound the
-// oldest answered streams go first, then the oldest events; an event an attached
-// reader has not written yet is never dropped, nor is a stream's newest event.
-// A Last-Event-ID whose events are gone, that names a stream of another session,
-// or an index never issued is refused with 400 and nothing is replayed.
+// replayMaxBytes of event data and replayMaxStreams streams, and all sessions
+// together at most their ReplayBudget (replay_budget.go). Over a bound the oldest
+// answered streams go first, then the oldest events; an event an attached reader
+// has not written yet is never dropped. An event that does not fit even so is not
+// kept: an attached reader writes it and then forgets it (with what came before
+// it), and without a reader it is forgotten at once. A Last-Event-ID whose events
+// are gone, that names a stream of another session, or an index never issued is
+// refused with 400 and nothing is replayed; the client sends its request again.
 //
 // The standalone GET stream carries no event ids: its messages are not kept, so it
 // cannot be resumed, and clients are not invited to try.
@@ -61,6 +64,9 @@ type replayEvent struct {
 	idx  int
 	data []byte
 	resp bool
+	// kept: data counts in the session's bytes and the budget. An event that did
+	// not fit is held only until the attached reader has written it.
+	kept bool
 }
 
 // replayStream is one logical stream of a session. Its fields are guarded by the
@@ -95,7 +101,88 @@ type streamReader struct {
 // replayBuffer holds a session's resumable streams.
 type replayBuffer struct {
 	streams []*replayStream // oldest first
-	bytes   int
+	bytes   int             // data of the kept events
+	budget  *ReplayBudget   // shared with the other sessions
+}
+
+// limit is the event data one session may keep: replayMaxBytes, or less when the
+// whole budget is smaller.
+func (b *replayBuffer) limit() int {
+	return int(min(int64(replayMaxBytes), b.budget.Limit()))
+}
+
+// keep makes room for an event of n bytes within the session's limit and the
+// budget, evicting what trimLocked would; false when it does not fit.
+func (b *replayBuffer) keep(n int) bool {
+	if n > b.limit() {
+		return false
+	}
+	for b.bytes+n > b.limit() {
+		if !b.evictOne() {
+			return false
+		}
+	}
+	for !b.budget.reserve(int64(n)) {
+		if !b.evictOne() {
+			return false
+		}
+	}
+	b.bytes += n
+	return true
+}
+
+// uncount gives back what a kept event held.
+func (b *replayBuffer) uncount(e replayEvent) {
+	if e.kept && len(e.data) > 0 {
+		b.bytes -= len(e.data)
+		b.budget.release(int64(len(e.data)))
+	}
+}
+
+// forgetThrough drops the events of s up to index idx: a resume from before
+// them is refused.
+func (b *replayBuffer) forgetThrough(s *replayStream, idx int) {
+	for len(s.events) > 0 && s.events[0].idx <= idx {
+		b.dropHead(s)
+	}
+	if s.first <= idx {
+		s.first = idx + 1
+	}
+}
+
+// dropHead drops the oldest event of s.
+func (b *replayBuffer) dropHead(s *replayStream) {
+	b.uncount(s.events[0])
+	s.events[0] = replayEvent{}
+	s.events = s.events[1:]
+	s.first++
+}
+
+// evictOne drops one answered stream, or else the oldest event no attached reader
+// still has to write; false when nothing can go.
+func (b *replayBuffer) evictOne() bool {
+	if i := b.victim(); i >= 0 {
+		b.drop(i)
+		return true
+	}
+	for _, s := range b.streams {
+		if len(s.events) > 0 && (s.reader == nil || s.events[0].idx <= s.reader.cursor) {
+			b.dropHead(s)
+			return true
+		}
+	}
+	return false
+}
+
+// clear forgets every stream (the session ended) and gives its bytes back.
+func (b *replayBuffer) clear() {
+	for _, s := range b.streams {
+		for len(s.events) > 0 {
+			b.dropHead(s)
+		}
+		s.first = s.next
+	}
+	b.streams = nil
 }
 
 func (b *replayBuffer) find(id string) *replayStream {
@@ -110,23 +197,17 @@ func (b *replayBuffer) find(id string) *replayStream {
 // trimLocked enforces the bounds: first whole answered streams without a reader,
 // those whose events were all written to a client before the others, oldest
 // first (but never the newest stream: its client may be about to resume it); then
-// the oldest events no attached reader still has to write, never a stream's
-// newest event. Streams with requests still running are never dropped whole.
+// the oldest events no attached reader still has to write. Streams with requests
+// still running are never dropped whole.
 func (b *replayBuffer) trimLocked() {
-	for len(b.streams) > replayMaxStreams || b.bytes > replayMaxBytes {
+	for len(b.streams) > replayMaxStreams {
 		i := b.victim()
 		if i < 0 {
 			break
 		}
 		b.drop(i)
 	}
-	for _, s := range b.streams {
-		for b.bytes > replayMaxBytes && len(s.events) > 1 && (s.reader == nil || s.events[0].idx <= s.reader.cursor) {
-			b.bytes -= len(s.events[0].data)
-			s.events[0] = replayEvent{}
-			s.events = s.events[1:]
-			s.first++
-		}
+	for b.bytes > b.limit() && b.evictOne() {
 	}
 }
 
@@ -148,8 +229,9 @@ func (b *replayBuffer) victim() int {
 }
 
 func (b *replayBuffer) drop(i int) {
-	for _, e := range b.streams[i].events {
-		b.bytes -= len(e.data)
+	s := b.streams[i]
+	for len(s.events) > 0 {
+		b.dropHead(s)
 	}
 	b.streams = append(b.streams[:i], b.streams[i+1:]...)
 }
@@ -211,7 +293,7 @@ func ResumableProtocol(v string) bool {
 // openStreamLocked starts a resumable stream for a POST with open requests, its
 // priming event (index 0) in place, and attaches the POST as its reader.
 func (c *streamConn) openStreamLocked(open int) (*replayStream, *streamReader) {
-	s := &replayStream{id: newStreamID(), open: open, wake: make(chan struct{}), events: []replayEvent{{idx: 0}}, next: 1, seen: -1}
+	s := &replayStream{id: newStreamID(), open: open, wake: make(chan struct{}), events: []replayEvent{{idx: 0, kept: true}}, next: 1, seen: -1}
 	r := &streamReader{cursor: -1, closing: -1}
 	s.reader = r
 	c.replay.streams = append(c.replay.streams, s)
@@ -241,9 +323,18 @@ func (c *streamConn) appendLocked(s *replayStream, m jsonrpc.Message) (answered 
 		s.wakeLocked()
 		return answered
 	}
-	s.events = append(s.events, replayEvent{idx: s.next, data: data, resp: isResp})
+	ev := replayEvent{idx: s.next, data: data, resp: isResp, kept: c.replay.keep(len(data))}
 	s.next++
-	c.replay.bytes += len(data)
+	if !ev.kept {
+		c.replay.budget.dropped.Add(1)
+		c.h.logger.Debug("mcp: an event is too large to keep for resumption", "session", c.id, "bytes", len(data),
+			"session_limit", c.replay.limit(), "budget_used", c.replay.budget.Used())
+	}
+	s.events = append(s.events, ev)
+	if !ev.kept && s.reader == nil {
+		// Nobody will write it: the stream cannot be resumed from before it.
+		c.replay.forgetThrough(s, ev.idx)
+	}
 	c.replay.trimLocked()
 	s.wakeLocked()
 	return answered
@@ -304,6 +395,14 @@ func (c *streamConn) advance(s *replayStream, r *streamReader, idx int) {
 	}
 	if idx > s.seen {
 		s.seen = idx
+	}
+	// An event that was not kept lives only until written: forget it, and what came
+	// before it, which nobody can resume from now.
+	for i := len(s.events) - 1; i >= 0; i-- {
+		if e := s.events[i]; !e.kept && e.idx <= idx {
+			c.replay.forgetThrough(s, e.idx)
+			break
+		}
 	}
 	c.replay.trimLocked()
 	c.mu.Unlock()
@@ -397,8 +496,8 @@ func (h *StreamableHandler) resume(w http.ResponseWriter, r *http.Request, c *st
 		// so that an id reveals nothing of other sessions.
 		msg = fmt.Sprintf("Bad Request: %s %q names no event of this session's streams", lastEventIDHeader, lastID)
 	case idx+1 < s.first:
-		msg = fmt.Sprintf("Bad Request: the events after %s %q are no longer kept (the replay buffer holds %d bytes per session)",
-			lastEventIDHeader, lastID, replayMaxBytes)
+		msg = fmt.Sprintf("Bad Request: the events after %s %q are no longer kept (a session keeps at most %d bytes of events, "+
+			"all sessions together %d); send the request again", lastEventIDHeader, lastID, c.replay.limit(), c.replay.budget.Limit())
 	case s.reader != nil:
 		status, msg = http.StatusConflict, "Conflict: this stream is being delivered on another connection"
 	}

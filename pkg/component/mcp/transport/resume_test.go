@@ -230,10 +230,11 @@ func TestStreamsOfOlderProtocolsHaveNoIDs(t *testing.T) {
 
 // TestReplayBufferBounds: a session keeps at most replayMaxStreams streams and
 // about replayMaxBytes of events; answered streams go first, then the oldest
-// events, never what an attached reader has not written yet nor a stream's newest
-// event; a Last-Event-ID before what is kept is refused.
+// events, never what an attached reader has not written yet; an event larger than
+// the session's limit is not kept (its stream cannot be resumed from before it); a
+// Last-Event-ID before what is kept is refused.
 func TestReplayBufferBounds(t *testing.T) {
-	h := &StreamableHandler{logger: slog.New(slog.DiscardHandler)}
+	h := &StreamableHandler{logger: slog.New(slog.DiscardHandler), budget: NewReplayBudget(DefaultReplayBudget)}
 	c := newStreamConn(h, "s")
 	big := strings.Repeat("x", replayMaxBytes/8)
 	result := func(id int64) *jsonrpc.Response {
@@ -254,9 +255,9 @@ func TestReplayBufferBounds(t *testing.T) {
 	if c.replay.find(streams[0].id) != nil || c.replay.find(streams[len(streams)-1].id) == nil {
 		t.Fatal("the oldest answered streams must go first")
 	}
-	// Open streams are not dropped whole; their old events are, but not the newest
-	// one, and not what an attached reader still has to write.
-	c.replay = replayBuffer{}
+	// Open streams are not dropped whole; their old events are, but not what an
+	// attached reader still has to write.
+	c.replay.clear()
 	open, _ := c.openStreamLocked(100)
 	open.reader = nil
 	for range 20 {
@@ -268,8 +269,8 @@ func TestReplayBufferBounds(t *testing.T) {
 	huge, _ := c.openStreamLocked(1)
 	huge.reader = nil
 	c.appendLocked(huge, &jsonrpc.Response{ID: intID(t, 1), Result: json.RawMessage(`"` + strings.Repeat("y", 2*replayMaxBytes) + `"`)})
-	if len(huge.events) == 0 || huge.events[len(huge.events)-1].data == nil {
-		t.Fatal("a stream's newest event must be kept")
+	if len(huge.events) != 0 || huge.first != huge.next || c.replay.bytes > replayMaxBytes {
+		t.Fatalf("an event over the session's limit was kept: %d events, first %d, next %d", len(huge.events), huge.first, huge.next)
 	}
 	reading, rd := c.openStreamLocked(100)
 	for range 20 {

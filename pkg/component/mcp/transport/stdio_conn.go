@@ -276,9 +276,21 @@ func (c *stdioConn) handleBatch(line []byte, dec decodedBody) bool {
 
 	b := &stdioBatch{}
 	var pass []jsonrpc.Message
+	refusedAt := make(map[int]*jsonrpc.Error, len(dec.refused))
+	for _, r := range dec.refused {
+		refusedAt[r.at] = r.err
+	}
 	c.mu.Lock()
-	for i, m := range dec.msgs {
-		if e := invalidRequest(m, containsInt(dec.nullID, i)); e != nil {
+	i := 0
+	for at := range dec.size {
+		if e, ok := refusedAt[at]; ok {
+			// Not a JSON-RPC message: its error where it stood.
+			b.answers = append(b.answers, &jsonrpc.Response{Error: e})
+			continue
+		}
+		m := dec.msgs[i]
+		i++
+		if e := invalidRequest(m, containsInt(dec.nullID, i-1)); e != nil {
 			b.answers = append(b.answers, &jsonrpc.Response{Error: e})
 			continue
 		}

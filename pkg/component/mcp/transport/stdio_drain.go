@@ -28,11 +28,16 @@ type StdioDrain struct {
 	changed chan struct{}   // closed and replaced whenever pending shrinks
 	stop    chan struct{}   // closed when the server stops: give up waiting
 	inTail  []byte          // unterminated last line read so far
-	outTail []byte          // unterminated last line written so far
+	inSkip  bool            // the line being read is over maxLine: ignored up to its newline
+	// maxLine is the transport's line limit (stdioMaxLine): a longer line is
+	// refused there without an answer to its id, so the drain neither waits for
+	// it nor keeps it.
+	maxLine int
+	outTail []byte // unterminated last line written so far
 }
 
 func NewStdioDrain(in io.Reader, out io.Writer) *StdioDrain {
-	return &StdioDrain{in: in, out: out, pending: map[string]bool{}, changed: make(chan struct{}), stop: make(chan struct{})}
+	return &StdioDrain{in: in, out: out, pending: map[string]bool{}, changed: make(chan struct{}), stop: make(chan struct{}), maxLine: stdioMaxLine}
 }
 
 // rpcEnvelope is the part of a JSON-RPC message the drain needs.
@@ -90,21 +95,53 @@ func (d *StdioDrain) Read(p []byte) (int, error) {
 	n, err := d.in.Read(p)
 	if n > 0 {
 		d.mu.Lock()
-		d.inTail = lines(d.inTail, p[:n], func(line []byte) {
-			for _, e := range envelopes(line) {
-				if e.Method != "" && hasID(e) {
-					d.pending[idKey(e.ID)] = true
-				}
-			}
-		})
-		// Keep the tail's memory bounded by copying it out of the shared buffer.
-		d.inTail = append([]byte(nil), d.inTail...)
+		d.readLines(p[:n])
 		d.mu.Unlock()
 	}
 	if err == io.EOF {
 		d.waitAnswered()
 	}
 	return n, err
+}
+
+// readLines notes the requests of the complete input lines in p (d.mu held). A
+// line longer than maxLine is dropped as it comes: the transport refuses it
+// without answering its id, and the drain must not hold it in memory.
+func (d *StdioDrain) readLines(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if d.inSkip {
+			if i < 0 {
+				return
+			}
+			d.inSkip, p = false, p[i+1:]
+			continue
+		}
+		if i < 0 {
+			if len(d.inTail)+len(p) > d.maxLine+1 {
+				d.inTail, d.inSkip = nil, true
+				return
+			}
+			// A copy, out of the caller's buffer.
+			d.inTail = append(d.inTail, p...)
+			return
+		}
+		line := p[:i]
+		if len(d.inTail) > 0 {
+			line = append(d.inTail, line...)
+		}
+		if len(line) <= d.maxLine {
+			for _, e := range envelopes(line) {
+				if e.Method != "" && hasID(e) {
+					d.pending[idKey(e.ID)] = true
+				}
+			}
+		}
+		d.inTail, p = d.inTail[:0], p[i+1:]
+		if cap(d.inTail) > 64<<10 {
+			d.inTail = nil // a rare long line does not stay pinned
+		}
+	}
 }
 
 func (d *StdioDrain) Write(p []byte) (int, error) {

@@ -55,6 +55,10 @@ const (
 	defaultProtocol = "2025-03-26"
 	// standaloneQueue bounds server-initiated messages waiting for a GET stream.
 	standaloneQueue = 64
+	// DefaultMaxConcurrentCalls is the default of Options.MaxConcurrentCalls
+	// (max_concurrent_calls): enough for a client that runs its calls in parallel,
+	// while one batch of thousands of calls cannot start thousands of workflows.
+	DefaultMaxConcurrentCalls = 64
 )
 
 // knownProtocolVersions are the revisions the go-sdk v1.8.0 session layer speaks.
@@ -73,6 +77,10 @@ type StreamableHandler struct {
 	logger    *slog.Logger
 	fast      *FastToolCalls // nil: every request goes through the SDK session (fastcall.go)
 	table     *SessionTable  // session limits and idle expiry (sessions.go)
+	budget    *ReplayBudget  // bounds what resumable streams keep (resume.go)
+	maxCalls  int            // requests of one session running at once (<= 0: no bound)
+	// charge takes rate-limit tokens for a batch's calls beyond the first (nil: none).
+	charge func(r *http.Request, n int) (bool, time.Duration, error)
 
 	mu       sync.Mutex
 	sessions map[string]*streamConn
@@ -86,6 +94,13 @@ func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
 		logger: o.Logger, sessions: map[string]*streamConn{}, table: o.Sessions, fast: o.Fast}
 	if h.table == nil {
 		h.table = NewSessionTable(o)
+	}
+	if h.budget = o.ReplayBudget; h.budget == nil {
+		h.budget = ProcessReplayBudget()
+	}
+	h.charge = o.ChargeCalls
+	if h.maxCalls = o.MaxConcurrentCalls; h.maxCalls == 0 {
+		h.maxCalls = DefaultMaxConcurrentCalls
 	}
 	if o.SessionIdleTimeout > 0 {
 		h.idle = o.SessionIdleTimeout
@@ -229,7 +244,10 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, parseErrorResponse(err))
 		return
 	}
-	if e := dec.check(); e != nil {
+	if dec.batch {
+		// Each element of a batch stands alone: an invalid one is answered in place.
+		dec.refuseInvalid()
+	} else if e := dec.check(); e != nil {
 		// "id": null, or a request without id: the session would take it for a
 		// notification and never answer.
 		writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, e)
@@ -240,10 +258,11 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	if effective == "" {
 		effective = defaultProtocol
 	}
-	if batch && effective >= "2025-06-18" {
-		http.Error(w, "JSON-RPC batches are not allowed from protocol 2025-06-18 on", http.StatusBadRequest)
+	if batch && effective >= protocolNoBatches {
+		refuseBatch(w, effective)
 		return
 	}
+	order := answerOrder(dec)
 
 	var calls []*jsonrpc.Request
 	hasInit := false
@@ -268,6 +287,10 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		}
 	}
 
+	if batch && len(calls) > 1 && !h.chargeBatch(w, r, len(calls)-1) {
+		return
+	}
+
 	fc := h.fast.match(msgs, batch, effective)
 	if h.stateless {
 		if fc != nil {
@@ -275,7 +298,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 			return
 		}
 		attachExtra(msgs, r, nil)
-		h.postStateless(w, r, msgs, calls, batch, hasInit, effective, jsonOK, streamOK)
+		h.postStateless(w, r, msgs, calls, order, hasInit, effective, jsonOK, streamOK)
 		return
 	}
 	sid := r.Header.Get(sessionIDHeader)
@@ -283,6 +306,11 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	if sid == "" {
 		if !hasInit {
 			http.Error(w, "Bad Request: missing "+sessionIDHeader+" header (only initialize may come without one)", http.StatusBadRequest)
+			return
+		}
+		if v := requestedVersion(calls); batch && v >= protocolNoBatches {
+			// The session would negotiate a version without batches.
+			refuseBatch(w, v)
 			return
 		}
 		if c, err = h.newSession(r); err != nil {
@@ -304,6 +332,10 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		}()
 	} else if c = h.lookup(w, r, sid); c == nil {
 		return
+	} else if ip := c.session.InitializeParams(); batch && ip != nil && ip.ProtocolVersion >= protocolNoBatches {
+		// The session's negotiated version decides, not what the POST's header claims.
+		refuseBatch(w, ip.ProtocolVersion)
+		return
 	}
 	if !c.begin() {
 		http.Error(w, "session closed", http.StatusNotFound)
@@ -321,7 +353,96 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	attachExtra(msgs, r, c)
 	c.noteCancels(msgs)
 	c.noteLogging(calls)
-	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
+	c.serve(w, r, msgs, calls, order, jsonOK, streamOK)
+}
+
+// chargeBatch takes the rate-limit tokens of a batch's calls beyond the first
+// (the POST took one): a batch of N calls costs N. When they are not allowed it
+// answers 429 (503 when the limit's store cannot decide), and no call runs.
+func (h *StreamableHandler) chargeBatch(w http.ResponseWriter, r *http.Request, extra int) bool {
+	if h.charge == nil {
+		return true
+	}
+	ok, wait, err := h.charge(r, extra)
+	switch {
+	case err != nil:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "Service Unavailable: the rate limit cannot be checked now; retry later", http.StatusServiceUnavailable)
+		return false
+	case !ok:
+		secs := max(int64((wait+time.Second-1)/time.Second), 1)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		http.Error(w, fmt.Sprintf("Too Many Requests: rate limit exceeded: the batch has %d calls and each takes a token; retry later or send fewer",
+			extra+1), http.StatusTooManyRequests)
+		return false
+	}
+	return true
+}
+
+// refuseBatch answers a batch of a protocol version without batches.
+func refuseBatch(w http.ResponseWriter, version string) {
+	http.Error(w, fmt.Sprintf("Bad Request: JSON-RPC batches are not allowed from protocol %s on (this request: %s); send one message per POST",
+		protocolNoBatches, version), http.StatusBadRequest)
+}
+
+// requestedVersion is the protocolVersion the initialize request among calls asks
+// for ("" when none does or it is not a string).
+func requestedVersion(calls []*jsonrpc.Request) string {
+	for _, req := range calls {
+		if req.Method == "initialize" {
+			var p struct {
+				V json.RawMessage `json:"protocolVersion"`
+			}
+			var v string
+			if json.Unmarshal(req.Params, &p) == nil && json.Unmarshal(p.V, &v) == nil {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// answerSlot is one answer of a batch, in the batch's order: a call's (by its id)
+// or the error of an invalid element.
+type answerSlot struct {
+	id  jsonrpc.ID
+	err *jsonrpc.Error
+}
+
+// answerOrder lists the answers a batch is due, in its order; nil for a single
+// message.
+func answerOrder(dec decodedBody) []answerSlot {
+	if !dec.batch {
+		return nil
+	}
+	order := make([]answerSlot, 0, dec.size)
+	refusedAt := make(map[int]*jsonrpc.Error, len(dec.refused))
+	for _, r := range dec.refused {
+		refusedAt[r.at] = r.err
+	}
+	i := 0
+	for at := range dec.size {
+		if e, ok := refusedAt[at]; ok {
+			order = append(order, answerSlot{err: e})
+			continue
+		}
+		if req, ok := dec.msgs[i].(*jsonrpc.Request); ok && req.IsCall() {
+			order = append(order, answerSlot{id: req.ID})
+		}
+		i++
+	}
+	return order
+}
+
+// refusedAnswers are the error answers of a batch's invalid elements.
+func refusedAnswers(order []answerSlot) []*jsonrpc.Response {
+	var out []*jsonrpc.Response
+	for _, s := range order {
+		if s.err != nil {
+			out = append(out, &jsonrpc.Response{Error: s.err})
+		}
+	}
+	return out
 }
 
 // readBody is io.ReadAll(body) with a buffer sized for the declared length
@@ -494,8 +615,12 @@ func checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaV
 // closed when the answer is out. Requests of earlier protocols come without
 // initialize, so the session starts as if the handshake had happened.
 func (h *StreamableHandler) postStateless(w http.ResponseWriter, r *http.Request, msgs []jsonrpc.Message,
-	calls []*jsonrpc.Request, batch, hasInit bool, version string, jsonOK, streamOK bool) {
+	calls []*jsonrpc.Request, order []answerSlot, hasInit bool, version string, jsonOK, streamOK bool) {
 	if len(calls) == 0 {
+		if refused := refusedAnswers(order); len(refused) > 0 {
+			writeBatchAnswers(w, order, refused)
+			return
+		}
 		// Notifications and responses have no session state to change here.
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -524,7 +649,7 @@ func (h *StreamableHandler) postStateless(w http.ResponseWriter, r *http.Request
 	defer func() { _ = ss.Close() }()
 	c.begin()
 	defer c.end()
-	c.serve(w, r, msgs, calls, batch, jsonOK, streamOK)
+	c.serve(w, r, msgs, calls, order, jsonOK, streamOK)
 }
 
 // newSession opens a session for the initialize request r, within the session
@@ -703,17 +828,57 @@ type streamConn struct {
 	oldProtocol bool
 	// replay holds the session's resumable streams (resume.go).
 	replay replayBuffer
+
+	// callSlots bounds the session's requests running at once (nil: no bound):
+	// each running request holds one, from before the session gets it until its
+	// answer is written; holding lists the ids of the SDK path's that do.
+	callSlots chan struct{}
+	holding   map[jsonrpc.ID]bool
+}
+
+// acquireCall waits for a free call slot of the session; false when ctx ended or
+// the session closed first.
+func (c *streamConn) acquireCall(ctx context.Context) bool {
+	if c.callSlots == nil {
+		return true
+	}
+	select {
+	case c.callSlots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-c.done:
+	}
+	return false
+}
+
+func (c *streamConn) releaseCall() {
+	if c.callSlots != nil {
+		<-c.callSlots
+	}
+}
+
+// releaseHeldLocked frees the slot the request id holds, if it holds one.
+func (c *streamConn) releaseHeldLocked(id jsonrpc.ID) {
+	if c.holding[id] {
+		delete(c.holding, id)
+		c.releaseCall()
+	}
 }
 
 var _ sdk.Connection = (*streamConn)(nil)
 
 func newStreamConn(h *StreamableHandler, id string) *streamConn {
-	return &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
+	c := &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
 		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]*lazyctx.Context{}, progress: map[string]*postStream{},
-		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{},
+		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{}, replay: replayBuffer{budget: h.budget},
+		holding: map[jsonrpc.ID]bool{},
 		// A stateful session never speaks 2026-07-28 (SupportsProtocolVersion);
 		// postStateless decides for its one-POST sessions.
 		oldProtocol: id != ""}
+	if h.maxCalls > 0 {
+		c.callSlots = make(chan struct{}, h.maxCalls)
+	}
+	return c
 }
 
 func (c *streamConn) SessionID() string { return c.id }
@@ -735,6 +900,7 @@ func (c *streamConn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
+		c.replay.clear() // its share of the replay budget goes back
 		if c.slot != nil {
 			c.slot.release()
 		}
@@ -803,6 +969,7 @@ func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	case *jsonrpc.Response:
 		ps = c.pending[mm.ID]
 		delete(c.pending, mm.ID)
+		c.releaseHeldLocked(mm.ID)
 		if c.cancelled[mm.ID] {
 			// Cancelled by the client: the POST ends without this result.
 			delete(c.cancelled, mm.ID)
@@ -906,9 +1073,12 @@ func progressToken(params json.RawMessage) string {
 	return string(p.Token)
 }
 
-// serve hands one POST's messages to the session and writes what comes back.
+// serve hands one POST's messages to the session and writes what comes back;
+// order is the batch's answers in its order (nil: a single message).
 func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrpc.Message, calls []*jsonrpc.Request,
-	batch, jsonOK, streamOK bool) {
+	order []answerSlot, jsonOK, streamOK bool) {
+	batch := order != nil
+	refused := refusedAnswers(order)
 	ps := &postStream{out: make(chan jsonrpc.Message, len(calls)+1), gone: make(chan struct{}), streamOK: streamOK}
 	defer close(ps.gone)
 	resumable := len(calls) > 0 && c.resumable()
@@ -963,18 +1133,38 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 	}
 
 	for _, m := range msgs {
+		// A call waits for a free slot of the session (max_concurrent_calls), so
+		// that a batch or parallel POSTs cannot run more at once.
+		call, isCall := m.(*jsonrpc.Request)
+		if isCall = isCall && call.IsCall(); isCall {
+			if !c.acquireCall(r.Context()) {
+				c.endServe(w, r, ps, unanswered)
+				return
+			}
+			c.mu.Lock()
+			c.holding[call.ID] = true
+			c.mu.Unlock()
+		}
 		select {
 		case c.in <- m:
 		case <-c.done:
 			http.Error(w, "session closed", http.StatusNotFound)
 			return
 		case <-r.Context().Done():
-			c.cancel(unanswered) // ids not handed over yet are ignored by the session
-			c.abandon(ps)
+			if isCall {
+				c.mu.Lock()
+				c.releaseHeldLocked(call.ID) // the session never got it
+				c.mu.Unlock()
+			}
+			c.endServe(w, r, ps, unanswered)
 			return
 		}
 	}
 	if len(calls) == 0 {
+		if len(refused) > 0 {
+			writeBatchAnswers(w, order, refused)
+			return
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -987,6 +1177,9 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 	if !jsonOK {
 		stream = newEventWriter(w)
 		stream.start()
+		for _, a := range refused {
+			_ = stream.event(a)
+		}
 	}
 	var answers []*jsonrpc.Response
 	for len(unanswered) > 0 {
@@ -1009,7 +1202,7 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 				// from now on, starting with what was already answered (batches).
 				stream = newEventWriter(w)
 				stream.start()
-				for _, a := range answers {
+				for _, a := range append(refused, answers...) {
 					_ = stream.event(a)
 				}
 				answers = nil
@@ -1032,33 +1225,74 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 	if stream != nil {
 		return
 	}
+	if batch {
+		writeBatchAnswers(w, order, answers)
+		return
+	}
 	if len(answers) == 0 {
 		// Every request of the POST was cancelled by the client: no result is due.
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	var out []byte
-	var err error
-	if batch {
-		wires := make([]wireMessage, len(answers))
-		for i, a := range answers {
-			wires[i] = toWire(a)
-		}
-		out, err = json.Marshal(wires)
-	} else {
-		out, err = json.Marshal(toWire(answers[0]))
-	}
+	out, err := json.Marshal(toWire(answers[0]))
 	if err != nil {
 		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	if !batch && c.id == "" && !c.oldProtocol {
+	if c.id == "" && !c.oldProtocol {
 		if status := statelessErrorStatus(answers[0]); status != 0 {
 			w.WriteHeader(status)
 		}
 	}
 	_, _ = w.Write(out)
+}
+
+// writeBatchAnswers writes a batch's answers as one JSON array in the batch's
+// order: each call's answer where the call stood (none for a cancelled call), each
+// invalid element's error where it stood; 202 when nothing is due.
+func writeBatchAnswers(w http.ResponseWriter, order []answerSlot, answers []*jsonrpc.Response) {
+	byID := make(map[jsonrpc.ID]*jsonrpc.Response, len(answers))
+	for _, a := range answers {
+		if a.Error == nil || a.ID.IsValid() {
+			byID[a.ID] = a
+		}
+	}
+	wires := make([]wireMessage, 0, len(order))
+	for _, s := range order {
+		switch a := byID[s.id]; {
+		case s.err != nil:
+			wires = append(wires, toWire(&jsonrpc.Response{Error: s.err}))
+		case a != nil:
+			wires = append(wires, toWire(a))
+		}
+	}
+	if len(wires) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	out, err := json.Marshal(wires)
+	if err != nil {
+		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// endServe ends a POST whose messages were not all handed to the session: the
+// session closed (404), or the client went away (what it got is cancelled).
+func (c *streamConn) endServe(w http.ResponseWriter, r *http.Request, ps *postStream, unanswered map[jsonrpc.ID]bool) {
+	select {
+	case <-c.done:
+		http.Error(w, "session closed", http.StatusNotFound)
+		return
+	default:
+	}
+	if r.Context().Err() != nil {
+		c.cancel(unanswered) // ids not handed over yet are ignored by the session
+		c.abandon(ps)
+	}
 }
 
 // peekRequestID reads the id of the single JSON-RPC request in a POST's body (up
@@ -1352,7 +1586,7 @@ func toWire(m jsonrpc.Message) wireMessage {
 			if !errors.As(m.Error, &we) {
 				we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: m.Error.Error()}
 			}
-			w.Error = we
+			w.Error = plainError(we)
 		} else {
 			w.Result = m.Result
 			if len(w.Result) == 0 {

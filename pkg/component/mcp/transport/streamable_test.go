@@ -101,8 +101,10 @@ func TestStreamableRefusesBadRequests(t *testing.T) {
 			t.Errorf("%s: %d, want %d (%s)", name, r.status, tc.want, r.body)
 		}
 	}
-	// Batches of the 2025-03-26 protocol are answered as an array.
-	r := send(t, http.MethodPost, url, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-03-26"},
+	// Batches of a 2025-03-26 session are answered as an array (the session's
+	// version decides: this one's header cannot make its 2025-06-18 session take one).
+	oldSid := initSessionWith(t, url, initBody("2025-03-26", "{}"))
+	r := send(t, http.MethodPost, url, map[string]string{"Mcp-Session-Id": oldSid, "Mcp-Protocol-Version": "2025-03-26"},
 		`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"z","progress":1}},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
 	var batch []map[string]any
 	if err := json.Unmarshal([]byte(r.body), &batch); err != nil || len(batch) != 2 {
