@@ -512,6 +512,11 @@ func (a *Agent) callTool(ctx context.Context, tools *toolView, c ToolCall) Messa
 	}
 	r := traceToolCall(ctx, c, func(ctx context.Context) tool.Result { return a.runTool(ctx, t, c) }) // tracing.go
 	msg.Text, msg.IsError = resultText(r), r.IsError
+	if msg.IsError {
+		// An error (such as an input schema's validation error) may quote the
+		// model's arguments whole; the model needs what went wrong, not them again.
+		msg.Text = Excerpt(msg.Text, maxToolError)
+	}
 	if n := int64(len(msg.Text)); n > a.cfg.MaxToolBytes {
 		msg.Text, msg.IsError = fmt.Sprintf("the result of tool %s is %d bytes, more than max_tool_bytes (%d), and was left out; ask for less (a narrower query, fewer items)", c.Name, n, a.cfg.MaxToolBytes), true
 	}

@@ -249,3 +249,24 @@ func TestErrorsQuoteAnExcerpt(t *testing.T) {
 		}
 	})
 }
+
+// A tool's error that quotes the model's arguments (an input schema's
+// validation error quotes the value) reaches the model as an excerpt.
+func TestToolValidationErrorIsAnExcerpt(t *testing.T) {
+	var result agent.Message
+	long := strings.Repeat("v", 20000)
+	m := agenttest.ModelFunc(func(ctx context.Context, req *agent.ModelRequest) (*agent.ModelResponse, error) {
+		if len(req.Messages) == 1 {
+			return calls(call("1", "add", `{"a":"`+long+`","b":1}`)), nil
+		}
+		result = req.Messages[2]
+		return answer("ok"), nil
+	})
+	a := mustNew(t, agent.Config{ID: "v"}, m, testTools(t))
+	if _, err := a.Run(context.Background(), agent.Request{Message: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	if !result.IsError || !strings.Contains(result.Text, "invalid arguments for tool add") || len(result.Text) > 5000 {
+		t.Fatalf("%d bytes: %.300q", len(result.Text), result.Text)
+	}
+}

@@ -15,6 +15,8 @@ const (
 	maxQuotedName  = 64
 	maxQuotedError = 300
 	maxQuotedID    = 40
+	// maxToolError bounds a tool's error result as the model sees it.
+	maxToolError = 4096
 )
 
 // SessionOwner is whose session a session id names: the MCP server a call came

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/arvenza/helix/pkg/agent"
 	"github.com/arvenza/helix/pkg/agent/agenttest"
@@ -76,4 +78,29 @@ func TestSessionsAreKeyedByOwner(t *testing.T) {
 	if got := run(alice, "again"); got != "secret | again" {
 		t.Errorf("alice saw %q", got)
 	}
+}
+
+// CheckSessionID accepts exactly the short, printable, UTF-8 ids, and its error
+// stays short whatever the id; Excerpt cuts at a character boundary.
+func FuzzCheckSessionID(f *testing.F) {
+	for _, s := range []string{"s1", "a\x00b", "é\xff", strings.Repeat("ü", 200), "\u2028", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		err := agent.CheckSessionID(id)
+		printable := utf8.ValidString(id) && len(id) <= agent.MaxSessionIDBytes && !strings.ContainsFunc(id, unicode.IsControl)
+		if (err == nil) != printable {
+			t.Fatalf("%q: %v", id, err)
+		}
+		if err != nil && (len(err.Error()) > 400 || strings.ContainsFunc(err.Error(), unicode.IsControl)) {
+			t.Fatalf("error of %d bytes: %q", len(err.Error()), err)
+		}
+		ex := agent.Excerpt(id, 10)
+		if len(id) <= 10 && ex != id || len(id) > 10 && (!strings.HasPrefix(id, ex[:strings.LastIndex(ex, "…")]) || len(ex) > 10+len("… (99999999 bytes)")) {
+			t.Fatalf("Excerpt(%q) = %q", id, ex)
+		}
+		if utf8.ValidString(id) && !utf8.ValidString(ex) {
+			t.Fatalf("Excerpt(%q) = %q is not UTF-8", id, ex)
+		}
+	})
 }
