@@ -26,6 +26,12 @@ const (
 	DefaultMaxRetries    = 3
 	DefaultRetryBackoff  = 500 * time.Millisecond
 	DefaultMaxRetryWait  = 30 * time.Second
+	// DefaultMaxToolCallsPerTurn is how many tool calls of one model turn run;
+	// DefaultMaxParallelToolCalls how many of them at the same time;
+	// DefaultMaxToolBytes how large a call's arguments and its result may be.
+	DefaultMaxToolCallsPerTurn  = 16
+	DefaultMaxParallelToolCalls = 4
+	DefaultMaxToolBytes         = 1 << 20
 	// repeatedFailures is how many times one tool call (same tool, arguments and
 	// error) may fail before the run stops.
 	repeatedFailures = 3
@@ -59,6 +65,16 @@ type Config struct {
 	MaxRetries   int
 	RetryBackoff time.Duration
 	MaxRetryWait time.Duration
+	// MaxToolCallsPerTurn bounds the tool calls of one model turn that run
+	// (default 16): the calls beyond it get an error result naming the limit.
+	MaxToolCallsPerTurn int
+	// MaxParallelToolCalls bounds the calls of one turn that run at the same time
+	// when parallel tool calls are on (default 4).
+	MaxParallelToolCalls int
+	// MaxToolBytes bounds the bytes of a tool call's arguments and of its result
+	// (default 1 MiB): an oversize call is not run, an oversize result not passed
+	// on; the model gets an error result saying so instead.
+	MaxToolBytes int64
 	// Stream makes every model turn use the provider's streaming API; the text is
 	// reported as it is written, each delta a progress message (current: the
 	// iteration, total: MaxIterations) when the run's reporter wants progress.
@@ -69,7 +85,11 @@ type Config struct {
 type Request struct {
 	Message string
 	// SessionID, when set, continues that session's conversation; empty: stateless.
+	// It must pass [CheckSessionID].
 	SessionID string
+	// Owner is whose session SessionID names: sessions of different owners are
+	// apart even under the same id.
+	Owner SessionOwner
 	// OutputSchema, when set, is the JSON Schema the final answer must match.
 	OutputSchema json.RawMessage
 }
@@ -155,8 +175,9 @@ func New(cfg Config, model Model, tools ToolSource) (*Agent, error) {
 	if model == nil {
 		return nil, fmt.Errorf("agent %q: no model", cfg.ID)
 	}
-	if cfg.MaxIterations < 0 || cfg.MemoryWindow < 0 || cfg.MaxSessions < 0 || cfg.Timeout < 0 || cfg.ToolTimeout < 0 {
-		return nil, fmt.Errorf("agent %q: max_iterations, memory_window, max_sessions and timeouts must not be negative", cfg.ID)
+	if cfg.MaxIterations < 0 || cfg.MemoryWindow < 0 || cfg.MaxSessions < 0 || cfg.Timeout < 0 || cfg.ToolTimeout < 0 ||
+		cfg.MaxToolCallsPerTurn < 0 || cfg.MaxParallelToolCalls < 0 || cfg.MaxToolBytes < 0 {
+		return nil, fmt.Errorf("agent %q: max_iterations, memory_window, max_sessions, max_tool_calls_per_turn, max_parallel_tool_calls, max_tool_bytes and timeouts must not be negative", cfg.ID)
 	}
 	if cfg.MaxIterations == 0 {
 		cfg.MaxIterations = DefaultMaxIterations
@@ -169,6 +190,15 @@ func New(cfg Config, model Model, tools ToolSource) (*Agent, error) {
 	}
 	if cfg.MemoryBytes <= 0 {
 		cfg.MemoryBytes = DefaultMemoryBytes
+	}
+	if cfg.MaxToolCallsPerTurn == 0 {
+		cfg.MaxToolCallsPerTurn = DefaultMaxToolCallsPerTurn
+	}
+	if cfg.MaxParallelToolCalls == 0 {
+		cfg.MaxParallelToolCalls = DefaultMaxParallelToolCalls
+	}
+	if cfg.MaxToolBytes == 0 {
+		cfg.MaxToolBytes = DefaultMaxToolBytes
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries
@@ -266,8 +296,12 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 		return res, fmt.Errorf("agent %q: tools: %w", a.cfg.ID, err)
 	}
 	var history []Message
+	session := sessionKey{owner: req.Owner, id: req.SessionID}
 	if req.SessionID != "" {
-		history = a.memory.load(req.SessionID)
+		if err := CheckSessionID(req.SessionID); err != nil {
+			return res, fmt.Errorf("agent %q: %w", a.cfg.ID, err)
+		}
+		history = a.memory.load(session)
 	}
 	start := len(history)
 	msgs := append(history, Message{Role: RoleUser, Text: req.Message})
@@ -276,7 +310,7 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 	if a.cfg.Stream {
 		mreq.OnText = a.textReporter(ctx, res, prog)
 	}
-	failures := map[string]int{}
+	failures := map[failureKey]int{}
 	repaired := false
 	for {
 		if res.Iterations == a.cfg.MaxIterations {
@@ -307,11 +341,11 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 				break
 			}
 			if repaired {
-				return res, fmt.Errorf("agent %q: final answer does not match the output schema after a repair attempt: %w", a.cfg.ID, verr)
+				return res, fmt.Errorf("agent %q: final answer does not match the output schema after a repair attempt: %s", a.cfg.ID, Excerpt(verr.Error(), maxQuotedError))
 			}
 			repaired = true
-			report.Log(ctx, report.LevelWarning, a.logger, map[string]any{"iteration": res.Iterations, "msg": "answer does not match the output schema; asking for a repair", "error": verr.Error()})
-			msgs = append(msgs, Message{Role: RoleUser, Text: "Your answer does not match the required JSON Schema: " + verr.Error() +
+			report.Log(ctx, report.LevelWarning, a.logger, map[string]any{"iteration": res.Iterations, "msg": "answer does not match the output schema; asking for a repair", "error": Excerpt(verr.Error(), maxQuotedError)})
+			msgs = append(msgs, Message{Role: RoleUser, Text: "Your answer does not match the required JSON Schema: " + Excerpt(verr.Error(), maxQuotedError) +
 				"\nReply with only the corrected JSON value, nothing else."})
 			continue
 		}
@@ -322,8 +356,9 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 			}
 			report.Progress(ctx, prog.next(res.Iterations), prog.total, fmt.Sprintf("agent %s: iteration %d: calling %s", a.cfg.ID, res.Iterations, strings.Join(names, ", ")))
 		}
-		results := a.callTools(ctx, tools, turn.ToolCalls)
-		res.ToolCalls += len(turn.ToolCalls)
+		run := turn.ToolCalls[:min(len(turn.ToolCalls), a.cfg.MaxToolCallsPerTurn)]
+		results := a.callTools(ctx, tools, run)
+		res.ToolCalls += len(run)
 		if err := context.Cause(ctx); err != nil {
 			return res, a.runError(ctx, err)
 		}
@@ -332,12 +367,17 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 			if !r.IsError {
 				continue
 			}
-			c := turn.ToolCalls[i]
-			key := c.Name + "\x00" + string(c.Arguments) + "\x00" + r.Text
+			c := run[i]
+			key := failureKey{name: c.Name, arguments: string(c.Arguments), result: r.Text}
 			failures[key]++
 			if failures[key] >= repeatedFailures {
-				return res, fmt.Errorf("agent %q: tool %s failed %d times with the same arguments: %s", a.cfg.ID, c.Name, failures[key], r.Text)
+				return res, fmt.Errorf("agent %q: tool %s failed %d times with the same arguments: %s", a.cfg.ID, Excerpt(c.Name, maxQuotedName), failures[key], Excerpt(r.Text, maxQuotedError))
 			}
+		}
+		// Every call gets a result (the providers require one per call id); those
+		// beyond the limit are not run, and are not failures of their tool.
+		for _, c := range turn.ToolCalls[len(run):] {
+			msgs = append(msgs, a.refusedCall(c))
 		}
 	}
 	if report.FromContext(ctx) != nil {
@@ -345,7 +385,7 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 			"input_tokens": res.Usage.InputTokens, "output_tokens": res.Usage.OutputTokens})
 	}
 	if req.SessionID != "" {
-		a.memory.append(req.SessionID, msgs[start:])
+		a.memory.append(session, msgs[start:])
 	}
 	return res, nil
 }
@@ -424,9 +464,19 @@ func (a *Agent) generate(ctx context.Context, req *ModelRequest) (*ModelResponse
 	}
 }
 
+// failureKey identifies a failed tool call: the same tool, arguments and error
+// again is a repeated failure.
+type failureKey struct{ name, arguments, result string }
+
+// refusedCall is the result of a call beyond max_tool_calls_per_turn.
+func (a *Agent) refusedCall(c ToolCall) Message {
+	return Message{Role: RoleTool, ToolCallID: c.ID, IsError: true, Text: fmt.Sprintf(
+		"not run: this turn asked for more tool calls than max_tool_calls_per_turn (%d); ask for this call again in a later turn", a.cfg.MaxToolCallsPerTurn)}
+}
+
 // callTools runs the calls of one turn, concurrently when parallel tool calls are
-// on, and returns their results in the calls' order. It returns when every call
-// has returned.
+// on (at most MaxParallelToolCalls at a time), and returns their results in the
+// calls' order. It returns when every call has returned.
 func (a *Agent) callTools(ctx context.Context, tools *toolView, calls []ToolCall) []Message {
 	out := make([]Message, len(calls))
 	if !a.parallel || len(calls) == 1 {
@@ -436,8 +486,13 @@ func (a *Agent) callTools(ctx context.Context, tools *toolView, calls []ToolCall
 		return out
 	}
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, a.cfg.MaxParallelToolCalls)
 	for i, c := range calls {
-		wg.Go(func() { out[i] = a.callTool(ctx, tools, c) })
+		slots <- struct{}{} // waits while MaxParallelToolCalls calls run
+		wg.Go(func() {
+			defer func() { <-slots }()
+			out[i] = a.callTool(ctx, tools, c)
+		})
 	}
 	wg.Wait()
 	return out
@@ -448,11 +503,23 @@ func (a *Agent) callTool(ctx context.Context, tools *toolView, c ToolCall) Messa
 	msg := Message{Role: RoleTool, ToolCallID: c.ID}
 	t := tools.lookup(c.Name)
 	if t == nil {
-		msg.Text, msg.IsError = fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, tools.names()), true
+		msg.Text, msg.IsError = fmt.Sprintf("unknown tool %q; available tools: %s", Excerpt(c.Name, maxQuotedName), tools.names()), true
+		return msg
+	}
+	if n := int64(len(c.Arguments)); n > a.cfg.MaxToolBytes {
+		msg.Text, msg.IsError = fmt.Sprintf("not run: the arguments of tool %s are %d bytes, more than max_tool_bytes (%d); call it with smaller arguments", c.Name, n, a.cfg.MaxToolBytes), true
 		return msg
 	}
 	r := traceToolCall(ctx, c, func(ctx context.Context) tool.Result { return a.runTool(ctx, t, c) }) // tracing.go
 	msg.Text, msg.IsError = resultText(r), r.IsError
+	if msg.IsError {
+		// An error (such as an input schema's validation error) may quote the
+		// model's arguments whole; the model needs what went wrong, not them again.
+		msg.Text = Excerpt(msg.Text, maxToolError)
+	}
+	if n := int64(len(msg.Text)); n > a.cfg.MaxToolBytes {
+		msg.Text, msg.IsError = fmt.Sprintf("the result of tool %s is %d bytes, more than max_tool_bytes (%d), and was left out; ask for less (a narrower query, fewer items)", c.Name, n, a.cfg.MaxToolBytes), true
+	}
 	return msg
 }
 

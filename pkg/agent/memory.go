@@ -16,26 +16,26 @@ type memory struct {
 	maxBytes    int64
 
 	mu       sync.Mutex
-	sessions map[string]*list.Element // of *session
-	lru      list.List                // front: most recently used
-	bytes    int64                    // of every session
+	sessions map[sessionKey]*list.Element // of *session
+	lru      list.List                    // front: most recently used
+	bytes    int64                        // of every session
 }
 
 type session struct {
-	id       string
+	key      sessionKey
 	messages []Message
 	bytes    int64
 }
 
 func newMemory(window, max int, maxBytes int64) *memory {
-	return &memory{window: window, max: max, maxBytes: maxBytes, sessions: map[string]*list.Element{}}
+	return &memory{window: window, max: max, maxBytes: maxBytes, sessions: map[sessionKey]*list.Element{}}
 }
 
 // load returns a copy of the session's history.
-func (m *memory) load(id string) []Message {
+func (m *memory) load(key sessionKey) []Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.sessions[id]
+	e, ok := m.sessions[key]
 	if !ok {
 		return nil
 	}
@@ -47,22 +47,22 @@ func (m *memory) load(id string) []Message {
 // append adds a run's messages to the session, trims it to the window (and, if it
 // alone exceeds maxBytes, to what fits) and evicts the least recently used
 // sessions beyond max sessions or maxBytes.
-func (m *memory) append(id string, msgs []Message) {
+func (m *memory) append(key sessionKey, msgs []Message) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.sessions[id]
+	e, ok := m.sessions[key]
 	if !ok {
-		e = m.lru.PushFront(&session{id: id})
-		m.sessions[id] = e
+		e = m.lru.PushFront(&session{key: key})
+		m.sessions[key] = e
 	}
 	m.lru.MoveToFront(e)
 	s := e.Value.(*session)
 	s.messages = trimWindow(append(s.messages, msgs...), m.window)
-	for len(s.messages) > 0 && sessionBytes(id, s.messages) > m.maxBytes {
+	for len(s.messages) > 0 && sessionBytes(key, s.messages) > m.maxBytes {
 		s.messages = trimWindow(s.messages, len(s.messages)-1)
 	}
 	m.bytes -= s.bytes
-	s.bytes = sessionBytes(id, s.messages)
+	s.bytes = sessionBytes(key, s.messages)
 	m.bytes += s.bytes
 	if len(s.messages) == 0 {
 		m.remove(e)
@@ -75,15 +75,15 @@ func (m *memory) append(id string, msgs []Message) {
 func (m *memory) remove(e *list.Element) {
 	s := e.Value.(*session)
 	m.lru.Remove(e)
-	delete(m.sessions, s.id)
+	delete(m.sessions, s.key)
 	m.bytes -= s.bytes
 }
 
-// sessionBytes is what a session holds: its id and the text of its messages
+// sessionBytes is what a session holds: its key and the text of its messages
 // (what grows with the caller's input; the fixed size of each Message is left
 // out).
-func sessionBytes(id string, msgs []Message) int64 {
-	n := int64(len(id))
+func sessionBytes(key sessionKey, msgs []Message) int64 {
+	n := key.size()
 	for _, msg := range msgs {
 		n += int64(len(msg.Text) + len(msg.ToolCallID))
 		for _, c := range msg.ToolCalls {

@@ -97,3 +97,40 @@ agents:
 		t.Errorf("the inner agent's answer did not reach the outer model: %s", msgs)
 	}
 }
+
+// The tool bounds of an agents: entry reach its loop: beyond
+// max_tool_calls_per_turn a call is not run, and arguments over max_tool_bytes
+// are refused; the model is told which limit each time.
+func TestAgentToolBoundsFromConfig(t *testing.T) {
+	var results []agenttest.ToolResult
+	fake := agenttest.NewOpenAIFunc(t, func(r agenttest.Request) agenttest.Reply {
+		if len(r.Tools) == 0 { // the echoer itself
+			return agenttest.Reply{Text: "echo"}
+		}
+		if len(r.ToolResults) == 0 {
+			big := `{"message":"` + strings.Repeat("b", 200) + `"}`
+			return agenttest.Reply{Calls: []agenttest.Call{
+				{ID: "c1", Name: "echoer", Args: big}, {ID: "c2", Name: "echoer", Args: `{"message":"hi"}`}, {ID: "c3", Name: "echoer", Args: `{"message":"hi"}`}}}
+		}
+		results = r.ToolResults
+		return agenttest.Reply{Text: "done"}
+	})
+	a := buildAgentApp(t, `
+agents:
+  - id: echoer
+    model: {provider: openai, model: m, api_key: k, base_url: FAKE_URL}
+  - id: planner
+    model: {provider: openai, model: m, api_key: k, base_url: FAKE_URL}
+    max_tool_calls_per_turn: 2
+    max_tool_bytes: 100
+    tools: [{name: echoer, type: agent}]
+`, fake)
+	ex := exchange.NewWithBody(exchange.InOut, map[string]any{"message": "go"})
+	if err := a.Context().Run(callCtx(t), "planner", ex); err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 3 || !strings.Contains(results[0].Text, "max_tool_bytes (100)") || results[1].Text != "echo" ||
+		!strings.Contains(results[2].Text, "max_tool_calls_per_turn (2)") {
+		t.Fatalf("tool results: %+v", results)
+	}
+}

@@ -117,6 +117,12 @@ func agentCommonKeys() []Key {
 		{Name: "tool_timeout", Shape: Shape{Type: TypeDuration, Description: "Bound of each tool call. Default: the runtime's."}},
 		{Name: "parallel_tool_calls", Shape: Shape{Type: TypeBool, Default: true,
 			Description: "Run the tool calls of one model reply at the same time."}},
+		{Name: "max_tool_calls_per_turn", Shape: Shape{Type: TypeInt, Min: Bound(1),
+			Description: "Most tool calls of one model reply that run; the model is told the others were not run. Default 16."}},
+		{Name: "max_parallel_tool_calls", Shape: Shape{Type: TypeInt, Min: Bound(1),
+			Description: "Most tool calls of one model reply that run at the same time. Default 4."}},
+		{Name: "max_tool_bytes", Shape: Shape{Type: TypeByteSize,
+			Description: "Most bytes of a tool call's arguments and of its result (such as 1MiB); the model gets an error instead of an oversize call or result. Default 1MiB."}},
 		{Name: "stream", Shape: Shape{Type: TypeBool, Description: "Stream the answer as it is written (where the trigger can)."}},
 		{Name: "memory", Shape: agentMemoryShape},
 	}
@@ -237,6 +243,9 @@ func agentFromValues(d *Decoder, v *Values) AgentConfig {
 		a.ParallelToolCalls = &b
 	}
 	a.MaxIterations = v.Int("max_iterations")
+	a.MaxToolCallsPerTurn = v.Int("max_tool_calls_per_turn")
+	a.MaxParallelToolCalls = v.Int("max_parallel_tool_calls")
+	a.MaxToolBytes = v.ByteSize("max_tool_bytes")
 	if m := v.Object("model"); m != nil {
 		a.Model = modelFromValues(d, m)
 	}

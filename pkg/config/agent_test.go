@@ -140,7 +140,7 @@ func TestAgentAllKeys(t *testing.T) {
 			{Name: "remote", Type: "mcp", MCPServer: &AgentMCPServerConfig{URL: "https://mcp.example.com/mcp", Transport: "sse"}},
 		},
 		MaxIterations: 8, Timeout: 2 * time.Minute, ToolTimeout: 30 * time.Second,
-		ParallelToolCalls: &no, Stream: true,
+		ParallelToolCalls: &no, MaxToolCallsPerTurn: 8, MaxParallelToolCalls: 2, MaxToolBytes: 256 << 10, Stream: true,
 		Memory: AgentMemoryConfig{Window: 20, MaxSessions: 100},
 		Path:   "agents[0]",
 	}
@@ -188,6 +188,17 @@ agents:
     model:
       provider: openai
 `, []string{`a.yaml:5:7: agents[0].model: the model is missing required key "model"`}},
+		{"tool bounds", `
+agents:
+  - id: a
+    model: {provider: openai, model: m}
+    max_tool_calls_per_turn: 0
+    max_parallel_tool_calls: -1
+    max_tool_bytes: 0
+`, []string{
+			`a.yaml:5:30: agents[0].max_tool_calls_per_turn: max_tool_calls_per_turn must be at least 1, not 0`,
+			`a.yaml:6:30: agents[0].max_parallel_tool_calls: max_parallel_tool_calls must be at least 1, not -1`,
+			`a.yaml:7:21: agents[0].max_tool_bytes: "0" is not a positive size (write a number of bytes or a size such as 64MiB or 128MB)`}},
 		{"missing id", `
 agents:
   - model: {provider: openai, model: m}
@@ -357,7 +368,7 @@ func TestDecodeAgentStep(t *testing.T) {
 		{name: "empty", src: "agent:\n",
 			errs: []string{`s.yaml:1:7: steps[0].agent: an agent step needs the id of an agents: entry or an inline agent (write agent: ID, or agent: {model: {provider: openai, model: gpt-4o}, system_prompt: …})`}},
 		{name: "id and trigger are not step keys", src: "agent: {id: x, model: {provider: openai, model: m}}\n",
-			errs:   []string{`s.yaml:1:9: steps[0].agent: unknown key "id" in an agent step (known keys: description, max_iterations, memory, model, output, parallel_tool_calls, ref, stream, system_prompt, timeout, tool_timeout, tools, type)`},
+			errs:   []string{`s.yaml:1:9: steps[0].agent: unknown key "id" in an agent step (known keys: description, max_iterations, max_parallel_tool_calls, max_tool_bytes, max_tool_calls_per_turn, memory, model, output, parallel_tool_calls, ref, stream, system_prompt, timeout, tool_timeout, tools, type)`},
 			usable: true},
 		{name: "list", src: "agent: [a]\n",
 			errs: []string{`s.yaml:1:8: steps[0].agent: want a string, not a list`}},

@@ -334,8 +334,13 @@ type AgentConfig struct {
 	Timeout           time.Duration // the whole run
 	ToolTimeout       time.Duration // each tool call
 	ParallelToolCalls *bool         // nil: on
-	Stream            bool
-	Memory            AgentMemoryConfig
+	// Bounds of one model turn's tool calls: how many run, how many at once, and
+	// the bytes of each call's arguments and of its result.
+	MaxToolCallsPerTurn  int
+	MaxParallelToolCalls int
+	MaxToolBytes         int64
+	Stream               bool
+	Memory               AgentMemoryConfig
 	// Output, in an `agent:` step, is the JSON Schema the answer must match (the
 	// step's output: fields); empty: the enclosing tool's output schema, if any.
 	Output []FieldConfig

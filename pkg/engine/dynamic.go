@@ -16,8 +16,12 @@ import (
 // least recently used ones beyond this bound are stopped once no exchange uses them.
 const MaxDynamicProducers = 256
 
+// dynamicKey identifies a cached producer: the resolved URI, normalized, and the
+// template it was resolved from ("" for a URI sent as it is).
+type dynamicKey struct{ uri, template string }
+
 type dynamicEntry struct {
-	key     string
+	key     dynamicKey
 	p       component.Producer
 	refs    int
 	evicted bool
@@ -26,7 +30,7 @@ type dynamicEntry struct {
 
 type dynamicProducers struct {
 	lru     *list.List // front = most recently used; values are *dynamicEntry
-	entries map[string]*dynamicEntry
+	entries map[dynamicKey]*dynamicEntry
 }
 
 // SendDynamic delivers ex to a URI resolved per exchange. Its producer comes from a
@@ -63,25 +67,25 @@ func (c *Context) acquireDynamic(ctx context.Context, template, rawURI string) (
 		return nil, err
 	}
 	u.Template = template
-	key := u.Normalized()
+	// The URI and the template are separate fields of the key: a URI holding a
+	// NUL byte and a template must not pass for that template's entry.
+	key := dynamicKey{uri: u.Normalized(), template: template}
 	c.mu.Lock()
 	// A URI that is also a static target shares the permanent producer, unless it was
 	// resolved from a template: its endpoint then knows which options came from the
 	// exchange, and is cached per template.
 	if template == "" {
-		if p, ok := c.producers[key]; ok {
+		if p, ok := c.producers[key.uri]; ok {
 			c.mu.Unlock()
 			return &dynamicEntry{key: key, p: p, refs: 1, evicted: false, elem: nil}, nil
 		}
-	} else {
-		key += "\x00" + template
 	}
 	if c.producersClosed {
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%s: the context is stopped", c.ShownURI(rawURI))
 	}
 	if c.dynamic.entries == nil {
-		c.dynamic.entries = map[string]*dynamicEntry{}
+		c.dynamic.entries = map[dynamicKey]*dynamicEntry{}
 		c.dynamic.lru = list.New()
 	}
 	if e, ok := c.dynamic.entries[key]; ok {

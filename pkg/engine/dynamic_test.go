@@ -79,3 +79,59 @@ func TestDynamicTargetsAreBounded(t *testing.T) {
 		t.Fatalf("send after stop: %v", err)
 	}
 }
+
+// templateRecorder's producers answer with the Template their endpoint was
+// created with.
+type templateRecorder struct{}
+
+func (templateRecorder) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
+	return &templateEndpoint{raw: u.Raw, template: u.Template}, nil
+}
+
+type templateEndpoint struct{ raw, template string }
+
+func (e *templateEndpoint) URI() string { return e.raw }
+func (e *templateEndpoint) CreateProducer() (component.Producer, error) {
+	return templateProducer{e}, nil
+}
+func (e *templateEndpoint) CreateConsumer(component.Processor) (component.Consumer, error) {
+	return nil, component.ErrProducerOnly
+}
+
+type templateProducer struct{ e *templateEndpoint }
+
+func (templateProducer) Start(context.Context) error { return nil }
+func (templateProducer) Stop(context.Context) error  { return nil }
+func (p templateProducer) Process(_ context.Context, ex *exchange.Exchange) error {
+	ex.In().SetBody("template=" + p.e.template)
+	return nil
+}
+
+// The cache key of a dynamic producer keeps the URI and the template apart: a
+// URI sent as it is, whose text is another URI, a NUL byte and a template, must
+// not hand its producer (created without the template, so without the template's
+// confinement of exchange-supplied options) to a later call of that template.
+func TestDynamicCacheKeyCannotBeForged(t *testing.T) {
+	h := engine.NewContext("t")
+	h.AddComponent("rec", templateRecorder{})
+	ctx := context.Background()
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Stop(ctx) })
+	const template = "rec://a/${body.p}"
+	forged := exchange.New(exchange.InOut)
+	if err := h.SendDynamic(ctx, "rec://a/x\x00"+template, forged); err != nil {
+		t.Fatal(err)
+	}
+	if got := forged.In().Body(); got != "template=" {
+		t.Fatalf("plain send: %v", got)
+	}
+	ex := exchange.NewWithBody(exchange.InOut, map[string]any{"p": "x"})
+	if err := h.SendTemplate(ctx, template, ex); err != nil {
+		t.Fatal(err)
+	}
+	if got := ex.In().Body(); got != "template="+template {
+		t.Fatalf("the template call used the producer of the forged plain URI: %v, want template=%s", got, template)
+	}
+}

@@ -57,7 +57,12 @@ func (r *Runner) process(ctx context.Context, ex *exchange.Exchange, req agent.R
 	if req.SessionID == "" {
 		req.SessionID = msg.HeaderString(agentcomp.HeaderSessionID)
 	}
-	req.SessionID = scopedSession(ctx, req.SessionID)
+	if err := agent.CheckSessionID(req.SessionID); err != nil {
+		// The caller's mistake (or attack): an HTTP trigger answers 400.
+		msg.SetHeader(exchange.HeaderHTTPResponseCode, 400)
+		return fmt.Errorf("agent %q: %w", r.id, err)
+	}
+	req.Owner = sessionOwner(ctx)
 	res, err := r.Run(ctx, req)
 	msg.SetHeader(agentcomp.HeaderIterations, res.Iterations)
 	msg.SetHeader(agentcomp.HeaderToolCalls, res.ToolCalls)
@@ -110,7 +115,7 @@ func requestFromBody(body any, req *agent.Request) error {
 		} else if s, isText := m.(string); isText {
 			req.Message = s
 		} else {
-			return fmt.Errorf("message must be a string, got %s", exchange.Stringify(m))
+			return fmt.Errorf("message must be a string, got %s", agent.Excerpt(exchange.Stringify(m), maxQuotedBody))
 		}
 		if sid, ok := obj["session_id"]; ok && sid != nil {
 			s, isText := sid.(string)
@@ -139,22 +144,24 @@ func jsonObject(data []byte) map[string]any {
 	return m
 }
 
-// scopedSession keeps one caller from continuing — and so reading — another
+// maxQuotedBody is how much of a caller's value an error about it quotes.
+const maxQuotedBody = 100
+
+// sessionOwner keeps one caller from continuing — and so reading — another
 // caller's conversation by sending its session id: a call that came through an
 // MCP server with a credential (API key, OAuth subject) has its sessions apart
 // from every other credential's and every other server's. Calls without one (an
-// open server, an HTTP trigger, a workflow) share the plain session ids.
-func scopedSession(ctx context.Context, id string) string {
-	if id == "" {
-		return ""
-	}
+// open server, an HTTP trigger, a workflow) share the plain session ids, and
+// never reach a session of a caller with a credential: memory keys the owner
+// and the id as separate fields.
+func sessionOwner(ctx context.Context) agent.SessionOwner {
 	p := security.PrincipalFromContext(ctx)
 	if p == "" {
-		return id
+		return agent.SessionOwner{}
 	}
 	server := ""
 	if c := tool.CallerFrom(ctx); c != nil {
 		server = c.Server
 	}
-	return server + "\x00" + p + "\x00" + id
+	return agent.SessionOwner{Server: server, Principal: p}
 }

@@ -142,16 +142,19 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 		return r, errs
 	}
 	a, err := agent.New(agent.Config{
-		ID:                id,
-		SystemPrompt:      cfg.SystemPrompt,
-		MaxIterations:     cfg.MaxIterations,
-		Timeout:           cmp.Or(cfg.Timeout, DefaultTimeout),
-		ToolTimeout:       cfg.ToolTimeout,
-		ParallelToolCalls: cfg.ParallelToolCalls,
-		MemoryWindow:      cfg.Memory.Window,
-		MaxSessions:       cfg.Memory.MaxSessions,
-		MemoryBytes:       cfg.Memory.MaxBytes,
-		Stream:            cfg.Stream,
+		ID:                   id,
+		SystemPrompt:         cfg.SystemPrompt,
+		MaxIterations:        cfg.MaxIterations,
+		Timeout:              cmp.Or(cfg.Timeout, DefaultTimeout),
+		ToolTimeout:          cfg.ToolTimeout,
+		ParallelToolCalls:    cfg.ParallelToolCalls,
+		MaxToolCallsPerTurn:  cfg.MaxToolCallsPerTurn,
+		MaxParallelToolCalls: cfg.MaxParallelToolCalls,
+		MaxToolBytes:         cfg.MaxToolBytes,
+		MemoryWindow:         cfg.Memory.Window,
+		MaxSessions:          cfg.Memory.MaxSessions,
+		MemoryBytes:          cfg.Memory.MaxBytes,
+		Stream:               cfg.Stream,
 	}, model, r.source)
 	if err != nil {
 		return r, append(errs, &config.Error{Pos: cfg.Pos, Path: path, Msg: err.Error()})
