@@ -206,3 +206,37 @@ func TestTokenRefusalTextIsBounded(t *testing.T) {
 		t.Errorf("no crit: %v", err)
 	}
 }
+
+// TestTokenRefusalHidesJWKSDetails: when the issuer's key set cannot be fetched,
+// the client learns that no key verifies its token, not where Helix fetches keys
+// from nor how that failed (the log has both).
+func TestTokenRefusalHidesJWKSDetails(t *testing.T) {
+	clock := newFakeClock()
+	is := newIssuer(t)
+	is.addRSA("k")
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "internal detail", http.StatusInternalServerError)
+	}))
+	t.Cleanup(broken.Close)
+	logs := &logBuffer{}
+	s := mustStack(t, Config{ServerID: "jwks", Logger: logs.logger(), Auth: &OAuthConfig{
+		Issuer: testIssuer, Audience: testAudience, JWKSURL: broken.URL + "/private-jwks-path"}}, clock)
+	ts := httptest.NewServer(s.Middleware(http.NotFoundHandler()))
+	t.Cleanup(ts.Close)
+	resp, body := rawInit(t, ts.URL+"/mcp", bearer(is.token("k", clock.Now(), nil)))
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("status %d, want 401 (%s)", resp.StatusCode, body)
+	}
+	challenge := resp.Header.Get("WWW-Authenticate")
+	for _, secret := range []string{"private-jwks-path", broken.Listener.Addr().String(), "Internal Server Error"} {
+		if strings.Contains(body, secret) || strings.Contains(challenge, secret) {
+			t.Errorf("the client learns %q: body %q, challenge %q", secret, body, challenge)
+		}
+	}
+	if !strings.Contains(body, "no key of the issuer verifies this token") {
+		t.Errorf("body %q does not say why the token was refused", body)
+	}
+	if !strings.Contains(logs.String(), "private-jwks-path") {
+		t.Errorf("the log lacks the fetch failure:\n%s", logs.String())
+	}
+}
