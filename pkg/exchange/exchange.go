@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"sync/atomic"
 )
 
@@ -54,6 +55,19 @@ const (
 	HeaderAggregateMissing = "HelixAggregateMissing"
 )
 
+// ReservedHeaderPrefix starts the name of every header Helix itself sets or
+// reads (HelixFileName, HelixMcpToolName, HelixKafkaTopic …), in any letter case.
+const ReservedHeaderPrefix = "Helix"
+
+// IsReservedHeader reports whether name starts with ReservedHeaderPrefix in any
+// letter case. Such headers choose files, tools, agent sessions and endpoints, so
+// only Helix may set them: whatever arrives from outside under such a name is
+// dropped (SetInboundHeader) and never sent out again.
+func IsReservedHeader(name string) bool {
+	n := len(ReservedHeaderPrefix)
+	return len(name) >= n && strings.EqualFold(name[:n], ReservedHeaderPrefix)
+}
+
 // Message is a body plus headers.
 type Message struct {
 	body    any
@@ -88,6 +102,19 @@ func (m *Message) SetHeader(name string, v any) {
 		return
 	}
 	m.headers[name] = v
+}
+
+// SetInboundHeader sets a header that came from outside Helix — an HTTP request
+// header, a Kafka record header — unless its name is reserved
+// (IsReservedHeader), and reports whether it did. Every trigger copies foreign
+// headers through it, so that no sender can forge one of Helix's own headers
+// whatever the letter case.
+func (m *Message) SetInboundHeader(name string, v any) bool {
+	if IsReservedHeader(name) {
+		return false
+	}
+	m.SetHeader(name, v)
+	return true
 }
 
 // RemoveHeader deletes a header.

@@ -189,6 +189,7 @@ func Run(t *testing.T, h Harness) {
 		{"Consumer/StartStop", testConsumerStartStop, f.Consumer},
 		{"Consumer/Receive", testConsumerReceive, f.Consumer},
 		{"Consumer/Headers", testConsumerHeaders, f.Consumer && f.Headers && !f.SelfTriggering},
+		{"Consumer/ReservedHeaders", testConsumerReservedHeaders, f.Consumer && f.Headers && !f.SelfTriggering && !f.PassThrough},
 		{"Consumer/RequestReply", testConsumerRequestReply, f.Consumer && f.RequestReply && !f.SelfTriggering},
 		{"Consumer/ContextCancel", testConsumerCancel, f.Consumer && f.ConsumerCancel && !f.SelfTriggering},
 		{"Consumer/StopDrainsInFlight", testConsumerStopDrains, f.Consumer && f.StopDrains},
@@ -593,6 +594,34 @@ func testConsumerHeaders(t *testing.T, h Harness, fx *Fixture) {
 	}
 	if h.Features.RequestReply && reply.Headers[ReplyHeader] != "yes" {
 		t.Fatalf("reply headers %v, want %s=yes", reply.Headers, ReplyHeader)
+	}
+}
+
+// testConsumerReservedHeaders: a trigger drops the headers from outside whose
+// names are Helix's own (exchange.IsReservedHeader, any letter case), so that a
+// sender cannot choose a file, a tool, an agent session or an endpoint; other
+// headers still arrive. Pass-through consumers (direct://, tool://) are exempt:
+// their sender is another workflow, whose Helix headers are meant to travel.
+func testConsumerReservedHeaders(t *testing.T, h Harness, fx *Fixture) {
+	rec := newRecorder()
+	c := startConsumer(t, h, fx, rec)
+	defer stopConsumer(t, c)
+	const forged = "forged-by-the-sender"
+	headers := map[string]string{TestHeader: "v1"}
+	for _, name := range []string{"HelixFileName", "helixmcptoolname", "HELIXAGENTSESSIONID", "HelixHttpUri", "Helix"} {
+		headers[name] = forged
+	}
+	if _, err := send(t, fx, testCtx(t), Message{Body: "reserved", Headers: headers}); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	m := rec.next(t, "reserved headers")
+	for k, v := range m.headers {
+		if v == forged {
+			t.Errorf("the sender's header %s=%q reached the processor", k, v)
+		}
+	}
+	if m.headers[TestHeader] != "v1" {
+		t.Errorf("processor got headers %v, want %s=v1", m.headers, TestHeader)
 	}
 }
 

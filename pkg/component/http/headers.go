@@ -23,11 +23,9 @@ func IsJSON(contentType string) bool {
 }
 
 // IsHelixHeader reports whether name is one of Helix's own exchange headers
-// (HelixHttpMethod …): those never travel over HTTP, and inbound HTTP headers with the
-// prefix are dropped so that a client cannot forge them.
-func IsHelixHeader(name string) bool {
-	return len(name) >= 5 && strings.EqualFold(name[:5], "helix")
-}
+// (HelixHttpMethod …; exchange.IsReservedHeader): those never travel over HTTP, and
+// inbound HTTP headers with the prefix are dropped so that a client cannot forge them.
+func IsHelixHeader(name string) bool { return exchange.IsReservedHeader(name) }
 
 // connectionHeaders belong to one connection or one message's framing; they are never
 // copied from an exchange onto a new HTTP message (RFC 9110 §7.6.1), nor are Date and

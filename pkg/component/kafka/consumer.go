@@ -332,7 +332,10 @@ func (c *consumer) handle(r *kgo.Record, a *acks) bool {
 	ex := exchange.NewWithBody(exchange.InOnly, decodeValue(r.Value, c.format))
 	m := ex.In()
 	for _, h := range r.Headers {
-		m.SetHeader(h.Key, string(h.Value))
+		// A record header must never pass for one of Helix's own (HelixFileName,
+		// HelixMcpToolName, HelixKafkaKey …): whoever writes to the topic would
+		// choose files, tools, sessions or endpoints.
+		m.SetInboundHeader(h.Key, string(h.Value))
 	}
 	if r.Key != nil {
 		m.SetHeader(HeaderKey, string(r.Key))

@@ -165,9 +165,7 @@ func traceRecord(ctx context.Context, rec *kgo.Record) {
 
 // isInternal reports whether an exchange header is Helix's own (the engine's and
 // the components' headers all start with "Helix"); those are not sent.
-func isInternal(name string) bool {
-	return len(name) >= 5 && strings.EqualFold(name[:5], "helix")
-}
+func isInternal(name string) bool { return exchange.IsReservedHeader(name) }
 
 // encodeBody turns a body into a record value: strings and bytes as they are, nil
 // as no value, everything else as JSON.

@@ -53,7 +53,9 @@ their offsets are committed before the partitions are given up.
 The value becomes the body: with valueFormat=auto (the default) a JSON object or array
 becomes a map or list (so a workflow reads payload["subject"]), any other valid UTF-8
 value a string, anything else bytes. The key and every record header become exchange
-headers (record header values as strings).
+headers (record header values as strings), except record headers whose name starts
+with Helix in any letter case: those are dropped, so that a record cannot forge Helix's
+own headers (HelixFileName, HelixMcpToolName, HelixKafkaKey …).
 
 **As a target** the endpoint sends the body as one record and waits for the broker's
 acknowledgement (acks) — except in a workflow triggered by kafka://, where it goes on at
@@ -129,7 +131,7 @@ idempotent=false.`,
 		{Name: HeaderTimestamp, Type: "string", Use: component.Writes, Role: component.ConsumerOnly,
 			Description: "the record's timestamp, RFC 3339"},
 		{Name: "*", Type: "string", Use: component.ReadsWrites, Role: component.Both,
-			Description: "record headers: the consumer copies each onto the exchange (value as a string); the producer sends every exchange header with a string or bytes value whose name does not start with Helix"},
+			Description: "record headers: the consumer copies each onto the exchange (value as a string), except names starting with Helix in any letter case, which it drops; the producer sends every exchange header with a string or bytes value whose name does not start with Helix"},
 	},
 	Examples: []component.Example{
 		{URI: "kafka://support-tickets?groupId=categorizer", Description: "run a workflow for every record of support-tickets, as a member of the group categorizer (spec §12.3)"},

@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
@@ -71,19 +72,21 @@ func (s *Stack) authenticate(w http.ResponseWriter, r *http.Request, q request) 
 	// spent does not say which header carried a valid key.
 	i1, i2 := s.matchKey(bearer), s.matchKey(apiKey)
 	if i := max(i1, i2); i >= 0 {
-		return principal{id: "key#" + strconv.Itoa(i)}, true
+		return principal{id: keyPrincipalID(i)}, true
 	}
 
 	reason := "missing credentials"
 	if presented {
 		reason = "invalid api key"
 	}
+	var tokenErr error
 	if s.oauth != nil && bearer != "" {
 		claims, err := s.oauth.verify(r.Context(), bearer)
 		if err == nil {
-			return principal{id: "sub:" + claims.Issuer + "|" + claims.Subject, claims: claims}, true
+			return principal{id: oauthPrincipalID(claims.Issuer, claims.Subject), claims: claims}, true
 		}
-		reason = "invalid token: " + err.Error()
+		tokenErr = err
+		reason = "invalid token: " + tokenRefusal(err)
 	}
 	if q.viaTrusted {
 		return anon, true
@@ -96,10 +99,52 @@ func (s *Stack) authenticate(w http.ResponseWriter, r *http.Request, q request) 
 	if presented {
 		challenge += `, error="invalid_token"`
 	}
+	if tokenErr != nil {
+		// RFC 6750 §3: what is wrong, for the developer of the client.
+		challenge += `, error_description="` + challengeText(tokenRefusal(tokenErr)) + `"`
+	}
 	w.Header().Set("WWW-Authenticate", challenge)
 	level, attrs := s.authFailed(q)
+	if tokenErr != nil {
+		attrs = append(attrs, "error", tokenErr.Error())
+	}
 	s.rejectAt(level, w, r, q, http.StatusUnauthorized, reason, attrs...)
 	return principal{}, false
+}
+
+// tokenRefusal says to the client why its token was refused. A token whose key
+// could not be found or fetched gets a fixed text: the underlying error names
+// the JWKS URL and the issuer's failures, which are for the log only.
+func tokenRefusal(err error) string {
+	var te *tokenError
+	switch {
+	case errors.As(err, &te):
+		return te.msg
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "no key of the issuer verifies this token (unknown kid or algorithm, or the issuer's key set is unavailable)"
+	}
+	return err.Error()
+}
+
+// maxChallengeText bounds error_description: a header, not a report.
+const maxChallengeText = 300
+
+// challengeText makes s fit an RFC 6750 error_description: printable ASCII
+// without '"' and '\' (§3), at most maxChallengeText bytes. Other bytes become
+// '?', quotes become apostrophes.
+func challengeText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && b.Len() < maxChallengeText; i++ {
+		switch c := s[i]; {
+		case c == '"':
+			b.WriteByte('\'')
+		case c == '\\' || c < 0x20 || c > 0x7e:
+			b.WriteByte('?')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // Claims are the validated claims of a JWT bearer token. The middleware puts
@@ -149,7 +194,7 @@ func (s *Stack) serveWithClaims(w http.ResponseWriter, r *http.Request, next htt
 	ti := &auth.TokenInfo{
 		Scopes:     c.Scopes,
 		Expiration: c.ExpiresAt,
-		UserID:     c.Issuer + "|" + c.Subject,
+		UserID:     oauthPrincipalID(c.Issuer, c.Subject), // unambiguous, like the principal
 		Extra:      map[string]any{tokenInfoClaimsKey: c},
 	}
 	r = r.WithContext(context.WithValue(r.Context(), claimsKey{}, c))

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -125,10 +126,67 @@ func checkHTTPURL(s string) error {
 	return nil
 }
 
-// verify checks signature, iss, aud, exp and nbf and returns the claims.
+// tokenError is a refusal whose message is written for the client as is: it
+// says what is wrong with the token and names the rule.
+type tokenError struct{ msg string }
+
+func (e *tokenError) Error() string { return e.msg }
+
+// errNoSubject refuses a token that names nobody: RFC 9068 §2.2 requires sub in
+// an access token, and a principal is issuer + subject.
+var errNoSubject = &tokenError{"the token has no sub claim (a non-empty string is required, RFC 9068 section 2.2): it names nobody"}
+
+// checkCrit honours the JOSE crit header (RFC 7515 §4.1.11): it lists header
+// extensions the recipient must understand, or reject the token. Helix
+// understands none, so a token with crit is refused, malformed or not.
+func checkCrit(header map[string]any) error {
+	v, ok := header["crit"]
+	if !ok {
+		return nil
+	}
+	names, isList := v.([]any)
+	if !isList || len(names) == 0 {
+		return &tokenError{"the token's crit header must be a non-empty list of header parameter names (RFC 7515 section 4.1.11)"}
+	}
+	listed := make([]string, 0, len(names))
+	for _, n := range names {
+		s, isString := n.(string)
+		if !isString {
+			return &tokenError{"the token's crit header must list header parameter names as strings (RFC 7515 section 4.1.11)"}
+		}
+		listed = append(listed, s)
+	}
+	return &tokenError{fmt.Sprintf("the token's crit header lists %s, which this server does not understand (RFC 7515 section 4.1.11)",
+		quotedList(listed))}
+}
+
+// quotedList renders names for an error message, at most 5 and each at most
+// 64 bytes: a hostile header must not make the message huge.
+func quotedList(names []string) string {
+	const maxNames, maxLen = 5, 64
+	var parts []string
+	for i, n := range names {
+		if i == maxNames {
+			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxNames))
+			break
+		}
+		if len(n) > maxLen {
+			n = n[:maxLen] + "..."
+		}
+		parts = append(parts, strconv.Quote(n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// verify checks crit, signature, iss, aud, exp, nbf and sub and returns the
+// claims.
 func (v *oauthVerifier) verify(ctx context.Context, raw string) (*Claims, error) {
 	mc := jwt.MapClaims{}
 	_, err := v.parser.ParseWithClaims(raw, mc, func(t *jwt.Token) (any, error) {
+		// Before any key lookup: a token we must refuse costs no JWKS fetch.
+		if err := checkCrit(t.Header); err != nil {
+			return nil, err
+		}
 		kid, _ := t.Header["kid"].(string)
 		k, err := v.jwks.key(ctx, kid, t.Method.Alg())
 		if err != nil {
@@ -137,11 +195,19 @@ func (v *oauthVerifier) verify(ctx context.Context, raw string) (*Claims, error)
 		return k, nil
 	})
 	if err != nil {
+		var te *tokenError
+		if errors.As(err, &te) {
+			return nil, te // our own words, without the parser's wrapping
+		}
 		return nil, err
 	}
 	c := &Claims{Raw: map[string]any(mc)}
-	c.Issuer, _ = mc.GetIssuer()
-	c.Subject, _ = mc.GetSubject()
+	c.Issuer, _ = mc.GetIssuer() // the parser checked it equals the configured issuer
+	sub, err := mc.GetSubject()
+	if err != nil || sub == "" {
+		return nil, errNoSubject
+	}
+	c.Subject = sub
 	c.Audience, _ = mc.GetAudience()
 	if exp, _ := mc.GetExpirationTime(); exp != nil {
 		c.ExpiresAt = exp.Time

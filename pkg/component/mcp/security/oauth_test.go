@@ -190,9 +190,9 @@ func TestOAuthTokens(t *testing.T) {
 				t.Fatalf("status %d, want %d (%s)", resp.StatusCode, tc.want, body)
 			}
 			if tc.want == 401 {
-				want := `Bearer realm="helix-mcp", resource_metadata="` + ts.URL + MetadataPath + `/mcp", error="invalid_token"`
-				if got := resp.Header.Get("WWW-Authenticate"); got != want {
-					t.Errorf("WWW-Authenticate = %q, want %q", got, want)
+				want := `Bearer realm="helix-mcp", resource_metadata="` + ts.URL + MetadataPath + `/mcp", error="invalid_token", error_description="`
+				if got := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, want) || !strings.HasSuffix(got, `"`) {
+					t.Errorf("WWW-Authenticate = %q, want %q…\"", got, want)
 				}
 			}
 		})
