@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/arvenza/helix/internal/redact"
 )
 
 // Exit codes.
@@ -138,9 +140,9 @@ func newLogger(cmd *cobra.Command, configLevel string) (*slog.Logger, error) {
 	w := cmd.ErrOrStderr()
 	switch strings.ToLower(format) {
 	case "text", "":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(redact.Handler(slog.NewTextHandler(w, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(redact.Handler(slog.NewJSONHandler(w, opts))), nil
 	}
 	return nil, configError(fmt.Errorf("unknown log format %q: use text or json", format))
 }

@@ -18,6 +18,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/agent/setup"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/component/all"
@@ -119,6 +120,9 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	// No log record shows a URL's query values or password, or a secret of the
+	// configuration (internal/redact).
+	logger = slog.New(redact.Handler(logger.Handler()))
 	name := cfg.Helix.Name
 	if name == "" {
 		name = "helix"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -150,7 +152,15 @@ func fixBlockScalarPositions(n *yaml.Node, lines [][]byte, depth int) {
 
 // resolveEnv replaces ${env:NAME} in every scalar except Starlang scripts. Aliases are
 // not followed: the anchored node is visited where it is defined.
+//
+// Values that land in a secret position are added to the process's secret set
+// (internal/redact), so that no error, log record or span shows them: see
+// [registerSecrets].
 func resolveEnv(d *Decoder, n *yaml.Node, script bool, depth int) {
+	resolveEnvIn(d, n, script, false, depth)
+}
+
+func resolveEnvIn(d *Decoder, n *yaml.Node, script, secret bool, depth int) {
 	if n == nil || depth > 10000 {
 		return
 	}
@@ -159,7 +169,7 @@ func resolveEnv(d *Decoder, n *yaml.Node, script bool, depth int) {
 		if script || !strings.Contains(n.Value, "${env:") {
 			return
 		}
-		v, err := expandEnv(n.Value)
+		v, err := expandEnv(n.Value, func(pos int, value string) { registerSecrets(n.Value, pos, value, secret) })
 		if err != nil {
 			d.Errorf(n, "", "%v", err).Hint = "export the variable before starting helix, or remove the reference"
 			return
@@ -169,18 +179,78 @@ func resolveEnv(d *Decoder, n *yaml.Node, script bool, depth int) {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			resolveEnv(d, n.Content[i+1], k.Kind == yaml.ScalarNode && k.Value == "starlang", depth+1)
+			isKey := k.Kind == yaml.ScalarNode
+			resolveEnvIn(d, n.Content[i+1], isKey && k.Value == "starlang", secret || isKey && secretKey(k.Value), depth+1)
 		}
 	default:
 		for _, ch := range n.Content {
-			resolveEnv(d, ch, false, depth+1)
+			resolveEnvIn(d, ch, false, secret, depth+1)
 		}
 	}
 }
 
+// secretKey reports whether the values under a mapping key are secrets: auth:
+// blocks, headers: maps (model and MCP headers carry keys), tokens, API keys,
+// passwords. A key naming a file (key_file, cert_file) holds a path, not a secret.
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	if strings.HasSuffix(k, "file") || strings.HasSuffix(k, "path") || strings.HasSuffix(k, "dir") {
+		return false
+	}
+	for _, word := range []string{"auth", "header", "token", "key", "secret", "password", "passwd", "credential", "cookie", "dsn"} {
+		if strings.Contains(k, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// registerSecrets adds value, resolved from ${env:…} at byte pos of the scalar raw,
+// to the secret set when it is in a secret position: under a secret key, or in
+// the user info or the query of a URL (?appid=${env:KEY}). A value that is a URL
+// itself (dsn: ${env:DATABASE_URL}) gives its password and query values. Short
+// values are ignored by the set (redact.MinSecretLen).
+func registerSecrets(raw string, pos int, value string, secret bool) {
+	if secret || inURLSecretPart(raw, pos) {
+		redact.AddSecret(value)
+	}
+	if u, err := url.Parse(value); err == nil && strings.Contains(value, "://") {
+		if p, ok := u.User.Password(); ok {
+			redact.AddSecret(p)
+		}
+		for _, vs := range u.Query() {
+			redact.AddSecret(vs...)
+		}
+	}
+}
+
+// inURLSecretPart reports whether byte pos of raw is in the user info or the query
+// of a URL written in raw.
+func inURLSecretPart(raw string, pos int) bool {
+	before := raw[:pos]
+	i := strings.LastIndex(before, "://")
+	if i < 0 {
+		return false
+	}
+	afterScheme := raw[i+3:]
+	if strings.ContainsRune(before[i+3:], '?') {
+		return true
+	}
+	authority := afterScheme
+	if j := strings.IndexAny(afterScheme, "/?#"); j >= 0 {
+		authority = afterScheme[:j]
+	}
+	// In the authority and before its last @: the user info.
+	at := strings.LastIndexByte(authority, '@')
+	return at >= 0 && pos-(i+3) < at
+}
+
 // expandEnv substitutes ${env:NAME} and ${env:NAME:-default} and leaves every other
 // ${…} untouched.
-func expandEnv(s string) (string, error) {
+// Each substitution is reported to found (when not nil) with its byte position in
+// the original s and its value.
+func expandEnv(s string, found func(pos int, value string)) (string, error) {
+	consumed := 0
 	var b strings.Builder
 	for {
 		i := strings.Index(s, "${env:")
@@ -197,8 +267,12 @@ func expandEnv(s string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if found != nil {
+			found(consumed+i, v)
+		}
 		b.WriteString(s[:i])
 		b.WriteString(v)
+		consumed += i + j + 1
 		s = s[i+j+1:]
 	}
 }

@@ -1,6 +1,10 @@
 package exchange
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/arvenza/helix/internal/redact"
+)
 
 // ClientMessager is implemented by errors that know what the sender of the exchange
 // may be told: Error() is for logs and may name files, YAML positions and steps;
@@ -19,7 +23,7 @@ func ClientMessage(err error) string {
 	}
 	var cm ClientMessager
 	if errors.As(err, &cm) {
-		return cm.ClientMessage()
+		return redact.Text(cm.ClientMessage())
 	}
-	return err.Error()
+	return redact.Text(err.Error())
 }

@@ -15,6 +15,7 @@ package tracing
 
 import (
 	"context"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -133,10 +135,15 @@ func End(span trace.Span, err error) {
 	span.End()
 }
 
-// Fail records err on span: an exception event and the error status.
+// Fail records err on span: an exception event and the error status, both with
+// the text redacted (internal/redact: URLs masked, secrets replaced), since spans
+// leave the process for a collector.
 func Fail(span trace.Span, err error) {
-	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
+	msg := redact.Text(err.Error())
+	span.AddEvent("exception", trace.WithAttributes(
+		attribute.String("exception.type", reflect.TypeOf(err).String()),
+		attribute.String("exception.message", msg)))
+	span.SetStatus(codes.Error, msg)
 }
 
 // Child starts a span named name as a child of the span in ctx, from that span's

@@ -51,10 +51,12 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/tracing"
@@ -128,13 +130,13 @@ func (c *Component) closeIdle() {
 // CreateEndpoint validates the options and the URL.
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%s: the http component serves http:// and https://, not %s://", u.Raw, u.Scheme)
+		return nil, fmt.Errorf("%s: the http component serves http:// and https://, not %s://", redact.URL(u.Raw), u.Scheme)
 	}
 	opts, err := Spec.Parse(u)
 	if err != nil {
 		return nil, err
 	}
-	e := &endpoint{raw: u.Raw, timeout: opts.Duration("timeout"), throw: opts.Bool("throwExceptionOnFailure"),
+	e := &endpoint{raw: u.Raw, shown: redact.URL(u.Raw), timeout: opts.Duration("timeout"), throw: opts.Bool("throwExceptionOnFailure"),
 		bridge: opts.Bool("bridgeEndpoint"), maxResp: opts.Int("maxResponseBytes")}
 	if e.timeout <= 0 {
 		return nil, fmt.Errorf("option timeout=%s must be positive", e.timeout)
@@ -150,9 +152,13 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 		if u.Host == "" {
 			return nil, fmt.Errorf("no host: want %s://host[:port]/path", u.Scheme)
 		}
+		if strings.Contains(u.Host, "@") {
+			// Not echoed: the user info is a password or a token.
+			return nil, errors.New("user info (user:password@) in an http:// URL is not supported: send the credentials in a header instead, for example set-header: {name: Authorization, constant: \"Basic ${env:CREDENTIALS}\"} before the step")
+		}
 		parsed, err := url.Parse(target.String())
 		if err != nil {
-			return nil, fmt.Errorf("invalid URL: %w", err)
+			return nil, maskURLs(fmt.Errorf("invalid URL: %w", err))
 		}
 		e.url = parsed
 	}
@@ -170,6 +176,7 @@ func validMethod(m string) bool {
 type endpoint struct {
 	c       *Component
 	raw     string
+	shown   string   // raw as errors show it: query values and password masked
 	url     *url.URL // nil with bridgeEndpoint
 	method  string
 	timeout time.Duration
@@ -213,11 +220,11 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) (err erro
 	e := p.e
 	rq, err := e.describe(ex)
 	if err != nil {
-		return fmt.Errorf("%s: %w", e.raw, err)
+		return fmt.Errorf("%s: %w", e.shown, err)
 	}
 	payload, contentType, err := encodeBody(rq.body, exchange.Stringify(lookupHeader(rq.headers, "Content-Type")))
 	if err != nil {
-		return fmt.Errorf("%s: %w", e.raw, err)
+		return fmt.Errorf("%s: %w", e.shown, err)
 	}
 	if rq.method == nethttp.MethodGet || rq.method == nethttp.MethodHead {
 		payload, contentType = nil, ""
@@ -233,7 +240,7 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) (err erro
 	}
 	req, err := nethttp.NewRequestWithContext(ctx, rq.method, rq.url, bodyReader)
 	if err != nil {
-		return fmt.Errorf("%s: build request: %w", e.raw, err)
+		return maskURLs(fmt.Errorf("%s: build request: %w", e.shown, err))
 	}
 	for k, v := range rq.headers {
 		if !OutboundHeader(k) || strings.EqualFold(k, "Accept-Encoding") || strings.EqualFold(k, "Set-Cookie") {
@@ -256,18 +263,18 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) (err erro
 	resp, err := e.client.Do(req)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errTimeout) {
-			return fmt.Errorf("%s %s: request timed out after %s (option timeout): %w", rq.method, rq.url, e.timeout, err)
+			return maskURLs(fmt.Errorf("%s %s: request timed out after %s (option timeout): %w", rq.method, rq.url, e.timeout, err))
 		}
-		return fmt.Errorf("%s %s: %w", rq.method, rq.url, err)
+		return maskURLs(fmt.Errorf("%s %s: %w", rq.method, rq.url, err))
 	}
 	defer resp.Body.Close()
 	status = resp.StatusCode
 	data, err := io.ReadAll(io.LimitReader(resp.Body, e.maxResp+1))
 	if err != nil {
-		return fmt.Errorf("%s %s: read response: %w", rq.method, rq.url, err)
+		return maskURLs(fmt.Errorf("%s %s: read response: %w", rq.method, rq.url, err))
 	}
 	if int64(len(data)) > e.maxResp {
-		return fmt.Errorf("%s %s: response larger than %d bytes (option maxResponseBytes)", rq.method, rq.url, e.maxResp)
+		return fmt.Errorf("%s %s: response larger than %d bytes (option maxResponseBytes)", rq.method, redact.URL(rq.url), e.maxResp)
 	}
 	m := ex.In()
 	if resp.Header.Get("Content-Type") == "" {
@@ -283,9 +290,33 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) (err erro
 	m.SetHeader(exchange.HeaderHTTPResponseCode, resp.StatusCode)
 	m.SetBody(decodeResponse(data, resp.Header.Get("Content-Type")))
 	if e.throw && (resp.StatusCode < 200 || resp.StatusCode > 299) {
-		return &StatusError{Method: rq.method, URL: rq.url, StatusCode: resp.StatusCode, Body: truncate(string(data), MaxErrorBodyBytes)}
+		return &StatusError{Method: rq.method, URL: redact.URL(rq.url), StatusCode: resp.StatusCode, Body: truncate(string(data), MaxErrorBodyBytes)}
 	}
 	return nil
+}
+
+// maskedError is an error whose text has the URLs masked (redact.URLsIn): net/http
+// and net/url put the whole request URL into their errors, query and password
+// included. Unwrap keeps errors.Is working (timeouts, cancellation).
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
+func maskURLs(err error) error {
+	return &maskedError{msg: redact.URLsIn(err.Error()), err: err}
+}
+
+// quoteURL quotes a URL given at run time for an error: masked when it is one, and
+// not shown at all when it is not (there is then no telling where a secret sits).
+func quoteURL(raw string) string {
+	if !strings.Contains(raw, "://") {
+		return fmt.Sprintf("(%d bytes, not shown)", len(raw))
+	}
+	return strconv.Quote(redact.URL(raw))
 }
 
 // errTimeout is the cause of the endpoint's own timeout, told apart from the caller's
@@ -299,7 +330,7 @@ const MaxErrorBodyBytes = 512
 // The exchange still holds the response (body, headers, HelixHttpResponseCode).
 type StatusError struct {
 	Method     string
-	URL        string
+	URL        string // query values and password masked (redact.URL)
 	StatusCode int
 	Body       string // the start of the response body
 }
@@ -346,7 +377,7 @@ func (e *endpoint) describe(ex *exchange.Exchange) (*request, error) {
 	if e.bridge {
 		pu, err := url.Parse(rq.url)
 		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return nil, fmt.Errorf("bridged URL %q is not an absolute http(s) URL", rq.url)
+			return nil, fmt.Errorf("bridged URL %s is not an absolute http(s) URL", quoteURL(rq.url))
 		}
 	}
 	if rq.method == "" {

@@ -46,6 +46,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/component"
 	helixhttp "github.com/arvenza/helix/pkg/component/http"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -627,7 +628,8 @@ func statusCode(v any) (int, error) {
 }
 
 func writeError(w nethttp.ResponseWriter, status int, msg string) {
-	body, _ := json.Marshal(map[string]string{"error": msg})
+	// The caller may not see a secret an error text carries (internal/redact).
+	body, _ := json.Marshal(map[string]string{"error": redact.Text(msg)})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
