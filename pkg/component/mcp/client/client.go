@@ -195,7 +195,8 @@ func connKey(cfg Config) (string, error) {
 		Header                       map[string][]string
 		Auth                         *AuthConfig
 		Protocol                     string
-	}{cfg.Transport, cfg.Endpoint, cfg.Command, cfg.FindPath, cfg.Args, cfg.Env, cfg.Header, cfg.Auth, cfg.ProtocolVersion}
+		MaxResponseBytes             int64
+	}{cfg.Transport, cfg.Endpoint, cfg.Command, cfg.FindPath, cfg.Args, cfg.Env, cfg.Header, cfg.Auth, cfg.ProtocolVersion, cfg.MaxResponseBytes}
 	b, err := json.Marshal(k)
 	if err != nil {
 		return "", fmt.Errorf("mcp client: key for %s: %w", cfg.target(), err)
@@ -244,6 +245,10 @@ func ParseURI(u *uri.URI) (Config, string, error) {
 		timeout = -1 // Config: negative means no limit
 	}
 	cfg.Timeout = timeout
+	cfg.MaxResponseBytes = p.Int("maxResponseBytes")
+	if cfg.MaxResponseBytes <= 0 {
+		return cfg, "", fmt.Errorf("%s: option maxResponseBytes=%d must be a positive number of bytes", u.Raw, cfg.MaxResponseBytes)
+	}
 	cfg.Transport = p.String("transport")
 	switch cfg.Transport {
 	case TransportHTTP, TransportSSE:
