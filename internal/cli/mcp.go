@@ -242,7 +242,7 @@ func runMCPInspect(cmd *cobra.Command, f mcpInspectFlags, addr string) error {
 	ctx := cmd.Context()
 	tools, err := conn.ListTools(ctx)
 	if err != nil {
-		return runtimeError(withSSEHint(ctx, err, cfg))
+		return runtimeError(safeError(withSSEHint(ctx, err, cfg)))
 	}
 
 	var b strings.Builder
@@ -259,7 +259,8 @@ func runMCPInspect(cmd *cobra.Command, f mcpInspectFlags, addr string) error {
 			}
 		}
 	}
-	if _, err := io.WriteString(cmd.OutOrStdout(), b.String()); err != nil {
+	// Names, descriptions and schemas are the server's text.
+	if _, err := io.WriteString(cmd.OutOrStdout(), terminalSafe(b.String())); err != nil {
 		return runtimeError(err)
 	}
 	return nil

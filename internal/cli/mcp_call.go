@@ -112,7 +112,7 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 	if f.list {
 		tools, err := conn.ListTools(ctx)
 		if err != nil {
-			return runtimeError(withSSEHint(ctx, err, cfg))
+			return runtimeError(safeError(withSSEHint(ctx, err, cfg)))
 		}
 		return printTools(out, tools, f.output)
 	}
@@ -120,22 +120,22 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 	res, err := conn.CallTool(ctx, tool, arguments)
 	var te *mcpclient.ToolError
 	if errors.As(err, &te) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "helix: tool %s failed: %s\n", tool, te.Message)
+		fmt.Fprintf(cmd.ErrOrStderr(), "helix: tool %s failed: %s\n", terminalSafe(tool), terminalSafe(te.Message))
 		return reported{code: ExitRuntime}
 	}
 	if err != nil {
-		return runtimeError(withSSEHint(ctx, err, cfg))
+		return runtimeError(safeError(withSSEHint(ctx, err, cfg)))
 	}
 	text, err := mcpclient.BodyFromResult(res)
 	if err != nil {
-		return runtimeError(err)
+		return runtimeError(safeError(err))
 	}
 	if f.output == "json" {
 		if err := writeJSON(out, res); err != nil {
 			return runtimeError(err)
 		}
 	} else if !res.IsError {
-		if _, err := io.WriteString(out, withNewline(text)); err != nil {
+		if _, err := io.WriteString(out, withNewline(terminalSafe(text))); err != nil {
 			return runtimeError(err)
 		}
 	}
@@ -143,7 +143,7 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 		if text == "" {
 			text = mcpclient.MsgToolErrorNoText
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "helix: tool %s returned an error: %s\n", tool, text)
+		fmt.Fprintf(cmd.ErrOrStderr(), "helix: tool %s returned an error: %s\n", terminalSafe(tool), terminalSafe(text))
 		return reported{code: ExitRuntime}
 	}
 	return nil
@@ -337,7 +337,7 @@ func printTools(w io.Writer, tools []*sdk.Tool, output string) error {
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	for _, t := range tools {
 		desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
-		if _, err := fmt.Fprintf(w, "%-28s %s\n", t.Name, desc); err != nil {
+		if _, err := fmt.Fprintf(w, "%-28s %s\n", terminalSafe(t.Name), terminalSafe(desc)); err != nil {
 			return runtimeError(err)
 		}
 	}

@@ -114,7 +114,7 @@ func StartHAProxy(t testing.TB, opts HAProxyOptions) *HAProxy {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	WaitForTCP(t, h.Addr, 10*time.Second)
+	WaitForProcessTCP(t, h.Addr, exited, func() string { return h.Logs.String() + "\nconfiguration:\n" + h.Config })
 	select {
 	case <-exited:
 		t.Fatalf("haproxy exited at start:\n%s\nconfiguration:\n%s", h.Logs.String(), h.Config)

@@ -96,7 +96,7 @@ func startRedis(t testing.TB, bin string) (*RedisServer, error) {
 		close(s.done)
 	}()
 	t.Cleanup(s.Stop)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := startupDeadline(t)
 	for {
 		err := s.Ping()
 		if err == nil {
@@ -109,7 +109,7 @@ func startRedis(t testing.TB, bin string) (*RedisServer, error) {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return nil, fmt.Errorf("no PONG from %s within 20s: %v\n%s", addr, err, s.log.String())
+			return nil, fmt.Errorf("no PONG from %s by %s: %v\n%s", addr, deadline.Format(time.TimeOnly), err, s.log.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

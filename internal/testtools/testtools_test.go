@@ -226,3 +226,36 @@ func TestRemoveStaleBinDirs(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitForProcessTCPStopsWhenTheProcessExits: a process that exited is reported at
+// once, with its output, instead of after a long wait.
+func TestWaitForProcessTCPStopsWhenTheProcessExits(t *testing.T) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+	rec := &recordingTB{TB: t}
+	exited := make(chan struct{})
+	close(exited)
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WaitForProcessTCP(rec, addr, exited, func() string { return "boom" })
+	}()
+	<-done
+	if !rec.failed || time.Since(start) > 10*time.Second {
+		t.Fatalf("failed %v after %s, want a failure at once", rec.failed, time.Since(start))
+	}
+}
+
+// TestWaitForProcessTCPWaitsForASlowStart: a process that starts listening only
+// after a while (here 1.5 s, standing for a loaded machine) is waited for.
+func TestWaitForProcessTCPWaitsForASlowStart(t *testing.T) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			t.Cleanup(func() { l.Close() })
+		}
+	}()
+	WaitForProcessTCP(t, addr, make(chan struct{}), nil)
+}

@@ -23,19 +23,29 @@ func Expand(s string, ex *exchange.Exchange) (string, error) {
 }
 
 // ExpandURI resolves the placeholders of an endpoint URI template like [Expand], but
-// keeps each substituted value inside the part of the URI it was written in: values
-// in the query are query-escaped (so "a&allowEscape=true" stays one option value and
-// cannot add an option), and a '?' substituted into the address is escaped as %3F
-// (so it cannot start a query). The template's own text is kept as written.
+// keeps each value an exchange supplies inside the part of the URI it was written in:
+//
+//   - in the query, values are query-escaped (so "a&allowEscape=true" stays one
+//     option value and cannot add an option);
+//   - in the host, a value may hold only letters, digits, '-', '.' and '_': anything
+//     else (a port, user info, a path) is refused;
+//   - in the path, a value is percent-encoded except for RFC 3986's unreserved
+//     characters and sub-delimiters, so it cannot add a '/', ':', '@', '#' or '?', and
+//     '%' is encoded too ("%2e%2e" stays literal text); a path segment that comes
+//     out as "." or ".." is refused.
+//
+// ${env:…} values come from the operator, not the exchange, and are kept as they are
+// (a '?' in one is escaped as %3F so that it cannot start a query). The template's
+// own text is kept as written.
 func ExpandURI(template string, ex *exchange.Exchange) (string, error) {
 	if !HasPlaceholders(template) {
 		return template, nil
 	}
 	q := queryStart(template)
 	if q < 0 {
-		return expand(template, ex, escapeAddress)
+		return expandAddress(template, ex)
 	}
-	addr, err := expand(template[:q], ex, escapeAddress)
+	addr, err := expandAddress(template[:q], ex)
 	if err != nil {
 		return "", err
 	}
@@ -47,6 +57,173 @@ func ExpandURI(template string, ex *exchange.Exchange) (string, error) {
 }
 
 func escapeAddress(v string) string { return strings.ReplaceAll(v, "?", "%3F") }
+
+// expandAddress expands the scheme://host/path part of a template (see ExpandURI).
+func expandAddress(addr string, ex *exchange.Exchange) (string, error) {
+	start := strings.Index(addr, "://")
+	if start < 0 {
+		return expand(addr, ex, escapeAddress)
+	}
+	scheme := strings.ToLower(addr[:start])
+	start += len("://")
+	hostEnd := len(addr)
+	if i := indexOutsidePlaceholders(addr[start:], '/'); i >= 0 {
+		hostEnd = start + i
+	}
+	if scheme == "file" {
+		// file://dir is a directory, not a host: all of it is path.
+		hostEnd = start
+	}
+	host, err := expandPart(addr[start:hostEnd], ex, hostValue)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", addr, err)
+	}
+	path, err := expandPath(addr[hostEnd:], ex)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", addr, err)
+	}
+	return addr[:start] + host + path, nil
+}
+
+// indexOutsidePlaceholders is the index of the first c in s outside ${…}; -1 if none.
+func indexOutsidePlaceholders(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == c:
+			return i
+		case s[i] == '$' && i+1 < len(s) && s[i+1] == '{':
+			j := strings.IndexByte(s[i:], '}')
+			if j < 0 {
+				return -1
+			}
+			i += j
+		}
+	}
+	return -1
+}
+
+// hostValue accepts a value for the host: a name or an IPv4 address, nothing that
+// would add a port, user info or a path.
+func hostValue(expr, v string) (string, error) {
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return "", fmt.Errorf("placeholder ${%s} gave %q for the host: a host from a placeholder may hold only letters, digits, '-', '.' and '_' (write a port, user or path in the URI itself)", expr, v)
+		}
+	}
+	return v, nil
+}
+
+// expandPart expands the placeholders of s, passing each value an exchange supplied
+// through check (${env:…} values through escapeAddress).
+func expandPart(s string, ex *exchange.Exchange, check func(expr, v string) (string, error)) (string, error) {
+	var out strings.Builder
+	err := expandEach(s, ex, func(literal string) { out.WriteString(literal) }, func(expr, v string) error {
+		if isEnv(expr) {
+			out.WriteString(escapeAddress(v))
+			return nil
+		}
+		v, err := check(expr, v)
+		out.WriteString(v)
+		return err
+	})
+	return out.String(), err
+}
+
+// expandPath expands the placeholders of a URI path: values are percent-encoded
+// (PathValueEscape) and a segment holding one must not come out as "." or "..".
+func expandPath(s string, ex *exchange.Exchange) (string, error) {
+	var out strings.Builder
+	segStart, tainted, lastExpr := 0, false, ""
+	checkSegment := func() error {
+		seg := out.String()[segStart:]
+		if tainted && (seg == "." || seg == "..") {
+			return fmt.Errorf("placeholder ${%s} makes the path segment %q, which would move to another path; such values are refused", lastExpr, seg)
+		}
+		return nil
+	}
+	var segErr error
+	err := expandEach(s, ex, func(literal string) {
+		for {
+			i := strings.IndexByte(literal, '/')
+			if i < 0 {
+				out.WriteString(literal)
+				return
+			}
+			out.WriteString(literal[:i])
+			if err := checkSegment(); err != nil && segErr == nil {
+				segErr = err
+			}
+			out.WriteByte('/')
+			segStart, tainted = out.Len(), false
+			literal = literal[i+1:]
+		}
+	}, func(expr, v string) error {
+		if isEnv(expr) {
+			out.WriteString(escapeAddress(v))
+			return nil
+		}
+		out.WriteString(PathValueEscape(v))
+		tainted, lastExpr = true, expr
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if segErr != nil {
+		return "", segErr
+	}
+	if err := checkSegment(); err != nil {
+		return "", err
+	}
+	return out.String(), nil
+}
+
+// PathValueEscape percent-encodes v for a URI path segment: everything but RFC 3986's
+// unreserved characters (letters, digits, "-._~") and the sub-delimiters
+// "!$&'()*+,;=" is encoded, '/', ':', '@', '#', '?' and '%' included.
+func PathValueEscape(v string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+func isEnv(expr string) bool { return strings.HasPrefix(strings.TrimSpace(expr), "env:") }
+
+// expandEach walks s, handing literal text to literal and each placeholder's
+// expression and value to value.
+func expandEach(s string, ex *exchange.Exchange, literal func(string), value func(expr, v string) error) error {
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			literal(s)
+			return nil
+		}
+		literal(s[:i])
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return fmt.Errorf("unterminated placeholder in %q: add the closing }", s)
+		}
+		expr := s[i+2 : i+j]
+		v, err := Lookup(expr, ex)
+		if err != nil {
+			return err
+		}
+		if err := value(expr, v); err != nil {
+			return err
+		}
+		s = s[i+j+1:]
+	}
+}
 
 // queryStart is the index of the '?' that starts the query of a URI template, outside
 // ${…} placeholders; -1 when there is none.

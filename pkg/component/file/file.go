@@ -45,6 +45,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -89,6 +90,14 @@ func New(logger func() *slog.Logger) *Component {
 // path; it touches nothing on disk.
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	dir := u.Host + u.Path
+	if u.AddressFromPlaceholder() {
+		// uri.ExpandURI percent-encoded the placeholder's value (a '/' in it is %2F);
+		// such a directory is only accepted with allowEscape=true (below), which
+		// lets the caller name any directory: decode it to the name it stands for.
+		if d, err := url.PathUnescape(dir); err == nil {
+			dir = d
+		}
+	}
 	if dir == "" {
 		dir = "."
 	}

@@ -149,6 +149,11 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	}
 	if !e.bridge {
 		target := &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawQuery: opts.Extra().Encode()}
+		// The path is written in URI form: its %XX escapes (those of a placeholder's
+		// value among them) are kept as they are, not escaped a second time.
+		if p, err := url.PathUnescape(u.Path); err == nil {
+			target.Path, target.RawPath = p, u.Path
+		}
 		if u.Host == "" {
 			return nil, fmt.Errorf("no host: want %s://host[:port]/path", u.Scheme)
 		}

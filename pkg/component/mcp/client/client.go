@@ -195,7 +195,8 @@ func connKey(cfg Config) (string, error) {
 		Header                       map[string][]string
 		Auth                         *AuthConfig
 		Protocol                     string
-	}{cfg.Transport, cfg.Endpoint, cfg.Command, cfg.FindPath, cfg.Args, cfg.Env, cfg.Header, cfg.Auth, cfg.ProtocolVersion}
+		MaxResponseBytes             int64
+	}{cfg.Transport, cfg.Endpoint, cfg.Command, cfg.FindPath, cfg.Args, cfg.Env, cfg.Header, cfg.Auth, cfg.ProtocolVersion, cfg.MaxResponseBytes}
 	b, err := json.Marshal(k)
 	if err != nil {
 		return "", fmt.Errorf("mcp client: key for %s: %w", cfg.target(), err)
@@ -244,6 +245,10 @@ func ParseURI(u *uri.URI) (Config, string, error) {
 		timeout = -1 // Config: negative means no limit
 	}
 	cfg.Timeout = timeout
+	cfg.MaxResponseBytes = p.Int("maxResponseBytes")
+	if cfg.MaxResponseBytes <= 0 {
+		return cfg, "", fmt.Errorf("%s: option maxResponseBytes=%d must be a positive number of bytes", u.Raw, cfg.MaxResponseBytes)
+	}
 	cfg.Transport = p.String("transport")
 	switch cfg.Transport {
 	case TransportHTTP, TransportSSE:
@@ -277,6 +282,9 @@ func ParseURI(u *uri.URI) (Config, string, error) {
 		if addr == "" {
 			return cfg, "", fmt.Errorf("%s: transport stdio needs the server executable before the tool name, as in mcp:///usr/local/bin/server/%s?transport=stdio", u.Raw, orTool(tool))
 		}
+		if u.AddressFromPlaceholder() && commandFromPlaceholder(u.Template) {
+			return cfg, "", fmt.Errorf("%s: the executable of a stdio target must be written in the URI, not come from a placeholder (only the tool, the last segment, may)", u.Raw)
+		}
 		cfg.Command = addr
 		cfg.Args = p.Strings("args")
 		for _, kv := range p.Strings("env") {
@@ -290,6 +298,30 @@ func ParseURI(u *uri.URI) (Config, string, error) {
 		return cfg, "", fmt.Errorf("%s: unknown transport %q (use http, sse or stdio)", u.Raw, cfg.Transport)
 	}
 	return cfg, tool, nil
+}
+
+// commandFromPlaceholder reports whether a ${…} placeholder of template stands
+// before the last '/' of its address, in the part that names a stdio server's
+// executable. uri.ExpandURI encodes a '/' in a value, so a placeholder in the tool
+// segment cannot reach the executable.
+func commandFromPlaceholder(template string) bool {
+	// Each placeholder becomes a NUL, so that a '?' or '/' inside one does not count.
+	var b strings.Builder
+	rest := strings.TrimPrefix(template, Scheme+"://")
+	for {
+		i := strings.Index(rest, "${")
+		j := strings.IndexByte(rest[max(i, 0):], '}')
+		if i < 0 || j < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		b.WriteByte(0)
+		rest = rest[i+j+1:]
+	}
+	addr, _, _ := strings.Cut(b.String(), "?")
+	last := strings.LastIndexByte(addr, '/')
+	return last >= 0 && strings.IndexByte(addr[:last], 0) >= 0 || last < 0 && strings.IndexByte(addr, 0) >= 0
 }
 
 func orTool(tool string) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,6 +40,10 @@ const (
 // DefaultCallTimeout bounds one tool call (connecting included) when the URI sets no
 // timeout option.
 const DefaultCallTimeout = 30 * time.Second
+
+// DefaultMaxResponseBytes bounds one answer of a server when the URI sets no
+// maxResponseBytes option: 64 MiB, as for http:// targets.
+const DefaultMaxResponseBytes = 64 << 20
 
 // Reconnect backoff: a failed connect may be retried after connectBackoffMin, doubling
 // per consecutive failure up to connectBackoffMax. Calls inside the window fail fast with
@@ -83,6 +88,11 @@ type Config struct {
 	// Timeout bounds one call, connecting included; 0 means DefaultCallTimeout,
 	// negative means no limit beyond the caller's context.
 	Timeout time.Duration
+	// MaxResponseBytes bounds what the client reads of one answer of the server: the
+	// body of an HTTP response, one event of the SSE transport's stream, one message
+	// of a stdio server. A larger answer fails the call (ResponseTooLargeError)
+	// without being read to its end. 0 means DefaultMaxResponseBytes.
+	MaxResponseBytes int64
 	// ProtocolVersion is the MCP version offered at initialize; "" means the SDK's
 	// latest (which falls back to the initialize handshake with older servers).
 	ProtocolVersion string
@@ -169,6 +179,10 @@ type Conn struct {
 	progress  sync.Map // string → context.Context
 	nextToken atomic.Uint64
 	waiting   atomic.Int64 // calls registered in progress
+
+	// streamLimit is the last answer a session-long stream (SSE transport, stdio)
+	// refused as larger than MaxResponseBytes; reset when a session opens.
+	streamLimit streamLimit
 }
 
 // NewConn validates cfg and prepares a connection; nothing is dialled until the
@@ -183,6 +197,9 @@ func NewConn(cfg Config) (*Conn, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultCallTimeout
+	}
+	if cfg.MaxResponseBytes == 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -257,6 +274,9 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 		return err
 	})
 	if err != nil {
+		if tl := tr.responseTooLarge(); tl != nil {
+			return nil, fmt.Errorf("call %s: %w", name, tl)
+		}
 		if we := tr.serverAnswer(); we != nil {
 			return nil, &ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}
 		}
@@ -266,7 +286,7 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 		if ctx.Err() != nil && parent.Err() == nil && timeout > 0 {
 			return nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
 		}
-		return nil, fmt.Errorf("call %s on %s: %w", name, c.cfg.target(), err)
+		return nil, fmt.Errorf("call %s on %s: %w", name, c.cfg.target(), c.streamLimit.explain(err))
 	}
 	return res, nil
 }
@@ -396,6 +416,7 @@ func (c *Conn) session(ctx context.Context) (*sdk.ClientSession, error) {
 			return nil, errClientClosed
 		case err == nil:
 			c.sess = s
+			c.streamLimit.reset()
 			c.backoff = 0
 			c.lastErr = nil
 			c.retryAt = time.Time{}
@@ -474,7 +495,7 @@ func (c *Conn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	switch c.cfg.Transport {
 	case TransportSSE:
 		t = &sessionScopedTransport{
-			inner:  &sdk.SSEClientTransport{Endpoint: c.cfg.Endpoint, HTTPClient: c.httpc},
+			inner:  &sdk.SSEClientTransport{Endpoint: c.cfg.Endpoint, HTTPClient: c.httpc, MaxEventSize: c.sdkEventLimit()},
 			parent: c.closeCtx,
 		}
 	case TransportStdio:
@@ -487,7 +508,7 @@ func (c *Conn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 			cmd.Stderr = os.Stderr
 		}
 		killGroup = ownProcessGroup(cmd)
-		t = &stdioTransport{CommandTransport: sdk.CommandTransport{Command: cmd, TerminateDuration: stdioTerminateGrace}, killGroup: killGroup}
+		t = &stdioTransport{cmd: cmd, killGroup: killGroup, limit: c.cfg.MaxResponseBytes, server: c.cfg.target(), stream: &c.streamLimit}
 		t = &progressTransport{Transport: t, c: c} // progress.go
 	}
 	ct := &callTracker{connect: true}
@@ -502,6 +523,13 @@ func (c *Conn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	c.log.Debug("mcp session opened", "server", c.cfg.target(), "session", s.ID())
 	return s, nil
+}
+
+// sdkEventLimit is the go-sdk's own bound on one SSE event (16 MiB by default),
+// set above MaxResponseBytes: the client's limitedReader, which counts the same
+// bytes, refuses first and with an error that names the option.
+func (c *Conn) sdkEventLimit() int {
+	return int(min(c.cfg.MaxResponseBytes, math.MaxInt32)) + 1<<10
 }
 
 // connectHTTP opens a Streamable HTTP session: at the endpoint, or with FindPath at
@@ -525,7 +553,7 @@ func (c *Conn) connectHTTP(ctx context.Context, opts *sdk.ClientSessionOptions) 
 		// Tool calls are request/response: the standalone GET stream for
 		// server-initiated messages is not needed, and keeping it would make the SDK
 		// retry it in the background whenever the server goes away.
-		t := &sdk.StreamableClientTransport{Endpoint: ep, HTTPClient: c.httpc, DisableStandaloneSSE: true}
+		t := &sdk.StreamableClientTransport{Endpoint: ep, HTTPClient: c.httpc, DisableStandaloneSSE: true, MaxEventSize: c.sdkEventLimit()}
 		ct := &callTracker{connect: true}
 		s, err := c.client.Connect(withTracker(ctx, ct), t, opts)
 		if err == nil {
@@ -755,18 +783,89 @@ func (c *hookedConn) Close() error {
 	return err
 }
 
-// stdioTransport is the SDK's CommandTransport plus a kill of the subprocess's
-// process group once the connection is closed, so that servers started through a
-// wrapper (npx, a shell script) leave no grandchildren behind.
+// stdioTransport starts a stdio server and speaks newline-delimited JSON-RPC
+// over its stdin and stdout, as the go-sdk's CommandTransport does, with two
+// additions: each message read is limited to limit bytes (the SDK's own bound is
+// fixed at 16 MiB), and once the connection is closed the subprocess's process group
+// is killed, so that servers started through a wrapper (npx, a shell script) leave no
+// grandchildren behind.
 type stdioTransport struct {
-	sdk.CommandTransport
+	cmd       *exec.Cmd
 	killGroup func()
+	limit     int64
+	server    string // the command line, for errors
+	stream    *streamLimit
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
-	conn, err := t.CommandTransport.Connect(ctx)
+	stdout, err := t.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	out := &limitedReader{r: stdout, limit: t.limit, delim: lineEnd, server: t.server, stream: t.stream}
+	iot := &sdk.IOTransport{
+		// Closing stdin, not stdout, ends the session (as with CommandTransport).
+		Reader:        readNopCloser{out},
+		Writer:        &stdinCloser{WriteCloser: stdin, cmd: t.cmd, grace: stdioTerminateGrace},
+		MaxLineLength: -1, // out limits
+	}
+	conn, err := iot.Connect(ctx)
+	if err != nil {
+		t.killGroup()
+		return nil, err
+	}
 	return &hookedConn{Connection: conn, onClose: t.killGroup}, nil
+}
+
+type readNopCloser struct{ io.Reader }
+
+func (readNopCloser) Close() error { return nil }
+
+// stdinCloser ends a stdio server the way the MCP spec (and the go-sdk's
+// CommandTransport) says: close its stdin, wait for it to exit, after grace send
+// SIGTERM, after another grace SIGKILL.
+type stdinCloser struct {
+	io.WriteCloser
+	cmd   *exec.Cmd
+	grace time.Duration
+}
+
+func (s *stdinCloser) Close() error {
+	if err := s.WriteCloser.Close(); err != nil {
+		return fmt.Errorf("closing stdin: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- s.cmd.Wait() }()
+	wait := func() (error, bool) {
+		timer := time.NewTimer(s.grace)
+		defer timer.Stop()
+		select {
+		case err := <-exited:
+			return err, true
+		case <-timer.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if terminate(s.cmd.Process) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := s.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("the stdio server does not exit, even after SIGKILL")
 }

@@ -67,7 +67,8 @@ func (p *everythingPeer) start(t *testing.T, transport string) {
 		_ = cmd.Wait()
 		close(done)
 	}(p.cmd, p.done)
-	testtools.WaitForTCP(t, p.addr(), 60*time.Second)
+	// Node starts slowly on a loaded machine: wait for the port or the process's exit.
+	testtools.WaitForProcessTCP(t, p.addr(), p.done, p.out.String)
 }
 
 func (p *everythingPeer) addr() string { return "127.0.0.1:" + strconv.Itoa(p.port) }

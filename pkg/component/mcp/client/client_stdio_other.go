@@ -2,7 +2,11 @@
 
 package client
 
-import "os/exec"
+import (
+	"errors"
+	"os"
+	"os/exec"
+)
 
 // ownProcessGroup has no process groups to manage on this platform: closing the
 // session terminates the direct child only.
@@ -13,3 +17,6 @@ func ownProcessGroup(cmd *exec.Cmd) func() {
 		}
 	}
 }
+
+// terminate cannot ask p to exit on this platform (no SIGTERM): the caller kills it.
+func terminate(*os.Process) error { return errors.New("no SIGTERM on this platform") }

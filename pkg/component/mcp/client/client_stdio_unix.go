@@ -3,6 +3,7 @@
 package client
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -26,3 +27,6 @@ func ownProcessGroup(cmd *exec.Cmd) func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
+
+// terminate asks p to exit (SIGTERM).
+func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }

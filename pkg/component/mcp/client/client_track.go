@@ -51,10 +51,11 @@ type callTracker struct {
 	connect bool
 
 	mu        sync.Mutex
-	wrote     bool           // the request may have reached the server
-	status    int            // HTTP status of the answer to the request's POST; 0: none
-	answer    *jsonrpc.Error // JSON-RPC error with a non-null id in a non-2xx body
-	cancelled chan struct{}  // closed once notifications/cancelled was written (or failed); made on first use
+	wrote     bool                   // the request may have reached the server
+	status    int                    // HTTP status of the answer to the request's POST; 0: none
+	answer    *jsonrpc.Error         // JSON-RPC error with a non-null id in a non-2xx body
+	tooLarge  *ResponseTooLargeError // the answer exceeded maxResponseBytes
+	cancelled chan struct{}          // closed once notifications/cancelled was written (or failed); made on first use
 	once      sync.Once
 
 	parent context.Context // the context withTracker made the tracker part of
@@ -113,6 +114,19 @@ func (t *callTracker) setStatus(status int) {
 	t.mu.Lock()
 	t.status = status
 	t.mu.Unlock()
+}
+
+func (t *callTracker) setTooLarge(e *ResponseTooLargeError) {
+	t.mu.Lock()
+	t.tooLarge = e
+	t.mu.Unlock()
+}
+
+// responseTooLarge is the refusal of the answer to the request, or nil.
+func (t *callTracker) responseTooLarge() *ResponseTooLargeError {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.tooLarge
 }
 
 func (t *callTracker) cancelWritten() { t.once.Do(func() { close(t.cancelledChan()) }) }

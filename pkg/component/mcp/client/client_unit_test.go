@@ -88,16 +88,16 @@ func TestParseClientURI(t *testing.T) {
 		want Config
 		tool string
 	}{
-		{"mcp://localhost:8181/search", Config{Transport: "http", Endpoint: "http://localhost:8181", FindPath: true, Timeout: DefaultCallTimeout}, "search"},
-		{"mcp://127.0.0.1:3011/mcp/echo", Config{Transport: "http", Endpoint: "http://127.0.0.1:3011/mcp", Timeout: DefaultCallTimeout}, "echo"},
-		{"mcp://h:1/a/b/tool?transport=http&scheme=https&timeout=5s", Config{Transport: "http", Endpoint: "https://h:1/a/b", Timeout: 5 * time.Second}, "tool"},
-		{"mcp://h:1/tool?transport=sse", Config{Transport: "sse", Endpoint: "http://h:1/sse", Timeout: DefaultCallTimeout}, "tool"},
-		{"mcp://h:1/events/tool?transport=sse", Config{Transport: "sse", Endpoint: "http://h:1/events", Timeout: DefaultCallTimeout}, "tool"},
-		{"mcp://localhost:8181/_unused?timeout=0", Config{Transport: "http", Endpoint: "http://localhost:8181", FindPath: true, Timeout: -1}, "_unused"},
-		{"mcp://localhost:8181", Config{Transport: "http", Endpoint: "http://localhost:8181", FindPath: true, Timeout: DefaultCallTimeout}, ""},
-		{"mcp:///usr/local/bin/mcp-fs/read_file?transport=stdio", Config{Transport: "stdio", Command: "/usr/local/bin/mcp-fs", Timeout: DefaultCallTimeout}, "read_file"},
-		{"mcp://npx/echo?transport=stdio&args=-y&args=some+server&env=A=1&env=B=x%3Dy", Config{Transport: "stdio", Command: "npx", Args: []string{"-y", "some server"}, Env: []string{"A=1", "B=x=y"}, Timeout: DefaultCallTimeout}, "echo"},
-		{"mcp://h:1/my%20tool", Config{Transport: "http", Endpoint: "http://h:1", FindPath: true, Timeout: DefaultCallTimeout}, "my tool"},
+		{"mcp://localhost:8181/search", Config{Transport: "http", Endpoint: "http://localhost:8181", FindPath: true, Timeout: DefaultCallTimeout, MaxResponseBytes: DefaultMaxResponseBytes}, "search"},
+		{"mcp://127.0.0.1:3011/mcp/echo", Config{Transport: "http", Endpoint: "http://127.0.0.1:3011/mcp", Timeout: DefaultCallTimeout, MaxResponseBytes: DefaultMaxResponseBytes}, "echo"},
+		{"mcp://h:1/a/b/tool?transport=http&scheme=https&timeout=5s", Config{Transport: "http", Endpoint: "https://h:1/a/b", Timeout: 5 * time.Second, MaxResponseBytes: DefaultMaxResponseBytes}, "tool"},
+		{"mcp://h:1/tool?transport=sse", Config{Transport: "sse", Endpoint: "http://h:1/sse", Timeout: DefaultCallTimeout, MaxResponseBytes: DefaultMaxResponseBytes}, "tool"},
+		{"mcp://h:1/events/tool?transport=sse", Config{Transport: "sse", Endpoint: "http://h:1/events", Timeout: DefaultCallTimeout, MaxResponseBytes: DefaultMaxResponseBytes}, "tool"},
+		{"mcp://localhost:8181/_unused?timeout=0", Config{Transport: "http", Endpoint: "http://localhost:8181", FindPath: true, Timeout: -1, MaxResponseBytes: DefaultMaxResponseBytes}, "_unused"},
+		{"mcp://localhost:8181", Config{Transport: "http", Endpoint: "http://localhost:8181", FindPath: true, Timeout: DefaultCallTimeout, MaxResponseBytes: DefaultMaxResponseBytes}, ""},
+		{"mcp:///usr/local/bin/mcp-fs/read_file?transport=stdio", Config{Transport: "stdio", Command: "/usr/local/bin/mcp-fs", Timeout: DefaultCallTimeout, MaxResponseBytes: DefaultMaxResponseBytes}, "read_file"},
+		{"mcp://npx/echo?transport=stdio&args=-y&args=some+server&env=A=1&env=B=x%3Dy", Config{Transport: "stdio", Command: "npx", Args: []string{"-y", "some server"}, Env: []string{"A=1", "B=x=y"}, Timeout: DefaultCallTimeout, MaxResponseBytes: DefaultMaxResponseBytes}, "echo"},
+		{"mcp://h:1/my%20tool", Config{Transport: "http", Endpoint: "http://h:1", FindPath: true, Timeout: DefaultCallTimeout, MaxResponseBytes: DefaultMaxResponseBytes}, "my tool"},
 	} {
 		t.Run(tc.raw, func(t *testing.T) {
 			u, err := uri.Parse(tc.raw)

@@ -79,6 +79,8 @@ func (p *progressRoundTripper) RoundTrip(r *http.Request) (*http.Response, error
 	if err != nil || resp == nil || resp.Body == nil {
 		return resp, err
 	}
+	// Limit first, so that progressBody never scans beyond the limit (limit.go).
+	resp.Body = limitBody(resp.Body, r.Method == http.MethodPost, p.c.cfg.MaxResponseBytes, p.c.cfg.target(), trackerFrom(r.Context()), &p.c.streamLimit)
 	if isEventStream(resp.Header.Get("Content-Type")) {
 		resp.Body = &progressBody{ReadCloser: resp.Body, c: p.c}
 	}

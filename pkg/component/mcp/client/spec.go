@@ -1,6 +1,8 @@
 package client
 
 import (
+	"strconv"
+
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -34,6 +36,8 @@ mTLS) go in the target's auth: block, not in the URI; see docs/mcp-client.md.`,
 			Description: "stdio: one argument of the command per args=, in order"},
 		{Name: "env", Type: component.TypeString, Multiple: true, Secret: true, Role: component.ProducerOnly, Since: "0.1",
 			Description: "stdio: NAME=value added to the command's environment, repeatable; values are often credentials"},
+		{Name: "maxResponseBytes", Type: component.TypeInt, Default: strconv.Itoa(DefaultMaxResponseBytes), Role: component.ProducerOnly, Since: "0.2",
+			Description: "size limit in bytes of one answer of the server (64 MiB): an HTTP response body, an SSE event, a stdio message; a larger answer fails the call"},
 		{Name: "throwExceptionOnFailure", Type: component.TypeBool, Default: "true", Role: component.ProducerOnly, Since: "0.1",
 			Description: "a tool error fails the exchange; with false the workflow goes on and tests HelixMcpIsError"},
 	},
