@@ -1,0 +1,273 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+// guardAllowed lists two tables and their safe columns; password, secret and
+// every other column are not listed.
+var guardAllowed = map[string]bool{"customers": true, "orders": true, "id": true, "name": true, "email": true, "customer_id": true}
+
+func TestColumnGuardAccepts(t *testing.T) {
+	g := &columnGuard{allowed: guardAllowed, source: "of the test"}
+	for _, sql := range []string{
+		"SELECT id, name FROM customers WHERE id = $1",
+		"SELECT c.id, c.name AS label FROM customers c WHERE c.name ILIKE $1 ORDER BY c.id LIMIT 10",
+		"SELECT count(*) FROM customers",
+		"WITH x AS (SELECT id FROM customers) SELECT id FROM x",
+		"SELECT o.id FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.id = $1",
+		"INSERT INTO customers (id, name) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name RETURNING id",
+		"INSERT INTO customers DEFAULT VALUES RETURNING id",
+		"UPDATE customers SET name = $1 WHERE id = $2 RETURNING id, name",
+		"DELETE FROM customers WHERE id IN ($1, $2)",
+		"DELETE FROM customers WHERE id = $1 AND NOT name = $2",
+		"DELETE FROM customers WHERE (id = $1 OR id = $2) AND name <> $3",
+		"UPDATE customers SET name = $1 WHERE $2 = id",
+		"SELECT id FROM customers WHERE id = $1 FOR UPDATE",
+	} {
+		if err := g.check(sql); err != nil {
+			t.Errorf("%s: %v", sql, err)
+		}
+	}
+}
+
+func TestColumnGuardRefuses(t *testing.T) {
+	g := &columnGuard{allowed: guardAllowed, source: "of the test"}
+	for sql, want := range map[string]string{
+		"SELECT * FROM customers":                                                                      "at offset 7: * reads every column",
+		"SELECT c.* FROM customers c":                                                                  "* reads every column",
+		"SELECT (c).* FROM customers c":                                                                "* reads every column",
+		"TABLE customers":                                                                              "* reads every column",
+		"SELECT id FROM (SELECT * FROM customers) s":                                                   "* reads every column",
+		"WITH x AS (SELECT * FROM customers) SELECT id FROM x":                                         "* reads every column",
+		"SELECT id FROM customers WHERE EXISTS (SELECT * FROM orders)":                                 "* reads every column",
+		"SELECT customers FROM customers":                                                              `"customers" names a table or alias`,
+		"SELECT (c).password FROM customers c":                                                         `"c" names a table or alias`,
+		"SELECT row_to_json(c) FROM customers c":                                                       `"c" names a table or alias`,
+		"SELECT to_jsonb(customers) FROM customers":                                                    `"customers" names a table or alias`,
+		"SELECT id FROM customers WHERE customers IS NOT NULL":                                         `"customers" names a table or alias`,
+		"SELECT s FROM (SELECT id FROM customers) s":                                                   `"s" names a table or alias`,
+		"SELECT id FROM customers id":                                                                  `"id" names a table or alias`,
+		"SELECT customers.customers FROM customers":                                                    `"customers" names a table or alias`,
+		"SELECT id FROM customers WHERE id = $1 ORDER BY customers":                                    `"customers" names a table or alias`,
+		"INSERT INTO customers (id) VALUES ($1) RETURNING customers":                                   `"customers" names a table or alias`,
+		"INSERT INTO customers (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET name = (excluded).name": `"excluded" names a table or alias`,
+		"WITH x AS (SELECT password AS id FROM customers) SELECT id FROM x":                            `column "password" is not in allowedColumns`,
+		"SELECT id FROM customers ORDER BY password":                                                   `column "password"`,
+		"SELECT id FROM customers GROUP BY password":                                                   `column "password"`,
+		"SELECT id FROM customers c(id, name)":                                                         "renames a source's columns by position",
+		"SELECT id FROM customers NATURAL JOIN orders":                                                 "NATURAL JOIN",
+		"SELECT id FROM customers JOIN orders USING (id)":                                              "USING",
+		"INSERT INTO customers VALUES ($1, $2)":                                                        "INSERT without a column list",
+		"INSERT INTO customers SELECT id, name FROM customers":                                         "INSERT without a column list",
+		"INSERT INTO customers (password) VALUES ($1)":                                                 `INSERT writes column "password"`,
+		"INSERT INTO customers (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET password = $2":          `ON CONFLICT … SET writes column "password"`,
+		"INSERT INTO customers (id) VALUES ($1) ON CONFLICT (password) DO NOTHING":                     `column "password"`,
+		"UPDATE customers SET password = $1 WHERE id = $2":                                             `UPDATE … SET writes column "password"`,
+		"UPDATE customers SET (name, password) = ($1, $2) WHERE id = $3":                               `column "password"`,
+		"UPDATE customers SET name = $1":                                                               "UPDATE without WHERE changes every row",
+		"DELETE FROM customers":                                                                        "DELETE without WHERE changes every row; add WHERE column = $n, or set allowUnfiltered=true",
+		"DELETE FROM customers WHERE NOT id = $1":                                                      "does not narrow the rows",
+		"DELETE FROM customers WHERE id <> $1":                                                         "does not narrow the rows",
+		"DELETE FROM customers WHERE id = $1 OR name <> $2":                                            "does not narrow the rows",
+		"DELETE FROM customers WHERE id = id":                                                          "does not narrow the rows",
+		"DELETE FROM customers WHERE id IN (SELECT id FROM customers)":                                 "does not narrow the rows",
+		"DELETE FROM customers WHERE id = $1 IS NOT FALSE":                                             "does not narrow the rows",
+		"WITH d AS (DELETE FROM customers RETURNING id) SELECT id FROM d":                              "DELETE without WHERE",
+		"SELECT id FROM secrets":                                                                       `table "secrets" is not in allowedColumns`,
+		"SELECT id FROM other.customers":                                                               `table "other"`,
+		"SELECT id FROM customers; SELECT id FROM customers":                                           "2 statements",
+		"":                                 "0 statements",
+		"DROP TABLE customers":             "only SELECT, INSERT, UPDATE and DELETE",
+		"COPY customers TO STDOUT":         "only SELECT",
+		"EXPLAIN SELECT id FROM customers": "only SELECT",
+		"MERGE INTO customers c USING orders o ON c.id = o.customer_id WHEN MATCHED THEN DELETE": "only SELECT",
+		"SELECT id FROM customers WHERE": "parser does not accept it",
+		"SELECT x.id FROM customers":     `"x" is neither a table`,
+	} {
+		err := g.check(sql)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error with %q", sql, err, want)
+		}
+	}
+	bulk := &columnGuard{allowed: guardAllowed, allowUnfiltered: true, source: "of the test"}
+	for _, sql := range []string{"DELETE FROM customers", "UPDATE customers SET name = $1 WHERE NOT id = $2"} {
+		if err := bulk.check(sql); err != nil {
+			t.Errorf("allowUnfiltered: %s: %v", sql, err)
+		}
+	}
+}
+
+// Deep, long and odd input gets an error or an answer, never a panic or a hang.
+func TestColumnGuardHostileInput(t *testing.T) {
+	g := &columnGuard{allowed: guardAllowed, source: "of the test"}
+	deep := "SELECT id FROM customers WHERE " + strings.Repeat("(", 100000) + "id = $1" + strings.Repeat(")", 100000)
+	if err := g.check(deep); err == nil {
+		t.Errorf("100000 nested parentheses accepted")
+	}
+	wide := "SELECT " + strings.Repeat("id, ", 200000) + "name FROM customers"
+	if err := g.check(wide); err != nil {
+		t.Errorf("a long select list: %v", err)
+	}
+	for _, sql := range []string{"\x00", "SELECT \xff FROM customers", "SELECT id FROM customers WHERE id = $99999999999", "/*", "'"} {
+		_ = g.check(sql)
+	}
+}
+
+// FuzzColumnGuard checks the guard against an independent reading of PostgreSQL's
+// parse tree (its JSON form): whatever the guard accepts reads and writes listed
+// columns only, names listed tables only and hides no * or whole-row reference.
+func FuzzColumnGuard(f *testing.F) {
+	for _, seed := range []string{
+		"SELECT id, name FROM customers WHERE id = $1",
+		"SELECT c.id FROM customers c JOIN orders o ON o.customer_id = c.id",
+		"WITH x AS (SELECT id FROM customers) SELECT x.id FROM x",
+		"INSERT INTO customers (id, name) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name RETURNING id",
+		"UPDATE customers SET name = $1 WHERE id = $2",
+		"DELETE FROM customers WHERE id IN ($1, $2) RETURNING name",
+		"SELECT * FROM customers", "SELECT (c).* FROM customers c", "SELECT customers FROM customers",
+		"SELECT row_to_json(c) FROM customers c", "SELECT id FROM customers NATURAL JOIN orders",
+		"SELECT id FROM customers c(name)", "INSERT INTO customers VALUES ($1)", "DELETE FROM customers WHERE NOT id = $1",
+		"SELECT id FROM customers id", "TABLE customers", "SELECT (SELECT password FROM customers) AS id FROM customers",
+	} {
+		f.Add(seed)
+	}
+	g := &columnGuard{allowed: guardAllowed, source: "of the fuzz test"}
+	f.Fuzz(func(t *testing.T, sql string) {
+		if g.check(sql) != nil {
+			return
+		}
+		tree, err := pg_query.ParseToJSON(sql)
+		if err != nil {
+			t.Fatalf("accepted %q, which PostgreSQL's parser refuses: %v", sql, err)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(tree), &v); err != nil {
+			t.Fatal(err)
+		}
+		if problem := listedOnly(v, rowSourceNames(v, map[string]bool{})); problem != "" {
+			t.Fatalf("accepted %q, yet %s\n%s", sql, problem, tree)
+		}
+	})
+}
+
+// rowSourceNames collects every relname, aliasname and ctename of a JSON parse tree.
+func rowSourceNames(v any, into map[string]bool) map[string]bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && (k == "relname" || k == "aliasname" || k == "ctename") {
+				into[strings.ToLower(s)] = true
+			}
+			rowSourceNames(x, into)
+		}
+		if _, ok := v["OnConflictClause"]; ok {
+			into["excluded"] = true
+		}
+		if oc, ok := v["onConflictClause"]; ok && oc != nil {
+			into["excluded"] = true
+		}
+	case []any:
+		for _, x := range v {
+			rowSourceNames(x, into)
+		}
+	}
+	return into
+}
+
+// listedOnly reports the first thing in a JSON parse tree that reads or writes an
+// unlisted column ("" when there is none): a *, a column reference to an unlisted
+// or row-source name, an unlisted table, a renaming alias, a NATURAL or USING join,
+// an INSERT without columns, a written unlisted column, an UPDATE or DELETE
+// without WHERE.
+func listedOnly(v any, sources map[string]bool) string {
+	switch v := v.(type) {
+	case []any:
+		for _, x := range v {
+			if p := listedOnly(x, sources); p != "" {
+				return p
+			}
+		}
+	case map[string]any:
+		for k, x := range v {
+			if p := jsonNodeProblem(k, x, sources); p != "" {
+				return p
+			}
+			if p := listedOnly(x, sources); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+func jsonNodeProblem(kind string, x any, sources map[string]bool) string {
+	node, _ := x.(map[string]any)
+	str := func(key string) string { s, _ := node[key].(string); return strings.ToLower(s) }
+	list := func(key string) []any { l, _ := node[key].([]any); return l }
+	resTargetNames := func(key string) string {
+		for _, item := range list(key) {
+			rt, _ := item.(map[string]any)["ResTarget"].(map[string]any)
+			name, _ := rt["name"].(string)
+			if !guardAllowed[strings.ToLower(name)] || sources[strings.ToLower(name)] {
+				return fmt.Sprintf("%s writes %q", kind, name)
+			}
+		}
+		return ""
+	}
+	switch kind {
+	case "A_Star":
+		return "it has a *"
+	case "ColumnRef":
+		fields := list("fields")
+		if len(fields) == 0 {
+			return "an empty column reference"
+		}
+		last, _ := fields[len(fields)-1].(map[string]any)["String"].(map[string]any)
+		name, _ := last["sval"].(string)
+		if name = strings.ToLower(name); name == "" || !guardAllowed[name] || sources[name] {
+			return fmt.Sprintf("it refers to column %q", name)
+		}
+	case "RangeVar", "relation": // a typed RangeVar field (INSERT INTO, UPDATE, DELETE FROM) has no wrapper
+		if !guardAllowed[str("relname")] && !(sources[str("relname")] && str("schemaname") == "") {
+			return fmt.Sprintf("it reads table %q", str("relname"))
+		}
+		if s := str("schemaname"); s != "" && !guardAllowed[s] {
+			return fmt.Sprintf("it reads schema %q", s)
+		}
+	case "Alias", "alias":
+		if len(list("colnames")) > 0 {
+			return "an alias renames columns"
+		}
+	case "JoinExpr":
+		if node["isNatural"] == true || len(list("usingClause")) > 0 {
+			return "it joins NATURAL or USING"
+		}
+	case "InsertStmt":
+		if node["selectStmt"] != nil && len(list("cols")) == 0 {
+			return "it inserts without a column list"
+		}
+		return resTargetNames("cols")
+	case "UpdateStmt":
+		if node["whereClause"] == nil {
+			return "it updates without WHERE"
+		}
+		return resTargetNames("targetList")
+	case "DeleteStmt":
+		if node["whereClause"] == nil {
+			return "it deletes without WHERE"
+		}
+	case "OnConflictClause", "onConflictClause":
+		return resTargetNames("targetList")
+	case "IndexElem":
+		if n := str("name"); n != "" && !guardAllowed[n] {
+			return fmt.Sprintf("it infers on %q", n)
+		}
+	}
+	return ""
+}
