@@ -24,7 +24,9 @@ import (
 // costs time in proportion (an 800 KB select list took seconds).
 const maxGuardedSQL = 64 << 10
 
-// columnGuard judges one statement against allowedColumns.
+// columnGuard judges one statement against allowedColumns. Names are compared as
+// the parser gives them: unquoted names are folded to lower case as PostgreSQL
+// folds them, and a quoted "ID" is not the listed id (it is another column).
 type columnGuard struct {
 	allowed         map[string]bool // lower-case listed names (tables and columns)
 	allowUnfiltered bool            // UPDATE and DELETE may go without a narrowing WHERE
@@ -218,7 +220,7 @@ func (w *guardWalk) columnRef(c *pg_query.ColumnRef) {
 		return
 	}
 	for _, q := range parts[:len(parts)-1] {
-		if !w.relations[strings.ToLower(q)] && !w.g.allowed[strings.ToLower(q)] {
+		if !w.relations[strings.ToLower(q)] && !w.g.allowed[q] {
 			w.refuse(c.Location, "%q is neither a table of the statement nor in allowedColumns", q)
 			return
 		}
@@ -232,7 +234,7 @@ func (w *guardWalk) column(name string, at int32) {
 	switch {
 	case w.relations[lower]:
 		w.refuse(at, "%q names a table or alias of the statement: used as a column it is the whole row, every column, listed or not; name listed columns instead", name)
-	case !w.g.allowed[lower]:
+	case !w.g.allowed[name]:
 		w.refuse(at, "column %q is not in allowedColumns; list it there or leave it out", name)
 	}
 }
@@ -243,7 +245,7 @@ func (w *guardWalk) table(r *pg_query.RangeVar) {
 		return
 	}
 	for _, part := range []string{r.Catalogname, r.Schemaname, r.Relname} {
-		if part != "" && !w.g.allowed[strings.ToLower(part)] {
+		if part != "" && !w.g.allowed[part] {
 			w.refuse(r.Location, "table %q is not in allowedColumns; list it there or leave it out", part)
 			return
 		}
@@ -257,8 +259,7 @@ func (w *guardWalk) targetColumns(targets []*pg_query.Node, what string) {
 		if rt == nil {
 			continue
 		}
-		lower := strings.ToLower(rt.Name)
-		if !w.g.allowed[lower] || w.relations[lower] {
+		if !w.g.allowed[rt.Name] || w.relations[strings.ToLower(rt.Name)] {
 			w.refuse(rt.Location, "%s writes column %q, which is not in allowedColumns; list it there or leave it out", what, rt.Name)
 			return
 		}

@@ -84,6 +84,17 @@ func TestAllowedColumnsRefusesStarsAndWholeRows(t *testing.T) {
 			t.Errorf("%s: %v, want an error with %q", sql, err, want)
 		}
 	}
+	// The same statements as query= of the configuration fail to load.
+	for _, attack := range wholeRowAttacks {
+		sql := fmt.Sprintf(attack, tbl)
+		u, err := uri.Parse(with(base, "operation=query&allowedColumns="+url.QueryEscape("id,name,"+tbl)+"&query="+url.QueryEscape(sql)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := postgres.New(nil).CreateEndpoint(u); err == nil || !strings.Contains(err.Error(), "allowedColumns refuses the SQL of option query=") {
+			t.Errorf("query=%s: %v, want a refusal", sql, err)
+		}
+	}
 	// What the guard is for still works.
 	ex := mustSend(t, p, map[string]any{"query": "SELECT id, name FROM " + tbl + " WHERE id = $1", "params": []any{int64(2)}})
 	if got := jsonOf(t, ex.In().Body()); got != `[{"id":2,"name":"Bob"}]` {
@@ -168,5 +179,25 @@ func TestAllowedColumnsGuardsConfiguredSQLAndAnswers(t *testing.T) {
 		if strings.Contains(out, secret) || out != tc.want {
 			t.Errorf("%s answers %s, want %s (the listed columns only)", tc.op, out, tc.want)
 		}
+	}
+}
+
+// A quoted "ID" is another column than the listed id: the guard compares names as
+// PostgreSQL reads them, in SQL and in the keys of an inserted map.
+func TestAllowedColumnsQuotedNamesAreExact(t *testing.T) {
+	base := testtools.PostgresURL(t)
+	tbl := testtools.UniqueName("cased")
+	testtools.PostgresExec(t, base,
+		"CREATE TABLE "+tbl+` (id int, "ID" text)`,
+		"INSERT INTO "+tbl+` VALUES (1, 'S3CRET')`)
+	t.Cleanup(func() { testtools.PostgresExec(t, base, "DROP TABLE IF EXISTS "+tbl) })
+	q := target(t, with(base, "operation=query&allowedColumns="+url.QueryEscape("id,"+tbl)))
+	ex, err := send(t, q, map[string]any{"query": `SELECT "ID" FROM ` + tbl, "params": []any{}})
+	if err == nil || !strings.Contains(err.Error(), `column "ID" is not in allowedColumns`) || strings.Contains(jsonOf(t, ex.In().Body()), "S3CRET") {
+		t.Errorf(`SELECT "ID": %v %s`, err, jsonOf(t, ex.In().Body()))
+	}
+	ins := target(t, with(base, "operation=insert&allowedColumns=id&table="+tbl))
+	if _, err := send(t, ins, map[string]any{"id": int64(2), "ID": "written"}); err == nil || !strings.Contains(err.Error(), `column "ID" is not in allowedColumns`) {
+		t.Errorf(`insert "ID": %v`, err)
 	}
 }

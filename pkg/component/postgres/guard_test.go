@@ -87,8 +87,11 @@ func TestColumnGuardRefuses(t *testing.T) {
 		"COPY customers TO STDOUT":         "only SELECT",
 		"EXPLAIN SELECT id FROM customers": "only SELECT",
 		"MERGE INTO customers c USING orders o ON c.id = o.customer_id WHEN MATCHED THEN DELETE": "only SELECT",
-		"SELECT id FROM customers WHERE": "parser does not accept it",
-		"SELECT x.id FROM customers":     `"x" is neither a table`,
+		"SELECT id FROM customers WHERE":    "parser does not accept it",
+		"SELECT x.id FROM customers":        `"x" is neither a table`,
+		`SELECT "ID" FROM customers`:        `column "ID" is not in allowedColumns`,
+		`SELECT id FROM "Customers"`:        `table "Customers" is not in allowedColumns`,
+		`SELECT "Customers" FROM customers`: `"Customers" names a table or alias`,
 	} {
 		err := g.check(sql)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -212,13 +215,13 @@ func listedOnly(v any, sources map[string]bool) string {
 
 func jsonNodeProblem(kind string, x any, sources map[string]bool) string {
 	node, _ := x.(map[string]any)
-	str := func(key string) string { s, _ := node[key].(string); return strings.ToLower(s) }
+	str := func(key string) string { s, _ := node[key].(string); return s }
 	list := func(key string) []any { l, _ := node[key].([]any); return l }
 	resTargetNames := func(key string) string {
 		for _, item := range list(key) {
 			rt, _ := item.(map[string]any)["ResTarget"].(map[string]any)
 			name, _ := rt["name"].(string)
-			if !guardAllowed[strings.ToLower(name)] || sources[strings.ToLower(name)] {
+			if !guardAllowed[name] || sources[strings.ToLower(name)] {
 				return fmt.Sprintf("%s writes %q", kind, name)
 			}
 		}
@@ -234,11 +237,11 @@ func jsonNodeProblem(kind string, x any, sources map[string]bool) string {
 		}
 		last, _ := fields[len(fields)-1].(map[string]any)["String"].(map[string]any)
 		name, _ := last["sval"].(string)
-		if name = strings.ToLower(name); name == "" || !guardAllowed[name] || sources[name] {
+		if name == "" || !guardAllowed[name] || sources[strings.ToLower(name)] {
 			return fmt.Sprintf("it refers to column %q", name)
 		}
 	case "RangeVar", "relation": // a typed RangeVar field (INSERT INTO, UPDATE, DELETE FROM) has no wrapper
-		if !guardAllowed[str("relname")] && !(sources[str("relname")] && str("schemaname") == "") {
+		if !guardAllowed[str("relname")] && !(sources[strings.ToLower(str("relname"))] && str("schemaname") == "") {
 			return fmt.Sprintf("it reads table %q", str("relname"))
 		}
 		if s := str("schemaname"); s != "" && !guardAllowed[s] {

@@ -332,7 +332,7 @@ func (e *endpoint) listedOnly(rows []any) []any {
 	for _, r := range rows {
 		if m, ok := r.(map[string]any); ok {
 			for k := range m {
-				if !e.allowed[strings.ToLower(k)] {
+				if !e.allowed[k] {
 					delete(m, k)
 				}
 			}
@@ -347,7 +347,7 @@ func (e *endpoint) checkColumns(cols []string) error {
 		return nil
 	}
 	for _, c := range cols {
-		if !e.allowed[strings.ToLower(c)] {
+		if !e.allowed[c] { // keys are quoted identifiers: "ID" is not the listed id
 			return fmt.Errorf("column %q is not in allowedColumns", c)
 		}
 	}
