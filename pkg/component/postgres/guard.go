@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	pgquery "github.com/wasilibs/go-pgquery"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -54,7 +55,7 @@ func (g *columnGuard) check(sql string) error {
 	if len(sql) > maxGuardedSQL {
 		return &guardError{g.source, -1, fmt.Sprintf("it is %d bytes long; the guard reads at most %d", len(sql), maxGuardedSQL)}
 	}
-	tree, err := pg_query.Parse(sql)
+	tree, err := pgquery.Parse(sql)
 	if err != nil {
 		return &guardError{g.source, -1, fmt.Sprintf("PostgreSQL's parser does not accept it (%v)", err)}
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	pg_query "github.com/pganalyze/pg_query_go/v6"
+	pgquery "github.com/wasilibs/go-pgquery"
 )
 
 // guardAllowed lists two tables and their safe columns; password, secret and
@@ -41,7 +41,7 @@ func TestColumnGuardRefuses(t *testing.T) {
 	for sql, want := range map[string]string{
 		"SELECT * FROM customers":                                                                      "at offset 7: * reads every column",
 		"SELECT c.* FROM customers c":                                                                  "* reads every column",
-		"SELECT (c).* FROM customers c":                                                                "* reads every column",
+		"SELECT (c).* FROM customers c":                                                                "allowedColumns refuses", // the * or the whole row c, whichever the walk meets first
 		"TABLE customers":                                                                              "* reads every column",
 		"SELECT id FROM (SELECT * FROM customers) s":                                                   "* reads every column",
 		"WITH x AS (SELECT * FROM customers) SELECT id FROM x":                                         "* reads every column",
@@ -149,7 +149,7 @@ func FuzzColumnGuard(f *testing.F) {
 		if g.check(sql) != nil {
 			return
 		}
-		tree, err := pg_query.ParseToJSON(sql)
+		tree, err := pgquery.ParseToJSON(sql)
 		if err != nil {
 			t.Fatalf("accepted %q, which PostgreSQL's parser refuses: %v", sql, err)
 		}
@@ -174,7 +174,7 @@ func TestFuzzOracleFlagsAttacks(t *testing.T) {
 		"INSERT INTO customers (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET password = $2",
 		"SELECT id FROM other.customers", "INSERT INTO secrets (id) VALUES ($1)",
 	} {
-		tree, err := pg_query.ParseToJSON(sql)
+		tree, err := pgquery.ParseToJSON(sql)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +340,7 @@ func FuzzColumnGuardBuilt(f *testing.F) {
 		if g.check(sql) != nil {
 			return
 		}
-		tree, err := pg_query.ParseToJSON(sql)
+		tree, err := pgquery.ParseToJSON(sql)
 		if err != nil {
 			t.Fatalf("accepted %q, which PostgreSQL's parser refuses: %v", sql, err)
 		}
