@@ -12,8 +12,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// The allowedColumns guard reads SQL with PostgreSQL's own parser (libpg_query,
-// through pg_query_go) rather than with the token check of sql.go: only the real
+// The allowedColumns guard reads SQL with PostgreSQL's own parser (libpg_query as
+// WebAssembly through wasilibs/go-pgquery, which needs no cgo and answers
+// pg_query_go's parse-tree types) rather than with the token check of sql.go: only the real
 // grammar says for sure which names are columns, which are tables and where a
 // `*` or a whole-row reference hides (t.*, (t).*, row_to_json(t), TABLE t, a CTE, a
 // subquery, RETURNING, ON CONFLICT …). It walks every node of the parse tree, so a
