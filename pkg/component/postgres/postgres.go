@@ -152,7 +152,8 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 		op: opts.String("operation"), query: opts.String("query"), table: opts.String("table"),
 		where: opts.String("where"), returning: opts.Bool("returning"), copyMode: opts.String("insertMode") == "copy",
 		delay: opts.Duration("delay"), maxRows: int(opts.Int("maxRows")),
-		onConsume: opts.String("onConsume"), onConsumeFailed: opts.String("onConsumeFailed"), channel: opts.String("channel")}
+		allowUnfiltered: opts.Bool("allowUnfiltered"),
+		onConsume:       opts.String("onConsume"), onConsumeFailed: opts.String("onConsumeFailed"), channel: opts.String("channel")}
 	if cols := opts.String("allowedColumns"); cols != "" {
 		e.allowed = map[string]bool{}
 		for _, name := range strings.Split(cols, ",") {
@@ -189,6 +190,9 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 		if _, _, err := bindNamed(sql); err != nil {
 			problems = append(problems, fmt.Sprintf("option %s: %v", name, err))
 		}
+	}
+	if e.allowed != nil {
+		problems = append(problems, e.guardConfiguredSQL()...)
 	}
 	if len(problems) > 0 {
 		return nil, errors.New(strings.Join(problems, "; "))
@@ -277,6 +281,7 @@ type endpoint struct {
 	tableIdent              pgx.Identifier
 	returning, copyMode     bool
 	allowed                 map[string]bool
+	allowUnfiltered         bool
 
 	delay                      time.Duration
 	maxRows                    int

@@ -375,7 +375,7 @@ func TestInjectionThroughNamesAndValues(t *testing.T) {
 	if _, err := send(t, guarded, map[string]any{"name": "x", "status": "admin"}); err == nil || !strings.Contains(err.Error(), `column "status" is not in allowedColumns`) {
 		t.Errorf("guarded insert: %v", err)
 	}
-	up := target(t, with(base, "operation=update&allowedColumns=status&table="+tbl+"&where="+url.QueryEscape("id = :id")))
+	up := target(t, with(base, "operation=update&allowedColumns=status,id&table="+tbl+"&where="+url.QueryEscape("id = :id")))
 	if _, err := send(t, up, map[string]any{"id": 1, "name": "y"}); err == nil || !strings.Contains(err.Error(), `column "name" is not in allowedColumns`) {
 		t.Errorf("guarded update: %v", err)
 	}

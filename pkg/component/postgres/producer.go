@@ -87,6 +87,9 @@ func (p *producer) process(ctx context.Context, pool *pgxpool.Pool, ex *exchange
 			if err := checkGuard(sql, e.allowed); err != nil {
 				return err
 			}
+			if err := e.guard("from the body").check(sql); err != nil {
+				return err
+			}
 		}
 		return p.run(ctx, pool, ex, sql, args, e.op != OpExec)
 	case OpInsert:
@@ -320,13 +323,31 @@ func rowsOf(body any) ([]map[string]any, bool, error) {
 	return nil, false, fmt.Errorf("operation=insert takes a map (one row) or a list of maps (many rows); the body is %s", describeType(body))
 }
 
+// listedOnly drops from RETURNING * rows the columns allowedColumns does not
+// list, so that insert, update and delete answer only what the caller may see.
+func (e *endpoint) listedOnly(rows []any) []any {
+	if e.allowed == nil {
+		return rows
+	}
+	for _, r := range rows {
+		if m, ok := r.(map[string]any); ok {
+			for k := range m {
+				if !e.allowed[k] {
+					delete(m, k)
+				}
+			}
+		}
+	}
+	return rows
+}
+
 // checkColumns refuses keys that allowedColumns does not list.
 func (e *endpoint) checkColumns(cols []string) error {
 	if e.allowed == nil {
 		return nil
 	}
 	for _, c := range cols {
-		if !e.allowed[strings.ToLower(c)] {
+		if !e.allowed[c] { // keys are quoted identifiers: "ID" is not the listed id
 			return fmt.Errorf("column %q is not in allowedColumns", c)
 		}
 	}
@@ -473,6 +494,7 @@ func (p *producer) insert(ctx context.Context, pool *pgxpool.Pool, ex *exchange.
 	ex.In().SetHeader(HeaderRowCount, total)
 	ex.In().SetHeader(HeaderCommandTag, "INSERT 0 "+strconv.FormatInt(total, 10))
 	if e.returning {
+		out = e.listedOnly(out)
 		if single && len(out) == 1 {
 			ex.In().SetBody(out[0])
 		} else {
@@ -581,7 +603,13 @@ func (p *producer) change(ctx context.Context, pool *pgxpool.Pool, ex *exchange.
 	if e.returning {
 		b.WriteString(" RETURNING *")
 	}
-	return p.run(ctx, pool, ex, b.String(), args, e.returning)
+	if err := p.run(ctx, pool, ex, b.String(), args, e.returning); err != nil {
+		return err
+	}
+	if rows, ok := ex.In().Body().([]any); ok && e.returning {
+		ex.In().SetBody(e.listedOnly(rows))
+	}
+	return nil
 }
 
 func describeWhere(w string) string {

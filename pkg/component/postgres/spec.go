@@ -46,7 +46,11 @@ NULL as null.
 SQL taken from the body (a {"query": …, "params": […]} map, as the spec's database query
 tool builds it) is the sender's SQL: whatever built it decides what runs. allowedColumns
 limits such SQL to the listed tables and columns, one statement, no literals, comments or
-function calls, and WHERE conditions of the form column operator $n; see docs/postgres.md.
+function calls, and WHERE conditions of the form column operator $n; PostgreSQL's own
+parser (libpg_query) checks that it reads and writes listed columns only: no *, no table
+or alias used as a column (a whole row), no NATURAL JOIN or USING, INSERT with a column
+list, UPDATE and DELETE with a narrowing WHERE unless allowUnfiltered=true. query= and
+where= are held to the same column rules when the endpoint is made; see docs/postgres.md.
 
 As a trigger it polls (query=, delay=, onConsume= marking each row the workflow handled,
 all in one transaction per batch) or, with channel=, LISTENs and turns each NOTIFY into an
@@ -74,7 +78,9 @@ With helix.cluster.leader set, a polling or LISTEN trigger runs on the elected l
 		{Name: "insertMode", Type: component.TypeEnum, Enum: []string{"values", "copy"}, Default: "values", Role: component.ProducerOnly, Since: "0.2",
 			Description: "how a list is inserted: values (one INSERT … VALUES statement per 1000 rows, in one transaction, RETURNING rows) or copy (the COPY protocol: fastest, keeps the body, all maps must have the same keys)"},
 		{Name: "allowedColumns", Type: component.TypeString, Role: component.ProducerOnly, Since: "0.2",
-			Description: "comma-separated tables and columns; when set, SQL from the body may name only these (with the guard rules of docs/postgres.md) and inserted or updated maps may only have these keys"},
+			Description: "comma-separated tables and columns; when set, SQL from the body, query= and where= may read and write only these (no *, no whole-row references, UPDATE and DELETE need a narrowing WHERE; the guard rules of docs/postgres.md), inserted or updated maps may only have these keys, and insert, update and delete answer only these columns"},
+		{Name: "allowUnfiltered", Type: component.TypeBool, Default: "false", Role: component.ProducerOnly, Since: "0.2",
+			Description: "with allowedColumns, let UPDATE and DELETE (from the body, or where=) change rows without a WHERE that narrows them to given values (column = $n, column IN (…)); off, WHERE NOT id = $1, WHERE id <> $1 and a missing WHERE are refused"},
 		{Name: "user", Type: component.TypeString, Role: component.Both, Since: "0.2",
 			Description: "the user name, when the URI has none"},
 		{Name: "password", Type: component.TypeString, Secret: true, Role: component.Both, Since: "0.2",
