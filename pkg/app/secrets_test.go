@@ -155,3 +155,65 @@ workflows:
 		t.Errorf("the log holds the key:\n%s", out)
 	}
 }
+
+// A credential written literally in the YAML (not through ${env:…}) is a secret
+// too: an mcp:// server that echoes the bearer token in its error must not show it
+// to Helix's caller or its log.
+func TestLiteralCredentialsStayOutOfErrors(t *testing.T) {
+	const token = "literal-b3arer-7c51e0aa"
+	up := sdk.NewServer(&sdk.Implementation{Name: "echoing", Version: "1"}, nil)
+	up.AddTool(&sdk.Tool{Name: "whoami", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{
+				Text: "refused: " + req.Extra.Header.Get("Authorization") + " is not known here"}}}, nil
+		})
+	upstream := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return up }, nil))
+	defer upstream.Close()
+
+	var logs lockedLog
+	cfg, err := config.LoadBytes("helix.yaml", []byte(fmt.Sprintf(`
+helix:
+  mcp:
+    servers:
+      - enabled: true
+        transport: http
+        addr: "127.0.0.1:0"
+        name: sec
+workflows:
+  - id: relay
+    description: "calls a server that echoes the token"
+    trigger: direct://relay
+    steps:
+      - target:
+          uri: mcp://%s/mcp/whoami
+          auth:
+            type: bearer
+            token: "%s"
+`, strings.TrimPrefix(upstream.URL, "http://"), token)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := quiet
+	opts.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a, err := app.Build(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBuilt(t, a)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := mcpSession(t, a, "sec").CallTool(ctx, &sdk.CallToolParams{Name: "relay", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || len(res.Content) == 0 {
+		t.Fatalf("want the upstream's refusal as an error result, got %+v", res)
+	}
+	text := res.Content[0].(*sdk.TextContent).Text
+	if strings.Contains(text, token) || !strings.Contains(text, "[redacted]") {
+		t.Errorf("the MCP caller sees: %s", text)
+	}
+	if strings.Contains(logs.String(), token) {
+		t.Errorf("the log shows the token:\n%s", logs.String())
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/agent"
 	"github.com/arvenza/helix/pkg/agent/anthropic"
 	"github.com/arvenza/helix/pkg/agent/openai"
@@ -200,10 +201,17 @@ func newModel(m config.ModelConfig, deps Deps) (agent.Model, error) {
 		client = c
 	}
 	key := m.APIKey
+	// Model APIs echo what they were sent in some errors: the API key and the
+	// configured headers (credentials, mostly) are redacted wherever text goes out.
+	redact.AddSecret(key)
+	for _, v := range m.Headers {
+		redact.AddSecret(v)
+	}
 	switch provider {
 	case ProviderOpenAI:
 		if key == "" {
 			key = deps.Getenv("OPENAI_API_KEY")
+			redact.AddSecret(key)
 		}
 		mdl, err := openai.New(openai.Config{Model: m.Model, APIKey: key, BaseURL: m.BaseURL,
 			Temperature: m.Temperature, MaxTokens: m.MaxTokens, HTTPClient: client})
@@ -214,6 +222,7 @@ func newModel(m config.ModelConfig, deps Deps) (agent.Model, error) {
 	case ProviderAnthropic:
 		if key == "" {
 			key = deps.Getenv("ANTHROPIC_API_KEY")
+			redact.AddSecret(key)
 		}
 		mdl, err := anthropic.New(anthropic.Config{Model: m.Model, APIKey: key, BaseURL: m.BaseURL,
 			Temperature: m.Temperature, MaxTokens: m.MaxTokens, HTTPClient: client})

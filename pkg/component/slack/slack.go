@@ -37,6 +37,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackutilsx"
 
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
@@ -152,6 +153,9 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 			return nil, fmt.Errorf("no Slack credentials: set the environment variable %s (a bot token, xoxb-…) or %s, or give the option token=${env:NAME} or webhookUrl=${env:NAME}", EnvBotToken, EnvWebhookURL)
 		}
 	}
+	// Slack's errors may quote what was sent; the token and the webhook URL (whose
+	// path is its secret) never reach a caller, a log or a span.
+	redact.AddSecret(token, hook)
 	if e.channel == "" && hook == "" {
 		return nil, errors.New("no channel: write it as slack://ops-channel (a name or an ID such as C0123456789)")
 	}

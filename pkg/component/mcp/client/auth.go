@@ -15,6 +15,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -229,6 +230,9 @@ func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, *http.Tr
 	base.MaxIdleConns = max(base.MaxIdleConns, idleConnsPerHost)
 	var rt http.RoundTripper = base
 	if auth != nil {
+		// A server that echoes a credential in an error must not show it to our
+		// callers, logs or spans, also when it was written literally in the YAML.
+		redact.AddSecret(auth.Token, auth.Key, auth.ClientSecret)
 		switch auth.Type {
 		case AuthBearer:
 			rt = &headerTransport{base: rt, header: http.Header{"Authorization": {"Bearer " + auth.Token}}}
