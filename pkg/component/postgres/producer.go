@@ -507,7 +507,7 @@ func (p *producer) insert(ctx context.Context, pool *pgxpool.Pool, ex *exchange.
 // columnTypes returns the type OIDs of cols in the endpoint's table, asked once per
 // set of columns and remembered.
 func (p *producer) columnTypes(ctx context.Context, pool *pgxpool.Pool, cols []string) ([]uint32, error) {
-	key := strings.Join(cols, "\x00")
+	key := columnsKey(cols)
 	p.mu.Lock()
 	oids, ok := p.types[key]
 	p.mu.Unlock()
@@ -535,9 +535,29 @@ func (p *producer) columnTypes(ctx context.Context, pool *pgxpool.Pool, cols []s
 	if p.types == nil {
 		p.types = map[string][]uint32{}
 	}
-	p.types[key] = oids
+	// Callers choose the column sets (the body's keys): past the bound, types are
+	// asked again rather than remembered, so the cache cannot grow without end.
+	if len(p.types) < maxColumnTypeSets {
+		p.types[key] = oids
+	}
 	p.mu.Unlock()
 	return oids, nil
+}
+
+// maxColumnTypeSets bounds the column sets whose types one endpoint remembers.
+const maxColumnTypeSets = 256
+
+// columnsKey names a list of columns unambiguously: each name is length-prefixed,
+// so no name (PostgreSQL drops a NUL byte from a quoted identifier) can make two
+// different lists share a key and one list use the other's types.
+func columnsKey(cols []string) string {
+	var b strings.Builder
+	for _, c := range cols {
+		b.WriteString(strconv.Itoa(len(c)))
+		b.WriteByte(':')
+		b.WriteString(c)
+	}
+	return b.String()
 }
 
 // pgxQuerier is what a pool and a transaction share.
