@@ -227,21 +227,7 @@ func expandEach(s string, ex *exchange.Exchange, literal func(string), value fun
 
 // queryStart is the index of the '?' that starts the query of a URI template, outside
 // ${…} placeholders; -1 when there is none.
-func queryStart(s string) int {
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '?':
-			return i
-		case s[i] == '$' && i+1 < len(s) && s[i+1] == '{':
-			j := strings.IndexByte(s[i:], '}')
-			if j < 0 {
-				return -1
-			}
-			i += j
-		}
-	}
-	return -1
-}
+func queryStart(s string) int { return indexOutsidePlaceholders(s, '?') }
 
 func expand(s string, ex *exchange.Exchange, esc func(string) string) (string, error) {
 	if !HasPlaceholders(s) {
