@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/tool"
 	"github.com/arvenza/helix/pkg/tracing"
 )
@@ -57,7 +58,7 @@ func traceToolCall(ctx context.Context, c ToolCall, call func(context.Context) t
 	r := call(ctx)
 	if r.IsError {
 		span.SetAttributes(attribute.String("error.type", "tool_error"))
-		span.SetStatus(codes.Error, resultText(r))
+		span.SetStatus(codes.Error, redact.Text(resultText(r)))
 	}
 	span.End()
 	return r
