@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -77,7 +78,11 @@ func TestClientMaxResponseBytes(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "maxResponseBytes") || !strings.Contains(err.Error(), "65536") {
 				t.Fatalf("err = %v, want an error naming maxResponseBytes=65536", err)
 			}
-			hs.CloseClientConnections()
+			// The client closed the oversized response's connection; the server's
+			// writes fail soon after. (Closing the server's side of every connection
+			// here would also kill the client's idle pooled ones, and the next call
+			// could pick one up and fail with EOF.)
+			waitSteady(&written)
 			if n := written.Load(); n > 256<<20 {
 				t.Fatalf("the server wrote %d bytes before the client gave up", n)
 			}
@@ -125,4 +130,18 @@ func mustParse(t *testing.T, raw string) *uri.URI {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// waitSteady waits until n stops growing for 200 ms (at most 10 s).
+func waitSteady(n *atomic.Int64) {
+	deadline := time.Now().Add(10 * time.Second)
+	last := n.Load()
+	for time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		cur := n.Load()
+		if cur == last {
+			return
+		}
+		last = cur
+	}
 }
