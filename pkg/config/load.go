@@ -35,6 +35,10 @@ func Load(files ...string) (*Config, error) {
 	cfg := &Config{}
 	var errs Errors
 	for _, f := range files {
+		if e := markdownByName(f); e != nil {
+			errs = append(errs, e)
+			continue
+		}
 		data, err := readFile(f)
 		if err != nil {
 			errs = append(errs, &Error{Pos: Pos{File: f}, Msg: err.Error()})
@@ -84,17 +88,30 @@ func (c *Config) add(file string, data []byte) (errs Errors) {
 			errs = append(errs, &Error{Pos: Pos{File: file}, Msg: fmt.Sprintf("cannot parse YAML: %v", r)})
 		}
 	}()
+	if e := notYAMLText(file, data); e != nil {
+		return Errors{e}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	lines := bytes.Split(data, []byte("\n"))
-	for {
+	for content := false; ; {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
 		if errors.Is(err, io.EOF) {
+			if !content {
+				return Errors{emptyFileError(file, data)}
+			}
 			return errs
 		}
 		if err != nil {
+			if e := unparsableFile(file, data); e != nil {
+				return Errors{e}
+			}
 			return append(errs, yamlError(file, err))
 		}
+		if e := notAMapping(file, data, &doc); e != nil {
+			return append(errs, e)
+		}
+		content = content || !isEmptyDocument(&doc)
 		fixBlockScalarPositions(&doc, lines, 0)
 		d := NewDecoder(file)
 		resolveEnv(d, &doc, lines, false, 0)
