@@ -17,8 +17,8 @@ import (
 // binary, an empty file, a top-level list — and says so in one message, instead of
 // the YAML parser's complaint about some line in the middle.
 
-const startHint = "a Helix file is YAML with top-level keys such as workflows:, tools: and agents:; " +
-	"examples/quickstart.yaml is a small one to start from"
+const startHint = "a Helix file is YAML with top-level keys such as workflows:, tools: and agents:, " +
+	"as examples/quickstart.yaml is"
 
 var markdownExtensions = map[string]bool{".md": true, ".markdown": true, ".mdx": true}
 
@@ -41,7 +41,7 @@ func notYAMLText(file string, data []byte) *Error {
 	head := data[:min(len(data), 8000)]
 	if bytes.IndexByte(head, 0) >= 0 {
 		return &Error{Pos: Pos{File: file}, Msg: "this is a binary file, not a Helix YAML file",
-			Hint: "give helix the .yaml file of your workflows; " + startHint}
+			Hint: "give helix the .yaml file of your workflows"}
 	}
 	if !utf8.Valid(data) {
 		return &Error{Pos: Pos{File: file, Line: firstInvalidUTF8Line(data)},
@@ -53,7 +53,7 @@ func notYAMLText(file string, data []byte) *Error {
 
 func markdownError(file string) *Error {
 	return &Error{Pos: Pos{File: file}, Msg: "this looks like Markdown, not a Helix YAML file",
-		Hint: "give helix the .yaml file of your workflows (the YAML in a document's ```yaml blocks goes into a file of its own); " + startHint}
+		Hint: "give helix the .yaml file of your workflows: YAML copied from a document's ```yaml blocks goes in a file of its own"}
 }
 
 func hasUnicodeBOM(data []byte) bool {
@@ -112,7 +112,7 @@ func unparsableFile(file string, data []byte) *Error {
 	var syntaxErr *json.SyntaxError
 	if err := json.Unmarshal(data, new(any)); errors.As(err, &syntaxErr) {
 		return &Error{Pos: offsetPos(file, data, syntaxErr.Offset-1), Msg: "invalid JSON: " + syntaxErr.Error(),
-			Hint: "JSON is read as YAML, so a JSON file works once its syntax is right (no trailing commas, keys in double quotes)"}
+			Hint: "JSON is read as YAML, so a JSON file works once its syntax is right: no trailing commas, keys in double quotes"}
 	}
 	return nil
 }
@@ -135,7 +135,7 @@ func emptyFileError(file string, data []byte) *Error {
 		return markdownError(file) // "# Title" alone is a YAML comment like any other
 	}
 	return &Error{Pos: Pos{File: file}, Msg: "the file holds only comments",
-		Hint: "remove the # before the lines to use; " + startHint}
+		Hint: "remove the # in front of the lines to use; " + startHint}
 }
 
 // notAMapping returns the error for a document whose top level is a list or a
