@@ -237,6 +237,9 @@ func Load(opts Options, files ...string) (*App, *config.Config, error) {
 	if err != nil {
 		errs = append(errs, config.AsErrors(err, config.Pos{}, "")...)
 	}
+	// A value whose ${env:…} is missing was built from its raw text: its errors
+	// would only repeat the missing variable.
+	errs = errs.WithoutFollowOns()
 	if len(errs) > 0 {
 		return nil, cfg, errs.Sorted()
 	}

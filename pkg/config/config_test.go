@@ -185,7 +185,7 @@ func TestEnv(t *testing.T) {
           starlang: '"${env:NOT_RESOLVED_IN_SCRIPTS}"'
       - log: "${env:HELIX_TEST_MISSING_VAR}"
 `)
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "helix.yaml:8:14: environment variable HELIX_TEST_MISSING_VAR is not set") {
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "helix.yaml:8:15: environment variable HELIX_TEST_MISSING_VAR is not set") {
 		t.Fatalf("errors: %v", errs)
 	}
 	constant := cfg.Workflows[0].Steps[0].Node.Content[3].Value

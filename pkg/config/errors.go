@@ -38,6 +38,9 @@ type Error struct {
 	Path string
 	Msg  string
 	Hint string
+	// masks is, for an error that makes a value unreadable (a missing environment
+	// variable), where that value is: other errors on its line are its consequences.
+	masks Pos
 }
 
 // Error renders `helix.yaml:12:9: workflows[0].steps[2]: unknown step "tranform" (did you mean "transform"?)`.
@@ -88,6 +91,28 @@ func (es Errors) Sorted() Errors {
 		}
 		return out[i].Msg < out[j].Msg
 	})
+	return out
+}
+
+// WithoutFollowOns drops the errors that only repeat a problem already reported:
+// those on the line of a value that could not be read (see [Error.masks]), other
+// than the errors that say why it could not be read.
+func (es Errors) WithoutFollowOns() Errors {
+	masked := map[Pos]bool{}
+	for _, e := range es {
+		if e.masks.IsValid() {
+			masked[Pos{File: e.masks.File, Line: e.masks.Line}] = true
+		}
+	}
+	if len(masked) == 0 {
+		return es
+	}
+	out := make(Errors, 0, len(es))
+	for _, e := range es {
+		if e.masks.IsValid() || !masked[Pos{File: e.Pos.File, Line: e.Pos.Line}] {
+			out = append(out, e)
+		}
+	}
 	return out
 }
 

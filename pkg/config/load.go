@@ -35,6 +35,10 @@ func Load(files ...string) (*Config, error) {
 	cfg := &Config{}
 	var errs Errors
 	for _, f := range files {
+		if e := markdownByName(f); e != nil {
+			errs = append(errs, e)
+			continue
+		}
 		data, err := readFile(f)
 		if err != nil {
 			errs = append(errs, &Error{Pos: Pos{File: f}, Msg: err.Error()})
@@ -43,6 +47,7 @@ func Load(files ...string) (*Config, error) {
 		errs = append(errs, cfg.add(f, data)...)
 	}
 	errs = append(errs, cfg.finish()...)
+	errs = errs.WithoutFollowOns()
 	if len(cfg.Files) == 0 {
 		return nil, errs
 	}
@@ -71,7 +76,7 @@ func LoadBytes(name string, data []byte) (*Config, error) {
 	cfg := &Config{}
 	errs := cfg.add(name, data)
 	errs = append(errs, cfg.finish()...)
-	return cfg, errs.Err()
+	return cfg, errs.WithoutFollowOns().Err()
 }
 
 // add parses one file (every YAML document in it) and merges it into c.
@@ -83,20 +88,33 @@ func (c *Config) add(file string, data []byte) (errs Errors) {
 			errs = append(errs, &Error{Pos: Pos{File: file}, Msg: fmt.Sprintf("cannot parse YAML: %v", r)})
 		}
 	}()
+	if e := notYAMLText(file, data); e != nil {
+		return Errors{e}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	lines := bytes.Split(data, []byte("\n"))
-	for {
+	for content := false; ; {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
 		if errors.Is(err, io.EOF) {
+			if !content {
+				return Errors{emptyFileError(file, data)}
+			}
 			return errs
 		}
 		if err != nil {
+			if e := unparsableFile(file, data); e != nil {
+				return Errors{e}
+			}
 			return append(errs, yamlError(file, err))
 		}
+		if e := notAMapping(file, data, &doc); e != nil {
+			return append(errs, e)
+		}
+		content = content || !isEmptyDocument(&doc)
 		fixBlockScalarPositions(&doc, lines, 0)
 		d := NewDecoder(file)
-		resolveEnv(d, &doc, false, 0)
+		resolveEnv(d, &doc, lines, false, 0)
 		c.decodeDocument(d, &doc)
 		errs = append(errs, d.Errors()...)
 		c.Warnings = append(c.Warnings, d.Warnings()...)
@@ -156,11 +174,11 @@ func fixBlockScalarPositions(n *yaml.Node, lines [][]byte, depth int) {
 // Values that land in a secret position are added to the process's secret set
 // (internal/redact), so that no error, log record or span shows them: see
 // [registerSecrets].
-func resolveEnv(d *Decoder, n *yaml.Node, script bool, depth int) {
-	resolveEnvIn(d, n, script, false, depth)
+func resolveEnv(d *Decoder, n *yaml.Node, lines [][]byte, script bool, depth int) {
+	resolveEnvIn(d, n, lines, script, false, depth)
 }
 
-func resolveEnvIn(d *Decoder, n *yaml.Node, script, secret bool, depth int) {
+func resolveEnvIn(d *Decoder, n *yaml.Node, lines [][]byte, script, secret bool, depth int) {
 	if n == nil || depth > 10000 {
 		return
 	}
@@ -171,7 +189,7 @@ func resolveEnvIn(d *Decoder, n *yaml.Node, script, secret bool, depth int) {
 		}
 		v, err := expandEnv(n.Value, func(pos int, value string) { registerSecrets(n.Value, pos, value, secret) })
 		if err != nil {
-			d.Errorf(n, "", "%v", err).Hint = "export the variable before starting helix, or remove the reference"
+			reportEnvProblems(d, n, lines)
 			return
 		}
 		d.keepRaw(n)
@@ -180,11 +198,11 @@ func resolveEnvIn(d *Decoder, n *yaml.Node, script, secret bool, depth int) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			isKey := k.Kind == yaml.ScalarNode
-			resolveEnvIn(d, n.Content[i+1], isKey && k.Value == "starlang", secret || isKey && secretKey(k.Value), depth+1)
+			resolveEnvIn(d, n.Content[i+1], lines, isKey && k.Value == "starlang", secret || isKey && secretKey(k.Value), depth+1)
 		}
 	default:
 		for _, ch := range n.Content {
-			resolveEnvIn(d, ch, false, secret, depth+1)
+			resolveEnvIn(d, ch, lines, false, secret, depth+1)
 		}
 	}
 }

@@ -597,6 +597,11 @@ func (s *Script) outputError(err error) error {
 
 func (s *Script) compileError(err error) error {
 	var se syntax.Error
+	if errors.As(err, &se) && s.inScript(se.Pos) {
+		p := explainSyntaxError(s.src, lexPos{int(se.Pos.Line), int(se.Pos.Col)}, se.Msg, s.lineCol)
+		file := s.file
+		return &Error{Pos: s.position(syntax.MakePosition(&file, int32(p.at.line), int32(p.at.col))), Msg: p.msg, Err: err}
+	}
 	if errors.As(err, &se) {
 		return &Error{Pos: s.position(se.Pos), Msg: se.Msg, Err: err}
 	}
@@ -623,6 +628,11 @@ func (s *Script) position(p syntax.Position) string {
 		return fmt.Sprintf("%s:%d", s.file, line)
 	}
 	return fmt.Sprintf("%s:%d:%d", s.file, line, s.col+int(p.Col)-1)
+}
+
+// lineCol renders script position p as its "line:col" in the YAML file.
+func (s *Script) lineCol(p lexPos) string {
+	return fmt.Sprintf("%d:%d", s.line+p.line-1, s.col+p.col-1)
 }
 
 // inScript reports whether p is a position in this script, rather than unknown or

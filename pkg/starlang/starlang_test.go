@@ -361,13 +361,13 @@ func TestCompileErrors(t *testing.T) {
 		col  int
 		want string
 	}{
-		{"syntax error first line", `x = 1 +* 2`, 14, 13, "helix.yaml:14:20: got '*', want primary expression"},
-		{"syntax error later line", "x = 1\ny = 1 +* 2", 14, 13, "helix.yaml:15:20: got '*', want primary expression"},
-		{"unterminated string", "x = 'abc", 3, 5, "helix.yaml:3:9: unexpected EOF in string"},
+		{"syntax error first line", `x = 1 +* 2`, 14, 13, "helix.yaml:14:20: unexpected '*' (expected a value)"},
+		{"syntax error later line", "x = 1\ny = 1 +* 2", 14, 13, "helix.yaml:15:20: unexpected '*' (expected a value)"},
+		{"unterminated string", "x = 'abc", 3, 5, "helix.yaml:3:9: unterminated string: the ' opened here"},
 		{"resolve error", "x = 1\nbreak", 20, 1, "helix.yaml:21:1: break not in a loop"},
 		{"load rejected", `load("lib.star", "f")`, 7, 9, "helix.yaml:7:9: load statements are not supported"},
-		{"bad indentation", "if True:\n  x = 1\n    y = 2", 1, 1, "helix.yaml:3:5: got indent, want primary expression"},
-		{"++ error keeps columns", `"a" ++ ++`, 2, 3, "helix.yaml:2:12: got end of file, want primary expression"},
+		{"bad indentation", "if True:\n  x = 1\n    y = 2", 1, 1, "helix.yaml:3:5: unexpected indentation"},
+		{"++ error keeps columns", `"a" ++ ++`, 2, 3, "helix.yaml:2:12: unexpected end of script (expected a value)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -61,7 +61,7 @@ func TestPatternBuildErrors(t *testing.T) {
 		{
 			name:  "choice condition does not compile",
 			steps: "      - choice:\n          when:\n            - starlang: |\n                payload[\n              steps: []\n",
-			want:  []string{"t.yaml:10:", "starlang"},
+			want:  []string{"t.yaml:9:24:", "starlang", "unclosed '['"},
 		},
 		{
 			name:  "enrich without script",

@@ -41,7 +41,12 @@ func CompileScript(bc *BuildContext, d *config.Decoder, n *yaml.Node, path strin
 	pos := ScriptPos(d.File(), n)
 	s, err := starlang.Compile(pos.File, pos.Line, pos.Col, src, bc.Starlang)
 	if err != nil {
-		d.Add(scriptError(err, pos, path))
+		e := scriptError(err, pos, path)
+		if n.Style&yaml.FoldedStyle != 0 && e.Hint == "" {
+			// Folding joined the script's lines: the error may only be that.
+			e.Hint = "starlang: > joins the script's lines into one; write starlang: | to keep them"
+		}
+		d.Add(e)
 		return nil
 	}
 	bc.checkNames(s, pos, path)

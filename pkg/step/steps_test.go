@@ -110,7 +110,7 @@ func TestScriptErrorPositions(t *testing.T) {
 	_, _, errs := build(t, "      - transform:\n          starlang: |\n            x = 1\n            y = x + * 2\n      - set-body: {starlang: 'payload['}\n      - transform: {starlang: \"\"}\n      - transform: {starlang: x, extra: 1}\n")
 	want := []string{
 		"helix.yaml:8:21: workflows[0].steps[0].starlang: starlang:",
-		"helix.yaml:9:39: workflows[0].steps[1].starlang: starlang:",
+		"helix.yaml:9:38: workflows[0].steps[1].starlang: starlang: unclosed '['",
 		"helix.yaml:10:31: workflows[0].steps[2].starlang: empty Starlang script",
 		"helix.yaml:11:31: workflows[0].steps[3].starlang: starlang: undefined: x is not a Starlang builtin",
 		"helix.yaml:11:34: workflows[0].steps[3]: unknown key \"extra\" in a transform step",
