@@ -35,7 +35,7 @@ func TestRunRAGExample(t *testing.T) {
 		t.Fatalf("rag query: exit %d\n%s\n%s", code, out, errOut)
 	}
 
-	runExample(t, example, mcpAddr)
+	runExample(t, []string{example}, mcpAddr)
 	eventually(t, 30*time.Second, func() string {
 		code, out, errOut := execute(t, "mcp", "call", mcpAddr, "doc_search", "query=which Kafka SASL mechanisms are supported")
 		if first, _, _ := strings.Cut(out, "\n"); code != ExitOK || !strings.HasPrefix(first, "[1] ") || !strings.Contains(first, "kafka.md (") {

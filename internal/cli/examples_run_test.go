@@ -17,31 +17,35 @@ type runningExample struct {
 	stderr *testtools.SyncBuffer
 }
 
-// runExample starts `helix run file` and waits until every address in waitFor accepts
+// runExample starts `helix run files…` and waits until every address in waitFor accepts
 // connections. The caller sets the environment the file reads (ports, URLs of fakes)
 // before calling.
-func runExample(t *testing.T, file string, waitFor ...string) *runningExample {
+func runExample(t *testing.T, files []string, waitFor ...string) *runningExample {
 	t.Helper()
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		t.Fatal(err)
+	args := []string{"run"}
+	for _, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, abs)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout testtools.SyncBuffer
 	run := &runningExample{stderr: &testtools.SyncBuffer{}}
 	done := make(chan int, 1)
 	go func() {
-		done <- ExecuteContext(ctx, []string{"run", abs}, strings.NewReader(""), &stdout, run.stderr)
+		done <- ExecuteContext(ctx, args, strings.NewReader(""), &stdout, run.stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
 		case code := <-done:
 			if code != ExitOK {
-				t.Errorf("helix run %s: exit code %d; stderr:\n%s", filepath.Base(file), code, run.stderr.String())
+				t.Errorf("helix %v: exit code %d; stderr:\n%s", args, code, run.stderr.String())
 			}
 		case <-time.After(60 * time.Second):
-			t.Errorf("helix run %s did not stop after cancellation", filepath.Base(file))
+			t.Errorf("helix %v did not stop after cancellation", args)
 		}
 	})
 	for _, addr := range waitFor {
