@@ -5,6 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +183,50 @@ func TestCookbookSlackReport(t *testing.T) {
 	}
 	if m.Text != "Sales of the last 24 hours: 2 orders, 71.9 in total" || len(m.Blocks) != 2 {
 		t.Errorf("message %q with %d blocks", m.Text, len(m.Blocks))
+	}
+}
+
+// cookbookListing matches a recipe's file listing in docs/cookbook.md: the line
+// "`examples/NAME.yaml`:" and the YAML block under it.
+var cookbookListing = regexp.MustCompile("(?ms)^`(examples/[a-z-]+\\.yaml)`:\n\n```yaml\n(.*?)^```")
+
+// withoutHeader is a file's text after its leading comment block (how to run it), which
+// the cookbook tells in prose.
+func withoutHeader(text string) string {
+	lines := strings.Split(text, "\n")
+	i := 0
+	for i < len(lines) && (strings.HasPrefix(lines[i], "#") || lines[i] == "") {
+		i++
+	}
+	return strings.Join(lines[i:], "\n")
+}
+
+// docs/cookbook.md shows each recipe's file as it is in examples/ (the files the tests
+// above run), and every cookbook-*.yaml file has its recipe.
+func TestCookbookShowsTheExampleFiles(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/cookbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := map[string]bool{}
+	for _, m := range cookbookListing.FindAllStringSubmatch(string(doc), -1) {
+		shown[m[1]] = true
+		file, err := os.ReadFile("../../" + m[1])
+		if err != nil {
+			t.Errorf("docs/cookbook.md lists %s: %v", m[1], err)
+			continue
+		}
+		if got, want := m[2], withoutHeader(string(file)); strings.TrimSpace(got) != strings.TrimSpace(want) {
+			t.Errorf("docs/cookbook.md shows %s differently from the file; paste the file (after its comment header) again", m[1])
+		}
+	}
+	recipes, _ := filepath.Glob("../../examples/cookbook-*.yaml")
+	for _, f := range append(recipes, "../../examples/rag.yaml") {
+		if name := strings.TrimPrefix(f, "../../"); !shown[name] {
+			t.Errorf("docs/cookbook.md has no listing of %s", name)
+		}
+	}
+	if len(shown) != 5 {
+		t.Errorf("docs/cookbook.md lists %d recipe files, want 5", len(shown))
 	}
 }
