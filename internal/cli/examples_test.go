@@ -11,9 +11,12 @@ import (
 	"github.com/arvenza/helix/pkg/config"
 )
 
-// exampleFiles lists examples/*.yaml.
+// exampleFiles lists examples/*.yaml. It sets SLACK_BOT_TOKEN: a slack:// target
+// without credentials is an error at load, and the cookbook's Slack report takes its
+// bot token from the environment, as a deployment would.
 func exampleFiles(t *testing.T) []string {
 	t.Helper()
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-example-files")
 	files, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no examples: %v", err)

@@ -85,7 +85,7 @@ total, and never beyond the exchange's deadline; then the exchange fails.`,
 			Description: "the ID of the channel the message went to; bot token mode only"},
 	},
 	Examples: []component.Example{
-		{URI: "slack://ops-channel", Description: "post with the bot token of SLACK_BOT_TOKEN (spec §12.2)"},
+		{URI: "slack://ops-channel", Description: "post with the bot token of SLACK_BOT_TOKEN"},
 		{URI: "slack://ops-channel?token=${env:SLACK_BOT_TOKEN}&username=helix&iconEmoji=:rocket:", Description: "post with a named token, a sender name and icon"},
 		{URI: "slack://alerts?webhookUrl=${env:SLACK_WEBHOOK_URL}", Description: "post to an incoming webhook"},
 		{URI: "slack://ops-channel?token=${env:SLACK_BOT_TOKEN}&threadTs=${header.HelixSlackTs}", Description: "reply in the thread of a message posted before"},

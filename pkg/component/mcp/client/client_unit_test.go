@@ -46,6 +46,8 @@ func TestArgumentsFromBody(t *testing.T) {
 		{"empty string", "", map[string]any{"input": ""}},
 		{"int", 42, map[string]any{"input": "42"}},
 		{"bool", true, map[string]any{"input": "true"}},
+		// The MCP guide (spec §4.4) says "JSON-marshaled"; the component spec says %v, and
+		// the component spec is followed (docs/mcp-client.md documents it).
 		{"slice uses %v, not JSON", []any{"a", "b"}, map[string]any{"input": "[a b]"}},
 		{"stringer", stringer{}, map[string]any{"input": "custom"}},
 	} {

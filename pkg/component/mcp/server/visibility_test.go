@@ -52,7 +52,8 @@ func (h *recordingHandler) joined() string {
 
 // A tool the caller may not call answers exactly like a tool that does not exist:
 // same status, same content type, same bytes, on the fast path and on the SDK
-// path. The reason is logged.
+// path. The reason is logged. (Spec §14 promises isError with "tool X is blocked",
+// which would tell every caller that the tool exists.)
 func TestRefusedToolAnswersLikeUnknownTool(t *testing.T) {
 	secret := &engine.Workflow{ID: "secret", FromURI: "direct://secret", Processors: step(func(_ context.Context, ex *exchange.Exchange) error {
 		ex.In().SetBody("the secret")
@@ -203,7 +204,9 @@ func entryIDs(entries []WorkflowEntry) string {
 
 // helix://workflows and helix://routes list only the workflows the server exposes
 // and the caller may list (the filters of tools/list), with trigger URIs as
-// written: a secret that ${env:…} brought into a URI is not shown.
+// written: a secret that ${env:…} brought into a URI is not shown. (Spec §9.1 lists
+// every workflow of the context; helix://routes is the alias its troubleshooting
+// section names.)
 func TestWorkflowsResourceListsOnlyWhatTheCallerMayList(t *testing.T) {
 	noop := step(func(context.Context, *exchange.Exchange) error { return nil })
 	hook := &engine.Workflow{ID: "hook", Description: "Web hook", FromURI: "direct://hook?token=s3cret",
