@@ -153,7 +153,11 @@ func decodeMock(d *Decoder, n *yaml.Node, path string) (MockConfig, bool) {
 		"uri": func(v *yaml.Node, p string) {
 			d.Doc(v, "The target replaced: an exact URI, or scheme://host alone for every URI of that host.")
 			m.URI, m.URIPos = d.String(v, p), d.Pos(v)
-			if d.desc != nil || m.URI == "" {
+			if d.desc != nil {
+				return
+			}
+			if m.URI == "" {
+				d.Errorf(v, p, "a mock needs the URI of the target it replaces").Hint = "for example uri: http://api.example.com"
 				return
 			}
 			u, err := uri.Parse(m.URI)

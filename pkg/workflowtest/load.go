@@ -103,7 +103,11 @@ func checkCases(cases []config.TestConfig, hc *engine.Context) config.Errors {
 		if !slices.Contains(ids, tc.Workflow) {
 			e := &config.Error{Pos: tc.WorkflowPos, Path: config.KeyPath(tc.Path, "workflow"),
 				Msg: fmt.Sprintf("no workflow or tool %q", tc.Workflow)}
-			if e.Hint = config.DidYouMean(tc.Workflow, ids); e.Hint == "" {
+			switch e.Hint = config.DidYouMean(tc.Workflow, ids); {
+			case e.Hint != "":
+			case len(ids) == 0:
+				e.Hint = "the files declare no workflow or tool: give helix test the file that declares it too"
+			default:
 				e.Hint = "the ids are: " + strings.Join(ids, ", ")
 			}
 			errs = append(errs, e)
