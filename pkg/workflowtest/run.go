@@ -89,10 +89,10 @@ func (s *Suite) runCase(ctx context.Context, tc config.TestConfig, timeout time.
 	hc := a.Context()
 	ms := newMocks(tc.Mocks)
 	hc.OverrideProducers(ms.producerFor)
-	defer stopContext(hc)
 	stopTriggers, err := startInProcessTriggers(ctx, hc)
-	defer stopTriggers()
 	if err != nil {
+		stopTriggers()
+		stopContext(hc, 0)
 		return []string{err.Error()}
 	}
 
@@ -100,13 +100,19 @@ func (s *Suite) runCase(ctx context.Context, tc config.TestConfig, timeout time.
 	for name, v := range tc.Input.Headers {
 		ex.In().SetHeader(name, v)
 	}
+	start := time.Now()
 	runErr, timedOut := run(ctx, hc, tc.Workflow, ex, timeout)
+	var failures []string
 	if timedOut {
-		failures := []string{fmt.Sprintf("timed out after %v: the workflow was still running "+
+		failures = []string{fmt.Sprintf("timed out after %v: the workflow was still running "+
 			"(mock the slow target, or give the case a longer timeout:)", timeout)}
-		return append(failures, ms.checkAll()...)
+	} else {
+		failures = checkOutcome(tc.Expect, ex, runErr)
 	}
-	failures := checkOutcome(tc.Expect, ex, runErr)
+	// Stopped before the mocks are checked: stopping waits for the background work
+	// of wiretap steps, whose calls the mocks count too.
+	stopTriggers()
+	stopContext(hc, timeout-time.Since(start))
 	return append(failures, ms.checkAll()...)
 }
 
@@ -172,13 +178,17 @@ func startInProcessTriggers(ctx context.Context, hc *engine.Context) (func(), er
 	return stop, nil
 }
 
-// stopContext stops the case's producers; runs still going after a timeout are
-// cancelled rather than waited for.
-func stopContext(hc *engine.Context) {
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+// stopContext waits up to drain (at least minDrain) for the case's background work
+// (wiretaps) and stops its producers; what is still running then is cancelled.
+func stopContext(hc *engine.Context, drain time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), max(drain, minDrain))
 	defer cancel()
 	_ = hc.Stop(ctx)
 }
+
+// minDrain is the least time background work gets to finish after the workflow
+// answered, even when the case used up its timeout.
+const minDrain = 100 * time.Millisecond
 
 // checkOutcome compares the run's result with the case's expect: block.
 func checkOutcome(want config.TestExpect, ex *exchange.Exchange, runErr error) []string {
