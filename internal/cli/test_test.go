@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/arvenza/helix/pkg/config"
 )
 
 // TestHelixTest runs `helix test` through the command line over the files in
@@ -164,5 +169,30 @@ func TestHelixTestPrintsOneLinePerCase(t *testing.T) {
 		if !line.MatchString(l) {
 			t.Errorf("unexpected line %q", l)
 		}
+	}
+}
+
+// TestTestingDocExamples keeps docs/testing.md honest: every YAML block loads, and
+// the complete example passes `helix test`.
+func TestTestingDocExamples(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/testing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(doc, -1)
+	if len(blocks) < 2 {
+		t.Fatalf("found %d YAML blocks", len(blocks))
+	}
+	for i, b := range blocks {
+		if _, err := config.LoadBytes(fmt.Sprintf("testing.md block %d", i+1), b[1]); err != nil {
+			t.Errorf("block %d does not load: %v", i+1, err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "helix.yaml")
+	if err := os.WriteFile(file, blocks[0][1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := execute(t, "test", file); code != ExitOK {
+		t.Errorf("the first example: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
