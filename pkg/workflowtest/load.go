@@ -66,9 +66,15 @@ func Load(opts app.Options, files ...string) (*Suite, error) {
 // WithCompanions adds to files the companion of each: NAME_test.yaml for NAME.yaml,
 // and NAME.yaml for NAME_test.yaml (.yml alike), when it exists and is not listed.
 // The configuration comes before its tests.
+// A file given twice is loaded once.
 func WithCompanions(files []string) []string {
-	out := slices.Clone(files)
+	var out []string
 	for _, f := range files {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	for _, f := range slices.Clone(out) {
 		ext := filepath.Ext(f)
 		if ext != ".yaml" && ext != ".yml" {
 			continue
