@@ -78,8 +78,14 @@ type MockConfig struct {
 func decodeTest(d *Decoder, n *yaml.Node, path string) (TestConfig, bool) {
 	tc := TestConfig{Pos: d.Pos(n), Path: path}
 	ok := d.Mapping(n, path, "a test", Fields{
-		"name":     func(v *yaml.Node, p string) { tc.Name = d.String(v, p) },
-		"workflow": func(v *yaml.Node, p string) { tc.Workflow, tc.WorkflowPos = d.String(v, p), d.Pos(v) },
+		"name": func(v *yaml.Node, p string) {
+			d.Doc(v, "What the case checks; helix test prints it with the case's position.")
+			tc.Name = d.String(v, p)
+		},
+		"workflow": func(v *yaml.Node, p string) {
+			d.Doc(v, "The id of the workflow or tool the case runs.")
+			tc.Workflow, tc.WorkflowPos = d.String(v, p), d.Pos(v)
+		},
 		"timeout": func(v *yaml.Node, p string) {
 			d.Doc(v, "How long the case may run (default 10s): a workflow still running then fails the case.")
 			tc.Timeout = d.Duration(v, p)
@@ -123,8 +129,12 @@ func decodeTestExpect(d *Decoder, n *yaml.Node, path string) TestExpect {
 			d.Doc(v, "Every key and list item given must be in the reply body; other keys may be there too.")
 			e.BodySubset, e.HasBodySubset = d.Value(v, p), true
 		},
-		"body_contains": func(v *yaml.Node, p string) { e.BodyContains = d.String(v, p) },
+		"body_contains": func(v *yaml.Node, p string) {
+			d.Doc(v, "The body as text (structured bodies as JSON) must contain this string.")
+			e.BodyContains = d.String(v, p)
+		},
 		"body_matches": func(v *yaml.Node, p string) {
+			d.Doc(v, "The body as text (structured bodies as JSON) must match this regular expression (RE2 syntax).")
 			s := d.String(v, p)
 			re, err := regexp.Compile(s)
 			if err != nil {
