@@ -88,6 +88,30 @@ func TestHelixTest(t *testing.T) {
 			stdout: []string{"PASS " + dir + "sibling_test.yaml:3:5: shouts", "ok: 1 test passed"},
 		},
 		{
+			name:   "a file given twice is loaded once",
+			args:   []string{"test", dir + "sibling.yaml", dir + "sibling_test.yaml", dir + "sibling.yaml"},
+			code:   ExitOK,
+			stdout: []string{"ok: 1 test passed"},
+		},
+		{
+			name:   "--run matching nothing",
+			args:   []string{"test", "--run", "nothing like this", dir + "pass.yaml"},
+			code:   ExitConfig,
+			stdout: []string{`no test matches --run "nothing like this"`},
+		},
+		{
+			name:   "a bad --run",
+			args:   []string{"test", "--run", "(", dir + "pass.yaml"},
+			code:   ExitConfig,
+			stderr: []string{"--run: error parsing regexp"},
+		},
+		{
+			name:   "a negative --timeout",
+			args:   []string{"test", "--timeout", "-1s", dir + "pass.yaml"},
+			code:   ExitConfig,
+			stderr: []string{"--timeout cannot be negative"},
+		},
+		{
 			name:   "and NAME.yaml with NAME_test.yaml",
 			args:   []string{"test", dir + "sibling_test.yaml"},
 			code:   ExitOK,
