@@ -36,7 +36,8 @@ func TestHelixTest(t *testing.T) {
 				"PASS " + dir + "pass.yaml:30:5: greets the world without a name",
 				"PASS " + dir + "pass.yaml:39:5: calls greet over direct and audits the greeting",
 				"PASS " + dir + "pass.yaml:57:5: an audit failure fails the workflow",
-				"ok: 4 tests passed",
+				"PASS " + dir + "pass.yaml:68:5: a mock stands in for another workflow",
+				"ok: 5 tests passed",
 			},
 		},
 		{
@@ -71,7 +72,7 @@ func TestHelixTest(t *testing.T) {
 			name:   "the default timeout is a flag",
 			args:   []string{"test", "--timeout", "200ms", dir + "pass.yaml", dir + "hang.yaml"},
 			code:   ExitRuntime,
-			stdout: []string{"PASS " + dir + "pass.yaml:23:5: greets by name", "timed out after 300ms", "FAIL: 1 of 5 tests failed"},
+			stdout: []string{"PASS " + dir + "pass.yaml:23:5: greets by name", "timed out after 300ms", "FAIL: 1 of 6 tests failed"},
 		},
 		{
 			name: "--run picks cases by name",
@@ -184,10 +185,10 @@ func TestHelixTestPrintsOneLinePerCase(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	line := regexp.MustCompile(`^(PASS \S+:\d+:\d+: .+ \(\d+(\.\d+)?[µm]?s\)|ok: 4 tests passed)$`)
+	line := regexp.MustCompile(`^(PASS \S+:\d+:\d+: .+ \(\d+(\.\d+)?[µm]?s\)|ok: 5 tests passed)$`)
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	if len(lines) != 5 {
-		t.Errorf("want 5 lines, got %d:\n%s", len(lines), stdout)
+	if len(lines) != 6 {
+		t.Errorf("want 6 lines, got %d:\n%s", len(lines), stdout)
 	}
 	for _, l := range lines {
 		if !line.MatchString(l) {
