@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,9 +79,12 @@ func printResult(w io.Writer, r workflowtest.Result) {
 	if !r.Passed() {
 		status = "FAIL"
 	}
-	fmt.Fprintf(w, "%s %s: %s (%v)\n", status, r.Case.Pos, terminalSafe(r.Case.Name), r.Elapsed.Round(10*time.Microsecond))
+	// A name is kept on its line, and a failure's own lines (a multi-line error)
+	// stay indented under the case, so that the output reads one case at a time.
+	name := strings.Join(strings.Fields(terminalSafe(r.Case.Name)), " ")
+	fmt.Fprintf(w, "%s %s: %s (%v)\n", status, r.Case.Pos, name, r.Elapsed.Round(10*time.Microsecond))
 	for _, f := range r.Failures {
-		fmt.Fprintf(w, "    %s\n", terminalSafe(f))
+		fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(terminalSafe(f), "\n", "\n      "))
 	}
 }
 
