@@ -93,6 +93,7 @@ assistants as Model Context Protocol tools.`,
 	root.PersistentFlags().String("log-format", "text", "log format: text or json (logs go to stderr)")
 	root.PersistentFlags().String("log-level", "", "log level: debug, info, warn or error (default info, or helix.log_level)")
 	root.AddCommand(newRunCmd(), newValidateCmd(), newVersionCmd(), newComponentsCmd(), newSchemaCmd(), newRAGCmd())
+	root.AddCommand(newTestCmd(), newInitCmd())
 
 	mcp := &cobra.Command{
 		Use:   "mcp",

@@ -35,6 +35,8 @@ type Config struct {
 	// the MCP servers offer (resources.go, prompts.go).
 	Resources []ResourceConfig
 	Prompts   []PromptConfig
+	// Tests are the entries of `tests:`, run by `helix test` (tests.go).
+	Tests []TestConfig
 	// Files are the files loaded, in order.
 	Files []string
 	// Warnings are non-fatal findings (a workflow without trigger never runs …).

@@ -295,7 +295,7 @@ func expandEnv(s string, found func(pos int, value string)) (string, error) {
 	}
 }
 
-var topLevelKeys = []string{"helix", "workflows", "tools", "agents", "pipelines", "mcps", "resources", "prompts"}
+var topLevelKeys = []string{"helix", "workflows", "tools", "agents", "pipelines", "mcps", "resources", "prompts", "tests"}
 
 // decodeList decodes a top-level list (workflows:, tools: …) item by item, keeping
 // the items that decoded; errors are collected by d.
@@ -333,6 +333,7 @@ func (c *Config) decodeDocument(d *Decoder, doc *yaml.Node) {
 		"prompts": func(v *yaml.Node, p string) {
 			c.Prompts = append(c.Prompts, decodeList(d, v, p, "prompts", decodePrompt)...)
 		},
+		"tests": func(v *yaml.Node, p string) { c.Tests = append(c.Tests, decodeList(d, v, p, "tests", decodeTest)...) }, // tests.go
 		"mcps": func(v *yaml.Node, p string) {
 			c.MCPs = append(c.MCPs, decodeList(d, v, p, "mcps", func(d *Decoder, n *yaml.Node, p string) (MCPServerConfig, bool) {
 				return decodeMCPServer(d, n, p, topLevelMCPs)

@@ -11,6 +11,7 @@ var settingDocs = map[string]string{
 	"the configuration.workflows": "Workflows: a trigger URI and the steps run for each exchange. Each is also an MCP tool.",
 	"the configuration.tools":     "Tools: workflows with a declared input and output schema, triggered as tool://id and offered to MCP clients.",
 	"the configuration.agents":    "LLM agents: a model, a system prompt and tools (workflows, tools, other agents, MCP servers) in a ReAct loop; each is also an MCP tool.",
+	"the configuration.tests":     "Unit tests of workflows, run by helix test: an input, mocked targets and the expected reply.",
 	"the configuration.pipelines": "RAG pipelines: documents from a source (file://) or rag-ingest steps are chunked, embedded and stored; queries retrieve the best chunks. Each is also an MCP tool and pipeline://id.",
 	"the configuration.mcps":      "MCP servers, each exposing workflows and tools (the same model as helix.mcp.servers; id is required).",
 

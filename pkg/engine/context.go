@@ -61,7 +61,8 @@ type Context struct {
 	bg        activity
 	runCtx    context.Context
 	cancelRun context.CancelFunc
-	tracer    Tracer // tracer.go; nil: no tracing
+	tracer    Tracer           // tracer.go; nil: no tracing
+	override  ProducerOverride // override.go; nil: every target goes to its component
 }
 
 type runtimeWorkflow struct {
@@ -354,13 +355,9 @@ func (c *Context) Producer(ctx context.Context, rawURI string) (component.Produc
 		return nil, fmt.Errorf("%s: the context is stopped", c.ShownURI(rawURI))
 	}
 	c.mu.Unlock()
-	ep, err := c.Endpoint(rawURI)
+	p, err := c.newProducer(u, rawURI)
 	if err != nil {
 		return nil, err
-	}
-	p, err := ep.CreateProducer()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.ShownURI(rawURI), err)
 	}
 	if err := p.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start producer %s: %w", c.ShownURI(rawURI), err)
@@ -382,6 +379,23 @@ func (c *Context) Producer(ctx context.Context, rawURI string) (component.Produc
 	}
 	c.producers[key] = p
 	c.mu.Unlock()
+	return p, nil
+}
+
+// newProducer builds (without starting) the producer of a static target URI: the
+// override's (override.go), else its endpoint's.
+func (c *Context) newProducer(u *uri.URI, rawURI string) (component.Producer, error) {
+	if p, ok := c.overriddenProducer(u); ok {
+		return p, nil
+	}
+	ep, err := c.Endpoint(rawURI)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ep.CreateProducer()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.ShownURI(rawURI), err)
+	}
 	return p, nil
 }
 

@@ -94,21 +94,13 @@ func (c *Context) acquireDynamic(ctx context.Context, template, rawURI string) (
 		c.mu.Unlock()
 		return e, nil
 	}
-	comp, ok := c.components[u.Scheme]
 	c.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("%s: no component for scheme %q", rawURI, u.Scheme)
-	}
-	ep, err := comp.CreateEndpoint(u)
+	p, err := c.newDynamicProducer(u, rawURI)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", component.RedactURI(comp, rawURI), err)
-	}
-	p, err := ep.CreateProducer()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", component.RedactURI(comp, rawURI), err)
+		return nil, err
 	}
 	if err := p.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start producer %s: %w", component.RedactURI(comp, rawURI), err)
+		return nil, fmt.Errorf("start producer %s: %w", c.ShownURI(rawURI), err)
 	}
 	c.mu.Lock()
 	if c.producersClosed {
@@ -144,6 +136,27 @@ func (c *Context) acquireDynamic(ctx context.Context, template, rawURI string) (
 		_ = p.Stop(ctx)
 	}
 	return e, nil
+}
+
+// newDynamicProducer builds (without starting) the producer of a resolved URI: the
+// override's (override.go), else one from a new endpoint of its component.
+func (c *Context) newDynamicProducer(u *uri.URI, rawURI string) (component.Producer, error) {
+	if p, ok := c.overriddenProducer(u); ok {
+		return p, nil
+	}
+	comp, ok := c.Component(u.Scheme)
+	if !ok {
+		return nil, fmt.Errorf("%s: no component for scheme %q", rawURI, u.Scheme)
+	}
+	ep, err := comp.CreateEndpoint(u)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", component.RedactURI(comp, rawURI), err)
+	}
+	p, err := ep.CreateProducer()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", component.RedactURI(comp, rawURI), err)
+	}
+	return p, nil
 }
 
 func (c *Context) releaseDynamic(ctx context.Context, e *dynamicEntry) {
