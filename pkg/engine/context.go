@@ -62,6 +62,8 @@ type Context struct {
 	runCtx    context.Context
 	cancelRun context.CancelFunc
 	tracer    Tracer // tracer.go; nil: no tracing
+
+	failureLimit FailureLogLimit // failurelog.go
 }
 
 type runtimeWorkflow struct {
@@ -70,6 +72,8 @@ type runtimeWorkflow struct {
 	state    string
 	counters *workflowCounters
 	id       any // wf.ID boxed once, for the context of every run
+	// failures logs the exchanges that fail in this workflow (failurelog.go).
+	failures *failureLog
 }
 
 // idValue is wf.ID as an interface value, without boxing it anew on every run.
@@ -161,7 +165,7 @@ func (c *Context) AddWorkflow(w *Workflow) error {
 	}
 	c.workflows = append(c.workflows, w)
 	rw := &runtimeWorkflow{wf: w, pipeline: BuildPipeline(procs, w.Interceptors, w.ErrorHandler), state: StateStopped,
-		counters: c.countersLocked(w.ID), id: w.ID}
+		counters: c.countersLocked(w.ID), id: w.ID, failures: newFailureLog(w.ID, c.failureLimitLocked(), c.Logger)}
 	setPipelineTracer(rw.pipeline, c.tracer)
 	c.byID[w.ID] = rw
 	return nil
@@ -228,24 +232,27 @@ func (c *Context) RunUntilStop(ctx context.Context, workflowID string, ex *excha
 	if err != nil {
 		return err
 	}
+	outermost := WorkflowID(ctx) == ""
 	rc := lazyctx.WithCancelValue(ctx, workflowIDKey{}, rw.idValue())
 	defer rc.Cancel()
 	// Registered with the in-flight count rather than with context.AfterFunc on
 	// the run context: no allocations, and no lock shared by every run.
 	slot := c.inflight.addCancellable(rc)
 	defer c.inflight.doneCancellable(slot)
-	return c.process(rc, rw, ex, false)
+	return c.process(rc, rw, ex, false, outermost)
 }
 
 func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) error {
 	c.inflight.Add(1)
 	defer c.inflight.Done()
-	return c.process(ctx, rw, ex, true)
+	return c.process(ctx, rw, ex, true, WorkflowID(ctx) == "")
 }
 
 // process runs ex through rw's pipeline; the caller counts it as in-flight. withID:
-// ctx does not carry the workflow id yet (withWorkflowID).
-func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange, withID bool) (err error) {
+// ctx does not carry the workflow id yet (withWorkflowID). outermost: no other
+// workflow's pipeline is running the exchange (it is not a direct:// call), so a
+// failure is logged here, once, with the path of the steps it went through.
+func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange, withID, outermost bool) (err error) {
 	if c.tracer != nil {
 		// Deferred before the recovery below, so it runs after it and sees a panic's error.
 		var end func(error)
@@ -265,8 +272,8 @@ func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange
 		if err != nil {
 			wc.failed.Add(1)
 		}
-		if err != nil && IsPanic(err) {
-			c.Logger().Error("workflow step panicked", "workflow", rw.wf.ID, "exchange", ex.ID(), "error", err)
+		if err != nil && outermost {
+			rw.failures.failed(ex, err)
 		}
 	}()
 	if ex.FromWorkflow() == "" {
@@ -575,6 +582,7 @@ func (c *Context) stop(ctx context.Context, drain time.Duration) error {
 		}
 	}
 	c.abandonRuns()
+	c.flushFailureLogs()
 
 	c.mu.Lock()
 	services := c.startedServices
