@@ -265,6 +265,10 @@ func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange
 			err = &PanicError{Value: r}
 			ex.SetException(err)
 		}
+		if err != nil && !rw.wf.FailureStatus.IsZero() {
+			err = rw.wf.FailureStatus.apply(err)
+			ex.SetException(err)
+		}
 		// Counted here, once per exchange, whichever trigger or caller started it.
 		wc := rw.counters
 		wc.nanos.Add(int64(time.Since(start)))
