@@ -129,7 +129,7 @@ func (f *failureLog) flush() {
 	if n > 0 {
 		f.logger().LogAttrs(context.Background(), slog.LevelWarn, FailuresSuppressedMessage,
 			slog.String("workflow", f.workflow), slog.Int("suppressed", n),
-			slog.String("hint", "the log shows a bounded number of failures per workflow; the metrics count all of them"))
+			slog.String("hint", "the log shows at most a few failures a second per workflow; helix_exchanges_failed_total counts every one"))
 	}
 }
 
