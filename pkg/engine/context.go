@@ -276,7 +276,10 @@ func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange
 		if err != nil {
 			wc.failed.Add(1)
 		}
-		if err != nil && outermost {
+		// A panic is logged where it happens: the workflow that called this one may
+		// recover from the failure (an agent whose tool failed), and a panic must
+		// not go unseen.
+		if err != nil && (outermost || IsPanic(err)) {
 			rw.failures.failed(ex, err)
 		}
 	}()

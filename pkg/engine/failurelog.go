@@ -93,9 +93,17 @@ func newFailureLog(workflow string, l FailureLogLimit, logger func() *slog.Logge
 }
 
 // failed logs the failure of ex with err, or counts it when over the limit. A
-// panic is logged at ERROR (a fault of Helix or of a component), every other
-// failure at WARN: the workflow reported it, and its caller got an error.
+// panic is logged at ERROR (a fault of Helix or of a component), once, every
+// other failure at WARN: the workflow reported it, and its caller got an error.
 func (f *failureLog) failed(ex *exchange.Exchange, err error) {
+	level := slog.LevelWarn
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		if pe.logged.Swap(true) {
+			return // logged by the workflow it happened in
+		}
+		level = slog.LevelError
+	}
 	if !f.limiter.Allow() {
 		f.mu.Lock()
 		f.suppressed++
@@ -104,10 +112,6 @@ func (f *failureLog) failed(ex *exchange.Exchange, err error) {
 		}
 		f.mu.Unlock()
 		return
-	}
-	level := slog.LevelWarn
-	if IsPanic(err) {
-		level = slog.LevelError
 	}
 	f.logger().LogAttrs(context.Background(), level, FailureLogMessage,
 		slog.String("workflow", f.workflow),

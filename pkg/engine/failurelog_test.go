@@ -219,3 +219,37 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestPanicInNestedWorkflowIsLoggedOnceWhereItHappened(t *testing.T) {
+	var logs jsonLog
+	hc := infoContext(&logs)
+	must(t, hc.AddWorkflow(&engine.Workflow{ID: "inner", FromURI: "direct://inner",
+		Processors: []engine.Processor{namedStep{name: "b.yaml:5:9 process", f: func(context.Context, *exchange.Exchange) error {
+			panic("inner boom")
+		}}}}))
+	// The caller recovers (as an agent does when a tool fails): the panic must still be seen.
+	must(t, hc.AddWorkflow(&engine.Workflow{ID: "recovers", FromURI: "direct://recovers",
+		Processors: []engine.Processor{namedStep{name: "a.yaml:7:9 to", f: func(ctx context.Context, ex *exchange.Exchange) error {
+			_ = engine.NewTarget(hc, "direct://inner").Process(ctx, ex)
+			ex.SetException(nil)
+			return nil
+		}}}}))
+	must(t, hc.AddWorkflow(&engine.Workflow{ID: "propagates", FromURI: "direct://propagates",
+		Processors: []engine.Processor{namedStep{name: "a.yaml:9:9 to", f: engine.NewTarget(hc, "direct://inner").Process}}}))
+	startContext(t, hc)
+	if err := hc.Run(context.Background(), "recovers", exchange.NewWithBody(exchange.InOut, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Run(context.Background(), "propagates", exchange.NewWithBody(exchange.InOut, "x")); err == nil {
+		t.Fatal("the run did not fail")
+	}
+	recs := logs.records(t)
+	if len(recs) != 2 {
+		t.Fatalf("want one line per panic, got %d: %v", len(recs), recs)
+	}
+	for _, r := range recs {
+		if r["level"] != "ERROR" || r["workflow"] != "inner" || r["step"] != "b.yaml:5:9 process" {
+			t.Errorf("line: %v", r)
+		}
+	}
+}
