@@ -150,3 +150,43 @@ workflows:
 		t.Errorf("failure lines = %d, want 9", got)
 	}
 }
+
+func TestWebhookAnswers422WithTheSchemaProblems(t *testing.T) {
+	a, _ := startLogged(t, `
+tools:
+  - id: vat
+    description: "VAT of a net amount"
+    input:
+      amount: { type: number, required: true }
+      rate: { type: number, required: true }
+    output:
+      tax: { type: number }
+    steps:
+      - transform:
+          starlang: |
+            {"tax": payload["amount"] * payload["rate"] / 100}
+workflows:
+  - id: vat-hook
+    trigger: http-server://127.0.0.1:0/vat
+    steps:
+      - target: tool://vat
+`)
+	base := httpBase(t, a, "127.0.0.1:0")
+	if status, body := post(t, base+"/vat", `{"amount": 100, "rate": 19}`); status != 200 || !strings.Contains(body, `"tax":19`) {
+		t.Fatalf("valid input: %d %s", status, body)
+	}
+	status, body := post(t, base+"/vat", `{"amount": "100", "rate": 19}`)
+	var reply struct {
+		Error  string `json:"error"`
+		Errors []struct {
+			Path    string `json:"path"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(body), &reply); err != nil || status != 422 {
+		t.Fatalf("invalid input: %d %s, want 422 with JSON", status, body)
+	}
+	if len(reply.Errors) != 1 || reply.Errors[0].Path != "/amount" || !strings.Contains(reply.Errors[0].Message, "want \"number\"") {
+		t.Errorf("errors = %+v, want the problem at /amount", reply.Errors)
+	}
+}
