@@ -133,6 +133,7 @@ workflows:
 		{"/orders", `{"id": "C", "qty": 1, "customer": "x"}`, 409}, // foreign key violation
 		{"/orders", `{"id": "D", "qty": "many"}`, 422},             // invalid input syntax for type integer
 		{"/orders", `{"id": "E", "nope": 1}`, 500},                 // no such column: the workflow's mistake
+		{"/orders", `["E"]`, 422},                                  // not a row: the body does not fit operation=insert
 		{"/orders", `{"id": `, 400},                                // not JSON: the workflow does not run
 		{"/orders-lenient", `{"id": "A", "qty": 1}`, 422},
 		{"/orders-lenient", `{"id": "B", "qty": 0}`, 422},
@@ -146,8 +147,8 @@ workflows:
 		}
 	}
 	// Every failed exchange that ran a workflow logged one line.
-	if got := len(logs.records(t, engine.FailureLogMessage)); got != 9 {
-		t.Errorf("failure lines = %d, want 9", got)
+	if got := len(logs.records(t, engine.FailureLogMessage)); got != 10 {
+		t.Errorf("failure lines = %d, want 10", got)
 	}
 }
 
