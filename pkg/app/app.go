@@ -405,6 +405,9 @@ func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.
 	if w.ErrorHandler != nil {
 		wf.ErrorHandler = a.buildErrorHandler(w)
 	}
+	if oe := w.OnError; oe != nil {
+		wf.FailureStatus = engine.FailureStatus{All: oe.Status, ByClass: oe.StatusByClass}
+	}
 	return wf
 }
 

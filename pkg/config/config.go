@@ -256,9 +256,21 @@ type WorkflowConfig struct {
 	FromPos      Pos
 	Steps        []StepConfig
 	ErrorHandler *ErrorHandlerConfig
-	Pos          Pos
+	// OnError is on_error: how the workflow's failures are answered.
+	OnError *OnErrorConfig
+	Pos     Pos
 	// Path is the workflow's YAML path in its file, e.g. workflows[0].
 	Path string
+}
+
+// OnErrorConfig is a workflow's `on_error:`.
+type OnErrorConfig struct {
+	// Status is `status: 503`: the HTTP status of every failure; 0 when not given.
+	Status int
+	// StatusByClass is `status: {conflict: 422, …}`: the HTTP status of the failures
+	// of a class (exchange.FailureClasses); nil when not given.
+	StatusByClass map[string]int
+	Pos           Pos
 }
 
 // ErrorHandlerConfig is a workflow's `error_handler:` (formerly `error-handler:`).

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/arvenza/helix/internal/redact"
+	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -643,12 +644,60 @@ func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool
 		"from":          setFrom,
 		"steps":         func(v *yaml.Node, p string) { w.Steps = d.Steps(v, p) },
 		"error_handler": func(v *yaml.Node, p string) { w.ErrorHandler = decodeErrorHandler(d, v, p) },
+		"on_error":      func(v *yaml.Node, p string) { w.OnError = decodeOnError(d, v, p) },
 	}, "id")
 	if ok && w.ID != "" && w.From == "" {
 		d.Warn(n, path, "workflow %q has no trigger: it is not exposed as an MCP tool and never runs", w.ID).Hint =
 			"add trigger: direct://" + w.ID + " (or another URI) if it should run"
 	}
 	return w, ok && w.ID != ""
+}
+
+// decodeOnError reads `on_error: {status: 503}` or
+// `on_error: {status: {conflict: 422, timeout: 503}}`.
+func decodeOnError(d *Decoder, n *yaml.Node, path string) *OnErrorConfig {
+	oe := &OnErrorConfig{Pos: d.Pos(n)}
+	d.Mapping(n, path, "on_error", Fields{
+		"status": func(v *yaml.Node, p string) {
+			v = d.Resolve(v)
+			if v != nil && v.Kind == yaml.MappingNode {
+				oe.StatusByClass = decodeStatusByClass(d, v, p)
+				return
+			}
+			oe.Status = decodeErrorStatus(d, v, p)
+		},
+	})
+	return oe
+}
+
+// decodeStatusByClass reads a mapping of failure class to HTTP status.
+func decodeStatusByClass(d *Decoder, n *yaml.Node, path string) map[string]int {
+	byClass := map[string]int{}
+	fields := Fields{}
+	for class := range exchange.FailureClasses {
+		fields[class] = func(v *yaml.Node, p string) {
+			if status := decodeErrorStatus(d, v, p); status != 0 {
+				byClass[class] = status
+			}
+		}
+	}
+	d.Mapping(n, path, "on_error.status", fields)
+	return byClass
+}
+
+// decodeErrorStatus reads an HTTP error status (400-599); 0 after an error.
+func decodeErrorStatus(d *Decoder, n *yaml.Node, path string) int {
+	before := len(d.errs)
+	status := d.Int(n, path)
+	if len(d.errs) > before {
+		return 0 // not an integer: said already
+	}
+	if status < 400 || status > 599 {
+		d.Errorf(n, path, "%d is not an error status: give 400-599", status).Hint =
+			"on_error answers failures: 4xx when the caller's request is at fault, 5xx when the workflow is"
+		return 0
+	}
+	return status
 }
 
 func decodeErrorHandler(d *Decoder, n *yaml.Node, path string) *ErrorHandlerConfig {

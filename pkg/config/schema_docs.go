@@ -43,6 +43,14 @@ var settingDocs = map[string]string{
 	"error_handler.default.backoff_multiplier":       "Each further redelivery waits this many times longer.",
 	"error_handler.default.maximum_redelivery_delay": "Upper bound of the wait between redeliveries.",
 
+	"a workflow.on_error":           "How the workflow's failures are answered to an HTTP caller (http-server:// trigger).",
+	"on_error.status":               "The HTTP status (400-599) of every failure, or one per failure class: {conflict: 422, timeout: 503}.",
+	"on_error.status.bad_request":   "Status of failures that reject the request (default 400).",
+	"on_error.status.conflict":      "Status of failures that clash with existing data, such as a unique violation in postgres:// (default 409).",
+	"on_error.status.invalid_input": "Status of input that a schema or the database rejects (default 422).",
+	"on_error.status.timeout":       "Status of failures because a deadline passed (default 504).",
+	"on_error.status.fault":         "Status of every other failure (default 500).",
+
 	"a tool.id":          "The tool's id and MCP tool name, triggered as tool://id.",
 	"a tool.description": "What the tool does; the MCP tool description (required, not empty).",
 	"a tool.input":       "The input fields, name → type or {type, description, required, default, enum, items, properties}.",

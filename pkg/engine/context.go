@@ -63,6 +63,8 @@ type Context struct {
 	cancelRun context.CancelFunc
 	tracer    Tracer           // tracer.go; nil: no tracing
 	override  ProducerOverride // override.go; nil: every target goes to its component
+
+	failureLimit FailureLogLimit // failurelog.go
 }
 
 type runtimeWorkflow struct {
@@ -71,6 +73,8 @@ type runtimeWorkflow struct {
 	state    string
 	counters *workflowCounters
 	id       any // wf.ID boxed once, for the context of every run
+	// failures logs the exchanges that fail in this workflow (failurelog.go).
+	failures *failureLog
 }
 
 // idValue is wf.ID as an interface value, without boxing it anew on every run.
@@ -162,7 +166,7 @@ func (c *Context) AddWorkflow(w *Workflow) error {
 	}
 	c.workflows = append(c.workflows, w)
 	rw := &runtimeWorkflow{wf: w, pipeline: BuildPipeline(procs, w.Interceptors, w.ErrorHandler), state: StateStopped,
-		counters: c.countersLocked(w.ID), id: w.ID}
+		counters: c.countersLocked(w.ID), id: w.ID, failures: newFailureLog(w.ID, c.failureLimitLocked(), c.Logger)}
 	setPipelineTracer(rw.pipeline, c.tracer)
 	c.byID[w.ID] = rw
 	return nil
@@ -229,24 +233,27 @@ func (c *Context) RunUntilStop(ctx context.Context, workflowID string, ex *excha
 	if err != nil {
 		return err
 	}
+	outermost := WorkflowID(ctx) == ""
 	rc := lazyctx.WithCancelValue(ctx, workflowIDKey{}, rw.idValue())
 	defer rc.Cancel()
 	// Registered with the in-flight count rather than with context.AfterFunc on
 	// the run context: no allocations, and no lock shared by every run.
 	slot := c.inflight.addCancellable(rc)
 	defer c.inflight.doneCancellable(slot)
-	return c.process(rc, rw, ex, false)
+	return c.process(rc, rw, ex, false, outermost)
 }
 
 func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) error {
 	c.inflight.Add(1)
 	defer c.inflight.Done()
-	return c.process(ctx, rw, ex, true)
+	return c.process(ctx, rw, ex, true, WorkflowID(ctx) == "")
 }
 
 // process runs ex through rw's pipeline; the caller counts it as in-flight. withID:
-// ctx does not carry the workflow id yet (withWorkflowID).
-func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange, withID bool) (err error) {
+// ctx does not carry the workflow id yet (withWorkflowID). outermost: no other
+// workflow's pipeline is running the exchange (it is not a direct:// call), so a
+// failure is logged here, once, with the path of the steps it went through.
+func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange, withID, outermost bool) (err error) {
 	if c.tracer != nil {
 		// Deferred before the recovery below, so it runs after it and sees a panic's error.
 		var end func(error)
@@ -259,6 +266,10 @@ func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange
 			err = &PanicError{Value: r}
 			ex.SetException(err)
 		}
+		if err != nil && !rw.wf.FailureStatus.IsZero() {
+			err = rw.wf.FailureStatus.apply(err)
+			ex.SetException(err)
+		}
 		// Counted here, once per exchange, whichever trigger or caller started it.
 		wc := rw.counters
 		wc.nanos.Add(int64(time.Since(start)))
@@ -266,8 +277,11 @@ func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange
 		if err != nil {
 			wc.failed.Add(1)
 		}
-		if err != nil && IsPanic(err) {
-			c.Logger().Error("workflow step panicked", "workflow", rw.wf.ID, "exchange", ex.ID(), "error", err)
+		// A panic is logged where it happens: the workflow that called this one may
+		// recover from the failure (an agent whose tool failed), and a panic must
+		// not go unseen.
+		if err != nil && (outermost || IsPanic(err)) {
+			rw.failures.failed(ex, err)
 		}
 	}()
 	if ex.FromWorkflow() == "" {
@@ -589,6 +603,7 @@ func (c *Context) stop(ctx context.Context, drain time.Duration) error {
 		}
 	}
 	c.abandonRuns()
+	c.flushFailureLogs()
 
 	c.mu.Lock()
 	services := c.startedServices

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -28,6 +29,9 @@ func (e *StepError) Unwrap() error { return e.Err }
 type PanicError struct {
 	Value any
 	Stack []byte
+	// logged is set once the failure log has a line for this panic, so that the
+	// workflows that called the panicking one through direct:// do not log it again.
+	logged atomic.Bool
 }
 
 func (e *PanicError) Error() string { return fmt.Sprintf("step panicked: %v", e.Value) }

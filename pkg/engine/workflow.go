@@ -38,6 +38,8 @@ type Workflow struct {
 	Interceptors []Interceptor
 	// ErrorHandler handles a failing step; nil means the error ends the exchange.
 	ErrorHandler ErrorHandler
+	// FailureStatus overrides the HTTP status of the workflow's failures (on_error).
+	FailureStatus FailureStatus
 
 	// Kind, InputSchema and OutputSchema describe the workflow to MCP clients.
 	// Schemas are JSON Schema documents; nil InputSchema means "any object".

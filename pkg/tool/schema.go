@@ -234,11 +234,81 @@ func renumber(x any) any {
 
 // SchemaError makes a jsonschema validation error readable: without the library's
 // "validating root:" framing, fields named as such, and a JSON null shown as null
-// (the library prints "<invalid reflect.Value>" for it).
+// (the library prints "<invalid reflect.Value>" for it). It returns an
+// *[InvalidInputError], which also says where the violation is.
 func SchemaError(err error) error {
 	msg := err.Error()
+	path, problem := violation(msg)
 	msg = strings.TrimPrefix(msg, "validating root: ")
 	msg = strings.ReplaceAll(msg, "validating /properties/", "field ")
 	msg = strings.ReplaceAll(msg, "<invalid reflect.Value>", "null")
-	return fmt.Errorf("%s", msg)
+	problem = strings.ReplaceAll(problem, "<invalid reflect.Value>", "null")
+	return &InvalidInputError{Msg: msg, Problems: []InputProblem{{Path: path, Message: problem}}}
+}
+
+// InvalidInputError is input that a schema rejects: a tool's (or workflow's)
+// arguments or body. It is the caller's mistake, so http-server:// answers it 422
+// with the problems as "errors".
+type InvalidInputError struct {
+	// Msg is the readable message: what Error() returns.
+	Msg string
+	// Problems say where the input is wrong (the jsonschema library stops at the
+	// first violation, so there is one).
+	Problems []InputProblem
+}
+
+// InputProblem is one violation: Path is a JSON Pointer into the input ("" is
+// the whole input; "*" stands for any item of a list), Message what is wrong there.
+type InputProblem struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+func (e *InvalidInputError) Error() string { return e.Msg }
+
+// HTTPStatus is 422 Unprocessable Content: the request was read, its content is wrong.
+func (e *InvalidInputError) HTTPStatus() int { return 422 }
+
+// ErrorDetails returns the problems, for clients that point at the field.
+func (e *InvalidInputError) ErrorDetails() any { return e.Problems }
+
+// violation splits a jsonschema-go message ("validating root: validating
+// /properties/a: validating /properties/a/items: type: …") into the input path of
+// the innermost schema (/a/*) and what is wrong there.
+func violation(msg string) (path, problem string) {
+	schemaPath := "root"
+	for {
+		rest, ok := strings.CutPrefix(msg, "validating ")
+		if !ok {
+			break
+		}
+		at, after, ok := strings.Cut(rest, ": ")
+		if !ok {
+			break
+		}
+		schemaPath, msg = at, after
+	}
+	return inputPath(schemaPath), msg
+}
+
+// inputPath turns a schema location (/properties/a/items) into the input location
+// it validates (/a/*); "root" is "".
+func inputPath(schemaPath string) string {
+	if schemaPath == "root" || schemaPath == "" {
+		return ""
+	}
+	segs := strings.Split(strings.TrimPrefix(schemaPath, "/"), "/")
+	var b strings.Builder
+	for i := 0; i < len(segs); i++ {
+		switch {
+		case segs[i] == "properties" && i+1 < len(segs):
+			i++
+			b.WriteString("/" + segs[i])
+		case segs[i] == "items":
+			b.WriteString("/*")
+		default:
+			b.WriteString("/" + segs[i])
+		}
+	}
+	return b.String()
 }

@@ -18,9 +18,13 @@
 // and HelixHttpQuery (the raw query string).
 //
 // Exchange → response: the status is HelixHttpResponseCode when set (an int or a
-// numeric string), else 200; a failed pipeline gives 500 with {"error": "message"},
-// or the 4xx/5xx HelixHttpResponseCode it set before failing (a step that found the
-// request unusable says 400).
+// numeric string), else 200. A failed pipeline answers {"error": "message"} (plus
+// "errors" when the error carries details, such as the fields a schema rejected)
+// with the 4xx/5xx HelixHttpResponseCode it set before failing (a step that found
+// the request unusable says 400), else the status the error describes
+// (exchange.HTTPStatus: the workflow's on_error override, a component's own
+// classification — 409 for a unique violation, 422 for a schema violation — 504 for
+// a timeout), else 500.
 // string and []byte bodies are written as they are; maps, lists, numbers and bools as
 // JSON with Content-Type application/json. A Content-Type the workflow set wins (a
 // Content-Type inherited unchanged from the request is kept only when it still fits a
@@ -455,7 +459,7 @@ func (r *route) serve(w nethttp.ResponseWriter, req *nethttp.Request) {
 
 	if err := r.process(ctx, ex); err != nil {
 		r.logger().Debug("http-server: workflow failed", "uri", r.raw, "exchange", ex.ID(), "error", err)
-		writeError(w, failureStatus(ex), exchange.ClientMessage(err))
+		writeFailure(w, failureStatus(ex, err), exchange.ClientMessage(err), exchange.ErrorDetails(err))
 		return
 	}
 	respond(w, req, ex, inbound)
@@ -522,14 +526,17 @@ func (r *route) accepts(mt string) bool {
 }
 
 // failureStatus is the status of a failed pipeline: the error status
-// HelixHttpResponseCode holds, else 500.
-func failureStatus(ex *exchange.Exchange) int {
+// HelixHttpResponseCode holds (the workflow said so before failing), else the
+// status the error describes (exchange.HTTPStatus: the workflow's on_error
+// override, a component's classification such as 409 or 422, 504 for a timeout),
+// else 500.
+func failureStatus(ex *exchange.Exchange, err error) int {
 	if v := ex.In().Header(exchange.HeaderHTTPResponseCode); v != nil {
 		if code, err := statusCode(v); err == nil && code >= 400 {
 			return code
 		}
 	}
-	return nethttp.StatusInternalServerError
+	return exchange.HTTPStatus(err)
 }
 
 func respond(w nethttp.ResponseWriter, req *nethttp.Request, ex *exchange.Exchange, inbound map[string]string) {
@@ -628,8 +635,21 @@ func statusCode(v any) (int, error) {
 }
 
 func writeError(w nethttp.ResponseWriter, status int, msg string) {
+	writeFailure(w, status, msg, nil)
+}
+
+// writeFailure answers {"error": msg}, with "errors": details when the error
+// carried some (the fields an input schema rejected).
+func writeFailure(w nethttp.ResponseWriter, status int, msg string, details any) {
 	// The caller may not see a secret an error text carries (internal/redact).
-	body, _ := json.Marshal(map[string]string{"error": redact.Text(msg)})
+	reply := map[string]any{"error": redact.Text(msg)}
+	if details != nil {
+		reply["errors"] = details
+	}
+	body, err := json.Marshal(reply)
+	if err != nil { // details that do not encode: the message alone still helps
+		body, _ = json.Marshal(map[string]string{"error": redact.Text(msg)})
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")

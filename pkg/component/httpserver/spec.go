@@ -35,9 +35,14 @@ without running the workflow). The request headers become exchange headers (firs
 each; inbound headers starting with "Helix" are dropped so clients cannot forge internal
 ones).
 
-Exchange → response: the status is HelixHttpResponseCode when set, else 200; a failed
-workflow gives 500 with {"error": "message"} (or the 4xx/5xx HelixHttpResponseCode it set
-before failing: an agent answers 400 to a body it cannot read). Strings and bytes are written as they are;
+Exchange → response: the status is HelixHttpResponseCode when set, else 200. A failed
+workflow answers {"error": "message"}, plus "errors" (a list of {"path", "message"}) when
+the input broke a schema, with the 4xx/5xx HelixHttpResponseCode it set before failing
+(an agent answers 400 to a body it cannot read), else the status of the failure: 422 for
+input a schema or the database rejects, 409 for a clash with existing data (a unique or
+foreign key violation in postgres://), 504 when a deadline passed (a target's timeout),
+503 when the database is unreachable, 500 for everything else. A workflow's on_error
+changes them: on_error: {status: {conflict: 422}}. Strings and bytes are written as they are;
 maps, lists, numbers and bools as JSON. Headers the workflow added or changed are copied to
 the response, except Helix and connection headers.`,
 	Path: []component.PathPart{

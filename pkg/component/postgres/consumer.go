@@ -227,7 +227,8 @@ func (c *consumer) pollOnce(ctx context.Context, stop <-chan struct{}) (int, err
 		}
 		stmt := e.onConsume
 		if perr != nil {
-			c.e.c.logger().Warn("postgres polled row failed in the workflow", "uri", e.redacted, "error", perr)
+			// The engine logged the failure (once, rate-limited); this adds the trigger.
+			c.e.c.logger().Debug("postgres polled row failed in the workflow", "uri", e.redacted, "error", perr)
 			stmt = e.onConsumeFailed
 		}
 		if stmt == "" {
@@ -340,7 +341,8 @@ func (c *consumer) runListen(workCtx context.Context, conn *pgx.Conn) {
 			perr = ex.Exception()
 		}
 		if perr != nil && !errors.Is(perr, context.Canceled) {
-			c.e.c.logger().Warn("postgres notification failed in the workflow", "uri", c.e.redacted, "channel", n.Channel, "error", perr)
+			// The engine logged the failure (once, rate-limited); this adds the channel.
+			c.e.c.logger().Debug("postgres notification failed in the workflow", "uri", c.e.redacted, "channel", n.Channel, "error", perr)
 		}
 	}
 }

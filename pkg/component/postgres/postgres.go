@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	nethttp "net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -329,6 +331,41 @@ type sqlError struct {
 
 func (e *sqlError) Error() string { return e.msg }
 func (e *sqlError) Unwrap() error { return e.err }
+
+// HTTPStatus classifies the failure by its SQLSTATE for callers that answer over
+// HTTP (exchange.HTTPStatus): what the request's data did wrong is the caller's
+// (409 when it clashes with rows already there, 422 when the database refuses its
+// values), a statement timeout is 504 and an unreachable or lost database 503.
+// 0 leaves the decision to the rest of the chain (a deadline is 504, anything
+// else 500).
+func (e *sqlError) HTTPStatus() int {
+	var pgErr *pgconn.PgError
+	if errors.As(e.err, &pgErr) {
+		return statusOfSQLState(pgErr.Code)
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(e.err, &connErr) && !exchange.IsTimeout(e.err) {
+		return nethttp.StatusServiceUnavailable // refused, unknown host …: the database is not there
+	}
+	return 0
+}
+
+func statusOfSQLState(code string) int {
+	switch {
+	case code == "23505", // unique_violation: the row exists already
+		code == "23503",                  // foreign_key_violation: a referenced row is missing, or still referenced
+		code == "40001", code == "40P01": // serialization failure, deadlock: try again
+		return nethttp.StatusConflict
+	case code == "23514", code == "23502", // check_violation, not_null_violation
+		strings.HasPrefix(code, "22"): // data exceptions: 'abc' for an integer, a string too long …
+		return nethttp.StatusUnprocessableEntity
+	case code == "57014": // query_canceled: statementTimeout passed
+		return nethttp.StatusGatewayTimeout
+	case strings.HasPrefix(code, "08"), strings.HasPrefix(code, "57P"): // connection lost, server shutting down
+		return nethttp.StatusServiceUnavailable
+	}
+	return 0
+}
 
 func describeErr(err error, s settings) error {
 	if err == nil {

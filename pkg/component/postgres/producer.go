@@ -68,11 +68,22 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if err != nil {
 		var se *sqlError
 		if !errors.As(err, &se) {
-			err = fmt.Errorf("postgres %s: %w", p.e.s.where(), err)
+			// Not the database's answer: the body does not fit the operation (a
+			// missing :name, a list of non-maps for insert, a column allowedColumns
+			// does not list, SQL the guard refuses).
+			err = &bodyError{err: fmt.Errorf("postgres %s: %w", p.e.s.where(), err)}
 		}
 	}
 	return err
 }
+
+// bodyError is a body the operation cannot use, found before anything reached the
+// database. The body is usually the caller's request, so HTTP callers get 422.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string   { return e.err.Error() }
+func (e *bodyError) Unwrap() error   { return e.err }
+func (e *bodyError) HTTPStatus() int { return 422 }
 
 func (p *producer) process(ctx context.Context, pool *pgxpool.Pool, ex *exchange.Exchange) error {
 	e := p.e
