@@ -95,9 +95,10 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 		return err
 	}
 	cfg.Logger = logger
-	cfg.Stderr = cmd.ErrOrStderr()
+	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
+	cfg.Stderr = stderr
 	// Progress and log messages go to stderr as they arrive; stdout keeps the result.
-	notes := &notificationPrinter{w: cmd.ErrOrStderr()}
+	notes := &notificationPrinter{w: stderr}
 	defer notes.stop()
 	if logLevel != "" {
 		cfg.LogLevel, cfg.OnLog = logLevel, notes.log

@@ -90,3 +90,18 @@ func serverLogLevel(name string) (string, error) {
 	}
 	return l.String(), nil
 }
+
+// lockedWriter serializes the writes of the stdio server's stderr (copied by
+// os/exec's goroutine when stderr is not a file) and of the notifications. It
+// hides the writer's ReadFrom too: bytes.Buffer.ReadFrom, blocked in a read, would
+// otherwise cut off what was written meanwhile.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
