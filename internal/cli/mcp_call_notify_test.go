@@ -68,3 +68,38 @@ func TestMCPCallNotificationsAreTerminalSafe(t *testing.T) {
 		t.Errorf("stderr = %q, want %q", stderr, want)
 	}
 }
+
+// What inspect, read and prompt print of a server's resources and prompts is the
+// server's text too: control sequences are removed, and a table cell stays one line.
+func TestMCPPrimitivesAreTerminalSafe(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "hostile\x1b]0;title\x07", Version: "1"}, nil)
+	s.AddResource(&sdk.Resource{URI: "x://r", Name: "r\x1b[2J", Description: "clears\nthe screen\x1b[H", MIMEType: "text/plain"},
+		func(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: "x://r", Text: "safe\x1b[31m text\u009b2J"}}}, nil
+		})
+	s.AddPrompt(&sdk.Prompt{Name: "p", Description: "bell\x07 prompt"},
+		func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+			return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi\x1b]52;c;cGF3bmVk\x07 there"}}}}, nil
+		})
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"inspect", srv.URL}, []string{"Server: hostile 1", "x://r  r     text/plain  clears …\n", "p       -                       bell prompt\n"}},
+		{[]string{"read", srv.URL, "x://r"}, []string{"safe text\n"}},
+		{[]string{"prompt", srv.URL, "p"}, []string{"user: hi there\n"}},
+	} {
+		code, stdout, stderr := execute(t, append([]string{"mcp"}, tc.args...)...)
+		if code != ExitOK || strings.ContainsAny(stdout, "\x1b\x07\u009b") {
+			t.Errorf("%v: exit %d stdout %q stderr %q", tc.args, code, stdout, stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%v: stdout lacks %q:\n%s", tc.args, w, stdout)
+			}
+		}
+	}
+}
