@@ -259,3 +259,33 @@ workflows:
 		t.Errorf("unknown: exit %d stderr %q", code, stderr)
 	}
 }
+
+// Bad command lines of read and prompt are refused before anything is connected.
+func TestMCPReadPromptBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"read", "127.0.0.1:1", "x://a", "--out", "f", "-o", "json"}, "--out and --output json: choose one"},
+		{[]string{"read", "127.0.0.1:1", "x://a", "x://b"}, "usage: helix mcp read URL URI"},
+		{[]string{"read", "--stdio", "server", "127.0.0.1:1", "x://a"}, "usage: helix mcp read"},
+		{[]string{"read", "--env", "A=1", "127.0.0.1:1", "x://a"}, "--env applies to --stdio servers"},
+		{[]string{"read", "ftp://x", "x://a"}, "use host:port"},
+		{[]string{"read", "127.0.0.1:1", "x://a", "-o", "xml"}, "use text or json"},
+		{[]string{"prompt"}, "usage: helix mcp prompt URL NAME"},
+		{[]string{"prompt", "127.0.0.1:1"}, "usage: helix mcp prompt URL NAME"},
+		{[]string{"prompt", "127.0.0.1:1", "p", "--json", "[1]"}, "--json must be a JSON object of strings"},
+		{[]string{"prompt", "127.0.0.1:1", "p", "=v"}, `argument "=v": use key=value`},
+		{[]string{"prompt", "--stdio", "'unterminated", "p"}, "unterminated"},
+		{[]string{"prompt", "127.0.0.1:1", "p", "--header", "nocolon"}, `use "Name: value"`},
+	} {
+		code, stdout, stderr := execute(t, append([]string{"mcp"}, tc.args...)...)
+		if code != ExitConfig || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d stdout %q stderr %q, want %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+	code, _, stderr := execute(t, "mcp", "read", "127.0.0.1:1", "x://a")
+	if code != ExitRuntime || !strings.Contains(stderr, "connection refused") {
+		t.Errorf("unreachable: exit %d stderr %q", code, stderr)
+	}
+}
