@@ -3,53 +3,51 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 )
 
 type mcpInspectFlags struct {
-	transport string
-	timeout   time.Duration
-	schemas   bool
-	output    string
+	mcpServerFlags
+	schemas bool
 }
 
 func newMCPInspectCmd() *cobra.Command {
 	var f mcpInspectFlags
 	cmd := &cobra.Command{
-		Use:   "inspect ADDR",
+		Use:   "inspect (ADDR | --stdio 'COMMAND ARGS…')",
 		Short: "Connect to a running MCP server and list its tools, resources and prompts",
 		Long: `Inspect connects to the MCP server at ADDR (host:port, or a full http:// or
 https:// URL such as http://localhost:3000/mcp) with the official MCP Go SDK, over
-Streamable HTTP (--transport http, the default) or SSE (--transport sse), and prints
-what it offers: its name, version and protocol version, then its tools, resources,
-resource templates and prompts (each section for what the server declares). For
-host:port, Streamable HTTP tries /mcp, then the root path; SSE uses /sse. When the
-server answers 404 and an SSE server answers at /sse, the error says to add
---transport sse.
+Streamable HTTP (--transport http, the default) or SSE (--transport sse), or starts
+the --stdio command, and prints what it offers: its name, version and protocol
+version, then its tools, resources, resource templates and prompts (each section for
+what the server declares). For host:port, Streamable HTTP tries /mcp, then the root
+path; SSE uses /sse. When the server answers 404 and an SSE server answers at /sse,
+the error says to add --transport sse. --header, --env and --timeout work as for
+helix mcp call.
 
 With --output json it prints one JSON object: endpoint, serverInfo, protocolVersion,
 capabilities, instructions, and the tools, resources, resourceTemplates and prompts
 arrays as the server gave them.`,
 		Example: `  helix mcp inspect localhost:3000
   helix mcp inspect http://127.0.0.1:3001/mcp --schemas
-  helix mcp inspect localhost:3000 -o json | jq '.prompts[].name'`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runMCPInspect(cmd, f, args[0]) },
+  helix mcp inspect localhost:3000 -o json | jq '.prompts[].name'
+  helix mcp inspect --stdio 'helix mcp serve helix.yaml'`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runMCPInspect(cmd, f, args) },
 	}
-	cmd.Flags().StringVar(&f.transport, "transport", mcpserver.TransportHTTP, "http (Streamable HTTP) or sse")
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Second, "give up connecting and listing after this long")
-	cmd.Flags().BoolVar(&f.schemas, "schemas", false, "also print each tool's input (and output) schema")
-	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "output: text (tables) or json (one object)")
+	fl := cmd.Flags()
+	f.register(fl)
+	fl.BoolVar(&f.schemas, "schemas", false, "also print each tool's input (and output) schema")
+	fl.StringVarP(&f.output, "output", "o", "text", "output: text (tables) or json (one object)")
 	return cmd
 }
 
@@ -66,40 +64,27 @@ type serverListing struct {
 	Prompts           []*sdk.Prompt           `json:"prompts"`
 }
 
-func runMCPInspect(cmd *cobra.Command, f mcpInspectFlags, addr string) error {
-	if f.output != "text" && f.output != "json" {
-		return configError(fmt.Errorf("--output %q: use text or json", f.output))
-	}
-	endpoint, err := mcpEndpointURL(addr, f.transport)
+func runMCPInspect(cmd *cobra.Command, f mcpInspectFlags, args []string) error {
+	usage := "usage: helix mcp inspect ADDR (or --stdio 'COMMAND ARGS…')"
+	cfg, rest, err := f.config(args, usage)
 	if err != nil {
 		return configError(err)
 	}
-	logger, err := newLogger(cmd, "error")
+	if len(rest) > 0 {
+		return configError(errors.New(usage))
+	}
+	conn, err := openMCPConn(cmd, &cfg)
 	if err != nil {
 		return err
-	}
-	timeout := f.timeout
-	if timeout <= 0 {
-		timeout = -1 // ClientConfig: no limit
-	}
-	cfg := mcpclient.Config{
-		Transport: f.transport,
-		Endpoint:  endpoint,
-		// host:port: Streamable HTTP at /mcp, then / (Helix answers on both; other
-		// servers usually only on /mcp), as for mcp://host:port/tool.
-		FindPath: f.transport == mcpserver.TransportHTTP && isHostPort(addr),
-		Timeout:  timeout,
-		Logger:   logger,
-	}
-	conn, err := mcpclient.NewConn(cfg)
-	if err != nil {
-		return configError(err)
 	}
 	defer conn.Close()
 	ctx := cmd.Context()
 	l, err := listServer(ctx, conn)
 	if err != nil {
 		return runtimeError(safeError(withSSEHint(ctx, err, cfg)))
+	}
+	if f.stdio != "" {
+		l.Endpoint = "stdio: " + f.stdio
 	}
 	out := cmd.OutOrStdout()
 	if f.output == "json" {
@@ -234,8 +219,12 @@ func newTable(w io.Writer, headers ...string) *tabwriter.Writer {
 	return tw
 }
 
-// row writes one table row; the last cell is not padded.
+// row writes one table row; the last cell is not padded, and empty cells at the
+// end are left out so that lines do not end in spaces.
 func row(tw *tabwriter.Writer, cells ...string) {
+	for len(cells) > 1 && cells[len(cells)-1] == "" {
+		cells = cells[:len(cells)-1]
+	}
 	for i, c := range cells {
 		if i > 0 {
 			io.WriteString(tw, "\t")

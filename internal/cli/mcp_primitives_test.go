@@ -246,6 +246,11 @@ workflows:
 	if code != ExitOK || stdout != "counted\n" || stderr != "info count: counting\nprogress 1/2 first\nprogress 2/2 second\n" {
 		t.Errorf("call: exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
+	code, stdout, stderr = execute(t, "mcp", "inspect", "--stdio", server)
+	if code != ExitOK || !strings.HasPrefix(stdout, "MCP Server: stdio: "+server+"\nServer: stdio-demo ") ||
+		!strings.Contains(stdout, "\napp://motd         motd       text/plain\n") || !strings.Contains(stdout, "\ngreet   who*\n") {
+		t.Errorf("inspect: exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
 	code, stdout, stderr = execute(t, "mcp", "read", "--stdio", server, "app://motd")
 	if code != ExitOK || stdout != "Hello <world> & all\n" {
 		t.Errorf("read: exit %d stdout %q stderr %q", code, stdout, stderr)
