@@ -7,12 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/arvenza/helix/pkg/app"
-	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/uri"
@@ -184,94 +182,6 @@ so an AI client can launch "helix mcp serve helix.yaml" as its subprocess.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error { return runFiles(cmd, files) },
 	}
-}
-
-type mcpInspectFlags struct {
-	transport string
-	timeout   time.Duration
-	schemas   bool
-}
-
-func newMCPInspectCmd() *cobra.Command {
-	var f mcpInspectFlags
-	cmd := &cobra.Command{
-		Use:   "inspect ADDR",
-		Short: "Connect to a running MCP server and list its tools",
-		Long: `Inspect connects to the MCP server at ADDR (host:port, or a full http:// or
-https:// URL such as http://localhost:3000/mcp) with the official MCP Go SDK, over
-Streamable HTTP (--transport http, the default) or SSE (--transport sse), and prints
-its tools. For host:port, Streamable HTTP tries /mcp, then the root path; SSE uses
-/sse. When the server answers 404 and an SSE server answers at /sse, the error says
-to add --transport sse.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runMCPInspect(cmd, f, args[0]) },
-	}
-	cmd.Flags().StringVar(&f.transport, "transport", mcpserver.TransportHTTP, "http (Streamable HTTP) or sse")
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Second, "give up connecting and listing after this long")
-	cmd.Flags().BoolVar(&f.schemas, "schemas", false, "also print each tool's input (and output) schema")
-	return cmd
-}
-
-func runMCPInspect(cmd *cobra.Command, f mcpInspectFlags, addr string) error {
-	endpoint, err := mcpEndpointURL(addr, f.transport)
-	if err != nil {
-		return configError(err)
-	}
-	logger, err := newLogger(cmd, "error")
-	if err != nil {
-		return err
-	}
-	timeout := f.timeout
-	if timeout <= 0 {
-		timeout = -1 // ClientConfig: no limit
-	}
-	cfg := mcpclient.Config{
-		Transport: f.transport,
-		Endpoint:  endpoint,
-		// host:port: Streamable HTTP at /mcp, then / (Helix answers on both; other
-		// servers usually only on /mcp), as for mcp://host:port/tool.
-		FindPath: f.transport == mcpserver.TransportHTTP && isHostPort(addr),
-		Timeout:  timeout,
-		Logger:   logger,
-	}
-	conn, err := mcpclient.NewConn(cfg)
-	if err != nil {
-		return configError(err)
-	}
-	defer conn.Close()
-	ctx := cmd.Context()
-	tools, err := conn.ListTools(ctx)
-	if err != nil {
-		return runtimeError(safeError(withSSEHint(ctx, err, cfg)))
-	}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "MCP Server: %s\n", conn.Endpoint())
-	fmt.Fprintf(&b, "Tools: %d\n\n", len(tools))
-	fmt.Fprintf(&b, "%-25s %s\n", "TOOL", "DESCRIPTION")
-	fmt.Fprintf(&b, "%-25s %s\n", "----", "-----------")
-	for _, t := range tools {
-		fmt.Fprintf(&b, "%-25s %s\n", t.Name, firstLine(t.Description))
-		if f.schemas {
-			writeSchema(&b, "input", t.InputSchema)
-			if t.OutputSchema != nil {
-				writeSchema(&b, "output", t.OutputSchema)
-			}
-		}
-	}
-	// Names, descriptions and schemas are the server's text.
-	if _, err := io.WriteString(cmd.OutOrStdout(), terminalSafe(b.String())); err != nil {
-		return runtimeError(err)
-	}
-	return nil
-}
-
-func writeSchema(b *strings.Builder, label string, schema any) {
-	data, err := json.MarshalIndent(schema, "    ", "  ")
-	if err != nil {
-		data = []byte(err.Error())
-	}
-	fmt.Fprintf(b, "    %s: %s\n", label, data)
 }
 
 // printPrimitives adds the resources and prompts of a server (resources:,

@@ -18,20 +18,17 @@ import (
 
 	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
+	"github.com/arvenza/helix/pkg/report"
 )
 
 func init() { mcpSubcommands = append(mcpSubcommands, newMCPCallCmd) }
 
 // mcpCallFlags are the options of `helix mcp call`.
 type mcpCallFlags struct {
-	stdio     string
-	transport string
-	headers   []string
+	mcpServerFlags
 	jsonArgs  string
-	output    string
-	timeout   time.Duration
+	serverLog string
 	list      bool
-	env       []string
 }
 
 func newMCPCallCmd() *cobra.Command {
@@ -68,13 +65,10 @@ to stderr) or the server could not be reached, 2 for bad input.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.stdio, "stdio", "", "start this command and talk to it over stdio instead of connecting to a URL")
-	fl.StringArrayVar(&f.env, "env", nil, "NAME=value added to the --stdio command's environment (repeatable)")
-	fl.StringVar(&f.transport, "transport", mcpserver.TransportHTTP, "transport for URL: http (Streamable HTTP) or sse")
-	fl.StringArrayVarP(&f.headers, "header", "H", nil, `HTTP header "Name: value" sent with every request (repeatable)`)
+	f.register(fl)
 	fl.StringVar(&f.jsonArgs, "json", "", "tool arguments as a JSON object")
 	fl.StringVarP(&f.output, "output", "o", "text", "output: text (the result's text) or json (the whole result)")
-	fl.DurationVar(&f.timeout, "timeout", mcpclient.DefaultCallTimeout, "limit for connecting and calling (0: none)")
+	fl.StringVar(&f.serverLog, "server-log", "info", "show the server's log messages at or above this level (debug … emergency), or none")
 	fl.BoolVar(&f.list, "list", false, "list the server's tools instead of calling one")
 	return cmd
 }
@@ -84,8 +78,9 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 	if err != nil {
 		return configError(err)
 	}
-	if f.output != "text" && f.output != "json" {
-		return configError(fmt.Errorf("--output %q: use text or json", f.output))
+	logLevel, err := serverLogLevel(f.serverLog)
+	if err != nil {
+		return configError(err)
 	}
 	var arguments map[string]any
 	if !f.list {
@@ -100,13 +95,21 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 		return err
 	}
 	cfg.Logger = logger
-	cfg.Stderr = cmd.ErrOrStderr()
+	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
+	cfg.Stderr = stderr
+	// Progress and log messages go to stderr as they arrive; stdout keeps the result.
+	notes := &notificationPrinter{w: stderr}
+	defer notes.stop()
+	if logLevel != "" {
+		cfg.LogLevel, cfg.OnLog = logLevel, notes.log
+	}
 	conn, err := mcpclient.NewConn(cfg)
 	if err != nil {
 		return configError(err)
 	}
 	defer conn.Close()
-	ctx := cmd.Context()
+	// A reporter that wants progress makes the call send a progress token.
+	ctx := report.WithReporter(cmd.Context(), report.Func{OnProgress: notes.progress})
 	out := cmd.OutOrStdout()
 
 	if f.list {
@@ -152,55 +155,19 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 // mcpCallConfig turns the flags and positional arguments into a connection config,
 // the tool name and the key=value arguments.
 func mcpCallConfig(f mcpCallFlags, args []string) (mcpclient.Config, string, []string, error) {
-	var cfg mcpclient.Config
-	cfg.Timeout = f.timeout
-	if f.timeout == 0 {
-		cfg.Timeout = -1
-	}
-	need := 2 // URL TOOL
+	usage := "usage: helix mcp call URL TOOL [key=value…] (or URL --list)"
 	if f.stdio != "" {
-		need = 1 // TOOL
+		usage = "usage: helix mcp call --stdio 'COMMAND ARGS…' TOOL [key=value…] (or --list instead of TOOL)"
 	}
-	if f.list {
-		need--
-	}
-	if len(args) < need {
-		if f.stdio != "" {
-			return cfg, "", nil, errors.New("usage: helix mcp call --stdio 'COMMAND ARGS…' TOOL [key=value…] (or --list instead of TOOL)")
-		}
-		return cfg, "", nil, errors.New("usage: helix mcp call URL TOOL [key=value…] (or URL --list)")
-	}
-	if f.stdio != "" {
-		words, err := splitCommandLine(f.stdio)
-		if err != nil {
-			return cfg, "", nil, fmt.Errorf("--stdio: %w", err)
-		}
-		if len(words) == 0 {
-			return cfg, "", nil, errors.New("--stdio: empty command")
-		}
-		if len(f.headers) > 0 {
-			return cfg, "", nil, errors.New("--header applies to URLs, not --stdio servers")
-		}
-		cfg.Transport = mcpserver.TransportStdio
-		cfg.Command, cfg.Args, cfg.Env = words[0], words[1:], f.env
-	} else {
-		if len(f.env) > 0 {
-			return cfg, "", nil, errors.New("--env applies to --stdio servers")
-		}
-		endpoint, err := mcpEndpointURL(args[0], f.transport)
-		if err != nil {
-			return cfg, "", nil, err
-		}
-		cfg.Transport, cfg.Endpoint = f.transport, endpoint
-		// host:port finds Streamable HTTP at /mcp, then /, as mcp://host:port/tool does.
-		cfg.FindPath = f.transport == mcpserver.TransportHTTP && isHostPort(args[0])
-		if cfg.Header, err = parseHeaders(f.headers); err != nil {
-			return cfg, "", nil, err
-		}
-		args = args[1:]
+	cfg, args, err := f.config(args, usage)
+	if err != nil {
+		return cfg, "", nil, err
 	}
 	tool := ""
 	if !f.list {
+		if len(args) == 0 {
+			return cfg, "", nil, errors.New(usage)
+		}
 		tool, args = args[0], args[1:]
 	} else if len(args) > 0 {
 		return cfg, "", nil, fmt.Errorf("--list takes no tool or arguments, got %q", args)

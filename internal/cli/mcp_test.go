@@ -126,11 +126,19 @@ func startInspectTarget(t *testing.T) string {
 
 func TestMCPInspect(t *testing.T) {
 	addr := startInspectTarget(t)
-	table := "Tools: 2\n\n" +
-		"TOOL                      DESCRIPTION\n" +
-		"----                      -----------\n" +
-		"search                    Search knowledge base\n" +
-		"summarize                 Summarize text into key points\n"
+	table := "Server: helix-mcp 1.0.0 (protocol 2025-11-25)\n\n" +
+		"Tools: 2\n\n" +
+		"TOOL       DESCRIPTION\n" +
+		"----       -----------\n" +
+		"search     Search knowledge base\n" +
+		"summarize  Summarize text into key points\n" +
+		"\nResources: 2\n\n" +
+		"URI                NAME       TYPE              DESCRIPTION\n" +
+		"---                ----       ----              -----------\n" +
+		"helix://routes     routes     application/json  Alias of helix://workflows.\n" +
+		"helix://workflows  workflows  application/json  The workflows this server offers as tools: id, trigger URI, description and state (Started/Stopped).\n" +
+		"\nResource templates: 0\n" +
+		"\nPrompts: 0\n"
 	for _, tc := range []struct {
 		args     []string
 		endpoint string

@@ -99,6 +99,10 @@ output (text: numbered sources; json), or in --output.`,
 			if err != nil {
 				return runtimeError(err)
 			}
+			if output == pipeline.OutputJSON {
+				// For people and jq, not for a web page: passages keep their <, > and &.
+				b = unescapeHTML(b)
+			}
 			out := cmd.OutOrStdout()
 			if _, err := out.Write(b); err != nil {
 				return err
@@ -111,7 +115,7 @@ output (text: numbered sources; json), or in --output.`,
 	}
 	cmd.Flags().IntVar(&topK, "top-k", 0, "passages to return (default: the pipeline's top_k)")
 	cmd.Flags().StringVar(&strategy, "strategy", "", "vector, keyword or hybrid (default: the pipeline's)")
-	cmd.Flags().StringVar(&output, "output", "", "text or json (default: the pipeline's output)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "text or json (default: the pipeline's output)")
 	return cmd
 }
 

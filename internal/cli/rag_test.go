@@ -175,3 +175,42 @@ pipelines:
 		t.Fatalf("verify of no store: %d %s", code, errOut)
 	}
 }
+
+// rag query -o json prints passages as people wrote them: <, > and & are not
+// turned into \u003c, \u003e and \u0026.
+func TestRAGQueryJSONKeepsHTMLCharacters(t *testing.T) {
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "docs")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := "# Compare <a> & <b>\n\nUse a < b && b > c to compare.\n"
+	if err := os.WriteFile(filepath.Join(docs, "ops.md"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "helix.yaml")
+	yaml := `helix: {data_dir: "` + filepath.Join(dir, "data") + `"}
+pipelines:
+  - id: docs
+    source: file://` + docs + `
+    steps:
+      - rag-retrieve: {strategy: keyword, top_k: 1}
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := execute(t, "rag", "ingest", file, "docs"); code != 0 {
+		t.Fatalf("ingest: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut := execute(t, "rag", "query", "-o", "json", file, "docs", "compare")
+	if code != 0 {
+		t.Fatalf("query: %d\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(out, `\u00`) || !strings.Contains(out, "a < b && b > c") {
+		t.Fatalf("want <, > and & unescaped, got:\n%s", out)
+	}
+	var res pipeline.JSONOutput
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Results) != 1 {
+		t.Fatalf("not the JSON result (%v):\n%s", err, out)
+	}
+}

@@ -97,7 +97,7 @@ assistants as Model Context Protocol tools.`,
 
 	mcp := &cobra.Command{
 		Use:   "mcp",
-		Short: "Work with MCP servers: list, serve, inspect, call",
+		Short: "Work with MCP servers: list, serve, inspect, call, read, prompt",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()

@@ -98,6 +98,10 @@ type Config struct {
 	ProtocolVersion string
 	// Logger receives connection events; nil means slog.Default.
 	Logger *slog.Logger
+	// LogLevel, when set (debug … emergency), asks the server for its log messages
+	// at or above that level (logging.go); OnLog receives them as they arrive.
+	LogLevel string
+	OnLog    func(*sdk.LoggingMessageParams)
 }
 
 // Validate reports a config that cannot work.
@@ -256,6 +260,7 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 		args = map[string]any{}
 	}
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
+	c.askForLogs(params) // logging.go
 	if report.ProgressWanted(parent) {
 		// The exchange's caller wants progress: ask the server for its progress and
 		// pass it on while the call runs (progress.go).
@@ -405,6 +410,9 @@ func (c *Conn) session(ctx context.Context) (*sdk.ClientSession, error) {
 		c.mu.Unlock()
 
 		s, err := c.connect(ctx)
+		if err == nil {
+			c.setLoggingLevel(ctx, s) // logging.go
+		}
 
 		c.mu.Lock()
 		c.dialing = nil

@@ -53,17 +53,25 @@ func (c *Conn) forwardProgress(params json.RawMessage) {
 }
 
 // forwardMessage forwards msg (one JSON-RPC message) when it is a progress
-// notification and a call is waiting for progress.
+// notification and a call is waiting for progress, or a log message and OnLog is set.
 func (c *Conn) forwardMessage(msg []byte) {
-	if c.waiting.Load() == 0 || !bytes.Contains(msg, []byte(`"notifications/progress"`)) {
+	progress := c.waiting.Load() > 0 && bytes.Contains(msg, []byte(`"notifications/progress"`))
+	logs := c.cfg.OnLog != nil && bytes.Contains(msg, []byte(`"notifications/message"`))
+	if !progress && !logs {
 		return
 	}
 	var m struct {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(msg, &m) == nil && m.Method == "notifications/progress" {
+	if json.Unmarshal(msg, &m) != nil {
+		return
+	}
+	switch {
+	case progress && m.Method == "notifications/progress":
 		c.forwardProgress(m.Params)
+	case logs && m.Method == "notifications/message":
+		c.forwardLogParams(m.Params) // logging.go
 	}
 }
 
@@ -176,8 +184,13 @@ type progressConn struct {
 
 func (pc *progressConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := pc.Connection.Read(ctx)
-	if req, ok := m.(*jsonrpc.Request); ok && err == nil && !req.IsCall() && req.Method == "notifications/progress" && pc.c.waiting.Load() > 0 {
-		pc.c.forwardProgress(req.Params)
+	if req, ok := m.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
+		switch {
+		case req.Method == "notifications/progress" && pc.c.waiting.Load() > 0:
+			pc.c.forwardProgress(req.Params)
+		case req.Method == "notifications/message" && pc.c.cfg.OnLog != nil:
+			pc.c.forwardLogParams(req.Params) // logging.go
+		}
 	}
 	return m, err
 }
