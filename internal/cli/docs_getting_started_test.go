@@ -76,7 +76,7 @@ func TestGettingStartedAsWritten(t *testing.T) {
 	}
 
 	code, out, errOut := execute(t, "mcp", "inspect", mcpAddr)
-	if code != ExitOK || !strings.Contains(out, "Tools: 1\n") || !strings.Contains(out, "order_total               Total of an order") {
+	if code != ExitOK || !strings.Contains(out, "Tools: 1\n") || !strings.Contains(out, "order_total  Total of an order") {
 		t.Errorf("mcp inspect: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = execute(t, "mcp", "call", mcpAddr, "order_total", `items=[{"price":9.5,"qty":2}]`)
