@@ -250,8 +250,13 @@ type WorkflowConfig struct {
 	From string
 	// FromRaw is the trigger URI as written, before ${env:…} was resolved: what
 	// may be shown to MCP clients (helix://workflows) without leaking secrets.
-	FromRaw      string
-	FromPos      Pos
+	FromRaw string
+	FromPos Pos
+	// Input and Output are the workflow's `input:` and `output:` fields, written as
+	// a tools: entry's: nil when the key is absent (any arguments, no declared
+	// result). [WorkflowConfig.InputSchema] and OutputSchema give their schemas.
+	Input        []FieldConfig
+	Output       []FieldConfig
 	Steps        []StepConfig
 	ErrorHandler *ErrorHandlerConfig
 	Pos          Pos

@@ -622,6 +622,8 @@ func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool
 		"description":   func(v *yaml.Node, p string) { w.Description = d.String(v, p) },
 		"trigger":       setFrom,
 		"from":          setFrom,
+		"input":         func(v *yaml.Node, p string) { w.Input = declaredFields(d, v, p) },
+		"output":        func(v *yaml.Node, p string) { w.Output = declaredFields(d, v, p) },
 		"steps":         func(v *yaml.Node, p string) { w.Steps = d.Steps(v, p) },
 		"error_handler": func(v *yaml.Node, p string) { w.ErrorHandler = decodeErrorHandler(d, v, p) },
 	}, "id")
@@ -689,6 +691,15 @@ func mappingValue(d *Decoder, n *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// declaredFields decodes a workflow's input: or output: as a tool's; the result is
+// never nil, so that `input: {}` still declares "no arguments expected".
+func declaredFields(d *Decoder, n *yaml.Node, path string) []FieldConfig {
+	if fields := decodeFields(d, n, path, 0); fields != nil {
+		return fields
+	}
+	return []FieldConfig{}
 }
 
 // FieldTypes are the JSON Schema types a tool field may have.

@@ -237,6 +237,21 @@ func (c *Context) RunUntilStop(ctx context.Context, workflowID string, ex *excha
 	return c.process(rc, rw, ex, false)
 }
 
+// triggered is the processor rw's trigger consumer delivers to: CheckTriggered,
+// then the pipeline.
+func (c *Context) triggered(rw *runtimeWorkflow) Processor {
+	check := rw.wf.CheckTriggered
+	return ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
+		if check != nil {
+			if err := check(ex); err != nil {
+				ex.SetException(err)
+				return err
+			}
+		}
+		return c.runPipeline(ctx, rw, ex)
+	})
+}
+
 func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) error {
 	c.inflight.Add(1)
 	defer c.inflight.Done()
@@ -489,9 +504,7 @@ func (c *Context) startConsumer(ctx context.Context, w *Workflow) error {
 	if err != nil {
 		return fmt.Errorf("workflow %s: trigger %w", w.ID, err)
 	}
-	cons, err := ep.CreateConsumer(ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
-		return c.runPipeline(ctx, rw, ex)
-	}))
+	cons, err := ep.CreateConsumer(c.triggered(rw))
 	if err != nil {
 		return fmt.Errorf("workflow %s: trigger %s: %w", w.ID, c.ShownURI(w.FromURI), err)
 	}
