@@ -578,15 +578,24 @@ func checkJSONSchema(d *Decoder, v *yaml.Node, p, text string) {
 		Hint: "input_schema is JSON text, for example '{\"type\":\"object\",\"properties\":{...}}'"})
 }
 
-// decodeTrigger accepts `trigger: URI` and `trigger: {uri: URI}`.
+// decodeTrigger accepts `trigger: URI` and `trigger: {uri: URI, parameters: {…}}`;
+// parameters join the URI's query as a target's do ([WithParameters]), so that
+// CheckEndpoint checks them with the URI's own options.
 func decodeTrigger(d *Decoder, v *yaml.Node, p string) (string, Pos) {
 	v = d.Resolve(v)
 	if v != nil && v.Kind == yaml.MappingNode {
 		var u string
+		var params []Pair
 		pos := d.Pos(v)
-		d.Mapping(v, p, "trigger", Fields{"uri": func(v *yaml.Node, p string) {
-			u, pos = d.URI(v, p), d.Pos(v)
-		}}, "uri")
+		d.Mapping(v, p, "trigger", Fields{
+			"uri": func(v *yaml.Node, p string) {
+				u, pos = d.URI(v, p), d.Pos(v)
+			},
+			"parameters": func(v *yaml.Node, p string) { params = decodeParameters(d, v, p) },
+		}, "uri")
+		if len(params) > 0 && u != "" {
+			u = WithParameters(u, params)
+		}
 		return u, pos
 	}
 	return d.URI(v, p), d.Pos(v)
@@ -596,10 +605,19 @@ func decodeTrigger(d *Decoder, v *yaml.Node, p string) (string, Pos) {
 // ${env:…} resolution.
 func triggerRaw(d *Decoder, v *yaml.Node) string {
 	v = d.Resolve(v)
-	if v != nil && v.Kind == yaml.MappingNode {
-		v = mappingValue(d, v, "uri")
+	if v == nil || v.Kind != yaml.MappingNode {
+		return d.Raw(v)
 	}
-	return d.Raw(v)
+	raw := d.Raw(mappingValue(d, v, "uri"))
+	params := mappingValue(d, v, "parameters")
+	if raw == "" || params == nil || params.Kind != yaml.MappingNode {
+		return raw
+	}
+	var pairs []Pair
+	for i := 0; i+1 < len(params.Content); i += 2 {
+		pairs = append(pairs, Pair{Key: params.Content[i].Value, Value: d.Resolve(params.Content[i+1])})
+	}
+	return appendParameters(raw, pairs, d.Raw)
 }
 
 func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool) {
