@@ -36,20 +36,19 @@ import (
 //     triggered by direct://docs-block; a step list with rag-chunk, rag-embed or
 //     rag-store (steps of a pipeline only) goes into a pipelines: entry instead;
 //   - anything else (a part of a larger file, such as one entry of a list, or a
-//     deliberate mistake shown next to its error) must say so with a marker on the line
-//     right before its fence, which gives the reason:
+//     deliberate mistake shown next to its error) must say so with a marker on the
+//     line right before its fence, which gives the reason (below).
 //
-//     <!-- docs-test: fragment (one server entry of helix.mcp.servers) -->
+// The fragment marker; such blocks are only checked to be YAML, and a block without
+// a marker that is not a whole file or steps fails the test, naming the marker:
 //
-//     Such blocks are only checked to be YAML. A block without a marker that is not a
-//     whole file or steps fails the test, naming the marker to add.
+//	<!-- docs-test: fragment (one server entry of helix.mcp.servers) -->
 //
 // A whole file or steps that need what only the reader has (a certificate, a model
-// file on disk) say so with
+// file on disk) say so with the schema-only marker, and are checked against the JSON
+// Schema only (helix validate would open the file):
 //
 //	<!-- docs-test: schema-only (reads the reader's client certificate) -->
-//
-// and are checked against the JSON Schema only: helix validate would open the file.
 //
 // ${env:NAME} references without a default are set to "docs-test" for the check, as
 // a user of the block would set them, and so is SLACK_BOT_TOKEN, which docs/slack.md
