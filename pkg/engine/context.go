@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -243,13 +244,23 @@ func (c *Context) triggered(rw *runtimeWorkflow) Processor {
 	check := rw.wf.CheckTriggered
 	return ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
 		if check != nil {
-			if err := check(ex); err != nil {
+			if err := safeCheck(check, ex); err != nil {
 				ex.SetException(err)
 				return err
 			}
 		}
 		return c.runPipeline(ctx, rw, ex)
 	})
+}
+
+// safeCheck runs a CheckTriggered; a panic in it fails the exchange like a step's.
+func safeCheck(check func(*exchange.Exchange) error, ex *exchange.Exchange) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return check(ex)
 }
 
 func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) error {
