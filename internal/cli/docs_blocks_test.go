@@ -325,6 +325,10 @@ func TestSchemaAcceptsDocumentedForms(t *testing.T) {
 		"pipelines:\n  - id: docs\n    source: {uri: \"file://./docs?include=*.md\"}\n",
 		// A trigger's parameters.
 		"workflows:\n  - id: poll\n    trigger:\n      uri: postgres://db/shop\n      parameters: {query: SELECT 1, maxRows: 10}\n",
+		// A workflow's input: and output:, in every form of a tools: entry's fields.
+		"workflows:\n  - id: order\n    trigger: direct://order\n    input:\n      limit: integer\n" +
+			"      tags: {type: array, items: string}\n      item: {type: object, required: true, properties: {sku: string, qty: {type: integer, default: 1}}}\n" +
+			"      kind: {type: string, enum: [a, b], description: which}\n    output:\n      id: {type: integer, required: true}\n",
 	} {
 		file := filepath.Join(dir, fmt.Sprintf("form%d.yaml", i))
 		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
@@ -341,6 +345,8 @@ func TestSchemaAcceptsDocumentedForms(t *testing.T) {
 	for _, src := range []string{
 		"pipelines:\n  - id: docs\n    source: file://./docs?inclde=*.md\n",
 		"pipelines:\n  - id: docs\n    source: http://example.com/docs\n",
+		"workflows:\n  - id: order\n    trigger: direct://order\n    input: [a, b]\n",
+		"workflows:\n  - id: order\n    trigger: direct://order\n    output: {id: {type: integer, requird: true}}\n",
 	} {
 		if err := validateAgainstSchema(rs, src); err == nil {
 			t.Errorf("the JSON Schema accepts\n%s", src)
