@@ -10,6 +10,7 @@ import (
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/step"
 	"github.com/arvenza/helix/pkg/tool"
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 // buildTool turns a `tools:` entry into a workflow triggered by tool://id whose
@@ -66,6 +67,16 @@ func (a *App) compileSchemas(pos config.Pos, path string, in, out json.RawMessag
 func (a *App) buildWorkflowSchemas(w config.WorkflowConfig, wf *engine.Workflow) {
 	in, out := w.InputSchema(), w.OutputSchema()
 	if in == nil && out == nil {
+		return
+	}
+	if u, err := uri.Parse(w.From); err == nil && u.Scheme == MCPServerScheme {
+		// Its pipeline never runs and it is no tool: the schemas would be ignored.
+		pos, key := w.InputPos, "input"
+		if in == nil {
+			pos, key = w.OutputPos, "output"
+		}
+		a.bc.Errorf(pos, config.KeyPath(w.Path, key), "a workflow triggered by mcp-server:// is an MCP server, not a tool: it takes no input: or output:").Hint =
+			"declare input: and output: on the workflows (or tools: entries) the server exposes"
 		return
 	}
 	if out != nil {

@@ -340,3 +340,17 @@ func TestMCPServerExampleSchemas(t *testing.T) {
 		t.Errorf("calculate_tax without amount: isError=%v %q", res.IsError, text)
 	}
 }
+
+// An mcp-server:// workflow is a server, not a tool: input: there would be ignored,
+// so it is an error at its position.
+func TestWorkflowSchemaOnMCPServerTrigger(t *testing.T) {
+	_, err := buildYAML(t, `workflows:
+  - id: srv
+    trigger: mcp-server://127.0.0.1:0
+    input:
+      q: string
+`)
+	if err == nil || !strings.Contains(err.Error(), "helix.yaml:5:7: workflows[0].input: ") || !strings.Contains(err.Error(), "mcp-server://") {
+		t.Errorf("want an error at input:, got %v", err)
+	}
+}

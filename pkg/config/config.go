@@ -257,6 +257,8 @@ type WorkflowConfig struct {
 	// result). [WorkflowConfig.InputSchema] and OutputSchema give their schemas.
 	Input        []FieldConfig
 	Output       []FieldConfig
+	InputPos     Pos // where input: and output: are (their values)
+	OutputPos    Pos
 	Steps        []StepConfig
 	ErrorHandler *ErrorHandlerConfig
 	Pos          Pos

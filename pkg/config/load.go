@@ -640,8 +640,8 @@ func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool
 		"description":   func(v *yaml.Node, p string) { w.Description = d.String(v, p) },
 		"trigger":       setFrom,
 		"from":          setFrom,
-		"input":         func(v *yaml.Node, p string) { w.Input = declaredFields(d, v, p) },
-		"output":        func(v *yaml.Node, p string) { w.Output = declaredFields(d, v, p) },
+		"input":         func(v *yaml.Node, p string) { w.Input, w.InputPos = declaredFields(d, v, p), d.Pos(v) },
+		"output":        func(v *yaml.Node, p string) { w.Output, w.OutputPos = declaredFields(d, v, p), d.Pos(v) },
 		"steps":         func(v *yaml.Node, p string) { w.Steps = d.Steps(v, p) },
 		"error_handler": func(v *yaml.Node, p string) { w.ErrorHandler = decodeErrorHandler(d, v, p) },
 	}, "id")
