@@ -401,6 +401,7 @@ func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.
 			}
 		}
 	}
+	a.buildWorkflowSchemas(w, wf) // tools.go: input: and output:, as a tools: entry's
 	wf.Processors = step.BuildSteps(bc, w.Steps)
 	if w.ErrorHandler != nil {
 		wf.ErrorHandler = a.buildErrorHandler(w)

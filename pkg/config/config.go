@@ -252,8 +252,15 @@ type WorkflowConfig struct {
 	From string
 	// FromRaw is the trigger URI as written, before ${env:…} was resolved: what
 	// may be shown to MCP clients (helix://workflows) without leaking secrets.
-	FromRaw      string
-	FromPos      Pos
+	FromRaw string
+	FromPos Pos
+	// Input and Output are the workflow's `input:` and `output:` fields, written as
+	// a tools: entry's: nil when the key is absent (any arguments, no declared
+	// result). [WorkflowConfig.InputSchema] and OutputSchema give their schemas.
+	Input        []FieldConfig
+	Output       []FieldConfig
+	InputPos     Pos // where input: and output: are (their values)
+	OutputPos    Pos
 	Steps        []StepConfig
 	ErrorHandler *ErrorHandlerConfig
 	// OnError is on_error: how the workflow's failures are answered.

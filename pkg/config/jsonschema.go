@@ -160,19 +160,7 @@ func (g *schemaGen) uriDef() *ordered {
 			open = append(open, regexp.QuoteMeta(sc))
 			continue
 		}
-		quoted := make([]string, len(names))
-		for i, n := range names {
-			quoted[i] = regexp.QuoteMeta(n)
-		}
-		query := ""
-		if len(quoted) > 0 {
-			// Empty segments (a trailing &) are ignored by the URI parser too.
-			seg := `((` + strings.Join(quoted, "|") + `)(=[^&#]*)?)?`
-			query = `(\?` + seg + `(&` + seg + `)*)?`
-		}
-		alt := typed("string")
-		alt.set("pattern", "^"+regexp.QuoteMeta(sc)+`://[^?#]*`+query+"$")
-		alts = append(alts, alt)
+		alts = append(alts, schemeURI(sc, names))
 	}
 	if len(open) > 0 {
 		alt := typed("string")
@@ -183,6 +171,32 @@ func (g *schemaGen) uriDef() *ordered {
 	o.set("description", "An endpoint URI, scheme://address?option=value&…: a known scheme, and only the options its component declares (helix components SCHEME lists them).")
 	o.set("type", "string")
 	o.set("anyOf", alts)
+	return o
+}
+
+// schemeURI is a URI of scheme sc whose query may only use the options names.
+func schemeURI(sc string, names []string) *ordered {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	query := ""
+	if len(quoted) > 0 {
+		// Empty segments (a trailing &) are ignored by the URI parser too.
+		seg := `((` + strings.Join(quoted, "|") + `)(=[^&#]*)?)?`
+		query = `(\?` + seg + `(&` + seg + `)*)?`
+	}
+	alt := typed("string")
+	alt.set("pattern", "^"+regexp.QuoteMeta(sc)+`://[^?#]*`+query+"$")
+	return alt
+}
+
+// ownURI is a TypeURI value with a scheme and options of its own (s.URIScheme).
+func ownURI(s *Shape) *ordered {
+	placeholder := typed("string")
+	placeholder.set("pattern", `^\$\{`)
+	o := typed("string")
+	o.set("anyOf", []*ordered{placeholder, schemeURI(s.URIScheme, s.URIOptions)})
 	return o
 }
 
@@ -256,7 +270,12 @@ func (g *schemaGen) schema(s *Shape) *ordered {
 		// The loader takes numbers and booleans as written (version: 1.0 is "1.0").
 		o.set("type", []string{"string", "number", "boolean"})
 	case TypeURI:
-		if len(g.schemes) > 0 {
+		if s.URIScheme != "" {
+			u := ownURI(s)
+			for i, k := range u.keys {
+				o.set(k, u.vals[i])
+			}
+		} else if len(g.schemes) > 0 {
 			o.set("$ref", "#/$defs/uri")
 		} else {
 			o.set("type", "string")

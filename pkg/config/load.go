@@ -598,15 +598,24 @@ func checkJSONSchema(d *Decoder, v *yaml.Node, p, text string) {
 		Hint: "input_schema is JSON text, for example '{\"type\":\"object\",\"properties\":{...}}'"})
 }
 
-// decodeTrigger accepts `trigger: URI` and `trigger: {uri: URI}`.
+// decodeTrigger accepts `trigger: URI` and `trigger: {uri: URI, parameters: {…}}`;
+// parameters join the URI's query as a target's do ([WithParameters]), so that
+// CheckEndpoint checks them with the URI's own options.
 func decodeTrigger(d *Decoder, v *yaml.Node, p string) (string, Pos) {
 	v = d.Resolve(v)
 	if v != nil && v.Kind == yaml.MappingNode {
 		var u string
+		var params []Pair
 		pos := d.Pos(v)
-		d.Mapping(v, p, "trigger", Fields{"uri": func(v *yaml.Node, p string) {
-			u, pos = d.URI(v, p), d.Pos(v)
-		}}, "uri")
+		d.Mapping(v, p, "trigger", Fields{
+			"uri": func(v *yaml.Node, p string) {
+				u, pos = d.URI(v, p), d.Pos(v)
+			},
+			"parameters": func(v *yaml.Node, p string) { params = decodeParameters(d, v, p) },
+		}, "uri")
+		if len(params) > 0 && u != "" {
+			u = WithParameters(u, params)
+		}
 		return u, pos
 	}
 	return d.URI(v, p), d.Pos(v)
@@ -616,10 +625,19 @@ func decodeTrigger(d *Decoder, v *yaml.Node, p string) (string, Pos) {
 // ${env:…} resolution.
 func triggerRaw(d *Decoder, v *yaml.Node) string {
 	v = d.Resolve(v)
-	if v != nil && v.Kind == yaml.MappingNode {
-		v = mappingValue(d, v, "uri")
+	if v == nil || v.Kind != yaml.MappingNode {
+		return d.Raw(v)
 	}
-	return d.Raw(v)
+	raw := d.Raw(mappingValue(d, v, "uri"))
+	params := mappingValue(d, v, "parameters")
+	if raw == "" || params == nil || params.Kind != yaml.MappingNode {
+		return raw
+	}
+	var pairs []Pair
+	for i := 0; i+1 < len(params.Content); i += 2 {
+		pairs = append(pairs, Pair{Key: params.Content[i].Value, Value: d.Resolve(params.Content[i+1])})
+	}
+	return appendParameters(raw, pairs, d.Raw)
 }
 
 func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool) {
@@ -642,6 +660,8 @@ func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool
 		"description":   func(v *yaml.Node, p string) { w.Description = d.String(v, p) },
 		"trigger":       setFrom,
 		"from":          setFrom,
+		"input":         func(v *yaml.Node, p string) { w.Input, w.InputPos = declaredFields(d, v, p), d.Pos(v) },
+		"output":        func(v *yaml.Node, p string) { w.Output, w.OutputPos = declaredFields(d, v, p), d.Pos(v) },
 		"steps":         func(v *yaml.Node, p string) { w.Steps = d.Steps(v, p) },
 		"error_handler": func(v *yaml.Node, p string) { w.ErrorHandler = decodeErrorHandler(d, v, p) },
 		"on_error":      func(v *yaml.Node, p string) { w.OnError = decodeOnError(d, v, p) },
@@ -757,6 +777,15 @@ func mappingValue(d *Decoder, n *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// declaredFields decodes a workflow's input: or output: as a tool's; the result is
+// never nil, so that `input: {}` still declares "no arguments expected".
+func declaredFields(d *Decoder, n *yaml.Node, path string) []FieldConfig {
+	if fields := decodeFields(d, n, path, 0); fields != nil {
+		return fields
+	}
+	return []FieldConfig{}
 }
 
 // FieldTypes are the JSON Schema types a tool field may have.

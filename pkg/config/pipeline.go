@@ -190,8 +190,9 @@ var (
 
 	pipelineSourceShape = Shape{What: "a pipeline source",
 		Description: "Where the documents come from: file://DIR (options as a query: ?include=*.md&exclude=drafts/*&text_field=body&title_field=name) or {uri, include, exclude, text_field, title_field}. Without it, only rag-ingest steps feed the pipeline.",
-		AnyOf: []*Shape{{Type: TypeURI}, {Type: TypeObject, Keys: []Key{
-			{Name: "uri", Required: true, Shape: Shape{Type: TypeURI, Description: "file://DIR: the directory, read recursively."}},
+		AnyOf: []*Shape{{Type: TypeURI, URIScheme: "file", URIOptions: sourceOptions}, {Type: TypeObject, Keys: []Key{
+			{Name: "uri", Required: true, Shape: Shape{Type: TypeURI, URIScheme: "file", URIOptions: sourceOptions,
+				Description: "file://DIR: the directory, read recursively."}},
 			{Name: "include", Shape: strList("Only the files whose path (relative to the directory) matches one of these globs (** crosses directories).")},
 			{Name: "exclude", Shape: strList("Leave out the files whose path matches one of these globs.")},
 			{Name: "text_field", Shape: str(".json and .jsonl files: the field holding the text. Default text.")},

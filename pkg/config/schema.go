@@ -16,6 +16,21 @@ func (t ToolConfig) InputSchema() json.RawMessage { return objectSchema(t.Input)
 // as outputSchema and x-helix-output-schema).
 func (t ToolConfig) OutputSchema() json.RawMessage { return objectSchema(t.Output) }
 
+// InputSchema returns the JSON Schema of the workflow's arguments, built as a tools:
+// entry's ([ToolConfig.InputSchema]); nil when the workflow declares no input:.
+func (w WorkflowConfig) InputSchema() json.RawMessage { return declaredSchema(w.Input) }
+
+// OutputSchema returns the JSON Schema of the workflow's result, built as a tools:
+// entry's; nil when the workflow declares no output:.
+func (w WorkflowConfig) OutputSchema() json.RawMessage { return declaredSchema(w.Output) }
+
+func declaredSchema(fields []FieldConfig) json.RawMessage {
+	if fields == nil {
+		return nil
+	}
+	return objectSchema(fields)
+}
+
 // Schema returns the JSON Schema of one field.
 func (f FieldConfig) Schema() json.RawMessage { return f.schema().marshal() }
 

@@ -59,6 +59,12 @@ type Shape struct {
 	Items *Shape
 	// Values is the shape of the values of a map.
 	Values *Shape
+	// URIScheme and URIOptions describe a TypeURI value that is not an endpoint (a
+	// pipeline source): the one scheme it takes and the options of its query,
+	// which the JSON Schema checks instead of an endpoint URI's (any registered
+	// scheme, with its component's options).
+	URIScheme  string
+	URIOptions []string
 	// AnyOf lists alternative shapes (describe mode finds them: a trigger is a URI
 	// or a mapping {uri: …}).
 	AnyOf []*Shape

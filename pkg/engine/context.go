@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -241,6 +242,31 @@ func (c *Context) RunUntilStop(ctx context.Context, workflowID string, ex *excha
 	slot := c.inflight.addCancellable(rc)
 	defer c.inflight.doneCancellable(slot)
 	return c.process(rc, rw, ex, false, outermost)
+}
+
+// triggered is the processor rw's trigger consumer delivers to: CheckTriggered,
+// then the pipeline.
+func (c *Context) triggered(rw *runtimeWorkflow) Processor {
+	check := rw.wf.CheckTriggered
+	return ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
+		if check != nil {
+			if err := safeCheck(check, ex); err != nil {
+				ex.SetException(err)
+				return err
+			}
+		}
+		return c.runPipeline(ctx, rw, ex)
+	})
+}
+
+// safeCheck runs a CheckTriggered; a panic in it fails the exchange like a step's.
+func safeCheck(check func(*exchange.Exchange) error, ex *exchange.Exchange) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return check(ex)
 }
 
 func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) error {
@@ -517,9 +543,7 @@ func (c *Context) startConsumer(ctx context.Context, w *Workflow) error {
 	if err != nil {
 		return fmt.Errorf("workflow %s: trigger %w", w.ID, err)
 	}
-	cons, err := ep.CreateConsumer(ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
-		return c.runPipeline(ctx, rw, ex)
-	}))
+	cons, err := ep.CreateConsumer(c.triggered(rw))
 	if err != nil {
 		return fmt.Errorf("workflow %s: trigger %s: %w", w.ID, c.ShownURI(w.FromURI), err)
 	}

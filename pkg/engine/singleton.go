@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/arvenza/helix/pkg/component"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -128,9 +127,7 @@ func (c *Context) singletonConsumer(ctx context.Context, rw *runtimeWorkflow) (c
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: trigger %w", w.ID, err)
 	}
-	cons, err := ep.CreateConsumer(ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
-		return c.runPipeline(ctx, rw, ex)
-	}))
+	cons, err := ep.CreateConsumer(c.triggered(rw))
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: trigger %s: %w", w.ID, c.ShownURI(w.FromURI), err)
 	}

@@ -49,6 +49,12 @@ type Workflow struct {
 	// ValidateInput, when set, checks (and may default) tool arguments before the
 	// pipeline runs; its error is reported to the caller without running any step.
 	ValidateInput func(args map[string]any) (map[string]any, error)
+	// CheckTriggered, when set, checks (and may rewrite) each exchange the
+	// workflow's own trigger delivers before the pipeline runs: a workflow with
+	// declared input validates a webhook's body with it. Its error fails the
+	// exchange without running any step. Run and RunUntilStop skip it: their callers
+	// (MCP tool calls) validate with ValidateInput.
+	CheckTriggered func(ex *exchange.Exchange) error
 	// Source is where the workflow was declared (helix.yaml:12:5), for messages.
 	Source string
 	// ShownURI is FromURI as written in the configuration, before ${env:…}

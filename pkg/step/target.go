@@ -1,7 +1,6 @@
 package step
 
 import (
-	"net/url"
 	"sort"
 	"strings"
 
@@ -66,7 +65,7 @@ func buildTarget(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	authNode, authPath := v.NodeOf("auth"), v.PathOf("auth")
 	params := v.Pairs("parameters")
 	if len(params) > 0 {
-		raw = withParameters(raw, params)
+		raw = config.WithParameters(raw, params)
 	}
 	checkPlaceholders(d, uriNode, s.Path, raw)
 	if authNode != nil {
@@ -89,45 +88,4 @@ func buildTarget(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 		return nil, nil
 	}
 	return engine.NewTarget(bc.HC, raw).WithName(Name(s)), nil
-}
-
-// withParameters appends parameters to raw's query, escaping values but keeping
-// ${…} placeholders intact.
-func withParameters(raw string, params []config.Pair) string {
-	var b strings.Builder
-	b.WriteString(raw)
-	sep := "?"
-	if strings.Contains(raw, "?") {
-		sep = "&"
-	}
-	for _, p := range params {
-		if p.Value == nil || p.Value.Kind != yaml.ScalarNode {
-			continue
-		}
-		b.WriteString(sep)
-		sep = "&"
-		b.WriteString(url.QueryEscape(p.Key))
-		b.WriteByte('=')
-		b.WriteString(escapeKeepingPlaceholders(p.Value.Value))
-	}
-	return b.String()
-}
-
-func escapeKeepingPlaceholders(s string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			b.WriteString(url.QueryEscape(s))
-			return b.String()
-		}
-		j := strings.IndexByte(s[i:], '}')
-		if j < 0 {
-			b.WriteString(url.QueryEscape(s))
-			return b.String()
-		}
-		b.WriteString(url.QueryEscape(s[:i]))
-		b.WriteString(s[i : i+j+1])
-		s = s[i+j+1:]
-	}
 }

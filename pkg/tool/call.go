@@ -225,6 +225,42 @@ func DecodeArguments(raw json.RawMessage) (map[string]any, error) {
 	return m, nil
 }
 
+// BodyArguments turns an exchange body into tool arguments: a JSON object in any of
+// the body's usual shapes (a decoded map, JSON text as a string or bytes); nil is no
+// arguments. tool:// targets and workflows that declare input: read bodies with it.
+func BodyArguments(body any) (map[string]any, error) {
+	var text []byte
+	switch b := body.(type) {
+	case map[string]any:
+		return b, nil
+	case nil:
+		return map[string]any{}, nil
+	case string:
+		text = []byte(b)
+	case []byte:
+		text = b
+	case json.RawMessage:
+		text = b
+	case []any, int64, float64, int, bool:
+		return nil, fmt.Errorf("the input must be a JSON object, got %s", jsonKind(body))
+	default:
+		return nil, fmt.Errorf("the input must be a JSON object, got %T", body)
+	}
+	text = bytes.TrimSpace(text)
+	if len(text) == 0 {
+		return map[string]any{}, nil
+	}
+	v, err := decodeJSON(text)
+	if err != nil {
+		return nil, fmt.Errorf("the input must be a JSON object; it is not valid JSON: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the input must be a JSON object, got %s", jsonKind(v))
+	}
+	return m, nil
+}
+
 // decodeJSON decodes one JSON value with integral numbers as int64 and other
 // numbers as float64. It uses the parser the go-sdk and Helix's MCP transport
 // decode messages with (segmentio/encoding), which reads integers straight into
@@ -309,7 +345,7 @@ func jsonKind(v any) string {
 		return "an array"
 	case string:
 		return "a string"
-	case int64, float64:
+	case int, int64, float64:
 		return "a number"
 	case bool:
 		return "a boolean"

@@ -9,13 +9,13 @@ package tool
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/component/direct"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
+	tools "github.com/arvenza/helix/pkg/tool"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -87,7 +87,7 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 		wf = w
 	}
 	if wf != nil && wf.ValidateInput != nil {
-		args, err := argumentsOf(ex.In().Body())
+		args, err := tools.BodyArguments(ex.In().Body())
 		if err != nil {
 			return fmt.Errorf("tool://%s: %w", p.e.id, err)
 		}
@@ -101,29 +101,4 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 		return fmt.Errorf("tool://%s: %w", p.e.id, err)
 	}
 	return nil
-}
-
-// argumentsOf turns a body into tool arguments: a JSON object in any of the body's
-// usual shapes.
-func argumentsOf(body any) (map[string]any, error) {
-	switch b := body.(type) {
-	case map[string]any:
-		return b, nil
-	case nil:
-		return map[string]any{}, nil
-	}
-	var text []byte
-	switch b := body.(type) {
-	case string:
-		text = []byte(b)
-	case []byte:
-		text = b
-	case json.RawMessage:
-		text = b
-	}
-	var m map[string]any
-	if text != nil && json.Unmarshal(text, &m) == nil && m != nil {
-		return m, nil
-	}
-	return nil, fmt.Errorf("tool arguments must be a JSON object, got %T", body)
 }
