@@ -191,3 +191,35 @@ workflows:
 		t.Errorf("errors = %+v, want the problem at /amount", reply.Errors)
 	}
 }
+
+// TestWebhookWithWorkflowInputAnswers422: a workflow's own input: schema refuses a
+// webhook body before any step runs, and the caller gets 422 with the problems.
+func TestWebhookWithWorkflowInputAnswers422(t *testing.T) {
+	a, _ := startLogged(t, `
+workflows:
+  - id: vat-hook
+    trigger: http-server://127.0.0.1:0/vat
+    input:
+      amount: { type: number, required: true }
+    steps:
+      - transform:
+          starlang: |
+            {"tax": payload["amount"] * 19 / 100}
+`)
+	base := httpBase(t, a, "127.0.0.1:0")
+	if status, body := post(t, base+"/vat", `{"amount": 100}`); status != 200 || !strings.Contains(body, `"tax":19`) {
+		t.Fatalf("valid input: %d %s", status, body)
+	}
+	status, body := post(t, base+"/vat", `{"amount": "100"}`)
+	var reply struct {
+		Errors []struct {
+			Path string `json:"path"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(body), &reply); err != nil || status != 422 {
+		t.Fatalf("invalid input: %d %s, want 422 with JSON", status, body)
+	}
+	if len(reply.Errors) != 1 || reply.Errors[0].Path != "/amount" {
+		t.Errorf("errors = %+v, want the problem at /amount", reply.Errors)
+	}
+}
