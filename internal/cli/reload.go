@@ -54,7 +54,7 @@ func (r *reloader) build() (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := app.Options{Logger: logger, Stdin: r.cmd.InOrStdin(), Stdout: r.cmd.OutOrStdout(), Version: Version}
+	opts := app.Options{Logger: logger, Stdin: r.cmd.InOrStdin(), Stdout: r.cmd.OutOrStdout(), Version: currentBuild().Version}
 	a, cfg, err := app.Load(opts, r.files...)
 	if cfg != nil {
 		printWarnings(r.cmd.ErrOrStderr(), cfg.Warnings)
