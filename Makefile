@@ -6,24 +6,27 @@ GO ?= go
 FUZZTIME ?= 10s
 TEST_TIMEOUT ?= 60m
 
-.PHONY: allocs test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test bench
+.PHONY: allocs release test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test bench
 
 # Full check: services and tools, then lint and brief fuzzing, and the race-enabled test run
 # last so the output ends with go test's own per-package ok/FAIL lines. HELIX_REQUIRE_TOOLS=1
 # turns every "external tool missing" skip into a failure. A throw-away PostgreSQL cluster
 # (scripts/postgres.sh, exporting HELIX_POSTGRES_URL) runs from before the lint to the end and
-# is stopped by the trap whether the steps pass or fail.
+# is stopped by the trap whether the steps pass or fail. Each step before the last says how
+# long it took (scripts/timed-step.sh, on stderr); scripts/race-test.sh announces the last
+# one with the time so far and prints nothing after go test: `time make test` for the total.
+test: export HELIX_TEST_START := $(shell date +%s)
 test:
-	scripts/setup-services.sh
-	scripts/setup-tools.sh
+	scripts/timed-step.sh setup-services scripts/setup-services.sh
+	scripts/timed-step.sh setup-tools scripts/setup-tools.sh
 	trap 'scripts/postgres.sh stop' EXIT; \
-	pg_env=$$(scripts/postgres.sh start); eval "$$pg_env"; \
-	$(MAKE) --no-print-directory lint; \
-	$(MAKE) --no-print-directory fuzz-smoke; \
-	$(MAKE) --no-print-directory bench-smoke; \
-	$(MAKE) --no-print-directory bench-test; \
-	$(MAKE) --no-print-directory allocs; \
-	HELIX_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	pg_env=$$(scripts/timed-step.sh postgres scripts/postgres.sh start); eval "$$pg_env"; \
+	scripts/timed-step.sh lint $(MAKE) --no-print-directory lint; \
+	scripts/timed-step.sh fuzz-smoke $(MAKE) --no-print-directory fuzz-smoke; \
+	scripts/timed-step.sh bench-smoke $(MAKE) --no-print-directory bench-smoke; \
+	scripts/timed-step.sh bench-test $(MAKE) --no-print-directory bench-test; \
+	scripts/timed-step.sh allocs $(MAKE) --no-print-directory allocs; \
+	HELIX_REQUIRE_TOOLS=1 scripts/race-test.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # Starts the test PostgreSQL for a shell: eval "$$(make -s postgres-start)"; stop it with
 # make postgres-stop.
@@ -74,6 +77,13 @@ unit:
 
 build:
 	$(GO) build -o bin/helix ./cmd/helix
+
+# Release binaries into dist/ (git-ignored): linux and darwin, amd64 and arm64, static
+# (CGO_ENABLED=0, -trimpath), stamped with version, commit and date for `helix version`,
+# and dist/SHA256SUMS. VERSION=v1.2.3 or PLATFORMS="linux/amd64" narrow it; see
+# scripts/release.sh.
+release:
+	GO=$(GO) scripts/release.sh
 
 run:
 	$(GO) run ./cmd/helix run examples/quickstart.yaml

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/pkg/management"
 )
 
 // exampleFiles lists examples/*.yaml. It sets SLACK_BOT_TOKEN: a slack:// target
@@ -30,6 +31,13 @@ func listenAddrs(cfg *config.Config) []string {
 	var out []string
 	for _, w := range cfg.Workflows {
 		if rest, ok := strings.CutPrefix(w.From, "http-server://"); ok {
+			host, _, _ := strings.Cut(rest, "/")
+			host, _, _ = strings.Cut(host, "?")
+			out = append(out, host)
+		}
+	}
+	for _, a := range cfg.Agents {
+		if rest, ok := strings.CutPrefix(a.Trigger, "http-server://"); ok {
 			host, _, _ := strings.Cut(rest, "/")
 			host, _, _ = strings.Cut(host, "?")
 			out = append(out, host)
@@ -81,6 +89,37 @@ func TestExamplesTakePortsFromEnv(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// No two examples listen on the same port, and none on the management port every
+// Helix takes by default (9999), so that a reader can run them side by side, and
+// beside another Helix, without setting a variable.
+func TestExamplesHaveTheirOwnPorts(t *testing.T) {
+	_, defaultManagementPort, _ := net.SplitHostPort(management.DefaultAddr)
+	owner := map[string]string{defaultManagementPort: "the default management listener of every Helix"}
+	for _, f := range exampleFiles(t) {
+		cfg, err := config.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, addr := range listenAddrs(cfg) {
+			_, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				t.Errorf("%s: listen address %q: %v", filepath.Base(f), addr, err)
+				continue
+			}
+			if seen[port] { // one http-server:// port serves several routes of one file
+				continue
+			}
+			seen[port] = true
+			if other, taken := owner[port]; taken {
+				t.Errorf("%s listens on port %s, which %s uses too: give it a port of its own", filepath.Base(f), port, other)
+				continue
+			}
+			owner[port] = filepath.Base(f)
+		}
 	}
 }
 

@@ -54,7 +54,7 @@ func (r *reloader) build() (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := app.Options{Logger: logger, Stdin: r.cmd.InOrStdin(), Stdout: r.cmd.OutOrStdout(), Version: Version}
+	opts := app.Options{Logger: logger, Stdin: r.cmd.InOrStdin(), Stdout: r.cmd.OutOrStdout(), Version: currentBuild().Version}
 	a, cfg, err := app.Load(opts, r.files...)
 	if cfg != nil {
 		printWarnings(r.cmd.ErrOrStderr(), cfg.Warnings)
@@ -117,8 +117,9 @@ func (r *reloader) reload(ctx context.Context, reason string) {
 	}
 	r.current = next
 	cfg := next.Config()
-	r.logger.Info("helix reloaded", "reason", reason, "workflows", len(cfg.Workflows), "tools", len(cfg.Tools),
-		"agents", len(cfg.Agents), "pipelines", len(cfg.Pipelines), "mcp_servers", len(next.MCPServers().Servers()),
+	tools, servers := servedTools(next) // the same counts as the start-up line
+	r.logger.Info("helix reloaded", "reason", reason, "workflows", len(cfg.Workflows), "tools", tools,
+		"agents", len(cfg.Agents), "pipelines", len(cfg.Pipelines), "mcp_servers", servers,
 		"took", time.Since(began).Round(time.Millisecond), "previous_drain_timeout", old.ShutdownTimeout())
 	r.retiring.Add(1)
 	go func() {

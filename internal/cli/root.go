@@ -89,7 +89,10 @@ mcp:// …) through workflows declared in YAML, and exposes workflows and tools 
 assistants as Model Context Protocol tools.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints the line of helix version (version.go).
+		Version: strings.TrimSuffix(versionLine(), "\n"),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().String("log-format", "text", "log format: text or json (logs go to stderr)")
 	root.PersistentFlags().String("log-level", "", "log level: debug, info, warn or error (default info, or helix.log_level)")
 	root.AddCommand(newRunCmd(), newValidateCmd(), newVersionCmd(), newComponentsCmd(), newSchemaCmd(), newRAGCmd())

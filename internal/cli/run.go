@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/netguard"
 )
 
@@ -57,7 +58,8 @@ func runFiles(cmd *cobra.Command, files []string) error {
 		return runtimeError(fmt.Errorf("start: %w", err))
 	}
 	setHeapFloor(os.Getenv) // now that start-up is over: see heapfloor.go
-	r.logger.Info("helix started", "files", files, "workflows", len(a.Config().Workflows), "tools", len(a.Config().Tools))
+	tools, servers := servedTools(a)
+	r.logger.Info("helix started", "files", files, "workflows", len(a.Config().Workflows), "tools", tools, "mcp_servers", servers)
 
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	loopDone := make(chan struct{})
@@ -94,6 +96,25 @@ func runFiles(cmd *cobra.Command, files []string) error {
 	}
 	r.logger.Info("helix stopped")
 	return nil
+}
+
+// servedTools counts what a running app offers over MCP: its servers, and the
+// distinct tools they list to clients (after expose, allowed_tools and
+// blocked_tools; a tool two servers serve counts once). The tools: entries of the
+// files are not the number: an entry no server exposes is served to nobody.
+func servedTools(a *app.App) (tools, servers int) {
+	sc := a.MCPServers()
+	if sc == nil {
+		return 0, 0
+	}
+	names := map[string]bool{}
+	for _, si := range sc.Servers() {
+		servers++
+		for _, t := range a.ListedTools(si) {
+			names[t.Name] = true
+		}
+	}
+	return len(names), servers
 }
 
 // raiseFileLimit raises the soft RLIMIT_NOFILE to the hard one before any

@@ -25,10 +25,20 @@ const (
 )
 
 // buildManagement declares the management server (manifest, /healthz, /readyz, /metrics)
-// unless helix.management.enabled is false. Nothing listens until Start.
+// unless helix.management.enabled is false, or the application serves MCP over stdio
+// and nothing asks for management. Nothing listens until Start.
 func (a *App) buildManagement() {
 	m := a.cfg.Helix.Management
 	if m.Enabled != nil && !*m.Enabled {
+		return
+	}
+	// An AI client (Claude Desktop …) launches a stdio server as its subprocess,
+	// often beside a running Helix: it takes no port of its own unless the file
+	// (addr, enabled) or the embedding program asks for one.
+	configured := m.Addr != "" || m.Enabled != nil || a.opts.ManagementAddr != ""
+	if !configured && a.stdioServer() != "" {
+		a.logger.Debug("management server off: a stdio MCP server binds no port unless helix.management asks for one",
+			"stdio_server", a.stdioServer())
 		return
 	}
 	addr := m.Addr

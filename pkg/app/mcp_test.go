@@ -198,7 +198,7 @@ func TestMCPToolsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const exampleAddr = `addr: "127.0.0.1:${env:MCP_TOOLS_PORT:-3100}"`
+	const exampleAddr = `addr: "127.0.0.1:${env:MCP_TOOLS_PORT:-3150}"`
 	if !strings.Contains(string(src), exampleAddr) {
 		t.Fatalf("examples/mcp-tools.yaml no longer contains %s; update this test", exampleAddr)
 	}

@@ -639,7 +639,7 @@ func TestMCPSecureExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(src)
-	for _, addr := range []string{`"127.0.0.1:${env:MCP_SECURE_PUBLIC_PORT:-3100}"`, `"127.0.0.1:${env:MCP_SECURE_ADMIN_PORT:-3101}"`, `"127.0.0.1:${env:MCP_SECURE_MANAGEMENT_PORT:-9999}"`} {
+	for _, addr := range []string{`"127.0.0.1:${env:MCP_SECURE_PUBLIC_PORT:-3100}"`, `"127.0.0.1:${env:MCP_SECURE_ADMIN_PORT:-3101}"`, `"127.0.0.1:${env:MCP_SECURE_MANAGEMENT_PORT:-9901}"`} {
 		if !strings.Contains(text, addr) {
 			t.Fatalf("examples/mcp-secure.yaml no longer contains %s; update this test", addr)
 		}

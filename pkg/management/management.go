@@ -2,10 +2,10 @@
 // manifest (GET /.well-known/helix-manifest.json), liveness (/healthz),
 // readiness (/readyz) and metrics (/metrics, through Prometheus' client_golang).
 //
-// The management server is a convenience, not a dependency: when its address
-// is taken (a second Helix on the same host, or a stdio MCP server launched by
-// an AI client beside a running Helix) Start logs a warning and returns nil,
-// unless Options.Required is set.
+// The management server is a convenience, not a dependency: when its port is
+// taken (a second Helix on the same host) Start listens on a free port of the
+// same host and logs its URL; when no address can be bound it logs a warning
+// and returns nil. Options.Required turns both into a Start error.
 package management
 
 import (
@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/arvenza/helix/pkg/netguard"
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,16 +82,16 @@ func New(o Options) *Server {
 }
 
 // Start binds the address and serves in a goroutine owned by the server
-// until Stop. When binding fails and the server is not required, it logs a
-// warning and returns nil: Helix runs on without management endpoints.
+// until Stop. When the port is taken and the server is not required, it binds
+// a free port of the same host instead; when binding fails otherwise, it logs
+// a warning and returns nil: Helix runs on without management endpoints.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.srv != nil {
 		return errors.New("management server: already started")
 	}
-	// netguard.Listen: a reload hands the socket over to the next application.
-	ln, err := netguard.Listen(ctx, s.opts.Addr, "management")
+	ln, err := s.listen(ctx)
 	if err != nil {
 		if s.opts.Required {
 			return fmt.Errorf("management server: listen on %s: %w (choose a free address or make management optional)", s.opts.Addr, err)
@@ -113,8 +114,39 @@ func (s *Server) Start(ctx context.Context) error {
 			s.log.Error("management server stopped", "addr", ln.Addr().String(), "error", err)
 		}
 	}(s.srv, s.done)
-	s.log.Info("management server listening", "addr", s.addr)
+	if s.addr != s.opts.Addr && !isRandomPort(s.opts.Addr) {
+		s.log.Info("management server listening on a free port: its address was taken (another Helix?)",
+			"url", "http://"+s.addr, "taken", s.opts.Addr)
+	} else {
+		s.log.Info("management server listening", "addr", s.addr, "url", "http://"+s.addr)
+	}
 	return nil
+}
+
+// listen binds the configured address; when that port is taken and the server
+// is optional, a free port of the same host instead, so that two Helix
+// processes (or two examples) on one machine both have management endpoints.
+// netguard.Listen: a reload hands the socket over to the next application.
+func (s *Server) listen(ctx context.Context) (net.Listener, error) {
+	ln, err := netguard.Listen(ctx, s.opts.Addr, "management")
+	if err == nil || s.opts.Required || !errors.Is(err, syscall.EADDRINUSE) {
+		return ln, err
+	}
+	host, _, splitErr := net.SplitHostPort(s.opts.Addr)
+	if splitErr != nil {
+		return nil, err
+	}
+	ln, freeErr := netguard.Listen(ctx, net.JoinHostPort(host, "0"), "management")
+	if freeErr != nil {
+		return nil, err // the taken address is the problem to report
+	}
+	return ln, nil
+}
+
+// isRandomPort reports whether addr asks for any free port (":0").
+func isRandomPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port == "0"
 }
 
 // Stop shuts the server down gracefully within ctx, then forcibly. It is a

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -161,7 +162,9 @@ func TestDefaultsWithoutFuncs(t *testing.T) {
 	}
 }
 
-func TestAddressTaken(t *testing.T) {
+// A taken address (a second Helix, an example beside another) moves the optional
+// server to a free port of the same host, and the INFO line says where it went.
+func TestAddressTakenMovesToAFreePort(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -175,14 +178,40 @@ func TestAddressTaken(t *testing.T) {
 	if err := opt.Start(context.Background()); err != nil {
 		t.Fatalf("optional server failed on a taken address: %v", err)
 	}
-	if opt.Addr() != "" {
-		t.Errorf("Addr = %q for a server that is not running", opt.Addr())
+	got := opt.Addr()
+	host, port, err := net.SplitHostPort(got)
+	if err != nil || host != "127.0.0.1" || got == ln.Addr().String() || port == "0" {
+		t.Fatalf("Addr = %q; want another port of 127.0.0.1 than the taken %s", got, ln.Addr())
 	}
+	resp, err := http.Get("http://" + got + "/healthz")
+	if err != nil {
+		t.Fatalf("GET /healthz on the free port: %v", err)
+	}
+	resp.Body.Close()
 	if err := opt.Stop(context.Background()); err != nil {
-		t.Errorf("Stop of a never-running server: %v", err)
+		t.Errorf("Stop: %v", err)
 	}
 	mu.Lock()
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), ln.Addr().String()) {
+	if !regexp.MustCompile(`level=INFO .*url=http://` + regexp.QuoteMeta(got) + `\b.*taken=` + regexp.QuoteMeta(ln.Addr().String())).MatchString(logs.String()) {
+		t.Errorf("no INFO line with the new URL and the taken address:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("a server that runs is no warning:\n%s", logs.String())
+	}
+	mu.Unlock()
+
+	// An address no port of which can be bound (not this host's): a warning, and
+	// Helix runs on without management endpoints.
+	logs.Reset()
+	foreign := New(Options{Addr: "192.0.2.1:9999", Logger: slog.New(slog.NewTextHandler(w, nil))})
+	if err := foreign.Start(context.Background()); err != nil {
+		t.Fatalf("optional server failed on an address it cannot bind: %v", err)
+	}
+	if foreign.Addr() != "" {
+		t.Errorf("Addr = %q for a server that is not running", foreign.Addr())
+	}
+	mu.Lock()
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "192.0.2.1:9999") {
 		t.Errorf("no warning naming the address: %s", logs.String())
 	}
 	mu.Unlock()
