@@ -43,7 +43,12 @@ tools:
 services:
 	scripts/setup-services.sh
 
-lint: vet fmt-check
+lint: vet fmt-check tidy-check
+
+# Fails when go.mod or go.sum are not what `go mod tidy` would write (a direct import
+# marked indirect, a requirement nothing uses, a missing checksum), showing the diff.
+tidy-check:
+	$(GO) mod tidy -diff
 
 # The benchmark tools are Go modules of their own (bench/: the load tool; bench/peers:
 # the servers Helix is compared with), so `go test ./...` of Helix skips them.
