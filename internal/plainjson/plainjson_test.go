@@ -23,7 +23,7 @@ func marshalUnescaped(v any) ([]byte, error) {
 
 // Append writes the bytes json.Marshal writes, and leaves what it cannot.
 func TestAppendLikeMarshal(t *testing.T) {
-	for _, v := range []any{nil, true, 0.0, -0.0, 1e21, 1e-7, "<a&b>\u2028", plainjsontest.ManyKeys(), plainjsontest.DeepValue(MaxDepth - 2),
+	for _, v := range []any{nil, true, 0.0, math.Copysign(0, -1), 1e21, 1e-7, "<a&b>\u2028", plainjsontest.ManyKeys(), plainjsontest.DeepValue(MaxDepth - 2),
 		[]any(nil), map[string]any(nil), []any{map[string]any{}}} {
 		want, err := json.Marshal(v)
 		got, ok := Append(nil, v)

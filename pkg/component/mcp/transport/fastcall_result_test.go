@@ -72,7 +72,7 @@ func TestPlainResultMatchesMarshalJSON(t *testing.T) {
 			{Content: []sdk.Content{&sdk.TextContent{Text: awkward}, &sdk.TextContent{Text: "hello"}}, IsError: true},
 			{Content: []sdk.Content{&sdk.TextContent{Text: "x", Meta: sdk.Meta{}}}},
 			{Content: []sdk.Content{&sdk.TextContent{Text: "x"}}, Meta: sdk.Meta{}},
-			{Content: []sdk.Content{}, StructuredContent: map[string]any{awkward: []any{awkward, 1.5, 1e21, -0.0, nil, true,
+			{Content: []sdk.Content{}, StructuredContent: map[string]any{awkward: []any{awkward, 1.5, 1e21, math.Copysign(0, -1), nil, true,
 				map[string]any{"z": 1, "a": map[string]any{}}}}},
 			{Content: []sdk.Content{}, StructuredContent: []any{}},
 			{Content: []sdk.Content{}, StructuredContent: "<s>"},
