@@ -42,17 +42,7 @@ workflows:
 func TestRelayCancellationReachesUpstream(t *testing.T) {
 	started := make(chan struct{}, 4)
 	cancelled := make(chan struct{}, 4)
-	up := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1"}, nil)
-	up.AddTool(&sdk.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			started <- struct{}{}
-			select {
-			case <-ctx.Done():
-				cancelled <- struct{}{}
-			case <-time.After(60 * time.Second):
-			}
-			return nil, ctx.Err()
-		})
+	up := slowUpstream("upstream", func() { started <- struct{}{} }, func() { cancelled <- struct{}{} })
 	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return up }, nil))
 	t.Cleanup(hs.Close)
 	relay := startYAMLApp(t, fmt.Sprintf(relayYAML, strings.TrimPrefix(hs.URL, "http://")))
@@ -100,28 +90,7 @@ func TestRelayCancellationTypeScriptSDK(t *testing.T) {
 	sdkDir := testtools.NPMPackageDir(t, "@modelcontextprotocol/sdk")
 	started := make(chan struct{}, 4)
 	cancelled := make(chan struct{}, 4)
-	up := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1"}, nil)
-	up.AddTool(&sdk.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			started <- struct{}{}
-			// Report progress while it runs when asked to: the relay passes it on to
-			// its own caller.
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for n := 1.0; ; n++ {
-				select {
-				case <-ctx.Done():
-					cancelled <- struct{}{}
-					return nil, ctx.Err()
-				case <-tick.C:
-					if tok := req.Params.GetProgressToken(); tok != nil {
-						_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: n})
-					}
-				case <-time.After(60 * time.Second):
-					return nil, ctx.Err()
-				}
-			}
-		})
+	up := slowUpstream("upstream", func() { started <- struct{}{} }, func() { cancelled <- struct{}{} })
 	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return up }, nil))
 	t.Cleanup(hs.Close)
 	relay := startYAMLApp(t, fmt.Sprintf(relayYAML, strings.TrimPrefix(hs.URL, "http://")))
@@ -236,17 +205,7 @@ await client.close();
 func TestRelayCancellationByNotificationOnly(t *testing.T) {
 	started := make(chan struct{}, 4)
 	cancelled := make(chan struct{}, 4)
-	up := sdk.NewServer(&sdk.Implementation{Name: "upstream", Version: "1"}, nil)
-	up.AddTool(&sdk.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			started <- struct{}{}
-			select {
-			case <-ctx.Done():
-				cancelled <- struct{}{}
-			case <-time.After(60 * time.Second):
-			}
-			return nil, ctx.Err()
-		})
+	up := slowUpstream("upstream", func() { started <- struct{}{} }, func() { cancelled <- struct{}{} })
 	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return up }, nil))
 	t.Cleanup(hs.Close)
 	relay := startYAMLApp(t, fmt.Sprintf(relayYAML, strings.TrimPrefix(hs.URL, "http://")))
@@ -361,4 +320,33 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// slowUpstream is an MCP server whose tool "slow" runs until its call is cancelled (or
+// a minute passes), reporting progress every 50ms when the call asked for it (the
+// relay passes that on to its own caller). onStart runs when a call begins, onCancel
+// when its context ends.
+func slowUpstream(name string, onStart, onCancel func()) *sdk.Server {
+	up := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, nil)
+	up.AddTool(&sdk.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			onStart()
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			giveUp := time.After(60 * time.Second)
+			for n := 1.0; ; n++ {
+				select {
+				case <-ctx.Done():
+					onCancel()
+					return nil, ctx.Err()
+				case <-tick.C:
+					if tok := req.Params.GetProgressToken(); tok != nil {
+						_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: n})
+					}
+				case <-giveUp:
+					return nil, ctx.Err()
+				}
+			}
+		})
+	return up
 }

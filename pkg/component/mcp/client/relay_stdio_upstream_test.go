@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -31,26 +30,10 @@ func TestMain(m *testing.M) {
 }
 
 func serveSlowStdioUpstream(dir string) {
-	up := sdk.NewServer(&sdk.Implementation{Name: "stdio-upstream", Version: "1"}, nil)
-	up.AddTool(&sdk.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			_ = os.WriteFile(filepath.Join(dir, "started"), nil, 0o644)
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for n := 1.0; ; n++ {
-				select {
-				case <-ctx.Done():
-					_ = os.WriteFile(filepath.Join(dir, "cancelled"), nil, 0o644)
-					return nil, ctx.Err()
-				case <-tick.C:
-					if tok := req.Params.GetProgressToken(); tok != nil {
-						_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: n})
-					}
-				case <-time.After(60 * time.Second):
-					return nil, ctx.Err()
-				}
-			}
-		})
+	mark := func(name string) func() {
+		return func() { _ = os.WriteFile(filepath.Join(dir, name), nil, 0o644) }
+	}
+	up := slowUpstream("stdio-upstream", mark("started"), mark("cancelled"))
 	_ = up.Run(context.Background(), &sdk.StdioTransport{})
 }
 
