@@ -28,7 +28,25 @@ fi
 # coverage, for up to a minute; when the short fuzz time ends during one, the run fails
 # with "context deadline exceeded" although nothing failed. A crasher is still saved
 # (not minimized) and fails the run.
+#
+# Go's fuzzing coordinator also has a race at the end of -fuzztime: it can see its
+# deadline before the workers' context is cancelled and then reports the deadline itself
+# as the failure ("context deadline exceeded", no failing input). Such a run found
+# nothing wrong; it is reported and counted as passed. Any other failure fails.
+status=0
 while IFS=$'\t' read -r dir name; do
 	echo "fuzz-smoke: $dir $name for $FUZZTIME"
-	"$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime=0 "$dir"
+	if out=$("$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime=0 "$dir" 2>&1); then
+		printf '%s\n' "$out"
+		continue
+	fi
+	printf '%s\n' "$out"
+	if grep -qx $'\tcontext deadline exceeded\|    context deadline exceeded' <<<"$out" &&
+		! grep -q 'Failing input written\|found crasher\|panic:' <<<"$out"; then
+		echo "fuzz-smoke: $dir $name: only Go's end-of-fuzztime race (context deadline exceeded, no failing input); counted as passed"
+		continue
+	fi
+	status=1
+	break
 done <<<"$targets"
+exit "$status"
