@@ -223,3 +223,50 @@ workflows:
 		t.Errorf("errors = %+v, want the problem at /amount", reply.Errors)
 	}
 }
+
+// TestWorkflowInputRefusalIsAFailureLikeAnyOther: a body refused by the workflow's
+// input: schema is logged, takes the workflow's on_error status, and a body that is
+// no JSON object is invalid input (422), not a fault.
+func TestWorkflowInputRefusalIsAFailureLikeAnyOther(t *testing.T) {
+	a, logs := startLogged(t, `
+workflows:
+  - id: vat-hook
+    trigger: http-server://127.0.0.1:0/vat
+    input:
+      amount: { type: number, required: true }
+    steps:
+      - transform:
+          starlang: |
+            {"tax": payload["amount"] * 19 / 100}
+  - id: vat-400
+    trigger: http-server://127.0.0.1:0/vat400
+    on_error: { status: { invalid_input: 400 } }
+    input:
+      amount: { type: number, required: true }
+    steps:
+      - transform:
+          starlang: |
+            {"tax": payload["amount"] * 19 / 100}
+`)
+	base := httpBase(t, a, "127.0.0.1:0")
+	if status, body := post(t, base+"/vat400", `{"amount": "100"}`); status != 400 {
+		t.Errorf("on_error invalid_input: 400: got %d %s", status, body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/vat", strings.NewReader("hi"))
+	req.Header.Set("Content-Type", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 422 {
+		t.Errorf("a text body for an input: schema: status %d, want 422", resp.StatusCode)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(logs.records(t, "exchange failed")) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(logs.records(t, "exchange failed")); n != 2 {
+		t.Errorf("refused inputs logged %d times, want 2", n)
+	}
+}

@@ -241,7 +241,7 @@ func (c *Context) RunUntilStop(ctx context.Context, workflowID string, ex *excha
 	// the run context: no allocations, and no lock shared by every run.
 	slot := c.inflight.addCancellable(rc)
 	defer c.inflight.doneCancellable(slot)
-	return c.process(rc, rw, ex, false, outermost)
+	return c.process(rc, rw, ex, false, outermost, nil)
 }
 
 // triggered is the processor rw's trigger consumer delivers to: CheckTriggered,
@@ -249,13 +249,9 @@ func (c *Context) RunUntilStop(ctx context.Context, workflowID string, ex *excha
 func (c *Context) triggered(rw *runtimeWorkflow) Processor {
 	check := rw.wf.CheckTriggered
 	return ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
-		if check != nil {
-			if err := safeCheck(check, ex); err != nil {
-				ex.SetException(err)
-				return err
-			}
-		}
-		return c.runPipeline(ctx, rw, ex)
+		c.inflight.Add(1)
+		defer c.inflight.Done()
+		return c.process(ctx, rw, ex, true, WorkflowID(ctx) == "", check)
 	})
 }
 
@@ -272,14 +268,18 @@ func safeCheck(check func(*exchange.Exchange) error, ex *exchange.Exchange) (err
 func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange) error {
 	c.inflight.Add(1)
 	defer c.inflight.Done()
-	return c.process(ctx, rw, ex, true, WorkflowID(ctx) == "")
+	return c.process(ctx, rw, ex, true, WorkflowID(ctx) == "", nil)
 }
 
-// process runs ex through rw's pipeline; the caller counts it as in-flight. withID:
+// process runs ex through rw's pipeline, after check (the workflow's CheckTriggered
+// for an exchange its trigger delivered; nil otherwise), so that a refused input is
+// counted, logged and given its on_error status like any other failure. The caller
+// counts it as in-flight. withID:
 // ctx does not carry the workflow id yet (withWorkflowID). outermost: no other
 // workflow's pipeline is running the exchange (it is not a direct:// call), so a
 // failure is logged here, once, with the path of the steps it went through.
-func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange, withID, outermost bool) (err error) {
+func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange, withID, outermost bool,
+	check func(*exchange.Exchange) error) (err error) {
 	if c.tracer != nil {
 		// Deferred before the recovery below, so it runs after it and sees a panic's error.
 		var end func(error)
@@ -315,6 +315,12 @@ func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange
 	}
 	if withID {
 		ctx = withWorkflowID(ctx, rw.idValue())
+	}
+	if check != nil {
+		if err := safeCheck(check, ex); err != nil {
+			ex.SetException(err)
+			return err
+		}
 	}
 	return rw.pipeline.Process(ctx, ex)
 }
