@@ -270,3 +270,39 @@ workflows:
 		t.Errorf("refused inputs logged %d times, want 2", n)
 	}
 }
+
+// TestToolTargetGivenNoJSONObjectAnswers422: a webhook body that is no JSON object,
+// passed to a tool:// target, is the caller's invalid input, not a fault.
+func TestToolTargetGivenNoJSONObjectAnswers422(t *testing.T) {
+	a, _ := startLogged(t, `
+tools:
+  - id: echo
+    description: "Echo"
+    input:
+      text: { type: string }
+    output:
+      text: { type: string }
+    steps:
+      - transform:
+          starlang: |
+            {"text": payload.get("text", "")}
+workflows:
+  - id: echo-hook
+    trigger: http-server://127.0.0.1:0/echo
+    steps:
+      - target: tool://echo
+`)
+	base := httpBase(t, a, "127.0.0.1:0")
+	for _, body := range []string{"[1,2]", "hi"} {
+		req, _ := http.NewRequest(http.MethodPost, base+"/echo", strings.NewReader(body))
+		req.Header.Set("Content-Type", "text/plain")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 422 {
+			t.Errorf("body %q: status %d, want 422", body, resp.StatusCode)
+		}
+	}
+}

@@ -92,8 +92,6 @@ func (a *App) buildWorkflowSchemas(w config.WorkflowConfig, wf *engine.Workflow)
 	wf.CheckTriggered = func(ex *exchange.Exchange) error {
 		args, err := tool.BodyArguments(ex.In().Body())
 		if err != nil {
-			// A body that is no JSON object is the caller's mistake too (422), not a fault.
-			err = &tool.InvalidInputError{Msg: err.Error(), Problems: []tool.InputProblem{{Path: "", Message: err.Error()}}}
 			return fmt.Errorf("workflow %s: invalid input: %w", id, err)
 		}
 		args, err = validate(args)

@@ -242,7 +242,7 @@ func BodyArguments(body any) (map[string]any, error) {
 	case json.RawMessage:
 		text = b
 	case []any, int64, float64, int, bool:
-		return nil, fmt.Errorf("the input must be a JSON object, got %s", jsonKind(body))
+		return nil, notAnObject(fmt.Sprintf("the input must be a JSON object, got %s", jsonKind(body)))
 	default:
 		return nil, fmt.Errorf("the input must be a JSON object, got %T", body)
 	}
@@ -252,13 +252,19 @@ func BodyArguments(body any) (map[string]any, error) {
 	}
 	v, err := decodeJSON(text)
 	if err != nil {
-		return nil, fmt.Errorf("the input must be a JSON object; it is not valid JSON: %w", err)
+		return nil, notAnObject("the input must be a JSON object; it is not valid JSON: " + err.Error())
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the input must be a JSON object, got %s", jsonKind(v))
+		return nil, notAnObject(fmt.Sprintf("the input must be a JSON object, got %s", jsonKind(v)))
 	}
 	return m, nil
+}
+
+// notAnObject is the caller's input that is no JSON object: invalid input (422 over
+// HTTP), with the problem at the whole input.
+func notAnObject(msg string) error {
+	return &InvalidInputError{Msg: msg, Problems: []InputProblem{{Path: "", Message: msg}}}
 }
 
 // decodeJSON decodes one JSON value with integral numbers as int64 and other
