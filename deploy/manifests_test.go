@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/arvenza/helix/pkg/app"
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/management"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/pkg/uri"
 )
 

@@ -21,11 +21,11 @@ COUNT=${COUNT:-3}
 BENCHTIME=${BENCHTIME:-3s}
 OUT=${1:-$(mktemp -d /tmp/agent-overhead.XXXXXX)}
 mkdir -p "$OUT"
-PKG=./pkg/agent/mcptools/
+PKG=./internal/agent/mcptools/
 
 # split_by_side reads a CPU profile's stacks (pprof -traces) and sums the samples by side:
 # the pprof label side= marks the servers' goroutines and the MCP client session's
-# (see sideLabel in pkg/agent/mcptools/bench_helpers_test.go); unlabelled stacks
+# (see sideLabel in internal/agent/mcptools/bench_helpers_test.go); unlabelled stacks
 # are the agent's, split by the innermost frame of a known owner. ITERATIONS turns
 # the sums into µs per iteration.
 split_by_side() {
@@ -45,11 +45,11 @@ split_by_side() {
 			for (i = 1; i <= n; i++) if (frame[i] ~ /modelcontextprotocol\/go-sdk|arvenza\/helix\/pkg\/component\/mcp\/client/) cat = "2 tool call: MCP client (mcpclient.Conn, go-sdk client)"
 			for (i = 1; i <= n && cat == ""; i++) {
 				f = frame[i]
-				if (f ~ /arvenza\/helix\/pkg\/agent\/openai/) cat = "1 helix: provider (pkg/agent/openai)"
+				if (f ~ /arvenza\/helix\/pkg\/agent\/openai/) cat = "1 helix: provider (internal/agent/openai)"
 				else if (f ~ /openai\/openai-go/) cat = "1 helix: openai-go SDK (request encode, response decode)"
 				else if (f ~ /arvenza\/helix\/pkg\/agent\/mcptools/) cat = "1 helix: mcptools (result conversion)"
-				else if (f ~ /arvenza\/helix\/pkg\/tool/) cat = "1 helix: pkg/tool (arguments, input schema)"
-				else if (f ~ /arvenza\/helix\/pkg\/agent\./) cat = "1 helix: agent loop (pkg/agent)"
+				else if (f ~ /arvenza\/helix\/pkg\/tool/) cat = "1 helix: internal/tool (arguments, input schema)"
+				else if (f ~ /arvenza\/helix\/pkg\/agent\./) cat = "1 helix: agent loop (internal/agent)"
 				else if (f ~ /^net\/http\./) cat = "1 helix: HTTP client to the model (net/http)"
 			}
 			if (cat == "") {
@@ -104,12 +104,12 @@ ITERATIONS=$ITERATIONS split_by_side "$OUT/mcptools.test" "$OUT/cpu.out" | tee "
 echo
 echo "Helix side, cumulative (only Helix's and openai-go's frames shown):"
 "$GO" tool pprof -top -cum -nodecount 40 -tagignore 'side=.' \
-	-ignore 'modelcontextprotocol/go-sdk|helix/pkg/component/mcp/client|gcBgMarkWorker|bgsweep|bgscavenge' \
+	-ignore 'modelcontextprotocol/go-sdk|helix/internal/component/mcp/client|gcBgMarkWorker|bgsweep|bgscavenge' \
 	-show 'arvenza/helix|openai/openai-go' "$OUT/mcptools.test" "$OUT/cpu.out" 2>/dev/null | tee "$OUT/helix-cum.txt"
 echo
 echo "Helix side, flat:"
 "$GO" tool pprof -top -nodecount 30 -tagignore 'side=.' \
-	-ignore 'modelcontextprotocol/go-sdk|helix/pkg/component/mcp/client|gcBgMarkWorker|bgsweep|bgscavenge' \
+	-ignore 'modelcontextprotocol/go-sdk|helix/internal/component/mcp/client|gcBgMarkWorker|bgsweep|bgscavenge' \
 	"$OUT/mcptools.test" "$OUT/cpu.out" 2>/dev/null | tee "$OUT/helix-flat.txt"
 echo
 echo "Allocations (all sides), by allocation sites in Helix and openai-go:"

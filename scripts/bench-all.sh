@@ -116,7 +116,7 @@ if want client; then
 	# workers and the wake-ups between threads add tens of µs that differ from run to run
 	# (BENCHMARKS.md, "mcp:// client"). The figure is the median of the rounds'
 	# differences (helix − gosdk within a round), not the difference of two medians.
-	$GO test -c -o "$OUT/client.test" ./pkg/component/mcp/client/
+	$GO test -c -o "$OUT/client.test" ./internal/component/mcp/client/
 	for ((i = 0; i < client_rounds; i++)); do
 		GOMAXPROCS=1 "$OUT/client.test" -test.run '^$' -test.bench MCPClientOverhead -test.benchtime "$benchtime" -test.benchmem
 	done | tee "$OUT/client.txt"
@@ -131,7 +131,7 @@ fi
 
 if want kafka; then
 	echo "== kafka: consume → Starlang → produce"
-	$GO test -c -o "$OUT/kafka.test" ./pkg/component/kafka/
+	$GO test -c -o "$OUT/kafka.test" ./internal/component/kafka/
 	for ((i = 0; i < count; i++)); do
 		"$OUT/kafka.test" -test.run '^$' -test.bench ConsumeTransformProduce -test.benchtime "$kafka_n"
 	done | tee "$OUT/kafka.txt"
@@ -145,7 +145,7 @@ if want postgres; then
 		skip PostgreSQL "insert" "HELIX_POSTGRES_URL unset (eval \"\$(scripts/postgres.sh start)\")"
 	else
 		echo "== postgres: insert against plain pgx"
-		$GO test -c -o "$OUT/postgres.test" ./pkg/component/postgres/
+		$GO test -c -o "$OUT/postgres.test" ./internal/component/postgres/
 		for ((i = 0; i < (count > 3 ? 3 : count); i++)); do
 			"$OUT/postgres.test" -test.run '^$' -test.bench BenchmarkInsert -test.benchtime "$benchtime"
 		done | tee "$OUT/postgres.txt"

@@ -34,7 +34,7 @@ trap 'rm -rf "$(dirname "$BIN")"' EXIT
 (cd "$ROOT/bench" && "$GO" build -o "$BIN" ./rag)
 
 {
-	echo "commit: $(git -C "$ROOT" rev-parse HEAD)$(git -C "$ROOT" diff --quiet -- pkg/rag bench/rag || echo ' (with uncommitted changes in pkg/rag or bench/rag)')"
+	echo "commit: $(git -C "$ROOT" rev-parse HEAD)$(git -C "$ROOT" diff --quiet -- internal/rag bench/rag || echo ' (with uncommitted changes in internal/rag or bench/rag)')"
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "go: $("$GO" version)"
 	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') ($(nproc) cores)"

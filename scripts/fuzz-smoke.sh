@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target in the repository briefly (FUZZTIME each, default 10s), one
 # `go test -fuzz` per target because Go fuzzes a single target per invocation. Targets are found
-# by scanning *_test.go files, so new ones (FuzzLoad in ./pkg/config, FuzzEval in ./pkg/starlang,
+# by scanning *_test.go files, so new ones (FuzzLoad in ./internal/config, FuzzEval in ./internal/starlang,
 # ...) are picked up without editing this script, and a package without targets costs nothing.
 # A crasher is saved by Go under the package's testdata/fuzz/ and fails the run.
 set -euo pipefail

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/arvenza/helix/pkg/rag"
+	"github.com/arvenza/helix/internal/rag"
 )
 
 // Dataset is a BEIR-format collection: the corpus, the queries of the test split

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/arvenza/helix/pkg/rag"
+	"github.com/arvenza/helix/internal/rag"
 )
 
 // Result is one evaluation, written as JSON.
@@ -262,7 +262,7 @@ func (t *busyTimer) Close() error {
 }
 
 // directSystem is a store, a chunker and an optional embedder used through
-// pkg/rag directly: what a pipeline does, with every part chosen by flag.
+// internal/rag directly: what a pipeline does, with every part chosen by flag.
 type directSystem struct {
 	store    rag.Store
 	chunker  rag.Chunker

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/rag"
+	"github.com/arvenza/helix/internal/rag"
 )
 
 // writeTinyBEIR writes a four-document collection whose three test queries each

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"path/filepath"
 
-	"github.com/arvenza/helix/pkg/rag"
-	"github.com/arvenza/helix/pkg/rag/store/embedded"
-	"github.com/arvenza/helix/pkg/rag/textproc"
+	"github.com/arvenza/helix/internal/rag"
+	"github.com/arvenza/helix/internal/rag/store/embedded"
+	"github.com/arvenza/helix/internal/rag/textproc"
 )
 
 // multifieldTieBreaker is BEIR's Elasticsearch baseline's: a multi_match query of

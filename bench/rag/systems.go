@@ -13,16 +13,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/rag"
-	"github.com/arvenza/helix/pkg/rag/chunk"
-	"github.com/arvenza/helix/pkg/rag/embed/onnx"
-	"github.com/arvenza/helix/pkg/rag/embed/onnx/onnxtest"
-	"github.com/arvenza/helix/pkg/rag/embed/openai"
-	"github.com/arvenza/helix/pkg/rag/pipeline"
-	"github.com/arvenza/helix/pkg/rag/store/embedded"
-	"github.com/arvenza/helix/pkg/rag/store/pgvector"
-	"github.com/arvenza/helix/pkg/rag/textproc"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/rag"
+	"github.com/arvenza/helix/internal/rag/chunk"
+	"github.com/arvenza/helix/internal/rag/embed/onnx"
+	"github.com/arvenza/helix/internal/rag/embed/onnx/onnxtest"
+	"github.com/arvenza/helix/internal/rag/embed/openai"
+	"github.com/arvenza/helix/internal/rag/pipeline"
+	"github.com/arvenza/helix/internal/rag/store/embedded"
+	"github.com/arvenza/helix/internal/rag/store/pgvector"
+	"github.com/arvenza/helix/internal/rag/textproc"
 )
 
 // postgresEnv names the PostgreSQL URL of --store pgvector (the one `make test`'s

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/testtools"
-	"github.com/arvenza/helix/pkg/agent/agenttest"
+	"github.com/arvenza/helix/internal/agent/agenttest"
 )
 
 // examples/agent.yaml runs as its comment says against an OpenAI-compatible

@@ -17,7 +17,7 @@ import (
 
 	"github.com/arvenza/helix/internal/suggest"
 	"github.com/arvenza/helix/pkg/component"
-	"github.com/arvenza/helix/pkg/component/all"
+	"github.com/arvenza/helix/internal/component/all"
 )
 
 // regenerateDocs is the command that rewrites docs/components/ from the specs; the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/component/all"
+	"github.com/arvenza/helix/internal/component/all"
 )
 
 func TestComponentsList(t *testing.T) {

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/testtools"
-	"github.com/arvenza/helix/pkg/agent/agenttest"
-	"github.com/arvenza/helix/pkg/component/kafka/kafkatest"
-	"github.com/arvenza/helix/pkg/component/slack/slacktest"
+	"github.com/arvenza/helix/internal/agent/agenttest"
+	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
+	"github.com/arvenza/helix/internal/component/slack/slacktest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

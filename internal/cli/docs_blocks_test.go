@@ -15,8 +15,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/step"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/step"
 )
 
 // Every YAML a user may copy is valid for both checks a user has: `helix validate`

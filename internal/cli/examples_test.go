@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/management"
 )
 
 // exampleFiles lists examples/*.yaml. It sets SLACK_BOT_TOKEN: a slack:// target

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arvenza/helix/pkg/app"
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/uri"
 )

@@ -16,9 +16,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
-	"github.com/arvenza/helix/pkg/report"
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/report"
 )
 
 func init() { mcpSubcommands = append(mcpSubcommands, newMCPCallCmd) }

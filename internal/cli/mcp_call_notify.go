@@ -11,7 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/report"
+	"github.com/arvenza/helix/internal/report"
 )
 
 // notificationPrinter writes the progress and log notifications of a call to

@@ -11,7 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 )
 
 type mcpPromptFlags struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arvenza/helix/internal/suggest"
-	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 )
 
 func init() { mcpSubcommands = append(mcpSubcommands, newMCPReadCmd, newMCPPromptCmd) }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 )
 
 // mcpServerFlags say how helix mcp call, read and prompt reach one MCP server: a

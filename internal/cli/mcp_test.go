@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/testtools"
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/rag/pipeline"
-	"github.com/arvenza/helix/pkg/rag/store/embedded"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/rag/pipeline"
+	"github.com/arvenza/helix/internal/rag/store/embedded"
 )
 
 func newRAGCmd() *cobra.Command {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/rag/pipeline"
+	"github.com/arvenza/helix/internal/rag/pipeline"
 )
 
 // helix rag ingest and helix rag query on a temporary directory, with Helix's

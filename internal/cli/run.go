@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/netguard"
+	"github.com/arvenza/helix/internal/netguard"
 )
 
 func newRunCmd() *cobra.Command {
@@ -119,7 +119,7 @@ func servedTools(a *app.App) (tools, servers int) {
 
 // raiseFileLimit raises the soft RLIMIT_NOFILE to the hard one before any
 // listener opens, since the listeners' connection caps derive from it
-// (pkg/netguard, fdlimit.go), and says how it is shared out.
+// (internal/netguard, fdlimit.go), and says how it is shared out.
 func raiseFileLimit(log *slog.Logger) {
 	limit, err := netguard.RaiseFileLimit()
 	if err != nil {

@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/arvenza/helix/pkg/step"
+	"github.com/arvenza/helix/internal/step"
 )
 
 // schemaFile is the checked-in copy of `helix schema`, relative to the repository

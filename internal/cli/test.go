@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/workflowtest"
+	"github.com/arvenza/helix/internal/workflowtest"
 )
 
 func newTestCmd() *cobra.Command {

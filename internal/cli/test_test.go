@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // TestHelixTest runs `helix test` through the command line over the files in

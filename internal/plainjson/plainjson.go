@@ -2,7 +2,7 @@
 // float64, string, map[string]any, []any) exactly as json.Marshal does, without
 // reflection and without allocating beyond dst. A tool's structured result is such
 // a value, and it is encoded on every call: once as the text copy of the result
-// (pkg/tool), once as structuredContent (the MCP transport's fast path). Anything
+// (internal/tool), once as structuredContent (the MCP transport's fast path). Anything
 // else is refused (ok false) and left to json.Marshal by the caller.
 // FuzzAppendLikeMarshal holds it to json.Marshal byte for byte.
 package plainjson

@@ -4,7 +4,7 @@
 // servers, a Kafka consumer group for kafka:// triggers. They exercise the helix
 // binary as a deployment runs it, so they belong to no single component; the
 // third such test, leader election for singleton triggers, lives with its code in
-// pkg/cluster. docs/scaling.md reports what these tests measure.
+// internal/cluster. docs/scaling.md reports what these tests measure.
 //
 // The package has no code of its own besides this comment: everything is in its
 // _test.go files, on the helpers of internal/testtools.

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/arvenza/helix/internal/testtools"
-	"github.com/arvenza/helix/pkg/component/kafka/kafkatest"
+	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
 )
 
 const (

@@ -1,5 +1,5 @@
 // Package suggest finds the likely intended word for a misspelled one. It backs every
-// did-you-mean hint of Helix: YAML keys and step kinds (pkg/config) and URI options
+// did-you-mean hint of Helix: YAML keys and step kinds (internal/config) and URI options
 // (pkg/component's specs).
 package suggest
 

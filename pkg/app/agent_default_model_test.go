@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // The spec's §4.7 examples show agents without model:. They validate, with a

@@ -11,8 +11,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/testtools"
-	"github.com/arvenza/helix/pkg/agent/agenttest"
-	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/internal/agent/agenttest"
+	"github.com/arvenza/helix/internal/management"
 )
 
 // everythingStdio returns the command and args (as YAML flow values) that run the

@@ -8,7 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/agent/agenttest"
+	"github.com/arvenza/helix/internal/agent/agenttest"
 )
 
 // Conversation memory is per caller: a client with another API key that sends the

@@ -8,7 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/agent/agenttest"
+	"github.com/arvenza/helix/internal/agent/agenttest"
 )
 
 // An MCP caller with a progress token sees the agent's iterations. (The agent's

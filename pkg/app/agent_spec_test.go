@@ -13,7 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 	"io"
 	"math/big"
 	"net"
@@ -32,9 +32,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/agent/agenttest"
+	"github.com/arvenza/helix/internal/agent/agenttest"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/internal/management"
 )
 
 // The spec's agent examples, kept as printed in testdata/agent_spec_*.yaml (each with

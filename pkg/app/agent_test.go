@@ -11,10 +11,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/agent/agenttest"
+	"github.com/arvenza/helix/internal/agent/agenttest"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/internal/management"
 )
 
 // agentYAML fills in the fake provider's base URL.

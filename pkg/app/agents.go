@@ -7,14 +7,14 @@ import (
 	"os"
 	"sort"
 
-	"github.com/arvenza/helix/pkg/agent/setup"
-	agentcomp "github.com/arvenza/helix/pkg/component/agent"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/agent/setup"
+	agentcomp "github.com/arvenza/helix/internal/component/agent"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/pkg/management"
-	"github.com/arvenza/helix/pkg/step"
-	"github.com/arvenza/helix/pkg/tool"
+	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/internal/tool"
 )
 
 // agentInputSchema is what an agent takes as a tool: a message and, to continue a

@@ -19,21 +19,21 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/arvenza/helix/internal/redact"
-	"github.com/arvenza/helix/pkg/agent/setup"
+	"github.com/arvenza/helix/internal/agent/setup"
 	"github.com/arvenza/helix/pkg/component"
-	"github.com/arvenza/helix/pkg/component/all"
-	"github.com/arvenza/helix/pkg/component/kafka"
-	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/component/all"
+	"github.com/arvenza/helix/internal/component/kafka"
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/management"
-	"github.com/arvenza/helix/pkg/netguard"
-	"github.com/arvenza/helix/pkg/rag/pipeline"
-	"github.com/arvenza/helix/pkg/starlang"
-	"github.com/arvenza/helix/pkg/step"
-	"github.com/arvenza/helix/pkg/tool"
-	"github.com/arvenza/helix/pkg/tracing"
+	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/internal/netguard"
+	"github.com/arvenza/helix/internal/rag/pipeline"
+	"github.com/arvenza/helix/internal/starlang"
+	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -58,7 +58,7 @@ type Options struct {
 	// are started and stopped with the application, like Helix's own.
 	Components map[string]component.Component
 	// RAGParts, when set, replace Helix's own chunkers, embedders, stores and file
-	// source in every pipeline (tests give fakes; see pkg/rag/pipeline/pipelinetest).
+	// source in every pipeline (tests give fakes; see internal/rag/pipeline/pipelinetest).
 	RAGParts *pipeline.Parts
 	// SpanExporter, when set, switches tracing on and receives every span as it
 	// ends, in place of helix.tracing's OTLP exporter (tests pass
@@ -103,14 +103,14 @@ type App struct {
 	// listeners are the sockets the app's servers listen on (reload.go): a
 	// successor started by Handover shares them.
 	listeners *netguard.Generation
-	// tracer is helix.tracing's (pkg/tracing); nil when tracing is off.
+	// tracer is helix.tracing's (internal/tracing); nil when tracing is off.
 	tracer *tracing.Tracer
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
 // error handler), tools (tool://id with input/output schemas and input
-// validation), agents (their trigger or agent://id, run by pkg/agent/setup) and
-// pipelines (pipeline://id, run by pkg/rag/pipeline). It
+// validation), agents (their trigger or agent://id, run by internal/agent/setup) and
+// pipelines (pipeline://id, run by internal/rag/pipeline). It
 // returns every problem found as config.Errors; on error no App is returned.
 func Build(cfg *config.Config, opts Options) (*App, error) {
 	if cfg == nil {
@@ -137,7 +137,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 		hc.SetTracer(tracer)
 	}
 	// kafka:// endpoints without brokers= connect to helix.kafka.brokers; the
-	// registration in pkg/component/all (which cannot see the configuration) is kept
+	// registration in internal/component/all (which cannot see the configuration) is kept
 	// when the setting is absent.
 	if b := cfg.Helix.Kafka.Brokers; len(b) > 0 {
 		hc.AddComponent(kafka.Scheme, kafka.New(kafka.Options{Brokers: b, Logger: hc.Logger}))
@@ -365,7 +365,7 @@ func (a *App) stopManagement(ctx context.Context) error {
 }
 
 func registerComponents(hc *engine.Context) {
-	all.Register(hc) // every component of pkg/component/all that needs no wiring, tool:// included
+	all.Register(hc) // every component of internal/component/all that needs no wiring, tool:// included
 	// The MCP client (mcp:// targets) is registered before workflows are built: a
 	// target's auth: block attaches its credentials to this component while building.
 	hc.AddComponent(mcpclient.Scheme, mcpclient.New())

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/component/httpserver"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/component/httpserver"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // quiet discards logs and keeps the management server off the shared default

@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/arvenza/helix/pkg/cluster"
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/internal/cluster"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/management"
 )
 
 // clusterState is helix.cluster at run time: the elector and the goroutine that

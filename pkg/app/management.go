@@ -8,10 +8,10 @@ import (
 	"sort"
 	"strings"
 
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/management"
-	"github.com/arvenza/helix/pkg/netguard"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/pkg/uri"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // A stdio MCP server is what Claude Desktop and other AI clients launch, often

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/internal/management"
 )
 
 // The manifest shows http-server:// routes as written: a secret a trigger URI takes

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/tool"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/tool"
 )
 
 // MCPServerScheme is the scheme of the MCP server component.

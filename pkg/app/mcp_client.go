@@ -5,9 +5,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	mcpclient "github.com/arvenza/helix/pkg/component/mcp/client"
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/step"
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/pkg/uri"
 )
 

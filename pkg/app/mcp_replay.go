@@ -3,7 +3,7 @@ package app
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/arvenza/helix/pkg/component/mcp/transport"
+	"github.com/arvenza/helix/internal/component/mcp/transport"
 )
 
 // applyReplayBudget sets the process-wide replay budget of the MCP servers'

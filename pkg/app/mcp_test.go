@@ -11,7 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 const mcpYAML = `

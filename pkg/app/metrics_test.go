@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/internal/management"
 )
 
 const metricsYAML = `

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 const netfdYAML = fourWorkflows + `

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // validate and start warn about a management address or an MCP server that

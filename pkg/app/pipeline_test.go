@@ -17,12 +17,12 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/testtools"
-	"github.com/arvenza/helix/pkg/agent/agenttest"
+	"github.com/arvenza/helix/internal/agent/agenttest"
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/pkg/management"
-	"github.com/arvenza/helix/pkg/rag/pipeline/pipelinetest"
+	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/internal/rag/pipeline/pipelinetest"
 )
 
 // docsDir writes a small documentation tree.

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"path/filepath"
 
-	pipelinecomp "github.com/arvenza/helix/pkg/component/pipeline"
-	"github.com/arvenza/helix/pkg/config"
+	pipelinecomp "github.com/arvenza/helix/internal/component/pipeline"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/pkg/management"
-	"github.com/arvenza/helix/pkg/rag/pipeline"
-	"github.com/arvenza/helix/pkg/rag/store/pgvector"
+	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/internal/rag/pipeline"
+	"github.com/arvenza/helix/internal/rag/store/pgvector"
 )
 
 // pipelineComponent is the app's pipeline:// component.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
-	"github.com/arvenza/helix/pkg/netguard"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/pkg/uri"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // reloadApp is the configuration of the handover tests: a tool answering

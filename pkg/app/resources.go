@@ -15,12 +15,12 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
-	"github.com/arvenza/helix/pkg/config"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/pkg/management"
-	"github.com/arvenza/helix/pkg/starlang"
-	"github.com/arvenza/helix/pkg/step"
+	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/internal/starlang"
+	"github.com/arvenza/helix/internal/step"
 )
 
 // Headers of the exchanges that resource workflows get.

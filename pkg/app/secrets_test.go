@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // lockedLog is a log sink for an app whose goroutines log concurrently.

@@ -13,10 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/arvenza/helix/pkg/component/mcp/security"
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/netguard"
+	"github.com/arvenza/helix/internal/component/mcp/security"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/pkg/uri"
 )
 

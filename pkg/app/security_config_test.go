@@ -11,7 +11,7 @@ import (
 
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // Bad security settings are configuration errors with the server's position;

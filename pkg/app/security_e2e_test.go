@@ -18,8 +18,8 @@ import (
 
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/management"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/management"
 )
 
 // fourWorkflows are the spec §15 tools as plain workflows.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/component"
-	"github.com/arvenza/helix/pkg/component/slack"
-	"github.com/arvenza/helix/pkg/component/slack/slacktest"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/component/slack"
+	"github.com/arvenza/helix/internal/component/slack/slacktest"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 

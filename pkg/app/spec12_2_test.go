@@ -20,11 +20,11 @@ import (
 
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/component"
-	helixhttp "github.com/arvenza/helix/pkg/component/http"
-	"github.com/arvenza/helix/pkg/component/kafka"
-	"github.com/arvenza/helix/pkg/component/slack"
-	"github.com/arvenza/helix/pkg/component/slack/slacktest"
-	"github.com/arvenza/helix/pkg/config"
+	helixhttp "github.com/arvenza/helix/internal/component/http"
+	"github.com/arvenza/helix/internal/component/kafka"
+	"github.com/arvenza/helix/internal/component/slack"
+	"github.com/arvenza/helix/internal/component/slack/slacktest"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // ops12_2 is the world around spec §12.2: a stub Kubernetes API, stub health

@@ -10,7 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // starlangYAML exposes a workflow whose Starlang step does, depending on `mode`, what

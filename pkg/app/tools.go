@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/pkg/step"
-	"github.com/arvenza/helix/pkg/tool"
+	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -61,7 +61,7 @@ func (a *App) compileSchemas(pos config.Pos, path string, in, out json.RawMessag
 // buildWorkflowSchemas gives wf the input: and output: of its declaration w, with
 // the semantics of a tools: entry's: MCP clients are shown both schemas, a call's
 // arguments are validated (defaults applied) before any step runs and its result
-// is checked against the output schema (pkg/tool). A workflow without input:
+// is checked against the output schema (internal/tool). A workflow without input:
 // takes any arguments; with it, what its trigger delivers is validated too
 // (CheckTriggered): a webhook's JSON body, a direct:// caller's body.
 func (a *App) buildWorkflowSchemas(w config.WorkflowConfig, wf *engine.Workflow) {

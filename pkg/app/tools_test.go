@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )

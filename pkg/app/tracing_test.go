@@ -17,10 +17,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/arvenza/helix/pkg/agent/agenttest"
+	"github.com/arvenza/helix/internal/agent/agenttest"
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/component/kafka/kafkatest"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 

@@ -8,10 +8,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/arvenza/helix/pkg/component/all"
-	mcpserver "github.com/arvenza/helix/pkg/component/mcp/server"
-	"github.com/arvenza/helix/pkg/config"
-	"github.com/arvenza/helix/pkg/tool"
+	"github.com/arvenza/helix/internal/component/all"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/uri"
 )
 

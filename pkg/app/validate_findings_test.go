@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // validateYAML runs what `helix validate` runs on src (file helix.yaml in a temp dir)

@@ -1,425 +1,48 @@
-// Package config loads Helix YAML files (helix.yaml) into a model that keeps the
-// file:line:col of every element, so that every later error — a typo in a step, a bad
-// URI, a Starlang syntax error — can say exactly where it is.
+// Package config is the public face of Helix's YAML model: the types a Go program
+// fills to build Helix without a YAML file (see [github.com/arvenza/helix/pkg/app])
+// and the loaders that read helix.yaml into them. The decoding, validation and
+// schema machinery behind them is internal; these names are aliases of its model
+// types, so a value loaded from YAML and one built in Go are the same type.
 //
-// Loading is strict and exhaustive: unknown keys, wrong types, missing required keys
-// and duplicate ids are all collected and returned together as [Errors]. Step bodies
-// are kept as raw YAML nodes ([StepConfig.Node]) and decoded by pkg/step, which knows
-// each step kind; [Decoder] is the strict decoder both use.
-//
-// Environment variables written ${env:NAME} are resolved at load time in every scalar
-// except Starlang scripts (values of `starlang:` keys): substituting text into source
-// code would let a variable's content change the program, and a script can read
-// headers or use a constant step instead. A missing variable is an error naming it.
-// Other placeholders (${body.x}, ${header.X}) are left for run time.
+// docs/go-api.md shows how an embedding program uses them.
 package config
 
-import (
-	"time"
+import internal "github.com/arvenza/helix/internal/config"
 
-	"go.yaml.in/yaml/v3"
-)
+// Config is a whole configuration: the helix: settings and every workflow, tool,
+// agent, pipeline, MCP server, resource, prompt and test.
+type Config = internal.Config
 
-// Config is the merged content of one or more YAML files: lists are concatenated in
-// file order and helix: settings are merged (later files override set values).
-type Config struct {
-	Helix     HelixConfig
-	Workflows []WorkflowConfig
-	Tools     []ToolConfig
-	Agents    []AgentConfig
-	Pipelines []PipelineConfig
-	// MCPs are the entries of the top-level `mcps:` list; [Config.MCPServers]
-	// lists them with helix.mcp.servers.
-	MCPs []MCPServerConfig
-	// Resources and Prompts are the entries of `resources:` and `prompts:`, which
-	// the MCP servers offer (resources.go, prompts.go).
-	Resources []ResourceConfig
-	Prompts   []PromptConfig
-	// Tests are the entries of `tests:`, run by `helix test` (tests.go).
-	Tests []TestConfig
-	// Files are the files loaded, in order.
-	Files []string
-	// Warnings are non-fatal findings (a workflow without trigger never runs …).
-	Warnings Errors
-	// DuplicateWorkflows and DuplicateTools are the entries dropped because their id
-	// was already taken (an error). They are kept so that building can still check
-	// their steps, and report those mistakes in the same run.
-	DuplicateWorkflows []WorkflowConfig
-	DuplicateTools     []ToolConfig
-}
+// HelixConfig holds the helix: settings.
+type HelixConfig = internal.HelixConfig
 
-// HelixConfig is the top-level `helix:` block.
-type HelixConfig struct {
-	Name       string
-	MCP        MCPSection
-	Management ManagementConfig
-	LogLevel   string // helix.log_level: debug|info|warn|error
-	// StarlangMaxMemory is the allocation budget of one Starlang evaluation in bytes
-	// (helix.starlang_max_memory: 64MiB, 128MB or plain bytes); 0 means the default.
-	StarlangMaxMemory int64
-	// ShutdownTimeout bounds the drain of in-flight exchanges and tool calls at
-	// stop (helix.shutdown_timeout); 0 means the default (30s).
-	ShutdownTimeout time.Duration
-	// Kafka holds helix.kafka: defaults of the kafka:// component.
-	Kafka KafkaConfig
-	// DataDir is helix.data_dir: where Helix keeps what it stores on disk
-	// (pipelines' embedded stores); "" means DefaultDataDir.
-	DataDir string
-	// Cluster is helix.cluster: leader election among replicas (cluster.go).
-	Cluster ClusterConfig
-	// Tracing is helix.tracing: OpenTelemetry tracing (tracing.go).
-	Tracing TracingConfig
-}
+// MCPSection holds helix.mcp: the MCP servers Helix serves.
+type MCPSection = internal.MCPSection
 
-// KafkaConfig is `helix.kafka`: settings every kafka:// endpoint starts from.
-type KafkaConfig struct {
-	// Brokers (helix.kafka.brokers: a list, or one string with commas) are the
-	// host:port seed brokers of endpoints without a brokers= option; empty means
-	// localhost:9092.
-	Brokers []string
-}
+// MCPServerConfig is one MCP server Helix serves (helix.mcp.servers[] or mcps:).
+type MCPServerConfig = internal.MCPServerConfig
 
-// MCPSection is `helix.mcp`.
-type MCPSection struct {
-	// Servers are the entries of helix.mcp.servers, enabled or not;
-	// [Config.MCPServers] lists the enabled ones with mcps:.
-	Servers []MCPServerConfig
-	// ReplayBudget is helix.mcp.replay_budget: the bytes of events the resumable
-	// streams of all MCP sessions of the process may keep for replay; 0 is the
-	// default (transport.DefaultReplayBudget, 64 MiB).
-	ReplayBudget int64
-}
+// WorkflowConfig is one workflow: a trigger URI and its steps.
+type WorkflowConfig = internal.WorkflowConfig
 
-// ManagementConfig is `helix.management`: the address of the manifest, health and
-// metrics endpoints. Enabled nil means "default" (on); Required makes a taken address
-// fatal instead of a warning.
-type ManagementConfig struct {
-	Addr     string
-	Enabled  *bool
-	Required bool
-	// Listener holds the connection limits of the management listener.
-	Listener ListenerLimits
-	Pos      Pos
-}
+// StepConfig is one step of a workflow.
+type StepConfig = internal.StepConfig
 
-// ListenerLimits are the connection settings of one HTTP listener (an MCP
-// server, the management server): read_timeout, idle_timeout, write_timeout,
-// max_connections and max_connections_per_ip. Zero means the default
-// (pkg/netguard); negative (written `off` or -1) switches the limit off.
-type ListenerLimits struct {
-	ReadTimeout         time.Duration
-	IdleTimeout         time.Duration
-	WriteTimeout        time.Duration
-	MaxConnections      int
-	MaxConnectionsPerIP int
-}
+// ToolConfig is one tool declared under tools:.
+type ToolConfig = internal.ToolConfig
 
-// MCPServerConfig is one MCP server, declared as an entry of `helix.mcp.servers` or
-// of the top-level `mcps:` list. Both lists decode into this one model with one
-// decoder and take the same keys, except where the spec writes them differently:
-//
-//   - an `mcps:` entry needs `id`; a `helix.mcp.servers` entry may give one;
-//   - a `helix.mcp.servers` entry runs only with `enabled: true` (spec §5.1); an
-//     `mcps:` entry always runs and takes no `enabled`;
-//   - `helix.mcp.servers` also takes `workflows:`, the spec's name there for
-//     `expose`, where an empty list means all (spec §5.1).
-//
-// [Config.MCPServers] is the one list of servers to build, from both.
-type MCPServerConfig struct {
-	// ID names the server in logs, metrics and errors (`id`; required in mcps:).
-	// [Config.MCPServers] fills it in when it was not written.
-	ID string
-	// Enabled switches a helix.mcp.servers entry on; mcps: entries ignore it.
-	Enabled   bool
-	Transport string // http | sse | stdio ("" means http)
-	Addr      string
-	Name      string
-	Version   string
-	// Expose lists the ids of the workflows, tools, agents and pipelines offered
-	// as tools: nil offers all, an empty non-nil list none (`expose: []`).
-	Expose []string
-	// Tools overrides tool metadata per workflow id.
-	Tools map[string]ToolOverride
-	// Stateless serves Streamable HTTP without sessions (any replica answers any request).
-	Stateless          bool
-	SessionIdleTimeout time.Duration
-	// HTTPTransport picks the Streamable HTTP implementation: helix (default) or sdk
-	// (the go-sdk's stock handler); "" means the default.
-	HTTPTransport string
-	// FastToolCalls is `fast_tool_calls` (URI option fastToolCalls): whether
-	// Helix's own transport answers a plain tools/call itself instead of through
-	// the go-sdk session (helix transport only). nil means the default, on; read
-	// it with [MCPServerConfig.FastToolCallsOn].
-	FastToolCalls *bool
-	// DisableFastToolCalls is the former spelling of FastToolCalls = false, still
-	// honoured when FastToolCalls is nil.
-	//
-	// Deprecated: set FastToolCalls.
-	DisableFastToolCalls bool
-	SessionLimits
-	Security
-	Pos Pos
-	// Path is the entry's YAML path in its file: helix.mcp.servers[0] or mcps[1].
-	Path string
-}
+// Pos is a position in a YAML file (file, line, column), carried by every
+// configuration error.
+type Pos = internal.Pos
 
-// MCPConfig is the former type of `mcps:` entries, now the same as
-// `helix.mcp.servers` entries. Expose nil means everything (there is no ExposeSet).
-//
-// Deprecated: use [MCPServerConfig].
-type MCPConfig = MCPServerConfig
+// Error is one configuration problem at a position, with a hint saying what to do.
+type Error = internal.Error
 
-// FastToolCallsOn reports whether the tools/call fast path is on: FastToolCalls
-// when set, else on unless the deprecated DisableFastToolCalls is set.
-func (s *MCPServerConfig) FastToolCallsOn() bool {
-	if s.FastToolCalls != nil {
-		return *s.FastToolCalls
-	}
-	return !s.DisableFastToolCalls
-}
+// Errors are every problem of a configuration; Load returns them as one error.
+type Errors = internal.Errors
 
-// ToolOverride replaces a workflow's MCP description and/or input schema. InputSchema
-// is JSON text, checked to be a JSON object at load time.
-type ToolOverride struct {
-	Description string
-	InputSchema string
-	Pos         Pos
-}
+// Load reads, merges and validates YAML configuration files, in order.
+func Load(files ...string) (*Config, error) { return internal.Load(files...) }
 
-// SessionLimits are `max_sessions` and `max_sessions_per_principal` of one MCP
-// server (shared by helix.mcp.servers and mcps): 0 means the default (10,000 and
-// 1,000), -1 no limit.
-type SessionLimits struct {
-	MaxSessions             int
-	MaxSessionsPerPrincipal int
-	// MaxConcurrentCalls is max_concurrent_calls: the requests of one session
-	// running at once (0 the default, 64; -1 no limit).
-	MaxConcurrentCalls int
-}
-
-// Security is the HTTP protection of one MCP server (shared by helix.mcp.servers and mcps).
-type Security struct {
-	APIKeys        []string
-	TrustedProxies []string
-	RateLimit      int // requests per minute per client; 0 = unlimited
-	// RateLimitStore is rate_limit_store: the redis:// or rediss:// URL of the Redis
-	// that replicas share their rate-limit buckets in (its shape is checked at load
-	// time); "" means each process limits alone. It may hold a password: never log it.
-	RateLimitStore    string
-	RateLimitStorePos Pos
-	// RateLimitStoreFallback is rate_limit_store_fallback, what decides a request
-	// while the store cannot: "local" (the default, "" too: this process's own
-	// buckets) or "refuse" (503).
-	RateLimitStoreFallback string
-	// AuthFailureLimit is auth_failure_limit: failed authentications per client
-	// address (IPv6: per /64) within AuthFailureWindow before 429; 0 means the
-	// default (10), -1 no limit.
-	AuthFailureLimit int
-	// AuthFailureWindow is auth_failure_window; 0 means the default (1m).
-	AuthFailureWindow time.Duration
-	// MaxBodyBytes limits request bodies: 0 means the default (4 MiB), -1 no limit.
-	MaxBodyBytes int64
-	CORSOrigins  []string
-	AllowedTools []string
-	BlockedTools []string
-	Auth         *OAuthConfig
-	// Listener holds the connection limits of the server's HTTP listener.
-	Listener ListenerLimits
-	// ProxyProtocol is proxy_protocol: connections from TrustedProxies start
-	// with a PROXY protocol header naming the client (pkg/netguard).
-	ProxyProtocol bool
-}
-
-// OAuthConfig validates bearer JWTs (OAuth 2.1 resource server). Scopes maps a tool
-// name (or "*") to the scopes a token needs to call it.
-type OAuthConfig struct {
-	Issuer   string
-	Audience string
-	JWKSURL  string
-	Scopes   map[string][]string
-	// ResourceURL is the server's public MCP URL announced in the protected-resource
-	// metadata (and the default audience); empty means derived from each request.
-	ResourceURL string
-	Pos         Pos
-}
-
-// WorkflowConfig is one entry of `workflows:`.
-type WorkflowConfig struct {
-	ID          string
-	Description string
-	// From is the trigger URI (trigger: URI, trigger: {uri: URI} or from: URI); "" when
-	// the workflow has no trigger.
-	From string
-	// FromRaw is the trigger URI as written, before ${env:…} was resolved: what
-	// may be shown to MCP clients (helix://workflows) without leaking secrets.
-	FromRaw string
-	FromPos Pos
-	// Input and Output are the workflow's `input:` and `output:` fields, written as
-	// a tools: entry's: nil when the key is absent (any arguments, no declared
-	// result). [WorkflowConfig.InputSchema] and OutputSchema give their schemas.
-	Input        []FieldConfig
-	Output       []FieldConfig
-	InputPos     Pos // where input: and output: are (their values)
-	OutputPos    Pos
-	Steps        []StepConfig
-	ErrorHandler *ErrorHandlerConfig
-	// OnError is on_error: how the workflow's failures are answered.
-	OnError *OnErrorConfig
-	Pos     Pos
-	// Path is the workflow's YAML path in its file, e.g. workflows[0].
-	Path string
-}
-
-// OnErrorConfig is a workflow's `on_error:`.
-type OnErrorConfig struct {
-	// Status is `status: 503`: the HTTP status of every failure; 0 when not given.
-	Status int
-	// StatusByClass is `status: {conflict: 422, …}`: the HTTP status of the failures
-	// of a class (exchange.FailureClasses); nil when not given.
-	StatusByClass map[string]int
-	Pos           Pos
-}
-
-// ErrorHandlerConfig is a workflow's `error_handler:` (formerly `error-handler:`).
-type ErrorHandlerConfig struct {
-	DeadLetterChannel string
-	Default           *RedeliveryConfig
-	Pos               Pos
-}
-
-// RedeliveryConfig is `error_handler.default`.
-type RedeliveryConfig struct {
-	MaximumRedeliveries    int
-	RedeliveryDelay        time.Duration
-	BackoffMultiplier      float64
-	MaximumRedeliveryDelay time.Duration
-	Pos                    Pos
-}
-
-// StepConfig is one step of a step list: its kind (the single key), where it is, and
-// its raw value node, which the step's builder in pkg/step decodes strictly.
-type StepConfig struct {
-	Kind string
-	Pos  Pos
-	// Path is the step's YAML path, e.g. workflows[0].steps[2].
-	Path string
-	Node *yaml.Node
-}
-
-// ToolConfig is one entry of `tools:`: a workflow with a guaranteed schema, triggered
-// as tool://id.
-type ToolConfig struct {
-	ID          string
-	Description string
-	Input       []FieldConfig // ordered as in the YAML
-	Output      []FieldConfig
-	Steps       []StepConfig
-	Pos         Pos
-	// Path is the tool's YAML path in its file, e.g. tools[0].
-	Path string
-}
-
-// FieldConfig is one input or output field of a tool.
-type FieldConfig struct {
-	Name        string
-	Type        string // string | integer | number | boolean | array | object
-	Description string
-	Required    bool
-	Default     any
-	Enum        []any
-	Items       *FieldConfig  // for arrays
-	Properties  []FieldConfig // for objects
-	Pos         Pos
-}
-
-// AgentConfig is one entry of `agents:`, or the value of an `agent:` step (then
-// Ref names an `agents:` entry, or the fields define the agent inline and ID,
-// Trigger are empty). The agent runtime (pkg/agent/setup) builds from it; Pos and
-// the *Pos fields let it report problems at the key that caused them.
-type AgentConfig struct {
-	ID          string
-	Description string
-	Type        string // "react" (the default and only type)
-	Trigger     string
-	TriggerPos  Pos
-	// TriggerRaw is the trigger URI as written, before ${env:…} was resolved
-	// (what may be shown to MCP clients, like WorkflowConfig.FromRaw).
-	TriggerRaw string
-	// Ref, set only in an `agent:` step, is the id of the `agents:` entry it runs.
-	Ref          string
-	Model        ModelConfig
-	SystemPrompt string
-	Tools        []AgentToolConfig
-	// Loop settings; zero values mean the runtime's defaults.
-	MaxIterations     int
-	Timeout           time.Duration // the whole run
-	ToolTimeout       time.Duration // each tool call
-	ParallelToolCalls *bool         // nil: on
-	// Bounds of one model turn's tool calls: how many run, how many at once, and
-	// the bytes of each call's arguments and of its result.
-	MaxToolCallsPerTurn  int
-	MaxParallelToolCalls int
-	MaxToolBytes         int64
-	Stream               bool
-	Memory               AgentMemoryConfig
-	// Output, in an `agent:` step, is the JSON Schema the answer must match (the
-	// step's output: fields); empty: the enclosing tool's output schema, if any.
-	Output []FieldConfig
-	// Path is the YAML path of the entry ("agents[0]", "tools[1].steps[0].agent").
-	Path string
-	Node *yaml.Node
-	Pos  Pos
-}
-
-// AgentMemoryConfig is an agent's conversation memory per session_id.
-type AgentMemoryConfig struct {
-	Window      int   // messages kept per session
-	MaxSessions int   // sessions kept; the least recently used is evicted
-	MaxBytes    int64 // bytes of messages kept for all sessions together
-}
-
-// ModelConfig is an agent's `model:`.
-type ModelConfig struct {
-	Provider    string // openai | anthropic
-	Model       string
-	APIKey      string
-	BaseURL     string
-	Temperature *float64
-	MaxTokens   int
-	// Headers are sent with every request to the provider (a gateway's own headers).
-	Headers map[string]string
-	Node    *yaml.Node
-	Pos     Pos
-}
-
-// AgentToolConfig is one entry of an agent's `tools:`. Type "mcp" reaches the
-// tools of an MCP server (MCPServer, Auth); "workflow", "tool" and "agent" (and a
-// plain string entry, Type "") name an entry of the application by id (Name).
-type AgentToolConfig struct {
-	Name        string
-	Type        string
-	Description string
-	MCPServer   *AgentMCPServerConfig
-	// Auth is the raw `auth:` mapping (resolved ${env:…}), parsed by the MCP client.
-	Auth    map[string]any
-	AuthPos Pos
-	// Include and Exclude filter the tools of an MCP server by name (path.Match
-	// patterns); empty Include means all.
-	Include []string
-	Exclude []string
-	Path    string
-	Node    *yaml.Node
-	Pos     Pos
-}
-
-// AgentMCPServerConfig is the `mcp_server:` of an agent tool: url (http, sse) or
-// command/args (stdio).
-type AgentMCPServerConfig struct {
-	URL       string
-	Transport string // http | sse | stdio; "" means stdio with command, else http
-	Command   string
-	Args      []string
-	Env       map[string]string
-	Timeout   time.Duration // per call; 0: the client's default
-	Pos       Pos
-}
+// LoadBytes reads one configuration from memory; name is used in error positions.
+func LoadBytes(name string, data []byte) (*Config, error) { return internal.LoadBytes(name, data) }

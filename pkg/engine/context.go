@@ -88,7 +88,7 @@ func (rw *runtimeWorkflow) idValue() any {
 
 // NewContext creates an empty context named name with direct:// (built into the
 // engine) registered. Every other component is added with AddComponent, or all at
-// once with pkg/component/all's Register.
+// once with internal/component/all's Register.
 func NewContext(name string) *Context {
 	c := &Context{
 		name:       name,

@@ -14,7 +14,7 @@ import (
 
 // DirectComponent is the direct:// component. It is built into the engine because
 // calling another workflow in-process is the engine's own business: every context
-// has one (see NewContext), as the spec's Go programs expect. pkg/component/direct
+// has one (see NewContext), as the spec's Go programs expect. internal/component/direct
 // names it for registration and docs. Safe for concurrent use.
 type DirectComponent struct {
 	mu        sync.RWMutex

@@ -6,10 +6,10 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/arvenza/helix/pkg/config"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/pkg/tracing"
+	"github.com/arvenza/helix/internal/tracing"
 )
 
 // trivialSteps are five steps that each do the least a real step does: read the
@@ -66,7 +66,7 @@ func BenchmarkPipeline5StepsIntercepted(b *testing.B) {
 func BenchmarkContextRun5Steps(b *testing.B) { benchContextRun(b, nil) }
 
 // BenchmarkContextRun5StepsTraced is BenchmarkContextRun5Steps with OpenTelemetry
-// tracing on (pkg/tracing): one exchange span and five step spans per operation,
+// tracing on (internal/tracing): one exchange span and five step spans per operation,
 // all recorded, exported to nowhere. The difference is what a traced exchange
 // costs; docs/tracing.md points here.
 func BenchmarkContextRun5StepsTraced(b *testing.B) {

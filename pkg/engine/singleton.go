@@ -26,7 +26,7 @@ type runningSingleton struct {
 // DeferSingletons makes Start skip the workflows whose trigger is a singleton (its
 // component's [component.Spec] has Singleton set): they wait in state Standby until
 // StartSingletons. The application calls it before Start when replicas elect a
-// leader (helix.cluster.leader, pkg/cluster); without it every trigger starts with
+// leader (helix.cluster.leader, internal/cluster); without it every trigger starts with
 // Start, as on a single replica.
 func (c *Context) DeferSingletons() {
 	c.mu.Lock()

@@ -6,7 +6,7 @@ import (
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
-// Tracer starts the spans of exchanges and steps (pkg/tracing implements it with
+// Tracer starts the spans of exchanges and steps (internal/tracing implements it with
 // OpenTelemetry). A Context without one (the default) traces nothing and pays
 // only a nil check per exchange and per step. Implementations must be safe for
 // concurrent use; the returned function ends the span, recording the error (nil

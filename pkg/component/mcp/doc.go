@@ -3,9 +3,9 @@
 // the integration guide's Go programs and existing users write
 // (helixmcp.NewServer(h), helixmcp.ServerOptions …) as aliases of them.
 //
-//   - [github.com/arvenza/helix/pkg/component/mcp/server]: the mcp-server
+//   - [github.com/arvenza/helix/internal/component/mcp/server]: the mcp-server
 //     component. It serves tools of the tool catalogue (package
-//     github.com/arvenza/helix/pkg/tool) as MCP tools; by default the workflows of
+//     github.com/arvenza/helix/internal/tool) as MCP tools; by default the workflows of
 //     an engine context: each exposed workflow with a trigger becomes one tool whose
 //     name is the workflow id with '.', '-' and '/' replaced by '_'
 //     ([SanitizeToolName]). A call creates an InOut exchange whose body is the
@@ -17,12 +17,12 @@
 //     mcp-server://host:port trigger, [ServerComponent.AddServer] (helix.yaml's
 //     helix.mcp.servers and mcps:), and [NewSDKServer] for embedding the tools into
 //     a go-sdk server on any transport.
-//   - [github.com/arvenza/helix/pkg/component/mcp/client]: the mcp:// component
+//   - [github.com/arvenza/helix/internal/component/mcp/client]: the mcp:// component
 //     (producer-only), which calls tools of other MCP servers from a workflow.
-//   - [github.com/arvenza/helix/pkg/component/mcp/transport]: Helix's Streamable
+//   - [github.com/arvenza/helix/internal/component/mcp/transport]: Helix's Streamable
 //     HTTP transport with its tools/call fast path, SSE and session handling,
 //     stdio, and JSON-RPC decoding.
-//   - [github.com/arvenza/helix/pkg/component/mcp/security]: the HTTP security
+//   - [github.com/arvenza/helix/internal/component/mcp/security]: the HTTP security
 //     stack of a server (API keys, OAuth, CORS, rate limits, tool filters).
 //
 // Everything is built on the official SDK, github.com/modelcontextprotocol/go-sdk.

@@ -3,10 +3,10 @@ package mcp
 import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/component/mcp/client"
-	"github.com/arvenza/helix/pkg/component/mcp/server"
+	"github.com/arvenza/helix/internal/component/mcp/client"
+	"github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/tool"
+	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/uri"
 )
 

@@ -1,0 +1,92 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/arvenza/helix/internal/agent"
+)
+
+// stream sends p as a streamed request, gives onText each content (or refusal)
+// delta of the first choice as it arrives, and returns the accumulated completion as
+// Generate does. Usage is asked for (stream_options.include_usage): OpenAI sends
+// it in a last chunk only then.
+func (m *Model) stream(ctx context.Context, p sdk.ChatCompletionNewParams, onText func(string)) (*agent.ModelResponse, error) {
+	p.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
+	s := m.client.Chat.Completions.NewStreaming(ctx, p)
+	defer s.Close()
+	var acc sdk.ChatCompletionAccumulator
+	for s.Next() {
+		chunk := s.Current()
+		if !acc.AddChunk(chunk) {
+			return nil, m.streamError("stream chunk does not continue the completion (another id or a bad index)")
+		}
+		for _, c := range chunk.Choices {
+			if c.Index != 0 {
+				continue
+			}
+			// A refusal is the turn's text when there is no content (see response).
+			if c.Delta.Content != "" {
+				onText(c.Delta.Content)
+			} else if c.Delta.Refusal != "" {
+				onText(c.Delta.Refusal)
+			}
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, m.wrapStream(ctx, err)
+	}
+	// A stream that ends without a finish reason was cut short by something that
+	// closed it cleanly (a proxy, a server restart); its text is incomplete.
+	if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, m.streamError("stream ended before the completion finished")
+	}
+	return response(&acc.ChatCompletion)
+}
+
+// wrapStream is wrap for the errors of a stream: an HTTP status before the stream
+// started is the provider's error as usual (429/5xx retryable); an error event, a
+// malformed chunk or a broken connection is not retryable, since deltas may
+// already have been given out.
+func (m *Model) wrapStream(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	var ae *sdk.Error
+	if errors.As(err, &ae) {
+		return m.wrap(ctx, err)
+	}
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		var body struct {
+			Error struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+			} `json:"error"`
+		}
+		msg := se.Message
+		if json.Unmarshal(se.Event.Data, &body) == nil && body.Error.Message != "" {
+			msg = body.Error.Message
+			if body.Error.Type != "" {
+				msg = body.Error.Type + ": " + msg
+			}
+		}
+		return m.streamError("error event in the stream: " + msg)
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return m.streamError("malformed stream chunk: " + err.Error())
+	}
+	return m.streamError("reading the stream: " + err.Error())
+}
+
+func (m *Model) streamError(msg string) error {
+	return agent.NewProviderError("openai", m.cfg.APIKey, 0, msg, nil)
+}

@@ -1,0 +1,227 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/ask"
+	"github.com/arvenza/helix/internal/component/mcp/transport"
+	"github.com/arvenza/helix/pkg/engine"
+)
+
+// Server-to-client requests from workflows: the elicit and sample steps (package
+// step) ask the client through the ask.Client this file puts into the context of
+// every tools/call served through the go-sdk session. The fast path
+// (transport/fastcall.go) answers with the result only and cannot carry a
+// request to the client, so the tools whose workflows contain such steps are
+// excluded from it (askingTools).
+
+// errStatelessAsk is the error of a question asked during a call to a stateless
+// server: the client's answer would arrive on a POST of its own, which a
+// stateless server cannot relate to the waiting call.
+var errStatelessAsk = errors.New("a stateless MCP server cannot send requests to the client (elicitation, sampling); serve this tool from a server with stateless: false")
+
+// askClient is the receiving middleware that gives each tools/call a client to
+// ask: the calling session, with requests related to the call so that Helix's
+// Streamable HTTP transport sends them on the call's POST stream.
+//
+// releasable: the server's transport resumes streams the call releases (Helix's
+// Streamable HTTP); the go-sdk's handler also offers RequestExtra.CloseSSEStream,
+// but without an event store the client cannot resume, and the call would be lost.
+func askClient(stateless, releasable bool) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "tools/call" {
+				if cr, ok := req.(*sdk.CallToolRequest); ok && cr.Session != nil {
+					ctx = ask.WithClient(ctx, &sessionClient{ss: cr.Session, extra: cr.Extra, stateless: stateless, releasable: releasable})
+				}
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// sessionClient is an ask.Client for one tool call of one session.
+type sessionClient struct {
+	ss        *sdk.ServerSession
+	extra     *sdk.RequestExtra // the call's; nil outside HTTP
+	stateless bool
+	// releasable: ReleaseStream may end the call's stream (see askClient).
+	releasable bool
+}
+
+var _ ask.Client = (*sessionClient)(nil)
+
+// capabilities returns what the client declared at initialize, or nil.
+func (c *sessionClient) capabilities() *sdk.ClientCapabilities {
+	if ip := c.ss.InitializeParams(); ip != nil {
+		return ip.Capabilities
+	}
+	return nil
+}
+
+// newProtocol reports a session on MCP 2026-07-28, where a server asks the client
+// by returning input requests (SEP-2322) instead of sending requests; Helix does
+// not do that yet.
+func (c *sessionClient) newProtocol() error {
+	if ip := c.ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= "2026-07-28" {
+		return fmt.Errorf("the MCP client speaks protocol %s, where servers ask the client through multi round-trip requests (SEP-2322), which Helix does not support yet; connect with protocol 2025-11-25 or earlier", ip.ProtocolVersion)
+	}
+	return nil
+}
+
+func (c *sessionClient) Elicit(ctx context.Context, q *ask.Elicitation) (*ask.ElicitAnswer, error) {
+	if c.stateless {
+		return nil, errStatelessAsk
+	}
+	if caps := c.capabilities(); caps == nil || caps.Elicitation == nil {
+		return nil, errors.New("the MCP client does not support elicitation (it declared no elicitation capability), so this tool cannot ask the user")
+	}
+	if err := c.newProtocol(); err != nil {
+		return nil, err
+	}
+	params := &sdk.ElicitParams{Mode: "form", Message: q.Message}
+	if q.Schema != nil {
+		params.RequestedSchema = q.Schema
+	}
+	res, err := c.ss.Elicit(transport.RelatedTo(ctx, c.extra), params)
+	if err != nil {
+		return nil, c.failed("elicitation", ctx, err)
+	}
+	switch res.Action {
+	case ask.ActionAccept, ask.ActionDecline, ask.ActionCancel:
+	default:
+		return nil, fmt.Errorf("the MCP client answered the elicitation with the unknown action %q (want accept, decline or cancel)", res.Action)
+	}
+	return &ask.ElicitAnswer{Action: res.Action, Content: res.Content}, nil
+}
+
+func (c *sessionClient) Sample(ctx context.Context, q *ask.Sampling) (*ask.SampleAnswer, error) {
+	if c.stateless {
+		return nil, errStatelessAsk
+	}
+	if caps := c.capabilities(); caps == nil || caps.Sampling == nil {
+		return nil, errors.New("the MCP client does not support sampling (it declared no sampling capability), so this tool cannot ask its model")
+	}
+	if err := c.newProtocol(); err != nil {
+		return nil, err
+	}
+	params := &sdk.CreateMessageParams{SystemPrompt: q.SystemPrompt, MaxTokens: q.MaxTokens,
+		IncludeContext: q.IncludeContext, StopSequences: q.StopSequences, Messages: make([]*sdk.SamplingMessage, len(q.Messages))}
+	if q.Temperature != nil {
+		params.Temperature = *q.Temperature
+	}
+	if p := q.ModelPreferences; p != nil {
+		mp := &sdk.ModelPreferences{}
+		for _, h := range p.Hints {
+			mp.Hints = append(mp.Hints, &sdk.ModelHint{Name: h})
+		}
+		if p.CostPriority != nil {
+			mp.CostPriority = *p.CostPriority
+		}
+		if p.SpeedPriority != nil {
+			mp.SpeedPriority = *p.SpeedPriority
+		}
+		if p.IntelligencePriority != nil {
+			mp.IntelligencePriority = *p.IntelligencePriority
+		}
+		params.ModelPreferences = mp
+	}
+	for i, m := range q.Messages {
+		params.Messages[i] = &sdk.SamplingMessage{Role: sdk.Role(m.Role), Content: samplingContent(m)}
+	}
+	res, err := c.ss.CreateMessage(transport.RelatedTo(ctx, c.extra), params)
+	if err != nil {
+		return nil, c.failed("sampling", ctx, err)
+	}
+	out := &ask.SampleAnswer{Model: res.Model, StopReason: res.StopReason, Message: ask.Message{Role: string(res.Role)}}
+	switch ct := res.Content.(type) {
+	case *sdk.TextContent:
+		out.Message.Text = ct.Text
+	case *sdk.ImageContent:
+		out.Message.Data, out.Message.MIMEType = ct.Data, ct.MIMEType
+	case *sdk.AudioContent:
+		out.Message.Data, out.Message.MIMEType = ct.Data, ct.MIMEType
+	case nil:
+	default:
+		return nil, fmt.Errorf("the MCP client's model answered with %T content; a sample step takes text, image or audio", ct)
+	}
+	return out, nil
+}
+
+var _ ask.StreamReleaser = (*sessionClient)(nil)
+
+// ReleaseStream ends the call's SSE response stream through the transport's hook
+// (RequestExtra.CloseSSEStream: Helix's Streamable HTTP transport sets it on every
+// call and acts on it for sessions with resumable streams). Elsewhere nothing
+// happens.
+func (c *sessionClient) ReleaseStream(retry time.Duration) bool {
+	if c.stateless || !c.releasable || c.extra == nil || c.extra.CloseSSEStream == nil {
+		return false
+	}
+	c.extra.CloseSSEStream(sdk.CloseSSEStreamArgs{RetryAfter: retry})
+	return true
+}
+
+// samplingContent is m as sampling content: text, or image/audio data.
+func samplingContent(m ask.Message) sdk.Content {
+	if m.Data == nil {
+		return &sdk.TextContent{Text: m.Text}
+	}
+	if strings.HasPrefix(m.MIMEType, "audio/") {
+		return &sdk.AudioContent{Data: m.Data, MIMEType: m.MIMEType}
+	}
+	return &sdk.ImageContent{Data: m.Data, MIMEType: m.MIMEType}
+}
+
+// failed words the error of a request to the client: the step's own deadline or
+// cancellation is named as such rather than as a transport failure.
+func (c *sessionClient) failed(what string, ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			return fmt.Errorf("the MCP client did not answer the %s request in time: %w", what, ctxErr)
+		}
+		return fmt.Errorf("the %s request was cancelled while waiting for the MCP client: %w", what, ctxErr)
+	}
+	return fmt.Errorf("%s request to the MCP client failed: %w", what, err)
+}
+
+// askingTools returns the names (and workflow-id aliases) of the tools whose
+// workflows contain a step that asks the client (ask.Asker), for the fast path to
+// leave to the SDK.
+func askingTools(hc *engine.Context, tools []*serverTool) []string {
+	var names []string
+	for _, t := range tools {
+		wf, ok := hc.Workflow(t.t.ID)
+		if !ok || !processorsAsk(wf.Processors, 0) {
+			continue
+		}
+		names = append(names, t.info.Name)
+		if t.t.ID != t.info.Name {
+			names = append(names, t.t.ID)
+		}
+	}
+	return names
+}
+
+// processorsAsk reports whether any of ps, or of their children (composite steps),
+// asks the client. depth bounds the walk.
+func processorsAsk(ps []engine.Processor, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	for _, p := range ps {
+		if a, ok := p.(ask.Asker); ok && a.AsksClient() {
+			return true
+		}
+		if s, ok := p.(engine.Services); ok && processorsAsk(s.Children(), depth+1) {
+			return true
+		}
+	}
+	return false
+}

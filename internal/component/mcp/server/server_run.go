@@ -1,0 +1,651 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/component/mcp/security"
+	"github.com/arvenza/helix/internal/component/mcp/transport"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/internal/netguard"
+	"github.com/arvenza/helix/internal/tool"
+)
+
+// shutdownGrace bounds how long Stop waits for in-flight tool calls and open
+// connections when its context carries no deadline.
+const shutdownGrace = 10 * time.Second
+
+// NewSDKServer builds a go-sdk server offering the tools and resources that a Helix
+// server with opts would offer, for use with any go-sdk transport (in-memory
+// transports in tests, a custom HTTP mux). Transport, Addr and the HTTP options of
+// opts are ignored. The caller runs and closes the server.
+func NewSDKServer(hc *engine.Context, opts Options) (*sdk.Server, error) {
+	c := New(hc)
+	if err := c.normalize(&opts); err != nil {
+		return nil, err
+	}
+	s := &mcpServer{comp: c, opts: opts}
+	srv, _, err := s.build()
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %s: %w", opts.ID, err)
+	}
+	return srv, nil
+}
+
+// mcpServer is one declared or URI-triggered server. start and stop are called
+// once each by the component.
+type mcpServer struct {
+	comp *Component
+	opts Options
+
+	mu      sync.Mutex
+	tools   []*serverTool
+	caller  *toolCaller
+	subs    *subscriptions
+	fast    *transport.FastToolCalls // nil unless Helix's transport answers tool calls itself
+	sdk     *sdk.Server
+	gate    *callGate
+	posts   postContexts
+	ln      net.Listener
+	httpSrv *http.Server
+	running bool
+	// stopping is set by beginShutdown: new tool calls and new sessions are refused.
+	stopping atomic.Bool
+
+	serveDone   chan struct{} // http: Serve returned
+	stdioCancel context.CancelFunc
+	stdioDone   chan struct{} // stdio: Run returned
+}
+
+// build resolves the tools and makes the go-sdk server.
+func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
+	s.opts.Logger = s.comp.logger(&s.opts)
+	tools, err := buildTools(s.comp.catalogue(), &s.opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	set := newResourceSet(s.opts.Resources)
+	subs := newSubscriptions(set, s.opts.ToolAllowed, s.opts.ResourcePollInterval, s.opts.Logger)
+	sopts := &sdk.ServerOptions{
+		Logger: sdkLogger(s.opts.Logger),
+		// Advertise every feature explicitly, including the empty prompt list: clients
+		// (and the conformance suite) probe prompts/list and logging/setLevel, and the
+		// tool list may change when workflows are reloaded.
+		Capabilities: &sdk.ServerCapabilities{
+			Logging:   &sdk.LoggingCapabilities{},
+			Prompts:   &sdk.PromptCapabilities{},
+			Resources: &sdk.ResourceCapabilities{},
+			Tools:     &sdk.ToolCapabilities{ListChanged: true},
+		},
+	}
+	s.primitiveOptions(sopts, set, subs)
+	srv := sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
+	subs.notify = func(uri string) { s.resourceUpdated(context.Background(), uri) }
+	gate := newCallGate()
+	// Helix's Streamable HTTP transport on a stateful server resumes streams.
+	resumes := !s.opts.Stateless && s.opts.Transport != "sse" && s.opts.HTTPTransport != HTTPTransportSDK
+	caller := &toolCaller{caller: tool.NewCaller(s.opts.Name), allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
+		gate: gate, postContext: s.posts.lookup, resumes: resumes, serverID: s.opts.ID, stats: &s.comp.calls,
+		tracer: tracerOf(s.comp.hc), network: networkOf(s.opts.Transport)}
+	for _, t := range tools {
+		srv.AddTool(t.sdkTool(), caller.handler(t))
+	}
+	addWorkflowResources(srv, s.comp.hc, tools, s.opts.ToolAllowed)
+	addResources(srv, set, s.opts.ToolAllowed, s.opts.Logger)
+	addPrompts(srv, s.opts.Prompts, s.opts.ToolAllowed, s.opts.Logger)
+	srv.AddReceivingMiddleware(resolveToolAliases(tools), askClient(s.opts.Stateless, resumes))
+	if s.opts.ToolAllowed != nil {
+		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed), hidePrimitives(s.opts.ToolAllowed))
+	}
+	// Registered last, so outermost: they see requests as the client sent them, as
+	// they do on the fast path (fastcall.go).
+	srv.AddReceivingMiddleware(s.opts.ReceivingMiddleware...)
+	s.mu.Lock()
+	s.tools, s.caller, s.subs = tools, caller, subs
+	s.mu.Unlock()
+	return srv, gate, nil
+}
+
+// hideDisallowedTools filters tools/list through allowed, so that a client never
+// sees a tool it may not call.
+func hideDisallowedTools(allowed func(context.Context, string) error) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if err != nil || method != "tools/list" {
+				return res, err
+			}
+			if lr, ok := res.(*sdk.ListToolsResult); ok {
+				actx := withCallerToken(ctx, req)
+				kept := lr.Tools[:0:0]
+				for _, t := range lr.Tools {
+					if allowed(actx, t.Name) == nil {
+						kept = append(kept, t)
+					}
+				}
+				lr.Tools = kept
+			}
+			return res, nil
+		}
+	}
+}
+
+// withCallerToken puts the OAuth token the go-sdk attached to req (verified by the
+// HTTP security layer) into ctx, where ToolAllowed looks for it. Handler contexts
+// do not descend from the HTTP request (except with the newest protocol version),
+// so the request's Extra is the only reliable carrier.
+func withCallerToken(ctx context.Context, req sdk.Request) context.Context {
+	if req == nil {
+		return ctx
+	}
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		return security.WithTokenInfo(ctx, ex.TokenInfo)
+	}
+	return ctx
+}
+
+func (s *mcpServer) start(ctx context.Context) error {
+	srv, gate, err := s.build()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.sdk, s.gate = srv, gate
+	s.mu.Unlock()
+	if s.opts.Transport == TransportStdio {
+		s.startStdio()
+	} else if err := s.startHTTP(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.running = true
+	s.mu.Unlock()
+	s.opts.Logger.Info("mcp server started", "id", s.opts.ID, "name", s.opts.Name, "transport", s.opts.Transport,
+		"addr", addrString(s.boundAddr()), "tools", toolNames(s.tools))
+	return nil
+}
+
+func (s *mcpServer) startHTTP(ctx context.Context) error {
+	// netguard.Listen: a reload hands the socket over to the next application.
+	raw, err := netguard.Listen(ctx, s.opts.Addr, "mcp server "+s.opts.ID)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
+	}
+	// Connection limits and timeouts (read_timeout, max_connections …): one shared
+	// implementation for every Helix listener.
+	ln := netguard.NewListener(raw, s.opts.Limits, "mcp server "+s.opts.ID, s.opts.Logger)
+	ln.TrustProxies(s.opts.Proxies)
+	var h http.Handler = s.httpHandler()
+	if s.opts.HTTPMiddleware != nil {
+		h = s.opts.HTTPMiddleware(h)
+	}
+	hs := &http.Server{
+		Handler:  s.refuseNewSessionsWhenStopping(h),
+		ErrorLog: slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelWarn),
+	}
+	netguard.Configure(hs, s.opts.Limits)
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.ln, s.httpSrv, s.serveDone = ln, hs, done
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.opts.Logger.Error("mcp server stopped serving", "id", s.opts.ID, "error", err)
+		}
+	}()
+	return nil
+}
+
+// httpHandler routes the transports. Streamable HTTP answers at /mcp (what clients
+// are told to use) and at every other path, so that mcp://host:port/tool client URIs
+// reach the server whatever path they carry. The SSE transport answers at /sse
+// (event stream) and /message (client posts); for transport http it is served too,
+// for clients that predate Streamable HTTP.
+func (s *mcpServer) httpHandler() http.Handler {
+	getServer := func(*http.Request) *sdk.Server { return s.sdk }
+	mux := http.NewServeMux()
+	topts := s.transportOptions()
+	// One session table for the server's stateful transports: limits, owners and
+	// idle expiry (transport/sessions.go).
+	sessions := transport.NewSessionTable(&topts)
+	topts.Sessions = sessions
+	sdkServer := func() *sdk.Server { return s.sdk }
+	sse := transport.NewSSEHandler(sdkServer, sessions, &topts)
+	// The go-sdk tells SSE clients to post to the URL of the GET that opened the
+	// stream; presenting that GET as /message makes the advertised endpoint the
+	// documented /message?sessionid=… (posting to /sse?sessionid=… works as well).
+	sseEntry := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			r = r.Clone(r.Context())
+			r.URL.Path = "/message"
+			r.URL.RawPath = ""
+			// Results travel on this stream: without 2026-07-28 fields, as the
+			// 2024-11-05 transport's sessions expect (transport/protocol_fields.go).
+			w = transport.LegacyResultWriter{ResponseWriter: w}
+		}
+		sse.ServeHTTP(w, r)
+	})
+	mux.Handle("/sse", sseEntry)
+	mux.Handle("/message", sse)
+	if s.opts.Transport == TransportHTTP {
+		timeout := s.opts.SessionIdleTimeout
+		if timeout < 0 {
+			timeout = 0
+		}
+		var streamable http.Handler
+		if s.opts.HTTPTransport == HTTPTransportSDK {
+			streamable = sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+				Stateless:                  s.opts.Stateless,
+				SessionTimeout:             timeout,
+				Logger:                     sdkLogger(s.opts.Logger),
+				DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
+				MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
+			})
+			if !s.opts.Stateless {
+				streamable = transport.NewSDKSessions(streamable, sdkServer, sessions)
+			}
+			streamable = transport.NewSDKProtocolFront(streamable, &topts)
+		} else {
+			if s.opts.FastToolCallsOn() {
+				s.mu.Lock()
+				topts.Fast = transport.NewFastToolCalls(newFastCaller(s.caller, s.tools).call, s.opts.ReceivingMiddleware)
+				topts.Fast.Exclude(askingTools(s.comp.hc, s.tools)...) // client_requests.go
+				s.fast = topts.Fast
+				s.mu.Unlock()
+			}
+			streamable = transport.NewStreamableHandler(s.sdk, &topts)
+		}
+		h := s.posts.track(streamable)
+		mux.Handle("/mcp", h)
+		mux.Handle("/", h)
+	} else {
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "this MCP server speaks the SSE transport: open GET /sse", http.StatusNotFound)
+		})
+	}
+	return mux
+}
+
+// transportOptions are the options of the server's HTTP transports.
+func (s *mcpServer) transportOptions() transport.Options {
+	return transport.Options{
+		Stateless:                  s.opts.Stateless,
+		SessionIdleTimeout:         s.opts.SessionIdleTimeout,
+		MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
+		DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
+		MaxSessions:                s.opts.MaxSessions,
+		MaxSessionsPerPrincipal:    s.opts.MaxSessionsPerPrincipal,
+		MaxConcurrentCalls:         s.opts.MaxConcurrentCalls,
+		ChargeCalls:                s.opts.ChargeCalls,
+		Logger:                     s.opts.Logger,
+	}
+}
+
+func (s *mcpServer) startStdio() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.stdioCancel, s.stdioDone = cancel, done
+	s.mu.Unlock()
+	drain := transport.NewStdioDrain(s.opts.Stdin, s.opts.Stdout)
+	// Helix's stdio connection (stdio_conn.go): a malformed line is answered, not
+	// the end of the session; ids are echoed exactly.
+	t := transport.NewStdioTransport(drain, drain, s.opts.Stdin, drain, s.opts.Logger)
+	go func() {
+		defer close(done)
+		defer drain.Stop()
+		stopWaiting := context.AfterFunc(ctx, drain.Stop)
+		defer stopWaiting()
+		err := s.sdk.Run(ctx, t)
+		if ctx.Err() == nil {
+			// The client closed our input: a subprocess server has nothing left to do.
+			if err != nil && !errors.Is(err, io.EOF) {
+				s.opts.Logger.Warn("mcp stdio server ended", "id", s.opts.ID, "error", err)
+			} else {
+				s.opts.Logger.Info("mcp stdio client disconnected", "id", s.opts.ID)
+			}
+			s.comp.signalDone()
+		}
+	}()
+}
+
+// CodeShuttingDown is the JSON-RPC error code of a request refused because the
+// server is stopping: the first implementation-defined server error. Not -32004,
+// the go-sdk's "server is closing": its clients take that code for a closed
+// connection and fail every call still running in the session.
+const CodeShuttingDown = -32000
+
+// shuttingDownError answers a tools/call that arrives once the server is stopping.
+func shuttingDownError() *jsonrpc.Error {
+	return &jsonrpc.Error{Code: CodeShuttingDown, Message: "server is shutting down"}
+}
+
+// BeginShutdown is the first step of stopping, for the application to take before
+// it drains in-flight exchanges: every running server refuses new tools/call
+// requests (JSON-RPC error CodeShuttingDown, "server is shutting down") and new
+// sessions (HTTP 503), while the calls already running go on. Stop (of the component, or of an mcp-server:// trigger)
+// then waits for them and closes the servers.
+func (c *Component) BeginShutdown() {
+	c.mu.Lock()
+	all := make([]*mcpServer, 0, len(c.running))
+	for _, s := range c.running {
+		all = append(all, s)
+	}
+	c.mu.Unlock()
+	for _, s := range all {
+		s.beginShutdown()
+	}
+}
+
+func (s *mcpServer) beginShutdown() {
+	s.stopping.Store(true)
+	s.posts.draining.Store(true)
+	s.mu.Lock()
+	gate := s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		gate.close()
+	}
+	// Keep-alive stays on: switching it off closes idle connections at once, and a
+	// client that is just sending its next request on one gets a reset instead of
+	// the clear "shutting down" answer. Shutdown closes them at the end.
+}
+
+// refuseNewSessionsWhenStopping answers 503 to requests that would open a session
+// once the server is stopping: a Streamable HTTP POST without Mcp-Session-Id on a
+// stateful server (initialize) and GET /sse. Requests of existing sessions go on;
+// their new tools/call requests get the JSON-RPC error instead (toolCaller.refusal).
+func (s *mcpServer) refuseNewSessionsWhenStopping(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.stopping.Load() && s.opensSession(r) {
+			w.Header().Set("Connection", "close")
+			if r.Method == http.MethodPost {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":"server is shutting down"}}`+"\n", CodeShuttingDown)
+				return
+			}
+			http.Error(w, "server is shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *mcpServer) opensSession(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/sse":
+		return r.Method == http.MethodGet
+	case "/message":
+		return false
+	}
+	return s.opts.Transport == TransportHTTP && !s.opts.Stateless &&
+		r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+}
+
+// stop refuses new tool calls, waits (within ctx's deadline, or shutdownGrace) for
+// running ones, then closes sessions and connections.
+func (s *mcpServer) stop(ctx context.Context) error {
+	s.beginShutdown()
+	s.mu.Lock()
+	if !s.running {
+		s.mu.Unlock()
+		return nil
+	}
+	s.running = false
+	gate, hs, serveDone := s.gate, s.httpSrv, s.serveDone
+	cancelStdio, stdioDone := s.stdioCancel, s.stdioDone
+	s.mu.Unlock()
+
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, shutdownGrace)
+		defer cancel()
+	}
+	var errs []error
+	// Calls first: while running ones finish, the listener stays open and new calls
+	// get a clear "shutting down" tool error instead of a refused connection, which
+	// most clients would report as a broken session.
+	if err := gate.closeAndWait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("tool calls still running: %w", err))
+	}
+	// A finished call's result is written to its POST after the handler returns;
+	// let those answers (and any "shutting down" refusals) go out before closing.
+	_ = s.posts.active.wait(ctx)
+	// Closing the sessions ends the long-lived SSE streams, so that Shutdown only
+	// waits for requests that are about to finish.
+	for ss := range s.sdk.Sessions() {
+		_ = ss.Close()
+	}
+	if hs != nil {
+		if err := hs.Shutdown(ctx); err != nil {
+			_ = hs.Close()
+		}
+		<-serveDone
+	}
+	if cancelStdio != nil {
+		cancelStdio()
+		select {
+		case <-stdioDone:
+		case <-ctx.Done():
+			// A blocking read on the process's real stdin cannot be interrupted; the
+			// goroutine ends with the process.
+			s.opts.Logger.Warn("mcp stdio server: input still blocked at stop", "id", s.opts.ID)
+		}
+	}
+	s.mu.Lock()
+	subs := s.subs
+	s.mu.Unlock()
+	if subs != nil {
+		subs.close()
+	}
+	s.opts.Logger.Info("mcp server stopped", "id", s.opts.ID)
+	return errors.Join(errs...)
+}
+
+func (s *mcpServer) boundAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+func (s *mcpServer) info() Info {
+	s.mu.Lock()
+	running, tools := s.running, s.tools
+	s.mu.Unlock()
+	if !running {
+		// Not running: show what it would expose now (the tools that resolve).
+		tools, _ = buildTools(s.comp.catalogue(), &s.opts)
+	}
+	return s.infoWith(tools)
+}
+
+func (s *mcpServer) infoWith(tools []*serverTool) Info {
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	si := Info{ID: s.opts.ID, Name: s.opts.Name, Version: s.opts.Version, Transport: s.opts.Transport,
+		Addr: s.opts.Addr, Stateless: s.opts.Stateless, Running: running}
+	if a := s.boundAddr(); running && a != nil {
+		si.Addr = a.String()
+	}
+	for _, t := range tools {
+		si.Tools = append(si.Tools, t.info)
+	}
+	if len(s.opts.Resources) > 0 {
+		si.Resources = resourceInfos(s.opts.Resources)
+	}
+	if len(s.opts.Prompts) > 0 {
+		si.Prompts = promptInfos(s.opts.Prompts)
+	}
+	return si
+}
+
+// sdkLogger passes the go-sdk's warnings and errors on; its per-session Info lines
+// (connecting, initialized, disconnected) would drown Helix's own logs.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(minLevelHandler{Handler: l.Handler(), min: slog.LevelWarn})
+}
+
+type minLevelHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevelHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= h.min && h.Handler.Enabled(ctx, level)
+}
+
+func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevelHandler{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h minLevelHandler) WithGroup(name string) slog.Handler {
+	return minLevelHandler{Handler: h.Handler.WithGroup(name), min: h.min}
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// postContexts lets a tool call see the HTTP request that carries it. The go-sdk
+// does not derive handler contexts from the POST for protocol versions before
+// 2026-07-28, so without this a stateless server would keep running a workflow
+// whose caller has hung up (nobody can send it notifications/cancelled: the
+// next POST lands in another temporary session). A POST that is gone cannot
+// receive the result, so the call is cancelled with it.
+type postContexts struct {
+	next   atomic.Uint64
+	m      sync.Map // tag → context.Context of the POST
+	active callGate // POSTs being answered; never closed
+	// draining is set when the server begins to stop: answers are then flushed
+	// before the POST counts as done, so that they are on the wire before stop
+	// closes the sessions (a client that sees its session end first may drop them).
+	draining atomic.Bool
+}
+
+// postTagHeader is set by the server on each incoming request (overwriting any
+// value a client sent) and read back from the tool request's headers.
+const postTagHeader = "X-Helix-Mcp-Post"
+
+func (p *postContexts) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			r.Header.Del(postTagHeader)
+			next.ServeHTTP(w, r)
+			return
+		}
+		p.active.enter()
+		defer p.active.leave()
+		tag := strconv.FormatUint(p.next.Add(1), 36)
+		r.Header.Set(postTagHeader, tag)
+		p.m.Store(tag, r.Context())
+		defer p.m.Delete(tag)
+		next.ServeHTTP(w, r)
+		if p.draining.Load() {
+			_ = http.NewResponseController(w).Flush()
+		}
+	})
+}
+
+func (p *postContexts) lookup(h http.Header) context.Context {
+	if h == nil {
+		return nil
+	}
+	tag := h.Get(postTagHeader)
+	if tag == "" {
+		return nil
+	}
+	if v, ok := p.m.Load(tag); ok {
+		return v.(context.Context)
+	}
+	return nil
+}
+
+// callGate counts running work (tool calls, POST requests); once closed it refuses
+// new work, so that stop can wait for exactly what was admitted.
+type callGate struct {
+	mu     sync.Mutex
+	closed bool
+	n      int
+	zero   chan struct{} // closed when n drops to 0; nil when no one waits
+}
+
+func newCallGate() *callGate { return &callGate{} }
+
+func (g *callGate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.n++
+	return true
+}
+
+func (g *callGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n--
+	if g.n == 0 && g.zero != nil {
+		close(g.zero)
+		g.zero = nil
+	}
+}
+
+// wait blocks until nothing is running or ctx ends.
+func (g *callGate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	if g.n == 0 {
+		g.mu.Unlock()
+		return nil
+	}
+	if g.zero == nil {
+		g.zero = make(chan struct{})
+	}
+	ch := g.zero
+	g.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *callGate) closeAndWait(ctx context.Context) error {
+	g.close()
+	return g.wait(ctx)
+}
+
+// close refuses new work from now on.
+func (g *callGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+func (g *callGate) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/component/mcp/internal/mcptest"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// TestHTTPTransportsServeTheSameClient runs the go-sdk client's full flow (calls,
+// panics, failures, a call the client abandons) against both Streamable HTTP
+// implementations, stateful and stateless, so that the sdk fallback stays working.
+func TestHTTPTransportsServeTheSameClient(t *testing.T) {
+	for _, impl := range []string{HTTPTransportHelix, HTTPTransportSDK} {
+		for _, stateless := range []bool{false, true} {
+			name := impl + map[bool]string{false: "/stateful", true: "/stateless"}[stateless]
+			t.Run(name, func(t *testing.T) {
+				var slowCancelled atomic.Bool
+				hc := newTestContext(t, troubleWorkflows(&slowCancelled)...)
+				comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0", Stateless: stateless, HTTPTransport: impl})
+				cs := connectHTTP(t, &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "s", "/mcp"), MaxRetries: -1})
+				if got := cs.ID() != ""; got == stateless {
+					t.Fatalf("session id %q with stateless=%v", cs.ID(), stateless)
+				}
+				exerciseTrouble(t, cs, &slowCancelled)
+			})
+		}
+	}
+}
+
+func TestHTTPTransportOption(t *testing.T) {
+	c := New(newTestContext(t))
+	o := Options{HTTPTransport: " SDK "}
+	if err := c.normalize(&o); err != nil || o.HTTPTransport != HTTPTransportSDK {
+		t.Fatalf("normalize sdk: %q %v", o.HTTPTransport, err)
+	}
+	o = Options{}
+	if err := c.normalize(&o); err != nil || o.HTTPTransport != DefaultHTTPTransport {
+		t.Fatalf("normalize default: %q %v", o.HTTPTransport, err)
+	}
+	u, err := uri.Parse("mcp-server://127.0.0.1:0?httpTransport=sdk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err = OptionsFromURI(u); err != nil || o.HTTPTransport != HTTPTransportSDK {
+		t.Fatalf("URI: %q %v", o.HTTPTransport, err)
+	}
+	o = Options{HTTPTransport: "fast"}
+	if err := c.normalize(&o); err == nil || !strings.Contains(err.Error(), "helix or sdk") {
+		t.Fatalf("unknown transport: %v", err)
+	}
+}
+
+type rawReply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func send(t *testing.T, method, url string, hdr map[string]string, body string) rawReply {
+	t.Helper()
+	r := mcptest.Send(testCtx(t), t, method, url, hdr, body)
+	return rawReply{r.Status, r.Header, r.Body}
+}
+
+func initSession(t *testing.T, url string) string {
+	t.Helper()
+	return mcptest.InitSession(testCtx(t), t, url)
+}

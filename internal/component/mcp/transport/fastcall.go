@@ -1,0 +1,453 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/lazyctx"
+	"github.com/arvenza/helix/internal/component/mcp/internal/jsondepth"
+)
+
+// The tools/call fast path of Helix's Streamable HTTP transport.
+//
+// Through the go-sdk's session every request is decoded again (its request _meta
+// and its params), each time with a streaming decoder holding a 32 KiB buffer:
+// 81 % of the bytes a tool call allocated. For the one request that dominates real
+// traffic, a plain tools/call of an established session, the transport decodes the
+// params itself and calls the server's [CallTool], which runs the same code as the
+// go-sdk tool handler, with the same inputs (arguments, the caller's token, a context that ends with the
+// POST). Everything the fast path does not answer exactly as the SDK would goes to
+// the SDK unchanged: other methods, batches, requests whose _meta holds more than
+// the caller's trace context (progress tokens, the 2026-07-28 protocol), params the
+// SDK would refuse or that carry fields beyond name, arguments and _meta, sessions
+// that have not initialized, and every call of a
+// session whose client sent logging/setLevel (the fast path answers with the
+// result only, so it cannot carry the call's log messages). The equivalence is
+// checked by fastcall_test.go against the SDK path, request by request.
+// ServerOptions.DisableFastToolCalls (YAML fast_tool_calls: false) turns it off.
+
+// sdkMaxJSONDepth is the nesting limit of the go-sdk's JSON decoder; deeper params
+// are left to the SDK, which refuses them.
+const sdkMaxJSONDepth = jsondepth.SDKMax
+
+// CallTool runs one tools/call for the fast path, as the go-sdk session's tools/call
+// handling would after its receiving middleware: find the tool by name (a name the
+// server does not serve, or refuses, is the SDK's invalid-params error "unknown
+// tool"), then run it. r is the POST carrying the call (its context holds the
+// caller's verified token); ctx ends with the POST or when the client cancels. It is
+// called concurrently.
+type CallTool func(ctx context.Context, r *http.Request, call *ToolCall) (*sdk.CallToolResult, error)
+
+// ToolCall is what the fast path read from a tools/call: what the go-sdk's
+// CallToolRequest would carry for it.
+type ToolCall struct {
+	Name string
+	Args json.RawMessage
+	// Meta is params._meta as the go-sdk decodes it (nil when absent). The fast
+	// path takes only a _meta that holds nothing but the caller's trace context
+	// (traceparent, tracestate: see traceMeta), which changes nothing in the
+	// answer, only the parent of the call's span.
+	Meta sdk.Meta
+	// Session is the call's session; nil on a stateless server.
+	Session *sdk.ServerSession
+	// ProtocolVersion is the protocol version the call was made with: the
+	// session's, or for a stateless call the one its POST names (or the default),
+	// which the SDK path's throw-away session would be initialized with.
+	ProtocolVersion string
+}
+
+// FastToolCalls answers tools/call for one server's tools; set it as
+// [Options.Fast]. Safe for concurrent use.
+type FastToolCalls struct {
+	call CallTool
+	// middleware is the server's receiving middleware, which the go-sdk session
+	// runs around every request; the fast path runs it around its calls.
+	middleware []sdk.Middleware
+	served     atomic.Uint64 // calls answered here; tests use it to prove the path was taken
+	// excluded are tools whose calls may send requests to the client (elicitation,
+	// sampling): the fast path answers with the result only, so they take the SDK
+	// path. Set by Exclude before serving, read-only afterwards.
+	excluded map[string]bool
+}
+
+// Exclude sends every call of the named tools through the go-sdk session: those
+// whose workflows ask the client something while they run. Call it before the
+// handler serves.
+func (f *FastToolCalls) Exclude(names ...string) {
+	if len(names) == 0 {
+		return
+	}
+	if f.excluded == nil {
+		f.excluded = make(map[string]bool, len(names))
+	}
+	for _, n := range names {
+		f.excluded[n] = true
+	}
+}
+
+// NewFastToolCalls returns the fast path of a server whose tools call runs, with
+// the server's receiving middleware (outermost first).
+func NewFastToolCalls(call CallTool, middleware []sdk.Middleware) *FastToolCalls {
+	return &FastToolCalls{call: call, middleware: middleware}
+}
+
+// Served is the number of calls the fast path answered; tests use it to prove the
+// path was taken.
+func (f *FastToolCalls) Served() uint64 { return f.served.Load() }
+
+// fastCall is a tools/call the transport answers itself.
+type fastCall struct {
+	id jsonrpc.ID
+	ToolCall
+}
+
+// match returns the call when a POST's messages are exactly one tools/call of a
+// protocol before 2026-07-28 whose params the fast path reads as the SDK would;
+// otherwise nil, and the SDK serves the POST.
+func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string) *fastCall {
+	if f == nil || batch || len(msgs) != 1 || version >= statelessProtocol {
+		return nil
+	}
+	req, ok := msgs[0].(*jsonrpc.Request)
+	if !ok || !req.IsCall() || req.Method != "tools/call" {
+		return nil
+	}
+	params := bytes.TrimSpace(req.Params)
+	if len(params) == 0 || params[0] != '{' || jsondepth.DeeperThan(params, sdkMaxJSONDepth) {
+		return nil
+	}
+	if fc, ok := f.scanParams(req.ID, params, version); ok {
+		return fc
+	}
+	return f.matchDecoded(req, params, version)
+}
+
+// matchDecoded is match's reading of params through encoding/json, for what
+// scanParams leaves undecided.
+func (f *FastToolCalls) matchDecoded(req *jsonrpc.Request, params []byte, version string) *fastCall {
+	// A map, not a struct: encoding/json matches struct fields case-insensitively,
+	// the SDK's decoder does not ("Name" is not "name").
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(params, &fields) != nil {
+		return nil
+	}
+	fc := &fastCall{id: req.ID, ToolCall: ToolCall{ProtocolVersion: version}}
+	var ok bool
+	for k, v := range fields {
+		switch k {
+		case "name":
+			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &fc.Name) != nil {
+				return nil
+			}
+		case "arguments":
+			fc.Args = v
+		case "_meta":
+			if fc.Meta, ok = traceMeta(v); !ok {
+				return nil
+			}
+		default:
+			// inputResponses, requestState and anything unknown: the SDK decides
+			// what they mean.
+			return nil
+		}
+	}
+	if _, ok := fields["name"]; !ok || f.excluded[fc.Name] {
+		return nil
+	}
+	return fc
+}
+
+// traceMeta returns a tools/call's _meta as the go-sdk decodes it when it holds
+// nothing but the caller's W3C trace context: traceparent and tracestate as JSON
+// strings (what Helix's mcp:// client and other traced clients send). Anything else
+// is false and goes to the SDK: a progress token (its notifications need the
+// session's stream), the 2026-07-28 protocol's keys, keys the SDK or a middleware
+// may give a meaning, values of other types, null.
+func traceMeta(raw json.RawMessage) (sdk.Meta, bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil, false
+	}
+	meta := make(sdk.Meta, len(fields))
+	for k, v := range fields {
+		if k != "traceparent" && k != "tracestate" {
+			return nil, false
+		}
+		var s string
+		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			return nil, false
+		}
+		meta[k] = s
+	}
+	return meta, true
+}
+
+// run executes fc with ctx (which ends with the POST) and returns the response the
+// SDK would send: the tool result, or for an unknown tool the SDK's invalid-params
+// error.
+func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) fastReply {
+	var res *sdk.CallToolResult
+	var err error
+	if len(f.middleware) == 0 {
+		res, err = f.callTool(ctx, r, &fc.ToolCall)
+	} else {
+		res, err = f.throughMiddleware(ctx, r, fc)
+	}
+	if err != nil {
+		// As the go-sdk session passes a handler's error on (toWire shapes it).
+		return fastReply{resp: &jsonrpc.Response{ID: fc.id, Error: err}}
+	}
+	if plainResults {
+		if env, start, ok := plainResultEnvelope(fc.id, res); ok {
+			return fastReply{body: env, id: fc.id, resultAt: start}
+		}
+	}
+	// The SDK's MarshalJSON is json.Marshal of its wire form: compact and
+	// HTML-escaped already, so json.Marshal(res) would only copy it once more.
+	data, err := res.MarshalJSON()
+	if err != nil {
+		return fastReply{resp: &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("encoding the result of tool %s: %v", fc.Name, err)}}}
+	}
+	return fastReply{resp: &jsonrpc.Response{ID: fc.id, Result: data}}
+}
+
+// fastReply is run's answer: resp, or body, the whole response as write sends it
+// as JSON (written with the result, to spare a copy), with its id and where the
+// result starts.
+type fastReply struct {
+	resp     *jsonrpc.Response
+	body     []byte
+	id       jsonrpc.ID
+	resultAt int
+}
+
+func (r fastReply) response() *jsonrpc.Response {
+	if r.resp != nil {
+		return r.resp
+	}
+	end := len(r.body) - 1 // the envelope's closing brace
+	return &jsonrpc.Response{ID: r.id, Result: r.body[r.resultAt:end:end]}
+}
+
+// callTool does what the go-sdk's tools/call handling does after its middleware,
+// through the server's CallTool.
+func (f *FastToolCalls) callTool(ctx context.Context, r *http.Request, tc *ToolCall) (*sdk.CallToolResult, error) {
+	res, err := f.call(ctx, r, tc)
+	if err != nil {
+		return nil, err
+	}
+	if res.Content == nil {
+		res.Content = []sdk.Content{} // as the SDK's callTool does: never "content": null
+	}
+	return res, nil
+}
+
+// throughMiddleware runs the server's receiving middleware around callTool with
+// the request the go-sdk session would hand it: a *sdk.CallToolRequest with the
+// session (nil on a stateless server), the raw params and the HTTP request's
+// headers and token. Middleware may change the params (the tool name, the
+// arguments) or answer itself.
+func (f *FastToolCalls) throughMiddleware(ctx context.Context, r *http.Request, fc *fastCall) (*sdk.CallToolResult, error) {
+	req := &sdk.CallToolRequest{Session: fc.Session, Params: &sdk.CallToolParamsRaw{Meta: fc.Meta, Name: fc.Name, Arguments: fc.Args},
+		Extra: &sdk.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
+	var h sdk.MethodHandler = func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		cr, ok := req.(*sdk.CallToolRequest)
+		if !ok || cr.Params == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("receiving middleware passed on %T for tools/call", req)}
+		}
+		// Middleware may have changed the params; session and version are the call's.
+		call := fc.ToolCall
+		call.Name, call.Args, call.Meta = cr.Params.Name, cr.Params.Arguments, cr.Params.Meta
+		res, err := f.callTool(ctx, r, &call)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	for i := len(f.middleware) - 1; i >= 0; i-- {
+		h = f.middleware[i](h)
+	}
+	res, err := h(ctx, "tools/call", req)
+	if err != nil {
+		return nil, err
+	}
+	ctr, ok := res.(*sdk.CallToolResult)
+	if !ok || ctr == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("receiving middleware answered tools/call with %T", res)}
+	}
+	if ctr.Content == nil {
+		ctr.Content = []sdk.Content{}
+	}
+	return ctr, nil
+}
+
+// fastAnswer writes one response the way serve does: application/json, or a
+// one-event stream for a client that accepts only text/event-stream. The stream is
+// opened before the call runs (as serve does), so that a long call does not leave
+// the client without response headers.
+type fastAnswer struct {
+	w      http.ResponseWriter
+	stream *eventWriter
+}
+
+// A value, not a pointer, so that it stays on the caller's stack.
+func startFastAnswer(w http.ResponseWriter, jsonOK bool) fastAnswer {
+	a := fastAnswer{w: w}
+	if !jsonOK {
+		a.stream = newEventWriter(w)
+		a.stream.start()
+	}
+	return a
+}
+
+func (a *fastAnswer) write(reply fastReply) {
+	if a.stream != nil {
+		_ = a.stream.event(reply.response())
+		return
+	}
+	out := reply.body
+	switch resp := reply.resp; {
+	case out != nil: // run wrote it
+	case resp.Error == nil && len(resp.Result) > 0:
+		out = appendResultEnvelope(make([]byte, 0, len(resp.Result)+48), resp.ID, resp.Result)
+	default:
+		var err error
+		if out, err = json.Marshal(toWire(resp)); err != nil {
+			http.Error(a.w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	a.w.Header().Set("Content-Type", "application/json")
+	_, _ = a.w.Write(out)
+}
+
+// appendResultEnvelope appends the JSON-RPC response carrying result, byte for byte
+// what json.Marshal(toWire(resp)) gives for it: result comes from json.Marshal (run),
+// so it is compact and HTML-escaped already, which is all the encoder's pass over a
+// RawMessage would make it. fastcall_test.go checks the equality.
+func appendResultEnvelope(dst []byte, id jsonrpc.ID, result json.RawMessage) []byte {
+	dst = appendEnvelopeHead(dst, id)
+	dst = append(dst, result...)
+	return append(dst, '}')
+}
+
+// appendEnvelopeHead appends what comes before the result in appendResultEnvelope.
+func appendEnvelopeHead(dst []byte, id jsonrpc.ID) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = appendID(dst, id)
+	return append(dst, `,"result":`...)
+}
+
+// serveFastStateless answers a stateless POST's tool call without creating the
+// throw-away session the SDK path needs.
+func (h *StreamableHandler) serveFastStateless(w http.ResponseWriter, r *http.Request, fc *fastCall, jsonOK bool) {
+	h.fast.served.Add(1)
+	ans := startFastAnswer(w, jsonOK)
+	ans.write(h.fast.run(r.Context(), r, fc))
+}
+
+// serveFast answers a tool call of an established session. The call is registered
+// under its request id, like the SDK path's calls: the id cannot be reused while it
+// runs, notifications/cancelled for it cancels it (noteCancels) and then no result
+// is sent for it, and closing the session cancels it.
+func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastCall, jsonOK bool) {
+	// The call's context makes its channel only if a step needs one: a call that
+	// only asks Err costs no child of the POST's context.
+	ctx := lazyctx.WithCancel(r.Context())
+	defer ctx.Cancel()
+	c.mu.Lock()
+	_, busy := c.pending[fc.id]
+	if _, fast := c.fast[fc.id]; fast || busy || c.closed {
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			http.Error(w, "session closed", http.StatusNotFound)
+			return
+		}
+		writeJSONRPCError(w, http.StatusBadRequest, fc.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("request id %v is already in use in this session", fc.id.Raw())})
+		return
+	}
+	c.fast[fc.id] = ctx
+	c.mu.Unlock()
+	if !c.acquireCall(r.Context()) {
+		c.mu.Lock()
+		delete(c.fast, fc.id)
+		c.mu.Unlock()
+		if r.Context().Err() == nil {
+			http.Error(w, "session closed", http.StatusNotFound)
+		}
+		return
+	}
+	defer c.releaseCall()
+	defer func() {
+		c.mu.Lock()
+		delete(c.fast, fc.id)
+		delete(c.cancelled, fc.id)
+		c.mu.Unlock()
+	}()
+
+	c.h.fast.served.Add(1)
+	ans := startFastAnswer(w, jsonOK)
+	fc.Session = c.session
+	resp := c.h.fast.run(ctx, r, fc)
+	select {
+	case <-c.done:
+		// The session ended while the call ran; the SDK path answers 404 then too.
+		if ans.stream == nil {
+			http.Error(w, "session closed", http.StatusNotFound)
+		}
+		return
+	default:
+	}
+	c.mu.Lock()
+	withdrawn := c.cancelled[fc.id]
+	c.mu.Unlock()
+	if withdrawn {
+		// The client cancelled the call: no result, as on the SDK path (serve).
+		if ans.stream == nil {
+			w.WriteHeader(http.StatusAccepted)
+		}
+		return
+	}
+	ans.write(resp)
+}
+
+// noteCancels handles the notifications/cancelled in msgs for the session's
+// running requests: a fast call is cancelled here, and the result of any cancelled
+// request (fast path or SDK path) is not sent (MCP cancellation: the receiver
+// should not answer a cancelled request). The notifications still go to the
+// session, which cancels its own handlers and ignores ids it is not running.
+func (c *streamConn) noteCancels(msgs []jsonrpc.Message) {
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || req.IsCall() || req.Method != "notifications/cancelled" {
+			continue
+		}
+		id, ok := cancelledID(req.Params)
+		if !ok {
+			continue
+		}
+		c.mu.Lock()
+		call := c.fast[id]
+		if _, running := c.pending[id]; running || call != nil {
+			c.cancelled[id] = true
+		}
+		c.mu.Unlock()
+		if call != nil {
+			call.Cancel()
+		}
+	}
+}

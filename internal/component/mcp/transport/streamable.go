@@ -1,0 +1,1620 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/component/mcp/internal/jsondepth"
+
+	"github.com/arvenza/helix/internal/lazyctx"
+)
+
+// Helix's own Streamable HTTP server transport (MCP 2025-11-25 and 2026-07-28,
+// "Streamable HTTP"). The go-sdk's session layer (initialize, tools, schemas,
+// logging) is used unchanged through its public Transport/Connection interfaces;
+// what Helix does itself is the HTTP side: sessions by Mcp-Session-Id, decoding each
+// POST straight from its bytes (jsonrpc_decode.go; the SDK's transport wraps every
+// unmarshal in a streaming decoder with a 32 KiB buffer, several times per request,
+// which dominated the CPU profile; see docs/performance.md), and writing answers as
+// application/json, or as an event stream when the client accepts only that or when
+// notifications must travel while a request runs.
+// A plain tools/call of an established session is answered without the SDK session
+// at all (fastcall.go).
+
+const (
+	sessionIDHeader       = "Mcp-Session-Id"
+	protocolVersionHeader = "Mcp-Protocol-Version"
+	mcpMethodHeader       = "Mcp-Method"
+	mcpNameHeader         = "Mcp-Name"
+	// defaultMaxBodyBytes matches the go-sdk's default, so that switching the
+	// transport does not change which bodies are accepted.
+	defaultMaxBodyBytes = 4 << 20
+	// statelessProtocol is the first protocol version without the initialize
+	// handshake (SEP-2575); on HTTP it is served by stateless servers only.
+	statelessProtocol = "2026-07-28"
+	// defaultProtocol is assumed when a request names no version: the spec tells
+	// servers to assume 2025-03-26 then.
+	defaultProtocol = "2025-03-26"
+	// standaloneQueue bounds server-initiated messages waiting for a GET stream.
+	standaloneQueue = 64
+	// DefaultMaxConcurrentCalls is the default of Options.MaxConcurrentCalls
+	// (max_concurrent_calls): enough for a client that runs its calls in parallel,
+	// while one batch of thousands of calls cannot start thousands of workflows.
+	DefaultMaxConcurrentCalls = 64
+)
+
+// knownProtocolVersions are the revisions the go-sdk v1.8.0 session layer speaks.
+// A Mcp-Protocol-Version header naming any other value is refused with 400 and the
+// JSON-RPC error -32022 listing the versions the server speaks
+// (refuseUnknownProtocol).
+var knownProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", statelessProtocol}
+
+// StreamableHandler serves Streamable HTTP for one sdk.Server.
+type StreamableHandler struct {
+	srv       *sdk.Server
+	stateless bool
+	idle      time.Duration // 0: sessions never expire
+	maxBody   int64         // <= 0: unlimited
+	checkHost bool          // DNS-rebinding protection on loopback listeners
+	logger    *slog.Logger
+	fast      *FastToolCalls // nil: every request goes through the SDK session (fastcall.go)
+	table     *SessionTable  // session limits and idle expiry (sessions.go)
+	budget    *ReplayBudget  // bounds what resumable streams keep (resume.go)
+	maxCalls  int            // requests of one session running at once (<= 0: no bound)
+	// charge takes rate-limit tokens for a batch's calls beyond the first (nil: none).
+	charge func(r *http.Request, n int) (bool, time.Duration, error)
+
+	mu       sync.Mutex
+	sessions map[string]*streamConn
+}
+
+// NewStreamableHandler returns Helix's Streamable HTTP handler serving srv with o
+// (o.Sessions and o.Fast included). It starts nothing; sessions start with the
+// requests that open them.
+func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
+	h := &StreamableHandler{srv: srv, stateless: o.Stateless, checkHost: !o.DisableLocalhostProtection,
+		logger: o.Logger, sessions: map[string]*streamConn{}, table: o.Sessions, fast: o.Fast}
+	if h.table == nil {
+		h.table = NewSessionTable(o)
+	}
+	if h.budget = o.ReplayBudget; h.budget == nil {
+		h.budget = ProcessReplayBudget()
+	}
+	h.charge = o.ChargeCalls
+	if h.maxCalls = o.MaxConcurrentCalls; h.maxCalls == 0 {
+		h.maxCalls = DefaultMaxConcurrentCalls
+	}
+	if o.SessionIdleTimeout > 0 {
+		h.idle = o.SessionIdleTimeout
+	}
+	switch {
+	case o.MaxRequestBodyBytes == 0:
+		h.maxBody = defaultMaxBodyBytes
+	case o.MaxRequestBodyBytes > 0:
+		h.maxBody = o.MaxRequestBodyBytes
+	}
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	return h
+}
+
+func (h *StreamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.checkHost {
+		if err := checkLoopbackRequest(r); err != nil {
+			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+			return
+		}
+	}
+	version := r.Header.Get(protocolVersionHeader)
+	if version != "" && !slices.Contains(knownProtocolVersions, version) {
+		h.refuseUnknownProtocol(w, version, h.peekRequestID(w, r))
+		return
+	}
+	allow := "GET, POST, DELETE"
+	if h.stateless {
+		allow = "POST"
+	}
+	switch {
+	case r.Method == http.MethodPost:
+		h.post(w, r, version)
+	case r.Method == http.MethodGet && !h.stateless:
+		h.get(w, r)
+	case r.Method == http.MethodDelete && !h.stateless:
+		h.delete(w, r)
+	default:
+		w.Header().Set("Allow", allow)
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// checkLoopbackRequest refuses browser requests that reached a loopback listener
+// under a foreign name (DNS rebinding): the Host, and the Origin when there is one,
+// must then be loopback names too.
+func checkLoopbackRequest(r *http.Request) error {
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if local == nil || !isLoopbackAddr(local) {
+		return nil
+	}
+	if !isLoopbackHost(r.Host) {
+		return fmt.Errorf("invalid Host header %q for a loopback server", r.Host)
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && origin != "null" {
+		_, host, ok := strings.Cut(origin, "://")
+		if !ok || !isLoopbackHost(host) {
+			return fmt.Errorf("invalid Origin header %q for a loopback server", origin)
+		}
+	}
+	return nil
+}
+
+// isLoopbackAddr is isLoopbackHost(a.String()) without building the string for
+// the usual *net.TCPAddr (this runs on every request): its String is
+// "ip:port", "[ip]:port", or with a zone "ip%zone:port" / "[ip%zone]:port",
+// which ParseIP never accepts; a nil IP gives ":port" and a nil *TCPAddr
+// "<nil>", neither of them loopback.
+func isLoopbackAddr(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t != nil && t.Zone == "" && t.IP.IsLoopback()
+	}
+	return isLoopbackHost(a.String())
+}
+
+// isLoopbackHost reports whether host (with or without a port) names this machine.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// accepts reads the Accept header: may the answer be JSON, may it be an event
+// stream. A request without Accept takes either.
+func accepts(values []string) (jsonOK, streamOK bool) {
+	if len(values) == 0 {
+		return true, true
+	}
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			base, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK, streamOK
+}
+
+func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version string) {
+	// The usual header spares ParseMediaType's parameter map.
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
+		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	jsonOK, streamOK := accepts(r.Header.Values("Accept"))
+	if !jsonOK && !streamOK {
+		http.Error(w, "Accept must allow application/json or text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	body := r.Body
+	if h.maxBody > 0 {
+		body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	}
+	data, err := readBody(body, r.ContentLength)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	dec, err := decodeBody(data)
+	if err != nil {
+		// Not JSON (-32700), or JSON that is no JSON-RPC message (-32600).
+		writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, parseErrorResponse(err))
+		return
+	}
+	if dec.batch {
+		// Each element of a batch stands alone: an invalid one is answered in place.
+		dec.refuseInvalid()
+	} else if e := dec.check(); e != nil {
+		// "id": null, or a request without id: the session would take it for a
+		// notification and never answer.
+		writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, e)
+		return
+	}
+	msgs, batch := dec.msgs, dec.batch
+	effective := version
+	if effective == "" {
+		effective = defaultProtocol
+	}
+	if batch && effective >= protocolNoBatches {
+		refuseBatch(w, effective)
+		return
+	}
+	order := answerOrder(dec)
+
+	var calls []*jsonrpc.Request
+	hasInit := false
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || !req.IsCall() {
+			continue
+		}
+		calls = append(calls, req)
+		if req.Method == "initialize" {
+			hasInit = true
+		}
+		if meta, isNew := newProtocolMeta(req, version); isNew {
+			if !h.stateless {
+				h.refuseStatelessProtocol(w, req, version)
+				return
+			}
+			if e := checkStatelessHeaders(r.Header, req, version, meta); e != nil {
+				writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
+				return
+			}
+		}
+	}
+
+	if batch && len(calls) > 1 && !h.chargeBatch(w, r, len(calls)-1) {
+		return
+	}
+
+	fc := h.fast.match(msgs, batch, effective)
+	if h.stateless {
+		if fc != nil {
+			h.serveFastStateless(w, r, fc, jsonOK)
+			return
+		}
+		attachExtra(msgs, r, nil)
+		h.postStateless(w, r, msgs, calls, order, hasInit, effective, jsonOK, streamOK)
+		return
+	}
+	sid := r.Header.Get(sessionIDHeader)
+	var c *streamConn
+	if sid == "" {
+		if !hasInit {
+			http.Error(w, "Bad Request: missing "+sessionIDHeader+" header (only initialize may come without one)", http.StatusBadRequest)
+			return
+		}
+		if v := requestedVersion(calls); batch && v >= protocolNoBatches {
+			// The session would negotiate a version without batches.
+			refuseBatch(w, v)
+			return
+		}
+		if c, err = h.newSession(r); err != nil {
+			if limit := (*sessionLimitError)(nil); errors.As(err, &limit) {
+				refuseSession(w, initializeID(calls), err)
+				return
+			}
+			h.logger.Error("mcp: cannot start a session", "error", err)
+			http.Error(w, "cannot start a session", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set(sessionIDHeader, c.id)
+		defer func() {
+			// A failed initialize leaves a session nobody can use.
+			if c.session.InitializeParams() == nil {
+				_ = c.session.Close()
+			}
+			c.slot.end() // the hold newSession took; the session may now idle
+		}()
+	} else if c = h.lookup(w, r, sid); c == nil {
+		return
+	} else if ip := c.session.InitializeParams(); batch && ip != nil && ip.ProtocolVersion >= protocolNoBatches {
+		// The session's negotiated version decides, not what the POST's header claims.
+		refuseBatch(w, ip.ProtocolVersion)
+		return
+	}
+	if !c.begin() {
+		http.Error(w, "session closed", http.StatusNotFound)
+		return
+	}
+	defer c.end()
+	if fc != nil && !c.wantsLogs() {
+		// Only sessions the SDK would serve a tools/call in: initialized, with a
+		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
+		if ip := c.session.InitializeParams(); ip != nil && ip.ProtocolVersion < statelessProtocol {
+			c.serveFast(w, r, fc, jsonOK)
+			return
+		}
+	}
+	attachExtra(msgs, r, c)
+	c.noteCancels(msgs)
+	c.noteLogging(calls)
+	c.serve(w, r, msgs, calls, order, jsonOK, streamOK)
+}
+
+// chargeBatch takes the rate-limit tokens of a batch's calls beyond the first
+// (the POST took one): a batch of N calls costs N. When they are not allowed it
+// answers 429 (503 when the limit's store cannot decide), and no call runs.
+func (h *StreamableHandler) chargeBatch(w http.ResponseWriter, r *http.Request, extra int) bool {
+	if h.charge == nil {
+		return true
+	}
+	ok, wait, err := h.charge(r, extra)
+	switch {
+	case err != nil:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "Service Unavailable: the rate limit cannot be checked now; retry later", http.StatusServiceUnavailable)
+		return false
+	case !ok:
+		secs := max(int64((wait+time.Second-1)/time.Second), 1)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		http.Error(w, fmt.Sprintf("Too Many Requests: rate limit exceeded: the batch has %d calls and each takes a token; retry later or send fewer",
+			extra+1), http.StatusTooManyRequests)
+		return false
+	}
+	return true
+}
+
+// refuseBatch answers a batch of a protocol version without batches.
+func refuseBatch(w http.ResponseWriter, version string) {
+	http.Error(w, fmt.Sprintf("Bad Request: JSON-RPC batches are not allowed from protocol %s on (this request: %s); send one message per POST",
+		protocolNoBatches, version), http.StatusBadRequest)
+}
+
+// requestedVersion is the protocolVersion the initialize request among calls asks
+// for ("" when none does or it is not a string).
+func requestedVersion(calls []*jsonrpc.Request) string {
+	for _, req := range calls {
+		if req.Method == "initialize" {
+			var p struct {
+				V json.RawMessage `json:"protocolVersion"`
+			}
+			var v string
+			if json.Unmarshal(req.Params, &p) == nil && json.Unmarshal(p.V, &v) == nil {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// answerSlot is one answer of a batch, in the batch's order: a call's (by its id)
+// or the error of an invalid element.
+type answerSlot struct {
+	id  jsonrpc.ID
+	err *jsonrpc.Error
+}
+
+// answerOrder lists the answers a batch is due, in its order; nil for a single
+// message.
+func answerOrder(dec decodedBody) []answerSlot {
+	if !dec.batch {
+		return nil
+	}
+	order := make([]answerSlot, 0, dec.size)
+	refusedAt := make(map[int]*jsonrpc.Error, len(dec.refused))
+	for _, r := range dec.refused {
+		refusedAt[r.at] = r.err
+	}
+	i := 0
+	for at := range dec.size {
+		if e, ok := refusedAt[at]; ok {
+			order = append(order, answerSlot{err: e})
+			continue
+		}
+		if req, ok := dec.msgs[i].(*jsonrpc.Request); ok && req.IsCall() {
+			order = append(order, answerSlot{id: req.ID})
+		}
+		i++
+	}
+	return order
+}
+
+// refusedAnswers are the error answers of a batch's invalid elements.
+func refusedAnswers(order []answerSlot) []*jsonrpc.Response {
+	var out []*jsonrpc.Response
+	for _, s := range order {
+		if s.err != nil {
+			out = append(out, &jsonrpc.Response{Error: s.err})
+		}
+	}
+	return out
+}
+
+// readBody is io.ReadAll(body) with a buffer sized for the declared length
+// (-1 when unknown), up to 64 KiB, rather than io.ReadAll's 512 bytes: one
+// right-sized allocation for the usual small request.
+func readBody(body io.Reader, length int64) ([]byte, error) {
+	if length < 0 || length >= 64<<10 {
+		return io.ReadAll(body)
+	}
+	b := make([]byte, 0, length+1) // room to see EOF without growing
+	for {
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // more than declared: grow
+		}
+	}
+}
+
+// isJSONMediaType tells whether a Content-Type names application/json.
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// attachExtra gives each request of msgs the RequestExtra the session hands its
+// handler: the caller's token and headers and, for the calls of session c (nil
+// when stateless), CloseSSEStream. Only the SDK path reads it, so the fast path
+// skips it (it builds its own for middleware).
+func attachExtra(msgs []jsonrpc.Message, r *http.Request, c *streamConn) {
+	tokenInfo := auth.TokenInfoFromContext(r.Context())
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok {
+			continue
+		}
+		extra := &sdk.RequestExtra{TokenInfo: tokenInfo, Header: r.Header}
+		if c != nil && req.IsCall() {
+			// As the go-sdk's transport: a handler may end the POST's event
+			// stream early (SEP-1699 polling); the client resumes it with
+			// Last-Event-ID.
+			id := req.ID
+			extra.CloseSSEStream = func(args sdk.CloseSSEStreamArgs) { c.closeStream(id, args.RetryAfter) }
+		}
+		req.Extra = extra
+	}
+}
+
+type relatedKey struct{}
+
+// RelatedTo returns a context that relates what a session sends with it to the
+// request that extra came with ([sdk.RequestExtra] of a handler's request): the
+// progress and log notifications of a tool call then travel on the response to
+// that call's POST, as the MCP spec has it, rather than on the standalone GET
+// stream. The go-sdk's own transports relate them by the handler's context; the
+// SDK keeps that key private, so Helix's transport needs its own.
+func RelatedTo(ctx context.Context, extra *sdk.RequestExtra) context.Context {
+	if extra == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, relatedKey{}, extra)
+}
+
+// noteLogging remembers that the client asked for log messages (logging/setLevel,
+// whatever the level: the session decides what passes).
+func (c *streamConn) noteLogging(calls []*jsonrpc.Request) {
+	for _, req := range calls {
+		if req.Method == "logging/setLevel" {
+			c.mu.Lock()
+			c.logging = true
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (c *streamConn) wantsLogs() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.logging
+}
+
+// refuseUnknownProtocol answers a request whose Mcp-Protocol-Version names no
+// version this server speaks: 400 with the JSON-RPC error -32022, naming the
+// versions it does speak (in the message and, as the 2026-07-28 protocol has it,
+// in data.supported).
+// id is the refused request's id, so that the client can match the error to it
+// (the zero ID when the request has none or could not be read).
+func (h *StreamableHandler) refuseUnknownProtocol(w http.ResponseWriter, version string, id jsonrpc.ID) {
+	supported := knownProtocolVersions
+	if !h.stateless {
+		supported = slices.DeleteFunc(slices.Clone(knownProtocolVersions), func(v string) bool { return v >= statelessProtocol })
+	}
+	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: supported, Requested: version})
+	writeJSONRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
+		Message: fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", protocolVersionHeader, version,
+			strings.Join(supported, ", ")), Data: data})
+}
+
+// newProtocolMeta tells whether req uses the stateless protocol (2026-07-28 or
+// later: by the Mcp-Protocol-Version header or by its _meta), and returns the
+// version its _meta names.
+func newProtocolMeta(req *jsonrpc.Request, header string) (metaVersion string, isNew bool) {
+	if bytes.Contains(req.Params, []byte(sdk.MetaKeyProtocolVersion)) {
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		// v, not metaVersion, takes the address: declared here, it is allocated
+		// only for params that name the key.
+		var v string
+		if json.Unmarshal(req.Params, &p) == nil {
+			_ = json.Unmarshal(p.Meta[sdk.MetaKeyProtocolVersion], &v)
+		}
+		metaVersion = v
+	}
+	return metaVersion, metaVersion != "" || header >= statelessProtocol
+}
+
+// refuseStatelessProtocol answers a 2026-07-28 request to a stateful server with the
+// JSON-RPC error listing the versions it does serve; clients then fall back to the
+// initialize handshake.
+func (h *StreamableHandler) refuseStatelessProtocol(w http.ResponseWriter, req *jsonrpc.Request, version string) {
+	legacy := slices.DeleteFunc(slices.Clone(knownProtocolVersions), func(v string) bool { return v >= statelessProtocol })
+	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: legacy, Requested: version})
+	writeJSONRPCError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
+		Message: fmt.Sprintf("protocol version %q needs a stateless server (stateless: true)", version), Data: data})
+}
+
+// checkStatelessHeaders applies the 2026-07-28 rules that tie HTTP headers to the
+// body: Mcp-Protocol-Version must match _meta's version, Mcp-Method the method, and
+// Mcp-Name the tool, resource or prompt named.
+func checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaVersion string) *jsonrpc.Error {
+	switch {
+	case version == "":
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: protocolVersionHeader + " header is required for requests carrying " + sdk.MetaKeyProtocolVersion}
+	case metaVersion == "":
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing or invalid _meta field " + sdk.MetaKeyProtocolVersion}
+	case metaVersion != version:
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match _meta %s %q", protocolVersionHeader, version, sdk.MetaKeyProtocolVersion, metaVersion)}
+	}
+	method := hdr.Get(mcpMethodHeader)
+	if method == "" {
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: "missing required " + mcpMethodHeader + " header"}
+	}
+	if method != req.Method {
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match method %q", mcpMethodHeader, method, req.Method)}
+	}
+	field := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}[req.Method]
+	if field == "" {
+		return nil
+	}
+	var params map[string]json.RawMessage
+	var name string
+	if json.Unmarshal(req.Params, &params) != nil || json.Unmarshal(params[field], &name) != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("params of %s need a string %q", req.Method, field)}
+	}
+	if got := hdr.Get(mcpNameHeader); got != name {
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match %q", mcpNameHeader, got, name)}
+	}
+	return nil
+}
+
+// postStateless serves one POST of a stateless server with a session of its own,
+// closed when the answer is out. Requests of earlier protocols come without
+// initialize, so the session starts as if the handshake had happened.
+func (h *StreamableHandler) postStateless(w http.ResponseWriter, r *http.Request, msgs []jsonrpc.Message,
+	calls []*jsonrpc.Request, order []answerSlot, hasInit bool, version string, jsonOK, streamOK bool) {
+	if len(calls) == 0 {
+		if refused := refusedAnswers(order); len(refused) > 0 {
+			writeBatchAnswers(w, order, refused)
+			return
+		}
+		// Notifications and responses have no session state to change here.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	state := &sdk.ServerSessionState{}
+	if version < statelessProtocol {
+		if !hasInit {
+			state.InitializeParams = &sdk.InitializeParams{ProtocolVersion: version}
+		}
+		state.InitializedParams = &sdk.InitializedParams{}
+		// No LogLevel: the go-sdk's stateless handler assumes "info", but a
+		// logging/setLevel sent to a stateless server has no session to stay in,
+		// and the fast path (which answers these calls) sends no log messages. So
+		// a stateless call of an earlier protocol sends none, whichever path
+		// answers it; a 2026-07-28 request states its level in _meta.
+	}
+	c := newStreamConn(h, "")
+	c.oldProtocol = version < statelessProtocol
+	ss, err := h.srv.Connect(context.WithoutCancel(r.Context()), &streamTransport{c: c}, &sdk.ServerSessionOptions{State: state})
+	if err != nil {
+		h.logger.Error("mcp: cannot start a stateless session", "error", err)
+		http.Error(w, "cannot start a session", http.StatusInternalServerError)
+		return
+	}
+	c.session = ss
+	defer func() { _ = ss.Close() }()
+	c.begin()
+	defer c.end()
+	c.serve(w, r, msgs, calls, order, jsonOK, streamOK)
+}
+
+// newSession opens a session for the initialize request r, within the session
+// limits (a *sessionLimitError when they refuse it). The session belongs to r's
+// principal; its slot stays busy until the caller ends it.
+func (h *StreamableHandler) newSession(r *http.Request) (*streamConn, error) {
+	slot, err := h.table.admit(sessionOwner(r), "streamable", true)
+	if err != nil {
+		return nil, err
+	}
+	c := newStreamConn(h, rand.Text())
+	c.slot, c.owner = slot, slot.owner
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		c.userID = ti.UserID
+	}
+	ss, err := h.srv.Connect(context.WithoutCancel(r.Context()), &streamTransport{c: c}, nil)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	c.session = ss
+	slot.ready(c.id, func() { _ = ss.Close() })
+	h.mu.Lock()
+	h.sessions[c.id] = c
+	h.mu.Unlock()
+	return c, nil
+}
+
+// lookup finds the session a request names, or answers 404: unknown or closed
+// (the client must initialize again), or another principal's (an API key or
+// token other than the one that opened it), which must not learn that it exists.
+func (h *StreamableHandler) lookup(w http.ResponseWriter, r *http.Request, sid string) *streamConn {
+	h.mu.Lock()
+	c := h.sessions[sid]
+	h.mu.Unlock()
+	if c != nil && c.owner != sessionOwner(r) {
+		c = nil
+	}
+	if c != nil && c.userID != "" {
+		if ti := auth.TokenInfoFromContext(r.Context()); ti == nil || ti.UserID != c.userID {
+			c = nil
+		}
+	}
+	if c == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return nil
+	}
+	return c
+}
+
+// initializeID is the id of the initialize request among calls.
+func initializeID(calls []*jsonrpc.Request) jsonrpc.ID {
+	for _, req := range calls {
+		if req.Method == "initialize" {
+			return req.ID
+		}
+	}
+	return jsonrpc.ID{}
+}
+
+func (h *StreamableHandler) delete(w http.ResponseWriter, r *http.Request) {
+	sid := r.Header.Get(sessionIDHeader)
+	if sid == "" {
+		http.Error(w, "Bad Request: DELETE needs an "+sessionIDHeader+" header", http.StatusBadRequest)
+		return
+	}
+	c := h.lookup(w, r, sid)
+	if c == nil {
+		return
+	}
+	_ = c.session.Close()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// get opens the session's standalone event stream, which carries the messages
+// the server sends on its own (list changes, log messages, requests to the
+// client). One per session: a second is refused with 409.
+func (h *StreamableHandler) get(w http.ResponseWriter, r *http.Request) {
+	if _, streamOK := accepts(r.Header.Values("Accept")); !streamOK {
+		http.Error(w, "Accept must allow text/event-stream for GET", http.StatusNotAcceptable)
+		return
+	}
+	sid := r.Header.Get(sessionIDHeader)
+	if sid == "" {
+		http.Error(w, "Bad Request: GET needs an "+sessionIDHeader+" header", http.StatusBadRequest)
+		return
+	}
+	c := h.lookup(w, r, sid)
+	if c == nil {
+		return
+	}
+	if ids := r.Header.Values(lastEventIDHeader); len(ids) > 0 {
+		h.resume(w, r, c, ids[0]) // resume.go
+		return
+	}
+	c.mu.Lock()
+	busy := c.getOpen
+	c.getOpen = !busy
+	c.mu.Unlock()
+	if busy {
+		http.Error(w, "this session already has a standalone stream", http.StatusConflict)
+		return
+	}
+	defer func() {
+		c.mu.Lock()
+		c.getOpen = false
+		c.mu.Unlock()
+	}()
+	out := newEventWriter(w)
+	out.start()
+	for {
+		select {
+		case m := <-c.standalone:
+			if err := out.event(m); err != nil {
+				return
+			}
+		case <-c.done:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// streamTransport hands a prepared streamConn to sdk.Server.Connect.
+type streamTransport struct{ c *streamConn }
+
+func (t *streamTransport) Connect(context.Context) (sdk.Connection, error) { return t.c, nil }
+
+// SupportsProtocolVersion tells the session layer (server/discover) that the
+// stateless protocol is served only by stateless servers.
+func (t *streamTransport) SupportsProtocolVersion(v string) bool {
+	return t.c.h.stateless || v < statelessProtocol
+}
+
+// streamConn is one session's sdk.Connection. POST handlers feed the decoded
+// messages to Read; Write routes what the session sends: responses to the POST
+// that carries the request, progress notifications to the POST whose request set
+// the progress token, everything else to the standalone GET stream (in stateless
+// mode the one POST gets everything).
+type streamConn struct {
+	h       *StreamableHandler
+	id      string
+	owner   string       // the principal that opened the session (sessions.go)
+	userID  string       // the go-sdk token's user, when a middleware set one
+	slot    *sessionSlot // nil for the one-POST sessions of a stateless server
+	session *sdk.ServerSession
+
+	in         chan jsonrpc.Message
+	standalone chan jsonrpc.Message
+	done       chan struct{}
+	closeOnce  sync.Once
+
+	mu       sync.Mutex
+	closed   bool
+	pending  map[jsonrpc.ID]*postStream
+	fast     map[jsonrpc.ID]*lazyctx.Context // tool calls of the fast path (fastcall.go)
+	progress map[string]*postStream          // progress token (raw JSON) → POST
+	only     *postStream                     // stateless: the one POST
+	getOpen  bool
+	active   int // requests being served
+
+	// related maps each running request of the SDK path to its POST, so that the
+	// notifications a handler sends for it (RelatedTo) travel on that POST.
+	related map[*sdk.RequestExtra]*postStream
+	// logging: the client has sent logging/setLevel, so tool calls may send log
+	// messages; they take the SDK path, whose answers can carry them (serveFast
+	// answers with the result only).
+	logging bool
+
+	// cancelled holds the running requests (SDK path and fast path) the client
+	// cancelled with notifications/cancelled: their results are not sent.
+	cancelled map[jsonrpc.ID]bool
+	// oldProtocol: the session speaks a protocol before 2026-07-28, so results lose
+	// that version's fields (stripNewProtocolFields).
+	oldProtocol bool
+	// replay holds the session's resumable streams (resume.go).
+	replay replayBuffer
+
+	// callSlots bounds the session's requests running at once (nil: no bound):
+	// each running request holds one, from before the session gets it until its
+	// answer is written; holding lists the ids of the SDK path's that do.
+	callSlots chan struct{}
+	holding   map[jsonrpc.ID]bool
+}
+
+// acquireCall waits for a free call slot of the session; false when ctx ended or
+// the session closed first.
+func (c *streamConn) acquireCall(ctx context.Context) bool {
+	if c.callSlots == nil {
+		return true
+	}
+	select {
+	case c.callSlots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-c.done:
+	}
+	return false
+}
+
+func (c *streamConn) releaseCall() {
+	if c.callSlots != nil {
+		<-c.callSlots
+	}
+}
+
+// releaseHeldLocked frees the slot the request id holds, if it holds one.
+func (c *streamConn) releaseHeldLocked(id jsonrpc.ID) {
+	if c.holding[id] {
+		delete(c.holding, id)
+		c.releaseCall()
+	}
+}
+
+var _ sdk.Connection = (*streamConn)(nil)
+
+func newStreamConn(h *StreamableHandler, id string) *streamConn {
+	c := &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
+		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]*lazyctx.Context{}, progress: map[string]*postStream{},
+		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{}, replay: replayBuffer{budget: h.budget},
+		holding: map[jsonrpc.ID]bool{},
+		// A stateful session never speaks 2026-07-28 (SupportsProtocolVersion);
+		// postStateless decides for its one-POST sessions.
+		oldProtocol: id != ""}
+	if h.maxCalls > 0 {
+		c.callSlots = make(chan struct{}, h.maxCalls)
+	}
+	return c
+}
+
+func (c *streamConn) SessionID() string { return c.id }
+
+func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.done:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close ends the connection; the go-sdk calls it when the session closes (DELETE,
+// idle eviction, server stop), which also forgets the session id.
+func (c *streamConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.replay.clear() // its share of the replay budget goes back
+		if c.slot != nil {
+			c.slot.release()
+		}
+		// Calls of a closed session are cancelled, as the SDK cancels its own.
+		for _, call := range c.fast {
+			call.Cancel()
+		}
+		c.mu.Unlock()
+		close(c.done)
+		if c.id != "" {
+			c.h.mu.Lock()
+			if c.h.sessions[c.id] == c {
+				delete(c.h.sessions, c.id)
+			}
+			c.h.mu.Unlock()
+		}
+	})
+	return nil
+}
+
+// begin and end bracket every request of a session. The session's slot in the
+// session table (sessions.go) closes it once idle (no request running, none
+// arriving for the idle timeout), and never evicts it while a request runs.
+func (c *streamConn) begin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || (c.slot != nil && !c.slot.begin()) {
+		return false
+	}
+	c.active++
+	return true
+}
+
+func (c *streamConn) end() {
+	c.mu.Lock()
+	c.active--
+	c.mu.Unlock()
+	if c.slot != nil {
+		c.slot.end()
+	}
+}
+
+// postStream collects what the session writes for one POST.
+type postStream struct {
+	out  chan jsonrpc.Message
+	gone chan struct{} // closed when the POST handler returns
+	// streamOK: the client accepts an event stream, so requests to the client can
+	// travel on this POST's answer.
+	streamOK bool
+	// rs is the POST's resumable stream (resume.go), nil when the session's
+	// protocol has none: then out carries the messages instead.
+	rs *replayStream
+	// tokens and extras are the progress tokens and requests the POST registered
+	// (progress, related); a resumable stream drops them once answered.
+	tokens []string
+	extras []*sdk.RequestExtra
+}
+
+func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if resp, ok := m.(*jsonrpc.Response); ok && c.oldProtocol {
+		m = stripNewProtocolFields(resp)
+	}
+	c.mu.Lock()
+	var ps *postStream
+	switch mm := m.(type) {
+	case *jsonrpc.Response:
+		ps = c.pending[mm.ID]
+		delete(c.pending, mm.ID)
+		c.releaseHeldLocked(mm.ID)
+		if c.cancelled[mm.ID] {
+			// Cancelled by the client: the POST ends without this result.
+			delete(c.cancelled, mm.ID)
+			m = &jsonrpc.Response{ID: mm.ID, Extra: withheld{}}
+		}
+	case *jsonrpc.Request:
+		if c.only != nil {
+			ps = c.only
+		} else if extra, ok := ctx.Value(relatedKey{}).(*sdk.RequestExtra); ok && c.related[extra] != nil {
+			ps = c.related[extra]
+		} else if mm.Method == "notifications/progress" {
+			ps = c.progress[progressToken(mm.Params)]
+		}
+	}
+	if ps != nil && !ps.streamOK {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			// A request to the client cannot travel in an application/json answer:
+			// it takes the standalone stream when one is open, else it fails now
+			// rather than wait for an answer that cannot come.
+			getOpen := c.getOpen
+			c.mu.Unlock()
+			if !getOpen {
+				return fmt.Errorf("%w: the MCP client's POST accepts only application/json, so the server cannot send it the request %s; "+
+					"the client must accept text/event-stream (or keep the session's GET stream open)", errRejected, req.Method)
+			}
+			select {
+			case c.standalone <- m:
+				return nil
+			case <-c.done:
+				return io.EOF
+			default:
+				return fmt.Errorf("%w: the session's standalone stream is not being read, so the server cannot send it the request %s", errRejected, req.Method)
+			}
+		}
+	}
+	if ps != nil && ps.rs != nil && ps.rs.reader == nil && c.getOpen && isCancellation(m) {
+		// The server withdraws a request it sent on a stream nobody reads now (the
+		// call was cancelled and its POST has gone): the client would only see it
+		// on resuming a stream it has given up, so it takes the standalone stream.
+		c.mu.Unlock()
+		select {
+		case c.standalone <- m:
+		case <-c.done:
+			return io.EOF
+		default: // the standalone stream is not being read either
+		}
+		return nil
+	}
+	if ps != nil && ps.rs != nil {
+		answered := c.appendLocked(ps.rs, m)
+		if answered {
+			c.forgetLocked(ps)
+		}
+		c.mu.Unlock()
+		if answered {
+			c.released(ps.rs)
+		}
+		return nil
+	}
+	c.mu.Unlock()
+	if ps != nil {
+		select {
+		case ps.out <- m:
+		case <-ps.gone:
+		case <-c.done:
+			return io.EOF
+		}
+		return nil
+	}
+	if _, isResp := m.(*jsonrpc.Response); isResp {
+		return nil // its POST has gone: nobody can receive it
+	}
+	select {
+	case c.standalone <- m:
+	case <-c.done:
+		return io.EOF
+	default:
+		c.h.logger.Warn("mcp: dropping a server message: no client reads the standalone stream", "session", c.id)
+	}
+	return nil
+}
+
+// progressToken returns the raw JSON of _meta.progressToken (requests) or
+// progressToken (progress notifications) in params, "" when absent.
+func progressToken(params json.RawMessage) string {
+	if !bytes.Contains(params, []byte(`"progressToken"`)) {
+		return ""
+	}
+	var p struct {
+		Token json.RawMessage `json:"progressToken"`
+		Meta  struct {
+			Token json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	if len(p.Meta.Token) > 0 {
+		return string(p.Meta.Token)
+	}
+	return string(p.Token)
+}
+
+// serve hands one POST's messages to the session and writes what comes back;
+// order is the batch's answers in its order (nil: a single message).
+func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrpc.Message, calls []*jsonrpc.Request,
+	order []answerSlot, jsonOK, streamOK bool) {
+	batch := order != nil
+	refused := refusedAnswers(order)
+	ps := &postStream{out: make(chan jsonrpc.Message, len(calls)+1), gone: make(chan struct{}), streamOK: streamOK}
+	defer close(ps.gone)
+	resumable := len(calls) > 0 && c.resumable()
+	c.mu.Lock()
+	for _, req := range calls {
+		_, fast := c.fast[req.ID]
+		if _, dup := c.pending[req.ID]; dup || fast {
+			c.mu.Unlock()
+			writeJSONRPCError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: fmt.Sprintf("request id %v is already in use in this session", req.ID.Raw())})
+			return
+		}
+	}
+	for _, req := range calls {
+		c.pending[req.ID] = ps
+		if extra, ok := req.Extra.(*sdk.RequestExtra); ok {
+			c.related[extra] = ps
+			ps.extras = append(ps.extras, extra)
+		}
+		if tok := progressToken(req.Params); tok != "" {
+			c.progress[tok] = ps
+			ps.tokens = append(ps.tokens, tok)
+		}
+	}
+	if c.id == "" {
+		c.only = ps
+	}
+	var reader *streamReader
+	if resumable {
+		ps.rs, reader = c.openStreamLocked(len(calls))
+	}
+	c.mu.Unlock()
+	unanswered := map[jsonrpc.ID]bool{}
+	for _, req := range calls {
+		unanswered[req.ID] = true
+	}
+	if ps.rs != nil {
+		// The stream outlives the POST: its requests stay routed to it until they
+		// are answered (Write, forgetLocked).
+		defer c.detach(ps.rs, reader)
+	} else {
+		defer func() {
+			c.mu.Lock()
+			for id := range unanswered {
+				if c.pending[id] == ps {
+					delete(c.pending, id)
+				}
+			}
+			c.forgetLocked(ps)
+			c.mu.Unlock()
+		}()
+	}
+
+	for _, m := range msgs {
+		// A call waits for a free slot of the session (max_concurrent_calls), so
+		// that a batch or parallel POSTs cannot run more at once.
+		call, isCall := m.(*jsonrpc.Request)
+		if isCall = isCall && call.IsCall(); isCall {
+			if !c.acquireCall(r.Context()) {
+				c.endServe(w, r, ps, unanswered)
+				return
+			}
+			c.mu.Lock()
+			c.holding[call.ID] = true
+			c.mu.Unlock()
+		}
+		select {
+		case c.in <- m:
+		case <-c.done:
+			http.Error(w, "session closed", http.StatusNotFound)
+			return
+		case <-r.Context().Done():
+			if isCall {
+				c.mu.Lock()
+				c.releaseHeldLocked(call.ID) // the session never got it
+				c.mu.Unlock()
+			}
+			c.endServe(w, r, ps, unanswered)
+			return
+		}
+	}
+	if len(calls) == 0 {
+		if len(refused) > 0 {
+			writeBatchAnswers(w, order, refused)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if ps.rs != nil {
+		c.serveStream(w, r, ps, reader, calls, batch, jsonOK, streamOK)
+		return
+	}
+
+	var stream *eventWriter
+	if !jsonOK {
+		stream = newEventWriter(w)
+		stream.start()
+		for _, a := range refused {
+			_ = stream.event(a)
+		}
+	}
+	var answers []*jsonrpc.Response
+	for len(unanswered) > 0 {
+		select {
+		case m := <-ps.out:
+			if resp, ok := m.(*jsonrpc.Response); ok {
+				delete(unanswered, resp.ID)
+				if _, skip := resp.Extra.(withheld); skip {
+					continue
+				}
+				if stream == nil {
+					answers = append(answers, resp)
+					continue
+				}
+			} else if stream == nil {
+				if !streamOK {
+					continue // a JSON-only client cannot receive notifications here
+				}
+				// A notification while the request runs: answer as an event stream
+				// from now on, starting with what was already answered (batches).
+				stream = newEventWriter(w)
+				stream.start()
+				for _, a := range append(refused, answers...) {
+					_ = stream.event(a)
+				}
+				answers = nil
+			}
+			if err := stream.event(m); err != nil {
+				c.cancel(unanswered)
+				return
+			}
+		case <-r.Context().Done():
+			// The client hung up: nobody will read the answers, so stop the work.
+			c.cancel(unanswered)
+			return
+		case <-c.done:
+			if stream == nil && len(answers) == 0 {
+				http.Error(w, "session closed", http.StatusNotFound)
+			}
+			return
+		}
+	}
+	if stream != nil {
+		return
+	}
+	if batch {
+		writeBatchAnswers(w, order, answers)
+		return
+	}
+	if len(answers) == 0 {
+		// Every request of the POST was cancelled by the client: no result is due.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	out, err := json.Marshal(toWire(answers[0]))
+	if err != nil {
+		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if c.id == "" && !c.oldProtocol {
+		if status := statelessErrorStatus(answers[0]); status != 0 {
+			w.WriteHeader(status)
+		}
+	}
+	_, _ = w.Write(out)
+}
+
+// writeBatchAnswers writes a batch's answers as one JSON array in the batch's
+// order: each call's answer where the call stood (none for a cancelled call), each
+// invalid element's error where it stood; 202 when nothing is due.
+func writeBatchAnswers(w http.ResponseWriter, order []answerSlot, answers []*jsonrpc.Response) {
+	byID := make(map[jsonrpc.ID]*jsonrpc.Response, len(answers))
+	for _, a := range answers {
+		if a.Error == nil || a.ID.IsValid() {
+			byID[a.ID] = a
+		}
+	}
+	wires := make([]wireMessage, 0, len(order))
+	for _, s := range order {
+		switch a := byID[s.id]; {
+		case s.err != nil:
+			wires = append(wires, toWire(&jsonrpc.Response{Error: s.err}))
+		case a != nil:
+			wires = append(wires, toWire(a))
+		}
+	}
+	if len(wires) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	out, err := json.Marshal(wires)
+	if err != nil {
+		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// endServe ends a POST whose messages were not all handed to the session: the
+// session closed (404), or the client went away (what it got is cancelled).
+func (c *streamConn) endServe(w http.ResponseWriter, r *http.Request, ps *postStream, unanswered map[jsonrpc.ID]bool) {
+	select {
+	case <-c.done:
+		http.Error(w, "session closed", http.StatusNotFound)
+		return
+	default:
+	}
+	if r.Context().Err() != nil {
+		c.cancel(unanswered) // ids not handed over yet are ignored by the session
+		c.abandon(ps)
+	}
+}
+
+// peekRequestID reads the id of the single JSON-RPC request in a POST's body (up
+// to the body limit), for an error answered before the request is served; the
+// zero ID for other methods, batches, notifications and bodies it cannot read.
+func (h *StreamableHandler) peekRequestID(w http.ResponseWriter, r *http.Request) jsonrpc.ID {
+	if r.Method != http.MethodPost {
+		return jsonrpc.ID{}
+	}
+	body := r.Body
+	if h.maxBody > 0 {
+		body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	}
+	data, err := io.ReadAll(body)
+	if err != nil || jsondepth.DeeperThan(data, sdkMaxJSONDepth) {
+		return jsonrpc.ID{}
+	}
+	var msg struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(data, &msg) != nil {
+		return jsonrpc.ID{}
+	}
+	id, err := jsonrpc.MakeID(msg.ID)
+	if err != nil {
+		return jsonrpc.ID{}
+	}
+	return id
+}
+
+// isCancellation reports whether m is a notifications/cancelled.
+func isCancellation(m jsonrpc.Message) bool {
+	req, ok := m.(*jsonrpc.Request)
+	return ok && !req.IsCall() && req.Method == "notifications/cancelled"
+}
+
+// statelessErrorStatus is the HTTP status the 2026-07-28 protocol (SEP-2575) gives
+// an error answer, 0 for 200: 404 for a method the server does not implement
+// (initialize, ping and the other methods that protocol removed among them), 400
+// for a request without the _meta fields it requires.
+func statelessErrorStatus(m jsonrpc.Message) int {
+	resp, ok := m.(*jsonrpc.Response)
+	if !ok || resp.Error == nil {
+		return 0
+	}
+	var je *jsonrpc.Error
+	if !errors.As(resp.Error, &je) {
+		return 0
+	}
+	switch {
+	case je.Code == jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case je.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(je.Message, "missing or invalid _meta field"):
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// forgetLocked drops the progress tokens and requests ps registered.
+func (c *streamConn) forgetLocked(ps *postStream) {
+	for _, tok := range ps.tokens {
+		if c.progress[tok] == ps {
+			delete(c.progress, tok)
+		}
+	}
+	for _, extra := range ps.extras {
+		if c.related[extra] == ps {
+			delete(c.related, extra)
+		}
+	}
+}
+
+// serveStream writes the answer to a POST whose requests have a resumable stream
+// (resume.go): application/json when the client accepts it and nothing but the
+// answers comes, else an event stream that starts with the priming event. The
+// stream outlives the POST: when the server closes it early (CloseSSEStream) or
+// the client's connection breaks after the priming event, the requests keep
+// running and the client resumes with GET and Last-Event-ID.
+func (c *streamConn) serveStream(w http.ResponseWriter, r *http.Request, ps *postStream, rd *streamReader,
+	calls []*jsonrpc.Request, batch, jsonOK, streamOK bool) {
+	rs := ps.rs
+	var out *eventWriter
+	if !jsonOK {
+		out = newEventWriter(w)
+		out.start()
+	}
+	for {
+		evs, answered, closing, wake, err := c.pull(rs, rd)
+		if err != nil {
+			return
+		}
+		if out == nil {
+			// application/json so far: switch to an event stream when a message
+			// other than an answer must travel, or when the server closes the
+			// stream (it can only close an event stream).
+			switchNow := false
+			for _, e := range evs {
+				if !e.resp && e.data != nil {
+					switchNow = true
+				}
+			}
+			if streamOK && (switchNow || closing >= 0) {
+				out = newEventWriter(w)
+				out.start()
+				continue
+			}
+			if answered {
+				c.writeJSONAnswers(w, evs, batch)
+				if len(evs) > 0 {
+					c.advance(rs, rd, evs[len(evs)-1].idx)
+				}
+				return
+			}
+		} else {
+			for _, e := range evs {
+				if err := out.streamEvent(rs.id, e); err != nil {
+					return // the client resumes from the last id it got
+				}
+				c.advance(rs, rd, e.idx)
+			}
+			if len(evs) > 0 {
+				continue
+			}
+			if answered {
+				return
+			}
+			if closing >= 0 {
+				out.retryEvent(closing)
+				return
+			}
+		}
+		select {
+		case <-wake:
+		case <-r.Context().Done():
+			if out == nil {
+				// No event id reached the client: it cannot resume, so the work stops.
+				c.cancelOpen(ps, calls)
+				c.abandon(ps)
+			}
+			return
+		case <-c.done:
+			if out == nil {
+				http.Error(w, "session closed", http.StatusNotFound)
+			}
+			return
+		}
+	}
+}
+
+// writeJSONAnswers writes the responses among evs as the POST's application/json
+// answer (an array for a batch); 202 when every request was cancelled.
+func (c *streamConn) writeJSONAnswers(w http.ResponseWriter, evs []replayEvent, batch bool) {
+	var answers [][]byte
+	for _, e := range evs {
+		if e.resp {
+			answers = append(answers, e.data)
+		}
+	}
+	if len(answers) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !batch {
+		_, _ = w.Write(answers[0])
+		return
+	}
+	_, _ = w.Write(append(append([]byte{'['}, bytes.Join(answers, []byte{','})...), ']'))
+}
+
+// abandon forgets the resumable stream of a POST that ended before the client got
+// any of its event ids: nobody can resume it, so it neither keeps its events nor
+// holds the session.
+func (c *streamConn) abandon(ps *postStream) {
+	if ps.rs == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, p := range c.pending {
+		if p == ps {
+			delete(c.pending, id)
+		}
+	}
+	c.forgetLocked(ps)
+	ps.rs.open = 0
+	for i, s := range c.replay.streams {
+		if s == ps.rs {
+			c.replay.drop(i)
+			break
+		}
+	}
+}
+
+// cancelOpen cancels the requests of ps not answered yet.
+func (c *streamConn) cancelOpen(ps *postStream, calls []*jsonrpc.Request) {
+	open := map[jsonrpc.ID]bool{}
+	c.mu.Lock()
+	for _, req := range calls {
+		if c.pending[req.ID] == ps {
+			open[req.ID] = true
+		}
+	}
+	c.mu.Unlock()
+	c.cancel(open)
+}
+
+// cancel tells the session that requests whose POST has gone are cancelled.
+func (c *streamConn) cancel(ids map[jsonrpc.ID]bool) {
+	for id := range ids {
+		params, err := json.Marshal(map[string]any{"requestId": id.Raw(), "reason": "the HTTP request carrying it ended"})
+		if err != nil {
+			continue
+		}
+		select {
+		case c.in <- &jsonrpc.Request{Method: "notifications/cancelled", Params: params}:
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// withheld marks, in Response.Extra, the result of a request the client cancelled:
+// serve counts it as answered and sends nothing.
+type withheld struct{}
+
+// eventWriter writes JSON-RPC messages as server-sent events.
+type eventWriter struct {
+	w     http.ResponseWriter
+	flush func()
+}
+
+func newEventWriter(w http.ResponseWriter) *eventWriter {
+	ew := &eventWriter{w: w, flush: func() {}}
+	if f, ok := w.(http.Flusher); ok {
+		ew.flush = f.Flush
+	}
+	return ew
+}
+
+func (e *eventWriter) start() {
+	e.w.Header().Set("Content-Type", "text/event-stream")
+	e.w.Header().Set("Cache-Control", "no-cache")
+	e.w.WriteHeader(http.StatusOK)
+	e.flush()
+}
+
+func (e *eventWriter) event(m jsonrpc.Message) error {
+	data, err := json.Marshal(toWire(m))
+	if err != nil {
+		return err
+	}
+	// No event ids: these streams cannot be resumed, so clients must not be
+	// invited to reconnect with Last-Event-ID.
+	var b bytes.Buffer
+	b.Grow(len(data) + 24)
+	b.WriteString("event: message\ndata: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	if _, err := e.w.Write(b.Bytes()); err != nil {
+		return err
+	}
+	e.flush()
+	return nil
+}
+
+// wireMessage is a JSON-RPC 2.0 message as it travels.
+type wireMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// toWire converts an outgoing message. A response carries exactly one of result
+// and error; errors that are not JSON-RPC errors become internal errors.
+func toWire(m jsonrpc.Message) wireMessage {
+	w := wireMessage{JSONRPC: "2.0"}
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		w.Method, w.Params = m.Method, m.Params
+		if m.IsCall() {
+			w.ID = encodeID(m.ID)
+		}
+	case *jsonrpc.Response:
+		w.ID = encodeID(m.ID)
+		if m.Error != nil {
+			var we *jsonrpc.Error
+			if !errors.As(m.Error, &we) {
+				we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: m.Error.Error()}
+			}
+			w.Error = plainError(we)
+		} else {
+			w.Result = m.Result
+			if len(w.Result) == 0 {
+				w.Result = json.RawMessage("null")
+			}
+		}
+	}
+	return w
+}
+
+func encodeID(id jsonrpc.ID) json.RawMessage {
+	switch v := id.Raw().(type) {
+	case int64:
+		return strconv.AppendInt(nil, v, 10)
+	case string:
+		b, _ := json.Marshal(v)
+		return b
+	}
+	return json.RawMessage("null")
+}
+
+func writeJSONRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
+	out, err := json.Marshal(toWire(&jsonrpc.Response{ID: id, Error: e}))
+	if err != nil {
+		http.Error(w, e.Message, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+}

@@ -1,0 +1,102 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ClusterConfig is `helix.cluster`: how replicas of one application running the
+// same files coordinate. With Leader set they elect a leader through a PostgreSQL
+// advisory lock (internal/cluster), and singleton triggers (timer://, file:// and
+// postgres:// polling) run on the leader only; without it every trigger runs in
+// every process, as before.
+type ClusterConfig struct {
+	// Leader is helix.cluster.leader: the postgres:// (or postgresql://) URL of the
+	// database holding the lock; "" means no election.
+	Leader    string
+	LeaderPos Pos
+	// Name is helix.cluster.name: replicas with the same name (and database) elect
+	// one leader; "" means helix.name, or "helix".
+	Name string
+	// LockID is helix.cluster.lock_id: the advisory lock key, when it must be a
+	// given number (a database whose other users take advisory locks); nil means a
+	// key derived from Name.
+	LockID *int64
+	// RetryInterval, CheckInterval and CheckTimeout are helix.cluster.retry_interval
+	// (how often a follower tries to take the lock), check_interval (how often the
+	// leader checks its connection) and check_timeout (how long one check, or one
+	// attempt, may take); 0 means internal/cluster's default.
+	RetryInterval time.Duration
+	CheckInterval time.Duration
+	CheckTimeout  time.Duration
+	// Pos is where helix.cluster was written.
+	Pos Pos
+}
+
+// decodeCluster reads helix.cluster into c. The leader URL is checked for its shape
+// here (scheme, host, database); internal/cluster parses the rest when the application
+// is built. Values are never echoed: the URL may hold a password.
+func decodeCluster(d *Decoder, n *yaml.Node, path string, c *ClusterConfig) {
+	d.Doc(n, "Replicas of this application: with leader set they elect one leader through a PostgreSQL advisory lock, and timer://, file:// and postgres:// triggers run on the leader only (docs/scaling.md).")
+	c.Pos = d.Pos(n)
+	d.Mapping(n, path, "helix.cluster", Fields{
+		"leader": func(v *yaml.Node, p string) {
+			d.Doc(v, "postgres://user:password@host:5432/database[?params]: the database holding the leader lock; write the password as ${env:NAME}. libpq parameters such as sslmode and connect_timeout, and server settings such as tcp_keepalives_idle, may follow ?.")
+			c.Leader, c.LeaderPos = d.String(v, p), d.Pos(v)
+			if d.desc == nil && c.Leader != "" {
+				if msg, hint := checkLeaderURL(c.Leader); msg != "" {
+					d.Errorf(v, p, "%s", msg).Hint = hint
+				}
+			}
+		},
+		"name": func(v *yaml.Node, p string) {
+			d.Doc(v, "The election's name: replicas with the same name and database elect one leader. Default helix.name, or helix.")
+			if c.Name = d.String(v, p); d.desc == nil && strings.TrimSpace(c.Name) == "" {
+				d.Errorf(v, p, "the cluster name is empty").Hint = "leave the key out to use helix.name"
+			}
+		},
+		"lock_id": func(v *yaml.Node, p string) {
+			d.Doc(v, "The advisory lock key (a 64-bit integer), when the database's other users take advisory locks too. Default: derived from name.")
+			id := d.Int64(v, p)
+			c.LockID = &id
+		},
+		"retry_interval": func(v *yaml.Node, p string) {
+			d.Doc(v, "How often a replica that is not the leader tries to take the lock (and to reconnect). Default 1s.")
+			c.RetryInterval = d.Duration(v, p)
+		},
+		"check_interval": func(v *yaml.Node, p string) {
+			d.Doc(v, "How often the leader checks the connection that holds the lock; a failed check ends its leadership at once. Default 1s.")
+			c.CheckInterval = d.Duration(v, p)
+		},
+		"check_timeout": func(v *yaml.Node, p string) {
+			d.Doc(v, "How long one check of the leader's connection, or one attempt to take the lock, may take. Default 2s.")
+			c.CheckTimeout = d.Duration(v, p)
+		},
+	}, "leader")
+}
+
+// checkLeaderURL says what is wrong with the shape of a leader URL, or "".
+func checkLeaderURL(raw string) (msg, hint string) {
+	const example = "write postgres://user:${env:PGPASSWORD}@host:5432/database"
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url's error quotes the URL, which may hold a password.
+		return "the leader URL does not parse as a URL", example
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		if u.Scheme == "" {
+			return "the leader URL has no scheme", example
+		}
+		return "leader election needs a postgres:// URL, not " + u.Scheme + "://", "the leader lock is a PostgreSQL advisory lock; " + example
+	}
+	if u.Host == "" {
+		return "the leader URL names no host", example
+	}
+	if strings.Trim(u.Path, "/") == "" {
+		return "the leader URL names no database", example
+	}
+	return "", ""
+}

@@ -1,0 +1,379 @@
+// Package embedded is Helix's default RAG store: pure Go, in one directory, no
+// service to run. It holds chunks, their vectors and a BM25 keyword index in
+// memory, and persists them in an append-only log that is replayed on open.
+//
+// Vector search is exact (a brute-force dot product over normalised vectors),
+// which is fast enough for the corpora a single process serves and never misses
+// a neighbour. Keyword search is BM25 over terms from a [textproc.Analyzer], in
+// two fields: a chunk's text and its title, each with its own statistics, the
+// best field's score plus half the other's (see [Store.SearchKeyword]).
+//
+// Durability: every Put and Delete is one self-framed log record (a marker, its
+// length and CRC32-Cs) and (unless Options.NoSync) fsynced before it is
+// applied, so after a crash a document is either fully present or absent. A
+// torn or corrupt record is skipped on replay and logged: the records before
+// and after it are kept, and opening or querying a store never changes its
+// file (a torn tail is cut by the next write; [Verify] reports damage and
+// [Repair] rewrites a log without it). When the log holds more replaced or
+// deleted bytes than live ones it is rewritten (to a temporary file, fsynced,
+// then renamed over the log).
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/arvenza/helix/internal/rag"
+	"github.com/arvenza/helix/internal/rag/textproc"
+)
+
+// BM25 are the parameters of BM25 ranking.
+type BM25 struct {
+	// K1 saturates term frequency: higher values let repeated terms count longer.
+	K1 float64
+	// B is how much a chunk's length normalises its score, from 0 (not at all)
+	// to 1 (fully).
+	B float64
+}
+
+// DefaultBM25 are Lucene's and Elasticsearch's defaults (k1 1.2, b 0.75), the
+// parameters of BEIR's published BM25 baseline, whose way of scoring a title
+// and a text as two fields SearchKeyword follows. (Anserini's 0.9 / 0.4, the
+// other published set, were the default while the store had one field: they
+// go with Anserini's "flat" indexes of title and text as one text.
+// BENCHMARKS.md has both sets' figures.)
+var DefaultBM25 = BM25{K1: 1.2, B: 0.75}
+
+// DefaultCompactMinGarbage is the replaced-or-deleted log size below which the
+// log is never rewritten: small stores are not worth the I/O.
+const DefaultCompactMinGarbage = 16 << 20
+
+// Options configure a [Store]. The zero value is the default.
+type Options struct {
+	// Analyzer makes keyword terms of chunks and queries; nil means
+	// textproc.English(). A store must be reopened with the analyzer it was
+	// filled with: the index is rebuilt from the log with it.
+	Analyzer textproc.Analyzer
+	// BM25 parameters; nil means DefaultBM25.
+	BM25 *BM25
+	// NoSync skips the fsync after each write: faster ingest, but a machine
+	// crash (not a process crash) may lose the latest writes.
+	NoSync bool
+	// CompactMinGarbage is the replaced-or-deleted log size from which the log
+	// is rewritten when garbage also exceeds the live data; 0 means
+	// DefaultCompactMinGarbage.
+	CompactMinGarbage int64
+	// Logger receives recovery and compaction messages; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is the embedded [rag.Store]. Safe for concurrent use: queries run while
+// documents are put, and see each document's old chunks or its new ones.
+type Store struct {
+	dir      string
+	analyzer textproc.Analyzer
+	bm25     BM25
+	noSync   bool
+	minGarb  int64
+	logger   *slog.Logger
+	lock     *os.File
+
+	// writeMu serialises writers (log appends and the in-memory changes that
+	// follow them); mu guards the index against readers only briefly.
+	writeMu sync.Mutex
+	log     *logFile // nil once closed
+
+	mu     sync.RWMutex
+	idx    *index
+	closed bool // guarded by mu
+}
+
+// errClosed is returned by calls on a closed store.
+var errClosed = errors.New("the store is closed")
+
+// Open opens the store in dir, creating the directory if needed, and replays its
+// log. Only one Store (in any process) may have dir open at a time.
+func Open(dir string, opts Options) (*Store, error) {
+	s := &Store{
+		dir:      dir,
+		analyzer: opts.Analyzer,
+		bm25:     DefaultBM25,
+		noSync:   opts.NoSync,
+		minGarb:  opts.CompactMinGarbage,
+		logger:   opts.Logger,
+	}
+	if s.analyzer == nil {
+		s.analyzer = textproc.English()
+	}
+	if opts.BM25 != nil {
+		if !(opts.BM25.K1 >= 0) || !(opts.BM25.B >= 0 && opts.BM25.B <= 1) {
+			return nil, fmt.Errorf("store %s: BM25 k1 must be ≥ 0 and b between 0 and 1 (got k1=%v, b=%v)", dir, opts.BM25.K1, opts.BM25.B)
+		}
+		s.bm25 = *opts.BM25
+	}
+	if s.minGarb <= 0 {
+		s.minGarb = DefaultCompactMinGarbage
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store %s: %w", dir, err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
+	s.idx = newIndex()
+	lf, err := openLog(dir, s.logger, func(r *record, size int64) error {
+		return s.apply(r, size, s.analyze(r))
+	})
+	if err != nil {
+		unlockDir(lock)
+		return nil, err
+	}
+	s.log = lf
+	return s, nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Documents implements [rag.Store].
+func (s *Store) Documents(ctx context.Context) (map[string]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]string, len(s.idx.docs))
+	for id, d := range s.idx.docs {
+		out[id] = d.hash
+	}
+	return out, nil
+}
+
+// Stats implements [rag.Store].
+func (s *Store) Stats(ctx context.Context) (rag.Stats, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return rag.Stats{Documents: len(s.idx.docs), Chunks: s.idx.liveChunks}, nil
+}
+
+// Put implements [rag.Store].
+func (s *Store) Put(ctx context.Context, docID, hash string, chunks []rag.Chunk, vectors [][]float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := s.newPutRecord(docID, hash, chunks, vectors)
+	if err != nil {
+		return fmt.Errorf("store %s: put %q: %w", s.dir, docID, err)
+	}
+	// Analysis is the expensive part of indexing: done before any lock.
+	analyzed := s.analyze(r)
+	return s.write(r, analyzed)
+}
+
+// Delete implements [rag.Store].
+func (s *Store) Delete(ctx context.Context, docID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	_, ok := s.idx.docs[docID]
+	s.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	return s.write(&record{kind: recDelete, docID: docID}, nil)
+}
+
+func (s *Store) write(r *record, analyzed []analyzedChunk) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.log == nil {
+		return fmt.Errorf("store %s: %w", s.dir, errClosed)
+	}
+	// Checked again under writeMu: the checks before it raced other writers,
+	// and a record the replay would refuse must never reach the log.
+	switch r.kind {
+	case recDelete:
+		s.mu.RLock()
+		_, ok := s.idx.docs[r.docID]
+		s.mu.RUnlock()
+		if !ok {
+			return nil
+		}
+	case recPut:
+		if err := s.idx.checkDim(r); err != nil {
+			return fmt.Errorf("store %s: %w", s.dir, err)
+		}
+	}
+	if s.log.legacy {
+		// The first write to a log of an older format rewrites it in the
+		// current one (atomically, like a compaction): reading never does.
+		if err := s.compact(); err != nil {
+			return fmt.Errorf("store %s: rewrite the log in the current format: %w", s.dir, err)
+		}
+	}
+	size, err := s.log.append(r, !s.noSync)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.dir, err)
+	}
+	if err := s.apply(r, size, analyzed); err != nil {
+		return fmt.Errorf("store %s: %w", s.dir, err)
+	}
+	s.maybeCompact()
+	return nil
+}
+
+// apply changes the index for a record already in the log.
+func (s *Store) apply(r *record, size int64, analyzed []analyzedChunk) error {
+	switch r.kind {
+	case recPut:
+		if err := s.idx.checkDim(r); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.idx.put(r, size, analyzed)
+		s.mu.Unlock()
+	case recDelete:
+		s.mu.Lock()
+		s.idx.remove(r.docID)
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// newPutRecord validates a put and normalises its vectors.
+func (s *Store) newPutRecord(docID, hash string, chunks []rag.Chunk, vectors [][]float32) (*record, error) {
+	if docID == "" {
+		return nil, errors.New("the document id is empty")
+	}
+	if vectors != nil && len(vectors) != len(chunks) {
+		return nil, fmt.Errorf("%d vectors for %d chunks", len(vectors), len(chunks))
+	}
+	r := &record{kind: recPut, docID: docID, hash: hash, chunks: make([]rag.Chunk, len(chunks))}
+	for i, c := range chunks {
+		if c.DocID == "" {
+			c.DocID = docID
+		} else if c.DocID != docID {
+			return nil, fmt.Errorf("chunk %d belongs to document %q", i, c.DocID)
+		}
+		if c.ID == "" {
+			c.ID = docID + "#" + strconv.Itoa(c.Index)
+		}
+		r.chunks[i] = c
+	}
+	if len(vectors) > 0 {
+		dim := len(vectors[0])
+		if dim == 0 {
+			return nil, errors.New("vector 0 is empty")
+		}
+		s.mu.RLock()
+		have := s.idx.dim
+		s.mu.RUnlock()
+		if have > 0 && dim != have {
+			return nil, fmt.Errorf("vectors have %d dimensions, the store holds %d-dimensional vectors (a store holds one embedding model's vectors; use a new data directory for another model)", dim, have)
+		}
+		r.dim = dim
+		r.vectors = make([]float32, 0, dim*len(vectors))
+		for i, v := range vectors {
+			if len(v) != dim {
+				return nil, fmt.Errorf("vector %d has %d dimensions, vector 0 has %d", i, len(v), dim)
+			}
+			var sum float64
+			for _, x := range v {
+				sum += float64(x) * float64(x)
+			}
+			if math.IsNaN(sum) || math.IsInf(sum, 0) {
+				return nil, fmt.Errorf("vector %d holds NaN or infinite values", i)
+			}
+			if sum == 0 {
+				return nil, fmt.Errorf("vector %d is all zeros (no direction to compare)", i)
+			}
+			inv := 1 / math.Sqrt(sum)
+			for _, x := range v {
+				r.vectors = append(r.vectors, float32(float64(x)*inv))
+			}
+		}
+	}
+	return r, nil
+}
+
+// Close flushes the log and releases the directory. Calls after Close fail.
+func (s *Store) Close() error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.log == nil {
+		return nil
+	}
+	err := s.log.close()
+	s.log = nil
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	unlockDir(s.lock)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// maybeCompact rewrites the log when it is mostly garbage. Called with writeMu
+// held, so the index does not change meanwhile.
+func (s *Store) maybeCompact() {
+	garbage, live := s.log.size-logHeaderSize-s.idx.liveBytes, s.idx.liveBytes
+	if garbage < s.minGarb || garbage <= live {
+		return
+	}
+	if err := s.compact(); err != nil {
+		// The old log is intact: the store keeps working, and tries again at
+		// the next write.
+		s.logger.Warn("rag store: compacting the log failed; it stays as it is", "dir", s.dir, "error", err)
+	}
+}
+
+func (s *Store) compact() error {
+	// Readers only read the index, and writers wait for writeMu: reading the
+	// index without mu is safe here.
+	idx := s.idx
+	before := s.log.size
+	recs := idx.docRecords()
+	lf, sizes, err := rewriteLog(s.dir, s.log, recs, !s.noSync)
+	if lf == nil {
+		return err
+	}
+	if err != nil {
+		s.logger.Warn("rag store: the compacted log may not survive a machine crash", "dir", s.dir, "error", err)
+	}
+	s.log = lf
+	fresh := idx.rebuilt(recs, sizes)
+	s.mu.Lock()
+	s.idx = fresh
+	s.mu.Unlock()
+	s.logger.Info("rag store: compacted the log", "dir", s.dir, "bytes_before", before, "bytes_after", lf.size)
+	return nil
+}
+
+// copyChunk returns c with its slices and map copied, so callers cannot change
+// the store's chunks.
+func copyChunk(c *rag.Chunk) rag.Chunk {
+	out := *c
+	if c.Headings != nil {
+		out.Headings = append([]string(nil), c.Headings...)
+	}
+	if c.Metadata != nil {
+		out.Metadata = maps.Clone(c.Metadata)
+	}
+	return out
+}
+
+// logPath is the log's file name in dir.
+func logPath(dir string) string { return filepath.Join(dir, "chunks.log") }

@@ -1,0 +1,240 @@
+package step
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/internal/rag"
+	"github.com/arvenza/helix/internal/rag/pipeline"
+	"github.com/arvenza/helix/internal/rag/source"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// Headers of the rag steps.
+const (
+	// HeaderRagDocumentID names the document a rag-ingest step makes of a text
+	// body, when the step sets no id.
+	HeaderRagDocumentID = "HelixRagDocumentId"
+)
+
+// ragRetrieveStepShape is the rag-retrieve workflow step: a pipeline and the
+// pipeline's retrieval keys, defaulting to the pipeline's own settings.
+func ragRetrieveStepShape() config.Shape {
+	sh := config.Shape{Type: config.TypeObject, What: "a rag-retrieve step", Short: "pipeline", Keys: []config.Key{
+		{Name: "pipeline", Required: true, Shape: config.Shape{Type: config.TypeString, Description: "The id of the pipelines: entry to query."}},
+	}}
+	for _, k := range config.RetrieveStepShape().Keys {
+		if k.Name == "candidates" || k.Name == "max_top_k" || k.Name == "max_result_bytes" {
+			continue // properties of the pipeline (its fusion, its limits), not of one query
+		}
+		k.Default = nil // the pipeline's own rag-retrieve settings are the defaults
+		k.Description = strings.TrimSuffix(k.Description, ".") + ". Default: the pipeline's."
+		sh.Keys = append(sh.Keys, k)
+	}
+	return sh
+}
+
+func init() {
+	retrieveShape := ragRetrieveStepShape()
+	retrieveShape.Keys = append(retrieveShape.Keys,
+		config.Key{Name: "query", Shape: config.Shape{Type: config.TypeString,
+			Description: "The query, with ${…} placeholders (such as ${body.question}). Default: the body (text, or {query, top_k, filter})."}},
+		config.Key{Name: "filter", Shape: config.Shape{Type: config.TypeMap,
+			Description: "Only chunks whose metadata has these values (a body's filter is added)."}},
+		config.Key{Name: "output", Shape: config.Shape{Type: config.TypeString, What: "rag-retrieve output", Enum: config.PipelineOutputs,
+			Description: "json ({query, results: [{rank, score, text, source, doc_id, chunk_id, headings, metadata}]}, the default) or text (numbered sources)."}},
+	)
+	Define(Kind{
+		Name: "rag-retrieve",
+		Description: "Queries a pipeline: the body (text, or {query, top_k, filter}) or query: is the query, and the results become the body " +
+			"(json by default, or text with numbered sources). As a step of a pipeline: the pipeline's retrieval settings.",
+		Shape: retrieveShape,
+		Build: buildRAGRetrieve,
+	})
+	Define(Kind{
+		Name: "rag-ingest",
+		Description: "Adds the body to a pipeline's store as documents: text (its id from id: or the HelixRagDocumentId header), a JSON object " +
+			"({id, text, title, source, metadata, …}), an array of them or JSON lines; each is chunked, embedded and stored, unchanged ones skipped. " +
+			`The body becomes {"ingested": n, "skipped": m, "chunks": k}.`,
+		Shape: config.Shape{Type: config.TypeObject, What: "a rag-ingest step", Short: "pipeline", Keys: []config.Key{
+			{Name: "pipeline", Required: true, Shape: config.Shape{Type: config.TypeString, Description: "The id of the pipelines: entry to feed."}},
+			{Name: "id", Shape: config.Shape{Type: config.TypeString,
+				Description: "The id of a document without an id of its own, with ${…} placeholders (such as ${header.kafka.key}). Default: the HelixRagDocumentId header."}},
+			{Name: "text_field", Shape: config.Shape{Type: config.TypeString, Description: "The JSON field holding the text. Default text."}},
+			{Name: "source", Shape: config.Shape{Type: config.TypeString,
+				Description: "What citations name as the documents' source, with ${…} placeholders. Default: the document's id."}},
+		}},
+		Build: buildRAGIngest,
+	})
+	for _, kind := range []string{config.RAGChunk, config.RAGEmbed, config.RAGStore} {
+		Define(Kind{
+			Name:        kind,
+			Description: "Only valid in the steps of a pipelines: entry (where it configures the pipeline); not a workflow step.",
+			Shape:       config.Shape{Type: config.TypeAny},
+			Build: func(_ *BuildContext, s config.StepConfig, _ *config.Decoder, _ *config.Values) (engine.Processor, error) {
+				return nil, &config.Error{Pos: s.Pos, Path: s.Path,
+					Msg:  fmt.Sprintf("%s is only valid in the steps of a pipelines: entry", s.Kind),
+					Hint: "declare a pipeline under pipelines: with this step, then use rag-ingest (to add documents) or rag-retrieve (to query) here"}
+			},
+		})
+	}
+}
+
+// lookupPipeline finds the pipeline a rag step names, recording an error with a
+// did-you-mean when there is none.
+func lookupPipeline(bc *BuildContext, d *config.Decoder, v *config.Values) *pipeline.Pipeline {
+	id := v.String("pipeline")
+	if strings.TrimSpace(id) == "" {
+		if v.Has("pipeline") {
+			d.Errorf(v.NodeOf("pipeline"), v.PathOf("pipeline"), "pipeline must name a pipelines: entry")
+		}
+		return nil
+	}
+	if p, ok := bc.Pipelines[id]; ok {
+		return p
+	}
+	known := make([]string, 0, len(bc.Pipelines))
+	for k := range bc.Pipelines {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	e := d.Errorf(v.NodeOf("pipeline"), v.PathOf("pipeline"), "no pipeline with id %q", id)
+	if e.Hint = config.DidYouMean(id, known); e.Hint == "" {
+		e.Hint = "declare it under pipelines:"
+	}
+	return nil
+}
+
+type ragRetrieve struct {
+	name     string
+	p        *pipeline.Pipeline
+	query    string // "" means the body
+	topK     int
+	strategy string
+	minScore *float64
+	filter   map[string]any
+	output   string
+}
+
+func buildRAGRetrieve(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+	p := lookupPipeline(bc, d, v)
+	st := &ragRetrieve{name: Name(s), p: p, query: v.String("query"), topK: v.Int("top_k"), strategy: v.String("strategy"),
+		output: v.String("output")}
+	if st.output == "" {
+		st.output = pipeline.OutputJSON
+	}
+	if v.Has("min_score") {
+		m := v.Float("min_score")
+		st.minScore = &m
+	}
+	if st.query != "" {
+		checkPlaceholders(d, v.NodeOf("query"), v.PathOf("query"), st.query)
+	}
+	if fn := v.NodeOf("filter"); fn != nil {
+		if m, ok := d.Value(fn, v.PathOf("filter")).(map[string]any); ok {
+			st.filter = m
+		}
+	}
+	if p != nil && st.strategy == rag.StrategyVector && p.Config().Embed == nil {
+		d.Errorf(v.NodeOf("strategy"), v.PathOf("strategy"), "pipeline %q has no rag-embed step: it cannot search by vector", p.ID()).Hint =
+			"use strategy keyword or hybrid, or add a rag-embed step to the pipeline"
+	}
+	if d.Err() != nil || p == nil {
+		return nil, d.Err()
+	}
+	return st, nil
+}
+
+func (r *ragRetrieve) Name() string { return r.name }
+
+func (r *ragRetrieve) Process(ctx context.Context, ex *exchange.Exchange) error {
+	var q pipeline.Query
+	if r.query != "" {
+		text, err := uri.Expand(r.query, ex)
+		if err != nil {
+			return fmt.Errorf("%s: query: %w", r.name, err)
+		}
+		q.Text = text
+	} else {
+		var err error
+		if q, err = pipeline.QueryFromBody(ex.In().Body()); err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
+		}
+	}
+	if r.topK > 0 && q.TopK == 0 {
+		q.TopK = r.topK
+	}
+	if r.strategy != "" {
+		q.Strategy = r.strategy
+	}
+	q.MinScore = r.minScore
+	if len(r.filter) > 0 {
+		f := rag.Filter{}
+		for k, v := range r.filter {
+			f[k] = v
+		}
+		for k, v := range q.Filter {
+			f[k] = v
+		}
+		q.Filter = f
+	}
+	return r.p.Answer(ctx, ex, q, r.output)
+}
+
+type ragIngest struct {
+	name      string
+	p         *pipeline.Pipeline
+	id        string
+	textField string
+	source    string
+}
+
+func buildRAGIngest(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+	p := lookupPipeline(bc, d, v)
+	st := &ragIngest{name: Name(s), p: p, id: v.String("id"), textField: v.String("text_field"), source: v.String("source")}
+	for _, k := range []string{"id", "source"} {
+		if s := v.String(k); s != "" {
+			checkPlaceholders(d, v.NodeOf(k), v.PathOf(k), s)
+		}
+	}
+	if d.Err() != nil || p == nil {
+		return nil, d.Err()
+	}
+	return st, nil
+}
+
+func (r *ragIngest) Name() string { return r.name }
+
+func (r *ragIngest) Process(ctx context.Context, ex *exchange.Exchange) error {
+	msg := ex.In()
+	id := msg.HeaderString(HeaderRagDocumentID)
+	if r.id != "" {
+		var err error
+		if id, err = uri.Expand(r.id, ex); err != nil {
+			return fmt.Errorf("%s: id: %w", r.name, err)
+		}
+	}
+	src := ""
+	if r.source != "" {
+		var err error
+		if src, err = uri.Expand(r.source, ex); err != nil {
+			return fmt.Errorf("%s: source: %w", r.name, err)
+		}
+	}
+	docs, err := source.FromBody(msg.Body(), source.BodyOptions{ID: id, TextField: r.textField, Source: src})
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.name, err)
+	}
+	res, err := r.p.Ingest(ctx, docs)
+	if err != nil {
+		return fmt.Errorf("%s: %d of %d documents failed, first: %w", r.name, res.Errors, len(docs), err)
+	}
+	msg.SetBody(map[string]any{"ingested": res.Ingested, "skipped": res.Skipped, "chunks": res.Chunks})
+	msg.SetHeader(exchange.HeaderContentType, "application/json")
+	return nil
+}
