@@ -264,7 +264,8 @@ func (e *OptionError) Error() string {
 	return e.Msg
 }
 
-// Parse checks u's query options against the spec and converts them to their types.
+// Parse checks u's query options against the spec and converts them to their types;
+// components read the result through a [Binding] ([Binding.Parse] calls Parse).
 // Unknown options (unless OpenOptions is set), values of the wrong type, options given
 // twice and missing required options are errors; every problem is reported, joined.
 // Components call it first thing in CreateEndpoint, so `helix validate` reports the
@@ -437,16 +438,32 @@ func (o Option) convert(v string) (any, error) {
 	return v, nil
 }
 
-// Options are a URI's options after [Spec.Parse]: typed, defaults applied. The
-// getters return the zero value for an option that is unset and has no default, and
-// for a name the spec does not declare (a programming mistake the component's tests
-// catch). Safe for concurrent reads.
+// Options are a URI's options after [Spec.Parse]: typed, defaults applied. They are
+// read only through a [Binding], whose struct fields the compiler checks: there is
+// deliberately no way to read a value by its name, where a misspelt name would give
+// a silent zero. Safe for concurrent reads.
 type Options struct {
 	spec   *Spec
-	values map[string]any
-	set    map[string]bool
-	extra  url.Values
+	values map[string]any  // option name → string, []string, bool, int64 or time.Duration
+	set    map[string]bool // the options the URI gave (a default does not count)
+	extra  url.Values      // an open spec's parameters that are not options
 }
+
+// extraValues returns a copy of the parameters that are not options, nil when there
+// are none.
+func (o *Options) extraValues() url.Values {
+	if o.extra == nil {
+		return nil
+	}
+	out := make(url.Values, len(o.extra))
+	for k, vs := range o.extra {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// The by-name readers below remain only while components move to [Binding]; they
+// go once none is left.
 
 // IsSet reports whether the URI gave the option (a default does not count).
 func (o *Options) IsSet(name string) bool { return o.set[name] }
@@ -486,18 +503,8 @@ func (o *Options) Duration(name string) time.Duration {
 	return d
 }
 
-// Extra returns the query parameters that are not options of an open spec
-// (OpenOptions), nil when there are none. The caller may keep the result.
-func (o *Options) Extra() url.Values {
-	if o.extra == nil {
-		return nil
-	}
-	out := make(url.Values, len(o.extra))
-	for k, vs := range o.extra {
-		out[k] = append([]string(nil), vs...)
-	}
-	return out
-}
+// Extra returns the query parameters that are not options of an open spec.
+func (o *Options) Extra() url.Values { return o.extraValues() }
 
 // Redact returns raw with the values of s's secret options (and of misspellings of
 // them, such as tokn=) replaced by "***", for messages and listings. A raw that does not parse is returned as it is: it holds no

@@ -1,0 +1,171 @@
+package component_test
+
+import (
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+// demoOptions binds every option of testSpec.
+type demoOptions struct {
+	Period     time.Duration `option:"period"`
+	Count      int64         `option:"count"`
+	CountGiven bool          `option:"count,given"`
+	PeriodSet  bool          `option:"period,given"`
+	Verbose    bool          `option:"verbose"`
+	Level      string        `option:"level"`
+	Token      int           `option:"token"`
+	Name       string        `option:"name"`
+	Args       []string      `option:"arg"`
+	Must       string        `option:"must"`
+}
+
+var demoBinding = component.Bind[demoOptions](testSpec)
+
+func bindURI(t *testing.T, raw string) *uri.URI {
+	t.Helper()
+	u, err := uri.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestBindTypedValuesAndDefaults(t *testing.T) {
+	t.Parallel()
+	o, err := demoBinding.Parse(bindURI(t, "demo://x?must=1&count=7&verbose=yes&level=DBG&arg=a&arg=b&name=${x}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := demoOptions{Period: time.Second, Count: 7, CountGiven: true, Verbose: true, Level: "debug",
+		Name: "${x}", Args: []string{"a", "b"}, Must: "1"}
+	if !reflect.DeepEqual(o, want) {
+		t.Errorf("got  %+v\nwant %+v", o, want)
+	}
+}
+
+func TestBindReportsParseErrors(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		"demo://x?must=1&peroid=5s":     `unknown option "peroid" (did you mean "period"?)`,
+		"demo://x?must=1&count=many":    `option count="many" is not a whole number`,
+		"demo://x?must=1&token=hunter2": "option token is not a whole number (the value is secret and not shown)",
+		"demo://x":                      "option must is required",
+		"demo://x?must=1&must=2":        "option must is given 2 times",
+	} {
+		_, err := demoBinding.Parse(bindURI(t, raw))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", raw, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the secret shows in %q", raw, err)
+		}
+	}
+}
+
+func TestBindOpenOptionsGoToTheExtraField(t *testing.T) {
+	t.Parallel()
+	open := &component.Spec{Scheme: "web", Summary: "s", Syntax: "web://h", OpenOptions: "sent to the server",
+		Options: []component.Option{{Name: "timeout", Type: component.TypeDuration, Description: "d"}}}
+	type webOptions struct {
+		Timeout time.Duration `option:"timeout"`
+		Query   url.Values    `option:",extra"`
+	}
+	b := component.Bind[webOptions](open)
+	o, err := b.Parse(bindURI(t, "web://h/p?q=otters&timeout=5s&page=2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Timeout != 5*time.Second || o.Query.Get("q") != "otters" || o.Query.Get("page") != "2" || o.Query.Has("timeout") {
+		t.Errorf("got %+v", o)
+	}
+	o, err = b.Parse(bindURI(t, "web://h/p"))
+	if err != nil || o.Query != nil {
+		t.Errorf("no extras: got %+v, %v", o, err)
+	}
+}
+
+func TestBindIntOverflowIsAnOptionError(t *testing.T) {
+	t.Parallel()
+	s := &component.Spec{Scheme: "small", Summary: "s", Syntax: "small://x",
+		Options: []component.Option{{Name: "n", Type: component.TypeInt, Description: "d"}}}
+	type smallOptions struct {
+		N int8 `option:"n"`
+	}
+	b := component.Bind[smallOptions](s)
+	if o, err := b.Parse(bindURI(t, "small://x?n=100")); err != nil || o.N != 100 {
+		t.Errorf("n=100: %+v, %v", o, err)
+	}
+	_, err := b.Parse(bindURI(t, "small://x?n=300"))
+	if err == nil || !strings.Contains(err.Error(), `option n="300" is too large`) {
+		t.Errorf("n=300: got %v", err)
+	}
+}
+
+// TestBindMismatchesAreErrors: a struct that does not fit its spec is refused by
+// Check and by Parse, with a message naming each mistake, and nothing panics.
+func TestBindMismatchesAreErrors(t *testing.T) {
+	t.Parallel()
+	type mistakes struct {
+		Period   string        `option:"period"` // wrong type
+		Perod    time.Duration `option:"perod"`  // not declared
+		Count    int64         `option:"count"`  // fine
+		Again    int64         `option:"count"`  // bound twice
+		Verbose  string        `option:"verbose,given"`
+		Level    string        `option:"level,sometimes"`
+		Args     string        `option:"arg"` // Multiple needs []string
+		Untagged string
+		must     string     `option:"must"` // unexported
+		Extra    url.Values `option:",extra"`
+		_        struct{}   `option:"name,elsewhere"`
+		_        struct{}   `option:"nothing,elsewhere"`
+	}
+	b := component.Bind[mistakes](testSpec)
+	err := b.Check()
+	for _, w := range []string{
+		"options of demo:// bound to component_test.mistakes",
+		`field Period: option period is a duration: use time.Duration, not string`,
+		`field Perod: option "perod" is not declared (did you mean "period"?)`,
+		`field Again: option count is bound twice`,
+		`field Verbose: a ",given" field must be a bool`,
+		`field Level: unknown tag modifier "sometimes"`,
+		`field Args: option arg may be given more than once: use []string, not string`,
+		`field Untagged: no option tag`,
+		`field must: unexported`,
+		`field Extra: demo:// has no open options`,
+		`field _: option "nothing" is not declared`,
+		`option token is declared but no field binds it (add a field tagged option:"token", or a blank field tagged option:"token,elsewhere" when other code reads it)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Check() = %v\nwant it to mention %q", err, w)
+		}
+	}
+	if _, perr := b.Parse(bindURI(t, "demo://x?must=1")); perr == nil || perr.Error() != err.Error() {
+		t.Errorf("Parse must fail as Check does: %v", perr)
+	}
+	open := &component.Spec{Scheme: "web", Summary: "s", Syntax: "web://h", OpenOptions: "sent on"}
+	if err := component.Bind[struct{}](open).Check(); err == nil || !strings.Contains(err.Error(), `web:// sends unknown parameters on: bind them to a url.Values field tagged option:",extra"`) {
+		t.Errorf("open spec without extra field: %v", err)
+	}
+	if err := component.Bind[int](testSpec).Check(); err == nil || !strings.Contains(err.Error(), "int is not a struct") {
+		t.Errorf("non-struct: %v", err)
+	}
+}
+
+func TestBindingsAreListed(t *testing.T) {
+	t.Parallel()
+	for _, b := range component.Bindings() {
+		if b.Spec() == testSpec {
+			if b.Check() != nil {
+				t.Error(b.Check())
+			}
+			return
+		}
+	}
+	t.Error("demoBinding is not listed by Bindings()")
+}
