@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,10 +39,15 @@ import (
 // Modifiers after a comma bind more than the value:
 //
 //	option:"topic,given"        bool: whether the URI gave the option (a default does not count)
+//	option:"name,nodefault"     the value only when the URI gave it, else the zero value:
+//	                            for options whose defaults are applied later, the same
+//	                            way for URIs and YAML (the spec's default documents them)
 //	option:",extra"             url.Values: the query parameters an open spec (OpenOptions) passes on
 //	option:"name,elsewhere"     on a blank field (_ struct{}): the option is declared
 //	                            but read by other code, not through this struct
 //
+// An embedded struct without a tag contributes its fields, so options several
+// specs share (a listener's limits) are bound by one struct they all embed.
 // Every field binds an option, every declared option is bound by a field (or
 // marked elsewhere), and an open spec has an extra field. [Binding.Check] reports
 // every mismatch; Parse returns the same error, and a test runs Check for every
@@ -73,9 +79,10 @@ const (
 
 // boundField is one checked field of the struct.
 type boundField struct {
-	index  int
-	role   fieldRole
-	option Option
+	index     []int // reflect.Value.FieldByIndex, through embedded structs
+	role      fieldRole
+	noDefault bool // the value only when the URI gave it
+	option    Option
 }
 
 var (
@@ -125,7 +132,7 @@ func (b *Binding[T]) Parse(u *uri.URI) (T, error) {
 	v := reflect.ValueOf(&out).Elem()
 	var problems []error
 	for _, f := range b.fields {
-		if err := f.fill(v.Field(f.index), opts); err != nil {
+		if err := f.fill(v.FieldByIndex(f.index), opts); err != nil {
 			err.Scheme = b.spec.Scheme
 			problems = append(problems, err)
 		}
@@ -147,6 +154,9 @@ func (f boundField) fill(field reflect.Value, opts *Options) *OptionError {
 	case roleExtra:
 		field.Set(reflect.ValueOf(opts.extraValues()))
 	case roleValue:
+		if f.noDefault && !opts.set[f.option.Name] {
+			return nil
+		}
 		return setValue(field, f.option, opts.values[f.option.Name])
 	}
 	return nil
@@ -195,9 +205,8 @@ func (b *Binding[T]) plan() {
 	covered := map[string]bool{}
 	valueBound := map[string]bool{}
 	hasExtra := false
-	for i := range typ.NumField() {
-		sf := typ.Field(i)
-		f, err := b.spec.planField(sf, i)
+	for _, sf := range optionFields(typ, nil) {
+		f, err := b.spec.planField(sf)
 		if f.option.Name != "" {
 			covered[f.option.Name] = true
 		}
@@ -226,16 +235,32 @@ func (b *Binding[T]) plan() {
 	}
 }
 
+// optionFields lists typ's fields, those of embedded structs without an option tag
+// in their place, each with its index path from the top.
+func optionFields(typ reflect.Type, at []int) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range typ.NumField() {
+		sf := typ.Field(i)
+		sf.Index = append(slices.Clone(at), i)
+		if sf.Anonymous && sf.Type.Kind() == reflect.Struct && sf.Tag.Get("option") == "" {
+			out = append(out, optionFields(sf.Type, sf.Index)...)
+			continue
+		}
+		out = append(out, sf)
+	}
+	return out
+}
+
 // planField checks one struct field. The returned boundField names its option
 // whenever the tag names a declared one, even when the field is wrong, so the
 // option is not reported a second time as unbound.
-func (s *Spec) planField(sf reflect.StructField, index int) (boundField, error) {
+func (s *Spec) planField(sf reflect.StructField) (boundField, error) {
 	tag, ok := sf.Tag.Lookup("option")
 	if !ok {
 		return boundField{}, fmt.Errorf("no option tag (every field of an options struct binds an option)")
 	}
 	name, modifier, _ := strings.Cut(tag, ",")
-	f := boundField{index: index}
+	f := boundField{index: sf.Index}
 	if modifier == "extra" {
 		switch {
 		case name != "":
@@ -268,13 +293,13 @@ func (s *Spec) planField(sf reflect.StructField, index int) (boundField, error) 
 		if sf.Type.Kind() != reflect.Bool {
 			return f, fmt.Errorf(`a ",given" field must be a bool, not %s`, sf.Type)
 		}
-	case "":
-		f.role = roleValue
+	case "", "nodefault":
+		f.role, f.noDefault = roleValue, modifier == "nodefault"
 		if err := opt.fits(sf.Type); err != nil {
 			return f, err
 		}
 	default:
-		return f, fmt.Errorf("unknown tag modifier %q (use given, extra or elsewhere)", modifier)
+		return f, fmt.Errorf("unknown tag modifier %q (use given, nodefault, extra or elsewhere)", modifier)
 	}
 	if !sf.IsExported() {
 		return f, fmt.Errorf("unexported: options are set through exported fields")

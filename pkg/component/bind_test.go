@@ -169,3 +169,35 @@ func TestBindingsAreListed(t *testing.T) {
 	}
 	t.Error("demoBinding is not listed by Bindings()")
 }
+
+// Listener options shared by several specs live in one struct that the components'
+// options structs embed.
+type SharedTimeouts struct {
+	Period time.Duration `option:"period,nodefault"`
+}
+
+func TestBindEmbeddedStructAndNoDefault(t *testing.T) {
+	t.Parallel()
+	type withShared struct {
+		SharedTimeouts
+		Count int64    `option:"count,nodefault"`
+		Rest  struct{} `option:"verbose,elsewhere"`
+		_     struct{} `option:"level,elsewhere"`
+		_     struct{} `option:"token,elsewhere"`
+		_     struct{} `option:"name,elsewhere"`
+		_     struct{} `option:"arg,elsewhere"`
+		Must  string   `option:"must,nodefault"`
+	}
+	b := component.Bind[withShared](testSpec)
+	o, err := b.Parse(bindURI(t, "demo://x?must=m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Period != 0 || o.Count != 0 || o.Must != "m" {
+		t.Errorf("absent options with nodefault stay zero: %+v", o)
+	}
+	o, err = b.Parse(bindURI(t, "demo://x?must=m&period=2s&count=0"))
+	if err != nil || o.Period != 2*time.Second {
+		t.Errorf("given: %+v, %v", o, err)
+	}
+}
