@@ -201,3 +201,19 @@ func TestBindEmbeddedStructAndNoDefault(t *testing.T) {
 		t.Errorf("given: %+v, %v", o, err)
 	}
 }
+
+// TestOptionsHaveNoByNameReaders keeps options from being read by name, where a
+// misspelt name silently gives the zero value: values reach components only through
+// a Binding's struct fields, which the compiler checks.
+func TestOptionsHaveNoByNameReaders(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeOf(&component.Options{})
+	for i := range typ.NumMethod() {
+		m := typ.Method(i)
+		for j := 1; j < m.Type.NumIn(); j++ {
+			if m.Type.In(j).Kind() == reflect.String {
+				t.Errorf("Options.%s takes a string: options must not be read by name; bind them to a struct with component.Bind", m.Name)
+			}
+		}
+	}
+}

@@ -462,50 +462,6 @@ func (o *Options) extraValues() url.Values {
 	return out
 }
 
-// The by-name readers below remain only while components move to [Binding]; they
-// go once none is left.
-
-// IsSet reports whether the URI gave the option (a default does not count).
-func (o *Options) IsSet(name string) bool { return o.set[name] }
-
-// String returns a string or enum option (enum values in their canonical spelling).
-func (o *Options) String(name string) string {
-	s, _ := o.values[name].(string)
-	return s
-}
-
-// Strings returns every value of a Multiple option, in URI order.
-func (o *Options) Strings(name string) []string {
-	switch v := o.values[name].(type) {
-	case []string:
-		return append([]string(nil), v...)
-	case string:
-		return []string{v}
-	}
-	return nil
-}
-
-// Bool returns a bool option.
-func (o *Options) Bool(name string) bool {
-	b, _ := o.values[name].(bool)
-	return b
-}
-
-// Int returns an int option.
-func (o *Options) Int(name string) int64 {
-	n, _ := o.values[name].(int64)
-	return n
-}
-
-// Duration returns a duration option.
-func (o *Options) Duration(name string) time.Duration {
-	d, _ := o.values[name].(time.Duration)
-	return d
-}
-
-// Extra returns the query parameters that are not options of an open spec.
-func (o *Options) Extra() url.Values { return o.extraValues() }
-
 // Redact returns raw with the values of s's secret options (and of misspellings of
 // them, such as tokn=) replaced by "***", for messages and listings. A raw that does not parse is returned as it is: it holds no
 // option values the spec could name.
