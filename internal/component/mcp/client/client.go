@@ -72,7 +72,7 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 // could not both be honoured.
 func (c *Component) SetAuth(u *uri.URI, auth *AuthConfig) error {
 	if auth == nil {
-		return fmt.Errorf("%s: no auth given", u.Raw)
+		return fmt.Errorf("%s: no auth given", Spec.Redact(u.Raw))
 	}
 	if _, err := c.EndpointWithAuth(u, auth); err != nil {
 		return err
@@ -81,7 +81,7 @@ func (c *Component) SetAuth(u *uri.URI, auth *AuthConfig) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.auths[key]; ok && !reflect.DeepEqual(prev, auth) {
-		return fmt.Errorf("%s: another target with this URI has a different auth; one URI is one endpoint with one auth (vary the URI, e.g. a timeout option, to keep them apart)", u.Raw)
+		return fmt.Errorf("%s: another target with this URI has a different auth; one URI is one endpoint with one auth (vary the URI, e.g. a timeout option, to keep them apart)", Spec.Redact(u.Raw))
 	}
 	c.auths[key] = auth
 	return nil
@@ -96,16 +96,16 @@ func (c *Component) EndpointWithAuth(u *uri.URI, auth *AuthConfig) (*Endpoint, e
 	}
 	if auth != nil {
 		if cfg.Transport == TransportStdio {
-			return nil, fmt.Errorf("%s: auth applies to the http and sse transports, not stdio", u.Raw)
+			return nil, fmt.Errorf("%s: auth applies to the http and sse transports, not stdio", Spec.Redact(u.Raw))
 		}
 		if err := auth.Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", u.Raw, err)
+			return nil, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
 		}
 		if auth.Type == AuthMTLS {
 			// Load the certificates now: a wrong path is a configuration error, better
 			// reported when the workflow is built than at its first call.
 			if _, err := auth.tlsConfig(); err != nil {
-				return nil, fmt.Errorf("%s: %w", u.Raw, err)
+				return nil, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
 			}
 		}
 		if auth.Type == AuthMTLS && opts.Scheme == "" {
@@ -115,7 +115,7 @@ func (c *Component) EndpointWithAuth(u *uri.URI, auth *AuthConfig) (*Endpoint, e
 		cfg.Auth = auth
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", u.Raw, err)
+		return nil, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
 	}
 	return &Endpoint{comp: c, uri: u, cfg: cfg, tool: tool, throw: opts.ThrowExceptionOnFailure}, nil
 }
@@ -238,7 +238,7 @@ var uriBinding = component.Bind[uriOptions](Spec)
 // parseURI is ParseURI, also returning the options the endpoint reads.
 func parseURI(u *uri.URI) (cfg Config, tool string, p uriOptions, err error) {
 	if u.Scheme != Scheme {
-		return cfg, "", p, fmt.Errorf("%s: not an mcp:// URI", u.Raw)
+		return cfg, "", p, fmt.Errorf("%s: not an mcp:// URI", Spec.Redact(u.Raw))
 	}
 	if p, err = uriBinding.Parse(u); err != nil {
 		return cfg, "", p, err
@@ -253,7 +253,7 @@ func parseURI(u *uri.URI) (cfg Config, tool string, p uriOptions, err error) {
 	}
 	timeout := p.Timeout
 	if timeout < 0 {
-		return cfg, "", p, fmt.Errorf("%s: timeout must not be negative", u.Raw)
+		return cfg, "", p, fmt.Errorf("%s: timeout must not be negative", Spec.Redact(u.Raw))
 	}
 	if timeout == 0 {
 		timeout = -1 // Config: negative means no limit
@@ -261,16 +261,16 @@ func parseURI(u *uri.URI) (cfg Config, tool string, p uriOptions, err error) {
 	cfg.Timeout = timeout
 	cfg.MaxResponseBytes = p.MaxResponseBytes
 	if cfg.MaxResponseBytes <= 0 {
-		return cfg, "", p, fmt.Errorf("%s: option maxResponseBytes=%d must be a positive number of bytes", u.Raw, cfg.MaxResponseBytes)
+		return cfg, "", p, fmt.Errorf("%s: option maxResponseBytes=%d must be a positive number of bytes", Spec.Redact(u.Raw), cfg.MaxResponseBytes)
 	}
 	cfg.Transport = p.Transport
 	switch cfg.Transport {
 	case TransportHTTP, TransportSSE:
 		if len(p.Args) > 0 || len(p.Env) > 0 {
-			return cfg, "", p, fmt.Errorf("%s: args and env apply to transport=stdio only", u.Raw)
+			return cfg, "", p, fmt.Errorf("%s: args and env apply to transport=stdio only", Spec.Redact(u.Raw))
 		}
 		if addr == "" || strings.HasPrefix(addr, "/") {
-			return cfg, "", p, fmt.Errorf("%s: transport %s needs a host:port address, as in mcp://localhost:8080/%s", u.Raw, cfg.Transport, orTool(tool))
+			return cfg, "", p, fmt.Errorf("%s: transport %s needs a host:port address, as in mcp://localhost:8080/%s", Spec.Redact(u.Raw), cfg.Transport, orTool(tool))
 		}
 		scheme := p.Scheme
 		if scheme == "" {
@@ -287,17 +287,17 @@ func parseURI(u *uri.URI) (cfg Config, tool string, p uriOptions, err error) {
 			}
 		}
 		if _, err := url.Parse(cfg.Endpoint); err != nil {
-			return cfg, "", p, fmt.Errorf("%s: bad server address: %w", u.Raw, err)
+			return cfg, "", p, fmt.Errorf("%s: bad server address: %w", Spec.Redact(u.Raw), err)
 		}
 	case TransportStdio:
 		if p.Scheme != "" {
-			return cfg, "", p, fmt.Errorf("%s: scheme applies to the http and sse transports, not stdio", u.Raw)
+			return cfg, "", p, fmt.Errorf("%s: scheme applies to the http and sse transports, not stdio", Spec.Redact(u.Raw))
 		}
 		if addr == "" {
-			return cfg, "", p, fmt.Errorf("%s: transport stdio needs the server executable before the tool name, as in mcp:///usr/local/bin/server/%s?transport=stdio", u.Raw, orTool(tool))
+			return cfg, "", p, fmt.Errorf("%s: transport stdio needs the server executable before the tool name, as in mcp:///usr/local/bin/server/%s?transport=stdio", Spec.Redact(u.Raw), orTool(tool))
 		}
 		if u.AddressFromPlaceholder() && commandFromPlaceholder(u.Template) {
-			return cfg, "", p, fmt.Errorf("%s: the executable of a stdio target must be written in the URI, not come from a placeholder (only the tool, the last segment, may)", u.Raw)
+			return cfg, "", p, fmt.Errorf("%s: the executable of a stdio target must be written in the URI, not come from a placeholder (only the tool, the last segment, may)", Spec.Redact(u.Raw))
 		}
 		cfg.Command = addr
 		cfg.Args = p.Args
@@ -309,7 +309,7 @@ func parseURI(u *uri.URI) (cfg Config, tool string, p uriOptions, err error) {
 			cfg.Env = append(cfg.Env, kv)
 		}
 	default:
-		return cfg, "", p, fmt.Errorf("%s: unknown transport %q (use http, sse or stdio)", u.Raw, cfg.Transport)
+		return cfg, "", p, fmt.Errorf("%s: unknown transport %q (use http, sse or stdio)", Spec.Redact(u.Raw), cfg.Transport)
 	}
 	return cfg, tool, p, nil
 }
