@@ -24,9 +24,9 @@ import (
 //		RepeatCount int64         `option:"repeatCount"`
 //	}
 //
-//	var bindOptions = component.Bind[timerOptions](Spec)
+//	var uriBinding = component.Bind[timerOptions](Spec)
 //
-//	opts, err := bindOptions.Parse(u) // in CreateEndpoint
+//	opts, err := uriBinding.Parse(u) // in CreateEndpoint
 //
 // A field's tag names the option it holds; the field's type must fit the option's:
 //
@@ -38,13 +38,20 @@ import (
 //
 // Modifiers after a comma bind more than the value:
 //
-//	option:"topic,given"        bool: whether the URI gave the option (a default does not count)
-//	option:"name,nodefault"     the value only when the URI gave it, else the zero value:
-//	                            for options whose defaults are applied later, the same
-//	                            way for URIs and YAML (the spec's default documents them)
-//	option:",extra"             url.Values: the query parameters an open spec (OpenOptions) passes on
-//	option:"name,elsewhere"     on a blank field (_ struct{}): the option is declared
-//	                            but read by other code, not through this struct
+//	option:"topic,given"          bool: whether the URI gave the option (a default
+//	                              does not count)
+//	option:"name,nodefault"       the value only when the URI gave it, else the zero
+//	                              value: for options whose defaults are applied later,
+//	                              the same way for URIs and YAML (the spec's default
+//	                              documents them)
+//	option:"fileName,placeholder" bool: whether the value came (partly) from a
+//	                              per-exchange placeholder of the URI's template
+//	                              (${body.name}): from an exchange's data rather than
+//	                              from the workflow's author
+//	option:",extra"               url.Values: the query parameters an open spec
+//	                              (OpenOptions) passes on
+//	option:"name,elsewhere"       on a blank field (_ struct{}): the option is declared
+//	                              but read by other code, not through this struct
 //
 // An embedded struct without a tag contributes its fields, so options several
 // specs share (a listener's limits) are bound by one struct they all embed.
@@ -73,6 +80,7 @@ type fieldRole int
 const (
 	roleValue     fieldRole = iota // the option's value
 	roleGiven                      // whether the URI gave the option
+	roleFromData                   // whether the value came from a per-exchange placeholder
 	roleExtra                      // the parameters that are not options
 	roleElsewhere                  // nothing: the option is read by other code
 )
@@ -132,7 +140,7 @@ func (b *Binding[T]) Parse(u *uri.URI) (T, error) {
 	v := reflect.ValueOf(&out).Elem()
 	var problems []error
 	for _, f := range b.fields {
-		if err := f.fill(v.FieldByIndex(f.index), opts); err != nil {
+		if err := f.fill(v.FieldByIndex(f.index), opts, u); err != nil {
 			err.Scheme = b.spec.Scheme
 			problems = append(problems, err)
 		}
@@ -147,10 +155,12 @@ func (b *Binding[T]) Parse(u *uri.URI) (T, error) {
 }
 
 // fill sets one field from the parsed options.
-func (f boundField) fill(field reflect.Value, opts *Options) *OptionError {
+func (f boundField) fill(field reflect.Value, opts *Options, u *uri.URI) *OptionError {
 	switch f.role {
 	case roleGiven:
 		field.SetBool(opts.set[f.option.Name])
+	case roleFromData:
+		field.SetBool(u.FromPlaceholder(f.option.Name))
 	case roleExtra:
 		field.Set(reflect.ValueOf(opts.extraValues()))
 	case roleValue:
@@ -288,10 +298,13 @@ func (s *Spec) planField(sf reflect.StructField) (boundField, error) {
 	case "elsewhere":
 		f.role = roleElsewhere
 		return f, nil
-	case "given":
+	case "given", "placeholder":
 		f.role = roleGiven
+		if modifier == "placeholder" {
+			f.role = roleFromData
+		}
 		if sf.Type.Kind() != reflect.Bool {
-			return f, fmt.Errorf(`a ",given" field must be a bool, not %s`, sf.Type)
+			return f, fmt.Errorf(`a ",%s" field must be a bool, not %s`, modifier, sf.Type)
 		}
 	case "", "nodefault":
 		f.role, f.noDefault = roleValue, modifier == "nodefault"
@@ -299,7 +312,7 @@ func (s *Spec) planField(sf reflect.StructField) (boundField, error) {
 			return f, err
 		}
 	default:
-		return f, fmt.Errorf("unknown tag modifier %q (use given, nodefault, extra or elsewhere)", modifier)
+		return f, fmt.Errorf("unknown tag modifier %q (use given, nodefault, placeholder, extra or elsewhere)", modifier)
 	}
 	if !sf.IsExported() {
 		return f, fmt.Errorf("unexported: options are set through exported fields")

@@ -217,3 +217,22 @@ func TestOptionsHaveNoByNameReaders(t *testing.T) {
 		}
 	}
 }
+
+func TestBindTellsWhichValuesCameFromPlaceholders(t *testing.T) {
+	t.Parallel()
+	type fromData struct {
+		demoOptions
+		NameFromData bool `option:"name,placeholder"`
+		MustFromData bool `option:"must,placeholder"`
+	}
+	b := component.Bind[fromData](testSpec)
+	u := bindURI(t, "demo://x?must=1&name=orders.csv")
+	if o, err := b.Parse(u); err != nil || o.NameFromData || o.MustFromData {
+		t.Errorf("no template: %+v, %v", o, err)
+	}
+	u.Template = "demo://x?must=1&name=${body.file}"
+	o, err := b.Parse(u)
+	if err != nil || !o.NameFromData || o.MustFromData || o.Name != "orders.csv" {
+		t.Errorf("name from a placeholder: %+v, %v", o, err)
+	}
+}

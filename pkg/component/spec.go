@@ -268,8 +268,9 @@ func (e *OptionError) Error() string {
 // components read the result through a [Binding] ([Binding.Parse] calls Parse).
 // Unknown options (unless OpenOptions is set), values of the wrong type, options given
 // twice and missing required options are errors; every problem is reported, joined.
-// Components call it first thing in CreateEndpoint, so `helix validate` reports the
-// problems at the URI's position. Secret values never appear in the errors.
+// Components call it (through their Binding) first thing in CreateEndpoint, so
+// `helix validate` reports the problems at the URI's position; components without
+// options call it to refuse any. Secret values never appear in the errors.
 func (s *Spec) Parse(u *uri.URI) (*Options, error) {
 	return s.parse(u, false)
 }

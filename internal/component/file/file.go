@@ -88,13 +88,15 @@ func New(logger func() *slog.Logger) *Component {
 
 // uriOptions are the URI's options (see Spec).
 type uriOptions struct {
-	Operation    string        `option:"operation"`
-	FileName     string        `option:"fileName"`
-	FileExist    string        `option:"fileExist"`
-	AllowEscape  bool          `option:"allowEscape"`
-	Period       time.Duration `option:"period"`
-	InitialDelay time.Duration `option:"initialDelay"`
-	Delete       bool          `option:"delete"`
+	Operation      string        `option:"operation"`
+	FileName       string        `option:"fileName"`
+	NameFromData   bool          `option:"fileName,placeholder"`
+	FileExist      string        `option:"fileExist"`
+	AllowEscape    bool          `option:"allowEscape"`
+	EscapeFromData bool          `option:"allowEscape,placeholder"`
+	Period         time.Duration `option:"period"`
+	InitialDelay   time.Duration `option:"initialDelay"`
+	Delete         bool          `option:"delete"`
 }
 
 var uriBinding = component.Bind[uriOptions](Spec)
@@ -123,10 +125,10 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 		return nil, err
 	}
 	e := &endpoint{c: c, raw: u.Raw, base: base, fileName: opts.FileName,
-		nameFromData: u.FromPlaceholder("fileName"), allowEscape: opts.AllowEscape,
+		nameFromData: opts.NameFromData, allowEscape: opts.AllowEscape,
 		op: opts.Operation, fileExist: opts.FileExist,
 		period: opts.Period, initialDelay: opts.InitialDelay, delete: opts.Delete}
-	if u.FromPlaceholder("allowEscape") {
+	if opts.EscapeFromData {
 		return nil, fmt.Errorf("option allowEscape must be written as true or false, not come from a placeholder")
 	}
 	if u.AddressFromPlaceholder() && !e.allowEscape {
