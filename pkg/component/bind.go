@@ -1,7 +1,6 @@
 package component
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -151,7 +150,11 @@ func (b *Binding[T]) Parse(u *uri.URI) (T, error) {
 	case 1:
 		return out, problems[0]
 	}
-	return out, errors.Join(problems...)
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = p.Error()
+	}
+	return out, fmt.Errorf("%s", strings.Join(msgs, "; ")) // joined as Spec.Parse joins its problems
 }
 
 // fill sets one field from the parsed options.
@@ -175,6 +178,9 @@ func (f boundField) fill(field reflect.Value, opts *Options, u *uri.URI) *Option
 // setValue stores one parsed value (nil when unset without a default) in field,
 // whose type plan has checked.
 func setValue(field reflect.Value, opt Option, value any) *OptionError {
+	if s, ok := value.(string); ok && opt.Multiple {
+		value = []string{s} // a Multiple option's default is one value
+	}
 	switch v := value.(type) {
 	case nil:
 	case []string:

@@ -236,3 +236,62 @@ func TestBindTellsWhichValuesCameFromPlaceholders(t *testing.T) {
 		t.Errorf("name from a placeholder: %+v, %v", o, err)
 	}
 }
+
+func TestBindMultipleOptionWithDefault(t *testing.T) {
+	t.Parallel()
+	s := &component.Spec{Scheme: "many", Summary: "s", Syntax: "many://x",
+		Options: []component.Option{{Name: "tag", Type: component.TypeString, Multiple: true, Default: "all", Description: "d"}}}
+	type manyOptions struct {
+		Tags []string `option:"tag"`
+	}
+	b := component.Bind[manyOptions](s)
+	if o, err := b.Parse(bindURI(t, "many://x")); err != nil || !reflect.DeepEqual(o.Tags, []string{"all"}) {
+		t.Errorf("default: %+v, %v", o, err)
+	}
+	if o, err := b.Parse(bindURI(t, "many://x?tag=a&tag=b")); err != nil || !reflect.DeepEqual(o.Tags, []string{"a", "b"}) {
+		t.Errorf("given: %+v, %v", o, err)
+	}
+}
+
+func TestBindJoinsProblemsAsParseDoes(t *testing.T) {
+	t.Parallel()
+	s := &component.Spec{Scheme: "small", Summary: "s", Syntax: "small://x",
+		Options: []component.Option{{Name: "a", Type: component.TypeInt, Description: "d"}, {Name: "b", Type: component.TypeInt, Description: "d"}}}
+	type smallOptions struct {
+		A int8  `option:"a"`
+		B int16 `option:"b"`
+	}
+	_, err := component.Bind[smallOptions](s).Parse(bindURI(t, "small://x?a=1000&b=100000"))
+	want := `option a="1000" is too large (use a number that fits in 8 bits); option b="100000" is too large (use a number that fits in 16 bits)`
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}
+
+// FuzzBindParse: whatever the URI, binding it is a value or an error, never a panic,
+// and a secret option's value never shows in the error.
+func FuzzBindParse(f *testing.F) {
+	for _, seed := range []string{
+		"demo://x?must=1&count=7&verbose=yes&level=DBG&arg=a&arg=b&name=${x}",
+		"demo://x?must=1&token=99999999999999999999", "demo://x?must=&must=", "demo://x?arg=&period=-1",
+		"demo://x?%zz=1", "demo://x?must=1&level=dbg&level=info",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := uri.Parse(raw)
+		if err != nil {
+			return
+		}
+		_, err = demoBinding.Parse(u)
+		if err == nil {
+			return
+		}
+		for _, v := range u.Params["token"] {
+			// Only a value written once, so another option's value cannot be it.
+			if len(v) >= 4 && strings.Count(raw, v) == 1 && strings.Contains(err.Error(), v) {
+				t.Errorf("secret token value %q shows in %v", v, err)
+			}
+		}
+	})
+}
