@@ -504,50 +504,91 @@ func (w *guardWriter) finish() {
 	}
 }
 
-// URIOptions are the names of the limits as endpoint URI options
-// (http-server://, mcp-server://), in the camelCase of the other options.
-var URIOptions = []string{"readTimeout", "idleTimeout", "writeTimeout", "maxConnections", "maxConnectionsPerIp"}
+// URIOptions are the limits as endpoint URI options (http-server://, mcp-server://),
+// in the camelCase of the other options: [SpecOptions] declares them and the
+// components' options structs embed URIOptions ([component.Bind]). The values are
+// kept as written ("off" is not a duration) and "" when absent: the spec's defaults
+// document what [URIOptions.Limits] applies.
+type URIOptions struct {
+	ReadTimeout         string `option:"readTimeout,nodefault"`
+	IdleTimeout         string `option:"idleTimeout,nodefault"`
+	WriteTimeout        string `option:"writeTimeout,nodefault"`
+	MaxConnections      string `option:"maxConnections,nodefault"`
+	MaxConnectionsPerIP string `option:"maxConnectionsPerIp,nodefault"`
+}
 
-// FromURIOptions reads the limits from URI options; param returns an option's
-// value ("" when absent). Durations are Go durations or milliseconds, counts
-// whole numbers; 0 (or absent) means the default, off or -1 switches a limit
-// off. set reports whether any option was given.
-func FromURIOptions(param func(name string) string) (l Limits, set bool, err error) {
-	durations := []*time.Duration{&l.ReadTimeout, &l.IdleTimeout, &l.WriteTimeout}
-	counts := []*int{&l.MaxConnections, &l.MaxConnectionsPerIP}
-	for i, name := range URIOptions {
-		v := strings.TrimSpace(param(name))
+// Limits reads the limits from the URI options. Durations are Go durations or
+// milliseconds, counts whole numbers; 0 (or absent) means the default, off or -1
+// switches a limit off. set reports whether any option was given.
+func (o URIOptions) Limits() (l Limits, set bool, err error) {
+	durations := []struct {
+		name, value string
+		dst         *time.Duration
+	}{
+		{"readTimeout", o.ReadTimeout, &l.ReadTimeout},
+		{"idleTimeout", o.IdleTimeout, &l.IdleTimeout},
+		{"writeTimeout", o.WriteTimeout, &l.WriteTimeout},
+	}
+	counts := []struct {
+		name, value string
+		dst         *int
+	}{
+		{"maxConnections", o.MaxConnections, &l.MaxConnections},
+		{"maxConnectionsPerIp", o.MaxConnectionsPerIP, &l.MaxConnectionsPerIP},
+	}
+	for _, d := range durations {
+		v := strings.TrimSpace(d.value)
 		if v == "" {
 			continue
 		}
 		set = true
-		off := strings.EqualFold(v, "off") || v == "-1"
-		if i < len(durations) {
-			d, perr := time.ParseDuration(v)
-			if perr != nil {
-				if ms, aerr := strconv.ParseInt(v, 10, 64); aerr == nil && ms >= 0 {
-					d, perr = time.Duration(ms)*time.Millisecond, nil
-				}
-			}
-			switch {
-			case off:
-				*durations[i] = -1
-			case perr != nil || d < 0:
-				return Limits{}, true, fmt.Errorf("option %s=%q is not a duration (use 30s, 500ms, or off)", name, v)
-			default:
-				*durations[i] = d
-			}
+		if *d.dst, err = limitDuration(v); err != nil {
+			return Limits{}, true, fmt.Errorf("option %s=%q is not a duration (use 30s, 500ms, or off)", d.name, v)
+		}
+	}
+	for _, c := range counts {
+		v := strings.TrimSpace(c.value)
+		if v == "" {
 			continue
 		}
-		n, perr := strconv.Atoi(v)
-		switch {
-		case off:
-			*counts[i-len(durations)] = -1
-		case perr != nil || n < 0:
-			return Limits{}, true, fmt.Errorf("option %s=%q is not a number of connections (use a whole number, or off)", name, v)
-		default:
-			*counts[i-len(durations)] = n
+		set = true
+		if *c.dst, err = limitCount(v); err != nil {
+			return Limits{}, true, fmt.Errorf("option %s=%q is not a number of connections (use a whole number, or off)", c.name, v)
 		}
 	}
 	return l, set, nil
 }
+
+// limitDuration reads a duration limit: a Go duration, a number of milliseconds,
+// or off (-1, no limit).
+func limitDuration(v string) (time.Duration, error) {
+	if isOff(v) {
+		return -1, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		ms, aerr := strconv.ParseInt(v, 10, 64)
+		if aerr != nil || ms < 0 {
+			return 0, err
+		}
+		d = time.Duration(ms) * time.Millisecond
+	}
+	if d < 0 {
+		return 0, errors.New("negative duration")
+	}
+	return d, nil
+}
+
+// limitCount reads a count limit: a whole number, or off (-1, no limit).
+func limitCount(v string) (int, error) {
+	if isOff(v) {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err == nil && n < 0 {
+		err = errors.New("negative count")
+	}
+	return n, err
+}
+
+func isOff(v string) bool { return strings.EqualFold(v, "off") || v == "-1" }

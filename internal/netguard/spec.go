@@ -8,7 +8,7 @@ import (
 
 // SpecOptions describes the [URIOptions] for the specs of components that open a
 // listener (http-server://, mcp-server://), so that each declares them once, the
-// same way. Values are checked by [FromURIOptions] ("off" is not a duration), so
+// same way. Values are checked by [URIOptions.Limits] ("off" is not a duration), so
 // they are declared as strings. The result is a fresh slice.
 func SpecOptions(role component.Direction) []component.Option {
 	return []component.Option{

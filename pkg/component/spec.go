@@ -264,11 +264,13 @@ func (e *OptionError) Error() string {
 	return e.Msg
 }
 
-// Parse checks u's query options against the spec and converts them to their types.
+// Parse checks u's query options against the spec and converts them to their types;
+// components read the result through a [Binding] ([Binding.Parse] calls Parse).
 // Unknown options (unless OpenOptions is set), values of the wrong type, options given
 // twice and missing required options are errors; every problem is reported, joined.
-// Components call it first thing in CreateEndpoint, so `helix validate` reports the
-// problems at the URI's position. Secret values never appear in the errors.
+// Components call it (through their Binding) first thing in CreateEndpoint, so
+// `helix validate` reports the problems at the URI's position; components without
+// options call it to refuse any. Secret values never appear in the errors.
 func (s *Spec) Parse(u *uri.URI) (*Options, error) {
 	return s.parse(u, false)
 }
@@ -437,58 +439,20 @@ func (o Option) convert(v string) (any, error) {
 	return v, nil
 }
 
-// Options are a URI's options after [Spec.Parse]: typed, defaults applied. The
-// getters return the zero value for an option that is unset and has no default, and
-// for a name the spec does not declare (a programming mistake the component's tests
-// catch). Safe for concurrent reads.
+// Options are a URI's options after [Spec.Parse]: typed, defaults applied. They are
+// read only through a [Binding], whose struct fields the compiler checks: there is
+// deliberately no way to read a value by its name, where a misspelt name would give
+// a silent zero. Safe for concurrent reads.
 type Options struct {
 	spec   *Spec
-	values map[string]any
-	set    map[string]bool
-	extra  url.Values
+	values map[string]any  // option name → string, []string, bool, int64 or time.Duration
+	set    map[string]bool // the options the URI gave (a default does not count)
+	extra  url.Values      // an open spec's parameters that are not options
 }
 
-// IsSet reports whether the URI gave the option (a default does not count).
-func (o *Options) IsSet(name string) bool { return o.set[name] }
-
-// String returns a string or enum option (enum values in their canonical spelling).
-func (o *Options) String(name string) string {
-	s, _ := o.values[name].(string)
-	return s
-}
-
-// Strings returns every value of a Multiple option, in URI order.
-func (o *Options) Strings(name string) []string {
-	switch v := o.values[name].(type) {
-	case []string:
-		return append([]string(nil), v...)
-	case string:
-		return []string{v}
-	}
-	return nil
-}
-
-// Bool returns a bool option.
-func (o *Options) Bool(name string) bool {
-	b, _ := o.values[name].(bool)
-	return b
-}
-
-// Int returns an int option.
-func (o *Options) Int(name string) int64 {
-	n, _ := o.values[name].(int64)
-	return n
-}
-
-// Duration returns a duration option.
-func (o *Options) Duration(name string) time.Duration {
-	d, _ := o.values[name].(time.Duration)
-	return d
-}
-
-// Extra returns the query parameters that are not options of an open spec
-// (OpenOptions), nil when there are none. The caller may keep the result.
-func (o *Options) Extra() url.Values {
+// extraValues returns a copy of the parameters that are not options, nil when there
+// are none.
+func (o *Options) extraValues() url.Values {
 	if o.extra == nil {
 		return nil
 	}

@@ -86,6 +86,21 @@ func New(logger func() *slog.Logger) *Component {
 	return &Component{logger: logger}
 }
 
+// uriOptions are the URI's options (see Spec).
+type uriOptions struct {
+	Operation      string        `option:"operation"`
+	FileName       string        `option:"fileName"`
+	NameFromData   bool          `option:"fileName,placeholder"`
+	FileExist      string        `option:"fileExist"`
+	AllowEscape    bool          `option:"allowEscape"`
+	EscapeFromData bool          `option:"allowEscape,placeholder"`
+	Period         time.Duration `option:"period"`
+	InitialDelay   time.Duration `option:"initialDelay"`
+	Delete         bool          `option:"delete"`
+}
+
+var uriBinding = component.Bind[uriOptions](Spec)
+
 // CreateEndpoint validates the options and resolves the base directory to an absolute
 // path; it touches nothing on disk.
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
@@ -105,15 +120,15 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: base directory %q: %w", u.Raw, dir, err)
 	}
-	opts, err := Spec.Parse(u)
+	opts, err := uriBinding.Parse(u)
 	if err != nil {
 		return nil, err
 	}
-	e := &endpoint{c: c, raw: u.Raw, base: base, fileName: opts.String("fileName"),
-		nameFromData: u.FromPlaceholder("fileName"), allowEscape: opts.Bool("allowEscape"),
-		op: opts.String("operation"), fileExist: opts.String("fileExist"),
-		period: opts.Duration("period"), initialDelay: opts.Duration("initialDelay"), delete: opts.Bool("delete")}
-	if u.FromPlaceholder("allowEscape") {
+	e := &endpoint{c: c, raw: u.Raw, base: base, fileName: opts.FileName,
+		nameFromData: opts.NameFromData, allowEscape: opts.AllowEscape,
+		op: opts.Operation, fileExist: opts.FileExist,
+		period: opts.Period, initialDelay: opts.InitialDelay, delete: opts.Delete}
+	if opts.EscapeFromData {
 		return nil, fmt.Errorf("option allowEscape must be written as true or false, not come from a placeholder")
 	}
 	if u.AddressFromPlaceholder() && !e.allowEscape {

@@ -57,9 +57,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/arvenza/helix/internal/redact"
+	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -127,28 +127,41 @@ func (c *Component) closeIdle() {
 	}
 }
 
+// uriOptions are the URI's options (see Spec); the other query parameters are sent
+// to the server.
+type uriOptions struct {
+	HTTPMethod              string        `option:"httpMethod"`
+	Timeout                 time.Duration `option:"timeout"`
+	ThrowExceptionOnFailure bool          `option:"throwExceptionOnFailure"`
+	BridgeEndpoint          bool          `option:"bridgeEndpoint"`
+	MaxResponseBytes        int64         `option:"maxResponseBytes"`
+	Query                   url.Values    `option:",extra"`
+}
+
+var uriBinding = component.Bind[uriOptions](Spec)
+
 // CreateEndpoint validates the options and the URL.
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("%s: the http component serves http:// and https://, not %s://", redact.URL(u.Raw), u.Scheme)
 	}
-	opts, err := Spec.Parse(u)
+	opts, err := uriBinding.Parse(u)
 	if err != nil {
 		return nil, err
 	}
-	e := &endpoint{raw: u.Raw, shown: redact.URL(u.Raw), timeout: opts.Duration("timeout"), throw: opts.Bool("throwExceptionOnFailure"),
-		bridge: opts.Bool("bridgeEndpoint"), maxResp: opts.Int("maxResponseBytes")}
+	e := &endpoint{raw: u.Raw, shown: redact.URL(u.Raw), timeout: opts.Timeout, throw: opts.ThrowExceptionOnFailure,
+		bridge: opts.BridgeEndpoint, maxResp: opts.MaxResponseBytes}
 	if e.timeout <= 0 {
 		return nil, fmt.Errorf("option timeout=%s must be positive", e.timeout)
 	}
 	if e.maxResp <= 0 {
 		return nil, fmt.Errorf("option maxResponseBytes=%d must be a positive number of bytes", e.maxResp)
 	}
-	if e.method = strings.ToUpper(opts.String("httpMethod")); e.method != "" && !validMethod(e.method) {
+	if e.method = strings.ToUpper(opts.HTTPMethod); e.method != "" && !validMethod(e.method) {
 		return nil, fmt.Errorf("option httpMethod=%q is not an HTTP method", e.method)
 	}
 	if !e.bridge {
-		target := &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawQuery: opts.Extra().Encode()}
+		target := &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawQuery: opts.Query.Encode()}
 		// The path is written in URI form: its %XX escapes (those of a placeholder's
 		// value among them) are kept as they are, not escaped a second time.
 		if p, err := url.PathUnescape(u.Path); err == nil {

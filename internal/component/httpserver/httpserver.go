@@ -50,11 +50,11 @@ import (
 	"sync"
 	"time"
 
+	helixhttp "github.com/arvenza/helix/internal/component/http"
+	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/component"
-	helixhttp "github.com/arvenza/helix/internal/component/http"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -124,6 +124,22 @@ func (c *Component) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// uriOptions are the URI's options (see Spec).
+type uriOptions struct {
+	HTTPMethod          string   `option:"httpMethod"`
+	MaxBodyBytes        int64    `option:"maxBodyBytes"`
+	Consumes            []string `option:"consumes"`
+	AllowedHosts        []string `option:"allowedHosts"`
+	AllowedHostsGiven   bool     `option:"allowedHosts,given"`
+	TrustedProxies      []string `option:"trustedProxies"`
+	TrustedProxiesGiven bool     `option:"trustedProxies,given"`
+	ProxyProtocol       bool     `option:"proxyProtocol"`
+	ProxyProtocolGiven  bool     `option:"proxyProtocol,given"`
+	netguard.URIOptions
+}
+
+var uriBinding = component.Bind[uriOptions](Spec)
+
 // CreateEndpoint validates the address and options; nothing binds until a consumer starts.
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
@@ -133,44 +149,39 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if path == "" {
 		path = "/"
 	}
-	opts, err := Spec.Parse(u)
+	opts, err := uriBinding.Parse(u)
 	if err != nil {
 		return nil, err
 	}
-	method := strings.ToUpper(opts.String("httpMethod"))
+	method := strings.ToUpper(opts.HTTPMethod)
 	for _, r := range method {
 		if r < 'A' || r > 'Z' {
 			return nil, fmt.Errorf("option httpMethod=%q is not an HTTP method", method)
 		}
 	}
-	maxBody := opts.Int("maxBodyBytes")
+	maxBody := opts.MaxBodyBytes
 	if maxBody <= 0 {
 		return nil, fmt.Errorf("option maxBodyBytes=%d must be a positive number of bytes", maxBody)
 	}
-	consumes, err := parseConsumes(opts.Strings("consumes"))
+	consumes, err := parseConsumes(opts.Consumes)
 	if err != nil {
 		return nil, err
 	}
-	hosts, err := parseAllowedHosts(opts.Strings("allowedHosts"))
+	hosts, err := parseAllowedHosts(opts.AllowedHosts)
 	if err != nil {
 		return nil, err
 	}
-	proxies, err := parseProxyOptions(opts.Strings("trustedProxies"), opts.Bool("proxyProtocol"))
+	proxies, err := parseProxyOptions(opts.TrustedProxies, opts.ProxyProtocol)
 	if err != nil {
 		return nil, err
 	}
-	limits, limitsSet, err := netguard.FromURIOptions(func(name string) string {
-		if !opts.IsSet(name) { // the spec's defaults are for documentation; netguard applies its own
-			return ""
-		}
-		return opts.String(name)
-	})
+	limits, limitsSet, err := opts.Limits()
 	if err != nil {
 		return nil, err
 	}
 	return &endpoint{c: c, raw: u.Raw, addr: strings.ToLower(u.Host), path: path, method: method, maxBody: maxBody, consumes: consumes,
-		limits: limits, limitsSet: limitsSet, hosts: hosts, hostsSet: opts.IsSet("allowedHosts"),
-		proxies: proxies, proxiesSet: opts.IsSet("trustedProxies") || opts.IsSet("proxyProtocol")}, nil
+		limits: limits, limitsSet: limitsSet, hosts: hosts, hostsSet: opts.AllowedHostsGiven,
+		proxies: proxies, proxiesSet: opts.TrustedProxiesGiven || opts.ProxyProtocolGiven}, nil
 }
 
 // parseConsumes reads the consumes option: a comma-separated list of media types

@@ -85,11 +85,11 @@ func (w *worker) stop() { w.once.Do(func() { close(w.quit) }) }
 var _ component.Consumer = (*consumer)(nil)
 
 func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, error) {
-	group := e.opts.String("groupId")
+	group := e.opts.GroupID
 	if group == "" {
 		group = "helix-" + e.topic
 	}
-	return &consumer{e: e, p: p, group: group, format: e.opts.String("valueFormat"), limit: int(e.opts.Int("maxConcurrency"))}, nil
+	return &consumer{e: e, p: p, group: group, format: e.opts.ValueFormat, limit: int(e.opts.MaxConcurrency)}, nil
 }
 
 func (c *consumer) logger() *slog.Logger { return c.e.c.logger() }
@@ -104,20 +104,20 @@ func (c *consumer) Start(context.Context) error {
 	}
 	o := c.e.opts
 	reset := kgo.NewOffset().AtStart()
-	if o.String("autoOffsetReset") == "latest" {
+	if o.AutoOffsetReset == "latest" {
 		reset = kgo.NewOffset().AtEnd()
 	}
 	opts := append(append([]kgo.Opt(nil), c.e.base...),
 		kgo.ConsumerGroup(c.group),
 		kgo.ConsumeTopics(c.e.topic),
 		kgo.ConsumeResetOffset(reset),
-		kgo.SessionTimeout(o.Duration("sessionTimeout")),
-		kgo.HeartbeatInterval(min(3*time.Second, o.Duration("sessionTimeout")/3)),
+		kgo.SessionTimeout(o.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, o.SessionTimeout/3)),
 		// Only marked offsets — of records the workflow finished — are ever
 		// committed: every commitInterval by franz-go, and at revoke and Stop by
 		// us. (franz-go refuses DisableAutoCommit together with AutoCommitMarks.)
 		kgo.AutoCommitMarks(),
-		kgo.AutoCommitInterval(o.Duration("commitInterval")),
+		kgo.AutoCommitInterval(o.CommitInterval),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(c.assigned),
 		kgo.OnPartitionsRevoked(c.revoked),

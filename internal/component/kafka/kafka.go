@@ -70,22 +70,53 @@ type endpoint struct {
 	c     *Component
 	raw   string
 	topic string
-	opts  *component.Options
+	opts  uriOptions
 	// base are the client options shared by producer and consumer: brokers,
 	// client id, SASL, TLS.
 	base []kgo.Opt
 }
 
+// uriOptions are the URI's options (see Spec).
+type uriOptions struct {
+	Brokers               string        `option:"brokers"`
+	BrokersGiven          bool          `option:"brokers,given"`
+	Topic                 string        `option:"topic"`
+	TopicGiven            bool          `option:"topic,given"`
+	ClientID              string        `option:"clientId"`
+	GroupID               string        `option:"groupId"`
+	MaxConcurrency        int64         `option:"maxConcurrency"`
+	AutoOffsetReset       string        `option:"autoOffsetReset"`
+	CommitInterval        time.Duration `option:"commitInterval"`
+	ValueFormat           string        `option:"valueFormat"`
+	SessionTimeout        time.Duration `option:"sessionTimeout"`
+	Key                   string        `option:"key"`
+	Acks                  string        `option:"acks"`
+	Idempotent            bool          `option:"idempotent"`
+	DeliveryTimeout       time.Duration `option:"deliveryTimeout"`
+	Linger                time.Duration `option:"linger"`
+	AutoCreateTopics      bool          `option:"autoCreateTopics"`
+	SASLMechanism         string        `option:"saslMechanism"`
+	SASLUsername          string        `option:"saslUsername"`
+	SASLPassword          string        `option:"saslPassword"`
+	TLS                   bool          `option:"tls"`
+	TLSCAFile             string        `option:"tlsCaFile"`
+	TLSCertFile           string        `option:"tlsCertFile"`
+	TLSKeyFile            string        `option:"tlsKeyFile"`
+	TLSInsecureSkipVerify bool          `option:"tlsInsecureSkipVerify"`
+}
+
+var uriBinding = component.Bind[uriOptions](Spec)
+
 // CreateEndpoint checks the URI's options (so `helix validate` reports them at the
 // URI's position); nothing connects.
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
-	opts, err := Spec.Parse(u)
+	opts, err := uriBinding.Parse(u)
 	if err != nil {
 		return nil, err
 	}
 	topic := strings.Trim(u.Host+u.Path, "/")
-	if opts.IsSet("topic") {
-		topic = opts.String("topic")
+	if opts.TopicGiven {
+		topic = opts.Topic
 	}
 	var problems []string
 	if topic == "" {
@@ -94,9 +125,9 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 		problems = append(problems, err.Error())
 	}
 	brokers := c.brokers
-	if opts.IsSet("brokers") {
+	if opts.BrokersGiven {
 		brokers = nil
-		for _, b := range strings.Split(opts.String("brokers"), ",") {
+		for _, b := range strings.Split(opts.Brokers, ",") {
 			if b = strings.TrimSpace(b); b != "" {
 				brokers = append(brokers, b)
 			}
@@ -110,7 +141,7 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if len(brokers) == 0 {
 		problems = append(problems, "option brokers names no broker (write brokers=host1:9092,host2:9092)")
 	}
-	base := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(opts.String("clientId"))}
+	base := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(opts.ClientID)}
 	if o, err := saslOpt(opts); err != nil {
 		problems = append(problems, err.Error())
 	} else if o != nil {
@@ -121,22 +152,22 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	} else if cfg != nil {
 		base = append(base, kgo.DialTLSConfig(cfg))
 	}
-	if opts.Bool("idempotent") && opts.String("acks") != "all" {
-		problems = append(problems, fmt.Sprintf("acks=%s needs idempotent=false (idempotent writes need acks=all)", opts.String("acks")))
+	if opts.Idempotent && opts.Acks != "all" {
+		problems = append(problems, fmt.Sprintf("acks=%s needs idempotent=false (idempotent writes need acks=all)", opts.Acks))
 	}
-	if opts.Int("maxConcurrency") < 0 {
-		problems = append(problems, fmt.Sprintf("option maxConcurrency=%d must be 0 (one per partition) or more", opts.Int("maxConcurrency")))
+	if opts.MaxConcurrency < 0 {
+		problems = append(problems, fmt.Sprintf("option maxConcurrency=%d must be 0 (one per partition) or more", opts.MaxConcurrency))
 	}
-	if opts.Duration("commitInterval") <= 0 {
+	if opts.CommitInterval <= 0 {
 		problems = append(problems, "option commitInterval must be positive")
 	}
-	if opts.Duration("sessionTimeout") < 100*time.Millisecond {
+	if opts.SessionTimeout < 100*time.Millisecond {
 		problems = append(problems, "option sessionTimeout must be at least 100ms (brokers usually require 6s or more)")
 	}
-	if opts.Duration("deliveryTimeout") < time.Second {
+	if opts.DeliveryTimeout < time.Second {
 		problems = append(problems, "option deliveryTimeout must be at least 1s")
 	}
-	if opts.Duration("linger") < 0 {
+	if opts.Linger < 0 {
 		problems = append(problems, "option linger must not be negative")
 	}
 	if len(problems) > 0 {
@@ -159,9 +190,9 @@ func checkTopic(t string) error {
 	return nil
 }
 
-func saslOpt(o *component.Options) (kgo.Opt, error) {
-	mech := o.String("saslMechanism")
-	user, pass := o.String("saslUsername"), o.String("saslPassword")
+func saslOpt(o uriOptions) (kgo.Opt, error) {
+	mech := o.SASLMechanism
+	user, pass := o.SASLUsername, o.SASLPassword
 	if mech == "" {
 		if user != "" || pass != "" {
 			return nil, errors.New("saslUsername/saslPassword need saslMechanism (plain, scram-sha-256 or scram-sha-512)")
@@ -183,12 +214,12 @@ func saslOpt(o *component.Options) (kgo.Opt, error) {
 	return kgo.SASL(m), nil
 }
 
-func tlsConfig(o *component.Options) (*tls.Config, error) {
-	ca, cert, key := o.String("tlsCaFile"), o.String("tlsCertFile"), o.String("tlsKeyFile")
-	if !o.Bool("tls") && ca == "" && cert == "" && key == "" && !o.Bool("tlsInsecureSkipVerify") {
+func tlsConfig(o uriOptions) (*tls.Config, error) {
+	ca, cert, key := o.TLSCAFile, o.TLSCertFile, o.TLSKeyFile
+	if !o.TLS && ca == "" && cert == "" && key == "" && !o.TLSInsecureSkipVerify {
 		return nil, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: o.Bool("tlsInsecureSkipVerify")} //nolint:gosec // an explicit, documented option
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: o.TLSInsecureSkipVerify} //nolint:gosec // an explicit, documented option
 	if ca != "" {
 		pem, err := os.ReadFile(ca)
 		if err != nil {

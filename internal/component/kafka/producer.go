@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tracing"
 )
 
 // producer sends one record per exchange and waits for its acknowledgement. Safe
@@ -29,15 +29,15 @@ type producer struct {
 var _ component.Producer = (*producer)(nil)
 
 func (e *endpoint) CreateProducer() (component.Producer, error) {
-	return &producer{e: e, key: e.opts.String("key")}, nil
+	return &producer{e: e, key: e.opts.Key}, nil
 }
 
 // Start creates the client; franz-go connects on the first send.
 func (p *producer) Start(context.Context) error {
 	o := p.e.opts
-	opts := append(append([]kgo.Opt(nil), p.e.base...), kgo.DefaultProduceTopic(p.e.topic), kgo.ProducerLinger(o.Duration("linger")),
-		kgo.RecordDeliveryTimeout(o.Duration("deliveryTimeout")))
-	switch o.String("acks") {
+	opts := append(append([]kgo.Opt(nil), p.e.base...), kgo.DefaultProduceTopic(p.e.topic), kgo.ProducerLinger(o.Linger),
+		kgo.RecordDeliveryTimeout(o.DeliveryTimeout))
+	switch o.Acks {
 	case "all":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
 	case "leader":
@@ -45,10 +45,10 @@ func (p *producer) Start(context.Context) error {
 	case "none":
 		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
 	}
-	if !o.Bool("idempotent") {
+	if !o.Idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
-	if o.Bool("autoCreateTopics") {
+	if o.AutoCreateTopics {
 		opts = append(opts, kgo.AllowAutoTopicCreation())
 	}
 	cl, err := kgo.NewClient(opts...)

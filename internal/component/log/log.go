@@ -27,13 +27,21 @@ func New(logger func() *slog.Logger) *Component {
 	return &Component{logger: logger}
 }
 
+// uriOptions are the URI's options (see Spec).
+type uriOptions struct {
+	Level       string `option:"level"`
+	ShowHeaders bool   `option:"showHeaders"`
+}
+
+var uriBinding = component.Bind[uriOptions](Spec)
+
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
-	opts, err := Spec.Parse(u)
+	opts, err := uriBinding.Parse(u)
 	if err != nil {
 		return nil, err
 	}
 	levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
-	level, show := levels[opts.String("level")], opts.Bool("showHeaders")
+	level, show := levels[opts.Level], opts.ShowHeaders
 	return &endpoint{c: c, raw: u.Raw, name: u.Host + u.Path, level: level, showHeaders: show}, nil
 }
 

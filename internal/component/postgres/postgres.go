@@ -140,9 +140,37 @@ func (c *Component) releasePool(s settings) {
 	sp.pool.Close()
 }
 
+// uriOptions are the URI's options (see Spec).
+type uriOptions struct {
+	Operation        string        `option:"operation"`
+	OperationGiven   bool          `option:"operation,given"`
+	Query            string        `option:"query"`
+	Table            string        `option:"table"`
+	Where            string        `option:"where"`
+	Returning        bool          `option:"returning"`
+	InsertMode       string        `option:"insertMode"`
+	AllowedColumns   string        `option:"allowedColumns"`
+	AllowUnfiltered  bool          `option:"allowUnfiltered"`
+	User             string        `option:"user"`
+	UserGiven        bool          `option:"user,given"`
+	Password         string        `option:"password"`
+	PasswordGiven    bool          `option:"password,given"`
+	SSLMode          string        `option:"sslmode"`
+	MaxConns         int32         `option:"maxConns"` // pgxpool's type: a larger number is an error, not a wrap-around
+	StatementTimeout time.Duration `option:"statementTimeout"`
+	ConnectTimeout   time.Duration `option:"connectTimeout"`
+	Delay            time.Duration `option:"delay"`
+	MaxRows          int64         `option:"maxRows"`
+	OnConsume        string        `option:"onConsume"`
+	OnConsumeFailed  string        `option:"onConsumeFailed"`
+	Channel          string        `option:"channel"`
+}
+
+var uriBinding = component.Bind[uriOptions](Spec)
+
 // CreateEndpoint checks the URI and its options; it opens nothing.
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
-	opts, err := Spec.Parse(u)
+	opts, err := uriBinding.Parse(u)
 	if err != nil {
 		return nil, err
 	}
@@ -150,13 +178,13 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &endpoint{c: c, raw: u.Raw, redacted: Spec.Redact(u.Raw), s: s, opts: opts,
-		op: opts.String("operation"), query: opts.String("query"), table: opts.String("table"),
-		where: opts.String("where"), returning: opts.Bool("returning"), copyMode: opts.String("insertMode") == "copy",
-		delay: opts.Duration("delay"), maxRows: int(opts.Int("maxRows")),
-		allowUnfiltered: opts.Bool("allowUnfiltered"),
-		onConsume:       opts.String("onConsume"), onConsumeFailed: opts.String("onConsumeFailed"), channel: opts.String("channel")}
-	if cols := opts.String("allowedColumns"); cols != "" {
+	e := &endpoint{c: c, raw: u.Raw, redacted: Spec.Redact(u.Raw), s: s,
+		op: opts.Operation, query: opts.Query, table: opts.Table,
+		where: opts.Where, returning: opts.Returning, copyMode: opts.InsertMode == "copy",
+		delay: opts.Delay, maxRows: int(opts.MaxRows),
+		allowUnfiltered: opts.AllowUnfiltered,
+		onConsume:       opts.OnConsume, onConsumeFailed: opts.OnConsumeFailed, channel: opts.Channel}
+	if cols := opts.AllowedColumns; cols != "" {
 		e.allowed = map[string]bool{}
 		for _, name := range strings.Split(cols, ",") {
 			if name = strings.TrimSpace(name); name != "" {
@@ -173,10 +201,10 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	}
 	switch e.op {
 	case OpInsert, OpUpdate, OpDelete:
-		if e.table == "" && opts.IsSet("operation") {
+		if e.table == "" && opts.OperationGiven {
 			problems = append(problems, fmt.Sprintf("operation=%s needs table= (the table to change)", e.op))
 		}
-		if (e.op == OpUpdate || e.op == OpDelete) && strings.TrimSpace(e.where) == "" && opts.IsSet("operation") {
+		if (e.op == OpUpdate || e.op == OpDelete) && strings.TrimSpace(e.where) == "" && opts.OperationGiven {
 			problems = append(problems, fmt.Sprintf("operation=%s needs where= (a condition with :name parameters from the body, or where=true for every row)", e.op))
 		}
 	}
@@ -203,9 +231,9 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 }
 
 // parseAddress reads host, port, database and credentials from the URI and options.
-func parseAddress(u *uri.URI, opts *component.Options) (settings, error) {
-	s := settings{sslmode: opts.String("sslmode"), maxConns: int32(opts.Int("maxConns")),
-		statementTimeout: opts.Duration("statementTimeout"), connectTimeout: opts.Duration("connectTimeout")}
+func parseAddress(u *uri.URI, opts uriOptions) (settings, error) {
+	s := settings{sslmode: opts.SSLMode, maxConns: opts.MaxConns,
+		statementTimeout: opts.StatementTimeout, connectTimeout: opts.ConnectTimeout}
 	host := u.Host
 	if at := strings.LastIndexByte(host, '@'); at >= 0 {
 		info := host[:at]
@@ -221,17 +249,17 @@ func parseAddress(u *uri.URI, opts *component.Options) (settings, error) {
 			}
 		}
 	}
-	if opts.IsSet("user") {
+	if opts.UserGiven {
 		if s.user != "" {
 			return s, fmt.Errorf("the user is given twice, in the URI and as user=; give it once")
 		}
-		s.user = opts.String("user")
+		s.user = opts.User
 	}
-	if opts.IsSet("password") {
+	if opts.PasswordGiven {
 		if s.password != "" {
 			return s, fmt.Errorf("the password is given twice, in the URI and as password=; give it once")
 		}
-		s.password = opts.String("password")
+		s.password = opts.Password
 	}
 	if host == "" {
 		return s, fmt.Errorf("postgres needs a server and a database: postgres://host:5432/database")
@@ -277,7 +305,6 @@ type endpoint struct {
 	raw      string
 	redacted string
 	s        settings
-	opts     *component.Options
 
 	op, query, table, where string
 	tableIdent              pgx.Identifier

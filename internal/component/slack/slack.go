@@ -105,20 +105,39 @@ func (c *Component) Stop(context.Context) error {
 	return nil
 }
 
+// uriOptions are the URI's options (see Spec).
+type uriOptions struct {
+	Token           string        `option:"token"`
+	TokenGiven      bool          `option:"token,given"`
+	WebhookURL      string        `option:"webhookUrl"`
+	WebhookURLGiven bool          `option:"webhookUrl,given"`
+	Username        string        `option:"username"`
+	IconEmoji       string        `option:"iconEmoji"`
+	IconURL         string        `option:"iconUrl"`
+	ThreadTs        string        `option:"threadTs"`
+	APIURL          string        `option:"apiUrl"`
+	APIURLGiven     bool          `option:"apiUrl,given"`
+	Timeout         time.Duration `option:"timeout"`
+	MaxRetries      int64         `option:"maxRetries"`
+	MaxRetryWait    time.Duration `option:"maxRetryWait"`
+}
+
+var uriBinding = component.Bind[uriOptions](Spec)
+
 // CreateEndpoint checks the options and finds the credentials; it sends nothing.
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if u.Scheme != Spec.Scheme {
 		return nil, fmt.Errorf("the slack component serves slack://, not %s://", u.Scheme)
 	}
-	opts, err := Spec.Parse(u)
+	opts, err := uriBinding.Parse(u)
 	if err != nil {
 		return nil, err
 	}
 	e := &endpoint{
 		c: c, shown: Spec.Redact(u.Raw), channel: u.Host,
-		username: opts.String("username"), iconEmoji: opts.String("iconEmoji"), iconURL: opts.String("iconUrl"),
-		threadTs: opts.String("threadTs"), timeout: opts.Duration("timeout"),
-		maxRetries: int(opts.Int("maxRetries")), maxRetryWait: opts.Duration("maxRetryWait"),
+		username: opts.Username, iconEmoji: opts.IconEmoji, iconURL: opts.IconURL,
+		threadTs: opts.ThreadTs, timeout: opts.Timeout,
+		maxRetries: int(opts.MaxRetries), maxRetryWait: opts.MaxRetryWait,
 	}
 	if u.Path != "" && u.Path != "/" {
 		return nil, fmt.Errorf("%q is not a channel: write the channel name or ID alone, as in slack://ops-channel", u.Host+u.Path)
@@ -132,15 +151,15 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	if e.maxRetryWait < 0 {
 		return nil, fmt.Errorf("option maxRetryWait=%s must be 0 or more", e.maxRetryWait)
 	}
-	token, hook := opts.String("token"), opts.String("webhookUrl")
+	token, hook := opts.Token, opts.WebhookURL
 	switch {
-	case opts.IsSet("token") && opts.IsSet("webhookUrl"):
+	case opts.TokenGiven && opts.WebhookURLGiven:
 		return nil, errors.New("give token or webhookUrl, not both: a bot token posts through the Web API, a webhook URL to its own channel")
-	case opts.IsSet("token"):
+	case opts.TokenGiven:
 		if token == "" {
 			return nil, errors.New("option token is empty: give a bot token (xoxb-…), as token=${env:SLACK_BOT_TOKEN}")
 		}
-	case opts.IsSet("webhookUrl"):
+	case opts.WebhookURLGiven:
 		if hook == "" {
 			return nil, errors.New("option webhookUrl is empty: give an incoming webhook URL, as webhookUrl=${env:SLACK_WEBHOOK_URL}")
 		}
@@ -167,8 +186,8 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 		e.webhook = hook
 		return e, nil
 	}
-	api := opts.String("apiUrl")
-	if !opts.IsSet("apiUrl") && c.apiURL != "" {
+	api := opts.APIURL
+	if !opts.APIURLGiven && c.apiURL != "" {
 		api = c.apiURL
 	}
 	if pu, err := url.Parse(api); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {

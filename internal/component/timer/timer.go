@@ -39,18 +39,26 @@ func New(logger func() *slog.Logger) *Component {
 	return &Component{logger: logger}
 }
 
+// uriOptions are the URI's options (see Spec).
+type uriOptions struct {
+	Period      time.Duration `option:"period"`
+	Delay       time.Duration `option:"delay"`
+	RepeatCount int64         `option:"repeatCount"`
+}
+
+var uriBinding = component.Bind[uriOptions](Spec)
+
 // CreateEndpoint validates the options; nothing starts until a consumer does.
 func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	name := u.Host + u.Path
 	if name == "" {
 		return nil, fmt.Errorf("timer needs a name: timer://tick?period=5s")
 	}
-	opts, err := Spec.Parse(u)
+	opts, err := uriBinding.Parse(u)
 	if err != nil {
 		return nil, err
 	}
-	period, delay := opts.Duration("period"), opts.Duration("delay")
-	repeat := opts.Int("repeatCount")
+	period, delay, repeat := opts.Period, opts.Delay, opts.RepeatCount
 	if repeat < 0 {
 		return nil, fmt.Errorf("option repeatCount=%d must be a whole number >= 0 (0 means forever)", repeat)
 	}

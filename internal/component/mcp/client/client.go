@@ -9,11 +9,12 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -71,7 +72,7 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 // could not both be honoured.
 func (c *Component) SetAuth(u *uri.URI, auth *AuthConfig) error {
 	if auth == nil {
-		return fmt.Errorf("%s: no auth given", u.Raw)
+		return fmt.Errorf("%s: no auth given", Spec.Redact(u.Raw))
 	}
 	if _, err := c.EndpointWithAuth(u, auth); err != nil {
 		return err
@@ -80,7 +81,7 @@ func (c *Component) SetAuth(u *uri.URI, auth *AuthConfig) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.auths[key]; ok && !reflect.DeepEqual(prev, auth) {
-		return fmt.Errorf("%s: another target with this URI has a different auth; one URI is one endpoint with one auth (vary the URI, e.g. a timeout option, to keep them apart)", u.Raw)
+		return fmt.Errorf("%s: another target with this URI has a different auth; one URI is one endpoint with one auth (vary the URI, e.g. a timeout option, to keep them apart)", Spec.Redact(u.Raw))
 	}
 	c.auths[key] = auth
 	return nil
@@ -89,38 +90,34 @@ func (c *Component) SetAuth(u *uri.URI, auth *AuthConfig) error {
 // EndpointWithAuth builds an endpoint whose calls authenticate with auth (nil: none).
 // The target step uses it for `target: {uri: mcp://…, auth: {…}}`.
 func (c *Component) EndpointWithAuth(u *uri.URI, auth *AuthConfig) (*Endpoint, error) {
-	cfg, tool, err := ParseURI(u)
+	cfg, tool, opts, err := parseURI(u)
 	if err != nil {
 		return nil, err
 	}
 	if auth != nil {
 		if cfg.Transport == TransportStdio {
-			return nil, fmt.Errorf("%s: auth applies to the http and sse transports, not stdio", u.Raw)
+			return nil, fmt.Errorf("%s: auth applies to the http and sse transports, not stdio", Spec.Redact(u.Raw))
 		}
 		if err := auth.Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", u.Raw, err)
+			return nil, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
 		}
 		if auth.Type == AuthMTLS {
 			// Load the certificates now: a wrong path is a configuration error, better
 			// reported when the workflow is built than at its first call.
 			if _, err := auth.tlsConfig(); err != nil {
-				return nil, fmt.Errorf("%s: %w", u.Raw, err)
+				return nil, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
 			}
 		}
-		if auth.Type == AuthMTLS && u.Param("scheme", "") == "" {
+		if auth.Type == AuthMTLS && opts.Scheme == "" {
 			// Client certificates only mean something over TLS.
 			cfg.Endpoint = "https" + strings.TrimPrefix(cfg.Endpoint, "http")
 		}
 		cfg.Auth = auth
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", u.Raw, err)
+		return nil, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
 	}
-	throw, err := u.Bool("throwExceptionOnFailure", true)
-	if err != nil {
-		return nil, err
-	}
-	return &Endpoint{comp: c, uri: u, cfg: cfg, tool: tool, throw: throw}, nil
+	return &Endpoint{comp: c, uri: u, cfg: cfg, tool: tool, throw: opts.ThrowExceptionOnFailure}, nil
 }
 
 // NewEndpoint builds a stand-alone endpoint (with its own session) for u,
@@ -221,13 +218,30 @@ func connKey(cfg Config) (string, error) {
 //   - throwExceptionOnFailure=false (read by the endpoint, not here) keeps tool errors
 //     from failing the exchange.
 func ParseURI(u *uri.URI) (Config, string, error) {
-	var cfg Config
+	cfg, tool, _, err := parseURI(u)
+	return cfg, tool, err
+}
+
+// uriOptions are the URI's options (see Spec).
+type uriOptions struct {
+	Transport               string        `option:"transport"`
+	Scheme                  string        `option:"scheme"`
+	Timeout                 time.Duration `option:"timeout"`
+	Args                    []string      `option:"args"`
+	Env                     []string      `option:"env"`
+	MaxResponseBytes        int64         `option:"maxResponseBytes"`
+	ThrowExceptionOnFailure bool          `option:"throwExceptionOnFailure"`
+}
+
+var uriBinding = component.Bind[uriOptions](Spec)
+
+// parseURI is ParseURI, also returning the options the endpoint reads.
+func parseURI(u *uri.URI) (cfg Config, tool string, p uriOptions, err error) {
 	if u.Scheme != Scheme {
-		return cfg, "", fmt.Errorf("%s: not an mcp:// URI", u.Raw)
+		return cfg, "", p, fmt.Errorf("%s: not an mcp:// URI", Spec.Redact(u.Raw))
 	}
-	p, err := Spec.Parse(u)
-	if err != nil {
-		return cfg, "", err
+	if p, err = uriBinding.Parse(u); err != nil {
+		return cfg, "", p, err
 	}
 	full := u.Host + u.Path
 	addr, tool := full, ""
@@ -237,28 +251,28 @@ func ParseURI(u *uri.URI) (Config, string, error) {
 	if t, err := url.PathUnescape(tool); err == nil {
 		tool = t
 	}
-	timeout := p.Duration("timeout")
+	timeout := p.Timeout
 	if timeout < 0 {
-		return cfg, "", fmt.Errorf("%s: timeout must not be negative", u.Raw)
+		return cfg, "", p, fmt.Errorf("%s: timeout must not be negative", Spec.Redact(u.Raw))
 	}
 	if timeout == 0 {
 		timeout = -1 // Config: negative means no limit
 	}
 	cfg.Timeout = timeout
-	cfg.MaxResponseBytes = p.Int("maxResponseBytes")
+	cfg.MaxResponseBytes = p.MaxResponseBytes
 	if cfg.MaxResponseBytes <= 0 {
-		return cfg, "", fmt.Errorf("%s: option maxResponseBytes=%d must be a positive number of bytes", u.Raw, cfg.MaxResponseBytes)
+		return cfg, "", p, fmt.Errorf("%s: option maxResponseBytes=%d must be a positive number of bytes", Spec.Redact(u.Raw), cfg.MaxResponseBytes)
 	}
-	cfg.Transport = p.String("transport")
+	cfg.Transport = p.Transport
 	switch cfg.Transport {
 	case TransportHTTP, TransportSSE:
-		if p.IsSet("args") || p.IsSet("env") {
-			return cfg, "", fmt.Errorf("%s: args and env apply to transport=stdio only", u.Raw)
+		if len(p.Args) > 0 || len(p.Env) > 0 {
+			return cfg, "", p, fmt.Errorf("%s: args and env apply to transport=stdio only", Spec.Redact(u.Raw))
 		}
 		if addr == "" || strings.HasPrefix(addr, "/") {
-			return cfg, "", fmt.Errorf("%s: transport %s needs a host:port address, as in mcp://localhost:8080/%s", u.Raw, cfg.Transport, orTool(tool))
+			return cfg, "", p, fmt.Errorf("%s: transport %s needs a host:port address, as in mcp://localhost:8080/%s", Spec.Redact(u.Raw), cfg.Transport, orTool(tool))
 		}
-		scheme := p.String("scheme")
+		scheme := p.Scheme
 		if scheme == "" {
 			scheme = "http"
 		}
@@ -273,31 +287,31 @@ func ParseURI(u *uri.URI) (Config, string, error) {
 			}
 		}
 		if _, err := url.Parse(cfg.Endpoint); err != nil {
-			return cfg, "", fmt.Errorf("%s: bad server address: %w", u.Raw, err)
+			return cfg, "", p, fmt.Errorf("%s: bad server address: %w", Spec.Redact(u.Raw), err)
 		}
 	case TransportStdio:
-		if p.IsSet("scheme") {
-			return cfg, "", fmt.Errorf("%s: scheme applies to the http and sse transports, not stdio", u.Raw)
+		if p.Scheme != "" {
+			return cfg, "", p, fmt.Errorf("%s: scheme applies to the http and sse transports, not stdio", Spec.Redact(u.Raw))
 		}
 		if addr == "" {
-			return cfg, "", fmt.Errorf("%s: transport stdio needs the server executable before the tool name, as in mcp:///usr/local/bin/server/%s?transport=stdio", u.Raw, orTool(tool))
+			return cfg, "", p, fmt.Errorf("%s: transport stdio needs the server executable before the tool name, as in mcp:///usr/local/bin/server/%s?transport=stdio", Spec.Redact(u.Raw), orTool(tool))
 		}
 		if u.AddressFromPlaceholder() && commandFromPlaceholder(u.Template) {
-			return cfg, "", fmt.Errorf("%s: the executable of a stdio target must be written in the URI, not come from a placeholder (only the tool, the last segment, may)", u.Raw)
+			return cfg, "", p, fmt.Errorf("%s: the executable of a stdio target must be written in the URI, not come from a placeholder (only the tool, the last segment, may)", Spec.Redact(u.Raw))
 		}
 		cfg.Command = addr
-		cfg.Args = p.Strings("args")
-		for _, kv := range p.Strings("env") {
+		cfg.Args = p.Args
+		for _, kv := range p.Env {
 			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 				// The value may be a credential: it is not shown.
-				return cfg, "", fmt.Errorf("%s: every env option must look like env=NAME=value", Spec.Redact(u.Raw))
+				return cfg, "", p, fmt.Errorf("%s: every env option must look like env=NAME=value", Spec.Redact(u.Raw))
 			}
 			cfg.Env = append(cfg.Env, kv)
 		}
 	default:
-		return cfg, "", fmt.Errorf("%s: unknown transport %q (use http, sse or stdio)", u.Raw, cfg.Transport)
+		return cfg, "", p, fmt.Errorf("%s: unknown transport %q (use http, sse or stdio)", Spec.Redact(u.Raw), cfg.Transport)
 	}
-	return cfg, tool, nil
+	return cfg, tool, p, nil
 }
 
 // commandFromPlaceholder reports whether a ${…} placeholder of template stands

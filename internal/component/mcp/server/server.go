@@ -18,11 +18,11 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/mcp/transport"
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -479,55 +479,60 @@ func (c *Component) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
 	return &serverEndpoint{comp: c, raw: u.Raw, opts: opts}, nil
 }
 
+// uriOptions are the URI's options (see Spec). Those the URI leaves out stay zero
+// (nodefault): normalize applies the defaults, the same way for URIs and YAML
+// entries.
+type uriOptions struct {
+	Transport               string        `option:"transport,nodefault"`
+	Name                    string        `option:"name,nodefault"`
+	Version                 string        `option:"version,nodefault"`
+	Stateless               bool          `option:"stateless"`
+	SessionIdleTimeout      time.Duration `option:"sessionIdleTimeout,nodefault"`
+	HTTPTransport           string        `option:"httpTransport,nodefault"`
+	FastToolCalls           bool          `option:"fastToolCalls"`
+	MaxSessions             int64         `option:"maxSessions,nodefault"`
+	MaxSessionsPerPrincipal int64         `option:"maxSessionsPerPrincipal,nodefault"`
+	MaxConcurrentCalls      int64         `option:"maxConcurrentCalls,nodefault"`
+	netguard.URIOptions
+}
+
+var uriBinding = component.Bind[uriOptions](Spec)
+
 // OptionsFromURI reads an mcp-server:// URI (spec §5.2). The id is the
 // normalised URI, so that two triggers on one address clash visibly.
 func OptionsFromURI(u *uri.URI) (Options, error) {
-	p, err := Spec.Parse(u)
+	p, err := uriBinding.Parse(u)
 	if err != nil {
 		return Options{}, fmt.Errorf("mcp-server: %w", err)
 	}
-	// Options the URI leaves out stay zero: normalize applies the defaults, the same
-	// way for URIs and YAML entries.
-	str := func(name string) string {
-		if !p.IsSet(name) {
-			return ""
-		}
-		return p.String(name)
-	}
 	opts := Options{
 		ID:                 "mcp-server://" + u.Host + u.Path,
-		Name:               str("name"),
-		Version:            str("version"),
-		Transport:          str("transport"),
+		Name:               p.Name,
+		Version:            p.Version,
+		Transport:          p.Transport,
 		Addr:               u.Host,
-		HTTPTransport:      str("httpTransport"),
-		Stateless:          p.Bool("stateless"),
-		SessionIdleTimeout: p.Duration("sessionIdleTimeout"),
+		HTTPTransport:      p.HTTPTransport,
+		Stateless:          p.Stateless,
+		SessionIdleTimeout: p.SessionIdleTimeout,
 	}
-	if !p.IsSet("sessionIdleTimeout") {
-		opts.SessionIdleTimeout = 0
-	}
-	for name, dst := range map[string]*int{"maxSessions": &opts.MaxSessions, "maxSessionsPerPrincipal": &opts.MaxSessionsPerPrincipal} {
-		if !p.IsSet(name) {
-			continue
+	for _, limit := range []struct {
+		name string
+		n    int64
+		dst  *int
+	}{{"maxSessions", p.MaxSessions, &opts.MaxSessions}, {"maxSessionsPerPrincipal", p.MaxSessionsPerPrincipal, &opts.MaxSessionsPerPrincipal}} {
+		if limit.n < -1 || limit.n > math.MaxInt32 {
+			return Options{}, fmt.Errorf("mcp-server: option %s=%d: want a number of sessions, 0 for the default or -1 for no limit", limit.name, limit.n)
 		}
-		n := p.Int(name)
-		if n < -1 || n > math.MaxInt32 {
-			return Options{}, fmt.Errorf("mcp-server: option %s=%d: want a number of sessions, 0 for the default or -1 for no limit", name, n)
-		}
-		*dst = int(n)
+		*limit.dst = int(limit.n)
 	}
-	if p.IsSet("maxConcurrentCalls") {
-		n := p.Int("maxConcurrentCalls")
-		if n < -1 || n > math.MaxInt32 {
-			return Options{}, fmt.Errorf("mcp-server: option maxConcurrentCalls=%d: want a number of requests, 0 for the default (%d) or -1 for no limit", n, DefaultMaxConcurrentCalls)
-		}
-		opts.MaxConcurrentCalls = int(n)
+	if n := p.MaxConcurrentCalls; n < -1 || n > math.MaxInt32 {
+		return Options{}, fmt.Errorf("mcp-server: option maxConcurrentCalls=%d: want a number of requests, 0 for the default (%d) or -1 for no limit", n, DefaultMaxConcurrentCalls)
 	}
-	if opts.Limits, _, err = netguard.FromURIOptions(str); err != nil {
+	opts.MaxConcurrentCalls = int(p.MaxConcurrentCalls)
+	if opts.Limits, _, err = p.Limits(); err != nil {
 		return Options{}, fmt.Errorf("mcp-server: %w", err)
 	}
-	fast := p.Bool("fastToolCalls")
+	fast := p.FastToolCalls
 	opts.FastToolCalls = &fast
 	if strings.EqualFold(opts.Transport, TransportStdio) {
 		opts.Addr = ""
