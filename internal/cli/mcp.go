@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/arvenza/helix/pkg/app"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -57,7 +57,7 @@ func mcpServersOf(a *app.App) ([]mcpserver.Info, error) {
 	servers := comp.Servers()
 	for _, wf := range a.Context().Workflows() {
 		u, err := uri.Parse(wf.FromURI)
-		if err != nil || u.Scheme != app.MCPServerScheme {
+		if err != nil || u.Scheme != mcpserver.Scheme {
 			continue
 		}
 		opts, err := mcpserver.OptionsFromURI(u)

@@ -59,7 +59,7 @@ func (a *App) buildManagement() {
 		Required: m.Required,
 		Manifest: a.Manifest,
 		Ready:    a.ready,
-		Metrics:  a.Metrics,
+		Metrics:  a.metricsSnapshot,
 		Logger:   a.logger,
 		Limits:   listenerLimits(m.Listener),
 	})
@@ -144,10 +144,10 @@ func (a *App) Manifest() management.Manifest {
 	return m
 }
 
-// Metrics is the /metrics snapshot: the engine's workflow counters, the MCP servers'
+// metricsSnapshot is the /metrics snapshot: the engine's workflow counters, the MCP servers'
 // tool calls and their security rejections, and the agents' runs, iterations, tool
 // calls and tokens. It is safe for concurrent use.
-func (a *App) Metrics() management.Metrics {
+func (a *App) metricsSnapshot() management.Metrics {
 	st := a.hc.Stats()
 	m := management.Metrics{Version: a.opts.Version, GoVersion: runtime.Version(), InFlight: st.InFlight}
 	for _, wf := range st.Workflows {

@@ -10,8 +10,8 @@ import (
 	"github.com/arvenza/helix/internal/tool"
 )
 
-// MCPServerScheme is the scheme of the MCP server component.
-const MCPServerScheme = "mcp-server"
+// mcpServerScheme is the scheme of the MCP server component.
+const mcpServerScheme = "mcp-server"
 
 // buildMCP declares on the mcp-server component (registered with the others, so that
 // mcp-server:// triggers validate) the servers of the configuration: the one list
@@ -158,7 +158,7 @@ func (a *App) workflowPos(id string) (config.Pos, bool) {
 // MCPServers returns the app's mcp-server component: the servers it declares, their
 // bound addresses once started, and Done for stdio servers.
 func (a *App) MCPServers() *mcpserver.Component {
-	c, _ := a.hc.Component(MCPServerScheme)
+	c, _ := a.hc.Component(mcpServerScheme)
 	sc, _ := c.(*mcpserver.Component)
 	return sc
 }

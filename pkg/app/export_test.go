@@ -1,0 +1,10 @@
+package app
+
+import "github.com/arvenza/helix/internal/management"
+
+// Names the external tests (package app_test) use that are not public API.
+
+const DefaultShutdownTimeout = defaultShutdownTimeout
+
+// Metrics is the /metrics snapshot.
+func (a *App) Metrics() management.Metrics { return a.metricsSnapshot() }
