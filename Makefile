@@ -46,10 +46,10 @@ services:
 lint: vet fmt-check tidy-check apicheck
 
 # Fails when the public Go API (packages under pkg/) differs from api/helix.txt, listing
-# what changed. Accept a deliberate change with `go test ./internal/apicheck -update` and
-# explain it in the changelog of docs/go-api.md.
+# what changed. Accept a deliberate change with `make apicheck UPDATE=1` (the same as
+# `go test ./internal/apicheck -update`) and explain it in the changelog of docs/go-api.md.
 apicheck:
-	$(GO) test -count=1 ./internal/apicheck
+	$(GO) test -count=1 ./internal/apicheck $(if $(UPDATE),-update)
 
 # Fails when go.mod or go.sum are not what `go mod tidy` would write (a direct import
 # marked indirect, a requirement nothing uses, a missing checksum), showing the diff.

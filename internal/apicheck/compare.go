@@ -9,7 +9,7 @@ import (
 const Header = `# The public Go API of Helix: every exported name of the packages under pkg/, and
 # the internal types they make public. internal/apicheck fails when this differs
 # from the code. To accept a deliberate change, run
-#     go test ./internal/apicheck -update
+#     go test ./internal/apicheck -update     (or: make apicheck UPDATE=1)
 # and explain it in the changelog of docs/go-api.md.
 `
 
@@ -48,7 +48,7 @@ func Compare(want, got []string) string {
 		b.WriteString("  + " + l + "\n")
 	}
 	b.WriteString("If this is intended, accept it with\n" +
-		"    go test ./internal/apicheck -update\n" +
+		"    go test ./internal/apicheck -update     (or: make apicheck UPDATE=1)\n" +
 		"and explain it in the changelog of docs/go-api.md; otherwise restore the API " +
 		"(or move the new name under internal/).")
 	return b.String()
