@@ -53,7 +53,7 @@ Markers: [tool  ] tools: entries (with output schema), [agent ] agents,
 
 // mcpServersOf lists the declared servers and those of mcp-server:// triggers.
 func mcpServersOf(a *app.App) ([]mcpserver.Info, error) {
-	comp := a.MCPServers()
+	comp := mcpserver.Of(a.Context())
 	servers := comp.Servers()
 	for _, wf := range a.Context().Workflows() {
 		u, err := uri.Parse(wf.FromURI)

@@ -320,7 +320,7 @@ func (a *App) ShutdownTimeout() time.Duration {
 // stop last.
 func (a *App) Stop(ctx context.Context) error {
 	a.state.Store(stateStopping)
-	if sc := a.MCPServers(); sc != nil {
+	if sc := a.mcpServers(); sc != nil {
 		sc.BeginShutdown()
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.ShutdownTimeout())

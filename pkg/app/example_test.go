@@ -85,7 +85,7 @@ workflows:
 
 // The MCP guide's integration test setup (§11.2): the MCP server declared in Go on a
 // random port, the workflows loaded from YAML, then a real MCP client over HTTP.
-func ExampleApp_MCPServers() {
+func ExampleApp_MCPServerAddr() {
 	cfg, err := config.LoadBytes("helix.yaml", []byte(`
 workflows:
   - id: calculate-tax
@@ -120,7 +120,7 @@ workflows:
 	defer a.Stop(ctx)
 
 	// The actual port: a server is known by its id, which defaults to its name.
-	url := "http://" + a.MCPServers().Addr("test").String() + "/mcp"
+	url := "http://" + a.MCPServerAddr("test").String() + "/mcp"
 	client := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1.0.0"}, nil)
 	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {

@@ -1,6 +1,9 @@
 package app
 
-import "github.com/arvenza/helix/internal/management"
+import (
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/management"
+)
 
 // Names the external tests (package app_test) use that are not public API.
 
@@ -8,3 +11,6 @@ const DefaultShutdownTimeout = defaultShutdownTimeout
 
 // Metrics is the /metrics snapshot.
 func (a *App) Metrics() management.Metrics { return a.metricsSnapshot() }
+
+// MCPServers returns the app's mcp-server component.
+func (a *App) MCPServers() *mcpserver.Component { return a.mcpServers() }

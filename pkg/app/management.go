@@ -133,7 +133,7 @@ func (a *App) Manifest() management.Manifest {
 		version = "dev"
 	}
 	m := management.Manifest{Name: a.hc.Name(), Version: version}
-	if sc := a.MCPServers(); sc != nil {
+	if sc := a.mcpServers(); sc != nil {
 		for _, si := range sc.Servers() {
 			m.MCPServers = append(m.MCPServers, a.manifestServer(si))
 		}
@@ -154,7 +154,7 @@ func (a *App) metricsSnapshot() management.Metrics {
 		m.Workflows = append(m.Workflows, management.WorkflowMetrics{Workflow: wf.ID, Exchanges: wf.Exchanges,
 			Failed: wf.Failed, DurationSeconds: wf.Duration.Seconds()})
 	}
-	if sc := a.MCPServers(); sc != nil {
+	if sc := a.mcpServers(); sc != nil {
 		for _, tc := range sc.ToolCallStats() {
 			m.ToolCalls = append(m.ToolCalls, management.ToolCallMetrics{Server: tc.Server, Tool: tc.Tool,
 				Calls: tc.Calls, Errors: tc.Errors})

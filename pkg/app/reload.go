@@ -77,7 +77,7 @@ func (a *App) Retire(ctx context.Context) error {
 // declared one, or an mcp-server:// trigger (which the component only knows
 // once it runs).
 func (a *App) stdioServer() string {
-	if sc := a.MCPServers(); sc != nil {
+	if sc := a.mcpServers(); sc != nil {
 		for _, s := range sc.Servers() {
 			if s.Transport == mcpserver.TransportStdio {
 				return s.ID
