@@ -6,7 +6,7 @@ GO ?= go
 FUZZTIME ?= 10s
 TEST_TIMEOUT ?= 60m
 
-.PHONY: allocs release test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test bench
+.PHONY: apicheck allocs release test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test bench
 
 # Full check: services and tools, then lint and brief fuzzing, and the race-enabled test run
 # last so the output ends with go test's own per-package ok/FAIL lines. HELIX_REQUIRE_TOOLS=1
@@ -43,7 +43,13 @@ tools:
 services:
 	scripts/setup-services.sh
 
-lint: vet fmt-check tidy-check
+lint: vet fmt-check tidy-check apicheck
+
+# Fails when the public Go API (packages under pkg/) differs from api/helix.txt, listing
+# what changed. Accept a deliberate change with `make apicheck UPDATE=1` (the same as
+# `go test ./internal/apicheck -update`) and explain it in the changelog of docs/go-api.md.
+apicheck:
+	$(GO) test -count=1 ./internal/apicheck $(if $(UPDATE),-update)
 
 # Fails when go.mod or go.sum are not what `go mod tidy` would write (a direct import
 # marked indirect, a requirement nothing uses, a missing checksum), showing the diff.

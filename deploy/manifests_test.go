@@ -24,10 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
-	"github.com/arvenza/helix/pkg/app"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -750,7 +750,7 @@ func listeners(cfg *config.Config) []listener {
 		}
 		switch {
 		case u.Scheme == "http-server",
-			u.Scheme == app.MCPServerScheme && !strings.EqualFold(u.Param("transport", ""), mcpserver.TransportStdio):
+			u.Scheme == mcpserver.Scheme && !strings.EqualFold(u.Param("transport", ""), mcpserver.TransportStdio):
 			ls = append(ls, listener{what: fmt.Sprintf("the trigger of workflow %q", w.ID), addr: u.Host})
 		}
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/arvenza/helix/pkg/app"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -53,11 +53,11 @@ Markers: [tool  ] tools: entries (with output schema), [agent ] agents,
 
 // mcpServersOf lists the declared servers and those of mcp-server:// triggers.
 func mcpServersOf(a *app.App) ([]mcpserver.Info, error) {
-	comp := a.MCPServers()
+	comp := mcpserver.Of(a.Context())
 	servers := comp.Servers()
 	for _, wf := range a.Context().Workflows() {
 		u, err := uri.Parse(wf.FromURI)
-		if err != nil || u.Scheme != app.MCPServerScheme {
+		if err != nil || u.Scheme != mcpserver.Scheme {
 			continue
 		}
 		opts, err := mcpserver.OptionsFromURI(u)

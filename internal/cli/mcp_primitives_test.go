@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
 )
@@ -35,7 +36,7 @@ func startYAMLServer(t *testing.T, file string, env map[string]string) map[strin
 		_ = a.Stop(ctx)
 	})
 	addrs := map[string]string{}
-	comp := a.MCPServers()
+	comp := mcpserver.Of(a.Context())
 	for _, s := range comp.Servers() {
 		if addr := comp.Addr(s.ID); addr != nil {
 			addrs[s.Name] = addr.String()

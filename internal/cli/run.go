@@ -10,8 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/arvenza/helix/pkg/app"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/netguard"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 func newRunCmd() *cobra.Command {
@@ -103,7 +104,7 @@ func runFiles(cmd *cobra.Command, files []string) error {
 // blocked_tools; a tool two servers serve counts once). The tools: entries of the
 // files are not the number: an entry no server exposes is served to nobody.
 func servedTools(a *app.App) (tools, servers int) {
-	sc := a.MCPServers()
+	sc := mcpserver.Of(a.Context())
 	if sc == nil {
 		return 0, 0
 	}

@@ -18,22 +18,22 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/internal/agent/setup"
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/all"
 	"github.com/arvenza/helix/internal/component/kafka"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/internal/rag/pipeline"
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/internal/starlang"
 	"github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/internal/tracing"
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -299,17 +299,17 @@ func (a *App) Start(ctx context.Context) error {
 	return nil
 }
 
-// DefaultShutdownTimeout bounds the drain at Stop when helix.shutdown_timeout is
+// defaultShutdownTimeout bounds the drain at Stop when helix.shutdown_timeout is
 // not set.
-const DefaultShutdownTimeout = 30 * time.Second
+const defaultShutdownTimeout = 30 * time.Second
 
 // ShutdownTimeout is how long Stop lets in-flight exchanges and tool calls finish:
-// helix.shutdown_timeout, or DefaultShutdownTimeout.
+// helix.shutdown_timeout, or defaultShutdownTimeout.
 func (a *App) ShutdownTimeout() time.Duration {
 	if d := a.cfg.Helix.ShutdownTimeout; d > 0 {
 		return d
 	}
-	return DefaultShutdownTimeout
+	return defaultShutdownTimeout
 }
 
 // Stop stops triggers, drains in-flight exchanges until ShutdownTimeout (or ctx's
@@ -320,7 +320,7 @@ func (a *App) ShutdownTimeout() time.Duration {
 // stop last.
 func (a *App) Stop(ctx context.Context) error {
 	a.state.Store(stateStopping)
-	if sc := a.MCPServers(); sc != nil {
+	if sc := a.mcpServers(); sc != nil {
 		sc.BeginShutdown()
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.ShutdownTimeout())
@@ -371,7 +371,7 @@ func registerComponents(hc *engine.Context) {
 	hc.AddComponent(mcpclient.Scheme, mcpclient.New())
 	// The MCP server component too: workflows with an mcp-server:// trigger (spec §3.2)
 	// are checked against the registered schemes while they are built.
-	hc.AddComponent(MCPServerScheme, mcpserver.New(hc))
+	hc.AddComponent(mcpServerScheme, mcpserver.New(hc))
 }
 
 func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.Pos) *engine.Workflow {

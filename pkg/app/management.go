@@ -59,7 +59,7 @@ func (a *App) buildManagement() {
 		Required: m.Required,
 		Manifest: a.Manifest,
 		Ready:    a.ready,
-		Metrics:  a.Metrics,
+		Metrics:  a.metricsSnapshot,
 		Logger:   a.logger,
 		Limits:   listenerLimits(m.Listener),
 	})
@@ -133,7 +133,7 @@ func (a *App) Manifest() management.Manifest {
 		version = "dev"
 	}
 	m := management.Manifest{Name: a.hc.Name(), Version: version}
-	if sc := a.MCPServers(); sc != nil {
+	if sc := a.mcpServers(); sc != nil {
 		for _, si := range sc.Servers() {
 			m.MCPServers = append(m.MCPServers, a.manifestServer(si))
 		}
@@ -144,17 +144,17 @@ func (a *App) Manifest() management.Manifest {
 	return m
 }
 
-// Metrics is the /metrics snapshot: the engine's workflow counters, the MCP servers'
+// metricsSnapshot is the /metrics snapshot: the engine's workflow counters, the MCP servers'
 // tool calls and their security rejections, and the agents' runs, iterations, tool
 // calls and tokens. It is safe for concurrent use.
-func (a *App) Metrics() management.Metrics {
+func (a *App) metricsSnapshot() management.Metrics {
 	st := a.hc.Stats()
 	m := management.Metrics{Version: a.opts.Version, GoVersion: runtime.Version(), InFlight: st.InFlight}
 	for _, wf := range st.Workflows {
 		m.Workflows = append(m.Workflows, management.WorkflowMetrics{Workflow: wf.ID, Exchanges: wf.Exchanges,
 			Failed: wf.Failed, DurationSeconds: wf.Duration.Seconds()})
 	}
-	if sc := a.MCPServers(); sc != nil {
+	if sc := a.mcpServers(); sc != nil {
 		for _, tc := range sc.ToolCallStats() {
 			m.ToolCalls = append(m.ToolCalls, management.ToolCallMetrics{Server: tc.Server, Tool: tc.Tool,
 				Calls: tc.Calls, Errors: tc.Errors})

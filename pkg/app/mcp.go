@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/tool"
 )
 
-// MCPServerScheme is the scheme of the MCP server component.
-const MCPServerScheme = "mcp-server"
+// mcpServerScheme is the scheme of the MCP server component.
+const mcpServerScheme = "mcp-server"
 
 // buildMCP declares on the mcp-server component (registered with the others, so that
 // mcp-server:// triggers validate) the servers of the configuration: the one list
@@ -24,7 +25,7 @@ const MCPServerScheme = "mcp-server"
 // stack per server (security.go), wired through Options.HTTPMiddleware and
 // ToolAllowed.
 func (a *App) buildMCP() {
-	comp := a.MCPServers()
+	comp := a.mcpServers()
 	comp.SetCatalogue(a.catalogue)
 	prims := a.buildPrimitives() // resources: and prompts: (resources.go)
 	for _, s := range a.cfg.MCPServers() {
@@ -155,19 +156,27 @@ func (a *App) workflowPos(id string) (config.Pos, bool) {
 	return config.Pos{}, false
 }
 
-// MCPServers returns the app's mcp-server component: the servers it declares, their
-// bound addresses once started, and Done for stdio servers.
-func (a *App) MCPServers() *mcpserver.Component {
-	c, _ := a.hc.Component(MCPServerScheme)
-	sc, _ := c.(*mcpserver.Component)
-	return sc
+// mcpServers returns the app's mcp-server component: the servers it declares, their
+// bound addresses once started, and Done for stdio servers. Helix's own code outside
+// this package reaches it with mcpserver.Of(a.Context()).
+func (a *App) mcpServers() *mcpserver.Component { return mcpserver.Of(a.hc) }
+
+// MCPServerAddr is the address the MCP server id listens on while the app runs
+// (the actual port when its addr asks for port 0), or nil. A server of
+// helix.mcp.servers or mcps: is known by its id, which defaults to its name; a
+// server of an mcp-server:// trigger by the trigger's URI without options.
+func (a *App) MCPServerAddr(id string) net.Addr {
+	if sc := a.mcpServers(); sc != nil {
+		return sc.Addr(id)
+	}
+	return nil
 }
 
 // MCPDone is closed when a stdio MCP server's client has closed its input: an app
 // launched as an MCP subprocess should then stop. It never closes for apps without
 // stdio servers.
 func (a *App) MCPDone() <-chan struct{} {
-	if sc := a.MCPServers(); sc != nil {
+	if sc := a.mcpServers(); sc != nil {
 		return sc.Done()
 	}
 	return nil

@@ -18,12 +18,12 @@ import (
 // more and their connections close one by one as their requests end (Retire),
 // and a stops as it would at shutdown.
 
-// DrainIdleGrace is how long a connection of a retiring app may stay idle before
+// drainIdleGrace is how long a connection of a retiring app may stay idle before
 // it is closed. An HTTP/1.1 client may be writing its next request onto an idle
 // connection at any moment, and a request lost that way (a POST) is not retried;
 // waiting a little makes that unlikely, while the busy connections are handed
 // over at their next answer ("Connection: close").
-const DrainIdleGrace = time.Second
+const drainIdleGrace = time.Second
 
 // ErrReloadRefused is returned by Handover when the apps cannot be swapped in
 // one process: the reason is in the error.
@@ -57,7 +57,7 @@ func (a *App) Handover(ctx context.Context, next *App) error {
 }
 
 // Retire stops an app whose successor took over (Handover): its connections are
-// closed as their requests end (a connection idle for DrainIdleGrace is closed),
+// closed as their requests end (a connection idle for drainIdleGrace is closed),
 // then it stops as at shutdown: in-flight exchanges finish, triggers that are not
 // listeners (timers, pollers, Kafka consumers, leadership) stop. Both phases
 // together take at most helix.shutdown_timeout (or ctx's deadline, if earlier).
@@ -66,7 +66,7 @@ func (a *App) Retire(ctx context.Context) error {
 	defer cancel()
 	var drainErr error
 	if a.listeners != nil {
-		if err := a.listeners.Drain(ctx, DrainIdleGrace); err != nil {
+		if err := a.listeners.Drain(ctx, drainIdleGrace); err != nil {
 			drainErr = fmt.Errorf("drain: %w", err)
 		}
 	}
@@ -77,7 +77,7 @@ func (a *App) Retire(ctx context.Context) error {
 // declared one, or an mcp-server:// trigger (which the component only knows
 // once it runs).
 func (a *App) stdioServer() string {
-	if sc := a.MCPServers(); sc != nil {
+	if sc := a.mcpServers(); sc != nil {
 		for _, s := range sc.Servers() {
 			if s.Transport == mcpserver.TransportStdio {
 				return s.ID
@@ -85,7 +85,7 @@ func (a *App) stdioServer() string {
 		}
 	}
 	for _, w := range a.cfg.Workflows {
-		if u, err := uri.Parse(w.From); err == nil && u.Scheme == MCPServerScheme &&
+		if u, err := uri.Parse(w.From); err == nil && u.Scheme == mcpServerScheme &&
 			strings.EqualFold(u.Param("transport", ""), mcpserver.TransportStdio) {
 			return w.From
 		}

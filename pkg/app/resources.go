@@ -17,21 +17,21 @@ import (
 
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/starlang"
 	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // Headers of the exchanges that resource workflows get.
 const (
-	// HeaderMcpResourceURI is the URI being read (resources/read).
-	HeaderMcpResourceURI = "HelixMcpResourceUri"
-	// HeaderMcpResourceVarPrefix + a template variable's name carries its value
+	// headerMcpResourceURI is the URI being read (resources/read).
+	headerMcpResourceURI = "HelixMcpResourceUri"
+	// headerMcpResourceVarPrefix + a template variable's name carries its value
 	// (also in the body object).
-	HeaderMcpResourceVarPrefix = "HelixMcpResourceVar"
-	// HeaderMcpPromptName is the prompt being rendered by a prompt workflow.
-	HeaderMcpPromptName = "HelixMcpPromptName"
+	headerMcpResourceVarPrefix = "HelixMcpResourceVar"
+	// headerMcpPromptName is the prompt being rendered by a prompt workflow.
+	headerMcpPromptName = "HelixMcpPromptName"
 )
 
 // maxResourceBytes bounds what one read of a file resource returns, so that a
@@ -272,9 +272,9 @@ func (a *App) workflowReader(id, declared string) func(context.Context, string, 
 		}
 		ex := exchange.NewWithBody(exchange.InOut, body)
 		msg := ex.In()
-		msg.SetHeader(HeaderMcpResourceURI, uri)
+		msg.SetHeader(headerMcpResourceURI, uri)
 		for k, v := range vars {
-			msg.SetHeader(HeaderMcpResourceVarPrefix+k, v)
+			msg.SetHeader(headerMcpResourceVarPrefix+k, v)
 		}
 		if err := a.runWorkflow(ctx, id, ex); err != nil {
 			return nil, err
@@ -593,7 +593,7 @@ func (a *App) promptWorkflow(name, id string) func(context.Context, map[string]s
 			body[k] = v
 		}
 		ex := exchange.NewWithBody(exchange.InOut, body)
-		ex.In().SetHeader(HeaderMcpPromptName, name)
+		ex.In().SetHeader(headerMcpPromptName, name)
 		if err := a.runWorkflow(ctx, id, ex); err != nil {
 			return nil, err
 		}

@@ -281,7 +281,7 @@ func (a *App) warnOpenListeners() {
 	}
 	for _, w := range a.cfg.Workflows {
 		u, err := uri.Parse(w.From)
-		if err != nil || u.Scheme != MCPServerScheme {
+		if err != nil || u.Scheme != mcpServerScheme {
 			continue
 		}
 		if addr, ok := open(u.Param("transport", ""), u.Host); ok {

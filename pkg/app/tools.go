@@ -6,10 +6,10 @@ import (
 	"slices"
 
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -69,7 +69,7 @@ func (a *App) buildWorkflowSchemas(w config.WorkflowConfig, wf *engine.Workflow)
 	if in == nil && out == nil {
 		return
 	}
-	if u, err := uri.Parse(w.From); err == nil && u.Scheme == MCPServerScheme {
+	if u, err := uri.Parse(w.From); err == nil && u.Scheme == mcpServerScheme {
 		// Its pipeline never runs and it is no tool: the schemas would be ignored.
 		pos, key := w.InputPos, "input"
 		if in == nil {

@@ -44,7 +44,7 @@ func (a *App) mcpNamingProblems(comp *mcpserver.Component, opts mcpserver.Option
 	ids := opts.Expose
 	if ids == nil {
 		for _, wf := range a.hc.Workflows() {
-			if wf.FromURI == "" || strings.HasPrefix(strings.ToLower(wf.FromURI), MCPServerScheme+":") {
+			if wf.FromURI == "" || strings.HasPrefix(strings.ToLower(wf.FromURI), mcpServerScheme+":") {
 				continue // not a tool; listed by nobody
 			}
 			ids = append(ids, wf.ID)

@@ -28,9 +28,9 @@ const (
 	StateStandby = "Standby"
 )
 
-// DefaultDrainTimeout bounds how long Stop waits for in-flight exchanges when the
+// defaultDrainTimeout bounds how long Stop waits for in-flight exchanges when the
 // context passed to Stop has no deadline.
-const DefaultDrainTimeout = 30 * time.Second
+const defaultDrainTimeout = 30 * time.Second
 
 // Context is one Helix application: components, workflows and their lifecycle.
 // Methods are safe for concurrent use. A Context is started once and stopped once.
@@ -65,7 +65,7 @@ type Context struct {
 	tracer    Tracer           // tracer.go; nil: no tracing
 	override  ProducerOverride // override.go; nil: every target goes to its component
 
-	failureLimit FailureLogLimit // failurelog.go
+	failureLimit failureLogLimit // failurelog.go
 }
 
 type runtimeWorkflow struct {
@@ -583,10 +583,10 @@ func collectServices(p Processor) []component.Service {
 }
 
 // Stop stops consumers (no new exchanges), waits for in-flight exchanges and
-// background work until ctx's deadline (or DefaultDrainTimeout), cancels what is left,
+// background work until ctx's deadline (or defaultDrainTimeout), cancels what is left,
 // then stops step services, producers and components. Errors are joined.
 func (c *Context) Stop(ctx context.Context) error {
-	timeout := DefaultDrainTimeout
+	timeout := defaultDrainTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}

@@ -10,11 +10,11 @@ import (
 	"github.com/arvenza/helix/pkg/uri"
 )
 
-// MaxDynamicProducers bounds how many producers built for placeholder URIs
+// maxDynamicProducers bounds how many producers built for placeholder URIs
 // (http://api/users/${body.userId}) stay open. Each distinct resolved URI needs its
 // own endpoint; caching them all would let memory grow with every new user id, so the
 // least recently used ones beyond this bound are stopped once no exchange uses them.
-const MaxDynamicProducers = 256
+const maxDynamicProducers = 256
 
 // dynamicKey identifies a cached producer: the resolved URI, normalized, and the
 // template it was resolved from ("" for a URI sent as it is).
@@ -33,15 +33,15 @@ type dynamicProducers struct {
 	entries map[dynamicKey]*dynamicEntry
 }
 
-// SendDynamic delivers ex to a URI resolved per exchange. Its producer comes from a
+// sendResolved delivers ex to a URI resolved per exchange. Its producer comes from a
 // bounded LRU cache instead of the context's permanent producer map.
-func (c *Context) SendDynamic(ctx context.Context, rawURI string, ex *exchange.Exchange) error {
+func (c *Context) sendResolved(ctx context.Context, rawURI string, ex *exchange.Exchange) error {
 	return c.sendDynamic(ctx, "", rawURI, ex)
 }
 
 // SendTemplate resolves the placeholders of template against ex with
 // [uri.ExpandURI] (substituted values cannot add options) and delivers ex to the
-// result like SendDynamic. The component sees the template as the endpoint URI's
+// result like sendResolved. The component sees the template as the endpoint URI's
 // Template, so it can tell options written by the author from options supplied by
 // the exchange (file:// confines a placeholder fileName to its directory).
 func (c *Context) SendTemplate(ctx context.Context, template string, ex *exchange.Exchange) error {
@@ -123,7 +123,7 @@ func (c *Context) acquireDynamic(ctx context.Context, template, rawURI string) (
 	e.elem = c.dynamic.lru.PushFront(e)
 	c.dynamic.entries[key] = e
 	var toStop []component.Producer
-	for c.dynamic.lru.Len() > MaxDynamicProducers {
+	for c.dynamic.lru.Len() > maxDynamicProducers {
 		old := c.dynamic.lru.Remove(c.dynamic.lru.Back()).(*dynamicEntry)
 		delete(c.dynamic.entries, old.key)
 		old.evicted = true
@@ -172,9 +172,9 @@ func (c *Context) releaseDynamic(ctx context.Context, e *dynamicEntry) {
 	}
 }
 
-// DynamicProducers reports how many placeholder-URI producers are open (for tests
+// openDynamicProducers reports how many placeholder-URI producers are open (for tests
 // and metrics).
-func (c *Context) DynamicProducers() int {
+func (c *Context) openDynamicProducers() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.dynamic.entries)

@@ -112,7 +112,7 @@ func WorkflowID(ctx context.Context) string {
 	return id
 }
 
-// DefaultErrorHandler implements Camel's redelivery policy and dead letter channel.
+// defaultErrorHandler implements Camel's redelivery policy and dead letter channel.
 //
 // When a step fails it is run again, on the same exchange, up to MaximumRedeliveries
 // times (-1: until it succeeds), waiting Delay(k) before the k-th redelivery (the wait ends early when the
@@ -131,35 +131,35 @@ func WorkflowID(ctx context.Context) string {
 // channel is a record of the failure, not a recovery.
 //
 // Safe for concurrent use; one handler serves every exchange of its workflow.
-type DefaultErrorHandler struct {
+type defaultErrorHandler struct {
 	hc   *Context
 	opts ErrorHandlerOptions
 }
 
 var (
-	_ ErrorHandler  = (*DefaultErrorHandler)(nil)
-	_ NeedsOriginal = (*DefaultErrorHandler)(nil)
+	_ ErrorHandler  = (*defaultErrorHandler)(nil)
+	_ NeedsOriginal = (*defaultErrorHandler)(nil)
 )
 
-// NewErrorHandler returns a [DefaultErrorHandler] sending dead letters through hc.
+// NewErrorHandler returns a [defaultErrorHandler] sending dead letters through hc.
 // MaximumRedeliveries below -1 is treated as 0; call opts.Validate to report it.
 func NewErrorHandler(hc *Context, opts ErrorHandlerOptions) ErrorHandler {
 	if opts.MaximumRedeliveries < -1 {
 		opts.MaximumRedeliveries = 0
 	}
-	return &DefaultErrorHandler{hc: hc, opts: opts}
+	return &defaultErrorHandler{hc: hc, opts: opts}
 }
 
 // Options returns the handler's options.
-func (h *DefaultErrorHandler) Options() ErrorHandlerOptions { return h.opts }
+func (h *defaultErrorHandler) Options() ErrorHandlerOptions { return h.opts }
 
 // NeedsOriginalBody reports whether the pipeline must record the original body.
-func (h *DefaultErrorHandler) NeedsOriginalBody() bool { return h.opts.DeadLetterURI != "" }
+func (h *defaultErrorHandler) NeedsOriginalBody() bool { return h.opts.DeadLetterURI != "" }
 
 // HandleError redelivers failed, then dead-letters; it returns nil when a redelivery
 // succeeded, else the last error (joined with the dead letter error when sending the
 // dead letter failed too).
-func (h *DefaultErrorHandler) HandleError(ctx context.Context, ex *exchange.Exchange, failed Processor, err error) error {
+func (h *defaultErrorHandler) HandleError(ctx context.Context, ex *exchange.Exchange, failed Processor, err error) error {
 	step := StepName(failed)
 	var se *StepError
 	if errors.As(err, &se) {
@@ -196,7 +196,7 @@ func (h *DefaultErrorHandler) HandleError(ctx context.Context, ex *exchange.Exch
 
 // wait sleeps d unless the exchange or the engine is cancelled first; it reports
 // whether the full delay passed.
-func (h *DefaultErrorHandler) wait(ctx context.Context, d time.Duration) bool {
+func (h *defaultErrorHandler) wait(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
@@ -212,7 +212,7 @@ func (h *DefaultErrorHandler) wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (h *DefaultErrorHandler) deadLetter(ctx context.Context, ex *exchange.Exchange, step string, attempts int, err error) error {
+func (h *defaultErrorHandler) deadLetter(ctx context.Context, ex *exchange.Exchange, step string, attempts int, err error) error {
 	dl := ex.Copy()
 	dl.SetPattern(exchange.InOnly)
 	dl.SetException(nil)

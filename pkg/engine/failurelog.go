@@ -17,27 +17,27 @@ import (
 // FailureLogMessage is the message of the line logged for a failed exchange.
 const FailureLogMessage = "exchange failed"
 
-// FailuresSuppressedMessage is the message of the line that counts the failures
+// failuresSuppressedMessage is the message of the line that counts the failures
 // the rate limit kept out of the log.
-const FailuresSuppressedMessage = "failed exchanges not logged (rate limit)"
+const failuresSuppressedMessage = "failed exchanges not logged (rate limit)"
 
-// FailureLogLimit bounds how many failed exchanges one workflow logs: a token
+// failureLogLimit bounds how many failed exchanges one workflow logs: a token
 // bucket of Burst lines refilled at PerSecond. Failures beyond it are counted, and
 // the count is logged SummaryEvery after the first of them (and when the context
 // stops), so that a flood of failures cannot fill the disk and none goes unseen.
-type FailureLogLimit struct {
+type failureLogLimit struct {
 	PerSecond    float64
 	Burst        int
 	SummaryEvery time.Duration
 }
 
-// DefaultFailureLogLimit: 20 lines at once, then one a second, per workflow; the
+// defaultFailureLogLimit: 20 lines at once, then one a second, per workflow; the
 // suppressed ones are counted in a line every 10 s.
-var DefaultFailureLogLimit = FailureLogLimit{PerSecond: 1, Burst: 20, SummaryEvery: 10 * time.Second}
+var defaultFailureLogLimit = failureLogLimit{PerSecond: 1, Burst: 20, SummaryEvery: 10 * time.Second}
 
-// SetFailureLogLimit replaces the limit; call it before Start. Zero fields take
-// their [DefaultFailureLogLimit] value.
-func (c *Context) SetFailureLogLimit(l FailureLogLimit) {
+// setFailureLogLimit replaces the limit; call it before Start. Zero fields take
+// their [defaultFailureLogLimit] value.
+func (c *Context) setFailureLogLimit(l failureLogLimit) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.failureLimit = l
@@ -61,16 +61,16 @@ func (c *Context) flushFailureLogs() {
 }
 
 // failureLimitLocked is the limit in force, defaults filled in.
-func (c *Context) failureLimitLocked() FailureLogLimit {
+func (c *Context) failureLimitLocked() failureLogLimit {
 	l := c.failureLimit
 	if l.PerSecond <= 0 {
-		l.PerSecond = DefaultFailureLogLimit.PerSecond
+		l.PerSecond = defaultFailureLogLimit.PerSecond
 	}
 	if l.Burst <= 0 {
-		l.Burst = DefaultFailureLogLimit.Burst
+		l.Burst = defaultFailureLogLimit.Burst
 	}
 	if l.SummaryEvery <= 0 {
-		l.SummaryEvery = DefaultFailureLogLimit.SummaryEvery
+		l.SummaryEvery = defaultFailureLogLimit.SummaryEvery
 	}
 	return l
 }
@@ -87,7 +87,7 @@ type failureLog struct {
 	summary    *time.Timer // pending summary of the suppressed failures; nil: none
 }
 
-func newFailureLog(workflow string, l FailureLogLimit, logger func() *slog.Logger) *failureLog {
+func newFailureLog(workflow string, l failureLogLimit, logger func() *slog.Logger) *failureLog {
 	return &failureLog{workflow: workflow, limiter: rate.NewLimiter(rate.Limit(l.PerSecond), l.Burst),
 		every: l.SummaryEvery, logger: logger}
 }
@@ -115,7 +115,7 @@ func (f *failureLog) failed(ex *exchange.Exchange, err error) {
 	}
 	f.logger().LogAttrs(context.Background(), level, FailureLogMessage,
 		slog.String("workflow", f.workflow),
-		slog.String("step", StepPath(err)),
+		slog.String("step", stepPath(err)),
 		slog.String("exchange", ex.ID()),
 		slog.String("error", redact.Text(err.Error())))
 }
@@ -131,16 +131,16 @@ func (f *failureLog) flush() {
 	}
 	f.mu.Unlock()
 	if n > 0 {
-		f.logger().LogAttrs(context.Background(), slog.LevelWarn, FailuresSuppressedMessage,
+		f.logger().LogAttrs(context.Background(), slog.LevelWarn, failuresSuppressedMessage,
 			slog.String("workflow", f.workflow), slog.Int("suppressed", n),
 			slog.String("hint", "the log shows at most a few failures a second per workflow; helix_exchanges_failed_total counts every one"))
 	}
 }
 
-// StepPath names the steps err failed in, outermost first: a step of a workflow
+// stepPath names the steps err failed in, outermost first: a step of a workflow
 // reached through direct:// follows the step that called it
 // ("a.yaml:7:9 to > b.yaml:5:9 process"). "" when no step is named.
-func StepPath(err error) string {
+func stepPath(err error) string {
 	var names []string
 	for err != nil {
 		var se *StepError

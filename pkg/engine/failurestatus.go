@@ -29,16 +29,16 @@ func (s FailureStatus) apply(err error) error {
 	if status == 0 {
 		return err
 	}
-	return &StatusError{Status: status, Err: err}
+	return &statusError{Status: status, Err: err}
 }
 
-// StatusError gives a failure the HTTP status a workflow's on_error chose; the
+// statusError gives a failure the HTTP status a workflow's on_error chose; the
 // error it wraps stays reachable (errors.As, errors.Is, its client message).
-type StatusError struct {
+type statusError struct {
 	Status int
 	Err    error
 }
 
-func (e *StatusError) Error() string   { return e.Err.Error() }
-func (e *StatusError) Unwrap() error   { return e.Err }
-func (e *StatusError) HTTPStatus() int { return e.Status }
+func (e *statusError) Error() string   { return e.Err.Error() }
+func (e *statusError) Unwrap() error   { return e.Err }
+func (e *statusError) HTTPStatus() int { return e.Status }

@@ -7,9 +7,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tracing"
 )
 
 // trivialSteps are five steps that each do the least a real step does: read the

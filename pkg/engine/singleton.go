@@ -47,9 +47,9 @@ func (c *Context) SingletonWorkflows() []string {
 	return c.singletonIDsLocked()
 }
 
-// IsSingleton reports whether rawURI, as a trigger, is a singleton: its component's
+// isSingleton reports whether rawURI, as a trigger, is a singleton: its component's
 // spec has Singleton set.
-func (c *Context) IsSingleton(rawURI string) bool {
+func (c *Context) isSingleton(rawURI string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.singletonLocked(rawURI)

@@ -74,8 +74,8 @@ type Message struct {
 	headers map[string]any
 }
 
-// NewMessage returns a message with the given body and no headers.
-func NewMessage(body any) *Message { return &Message{body: body, headers: map[string]any{}} }
+// newMessage returns a message with the given body and no headers.
+func newMessage(body any) *Message { return &Message{body: body, headers: map[string]any{}} }
 
 // Body returns the message body: map[string]any, []any, string, []byte, numbers, bool or nil.
 func (m *Message) Body() any { return m.body }

@@ -37,7 +37,7 @@ func TestStringify(t *testing.T) {
 }
 
 func TestSetHeaderNilRemoves(t *testing.T) {
-	m := NewMessage(nil)
+	m := newMessage(nil)
 	m.SetHeader("a", 1)
 	m.SetHeader("a", nil)
 	if _, ok := m.Headers()["a"]; ok {

@@ -18,7 +18,7 @@ func TestIsReservedHeader(t *testing.T) {
 // TestSetInboundHeaderDropsReserved: a foreign header under a reserved name is
 // dropped, and does not touch a header Helix set under that name.
 func TestSetInboundHeaderDropsReserved(t *testing.T) {
-	m := NewMessage(nil)
+	m := newMessage(nil)
 	m.SetHeader("HelixFileName", "mine.txt")
 	if m.SetInboundHeader("helixFileName", "/etc/passwd") || m.SetInboundHeader("HelixFileName", "/etc/passwd") {
 		t.Error("SetInboundHeader set a reserved header")

@@ -130,7 +130,7 @@ func expandPart(s string, ex *exchange.Exchange, check func(expr, v string) (str
 }
 
 // expandPath expands the placeholders of a URI path: values are percent-encoded
-// (PathValueEscape) and a segment holding one must not come out as "." or "..".
+// (pathValueEscape) and a segment holding one must not come out as "." or "..".
 func expandPath(s string, ex *exchange.Exchange) (string, error) {
 	var out strings.Builder
 	segStart, tainted, lastExpr := 0, false, ""
@@ -162,7 +162,7 @@ func expandPath(s string, ex *exchange.Exchange) (string, error) {
 			out.WriteString(escapeAddress(v))
 			return nil
 		}
-		out.WriteString(PathValueEscape(v))
+		out.WriteString(pathValueEscape(v))
 		tainted, lastExpr = true, expr
 		return nil
 	})
@@ -178,10 +178,10 @@ func expandPath(s string, ex *exchange.Exchange) (string, error) {
 	return out.String(), nil
 }
 
-// PathValueEscape percent-encodes v for a URI path segment: everything but RFC 3986's
+// pathValueEscape percent-encodes v for a URI path segment: everything but RFC 3986's
 // unreserved characters (letters, digits, "-._~") and the sub-delimiters
 // "!$&'()*+,;=" is encoded, '/', ':', '@', '#', '?' and '%' included.
-func PathValueEscape(v string) string {
+func pathValueEscape(v string) string {
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {

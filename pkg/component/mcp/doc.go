@@ -1,7 +1,7 @@
-// Package mcp connects Helix to the Model Context Protocol, on both sides. It is a
-// facade: the code lives in one package per role, and this package keeps the names
-// the integration guide's Go programs and existing users write
-// (helixmcp.NewServer(h), helixmcp.ServerOptions …) as aliases of them.
+// Package mcp connects Helix to the Model Context Protocol, on both sides. It is the
+// public facade of internal packages, one per role: it offers what a Go program
+// needs (NewServer, ServerOptions, NewSDKServer, NewClient …; docs/go-api.md shows
+// them) and keeps Helix's own wiring of those packages internal.
 //
 //   - [github.com/arvenza/helix/internal/component/mcp/server]: the mcp-server
 //     component. It serves tools of the tool catalogue (package

@@ -70,3 +70,66 @@ func ExampleNewServer() {
 	fmt.Println(cs.InitializeResult().ServerInfo.Name, res.Content[0].(*sdk.TextContent).Text)
 	// Output: my-tools Hello, Ada!
 }
+
+// The integration guide's §4.3: a workflow whose target is a tool of another MCP
+// server. The mcp:// component is registered first (app.Build registers every
+// component; a bare engine context has only direct://). The called server here is
+// a second Helix on a free loopback port, serving the tool analyze-data.
+func ExampleNewClient() {
+	ctx := context.Background()
+	addr, stop, err := serveAnalyzeData(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+
+	h := engine.NewContext("caller")
+	h.SetLogger(slog.New(slog.DiscardHandler))
+	h.AddComponent(helixmcp.ClientScheme, helixmcp.NewClient())
+	_ = h.AddWorkflow(&engine.Workflow{
+		ID:      "call-mcp-tool",
+		FromURI: "direct://invoke",
+		ToURIs:  []string{"mcp://" + addr + "/analyze-data?transport=http"},
+	})
+	if err := h.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Stop(ctx)
+
+	// The body becomes the tool's arguments; the tool's result the body.
+	ex := exchange.NewWithBody(exchange.InOut, map[string]any{"values": []any{3, 4, 5}})
+	if err := h.Send(ctx, "direct://invoke", ex); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(ex.In().Body())
+	// Output: 3 values
+}
+
+// serveAnalyzeData starts a Helix serving the workflow analyze-data as an MCP tool
+// on a free loopback port and returns its address.
+func serveAnalyzeData(ctx context.Context) (addr string, stop func(), err error) {
+	h := engine.NewContext("analyzer")
+	h.SetLogger(slog.New(slog.DiscardHandler))
+	server := helixmcp.NewServer(h)
+	h.AddComponent(helixmcp.ServerScheme, server)
+	_ = h.AddWorkflow(&engine.Workflow{
+		ID:      "analyze-data",
+		FromURI: "direct://analyze-data",
+		Processors: []engine.Processor{
+			engine.ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
+				args, _ := ex.In().Body().(map[string]any)
+				values, _ := args["values"].([]any)
+				ex.In().SetBody(fmt.Sprintf("%d values", len(values)))
+				return nil
+			}),
+		},
+	})
+	_ = h.AddWorkflow(&engine.Workflow{ID: "mcp", FromURI: "mcp-server://127.0.0.1:0?name=analyzer"})
+	if err := h.Start(ctx); err != nil {
+		return "", nil, err
+	}
+	return server.Addr("mcp-server://127.0.0.1:0").String(), func() { _ = h.Stop(ctx) }, nil
+}

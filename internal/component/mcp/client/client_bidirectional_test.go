@@ -107,7 +107,7 @@ func startYAMLApp(t *testing.T, text string) *app.App {
 
 func serverAddr(t *testing.T, a *app.App, id string) string {
 	t.Helper()
-	addr := a.MCPServers().Addr(id)
+	addr := a.MCPServerAddr(id)
 	if addr == nil {
 		t.Fatalf("mcp server %s is not running", id)
 	}

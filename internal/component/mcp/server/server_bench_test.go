@@ -158,7 +158,7 @@ func helixYAMLServerWith(b *testing.B, extra string, opts app.Options) string {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = a.Stop(ctx) })
-	return "http://" + a.MCPServers().Addr("bench").String() + "/mcp"
+	return "http://" + a.MCPServerAddr("bench").String() + "/mcp"
 }
 
 // rawClient is a keep-alive JSON-RPC poster, like bench/mcpload's.
