@@ -7,6 +7,7 @@ const heapFloorBytes = 4 << 20
 
 // heapFloor is live for the whole process: a package variable is a GC root.
 var (
+	//lint:ignore U1000 written and never read on purpose: holding the block is its whole use
 	heapFloor     []byte
 	heapFloorOnce sync.Once
 )
