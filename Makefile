@@ -43,7 +43,15 @@ tools:
 services:
 	scripts/setup-services.sh
 
-lint: vet fmt-check tidy-check
+lint: vet fmt-check tidy-check staticcheck
+
+# staticcheck (pinned in scripts/staticcheck.sh, built once into .tools, go.mod untouched)
+# on Helix and the bench modules, and the test that keeps benchmark figures out of
+# comments (they live in BENCHMARKS.md).
+.PHONY: staticcheck
+staticcheck:
+	GO=$(GO) scripts/staticcheck.sh
+	$(GO) test -count=1 -run '^TestRepositoryHasNoBenchmarkFigures$$' ./internal/benchfigures
 
 # Fails when go.mod or go.sum are not what `go mod tidy` would write (a direct import
 # marked indirect, a requirement nothing uses, a missing checksum), showing the diff.
