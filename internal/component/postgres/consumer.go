@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/arvenza/helix/internal/jsonnum"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -348,7 +349,8 @@ func (c *consumer) runListen(workCtx context.Context, conn *pgx.Conn) {
 }
 
 // notifyBody decodes a JSON payload (object, array, number, true/false/null or a
-// quoted string); anything else is the text as it came.
+// quoted string) with integers as int64; anything else, a number beyond a 64-bit
+// float included, is the text as it came.
 func notifyBody(payload string) any {
 	t := strings.TrimSpace(payload)
 	if t == "" {
@@ -360,44 +362,8 @@ func notifyBody(payload string) any {
 	if err := dec.Decode(&v); err != nil || dec.More() {
 		return payload
 	}
-	if num, ok := v.(json.Number); ok {
-		if i, err := num.Int64(); err == nil {
-			return i
-		}
-		if f, err := num.Float64(); err == nil {
-			return f
-		}
-	}
-	if m, ok := v.(map[string]any); ok {
-		return normalizeNumbers(m)
-	}
-	if l, ok := v.([]any); ok {
-		return normalizeNumbers(l)
-	}
-	return v
-}
-
-// normalizeNumbers turns json.Number into int64 or float64 throughout v.
-func normalizeNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalizeNumbers(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeNumbers(e)
-		}
-		return x
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		if f, err := x.Float64(); err == nil {
-			return f
-		}
-		return x.String()
+	if jsonnum.Normalize(&v) != nil {
+		return payload
 	}
 	return v
 }
