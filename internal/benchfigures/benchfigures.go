@@ -27,29 +27,43 @@ import (
 // separators, maybe marked approximate.
 const number = `(?:~|≈|about\s+)?\d+(?:[.,]\d+)*`
 
-// patterns are the shapes of a measured figure, matched case-insensitively against
+// shapes are the shapes of a measured figure, matched case-insensitively against
 // a comment's text with its lines joined by spaces.
-var patterns = []*regexp.Regexp{
+var shapes = []string{
 	// Go benchmark units per operation (ns/op, B/op, allocs/op …).
-	regexp.MustCompile(`(?i)` + number + `\s*(?:ns|µs|us|ms|s|B|KiB|KB|MiB|MB|allocs?)/op\b`),
+	number + `\s*(?:ns|µs|us|ms|s|B|KiB|KB|MiB|MB|allocs?)/op\b`,
 	// Rates: requests, records or bytes per second.
-	regexp.MustCompile(`(?i)` + number + `\s*[kM]?\s*(?:req|reqs|requests|ops|calls|records|rows|msgs|messages|events)/s(?:ec)?\b`),
-	regexp.MustCompile(`(?i)` + number + `\s*(?:B|KiB|KB|MiB|MB|GiB|GB)/s\b`),
-	regexp.MustCompile(`(?i)` + number + `\s*(?:rps|qps)\b`),
-	regexp.MustCompile(`(?i)\b(?:req|reqs|ops|calls|records)/s\s+(?:of\s+)?` + number),
+	number + `\s*[kM]?\s*(?:req|reqs|requests|ops|calls|records|rows|msgs|messages|events)/s(?:ec)?\b`,
+	number + `\s*(?:B|KiB|KB|MiB|MB|GiB|GB)/s\b`,
+	number + `\s*(?:rps|qps)\b`,
+	`\b(?:req|reqs|ops|calls|records)/s\s+(?:of\s+)?` + number,
 	// Shares and differences: a percentage of the bytes, time or CPU; N % faster.
-	regexp.MustCompile(`(?i)` + number + `\s?%\s+(?:faster|slower|fewer|more|less|lower|higher|better|worse|cheaper|smaller|larger|of\s+(?:the\s+|its\s+|a\s+)?(?:bytes|time|cpu|allocations?|calls?|requests?|throughput|memory|heap|wall|latency|process))`),
-	regexp.MustCompile(`(?i)\b(?:faster|slower|cheaper|fewer|smaller|larger)\s+by\s+` + number + `\s?%`),
+	number + `\s?%\s+(?:faster|slower|fewer|more|less|lower|higher|better|worse|cheaper|smaller|larger|of\s+(?:the\s+|its\s+|a\s+)?(?:bytes|time|cpu|allocations?|calls?|requests?|throughput|memory|heap|wall|latency|process))`,
+	`\b(?:faster|slower|cheaper|fewer|smaller|larger)\s+by\s+` + number + `\s?%`,
 	// Ratios: N x faster, N × the throughput, N times as fast.
-	regexp.MustCompile(`(?i)` + number + `\s*(?:x|×|\s+times)\s+(?:faster|slower|fewer|more|less|cheaper|smaller|larger|as\s+(?:fast|slow|many|much|often)|the\s+(?:throughput|speed|cost|allocations|cpu|memory|latency))\b`),
+	number + `\s*(?:x|×|\s+times)\s+(?:faster|slower|fewer|more|less|cheaper|smaller|larger|as\s+(?:fast|slow|many|much|often)|the\s+(?:throughput|speed|cost|allocations|cpu|memory|latency))\b`,
 	// Frequencies: N times (or collections, calls …) a second.
-	regexp.MustCompile(`(?i)` + number + `(?:\s*[–-]\s*` + number + `)?\s+(?:times|collections|gcs|calls|requests)\s+(?:a|per)\s+second\b`),
+	number + `(?:\s*[–-]\s*` + number + `)?\s+(?:times|collections|gcs|calls|requests)\s+(?:a|per)\s+second\b`,
 	// Durations someone timed: "took" or "takes" with a number and unit, or with
 	// a unit alone.
-	regexp.MustCompile(`(?i)\b(?:took|takes|taking|spent)\s+(?:only\s+)?` + number + `\s*(?:ns|µs|us|ms|s|sec|seconds?|minutes?)\b`),
-	regexp.MustCompile(`(?i)\b(?:took|takes)\s+(?:seconds|minutes|hours)\b`),
+	`\b(?:took|takes|taking|spent)\s+(?:only\s+)?` + number + `\s*(?:ns|µs|us|ms|s|sec|seconds?|minutes?)\b`,
+	`\b(?:took|takes)\s+(?:seconds|minutes|hours)\b`,
 	// Costs per unit of work: N allocations (or bytes) per call, request, op ….
-	regexp.MustCompile(`(?i)` + number + `\s+(?:allocations?|allocs|bytes|B|KiB|KB|MiB|MB)\s+(?:per|a|each)\s+(?:call|request|op|operation|run|iteration|exchange|message|record|tools/call)\b`),
+	number + `\s+(?:allocations?|allocs|bytes|B|KiB|KB|MiB|MB)\s+(?:per|a|each)\s+(?:call|request|op|operation|run|iteration|exchange|message|record|tools/call)\b`,
+}
+
+// figure is every shape in one expression: one pass over a comment, and a figure
+// that fits two shapes is reported once.
+var figure = regexp.MustCompile(`(?i)(?:` + strings.Join(shapes, `)|(?:`) + `)`)
+
+// mayHoldFigure is a quick test that skips the expression for most comments: every
+// shape has a digit, or "took"/"takes" with a unit.
+func mayHoldFigure(text string) bool {
+	if strings.ContainsAny(text, "0123456789") {
+		return true
+	}
+	lower := strings.ToLower(text)
+	return strings.Contains(lower, "took") || strings.Contains(lower, "takes")
 }
 
 // Finding is one figure in a comment.
@@ -105,11 +119,12 @@ func (r *commentRun) position(off int) token.Position {
 
 func (r *commentRun) findings() []Finding {
 	text := r.text.String()
+	if !mayHoldFigure(text) {
+		return nil
+	}
 	var out []Finding
-	for _, re := range patterns {
-		for _, m := range re.FindAllStringIndex(text, -1) {
-			out = append(out, Finding{Pos: r.position(m[0]), Match: strings.Join(strings.Fields(text[m[0]:m[1]]), " ")})
-		}
+	for _, m := range figure.FindAllStringIndex(text, -1) {
+		out = append(out, Finding{Pos: r.position(m[0]), Match: strings.Join(strings.Fields(text[m[0]:m[1]]), " ")})
 	}
 	return out
 }
