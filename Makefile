@@ -43,13 +43,21 @@ tools:
 services:
 	scripts/setup-services.sh
 
-lint: vet fmt-check tidy-check apicheck
+lint: vet fmt-check tidy-check apicheck staticcheck
 
 # Fails when the public Go API (packages under pkg/) differs from api/helix.txt, listing
 # what changed. Accept a deliberate change with `make apicheck UPDATE=1` (the same as
 # `go test ./internal/apicheck -update`) and explain it in the changelog of docs/go-api.md.
 apicheck:
 	$(GO) test -count=1 ./internal/apicheck $(if $(UPDATE),-update)
+
+# staticcheck (pinned in scripts/staticcheck.sh, built once into .tools, go.mod untouched)
+# on Helix and the bench modules, and the test that keeps benchmark figures out of
+# comments (they live in BENCHMARKS.md).
+.PHONY: staticcheck
+staticcheck:
+	GO=$(GO) scripts/staticcheck.sh
+	$(GO) test -count=1 -run '^TestRepositoryHasNoBenchmarkFigures$$' ./internal/benchfigures
 
 # Fails when go.mod or go.sum are not what `go mod tidy` would write (a direct import
 # marked indirect, a requirement nothing uses, a missing checksum), showing the diff.

@@ -22,7 +22,7 @@ func summarizeCmd(args []string, out io.Writer) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return errors.New("usage: mcpload summarize [-base limit] results.jsonl...")
+		return errors.New("usage: mcpload summarize [-base limit] results.jsonl [results.jsonl ...]")
 	}
 	var order []string
 	byLabel := map[string][]result{}

@@ -7,6 +7,7 @@ const heapFloorBytes = 4 << 20
 
 // heapFloor is live for the whole process: a package variable is a GC root.
 var (
+	//lint:ignore U1000 written and never read on purpose: holding the block is its whole use
 	heapFloor     []byte
 	heapFloorOnce sync.Once
 )
@@ -14,9 +15,9 @@ var (
 // setHeapFloor sets the heap floor of a serving helix, once per process (reloads
 // and tests that run helix in-process call it again), under Go's default pacing
 // (GOGC=100). Go starts a collection whenever the heap has doubled, but waits for no
-// less than 4 MiB, and a Helix server's live heap is 1–2 MiB: under load it collected
-// 60–70 times a second, twice as often as a bare net/http handler, each time
-// stopping the world. A pointer-free 4 MiB block that is never written (heapFloor)
+// less than 4 MiB, and a Helix server's live heap is well below that: under load it
+// collected far more often than a bare net/http handler, each time stopping the
+// world (BENCHMARKS.md, "Heap floor", has the figures). A pointer-free 4 MiB block that is never written (heapFloor)
 // counts as live heap, so a collection comes every ~8 MiB of garbage instead; it
 // takes address space, not memory (pages never written are never resident). With a
 // large live heap (many sessions) it moves the pacing by its 4 MiB only.

@@ -40,6 +40,7 @@ func (p *notificationPrinter) progress(_ context.Context, current, total float64
 	p.println(line)
 }
 
+//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still offered to clients in the window
 func (p *notificationPrinter) log(m *sdk.LoggingMessageParams) {
 	line := string(m.Level)
 	if m.Logger != "" {

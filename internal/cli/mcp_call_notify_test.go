@@ -50,10 +50,11 @@ func TestMCPCallShowsProgressAndLogs(t *testing.T) {
 // Progress messages and log data are the server's text: terminal control sequences
 // are removed before they reach stderr.
 func TestMCPCallNotificationsAreTerminalSafe(t *testing.T) {
-	s := sdk.NewServer(&sdk.Implementation{Name: "hostile", Version: "1.0.0"}, &sdk.ServerOptions{HasTools: true})
+	s := sdk.NewServer(&sdk.Implementation{Name: "hostile", Version: "1.0.0"}, nil) // the tool added below declares the tools capability
 	s.AddTool(&sdk.Tool{Name: "noisy", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Message: "half\x1b[2J\x1b]0;pwned\x07 way"})
+			//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 			_ = req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "error", Logger: "n\x1b[31mx", Data: "disk\x1b[1A full"})
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
 		})

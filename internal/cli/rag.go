@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/rag/pipeline"
 	"github.com/arvenza/helix/internal/rag/store/embedded"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 func newRAGCmd() *cobra.Command {
@@ -141,7 +141,7 @@ func openPipeline(cmd *cobra.Command, files []string, id string) (*pipeline.Pipe
 		}
 		sort.Strings(ids)
 		if len(ids) == 0 {
-			return nil, nil, configError(fmt.Errorf("no pipeline %q: the files declare no pipelines:", id))
+			return nil, nil, configError(fmt.Errorf("no pipeline %q: the files declare no pipelines", id))
 		}
 		return nil, nil, configError(fmt.Errorf("no pipeline %q (pipelines: %s)", id, strings.Join(ids, ", ")))
 	}

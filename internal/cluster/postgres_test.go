@@ -52,7 +52,7 @@ func TestNewPostgres(t *testing.T) {
 		p.cfg.ConnectTimeout != DefaultConnectTimeout {
 		t.Errorf("defaults: %+v, connect timeout %v", p.opts, p.cfg.ConnectTimeout)
 	}
-	if p.Key() != LockKey("orders") || LockKey("orders") == LockKey("orders2") || LockKey("orders") != LockKey("orders") {
+	if p.Key() != LockKey("orders") || LockKey("orders") == LockKey("orders2") {
 		t.Error("lock keys are not derived from the name")
 	}
 	if p.cfg.RuntimeParams["application_name"] != "helix cluster orders" || p.cfg.RuntimeParams["tcp_keepalives_idle"] != "5" {

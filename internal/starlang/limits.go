@@ -617,8 +617,9 @@ func mulCost(x, y starlark.Value) int64 {
 }
 
 // MaxIntBits bounds the integers a script can compute. Arithmetic on huge integers
-// is slow long before it is big (squaring a 30 MB integer takes seconds), and no
-// data-shaping script needs more than a few hundred digits.
+// is slow long before it is big (multiplying costs more than in proportion to the
+// digits; BENCHMARKS.md, "Figures behind limits"), and no data-shaping script needs
+// more than a few hundred digits.
 const MaxIntBits = 1 << 16
 
 // intResultCost is the cost of an integer result of the given size: nothing for

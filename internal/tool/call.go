@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
 	segjson "github.com/segmentio/encoding/json"
 
+	"github.com/arvenza/helix/internal/jsonnum"
 	"github.com/arvenza/helix/internal/plainjson"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -213,7 +213,7 @@ func DecodeArguments(raw json.RawMessage) (map[string]any, error) {
 	}
 	v, err := decodeJSON(raw)
 	if err != nil {
-		if _, tooLarge := err.(*numberRangeError); tooLarge {
+		if _, tooLarge := errors.AsType[*jsonnum.RangeError](err); tooLarge {
 			return nil, err
 		}
 		return nil, fmt.Errorf("tool arguments are not valid JSON: %w", err)
@@ -280,69 +280,12 @@ func decodeJSON(data []byte) (any, error) {
 	if len(bytes.TrimSpace(rest)) > 0 {
 		return nil, fmt.Errorf("invalid character %q after top-level value", rest[0])
 	}
-	if err := normalizeNumbers(&v); err != nil {
-		return nil, err
+	// Integers beyond int64 and all other numbers are json.Numbers still; a number
+	// beyond float64's range is refused, with where it is.
+	if err := jsonnum.Normalize(&v); err != nil {
+		return nil, fmt.Errorf("invalid arguments: %w", err)
 	}
 	return v, nil
-}
-
-// normalizeNumbers turns the segjson.Numbers in *v into int64 or float64 in
-// place. A number beyond float64's range (1e400) is refused: it would become
-// ±Inf, which no JSON text can carry back and no workflow expects.
-func normalizeNumbers(v *any) error {
-	switch x := (*v).(type) {
-	case map[string]any:
-		for k, e := range x {
-			if err := normalizeNumbers(&e); err != nil {
-				return err.(*numberRangeError).under(k)
-			}
-			x[k] = e
-		}
-	case []any:
-		for i := range x {
-			if err := normalizeNumbers(&x[i]); err != nil {
-				return err.(*numberRangeError).under(strconv.Itoa(i))
-			}
-		}
-	case segjson.Number:
-		// Not an in-range integer (those are int64 already): a fraction, an
-		// exponent, or an integer beyond int64.
-		if i, err := x.Int64(); err == nil {
-			*v = i
-			return nil
-		}
-		f, _ := x.Float64()
-		if math.IsInf(f, 0) || math.IsNaN(f) {
-			return &numberRangeError{number: string(x)}
-		}
-		*v = f
-	}
-	return nil
-}
-
-// numberRangeError is an argument number too large for a float64, with where it
-// is (a JSON Pointer, built on the way back up).
-type numberRangeError struct {
-	number string
-	path   []string // innermost first
-}
-
-func (e *numberRangeError) under(key string) error {
-	e.path = append(e.path, strings.NewReplacer("~", "~0", "/", "~1").Replace(key))
-	return e
-}
-
-func (e *numberRangeError) Error() string {
-	var ptr strings.Builder
-	for i := len(e.path) - 1; i >= 0; i-- {
-		ptr.WriteByte('/')
-		ptr.WriteString(e.path[i])
-	}
-	num := e.number
-	if len(num) > 40 {
-		num = num[:40] + "…"
-	}
-	return fmt.Sprintf("invalid arguments: the number %s at %s is too large (JSON numbers must fit a 64-bit float, at most about 1.8e308)", num, ptr.String())
 }
 
 func jsonKind(v any) string {

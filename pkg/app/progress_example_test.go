@@ -38,6 +38,7 @@ func TestMCPProgressExample(t *testing.T) {
 			defer mu.Unlock()
 			got = append(got, fmt.Sprintf("progress %g/%g %s", req.Params.Progress, req.Params.Total, req.Params.Message))
 		},
+		//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -59,6 +60,7 @@ func TestMCPProgressExample(t *testing.T) {
 		t.Fatalf("plain call: %v %+v", err, res)
 	}
 
+	//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 	if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "notice"}); err != nil {
 		t.Fatal(err)
 	}

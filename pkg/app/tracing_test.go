@@ -18,9 +18,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/arvenza/helix/internal/agent/agenttest"
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -93,7 +93,7 @@ func childrenOf(exp *tracetest.InMemoryExporter, p tracetest.SpanStub) []tracete
 func attr(s tracetest.SpanStub, key string) string {
 	for _, kv := range s.Attributes {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -50,9 +50,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/arvenza/helix/internal/runloop"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
@@ -382,36 +382,24 @@ func randomSuffix() string {
 
 // consumer polls the base directory on one goroutine it owns between Start and Stop.
 type consumer struct {
-	e *endpoint
-	p component.Processor
-
-	mu      sync.Mutex
-	started bool
-	stop    chan struct{}
-	done    chan struct{}
-	cancel  context.CancelFunc
+	e    *endpoint
+	p    component.Processor
+	loop runloop.Loop
 }
 
 // Start creates the directory when missing (a drop folder should exist once its
 // workflow runs) and starts polling.
 func (c *consumer) Start(context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.started {
-		return fmt.Errorf("%s: consumer already started", c.e.raw)
-	}
 	if err := os.MkdirAll(c.e.base, 0o755); err != nil {
 		return fmt.Errorf("%s: create directory: %w", c.e.raw, err)
 	}
-	c.started = true
-	ctx, cancel := context.WithCancel(context.Background())
-	c.stop, c.done, c.cancel = make(chan struct{}), make(chan struct{}), cancel
-	go c.run(ctx, c.stop, c.done)
+	if !c.loop.Start(c.run) {
+		return fmt.Errorf("%s: consumer already started or stopped", c.e.raw)
+	}
 	return nil
 }
 
-func (c *consumer) run(ctx context.Context, stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
+func (c *consumer) run(ctx context.Context, stop <-chan struct{}) {
 	wait := time.NewTimer(c.e.initialDelay)
 	defer wait.Stop()
 	for {
@@ -496,31 +484,8 @@ func moveInto(root *os.Root, name, dir string) error {
 // DefaultStopTimeout without a deadline) ends first, the exchange's context is
 // cancelled and Stop waits one more second before reporting an error.
 func (c *consumer) Stop(ctx context.Context) error {
-	c.mu.Lock()
-	if c.stop == nil {
-		c.mu.Unlock()
-		return nil
+	if err := c.loop.Stop(ctx, DefaultStopTimeout, time.Second); err != nil {
+		return fmt.Errorf("stop %s: %w", c.e.raw, err)
 	}
-	stop, done, cancel := c.stop, c.done, c.cancel
-	c.stop = nil
-	c.mu.Unlock()
-	close(stop)
-	defer cancel()
-	if _, ok := ctx.Deadline(); !ok {
-		var cf context.CancelFunc
-		ctx, cf = context.WithTimeout(ctx, DefaultStopTimeout)
-		defer cf()
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(time.Second):
-		return fmt.Errorf("stop %s: the exchange in flight ignored cancellation", c.e.raw)
-	}
+	return nil
 }

@@ -206,7 +206,7 @@ workflows:
 
 	second := startChild(t, files, "second")
 	deadline := time.Now().Add(60 * time.Second)
-	seen := map[int]int{}
+	var seen map[int]int // output count per record id, recounted on each look
 	for {
 		seen = map[int]int{}
 		for _, r := range outR.All() {

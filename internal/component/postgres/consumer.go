@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/arvenza/helix/internal/jsonnum"
+	"github.com/arvenza/helix/internal/runloop"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -39,12 +41,11 @@ type consumer struct {
 	e *endpoint
 	p component.Processor
 
-	mu      sync.Mutex
-	started bool
-	pool    *pgxpool.Pool
-	stop    chan struct{}      // closed by Stop
-	done    chan struct{}      // closed when the goroutine returned
-	cancel  context.CancelFunc // cancels the work in flight when Stop gives up waiting
+	mu       sync.Mutex
+	started  bool
+	released bool // Stop gave the pool back
+	pool     *pgxpool.Pool
+	loop     runloop.Loop
 }
 
 func (c *consumer) Start(ctx context.Context) error {
@@ -59,8 +60,6 @@ func (c *consumer) Start(ctx context.Context) error {
 	}
 	c.started = true
 	c.pool = pool
-	workCtx, cancel := context.WithCancel(context.Background())
-	c.stop, c.done, c.cancel = make(chan struct{}), make(chan struct{}), cancel
 	if c.e.channel != "" {
 		// The first LISTEN happens before Start returns, so a notification sent after
 		// a successful start reaches the workflow. When the database is not there yet,
@@ -69,10 +68,10 @@ func (c *consumer) Start(ctx context.Context) error {
 		if err != nil {
 			c.e.c.logger().Warn("postgres LISTEN failed; retrying", "uri", c.e.redacted, "error", err)
 		}
-		go c.runListen(workCtx, conn)
+		c.loop.Start(func(workCtx context.Context, stop <-chan struct{}) { c.runListen(workCtx, stop, conn) })
 		return nil
 	}
-	go c.runPoll(workCtx)
+	c.loop.Start(c.runPoll)
 	return nil
 }
 
@@ -81,57 +80,30 @@ func (c *consumer) Start(ctx context.Context) error {
 // DefaultStopTimeout passes without a deadline) the work in flight is cancelled:
 // its batch is rolled back.
 func (c *consumer) Stop(ctx context.Context) error {
+	// Start holds mu until its loop runs: a Stop that comes during a Start stops
+	// that loop, and the first Stop after a Start gives the pool back.
 	c.mu.Lock()
-	if !c.started || c.stop == nil {
-		c.mu.Unlock()
-		return nil
-	}
-	stop, done, cancel := c.stop, c.done, c.cancel
-	c.stop = nil
+	release := c.started && !c.released
+	c.released = c.released || release
 	c.mu.Unlock()
-	close(stop)
-	defer func() {
-		cancel()
+	err := c.loop.Stop(ctx, DefaultStopTimeout, 5*time.Second)
+	if release {
 		c.e.c.releasePool(c.e.s)
-	}()
-	if _, ok := ctx.Deadline(); !ok {
-		var cc context.CancelFunc
-		ctx, cc = context.WithTimeout(ctx, DefaultStopTimeout)
-		defer cc()
 	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", c.e.redacted, err)
 	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(5 * time.Second):
-		return fmt.Errorf("stop %s: the exchange in flight ignored cancellation", c.e.redacted)
-	}
+	return nil
 }
 
-func (c *consumer) stopping() bool {
+// stopping reports whether stop is closed.
+func stopping(stop <-chan struct{}) bool {
 	select {
-	case <-c.stopCh():
+	case <-stop:
 		return true
 	default:
 		return false
 	}
-}
-
-// stopCh returns the channel Stop closes; read once by the goroutine at start.
-func (c *consumer) stopCh() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stop == nil {
-		closed := make(chan struct{})
-		close(closed)
-		return closed
-	}
-	return c.stop
 }
 
 // wait sleeps d or until stop; it reports whether to go on.
@@ -146,9 +118,7 @@ func wait(stop <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-func (c *consumer) runPoll(ctx context.Context) {
-	stop, done := c.stopCh(), c.done
-	defer close(done)
+func (c *consumer) runPoll(ctx context.Context, stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
@@ -287,9 +257,7 @@ func (c *consumer) listen(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-func (c *consumer) runListen(workCtx context.Context, conn *pgx.Conn) {
-	stop, done := c.stopCh(), c.done
-	defer close(done)
+func (c *consumer) runListen(workCtx context.Context, stop <-chan struct{}, conn *pgx.Conn) {
 	// waitCtx ends when Stop is called: waiting for the next notification stops at
 	// once, while the exchange in flight keeps workCtx.
 	waitCtx, cancelWait := context.WithCancel(workCtx)
@@ -330,7 +298,7 @@ func (c *consumer) runListen(workCtx context.Context, conn *pgx.Conn) {
 			c.e.c.logger().Warn("postgres LISTEN connection lost; reconnecting", "uri", c.e.redacted, "error", c.e.describe(err))
 			continue
 		}
-		if c.stopping() {
+		if stopping(stop) {
 			return
 		}
 		ex := exchange.NewWithBody(exchange.InOnly, notifyBody(n.Payload))
@@ -348,7 +316,8 @@ func (c *consumer) runListen(workCtx context.Context, conn *pgx.Conn) {
 }
 
 // notifyBody decodes a JSON payload (object, array, number, true/false/null or a
-// quoted string); anything else is the text as it came.
+// quoted string) with integers as int64; anything else, a number beyond a 64-bit
+// float included, is the text as it came.
 func notifyBody(payload string) any {
 	t := strings.TrimSpace(payload)
 	if t == "" {
@@ -360,44 +329,8 @@ func notifyBody(payload string) any {
 	if err := dec.Decode(&v); err != nil || dec.More() {
 		return payload
 	}
-	if num, ok := v.(json.Number); ok {
-		if i, err := num.Int64(); err == nil {
-			return i
-		}
-		if f, err := num.Float64(); err == nil {
-			return f
-		}
-	}
-	if m, ok := v.(map[string]any); ok {
-		return normalizeNumbers(m)
-	}
-	if l, ok := v.([]any); ok {
-		return normalizeNumbers(l)
-	}
-	return v
-}
-
-// normalizeNumbers turns json.Number into int64 or float64 throughout v.
-func normalizeNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalizeNumbers(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeNumbers(e)
-		}
-		return x
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		if f, err := x.Float64(); err == nil {
-			return f
-		}
-		return x.String()
+	if jsonnum.Normalize(&v) != nil {
+		return payload
 	}
 	return v
 }

@@ -23,7 +23,8 @@ import (
 
 // maxGuardedSQL bounds the SQL the guard parses: a statement a caller may write
 // against a handful of listed columns is short, and parsing and walking a huge one
-// costs time in proportion (an 800 KB select list took seconds).
+// costs time in proportion to its size, far more than any call should spend
+// (BENCHMARKS.md, "Figures behind limits").
 const maxGuardedSQL = 64 << 10
 
 // columnGuard judges one statement against allowedColumns. Names are compared as

@@ -110,6 +110,11 @@ func TestNotifyBody(t *testing.T) {
 		`plain`:                "plain",
 		`{"a": 1} trailing`:    `{"a": 1} trailing`,
 		``:                     "",
+		`-0`:                   int64(0),
+		`[1, [2.5e3]]`:         []any{int64(1), []any{2500.0}},
+		// A number beyond a 64-bit float is no value a workflow can use: the text.
+		`1e400`:              `1e400`,
+		`{"a": [1, -1e400]}`: `{"a": [1, -1e400]}`,
 	} {
 		if got := notifyBody(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("notifyBody(%q) = %#v, want %#v", in, got, want)

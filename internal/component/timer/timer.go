@@ -12,9 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/arvenza/helix/internal/runloop"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
@@ -95,33 +95,21 @@ func (e *endpoint) CreateConsumer(p component.Processor) (component.Consumer, er
 
 // consumer owns one goroutine between Start and Stop.
 type consumer struct {
-	e *endpoint
-	p component.Processor
-
-	mu      sync.Mutex
-	started bool
-	stop    chan struct{}      // closed by Stop: fire no more
-	done    chan struct{}      // closed when the goroutine returned
-	cancel  context.CancelFunc // cancels the exchange in flight when Stop gives up waiting
+	e    *endpoint
+	p    component.Processor
+	loop runloop.Loop
 }
 
 func (c *consumer) Start(context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.started {
-		return fmt.Errorf("%s: consumer already started", c.e.raw)
-	}
-	c.started = true
-	// The exchanges' context is the consumer's own, not Start's: Start's context only
+	// The exchanges' context is the loop's own, not Start's: Start's context only
 	// bounds starting.
-	ctx, cancel := context.WithCancel(context.Background())
-	c.stop, c.done, c.cancel = make(chan struct{}), make(chan struct{}), cancel
-	go c.run(ctx, c.stop, c.done)
+	if !c.loop.Start(c.run) {
+		return fmt.Errorf("%s: consumer already started or stopped", c.e.raw)
+	}
 	return nil
 }
 
-func (c *consumer) run(ctx context.Context, stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
+func (c *consumer) run(ctx context.Context, stop <-chan struct{}) {
 	wait := time.NewTimer(c.e.delay)
 	defer wait.Stop()
 	for n := 1; c.e.repeat == 0 || n <= c.e.repeat; n++ {
@@ -156,37 +144,8 @@ func (c *consumer) run(ctx context.Context, stop <-chan struct{}, done chan<- st
 // DefaultStopTimeout passes without a deadline) the exchange's context is cancelled
 // and Stop waits one more second for it before reporting an error.
 func (c *consumer) Stop(ctx context.Context) error {
-	c.mu.Lock()
-	if !c.started || c.stop == nil {
-		c.mu.Unlock()
-		return nil
+	if err := c.loop.Stop(ctx, DefaultStopTimeout, time.Second); err != nil {
+		return fmt.Errorf("stop %s: %w", c.e.raw, err)
 	}
-	stop, done, cancel := c.stop, c.done, c.cancel
-	c.stop = nil
-	c.mu.Unlock()
-	close(stop)
-	defer cancel()
-	return awaitDone(ctx, done, cancel, c.e.raw)
-}
-
-// awaitDone waits for done; when ctx (or DefaultStopTimeout) ends first it cancels the
-// work and allows it a second to notice.
-func awaitDone(ctx context.Context, done <-chan struct{}, cancel context.CancelFunc, raw string) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var c context.CancelFunc
-		ctx, c = context.WithTimeout(ctx, DefaultStopTimeout)
-		defer c()
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(time.Second):
-		return fmt.Errorf("stop %s: the exchange in flight ignored cancellation", raw)
-	}
+	return nil
 }

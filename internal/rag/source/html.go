@@ -155,7 +155,6 @@ func (e *htmlExtractor) close(a atom.Atom) {
 type htmlExtractor struct {
 	title    string
 	h1       string // the first h1's text, the title when there is no <title>
-	inTitle  bool
 	b        strings.Builder
 	pre      int  // depth of <pre> elements
 	newlines int  // line breaks at the end of b (2 = a blank line)

@@ -101,7 +101,8 @@ type Config struct {
 	// LogLevel, when set (debug … emergency), asks the server for its log messages
 	// at or above that level (logging.go); OnLog receives them as they arrive.
 	LogLevel string
-	OnLog    func(*sdk.LoggingMessageParams)
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still offered to clients in the window
+	OnLog func(*sdk.LoggingMessageParams)
 }
 
 // Validate reports a config that cannot work.

@@ -28,6 +28,7 @@ func (c *Conn) setLoggingLevel(ctx context.Context, s *sdk.ClientSession) {
 		return
 	}
 	init := s.InitializeResult()
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still offered to clients in the window
 	if init == nil || init.Capabilities == nil || init.Capabilities.Logging == nil || init.ProtocolVersion >= protocolWithRequestLogLevel {
 		return
 	}
@@ -47,12 +48,14 @@ func (c *Conn) askForLogs(params *sdk.CallToolParams) {
 	if meta == nil {
 		meta = map[string]any{}
 	}
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still offered to clients in the window
 	meta[sdk.MetaKeyLogLevel] = c.cfg.LogLevel
 	params.SetMeta(meta)
 }
 
 // forwardLogParams passes the params of a notifications/message to OnLog.
 func (c *Conn) forwardLogParams(params json.RawMessage) {
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still offered to clients in the window
 	var p sdk.LoggingMessageParams
 	if json.Unmarshal(params, &p) != nil {
 		return

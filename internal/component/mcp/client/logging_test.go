@@ -17,7 +17,9 @@ func TestConnLogMessages(t *testing.T) {
 	s := sdk.NewServer(&sdk.Implementation{Name: "logs", Version: "1"}, nil)
 	s.AddTool(&sdk.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 			for _, l := range []sdk.LoggingLevel{"debug", "info", "error"} {
+				//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 				_ = req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: l, Logger: "w", Data: string(l) + " message"})
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil
@@ -36,6 +38,7 @@ func TestConnLogMessages(t *testing.T) {
 		var mu sync.Mutex
 		var got []string
 		conn, err := NewConn(Config{Endpoint: srv.URL, ProtocolVersion: tc.protocol, LogLevel: tc.level,
+			//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 			OnLog: func(m *sdk.LoggingMessageParams) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -62,12 +65,14 @@ func TestConnCallCarriesLogLevelInMeta(t *testing.T) {
 	s := sdk.NewServer(&sdk.Implementation{Name: "meta", Version: "1"}, nil)
 	s.AddTool(&sdk.Tool{Name: "level", InputSchema: map[string]any{"type": "object"}},
 		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 			level, _ := req.Params.GetMeta()[sdk.MetaKeyLogLevel].(string)
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: level}}}, nil
 		})
 	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
 	t.Cleanup(srv.Close)
 	for _, level := range []string{"warning", ""} {
+		//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 		conn, err := NewConn(Config{Endpoint: srv.URL, LogLevel: level, OnLog: func(*sdk.LoggingMessageParams) {}})
 		if err != nil {
 			t.Fatal(err)

@@ -112,9 +112,3 @@ func (st *failureStore) failure(key string, now time.Time) (n int, refusedBefore
 	}
 	return f.count, refusedBefore
 }
-
-func (st *failureStore) size() int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return len(st.entries)
-}

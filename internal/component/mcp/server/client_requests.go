@@ -101,24 +101,33 @@ func (c *sessionClient) Elicit(ctx context.Context, q *ask.Elicitation) (*ask.El
 	return &ask.ElicitAnswer{Action: res.Action, Content: res.Content}, nil
 }
 
+// Sample sends sampling/createMessage. The go-sdk marks MCP sampling deprecated
+// (protocol 2026-07-28, SEP-2577); it stays in the protocol through a deprecation
+// window and is the only way a workflow's sample step reaches the model of the
+// client that called it, hence the SA1019 lint:ignore directives below.
 func (c *sessionClient) Sample(ctx context.Context, q *ask.Sampling) (*ask.SampleAnswer, error) {
 	if c.stateless {
 		return nil, errStatelessAsk
 	}
+	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 	if caps := c.capabilities(); caps == nil || caps.Sampling == nil {
 		return nil, errors.New("the MCP client does not support sampling (it declared no sampling capability), so this tool cannot ask its model")
 	}
 	if err := c.newProtocol(); err != nil {
 		return nil, err
 	}
+	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 	params := &sdk.CreateMessageParams{SystemPrompt: q.SystemPrompt, MaxTokens: q.MaxTokens,
+		//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 		IncludeContext: q.IncludeContext, StopSequences: q.StopSequences, Messages: make([]*sdk.SamplingMessage, len(q.Messages))}
 	if q.Temperature != nil {
 		params.Temperature = *q.Temperature
 	}
 	if p := q.ModelPreferences; p != nil {
+		//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 		mp := &sdk.ModelPreferences{}
 		for _, h := range p.Hints {
+			//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 			mp.Hints = append(mp.Hints, &sdk.ModelHint{Name: h})
 		}
 		if p.CostPriority != nil {
@@ -133,8 +142,10 @@ func (c *sessionClient) Sample(ctx context.Context, q *ask.Sampling) (*ask.Sampl
 		params.ModelPreferences = mp
 	}
 	for i, m := range q.Messages {
+		//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 		params.Messages[i] = &sdk.SamplingMessage{Role: sdk.Role(m.Role), Content: samplingContent(m)}
 	}
+	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 	res, err := c.ss.CreateMessage(transport.RelatedTo(ctx, c.extra), params)
 	if err != nil {
 		return nil, c.failed("sampling", ctx, err)

@@ -18,9 +18,9 @@ import (
 	"github.com/arvenza/helix/internal/ask"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/step"
 )
 
 // The elicit and sample steps through real go-sdk clients: each workflow is built
@@ -324,9 +324,12 @@ func TestSampleThroughEveryTransport(t *testing.T) {
 	comp := askServers(t)
 	for _, id := range []string{"helix", "sdk"} {
 		t.Run(id, func(t *testing.T) {
+			//lint:ignore SA1019 tests MCP sampling (the sample step), deprecated in protocol 2026-07-28 but still supported
 			got := make(chan *sdk.CreateMessageParams, 1)
+			//lint:ignore SA1019 tests MCP sampling (the sample step), deprecated in protocol 2026-07-28 but still supported
 			cs := askClient(t, comp, id, &sdk.ClientOptions{CreateMessageHandler: func(_ context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 				got <- req.Params
+				//lint:ignore SA1019 tests MCP sampling (the sample step), deprecated in protocol 2026-07-28 but still supported
 				return &sdk.CreateMessageResult{Role: "assistant", Content: &sdk.TextContent{Text: "short"}, Model: "m1", StopReason: "endTurn"}, nil
 			}})
 			text, isErr := callText(t, cs, "summarize", map[string]any{"doc": "long"})
@@ -399,6 +402,7 @@ func blockingClient(asked chan string, released chan error) *sdk.ClientOptions {
 			asked <- "elicit"
 			return nil, awaitWithdrawal(ctx, released)
 		},
+		//lint:ignore SA1019 tests MCP sampling (the sample step), deprecated in protocol 2026-07-28 but still supported
 		CreateMessageHandler: func(ctx context.Context, _ *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 			asked <- "sample"
 			return nil, awaitWithdrawal(ctx, released)

@@ -118,7 +118,7 @@ func TestPrimitivesInMemory(t *testing.T) {
 	}
 	_, err = cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "app://orders/0"})
 	var rpcErr *jsonrpc.Error
-	if !errors.As(err, &rpcErr) || rpcErr.Code != sdk.CodeResourceNotFound {
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
 		t.Fatalf("read of a missing order: %v", err)
 	}
 	_, err = cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "p"})

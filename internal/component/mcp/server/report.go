@@ -81,6 +81,7 @@ func (r *callReporter) Log(_ context.Context, level report.Level, logger string,
 	if r.done {
 		return
 	}
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still offered to clients in the window
 	_ = r.ss.Log(r.ctx, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(level.String()), Logger: logger, Data: data})
 }
 

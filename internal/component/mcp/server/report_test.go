@@ -13,9 +13,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/report"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/report"
 )
 
 // reportingWorkflows: "work" reports progress (once going back and once standing
@@ -58,6 +58,7 @@ func (n *notifications) options() *sdk.ClientOptions {
 			p := req.Params
 			n.progress = append(n.progress, fmt.Sprintf("%v %g/%g %s", p.ProgressToken, p.Progress, p.Total, p.Message))
 		},
+		//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
 			n.mu.Lock()
 			defer n.mu.Unlock()
@@ -129,6 +130,7 @@ func TestToolCallProgressAndLogs(t *testing.T) {
 				t.Helper()
 				params := &sdk.CallToolParams{Name: "work", Arguments: map[string]any{}}
 				if logLevel != "" && newProtocol {
+					//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 					params.Meta = sdk.Meta{sdk.MetaKeyLogLevel: logLevel}
 				}
 				if token != nil {
@@ -169,6 +171,7 @@ func TestToolCallProgressAndLogs(t *testing.T) {
 
 			// A log level: messages at or above it, logger defaulting to the tool name.
 			if !newProtocol {
+				//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 				if err := cs.SetLoggingLevel(testCtx(t), &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
 					t.Fatal(err)
 				}

@@ -18,9 +18,9 @@ import (
 
 	"github.com/arvenza/helix/internal/component/mcp/security"
 	"github.com/arvenza/helix/internal/component/mcp/transport"
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 // shutdownGrace bounds how long Stop waits for in-flight tool calls and open
@@ -84,6 +84,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		// (and the conformance suite) probe prompts/list and logging/setLevel, and the
 		// tool list may change when workflows are reloaded.
 		Capabilities: &sdk.ServerCapabilities{
+			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still offered to clients in the window
 			Logging:   &sdk.LoggingCapabilities{},
 			Prompts:   &sdk.PromptCapabilities{},
 			Resources: &sdk.ResourceCapabilities{},

@@ -13,11 +13,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/mcp/security"
+	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -617,6 +617,7 @@ func TestCapabilitiesPromptsLogging(t *testing.T) {
 	cs := connectInMemory(t, hc, Options{Name: "caps", Version: "9.9.9"})
 	init := cs.InitializeResult()
 	caps := init.Capabilities
+	//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 	if caps.Prompts == nil || caps.Logging == nil || caps.Tools == nil || caps.Resources == nil {
 		t.Fatalf("capabilities %+v", caps)
 	}
@@ -627,6 +628,7 @@ func TestCapabilitiesPromptsLogging(t *testing.T) {
 	if err != nil || len(pr.Prompts) != 0 {
 		t.Fatalf("prompts %v %v", pr, err)
 	}
+	//lint:ignore SA1019 tests MCP logging, deprecated in protocol 2026-07-28 but still supported
 	if err := cs.SetLoggingLevel(testCtx(t), &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,6 @@ type stdioLine struct {
 	batch bool
 	id    string // raw id ("null" for errors without id); for batches the ids joined by ","
 	code  int64  // error code, 0 for results
-	text  string
 }
 
 func parseStdioLines(t *testing.T, out string) []stdioLine {

@@ -67,8 +67,3 @@ func send(t *testing.T, method, url string, hdr map[string]string, body string) 
 	r := mcptest.Send(testCtx(t), t, method, url, hdr, body)
 	return rawReply{r.Status, r.Header, r.Body}
 }
-
-func initSession(t *testing.T, url string) string {
-	t.Helper()
-	return mcptest.InitSession(testCtx(t), t, url)
-}

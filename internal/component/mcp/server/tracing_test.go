@@ -16,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tracing"
 )
 
 // On every transport a tools/call is a "tools/call <tool>" server span whose
@@ -88,7 +88,7 @@ func TestToolsCallSpanOnEveryTransport(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, kv := range call.Attributes {
-				got[string(kv.Key)] = kv.Value.Emit()
+				got[string(kv.Key)] = kv.Value.String()
 			}
 			if got["network.transport"] != tc.network || got["mcp.method.name"] != "tools/call" || got["gen_ai.tool.name"] != "work" {
 				t.Errorf("attributes %v", got)
@@ -161,7 +161,7 @@ func TestFastPathTracedCallMatchesSDKPath(t *testing.T) {
 				if s.Name == "tools/call work" {
 					attrs := map[string]string{}
 					for _, kv := range s.Attributes {
-						attrs[string(kv.Key)] = kv.Value.Emit()
+						attrs[string(kv.Key)] = kv.Value.String()
 					}
 					if attrs["mcp.session.id"] != "" {
 						attrs["mcp.session.id"] = "(set)"

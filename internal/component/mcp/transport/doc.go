@@ -16,8 +16,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Transports of MCP servers and clients (ServerOptions.Transport, the client's
@@ -74,6 +72,3 @@ type Options struct {
 	// it does not allow them.
 	ChargeCalls func(r *http.Request, n int) (ok bool, retryAfter time.Duration, err error)
 }
-
-// sdkServer returns the go-sdk server a handler serves; called per session.
-type sdkServer = func() *sdk.Server

@@ -12,15 +12,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/internal/lazyctx"
 	"github.com/arvenza/helix/internal/component/mcp/internal/jsondepth"
+	"github.com/arvenza/helix/internal/lazyctx"
 )
 
 // The tools/call fast path of Helix's Streamable HTTP transport.
 //
 // Through the go-sdk's session every request is decoded again (its request _meta
 // and its params), each time with a streaming decoder holding a 32 KiB buffer:
-// 81 % of the bytes a tool call allocated. For the one request that dominates real
+// most of the bytes a tool call allocated (BENCHMARKS.md). For the one request that dominates real
 // traffic, a plain tools/call of an established session, the transport decodes the
 // params itself and calls the server's [CallTool], which runs the same code as the
 // go-sdk tool handler, with the same inputs (arguments, the caller's token, a context that ends with the

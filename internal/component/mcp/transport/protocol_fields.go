@@ -49,16 +49,11 @@ func stripNewProtocolFields(resp *jsonrpc.Response) *jsonrpc.Response {
 	return &jsonrpc.Response{ID: resp.ID, Result: data, Extra: resp.Extra}
 }
 
-// legacyResults wraps a go-sdk HTTP handler (the SSE transport, http_transport:
-// sdk) whose sessions speak a protocol before 2026-07-28, so that the results it
-// writes lose that version's fields as on Helix's own transports. The go-sdk
-// writes each JSON body and each server-sent event in one Write.
-func legacyResults(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(LegacyResultWriter{w}, r)
-	})
-}
-
+// LegacyResultWriter wraps the response of a go-sdk HTTP handler (the SSE
+// transport, http_transport: sdk) whose sessions speak a protocol before
+// 2026-07-28, so that the results it writes lose that version's fields as on
+// Helix's own transports. The go-sdk writes each JSON body and each server-sent
+// event in one Write.
 type LegacyResultWriter struct{ http.ResponseWriter }
 
 func (w LegacyResultWriter) Write(p []byte) (int, error) {

@@ -95,7 +95,6 @@ type streamReader struct {
 	cursor  int           // last index written (-1: none)
 	closing time.Duration // >= 0 once the server asked to close the stream: the retry hint (0: none)
 	closeAt int           // with closing: the stream's next index when it was asked, the first event this reader leaves to the resumed stream
-	closed  bool
 }
 
 // replayBuffer holds a session's resumable streams.

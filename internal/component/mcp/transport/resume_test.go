@@ -67,12 +67,11 @@ func parseEvents(body string) []sseEvent {
 }
 
 // pollServer has a tool "poll" that closes its POST's stream (SEP-1699 polling,
-// RequestExtra.CloseSSEStream), sends a log message, and answers once release is
-// closed.
+// RequestExtra.CloseSSEStream) and answers once release is closed.
 func pollServer(t *testing.T, release <-chan struct{}) *sdk.Server {
 	t.Helper()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "poll", Version: "1"}, &sdk.ServerOptions{
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Logging: &sdk.LoggingCapabilities{}}})
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}})
 	srv.AddTool(&sdk.Tool{Name: "poll", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			if req.Extra == nil || req.Extra.CloseSSEStream == nil {
