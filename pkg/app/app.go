@@ -18,22 +18,23 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/internal/agent/setup"
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/all"
 	"github.com/arvenza/helix/internal/component/kafka"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/internal/rag/pipeline"
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/internal/starlang"
 	"github.com/arvenza/helix/internal/step"
+	_ "github.com/arvenza/helix/internal/step/allsteps" // the step kinds defined outside internal/step
 	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/internal/tracing"
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
