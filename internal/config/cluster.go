@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net/url"
 	"strings"
 	"time"
 
@@ -36,9 +35,10 @@ type ClusterConfig struct {
 	Pos Pos
 }
 
-// decodeCluster reads helix.cluster into c. The leader URL is checked for its shape
-// here (scheme, host, database); internal/cluster parses the rest when the application
-// is built. Values are never echoed: the URL may hold a password.
+// decodeCluster reads helix.cluster into c. internal/cluster checks the leader
+// URL's shape (scheme, host, database) through its registered value check and
+// parses the rest when the application is built. Values are never echoed: the
+// URL may hold a password.
 func decodeCluster(d *Decoder, n *yaml.Node, path string, c *ClusterConfig) {
 	d.Doc(n, "Replicas of this application: with leader set they elect one leader through a PostgreSQL advisory lock, and timer://, file:// and postgres:// triggers run on the leader only (docs/scaling.md).")
 	c.Pos = d.Pos(n)
@@ -46,10 +46,8 @@ func decodeCluster(d *Decoder, n *yaml.Node, path string, c *ClusterConfig) {
 		"leader": func(v *yaml.Node, p string) {
 			d.Doc(v, "postgres://user:password@host:5432/database[?params]: the database holding the leader lock; write the password as ${env:NAME}. libpq parameters such as sslmode and connect_timeout, and server settings such as tcp_keepalives_idle, may follow ?.")
 			c.Leader, c.LeaderPos = d.String(v, p), d.Pos(v)
-			if d.desc == nil && c.Leader != "" {
-				if msg, hint := checkLeaderURL(c.Leader); msg != "" {
-					d.Errorf(v, p, "%s", msg).Hint = hint
-				}
+			if c.Leader != "" {
+				d.checkValue(v, p, CheckClusterLeader, c.Leader) // a PostgreSQL URL: internal/cluster checks it
 			}
 		},
 		"name": func(v *yaml.Node, p string) {
@@ -76,27 +74,4 @@ func decodeCluster(d *Decoder, n *yaml.Node, path string, c *ClusterConfig) {
 			c.CheckTimeout = d.Duration(v, p)
 		},
 	}, "leader")
-}
-
-// checkLeaderURL says what is wrong with the shape of a leader URL, or "".
-func checkLeaderURL(raw string) (msg, hint string) {
-	const example = "write postgres://user:${env:PGPASSWORD}@host:5432/database"
-	u, err := url.Parse(raw)
-	if err != nil {
-		// url's error quotes the URL, which may hold a password.
-		return "the leader URL does not parse as a URL", example
-	}
-	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		if u.Scheme == "" {
-			return "the leader URL has no scheme", example
-		}
-		return "leader election needs a postgres:// URL, not " + u.Scheme + "://", "the leader lock is a PostgreSQL advisory lock; " + example
-	}
-	if u.Host == "" {
-		return "the leader URL names no host", example
-	}
-	if strings.Trim(u.Path, "/") == "" {
-		return "the leader URL names no database", example
-	}
-	return "", ""
 }

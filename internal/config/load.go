@@ -476,11 +476,7 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 	}
 	f["rate_limit_store"] = func(v *yaml.Node, p string) {
 		s.RateLimitStore, s.RateLimitStorePos = d.String(v, p), d.Pos(v)
-		if d.desc == nil {
-			if msg := checkRedisURL(s.RateLimitStore); msg != "" {
-				d.Errorf(v, p, "%s", msg).Hint = redisURLHint
-			}
-		}
+		d.checkValue(v, p, CheckRateLimitStore, s.RateLimitStore) // a Redis URL: redislimit checks it
 	}
 	f["rate_limit_store_fallback"] = func(v *yaml.Node, p string) {
 		d.Doc(v, "", RateLimitFallbackLocal, RateLimitFallbackRefuse)
