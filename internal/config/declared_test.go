@@ -1,0 +1,113 @@
+package config
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// declaredHelixSections are the helix: sections declared as a Shape (decoded
+// with Decoder.Decode) rather than described by probing their decoder.
+var declaredHelixSections = map[string]*Shape{
+	"cluster": &clusterShape,
+}
+
+// A declared section is the one source of its schema: every key, in declaration
+// order, with its description, and the required keys.
+func TestHelixSectionsSchemaFromTheirDeclaration(t *testing.T) {
+	b, err := FileSchema(SchemaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Properties struct {
+			Helix struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"helix"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	for name, sh := range declaredHelixSections {
+		raw := file.Properties.Helix.Properties[name]
+		var sec struct {
+			Description string                     `json:"description"`
+			Properties  map[string]json.RawMessage `json:"properties"`
+			Required    []string                   `json:"required"`
+		}
+		if err := json.Unmarshal(raw, &sec); err != nil {
+			t.Fatalf("helix.%s: %v", name, err)
+		}
+		if sec.Description != sh.Description {
+			t.Errorf("helix.%s: description %q, declared %q", name, sec.Description, sh.Description)
+		}
+		if got, want := strings.Join(propertyOrder(t, raw), ","), strings.Join(sh.KeyNames(), ","); got != want {
+			t.Errorf("helix.%s: schema keys %s, declared %s", name, got, want)
+		}
+		var required []string
+		for _, k := range sh.Keys {
+			var prop struct{ Description string }
+			if err := json.Unmarshal(sec.Properties[k.Name], &prop); err != nil || prop.Description != k.Description {
+				t.Errorf("helix.%s.%s: description %q, declared %q (%v)", name, k.Name, prop.Description, k.Description, err)
+			}
+			if k.Required {
+				required = append(required, k.Name)
+			}
+		}
+		if strings.Join(sec.Required, ",") != strings.Join(required, ",") {
+			t.Errorf("helix.%s: required %v, declared %v", name, sec.Required, required)
+		}
+	}
+}
+
+// propertyOrder lists the keys of the "properties" object of a schema in the
+// order the generator wrote them.
+func propertyOrder(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(obj["properties"])))
+	var keys []string
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		case string:
+			if depth == 1 {
+				keys = append(keys, v)
+				var skip json.RawMessage
+				if err := dec.Decode(&skip); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return keys
+}
+
+// helix.cluster.lock_id takes the whole 64-bit range of an advisory lock key.
+func TestClusterLockIDIs64Bit(t *testing.T) {
+	cfg, errs := load(t, "helix:\n  cluster:\n    leader: postgres://db/x\n    lock_id: -9223372036854775808\n")
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if id := cfg.Helix.Cluster.LockID; id == nil || *id != -9223372036854775808 {
+		t.Errorf("lock_id = %v", id)
+	}
+	_, errs = load(t, "helix:\n  cluster:\n    leader: postgres://db/x\n    lock_id: 9223372036854775808\n")
+	if errs == nil || !strings.Contains(errs.Error(), "helix.yaml:4:14: helix.cluster.lock_id: want an integer") {
+		t.Errorf("out of range: %v", errs)
+	}
+}
