@@ -10,6 +10,7 @@ import (
 // with Decoder.Decode) rather than described by probing their decoder.
 var declaredHelixSections = map[string]*Shape{
 	"cluster": &clusterShape,
+	"tracing": &tracingShape,
 }
 
 // A declared section is the one source of its schema: every key, in declaration
@@ -109,5 +110,31 @@ func TestClusterLockIDIs64Bit(t *testing.T) {
 	_, errs = load(t, "helix:\n  cluster:\n    leader: postgres://db/x\n    lock_id: 9223372036854775808\n")
 	if errs == nil || !strings.Contains(errs.Error(), "helix.yaml:4:14: helix.cluster.lock_id: want an integer") {
 		t.Errorf("out of range: %v", errs)
+	}
+}
+
+// Each wrong value of helix.tracing is reported once, by the declaration or by
+// the check after it, never by both.
+func TestTracingErrorsReportedOnce(t *testing.T) {
+	t.Setenv("HELIX_TEST_OTLP_KEY", "k")
+	cfg, errs := load(t, "helix:\n  tracing:\n    exporter: otlp\n    headers: {x-key: \"${env:HELIX_TEST_OTLP_KEY}\", n: 1, e: }\n")
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if h := cfg.Helix.Tracing.Headers; len(h) != 3 || h["x-key"] != "k" || h["n"] != "1" || h["e"] != "" {
+		t.Errorf("headers = %v", h)
+	}
+	_, errs = load(t, "helix:\n  tracing:\n    exporter: otpl\n    headers: {a: [1]}\n    protocol: grcp\n")
+	want := []string{
+		`helix.yaml:3:15: helix.tracing.exporter: unknown tracing exporter "otpl" (did you mean "otlp"?)`,
+		`helix.yaml:4:18: helix.tracing.headers.a: want a string, not a list`,
+		`helix.yaml:5:15: helix.tracing.protocol: unknown OTLP protocol "grcp" (did you mean "grpc"?)`,
+	}
+	var got []string
+	for _, e := range errs.Sorted() {
+		got = append(got, e.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
