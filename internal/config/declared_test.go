@@ -6,58 +6,58 @@ import (
 	"testing"
 )
 
-// declaredHelixSections are the helix: sections declared as a Shape (decoded
-// with Decoder.Decode) rather than described by probing their decoder.
-var declaredHelixSections = map[string]*Shape{
-	"cluster": &clusterShape,
-	"tracing": &tracingShape,
+// declaredSections are the sections of the file declared as a Shape (decoded with
+// Decoder.Decode) rather than described by probing their decoder, by the path of
+// their schema in the file's schema.
+var declaredSections = map[string]*Shape{
+	"/properties/helix/properties/cluster":           &clusterShape,
+	"/properties/helix/properties/tracing":           &tracingShape,
+	"/properties/tests/items":                        &testCaseShape,
+	"/properties/tests/items/properties/mocks/items": &mockShape,
 }
 
 // A declared section is the one source of its schema: every key, in declaration
 // order, with its description, and the required keys.
-func TestHelixSectionsSchemaFromTheirDeclaration(t *testing.T) {
+func TestSectionsSchemaFromTheirDeclaration(t *testing.T) {
 	b, err := FileSchema(SchemaOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var file struct {
-		Properties struct {
-			Helix struct {
-				Properties map[string]json.RawMessage `json:"properties"`
-			} `json:"helix"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(b, &file); err != nil {
-		t.Fatal(err)
-	}
-	for name, sh := range declaredHelixSections {
-		raw := file.Properties.Helix.Properties[name]
+	for at, sh := range declaredSections {
+		raw := json.RawMessage(b)
+		for _, seg := range strings.Split(strings.TrimPrefix(at, "/"), "/") {
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &obj); err != nil {
+				t.Fatalf("%s: %v", at, err)
+			}
+			raw = obj[seg]
+		}
 		var sec struct {
 			Description string                     `json:"description"`
 			Properties  map[string]json.RawMessage `json:"properties"`
 			Required    []string                   `json:"required"`
 		}
 		if err := json.Unmarshal(raw, &sec); err != nil {
-			t.Fatalf("helix.%s: %v", name, err)
+			t.Fatalf("%s: %v", at, err)
 		}
 		if sec.Description != sh.Description {
-			t.Errorf("helix.%s: description %q, declared %q", name, sec.Description, sh.Description)
+			t.Errorf("%s: description %q, declared %q", at, sec.Description, sh.Description)
 		}
 		if got, want := strings.Join(propertyOrder(t, raw), ","), strings.Join(sh.KeyNames(), ","); got != want {
-			t.Errorf("helix.%s: schema keys %s, declared %s", name, got, want)
+			t.Errorf("%s: schema keys %s, declared %s", at, got, want)
 		}
 		var required []string
 		for _, k := range sh.Keys {
 			var prop struct{ Description string }
 			if err := json.Unmarshal(sec.Properties[k.Name], &prop); err != nil || prop.Description != k.Description {
-				t.Errorf("helix.%s.%s: description %q, declared %q (%v)", name, k.Name, prop.Description, k.Description, err)
+				t.Errorf("%s/%s: description %q, declared %q (%v)", at, k.Name, prop.Description, k.Description, err)
 			}
 			if k.Required {
 				required = append(required, k.Name)
 			}
 		}
 		if strings.Join(sec.Required, ",") != strings.Join(required, ",") {
-			t.Errorf("helix.%s: required %v, declared %v", name, sec.Required, required)
+			t.Errorf("%s: required %v, declared %v", at, sec.Required, required)
 		}
 	}
 }
