@@ -10,10 +10,11 @@ import (
 // Decoder.Decode) rather than described by probing their decoder, by the path of
 // their schema in the file's schema.
 var declaredSections = map[string]*Shape{
-	"/properties/helix/properties/cluster":           &clusterShape,
-	"/properties/helix/properties/tracing":           &tracingShape,
-	"/properties/tests/items":                        &testCaseShape,
-	"/properties/tests/items/properties/mocks/items": &mockShape,
+	"/properties/helix/properties/cluster":                 &clusterShape,
+	"/properties/helix/properties/tracing":                 &tracingShape,
+	"/properties/tests/items":                              &testCaseShape,
+	"/properties/tests/items/properties/mocks/items":       &mockShape,
+	"/properties/workflows/items/properties/error_handler": &errorHandlerShape,
 }
 
 // A declared section is the one source of its schema: every key, in declaration
@@ -40,10 +41,18 @@ func TestSectionsSchemaFromTheirDeclaration(t *testing.T) {
 		if err := json.Unmarshal(raw, &sec); err != nil {
 			t.Fatalf("%s: %v", at, err)
 		}
-		if sec.Description != sh.Description {
+		// A section without a description of its own takes its key's (settingDocs).
+		if sh.Description != "" && sec.Description != sh.Description {
 			t.Errorf("%s: description %q, declared %q", at, sec.Description, sh.Description)
 		}
-		if got, want := strings.Join(propertyOrder(t, raw), ","), strings.Join(sh.KeyNames(), ","); got != want {
+		var current []string // former spellings are listed too, deprecated
+		for _, k := range propertyOrder(t, raw) {
+			var prop struct{ Deprecated bool }
+			if json.Unmarshal(sec.Properties[k], &prop) == nil && !prop.Deprecated {
+				current = append(current, k)
+			}
+		}
+		if got, want := strings.Join(current, ","), strings.Join(sh.KeyNames(), ","); got != want {
 			t.Errorf("%s: schema keys %s, declared %s", at, got, want)
 		}
 		var required []string
@@ -129,6 +138,48 @@ func TestTracingErrorsReportedOnce(t *testing.T) {
 		`helix.yaml:3:15: helix.tracing.exporter: unknown tracing exporter "otpl" (did you mean "otlp"?)`,
 		`helix.yaml:4:18: helix.tracing.headers.a: want a string, not a list`,
 		`helix.yaml:5:15: helix.tracing.protocol: unknown OTLP protocol "grcp" (did you mean "grpc"?)`,
+	}
+	var got []string
+	for _, e := range errs.Sorted() {
+		got = append(got, e.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// error_handler decodes from its declaration; its bounds keep their messages.
+func TestErrorHandlerFromDeclaration(t *testing.T) {
+	cfg, errs := load(t, `
+workflows:
+  - id: w
+    trigger: direct://w
+    error_handler:
+      dead_letter_channel: log:dead
+      default: {maximum_redeliveries: 3, redelivery_delay: 10ms, backoff_multiplier: 2, maximum_redelivery_delay: 1s}
+    steps: []
+`)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	eh := cfg.Workflows[0].ErrorHandler
+	if eh.DeadLetterChannel != "log:dead" || eh.Default == nil || eh.Default.MaximumRedeliveries != 3 ||
+		eh.Default.RedeliveryDelay.String() != "10ms" || eh.Default.BackoffMultiplier != 2 || eh.Default.MaximumRedeliveryDelay.String() != "1s" ||
+		eh.Default.Pos.Line != 7 {
+		t.Errorf("error_handler = %+v %+v", eh, eh.Default)
+	}
+	_, errs = load(t, `
+workflows:
+  - id: w
+    trigger: direct://w
+    error_handler:
+      default: {maximum_redeliveries: -2, backoff_multiplier: -1, redelivery_dalay: 1s}
+    steps: []
+`)
+	want := []string{
+		"helix.yaml:6:39: workflows[0].error_handler.default.maximum_redeliveries: maximum_redeliveries must be -1 (forever), 0 or more",
+		"helix.yaml:6:63: workflows[0].error_handler.default.backoff_multiplier: backoff_multiplier must not be negative",
+		`helix.yaml:6:67: workflows[0].error_handler.default: unknown key "redelivery_dalay" in error_handler.default (did you mean "redelivery_delay"?)`,
 	}
 	var got []string
 	for _, e := range errs.Sorted() {
