@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net/url"
 	"strings"
 	"time"
 
@@ -36,67 +35,46 @@ type ClusterConfig struct {
 	Pos Pos
 }
 
-// decodeCluster reads helix.cluster into c. The leader URL is checked for its shape
-// here (scheme, host, database); internal/cluster parses the rest when the application
-// is built. Values are never echoed: the URL may hold a password.
-func decodeCluster(d *Decoder, n *yaml.Node, path string, c *ClusterConfig) {
-	d.Doc(n, "Replicas of this application: with leader set they elect one leader through a PostgreSQL advisory lock, and timer://, file:// and postgres:// triggers run on the leader only (docs/scaling.md).")
-	c.Pos = d.Pos(n)
-	d.Mapping(n, path, "helix.cluster", Fields{
-		"leader": func(v *yaml.Node, p string) {
-			d.Doc(v, "postgres://user:password@host:5432/database[?params]: the database holding the leader lock; write the password as ${env:NAME}. libpq parameters such as sslmode and connect_timeout, and server settings such as tcp_keepalives_idle, may follow ?.")
-			c.Leader, c.LeaderPos = d.String(v, p), d.Pos(v)
-			if d.desc == nil && c.Leader != "" {
-				if msg, hint := checkLeaderURL(c.Leader); msg != "" {
-					d.Errorf(v, p, "%s", msg).Hint = hint
-				}
-			}
-		},
-		"name": func(v *yaml.Node, p string) {
-			d.Doc(v, "The election's name: replicas with the same name and database elect one leader. Default helix.name, or helix.")
-			if c.Name = d.String(v, p); d.desc == nil && strings.TrimSpace(c.Name) == "" {
-				d.Errorf(v, p, "the cluster name is empty").Hint = "leave the key out to use helix.name"
-			}
-		},
-		"lock_id": func(v *yaml.Node, p string) {
-			d.Doc(v, "The advisory lock key (a 64-bit integer), when the database's other users take advisory locks too. Default: derived from name.")
-			id := d.Int64(v, p)
-			c.LockID = &id
-		},
-		"retry_interval": func(v *yaml.Node, p string) {
-			d.Doc(v, "How often a replica that is not the leader tries to take the lock (and to reconnect). Default 1s.")
-			c.RetryInterval = d.Duration(v, p)
-		},
-		"check_interval": func(v *yaml.Node, p string) {
-			d.Doc(v, "How often the leader checks the connection that holds the lock; a failed check ends its leadership at once. Default 1s.")
-			c.CheckInterval = d.Duration(v, p)
-		},
-		"check_timeout": func(v *yaml.Node, p string) {
-			d.Doc(v, "How long one check of the leader's connection, or one attempt to take the lock, may take. Default 2s.")
-			c.CheckTimeout = d.Duration(v, p)
-		},
-	}, "leader")
-}
+// clusterShape declares helix.cluster: its keys, types and descriptions drive
+// decoding, the JSON Schema and the docs.
+var clusterShape = Shape{Type: TypeObject, What: "helix.cluster",
+	Description: "Replicas of this application: with leader set they elect one leader through a PostgreSQL advisory lock, and timer://, file:// and postgres:// triggers run on the leader only (docs/scaling.md).",
+	Keys: []Key{
+		{Name: "leader", Required: true, Shape: str("postgres://user:password@host:5432/database[?params]: the database holding the leader lock; write the password as ${env:NAME}. libpq parameters such as sslmode and connect_timeout, and server settings such as tcp_keepalives_idle, may follow ?.")},
+		{Name: "name", Shape: str("The election's name: replicas with the same name and database elect one leader. Default helix.name, or helix.")},
+		{Name: "lock_id", Shape: Shape{Type: TypeInt64,
+			Description: "The advisory lock key (a 64-bit integer), when the database's other users take advisory locks too. Default: derived from name."}},
+		{Name: "retry_interval", Shape: Shape{Type: TypeDuration,
+			Description: "How often a replica that is not the leader tries to take the lock (and to reconnect). Default 1s."}},
+		{Name: "check_interval", Shape: Shape{Type: TypeDuration,
+			Description: "How often the leader checks the connection that holds the lock; a failed check ends its leadership at once. Default 1s."}},
+		{Name: "check_timeout", Shape: Shape{Type: TypeDuration,
+			Description: "How long one check of the leader's connection, or one attempt to take the lock, may take. Default 2s."}},
+	}}
 
-// checkLeaderURL says what is wrong with the shape of a leader URL, or "".
-func checkLeaderURL(raw string) (msg, hint string) {
-	const example = "write postgres://user:${env:PGPASSWORD}@host:5432/database"
-	u, err := url.Parse(raw)
-	if err != nil {
-		// url's error quotes the URL, which may hold a password.
-		return "the leader URL does not parse as a URL", example
+// decodeCluster reads helix.cluster into c as clusterShape declares it.
+// internal/cluster checks the leader URL's shape (scheme, host, database) through
+// its registered value check and parses the rest when the application is built.
+// Values are never echoed: the URL may hold a password.
+func decodeCluster(d *Decoder, n *yaml.Node, path string, c *ClusterConfig) {
+	v := d.Decode(n, path, "helix.cluster", &clusterShape)
+	if d.desc != nil {
+		return
 	}
-	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		if u.Scheme == "" {
-			return "the leader URL has no scheme", example
+	c.Pos = d.Pos(n)
+	c.Leader, c.Name = v.String("leader"), v.String("name")
+	c.RetryInterval, c.CheckInterval, c.CheckTimeout = v.Duration("retry_interval"), v.Duration("check_interval"), v.Duration("check_timeout")
+	if ln := v.NodeOf("leader"); ln != nil {
+		c.LeaderPos = d.Pos(ln)
+		if c.Leader != "" {
+			d.checkValue(ln, v.PathOf("leader"), CheckClusterLeader, c.Leader) // a PostgreSQL URL: internal/cluster checks it
 		}
-		return "leader election needs a postgres:// URL, not " + u.Scheme + "://", "the leader lock is a PostgreSQL advisory lock; " + example
 	}
-	if u.Host == "" {
-		return "the leader URL names no host", example
+	if nn := v.NodeOf("name"); nn != nil && strings.TrimSpace(c.Name) == "" {
+		d.Errorf(nn, v.PathOf("name"), "the cluster name is empty").Hint = "leave the key out to use helix.name"
 	}
-	if strings.Trim(u.Path, "/") == "" {
-		return "the leader URL names no database", example
+	if v.Has("lock_id") {
+		id := v.Int64("lock_id")
+		c.LockID = &id
 	}
-	return "", ""
 }

@@ -280,8 +280,8 @@ func (g *schemaGen) schema(s *Shape) *ordered {
 		} else {
 			o.set("type", "string")
 		}
-	case TypeInt, TypeNumber:
-		if s.Type == TypeInt {
+	case TypeInt, TypeInt64, TypeNumber:
+		if s.Type != TypeNumber {
 			o.set("$ref", "#/$defs/integer")
 		} else {
 			o.set("$ref", "#/$defs/number")

@@ -476,11 +476,7 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 	}
 	f["rate_limit_store"] = func(v *yaml.Node, p string) {
 		s.RateLimitStore, s.RateLimitStorePos = d.String(v, p), d.Pos(v)
-		if d.desc == nil {
-			if msg := checkRedisURL(s.RateLimitStore); msg != "" {
-				d.Errorf(v, p, "%s", msg).Hint = redisURLHint
-			}
-		}
+		d.checkValue(v, p, CheckRateLimitStore, s.RateLimitStore) // a Redis URL: redislimit checks it
 	}
 	f["rate_limit_store_fallback"] = func(v *yaml.Node, p string) {
 		d.Doc(v, "", RateLimitFallbackLocal, RateLimitFallbackRefuse)
@@ -720,31 +716,40 @@ func decodeErrorStatus(d *Decoder, n *yaml.Node, path string) int {
 	return status
 }
 
+// errorHandlerShape declares a workflow's error_handler (its own description is
+// the workflow key's, in settingDocs).
+var errorHandlerShape = Shape{Type: TypeObject, What: "error_handler", Keys: []Key{
+	{Name: "dead_letter_channel", Shape: Shape{Type: TypeURI, Description: "The endpoint that receives exchanges that failed after all redeliveries."}},
+	{Name: "default", Shape: Shape{Type: TypeObject, What: "error_handler.default", Description: "Redelivery policy.", Keys: []Key{
+		{Name: "maximum_redeliveries", Shape: Shape{Type: TypeInt, Description: "How many times a failed exchange is tried again; -1 forever. Default 0."}},
+		{Name: "redelivery_delay", Shape: Shape{Type: TypeDuration, Description: "Wait before the first redelivery."}},
+		{Name: "backoff_multiplier", Shape: Shape{Type: TypeNumber, Description: "Each further redelivery waits this many times longer."}},
+		{Name: "maximum_redelivery_delay", Shape: Shape{Type: TypeDuration, Description: "Upper bound of the wait between redeliveries."}},
+	}}},
+}}
+
+// decodeErrorHandler reads a workflow's error_handler as errorHandlerShape declares
+// it, and checks the bounds the shape's own messages would word less clearly.
 func decodeErrorHandler(d *Decoder, n *yaml.Node, path string) *ErrorHandlerConfig {
-	eh := &ErrorHandlerConfig{Pos: d.Pos(n)}
-	d.Mapping(n, path, "error_handler", Fields{
-		"dead_letter_channel": func(v *yaml.Node, p string) { eh.DeadLetterChannel = d.URI(v, p) },
-		"default": func(v *yaml.Node, p string) {
-			r := &RedeliveryConfig{Pos: d.Pos(v)}
-			d.Mapping(v, p, "error_handler.default", Fields{
-				"maximum_redeliveries": func(v *yaml.Node, p string) {
-					r.MaximumRedeliveries = d.Int(v, p)
-					if r.MaximumRedeliveries < -1 {
-						d.Errorf(v, p, "maximum_redeliveries must be -1 (forever), 0 or more")
-					}
-				},
-				"redelivery_delay": func(v *yaml.Node, p string) { r.RedeliveryDelay = d.Duration(v, p) },
-				"backoff_multiplier": func(v *yaml.Node, p string) {
-					r.BackoffMultiplier = d.Float(v, p)
-					if r.BackoffMultiplier < 0 {
-						d.Errorf(v, p, "backoff_multiplier must not be negative")
-					}
-				},
-				"maximum_redelivery_delay": func(v *yaml.Node, p string) { r.MaximumRedeliveryDelay = d.Duration(v, p) },
-			})
-			eh.Default = r
-		},
-	})
+	v := d.Decode(n, path, "error_handler", &errorHandlerShape)
+	eh := &ErrorHandlerConfig{Pos: d.Pos(n), DeadLetterChannel: v.String("dead_letter_channel")}
+	if d.desc != nil {
+		return eh
+	}
+	dv := v.Object("default")
+	if dv == nil {
+		return eh
+	}
+	r := &RedeliveryConfig{Pos: d.Pos(v.NodeOf("default")),
+		MaximumRedeliveries: dv.Int("maximum_redeliveries"), RedeliveryDelay: dv.Duration("redelivery_delay"),
+		BackoffMultiplier: dv.Float("backoff_multiplier"), MaximumRedeliveryDelay: dv.Duration("maximum_redelivery_delay")}
+	if r.MaximumRedeliveries < -1 {
+		d.Errorf(dv.NodeOf("maximum_redeliveries"), dv.PathOf("maximum_redeliveries"), "maximum_redeliveries must be -1 (forever), 0 or more")
+	}
+	if r.BackoffMultiplier < 0 {
+		d.Errorf(dv.NodeOf("backoff_multiplier"), dv.PathOf("backoff_multiplier"), "backoff_multiplier must not be negative")
+	}
+	eh.Default = r
 	return eh
 }
 

@@ -447,32 +447,15 @@ func checkStore(d *Decoder, s *Values, st *StoreConfig) {
 		if s.Has("path") {
 			d.Errorf(s.NodeOf("path"), s.PathOf("path"), "path is only for store embedded").Hint = "pgvector keeps its data in the table; remove path"
 		}
+		// What a connection string and a table name must look like is the pgvector
+		// store's knowledge (internal/rag/store/pgvector registers the checks).
 		if st.DSN != "" {
-			// A URL, or libpq's key=value form.
-			if u, err := url.Parse(st.DSN); !strings.Contains(st.DSN, "=") && (err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql")) {
-				d.Errorf(s.NodeOf("dsn"), s.PathOf("dsn"), "dsn is not a postgres:// URL or a key=value connection string").Hint = "for example postgres://user:${env:PGPASSWORD}@db:5432/app"
-			}
+			d.checkValue(s.NodeOf("dsn"), s.PathOf("dsn"), CheckPgvectorDSN, st.DSN)
 		}
-		if st.Table != "" && !validIdentifier(st.Table) {
-			d.Errorf(s.NodeOf("table"), s.PathOf("table"), "table %q is not a plain SQL identifier", st.Table).Hint =
-				"use letters, digits and underscores, starting with a letter or underscore (schema.table is allowed)"
+		if st.Table != "" {
+			d.checkValue(s.NodeOf("table"), s.PathOf("table"), CheckPgvectorTable, st.Table)
 		}
 	}
-}
-
-func validIdentifier(s string) bool {
-	for _, part := range strings.Split(s, ".") {
-		if part == "" || len(part) > 63 {
-			return false
-		}
-		for i, r := range part {
-			ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')
-			if !ok {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // decodePipelineSource reads a source: file://DIR?include=…, or a mapping.

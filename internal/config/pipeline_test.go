@@ -236,12 +236,6 @@ pipelines:
     steps:
       - rag-embed: {provider: openai, model_path: m.onnx}
 `, []string{`helix.yaml:5:51: pipelines[0].steps[0].rag-embed.model_path: model_path is only for provider onnx (this step has provider openai; remove model_path)`}},
-		{"bad dsn", `
-pipelines:
-  - id: p
-    steps:
-      - rag-store: {store: pgvector, dsn: "mysql://x"}
-`, []string{`helix.yaml:5:43: pipelines[0].steps[0].rag-store.dsn: dsn is not a postgres:// URL or a key=value connection string (for example postgres://user:${env:PGPASSWORD}@db:5432/app)`}},
 		{"bad output", `
 pipelines:
   - id: p

@@ -36,13 +36,6 @@ var settingDocs = map[string]string{
 	"a workflow.steps":         "The steps run for each exchange, in order.",
 	"a workflow.error_handler": "What happens when a step fails: redelivery and a dead letter channel.",
 
-	"error_handler.dead_letter_channel":              "The endpoint that receives exchanges that failed after all redeliveries.",
-	"error_handler.default":                          "Redelivery policy.",
-	"error_handler.default.maximum_redeliveries":     "How many times a failed exchange is tried again; -1 forever. Default 0.",
-	"error_handler.default.redelivery_delay":         "Wait before the first redelivery.",
-	"error_handler.default.backoff_multiplier":       "Each further redelivery waits this many times longer.",
-	"error_handler.default.maximum_redelivery_delay": "Upper bound of the wait between redeliveries.",
-
 	"a workflow.on_error":           "How the workflow's failures are answered to an HTTP caller (http-server:// trigger).",
 	"on_error.status":               "The HTTP status (400-599) of every failure, or one per failure class: {conflict: 422, timeout: 503}.",
 	"on_error.status.bad_request":   "Status of failures that reject the request (default 400).",

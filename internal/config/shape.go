@@ -26,6 +26,7 @@ const (
 	TypeMap                  // a mapping with free keys whose values are Values
 	TypeList                 // a list of Items
 	TypeSteps                // a step list (- kind: value)
+	TypeInt64                // a 64-bit integer (an advisory lock key), where TypeInt stops at 32 bits
 )
 
 // Shape declares what a YAML value may be. One declaration serves decoding
@@ -167,6 +168,9 @@ func (vs *Values) String(key string) string { s, _ := vs.raw(key).(string); retu
 // Int returns an integer key.
 func (vs *Values) Int(key string) int { i, _ := vs.raw(key).(int); return i }
 
+// Int64 returns a TypeInt64 key.
+func (vs *Values) Int64(key string) int64 { i, _ := vs.raw(key).(int64); return i }
+
 // Float returns a number key.
 func (vs *Values) Float(key string) float64 {
 	switch v := vs.raw(key).(type) {
@@ -285,6 +289,13 @@ func (d *Decoder) decodeValue(n *yaml.Node, path, name string, s *Shape) any {
 	case TypeInt:
 		before := len(d.errs)
 		v := d.Int(n, path)
+		if len(d.errs) == before {
+			d.checkBounds(n, path, what, float64(v), s)
+		}
+		return v
+	case TypeInt64:
+		before := len(d.errs)
+		v := d.Int64(n, path)
 		if len(d.errs) == before {
 			d.checkBounds(n, path, what, float64(v), s)
 		}

@@ -75,136 +75,161 @@ type MockConfig struct {
 	HasReceived bool
 }
 
+// The shapes of a tests: entry, declared once: decoding, the JSON Schema and the
+// docs read them. What a shape cannot say (a regular expression that compiles, a
+// mock's URI, expectations that exclude each other) the decoders below check on
+// the decoded values.
+var (
+	testHeadersShape = Shape{Type: TypeMap, What: "headers", Values: &Shape{Type: TypeString}}
+	testBodyShape    = Shape{Type: TypeAny, Description: "The body: a mapping or list (JSON-like data), a number or a string (sent as it is)."}
+	testInputShape   = Shape{Type: TypeObject, What: "a test's input", Keys: []Key{
+		{Name: "body", Shape: testBodyShape},
+		{Name: "headers", Shape: testHeadersShape},
+	}}
+	mockReplyShape = withWhat(testInputShape, "a mock's reply")
+
+	testExpectShape = Shape{Type: TypeObject, What: "a test's expect", Keys: []Key{
+		{Name: "body", Shape: Shape{Type: TypeAny, Description: "The reply body must equal this value (mappings compare key by key, numbers by value)."}},
+		{Name: "body_subset", Shape: Shape{Type: TypeAny, Description: "Every key and list item given must be in the reply body; other keys may be there too."}},
+		{Name: "body_contains", Shape: str("The body as text (structured bodies as JSON) must contain this string.")},
+		{Name: "body_matches", Shape: str("The body as text (structured bodies as JSON) must match this regular expression (RE2 syntax).")},
+		{Name: "headers", Shape: testHeadersShape},
+		{Name: "error", Shape: str("The run must fail with an error containing this text (\"\" for any error).")},
+	}}
+
+	mockShape = Shape{Type: TypeObject, What: "a mock", Keys: []Key{
+		{Name: "uri", Required: true, Shape: str("The target replaced: an exact URI, or scheme://host alone for every URI of that host.")},
+		{Name: "reply", Shape: mockReplyShape},
+		{Name: "error", Shape: str("Fail every call with this error instead of replying.")},
+		{Name: "delay", Shape: Shape{Type: TypeDuration, Description: "Hold every call back this long before answering (a slow service; the case's timeout still applies)."}},
+		{Name: "expect", Shape: Shape{Type: TypeObject, What: "a mock's expect", Keys: []Key{
+			{Name: "calls", Shape: Shape{Type: TypeInt, Description: "How many calls the mock must receive."}},
+			{Name: "body", Shape: Shape{Type: TypeAny, Description: "Every call's body must contain these keys and list items."}},
+		}}},
+	}}
+
+	testCaseShape = Shape{Type: TypeObject, What: "a test", Keys: []Key{
+		{Name: "name", Required: true, Shape: str("What the case checks; helix test prints it with the case's position.")},
+		{Name: "workflow", Required: true, Shape: str("The id of the workflow or tool the case runs.")},
+		{Name: "timeout", Shape: Shape{Type: TypeDuration, Description: "How long the case may run (default 10s): a workflow still running then fails the case."}},
+		{Name: "input", Shape: testInputShape},
+		{Name: "expect", Shape: testExpectShape},
+		{Name: "mocks", Shape: Shape{Type: TypeList, Items: &mockShape}},
+	}}
+)
+
+func withWhat(s Shape, what string) Shape { s.What = what; return s }
+
 func decodeTest(d *Decoder, n *yaml.Node, path string) (TestConfig, bool) {
+	v := d.Decode(n, path, "a test", &testCaseShape)
 	tc := TestConfig{Pos: d.Pos(n), Path: path}
-	ok := d.Mapping(n, path, "a test", Fields{
-		"name": func(v *yaml.Node, p string) {
-			d.Doc(v, "What the case checks; helix test prints it with the case's position.")
-			tc.Name = d.String(v, p)
-		},
-		"workflow": func(v *yaml.Node, p string) {
-			d.Doc(v, "The id of the workflow or tool the case runs.")
-			tc.Workflow, tc.WorkflowPos = d.String(v, p), d.Pos(v)
-		},
-		"timeout": func(v *yaml.Node, p string) {
-			d.Doc(v, "How long the case may run (default 10s): a workflow still running then fails the case.")
-			tc.Timeout = d.Duration(v, p)
-		},
-		"input":  func(v *yaml.Node, p string) { tc.Input = decodeTestMessage(d, v, p, "a test's input") },
-		"expect": func(v *yaml.Node, p string) { tc.Expect = decodeTestExpect(d, v, p) },
-		"mocks":  func(v *yaml.Node, p string) { tc.Mocks = decodeList(d, v, p, "mocks", decodeMock) },
-	}, "name", "workflow")
-	return tc, ok && tc.Name != "" && tc.Workflow != ""
+	if d.desc != nil || !isMapping(v.Node) {
+		return tc, false
+	}
+	tc.Name, tc.Workflow, tc.Timeout = v.String("name"), v.String("workflow"), v.Duration("timeout")
+	if wn := v.NodeOf("workflow"); wn != nil {
+		tc.WorkflowPos = d.Pos(wn)
+	}
+	if in := v.Object("input"); in != nil {
+		tc.Input = testMessage(d, in)
+	}
+	if ex := v.Object("expect"); ex != nil {
+		tc.Expect = decodeTestExpect(d, ex)
+	}
+	for _, mv := range v.Objects("mocks") {
+		if m, ok := decodeMock(d, mv); ok {
+			tc.Mocks = append(tc.Mocks, m)
+		}
+	}
+	return tc, tc.Name != "" && tc.Workflow != ""
 }
 
-func decodeTestMessage(d *Decoder, n *yaml.Node, path, what string) TestMessage {
+// testMessage reads a decoded input: or reply: mapping.
+func testMessage(d *Decoder, v *Values) TestMessage {
 	var m TestMessage
-	d.Mapping(n, path, what, Fields{
-		"body": func(v *yaml.Node, p string) {
-			d.Doc(v, "The body: a mapping or list (JSON-like data), a number or a string (sent as it is).")
-			m.Body, m.HasBody = d.Value(v, p), true
-		},
-		"headers": func(v *yaml.Node, p string) { m.Headers = decodeTestHeaders(d, v, p) },
-	})
+	if bn := v.NodeOf("body"); bn != nil {
+		m.Body, m.HasBody = d.Value(bn, v.PathOf("body")), true
+	}
+	if v.Has("headers") {
+		m.Headers = testHeaders(d, v)
+	}
 	return m
 }
 
-func decodeTestHeaders(d *Decoder, n *yaml.Node, path string) map[string]any {
-	pairs, _ := d.Pairs(n, path, "headers")
+// testHeaders reads a decoded headers: map; the shape reported values that are no
+// scalars.
+func testHeaders(d *Decoder, v *Values) map[string]any {
+	pairs := v.Pairs("headers")
 	out := make(map[string]any, len(pairs))
 	for _, p := range pairs {
-		out[p.Key] = d.String(p.Value, KeyPath(path, p.Key))
+		if hn := d.Resolve(p.Value); hn != nil && hn.Kind == yaml.ScalarNode {
+			out[p.Key] = d.String(hn, KeyPath(v.PathOf("headers"), p.Key))
+		}
 	}
 	return out
 }
 
-func decodeTestExpect(d *Decoder, n *yaml.Node, path string) TestExpect {
-	e := TestExpect{Pos: d.Pos(n)}
-	d.Mapping(n, path, "a test's expect", Fields{
-		"body": func(v *yaml.Node, p string) {
-			d.Doc(v, "The reply body must equal this value (mappings compare key by key, numbers by value).")
-			e.Body, e.HasBody = d.Value(v, p), true
-		},
-		"body_subset": func(v *yaml.Node, p string) {
-			d.Doc(v, "Every key and list item given must be in the reply body; other keys may be there too.")
-			e.BodySubset, e.HasBodySubset = d.Value(v, p), true
-		},
-		"body_contains": func(v *yaml.Node, p string) {
-			d.Doc(v, "The body as text (structured bodies as JSON) must contain this string.")
-			e.BodyContains = d.String(v, p)
-		},
-		"body_matches": func(v *yaml.Node, p string) {
-			d.Doc(v, "The body as text (structured bodies as JSON) must match this regular expression (RE2 syntax).")
-			s := d.String(v, p)
-			re, err := regexp.Compile(s)
-			if err != nil {
-				d.Errorf(v, p, "body_matches is not a valid regular expression: %v", err).Hint =
-					"the syntax is Go's RE2: no look-ahead, no back-references"
-				return
-			}
+func decodeTestExpect(d *Decoder, v *Values) TestExpect {
+	e := TestExpect{Pos: d.Pos(v.Node)}
+	if bn := v.NodeOf("body"); bn != nil {
+		e.Body, e.HasBody = d.Value(bn, v.PathOf("body")), true
+	}
+	if bn := v.NodeOf("body_subset"); bn != nil {
+		e.BodySubset, e.HasBodySubset = d.Value(bn, v.PathOf("body_subset")), true
+	}
+	e.BodyContains = v.String("body_contains")
+	if mn := v.NodeOf("body_matches"); mn != nil {
+		re, err := regexp.Compile(v.String("body_matches"))
+		if err != nil {
+			d.Errorf(mn, v.PathOf("body_matches"), "body_matches is not a valid regular expression: %v", err).Hint =
+				"the syntax is Go's RE2: no look-ahead, no back-references"
+		} else {
 			e.BodyMatches = re
-		},
-		"headers": func(v *yaml.Node, p string) { e.Headers = decodeTestHeaders(d, v, p) },
-		"error": func(v *yaml.Node, p string) {
-			d.Doc(v, "The run must fail with an error containing this text (\"\" for any error).")
-			e.Error, e.HasError = d.String(v, p), true
-		},
-	})
+		}
+	}
+	if v.Has("headers") {
+		e.Headers = testHeaders(d, v)
+	}
+	e.Error, e.HasError = v.String("error"), v.Has("error")
 	if e.HasError && (e.HasBody || e.HasBodySubset || e.BodyContains != "" || e.BodyMatches != nil) {
-		d.Errorf(n, path, "a test expecting an error cannot also expect a body").Hint =
+		d.Errorf(v.Node, v.Path, "a test expecting an error cannot also expect a body").Hint =
 			"a failed run has no reply; split the checks into two tests"
 	}
 	return e
 }
 
-func decodeMock(d *Decoder, n *yaml.Node, path string) (MockConfig, bool) {
-	m := MockConfig{Pos: d.Pos(n), Path: path}
-	ok := d.Mapping(n, path, "a mock", Fields{
-		"uri": func(v *yaml.Node, p string) {
-			d.Doc(v, "The target replaced: an exact URI, or scheme://host alone for every URI of that host.")
-			m.URI, m.URIPos = d.String(v, p), d.Pos(v)
-			if d.desc != nil {
-				return
-			}
-			if m.URI == "" {
-				d.Errorf(v, p, "a mock needs the URI of the target it replaces").Hint = "for example uri: http://api.example.com"
-				return
-			}
-			u, err := uri.Parse(m.URI)
-			if err != nil {
-				d.Errorf(v, p, "invalid mock URI: %v", err).Hint = "write it as a workflow's target, e.g. http://api.example.com/users"
-				return
-			}
+func decodeMock(d *Decoder, v *Values) (MockConfig, bool) {
+	m := MockConfig{Pos: d.Pos(v.Node), Path: v.Path}
+	m.URI = v.String("uri")
+	if un := v.NodeOf("uri"); un != nil {
+		m.URIPos = d.Pos(un)
+		if m.URI == "" {
+			d.Errorf(un, v.PathOf("uri"), "a mock needs the URI of the target it replaces").Hint = "for example uri: http://api.example.com"
+		} else if u, err := uri.Parse(m.URI); err != nil {
+			d.Errorf(un, v.PathOf("uri"), "invalid mock URI: %v", err).Hint = "write it as a workflow's target, e.g. http://api.example.com/users"
+		} else {
 			m.Parsed = u
-		},
-		"reply": func(v *yaml.Node, p string) { m.Reply = decodeTestMessage(d, v, p, "a mock's reply") },
-		"error": func(v *yaml.Node, p string) {
-			d.Doc(v, "Fail every call with this error instead of replying.")
-			m.Error, m.HasError = d.String(v, p), true
-		},
-		"delay": func(v *yaml.Node, p string) {
-			d.Doc(v, "Hold every call back this long before answering (a slow service; the case's timeout still applies).")
-			m.Delay = d.Duration(v, p)
-		},
-		"expect": func(v *yaml.Node, p string) {
-			d.Mapping(v, p, "a mock's expect", Fields{
-				"calls": func(v *yaml.Node, p string) {
-					d.Doc(v, "How many calls the mock must receive.")
-					c := d.Int(v, p)
-					if c < 0 {
-						d.Errorf(v, p, "calls cannot be negative")
-					}
-					m.Calls = &c
-				},
-				"body": func(v *yaml.Node, p string) {
-					d.Doc(v, "Every call's body must contain these keys and list items.")
-					m.Received, m.HasReceived = d.Value(v, p), true
-				},
-			})
-		},
-	}, "uri")
-	if m.HasError && (m.Reply.HasBody || len(m.Reply.Headers) > 0) {
-		d.Errorf(n, path, "a mock answers with a reply or an error, not both").Hint = "remove reply: or error:"
+		}
 	}
-	return m, ok && m.Parsed != nil
+	if rv := v.Object("reply"); rv != nil {
+		m.Reply = testMessage(d, rv)
+	}
+	m.Error, m.HasError = v.String("error"), v.Has("error")
+	m.Delay = v.Duration("delay")
+	if ev := v.Object("expect"); ev != nil {
+		if cn := ev.NodeOf("calls"); cn != nil {
+			c := ev.Int("calls")
+			if c < 0 {
+				d.Errorf(cn, ev.PathOf("calls"), "calls cannot be negative")
+			}
+			m.Calls = &c
+		}
+		if bn := ev.NodeOf("body"); bn != nil {
+			m.Received, m.HasReceived = d.Value(bn, ev.PathOf("body")), true
+		}
+	}
+	if m.HasError && (m.Reply.HasBody || len(m.Reply.Headers) > 0) {
+		d.Errorf(v.Node, v.Path, "a mock answers with a reply or an error, not both").Hint = "remove reply: or error:"
+	}
+	return m, m.Parsed != nil
 }

@@ -51,65 +51,61 @@ type TracingConfig struct {
 // On reports whether tracing is switched on.
 func (t *TracingConfig) On() bool { return t.Exporter == TracingExporterOTLP }
 
-// decodeTracing reads helix.tracing into t.
+// tracingShape declares helix.tracing: its keys, types, enums and descriptions
+// drive decoding, the JSON Schema and the docs. What a shape cannot say (the
+// endpoint's form, sample_ratio's range with its own hint, insecure against an
+// https:// endpoint) decodeTracing checks on the decoded values.
+var tracingShape = Shape{Type: TypeObject, What: "helix.tracing",
+	Description: "OpenTelemetry tracing: a span per exchange, step, MCP tool call and model call, exported over OTLP (docs/tracing.md). Off unless exporter is otlp.",
+	Keys: []Key{
+		{Name: "exporter", Shape: Shape{Type: TypeString, What: "tracing exporter", Enum: []string{TracingExporterOTLP, TracingExporterNone},
+			Description: "otlp exports spans to an OpenTelemetry collector (or Jaeger, Tempo …); none, the default, traces nothing."}},
+		{Name: "endpoint", Shape: str("The collector's URL: http://collector:4318 (http/protobuf; /v1/traces is added when the URL has no path) or http://collector:4317 (grpc). Default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else localhost.")},
+		{Name: "protocol", Shape: Shape{Type: TypeString, What: "OTLP protocol", Enum: []string{TracingProtocolHTTP, TracingProtocolGRPC},
+			Description: "The OTLP protocol. Default: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf."}},
+		{Name: "sample_ratio", Shape: Shape{Type: TypeNumber,
+			Description: "The share of new traces recorded, from 0 to 1; a caller's traceparent decides for its trace. Default: OTEL_TRACES_SAMPLER, else 1."}},
+		{Name: "service_name", Shape: str("The service.name of the spans. Default: OTEL_SERVICE_NAME, else helix.name, else helix.")},
+		{Name: "headers", Shape: Shape{Type: TypeMap, What: "helix.tracing.headers", Values: &Shape{Type: TypeString},
+			Description: "Headers sent with every export, name → value (write secrets as ${env:NAME}); they add to OTEL_EXPORTER_OTLP_HEADERS."}},
+		{Name: "insecure", Shape: Shape{Type: TypeBool,
+			Description: "Export without TLS even when the endpoint (from the environment) gives no http:// scheme. Default false."}},
+	}}
+
+// decodeTracing reads helix.tracing into t as tracingShape declares it.
 func decodeTracing(d *Decoder, n *yaml.Node, path string, t *TracingConfig) {
-	d.Doc(n, "OpenTelemetry tracing: a span per exchange, step, MCP tool call and model call, exported over OTLP (docs/tracing.md). Off unless exporter is otlp.")
+	v := d.Decode(n, path, "helix.tracing", &tracingShape)
+	if d.desc != nil {
+		return
+	}
 	t.Pos = d.Pos(n)
-	var endpointNode, insecureNode *yaml.Node
-	d.Mapping(n, path, "helix.tracing", Fields{
-		"exporter": func(v *yaml.Node, p string) {
-			d.Doc(v, "otlp exports spans to an OpenTelemetry collector (or Jaeger, Tempo …); none, the default, traces nothing.", TracingExporterOTLP, TracingExporterNone)
-			t.Exporter = d.String(v, p)
-			if d.desc == nil && !oneOf(t.Exporter, TracingExporterOTLP, TracingExporterNone) {
-				d.Errorf(v, p, "unknown tracing exporter %q", t.Exporter).Hint =
-					hintOr(DidYouMean(t.Exporter, []string{TracingExporterOTLP, TracingExporterNone}), "use otlp or none")
+	t.Exporter, t.Endpoint, t.Protocol = v.String("exporter"), v.String("endpoint"), v.String("protocol")
+	t.ServiceName, t.Insecure = v.String("service_name"), v.Bool("insecure")
+	if t.Endpoint != "" {
+		if msg := checkTracingEndpoint(t.Endpoint); msg != "" {
+			d.Errorf(v.NodeOf("endpoint"), v.PathOf("endpoint"), "%s", msg).Hint = "write the collector's URL, for example http://localhost:4318"
+		}
+	}
+	if v.Has("sample_ratio") {
+		r := v.Float("sample_ratio")
+		if r < 0 || r > 1 {
+			d.Errorf(v.NodeOf("sample_ratio"), v.PathOf("sample_ratio"), "sample_ratio must be between 0 and 1, got %g", r).Hint = "0.1 records one trace in ten; 1 records all"
+		}
+		t.SampleRatio = &r
+	}
+	if sn := v.NodeOf("service_name"); sn != nil && strings.TrimSpace(t.ServiceName) == "" {
+		d.Errorf(sn, v.PathOf("service_name"), "the service name is empty").Hint = "leave the key out to use helix.name"
+	}
+	if v.Has("headers") {
+		t.Headers = map[string]string{}
+		for _, pr := range v.Pairs("headers") {
+			if hn := d.Resolve(pr.Value); hn != nil && hn.Kind == yaml.ScalarNode { // Decode reported other values
+				t.Headers[pr.Key] = d.String(hn, KeyPath(v.PathOf("headers"), pr.Key))
 			}
-		},
-		"endpoint": func(v *yaml.Node, p string) {
-			d.Doc(v, "The collector's URL: http://collector:4318 (http/protobuf; /v1/traces is added when the URL has no path) or http://collector:4317 (grpc). Default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, else localhost.")
-			t.Endpoint, endpointNode = d.String(v, p), v
-			if d.desc == nil && t.Endpoint != "" {
-				if msg := checkTracingEndpoint(t.Endpoint); msg != "" {
-					d.Errorf(v, p, "%s", msg).Hint = "write the collector's URL, for example http://localhost:4318"
-				}
-			}
-		},
-		"protocol": func(v *yaml.Node, p string) {
-			d.Doc(v, "The OTLP protocol. Default: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf.", TracingProtocolHTTP, TracingProtocolGRPC)
-			t.Protocol = d.String(v, p)
-			if d.desc == nil && !oneOf(t.Protocol, TracingProtocolHTTP, TracingProtocolGRPC) {
-				d.Errorf(v, p, "unknown OTLP protocol %q", t.Protocol).Hint = "use http/protobuf (port 4318) or grpc (port 4317)"
-			}
-		},
-		"sample_ratio": func(v *yaml.Node, p string) {
-			d.Doc(v, "The share of new traces recorded, from 0 to 1; a caller's traceparent decides for its trace. Default: OTEL_TRACES_SAMPLER, else 1.")
-			r := d.Float(v, p)
-			if d.desc == nil && (r < 0 || r > 1) {
-				d.Errorf(v, p, "sample_ratio must be between 0 and 1, got %g", r).Hint = "0.1 records one trace in ten; 1 records all"
-			}
-			t.SampleRatio = &r
-		},
-		"service_name": func(v *yaml.Node, p string) {
-			d.Doc(v, "The service.name of the spans. Default: OTEL_SERVICE_NAME, else helix.name, else helix.")
-			if t.ServiceName = d.String(v, p); d.desc == nil && strings.TrimSpace(t.ServiceName) == "" {
-				d.Errorf(v, p, "the service name is empty").Hint = "leave the key out to use helix.name"
-			}
-		},
-		"headers": func(v *yaml.Node, p string) {
-			d.Doc(v, "Headers sent with every export, name → value (write secrets as ${env:NAME}); they add to OTEL_EXPORTER_OTLP_HEADERS.")
-			pairs, _ := d.Pairs(v, p, "helix.tracing.headers")
-			t.Headers = map[string]string{}
-			for _, pr := range pairs {
-				t.Headers[pr.Key] = d.String(pr.Value, KeyPath(p, pr.Key))
-			}
-		},
-		"insecure": func(v *yaml.Node, p string) {
-			d.Doc(v, "Export without TLS even when the endpoint (from the environment) gives no http:// scheme. Default false.")
-			t.Insecure, insecureNode = d.Bool(v, p), v
-		},
-	})
-	if d.desc == nil && t.Insecure && strings.HasPrefix(strings.ToLower(t.Endpoint), "https://") && insecureNode != nil && endpointNode != nil {
-		d.Errorf(insecureNode, KeyPath(path, "insecure"), "insecure: true contradicts the https:// endpoint").Hint =
+		}
+	}
+	if t.Insecure && strings.HasPrefix(strings.ToLower(t.Endpoint), "https://") && v.Has("endpoint") {
+		d.Errorf(v.NodeOf("insecure"), v.PathOf("insecure"), "insecure: true contradicts the https:// endpoint").Hint =
 			"write the endpoint as http://… to export without TLS, or leave insecure out"
 	}
 }

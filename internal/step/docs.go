@@ -96,7 +96,7 @@ func typeName(s *config.Shape) string {
 			return "`" + strings.Join(s.Enum, "`, `") + "`"
 		}
 		return "string"
-	case config.TypeInt:
+	case config.TypeInt, config.TypeInt64:
 		return "integer"
 	case config.TypeNumber:
 		return "number"

@@ -79,7 +79,7 @@ func buildElicit(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	if st.timeout <= 0 {
 		st.timeout = defaultAskTimeout
 	}
-	checkPlaceholders(d, v.NodeOf("message"), v.PathOf("message"), st.message)
+	CheckPlaceholders(d, v.NodeOf("message"), v.PathOf("message"), st.message)
 	if v.Has("into") && st.into == "" {
 		d.Errorf(v.NodeOf("into"), v.PathOf("into"), "into: names a variable and must not be empty").Hint = "remove into: to put the answer into the body"
 	}

@@ -28,6 +28,10 @@ import (
 //			},
 //		})
 //	}
+//
+// A module's step kinds (the RAG module's rag-retrieve …) are defined the same way
+// from the module's own package (internal/rag/ragstep), which internal/step/allsteps
+// imports, so that this package depends on no module.
 type Kind struct {
 	Name        string
 	Description string

@@ -47,7 +47,7 @@ var logLevels = map[string]slog.Level{
 
 func buildLog(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
 	st := &logStep{hc: bc.HC, name: Name(s), workflow: bc.Workflow, message: v.String("message"), level: logLevels[v.String("level")]}
-	checkPlaceholders(d, v.Node, s.Path, st.message)
+	CheckPlaceholders(d, v.Node, s.Path, st.message)
 	return st, d.Err()
 }
 
@@ -62,9 +62,9 @@ func (l *logStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 	return nil
 }
 
-// checkPlaceholders reports unterminated or unknown ${…} placeholders at load time
+// CheckPlaceholders reports unterminated or unknown ${…} placeholders at load time
 // rather than on the first exchange.
-func checkPlaceholders(d *config.Decoder, n *yaml.Node, path, s string) {
+func CheckPlaceholders(d *config.Decoder, n *yaml.Node, path, s string) {
 	if !uri.HasPlaceholders(s) {
 		return
 	}

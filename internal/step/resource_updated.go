@@ -40,7 +40,7 @@ func buildResourceUpdated(bc *BuildContext, s config.StepConfig, d *config.Decod
 	if v.Has("uri") && strings.TrimSpace(st.uri) == "" {
 		d.Errorf(v.NodeOf("uri"), v.PathOf("uri"), "resource-updated needs the URI of the resource that changed")
 	}
-	checkPlaceholders(d, v.Node, s.Path, st.uri)
+	CheckPlaceholders(d, v.Node, s.Path, st.uri)
 	return st, d.Err()
 }
 

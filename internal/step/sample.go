@@ -77,15 +77,15 @@ func buildSample(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	if st.timeout <= 0 {
 		st.timeout = defaultAskTimeout
 	}
-	checkPlaceholders(d, v.NodeOf("prompt"), v.PathOf("prompt"), st.prompt)
-	checkPlaceholders(d, v.NodeOf("system_prompt"), v.PathOf("system_prompt"), st.system)
+	CheckPlaceholders(d, v.NodeOf("prompt"), v.PathOf("prompt"), st.prompt)
+	CheckPlaceholders(d, v.NodeOf("system_prompt"), v.PathOf("system_prompt"), st.system)
 	for _, m := range v.Objects("messages") {
 		role := m.String("role")
 		if role == "" {
 			role = "user"
 		}
 		text := m.String("text")
-		checkPlaceholders(d, m.NodeOf("text"), m.PathOf("text"), text)
+		CheckPlaceholders(d, m.NodeOf("text"), m.PathOf("text"), text)
 		st.messages = append(st.messages, ask.Message{Role: role, Text: text})
 	}
 	if v.Has("prompt") && v.Has("messages") {

@@ -20,9 +20,8 @@ import (
 	"sync"
 
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/internal/rag/pipeline"
 	"github.com/arvenza/helix/internal/starlang"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 // Builder builds the processor of one step. It returns the errors it found, ideally
@@ -94,12 +93,13 @@ type BuildContext struct {
 	// Agents builds `agent:` steps; nil (no LLM runtime installed) makes them an
 	// error. pkg/app installs it.
 	Agents AgentBuilder
-	// Pipelines are the application's `pipelines:` entries by id, which rag-retrieve
-	// and rag-ingest steps use; pkg/app fills it before building workflows.
-	Pipelines map[string]*pipeline.Pipeline
 	// ToolOutput is the output schema of the `tools:` entry being built (nil while
 	// building a workflow): an `agent:` step inside it answers in that JSON.
 	ToolOutput json.RawMessage
+
+	// values are what the step kinds of a module need from the application (the
+	// RAG module's pipelines …), set by the module's own setter (see SetValue).
+	values map[any]any
 
 	errs     config.Errors
 	warnings config.Errors
@@ -115,6 +115,21 @@ type BuildContext struct {
 	enrichVars map[string]bool // … in any workflow
 	nameChecks []nameCheck     // scripts whose names are checked once every workflow is built
 }
+
+// SetValue attaches to the build context a value the step kinds of one module need
+// from the application — the RAG module's pipelines, say — so that this package
+// knows no module. Like context.WithValue, key should be a value of an unexported
+// type of that module, which wraps SetValue and Value in typed functions
+// (ragstep.SetPipelines).
+func (bc *BuildContext) SetValue(key, value any) {
+	if bc.values == nil {
+		bc.values = map[any]any{}
+	}
+	bc.values[key] = value
+}
+
+// Value returns what SetValue attached under key, nil when nothing was.
+func (bc *BuildContext) Value(key any) any { return bc.values[key] }
 
 // Peek returns the step that follows the one being built in its step list, if any.
 // A builder whose step absorbs its successor (multicast absorbs the aggregate right

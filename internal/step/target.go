@@ -67,7 +67,7 @@ func buildTarget(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	if len(params) > 0 {
 		raw = config.WithParameters(raw, params)
 	}
-	checkPlaceholders(d, uriNode, s.Path, raw)
+	CheckPlaceholders(d, uriNode, s.Path, raw)
 	if authNode != nil {
 		if u, err := uri.Parse(raw); err == nil {
 			h, supported := bc.targetAuthHandler(u.Scheme)

@@ -7,8 +7,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/starlang"
+	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -41,7 +41,7 @@ func (v *valueSource) decode(bc *BuildContext, d *config.Decoder, vals *config.V
 			v.constant = c.Node.Value
 		}
 		if s, ok := v.constant.(string); ok {
-			checkPlaceholders(d, c.Node, c.Path, s)
+			CheckPlaceholders(d, c.Node, c.Path, s)
 		}
 	}
 	sc := vals.Get("starlang")

@@ -2,8 +2,8 @@ package step
 
 import (
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/pattern"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 func init() {
@@ -35,7 +35,7 @@ func buildWiretap(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *c
 	if v.Has("max_in_flight") && opts.MaxInFlight < 1 {
 		d.Errorf(v.NodeOf("max_in_flight"), v.PathOf("max_in_flight"), "max_in_flight must be at least 1, got %d", opts.MaxInFlight)
 	}
-	checkPlaceholders(d, uriNode, s.Path, raw)
+	CheckPlaceholders(d, uriNode, s.Path, raw)
 	if err := d.Err(); err != nil {
 		return nil, err
 	}

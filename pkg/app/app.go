@@ -30,6 +30,7 @@ import (
 	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/internal/starlang"
 	"github.com/arvenza/helix/internal/step"
+	_ "github.com/arvenza/helix/internal/step/allsteps" // the step kinds defined outside internal/step
 	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/component"

@@ -7,11 +7,12 @@ import (
 
 	pipelinecomp "github.com/arvenza/helix/internal/component/pipeline"
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/rag/pipeline"
+	"github.com/arvenza/helix/internal/rag/ragstep"
 	"github.com/arvenza/helix/internal/rag/store/pgvector"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // pipelineComponent is the app's pipeline:// component.
@@ -64,7 +65,7 @@ func (a *App) preparePipelines() {
 			comp.AddService(p)
 		}
 	}
-	a.bc.Pipelines = a.pipelineByID
+	ragstep.SetPipelines(a.bc, a.pipelineByID)
 }
 
 func orDefault(s, def string) string {

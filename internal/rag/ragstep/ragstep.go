@@ -1,4 +1,9 @@
-package step
+// Package ragstep holds the RAG module's workflow steps — rag-retrieve and
+// rag-ingest, and the pipeline-only kinds rag-chunk, rag-embed and rag-store,
+// which are errors in a workflow — and registers them with internal/step, so
+// that internal/step knows no RAG code. A binary gets them by importing this
+// package (internal/step/allsteps does).
+package ragstep
 
 import (
 	"context"
@@ -7,11 +12,12 @@ import (
 	"strings"
 
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/pipeline"
 	"github.com/arvenza/helix/internal/rag/source"
+	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -49,14 +55,14 @@ func init() {
 		config.Key{Name: "output", Shape: config.Shape{Type: config.TypeString, What: "rag-retrieve output", Enum: config.PipelineOutputs,
 			Description: "json ({query, results: [{rank, score, text, source, doc_id, chunk_id, headings, metadata}]}, the default) or text (numbered sources)."}},
 	)
-	Define(Kind{
+	step.Define(step.Kind{
 		Name: "rag-retrieve",
 		Description: "Queries a pipeline: the body (text, or {query, top_k, filter}) or query: is the query, and the results become the body " +
 			"(json by default, or text with numbered sources). As a step of a pipeline: the pipeline's retrieval settings.",
 		Shape: retrieveShape,
 		Build: buildRAGRetrieve,
 	})
-	Define(Kind{
+	step.Define(step.Kind{
 		Name: "rag-ingest",
 		Description: "Adds the body to a pipeline's store as documents: text (its id from id: or the HelixRagDocumentId header), a JSON object " +
 			"({id, text, title, source, metadata, …}), an array of them or JSON lines; each is chunked, embedded and stored, unchanged ones skipped. " +
@@ -72,11 +78,11 @@ func init() {
 		Build: buildRAGIngest,
 	})
 	for _, kind := range []string{config.RAGChunk, config.RAGEmbed, config.RAGStore} {
-		Define(Kind{
+		step.Define(step.Kind{
 			Name:        kind,
 			Description: "Only valid in the steps of a pipelines: entry (where it configures the pipeline); not a workflow step.",
 			Shape:       config.Shape{Type: config.TypeAny},
-			Build: func(_ *BuildContext, s config.StepConfig, _ *config.Decoder, _ *config.Values) (engine.Processor, error) {
+			Build: func(_ *step.BuildContext, s config.StepConfig, _ *config.Decoder, _ *config.Values) (engine.Processor, error) {
 				return nil, &config.Error{Pos: s.Pos, Path: s.Path,
 					Msg:  fmt.Sprintf("%s is only valid in the steps of a pipelines: entry", s.Kind),
 					Hint: "declare a pipeline under pipelines: with this step, then use rag-ingest (to add documents) or rag-retrieve (to query) here"}
@@ -85,9 +91,24 @@ func init() {
 	}
 }
 
+// pipelinesKey is the key under which [SetPipelines] attaches the application's
+// pipelines to a build context.
+type pipelinesKey struct{}
+
+// SetPipelines gives the rag-retrieve and rag-ingest steps built with bc the
+// application's pipelines: entries by id. Call it before building workflows.
+func SetPipelines(bc *step.BuildContext, byID map[string]*pipeline.Pipeline) {
+	bc.SetValue(pipelinesKey{}, byID)
+}
+
+func pipelines(bc *step.BuildContext) map[string]*pipeline.Pipeline {
+	m, _ := bc.Value(pipelinesKey{}).(map[string]*pipeline.Pipeline)
+	return m
+}
+
 // lookupPipeline finds the pipeline a rag step names, recording an error with a
 // did-you-mean when there is none.
-func lookupPipeline(bc *BuildContext, d *config.Decoder, v *config.Values) *pipeline.Pipeline {
+func lookupPipeline(bc *step.BuildContext, d *config.Decoder, v *config.Values) *pipeline.Pipeline {
 	id := v.String("pipeline")
 	if strings.TrimSpace(id) == "" {
 		if v.Has("pipeline") {
@@ -95,11 +116,12 @@ func lookupPipeline(bc *BuildContext, d *config.Decoder, v *config.Values) *pipe
 		}
 		return nil
 	}
-	if p, ok := bc.Pipelines[id]; ok {
+	byID := pipelines(bc)
+	if p, ok := byID[id]; ok {
 		return p
 	}
-	known := make([]string, 0, len(bc.Pipelines))
-	for k := range bc.Pipelines {
+	known := make([]string, 0, len(byID))
+	for k := range byID {
 		known = append(known, k)
 	}
 	sort.Strings(known)
@@ -121,9 +143,9 @@ type ragRetrieve struct {
 	output   string
 }
 
-func buildRAGRetrieve(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+func buildRAGRetrieve(bc *step.BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
 	p := lookupPipeline(bc, d, v)
-	st := &ragRetrieve{name: Name(s), p: p, query: v.String("query"), topK: v.Int("top_k"), strategy: v.String("strategy"),
+	st := &ragRetrieve{name: step.Name(s), p: p, query: v.String("query"), topK: v.Int("top_k"), strategy: v.String("strategy"),
 		output: v.String("output")}
 	if st.output == "" {
 		st.output = pipeline.OutputJSON
@@ -133,7 +155,7 @@ func buildRAGRetrieve(bc *BuildContext, s config.StepConfig, d *config.Decoder, 
 		st.minScore = &m
 	}
 	if st.query != "" {
-		checkPlaceholders(d, v.NodeOf("query"), v.PathOf("query"), st.query)
+		step.CheckPlaceholders(d, v.NodeOf("query"), v.PathOf("query"), st.query)
 	}
 	if fn := v.NodeOf("filter"); fn != nil {
 		if m, ok := d.Value(fn, v.PathOf("filter")).(map[string]any); ok {
@@ -194,12 +216,12 @@ type ragIngest struct {
 	source    string
 }
 
-func buildRAGIngest(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
+func buildRAGIngest(bc *step.BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
 	p := lookupPipeline(bc, d, v)
-	st := &ragIngest{name: Name(s), p: p, id: v.String("id"), textField: v.String("text_field"), source: v.String("source")}
+	st := &ragIngest{name: step.Name(s), p: p, id: v.String("id"), textField: v.String("text_field"), source: v.String("source")}
 	for _, k := range []string{"id", "source"} {
 		if s := v.String(k); s != "" {
-			checkPlaceholders(d, v.NodeOf(k), v.PathOf(k), s)
+			step.CheckPlaceholders(d, v.NodeOf(k), v.PathOf(k), s)
 		}
 	}
 	if d.Err() != nil || p == nil {
