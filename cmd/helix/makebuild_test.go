@@ -41,3 +41,16 @@ func TestMakeBuildIsStrippedAndStamped(t *testing.T) {
 		}
 	}
 }
+
+// scripts/binary-size.sh refuses a build it does not know before compiling
+// anything, saying what it accepts.
+func TestBinarySizeScriptRefusesUnknownBuild(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("bash", "scripts/binary-size.sh")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "BUILDS=helix_nollm tiny", "GO="+fakeGo(t))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `unknown build "tiny": use default, all or one tag`) {
+		t.Errorf("binary-size.sh with an unknown build: %v\n%s", err, out)
+	}
+}
