@@ -19,11 +19,14 @@ FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=dev
+# TAGS leaves parts out of the binary (docs/building.md), for a smaller image:
+#   docker build --build-arg TAGS=helix_nollm,helix_noredis,helix_noonnx,helix_nokafka .
+ARG TAGS=
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags "-s -w -X github.com/arvenza/helix/internal/cli.Version=${VERSION}" -o /out/helix ./cmd/helix
+RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -tags "${TAGS}" -ldflags "-s -w -X github.com/arvenza/helix/internal/cli.Version=${VERSION}" -o /out/helix ./cmd/helix
 # What the empty final image needs besides the binary: CA certificates (https://
 # endpoints, OAuth, model APIs), a passwd entry for the unprivileged user, the
 # working directory (helix.data_dir defaults to .helix in it) and /tmp.

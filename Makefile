@@ -94,8 +94,25 @@ allocs:
 unit:
 	$(GO) test -race -count=1 ./...
 
+# bin/helix, stripped (-s -w: no symbol table nor DWARF; panics keep their stack
+# traces) with -trimpath, and stamped for `helix version` as scripts/release.sh does.
+# VERSION, COMMIT, DATE and BIN_DIR may be given: make build VERSION=v1.2.3.
+BIN_DIR ?= bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+DATE ?= $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
+BUILD_PKG := github.com/arvenza/helix/internal/cli
+BUILD_LDFLAGS = -s -w -X $(BUILD_PKG).Version=$(VERSION) -X $(BUILD_PKG).Commit=$(COMMIT) -X $(BUILD_PKG).Date=$(DATE)
+
 build:
-	$(GO) build -o bin/helix ./cmd/helix
+	$(GO) build -trimpath -ldflags "$(BUILD_LDFLAGS)" -o $(BIN_DIR)/helix ./cmd/helix
+
+# bin/helix-slim: make build without the LLM SDKs, Redis, ONNX and Kafka (every
+# slim tag; docs/building.md says what each leaves out). SLIM_TAGS picks others.
+.PHONY: build-slim
+SLIM_TAGS ?= helix_nollm,helix_noredis,helix_noonnx,helix_nokafka
+build-slim:
+	$(GO) build -trimpath -tags $(SLIM_TAGS) -ldflags "$(BUILD_LDFLAGS)" -o $(BIN_DIR)/helix-slim ./cmd/helix
 
 # Release binaries into dist/ (git-ignored): linux and darwin, amd64 and arm64, static
 # (CGO_ENABLED=0, -trimpath), stamped with version, commit and date for `helix version`,

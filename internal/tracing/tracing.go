@@ -1,5 +1,6 @@
-// Package tracing is Helix's OpenTelemetry tracing: the tracer provider of one
-// application built from helix.tracing (provider.go), the spans of exchanges and
+// Package tracing is Helix's OpenTelemetry tracing API: the tracer of one
+// application (tracer.go; its provider is built from helix.tracing by
+// internal/tracing/export, which only the application imports), the spans of exchanges and
 // steps the engine asks for through [engine.Tracer], spans of other parts (MCP
 // tool calls, agents' model calls) started as children of the span in a context
 // ([Child]), and W3C trace context propagation over HTTP headers, MCP `_meta`,

@@ -32,9 +32,9 @@ import (
 	"github.com/arvenza/helix/internal/step"
 	_ "github.com/arvenza/helix/internal/step/allsteps" // the step kinds defined outside internal/step
 	"github.com/arvenza/helix/internal/tool"
-	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/internal/tracing/export"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -104,8 +104,9 @@ type App struct {
 	// listeners are the sockets the app's servers listen on (reload.go): a
 	// successor started by Handover shares them.
 	listeners *netguard.Generation
-	// tracer is helix.tracing's (internal/tracing); nil when tracing is off.
-	tracer *tracing.Tracer
+	// tracer is helix.tracing's provider and exporter (internal/tracing/export);
+	// nil when tracing is off.
+	tracer *export.Provider
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -132,10 +133,10 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	hc.SetLogger(logger)
 	// Tracing is set before anything is registered: the MCP servers and the
 	// workflows' pipelines look for it when they are built.
-	tracer, tracingErr := tracing.New(cfg.Helix.Tracing, tracing.Options{DefaultServiceName: name,
+	tracer, tracingErr := export.New(cfg.Helix.Tracing, export.Options{DefaultServiceName: name,
 		ServiceVersion: opts.Version, Exporter: opts.SpanExporter})
 	if tracer != nil {
-		hc.SetTracer(tracer)
+		hc.SetTracer(tracer.Tracer())
 	}
 	// kafka:// endpoints without brokers= connect to helix.kafka.brokers; the
 	// registration in internal/component/all (which cannot see the configuration) is kept

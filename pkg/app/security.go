@@ -17,6 +17,7 @@ import (
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/netguard"
+	"github.com/arvenza/helix/internal/registry"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -117,6 +118,14 @@ func (a *App) applySecurity(opts *mcpserver.Options, s config.Security, pos conf
 		a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: s.RateLimitStorePos, Path: path + ".rate_limit_store",
 			Msg:  "rate_limit_store has no effect: rate_limit is 0 (off)",
 			Hint: "set rate_limit to the requests per minute per client that the replicas share"})
+	}
+	if s.RateLimitStore != "" {
+		// config checked the URL; this build may still have left its kind out.
+		var nib *registry.NotInBuildError
+		if err := security.CheckRateLimitStore(s.RateLimitStore); errors.As(err, &nib) {
+			a.errs = append(a.errs, &config.Error{Pos: s.RateLimitStorePos, Path: path + ".rate_limit_store", Msg: err.Error()})
+			return
+		}
 	}
 	cfg := securityConfig(opts.ID, s, a.logger)
 	// One counter for every live stack of this server, so /metrics survives restarts.

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/internal/tracing"
+	"github.com/arvenza/helix/internal/tracing/export"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -66,11 +66,11 @@ func BenchmarkPipeline5StepsIntercepted(b *testing.B) {
 func BenchmarkContextRun5Steps(b *testing.B) { benchContextRun(b, nil) }
 
 // BenchmarkContextRun5StepsTraced is BenchmarkContextRun5Steps with OpenTelemetry
-// tracing on (internal/tracing): one exchange span and five step spans per operation,
+// tracing on (internal/tracing/export): one exchange span and five step spans per operation,
 // all recorded, exported to nowhere. The difference is what a traced exchange
 // costs; docs/tracing.md points here.
 func BenchmarkContextRun5StepsTraced(b *testing.B) {
-	tr, err := tracing.New(config.TracingConfig{}, tracing.Options{Exporter: tracetest.NewNoopExporter()})
+	tr, err := export.New(config.TracingConfig{}, export.Options{Exporter: tracetest.NewNoopExporter()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func BenchmarkContextRun5StepsTraced(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	benchContextRun(b, tr)
+	benchContextRun(b, tr.Tracer())
 }
 
 func benchContextRun(b *testing.B, tr engine.Tracer) {

@@ -18,9 +18,9 @@ import (
 	"github.com/arvenza/helix/internal/agent/agenttest"
 	agentcomp "github.com/arvenza/helix/internal/component/agent"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tool"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

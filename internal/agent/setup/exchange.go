@@ -10,9 +10,9 @@ import (
 	"github.com/arvenza/helix/internal/agent"
 	agentcomp "github.com/arvenza/helix/internal/component/agent"
 	"github.com/arvenza/helix/internal/component/mcp/security"
+	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tool"
 )
 
 // Content types of an answer.

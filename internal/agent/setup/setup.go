@@ -32,12 +32,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/internal/agent"
-	"github.com/arvenza/helix/internal/agent/anthropic"
-	"github.com/arvenza/helix/internal/agent/openai"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/redact"
+	"github.com/arvenza/helix/internal/registry"
 	"github.com/arvenza/helix/pkg/engine"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Providers.
@@ -123,7 +124,10 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 		errorf(cfg.Pos, config.KeyPath(path, "type"), "agent %q: unknown type %q", id, cfg.Type).Hint = "react is the only agent type"
 	}
 	model, err := newModel(cfg.Model, deps)
-	if err != nil {
+	var notInBuild *registry.NotInBuildError
+	if errors.As(err, &notInBuild) {
+		errs = append(errs, &config.Error{Pos: providerPos(cfg), Path: config.KeyPath(config.KeyPath(path, "model"), "provider"), Msg: err.Error()})
+	} else if err != nil {
 		mpos := cfg.Model.Pos
 		if mpos.Line == 0 {
 			mpos = cfg.Pos
@@ -162,6 +166,23 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 	}
 	r.agent = a
 	return r, errs
+}
+
+// providerPos is where model.provider's value is written (the model's own
+// position when the node is not at hand).
+func providerPos(cfg config.AgentConfig) config.Pos {
+	pos := cfg.Model.Pos
+	if pos.Line == 0 {
+		pos = cfg.Pos
+	}
+	if n := cfg.Model.Node; n != nil && n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "provider" {
+				pos.Line, pos.Col = n.Content[i+1].Line, n.Content[i+1].Column
+			}
+		}
+	}
+	return pos
 }
 
 // DefaultTimeout bounds a run of an agent whose configuration sets no timeout:
@@ -207,37 +228,26 @@ func newModel(m config.ModelConfig, deps Deps) (agent.Model, error) {
 	for _, v := range m.Headers {
 		redact.AddSecret(v)
 	}
-	switch provider {
-	case ProviderOpenAI:
-		if key == "" {
-			key = deps.Getenv("OPENAI_API_KEY")
-			redact.AddSecret(key)
-		}
-		mdl, err := openai.New(openai.Config{Model: m.Model, APIKey: key, BaseURL: m.BaseURL,
-			Temperature: m.Temperature, MaxTokens: m.MaxTokens, HTTPClient: client})
-		if err != nil {
-			return nil, err
-		}
-		return mdl, nil
-	case ProviderAnthropic:
-		if key == "" {
-			key = deps.Getenv("ANTHROPIC_API_KEY")
-			redact.AddSecret(key)
-		}
-		mdl, err := anthropic.New(anthropic.Config{Model: m.Model, APIKey: key, BaseURL: m.BaseURL,
-			Temperature: m.Temperature, MaxTokens: m.MaxTokens, HTTPClient: client})
-		if err != nil {
-			return nil, err
-		}
-		return mdl, nil
-	case "":
+	if provider == "" {
 		return nil, &providerError{"model.provider is required", "use openai (any OpenAI-compatible server with base_url) or anthropic"}
 	}
-	pe := &providerError{msg: fmt.Sprintf("unknown model provider %q", m.Provider), hint: config.DidYouMean(provider, []string{ProviderOpenAI, ProviderAnthropic})}
-	if pe.hint == "" {
-		pe.hint = "use openai (any OpenAI-compatible server with base_url) or anthropic"
+	p, ok, err := providers.Lookup(provider)
+	if err != nil {
+		return nil, err // left out of this build (*registry.NotInBuildError)
 	}
-	return nil, pe
+	if !ok {
+		pe := &providerError{msg: fmt.Sprintf("unknown model provider %q", m.Provider), hint: config.DidYouMean(provider, []string{ProviderOpenAI, ProviderAnthropic})}
+		if pe.hint == "" {
+			pe.hint = "use openai (any OpenAI-compatible server with base_url) or anthropic"
+		}
+		return nil, pe
+	}
+	if key == "" {
+		key = deps.Getenv(p.APIKeyEnv)
+		redact.AddSecret(key)
+	}
+	return p.New(ModelSettings{Model: m.Model, APIKey: key, BaseURL: m.BaseURL,
+		Temperature: m.Temperature, MaxTokens: m.MaxTokens, HTTPClient: client})
 }
 
 // modelIdleConnsPerHost is how many idle connections the default provider client

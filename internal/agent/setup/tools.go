@@ -14,8 +14,8 @@ import (
 	"github.com/arvenza/helix/internal/agent/mcptools"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 // catalogueRef is a tools: entry naming an entry of the application's catalogue.

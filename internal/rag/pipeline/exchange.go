@@ -8,8 +8,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/rag"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // InputSchema is what a pipeline takes as an MCP tool and as pipeline://id.

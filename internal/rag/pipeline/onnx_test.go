@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/rag/embed/onnx/onnxtest"
 	"github.com/arvenza/helix/internal/rag/pipeline"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // A pipeline on a local ONNX model (generated here, random weights): semantic

@@ -7,15 +7,15 @@ import (
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/chunk"
-	"github.com/arvenza/helix/internal/rag/embed/onnx"
-	"github.com/arvenza/helix/internal/rag/embed/openai"
 	"github.com/arvenza/helix/internal/rag/source"
 	"github.com/arvenza/helix/internal/rag/store/embedded"
 	"github.com/arvenza/helix/internal/rag/store/pgvector"
+	"github.com/arvenza/helix/internal/registry"
 )
 
-// DefaultParts are Helix's own parts: the chunkers of internal/rag/chunk, the openai and
-// embedder, the embedded and pgvector stores and the file source.
+// DefaultParts are Helix's own parts: the chunkers of internal/rag/chunk, the
+// embedders linked into this build (openai, onnx: see embedders), the embedded and
+// pgvector stores and the file source.
 func DefaultParts() Parts {
 	return Parts{Chunker: newChunker, Embedder: newEmbedder, Store: openStore, Source: fileSource}
 }
@@ -28,23 +28,23 @@ func newChunker(c config.ChunkConfig, emb rag.Embedder) (rag.Chunker, error) {
 	return chunk.New(chunk.Config{Strategy: c.Strategy, Size: c.Size, Overlap: overlap, Unit: c.Unit, Percentile: c.Percentile}, emb)
 }
 
-func newEmbedder(_ context.Context, c config.EmbedConfig) (rag.Embedder, error) {
-	switch c.Provider {
-	case "openai":
-		return openai.New(openai.Config{Model: c.Model, APIKey: c.APIKey, BaseURL: c.BaseURL, Dimensions: c.Dimensions,
-			BatchSize: c.BatchSize, QueryPrefix: c.QueryPrefix, DocumentPrefix: c.DocumentPrefix})
-	case "onnx":
-		return newONNX(c)
-	}
-	return nil, errNotAvailable
-}
+// EmbedderFunc makes the embedder of a rag-embed step with its provider.
+type EmbedderFunc func(ctx context.Context, c config.EmbedConfig) (rag.Embedder, error)
 
-// newONNX loads a local model; ONNX Runtime itself is loaded (once per process)
-// from library_path or HELIX_ONNXRUNTIME_LIB only here, at Start, so the helix
-// binary runs without it until a pipeline needs it.
-func newONNX(c config.EmbedConfig) (rag.Embedder, error) {
-	return onnx.New(onnx.Config{ModelPath: c.ModelPath, TokenizerPath: c.TokenizerPath, LibraryPath: c.LibraryPath,
-		BatchSize: c.BatchSize, QueryPrefix: c.QueryPrefix, DocumentPrefix: c.DocumentPrefix})
+// embedders are the rag-embed providers linked into this build, filled by the
+// registration files (embed_*.go), each guarded by the build tag that leaves its
+// dependencies out: this package imports no embedder itself.
+var embedders = registry.New[EmbedderFunc]()
+
+func newEmbedder(ctx context.Context, c config.EmbedConfig) (rag.Embedder, error) {
+	f, ok, err := embedders.Lookup(c.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errNotAvailable
+	}
+	return f(ctx, c)
 }
 
 func openStore(ctx context.Context, p config.PipelineConfig, dataDir string, emb rag.Embedder, logger *slog.Logger) (rag.Store, error) {

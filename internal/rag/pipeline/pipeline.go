@@ -131,6 +131,11 @@ func New(cfg config.PipelineConfig, opts Options) (*Pipeline, error) {
 	if cfg.Embed != nil && parts.Embedder == nil {
 		missing(cfg.Embed.Pos, "rag-embed provider "+cfg.Embed.Provider)
 	}
+	if cfg.Embed != nil && opts.Parts == nil {
+		if err := embedders.Available(cfg.Embed.Provider); err != nil { // left out of this build
+			errs = append(errs, &config.Error{Pos: cfg.Embed.Pos, Msg: fmt.Sprintf("pipeline %q: rag-embed provider %v", cfg.ID, err)})
+		}
+	}
 	if parts.Store == nil {
 		missing(cfg.Store.Pos, "rag-store "+cfg.Store.Store)
 	}

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/pipeline"
 	"github.com/arvenza/helix/internal/rag/pipeline/pipelinetest"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {

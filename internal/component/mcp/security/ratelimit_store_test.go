@@ -14,8 +14,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/component/mcp/security/redislimit"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // storeBackends are the Redis servers the shared-store tests run against: an

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/arvenza/helix/internal/component/mcp/security/redislimit"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is 0.
@@ -224,17 +222,16 @@ func newStack(cfg Config, o options) (*Stack, error) {
 		errs = append(errs, err)
 	}
 	s.tools = tf
-	var store *redislimit.Limiter
+	var store namedLimiter
 	if cfg.RateLimit > 0 && cfg.RateLimitStore != "" {
-		st, err := redislimit.New(redislimit.Options{URL: cfg.RateLimitStore, PerMinute: cfg.RateLimit,
-			Namespace: "helix:ratelimit:" + cfg.ServerID + ":", Timeout: o.storeTimeout, Clock: o.storeClock})
+		st, err := openStore(cfg, o)
 		if err != nil {
 			errs = append(errs, err)
 		} else {
 			store = st
 		}
 	} else if cfg.RateLimitStore != "" {
-		if _, err := redislimit.ParseURL(cfg.RateLimitStore); err != nil {
+		if err := CheckRateLimitStore(cfg.RateLimitStore); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -287,6 +284,16 @@ func (s *Stack) janitor(every time.Duration) {
 			s.limiter.sweep(s.now())
 		}
 	}
+}
+
+// openStore builds the shared store of cfg.RateLimitStore (no I/O).
+func openStore(cfg Config, o options) (namedLimiter, error) {
+	k, err := storeKindOf(cfg.RateLimitStore)
+	if err != nil {
+		return nil, err
+	}
+	return k.open(storeOptions{URL: cfg.RateLimitStore, PerMinute: cfg.RateLimit,
+		Namespace: "helix:ratelimit:" + cfg.ServerID + ":", Timeout: o.storeTimeout, Clock: o.storeClock})
 }
 
 // Close stops the janitor goroutine, ends a JWKS fetch in flight and closes the

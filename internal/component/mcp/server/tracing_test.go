@@ -17,6 +17,7 @@ import (
 
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/tracing"
+	"github.com/arvenza/helix/internal/tracing/export"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -216,7 +217,7 @@ func mustTraceState(t *testing.T, s string) trace.TraceState {
 func tracedWorkContext(t *testing.T) (*engine.Context, *tracetest.InMemoryExporter) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
-	tr, err := tracing.New(config.TracingConfig{}, tracing.Options{Exporter: exp})
+	tr, err := export.New(config.TracingConfig{}, export.Options{Exporter: exp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +227,6 @@ func tracedWorkContext(t *testing.T) (*engine.Context, *tracetest.InMemoryExport
 	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
 	hc := newTestContext(t, &engine.Workflow{ID: "work", FromURI: "direct://work", Processors: []engine.Processor{
 		engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error { ex.In().SetBody("done"); return nil })}})
-	hc.SetTracer(tr)
+	hc.SetTracer(tr.Tracer())
 	return hc, exp
 }

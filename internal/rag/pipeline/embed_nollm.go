@@ -1,0 +1,5 @@
+//go:build helix_nollm
+
+package pipeline
+
+func init() { embedders.LeftOut("openai", "helix_nollm") }
