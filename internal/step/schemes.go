@@ -11,9 +11,6 @@ import (
 // knownScheme reports whether scheme belongs to a component Helix knows but this
 // context does not have, with a hint on what to do.
 func knownScheme(scheme string) (hint string, known bool) {
-	if why, ok := all.Planned(scheme); ok {
-		return why, true
-	}
 	if info, ok := all.Lookup(scheme); ok {
 		return fmt.Sprintf("%s:// (%s) is not registered in this context", scheme, info.Description), true
 	}
