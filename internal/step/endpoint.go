@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/uri"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/all"
+	"github.com/arvenza/helix/pkg/component"
 )
 
 // knownScheme reports whether scheme belongs to a component Helix knows but this

@@ -3,6 +3,7 @@ package component
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +26,35 @@ type Module struct {
 	// component is built and added by the application itself, with wiring a
 	// module cannot see (the MCP client and server).
 	New func(env Env) (Component, error)
+
+	// pkg is the import path of the package that registered the module: the
+	// folder that owns everything about its scheme.
+	pkg string
+}
+
+// Package returns the import path of the package that registered the module
+// (github.com/arvenza/helix/internal/component/kafka): the one place allowed to
+// know the scheme by name.
+func (m Module) Package() string { return m.pkg }
+
+// callerPackage returns the import path of the package whose code is skip frames
+// up the stack, from its function name ("…/component/kafka.init.0"); it does not
+// depend on file paths, so -trimpath builds give the same answer.
+func callerPackage(skip int) string {
+	pc, _, _, ok := runtime.Caller(skip + 1)
+	if !ok {
+		return ""
+	}
+	fn := runtime.FuncForPC(pc)
+	if fn == nil {
+		return ""
+	}
+	name := fn.Name()
+	slash := strings.LastIndexByte(name, '/')
+	if dot := strings.IndexByte(name[slash+1:], '.'); dot >= 0 {
+		return name[:slash+1+dot]
+	}
+	return name
 }
 
 // Env is what a module's New gets: the application the component is built for.
@@ -87,6 +117,7 @@ func Register(m Module) {
 	if m.Spec == nil {
 		panic("component.Register: module without a spec")
 	}
+	m.pkg = callerPackage(1)
 	if err := m.Spec.Check(); err != nil {
 		panic(fmt.Sprintf("component.Register %s://: %v", m.Spec.Scheme, err))
 	}
