@@ -22,7 +22,9 @@ import (
 	_ "github.com/arvenza/helix/internal/component/all/testdata/sample" // the one import
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/tracing"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 func helix(t *testing.T, args ...string) (string, int) {
@@ -53,13 +55,43 @@ func TestModuleValidates(t *testing.T) {
 	}
 }
 
+// helix.sample, declared by the module, is decoded by it (mistakes at their
+// position) and reaches the component the module builds.
+func TestModuleSettings(t *testing.T) {
+	bad := writeFile(t, "helix:\n  sample:\n    greetin: hi\n")
+	if out, code := helix(t, "validate", bad); code == 0 || !strings.Contains(out, "helix.yaml:3:5") || !strings.Contains(out, `did you mean "greeting"`) {
+		t.Fatalf("validate of a misspelt helix.sample key: exit %d\n%s", code, out)
+	}
+	path := writeFile(t, "helix:\n  sample:\n    greeting: hi\n  management: {enabled: false}\n")
+	a, _, err := app.Load(app.Options{}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp, ok := a.Context().Component("sample")
+	if !ok {
+		t.Fatal("the application has no sample:// component")
+	}
+	u, _ := uri.Parse("sample://bob")
+	ep, err := comp.CreateEndpoint(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := ep.CreateProducer()
+	ex := exchange.NewWithBody(exchange.InOut, "")
+	if err := p.Process(context.Background(), ex); err != nil || ex.In().Body() != "hi bob" {
+		t.Errorf("answer %v, %v; want helix.sample.greeting's \"hi bob\"", ex.In().Body(), err)
+	}
+}
+
 func TestModuleInJSONSchema(t *testing.T) {
 	out, code := helix(t, "schema")
 	if code != 0 {
 		t.Fatalf("schema: exit %d\n%s", code, out)
 	}
-	if !strings.Contains(out, `"sample"`) || !strings.Contains(out, `shout`) {
-		t.Fatal("the JSON Schema names neither the sample scheme nor its option shout")
+	for _, want := range []string{`"sample"`, `shout`, `What sample:// producers say before the name.`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the JSON Schema lacks %s (the sample scheme, its option, its helix.sample.greeting)", want)
+		}
 	}
 }
 
