@@ -65,7 +65,9 @@ func (t *Tracer) StartExchange(ctx context.Context, kind, id, trigger string, ex
 		// the trigger's module says what kind of span it is.
 		ctx = propagator.Extract(ctx, exchangeCarrier(ex.In().Headers()))
 		if info, ok := t.triggerTrace(trigger, ex); ok {
-			spanKind = spanKinds[info.Kind]
+			if k, known := spanKinds[info.Kind]; known {
+				spanKind = k
+			}
 			for _, a := range info.Attributes {
 				attrs = append(attrs, attribute.String(a.Key, a.Value))
 			}
@@ -75,8 +77,8 @@ func (t *Tracer) StartExchange(ctx context.Context, kind, id, trigger string, ex
 	return ctx, func(err error) { End(span, err) }
 }
 
-// spanKinds maps the span kinds components declare to OpenTelemetry's; an
-// unknown kind is internal (the zero value).
+// spanKinds maps the span kinds components declare to OpenTelemetry's; a span of
+// any other kind stays internal.
 var spanKinds = map[component.SpanKind]trace.SpanKind{
 	component.SpanInternal: trace.SpanKindInternal,
 	component.SpanServer:   trace.SpanKindServer,

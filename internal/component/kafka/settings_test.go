@@ -75,3 +75,23 @@ func TestModuleBuildsWithSettings(t *testing.T) {
 }
 
 func componentEnv(settings any) component.Env { return component.Env{Settings: settings} }
+
+// Malformed helix.kafka blocks are errors at their position, never a panic.
+func TestSettingsMalformed(t *testing.T) {
+	for text, want := range map[string]string{
+		"helix:\n  kafka: 5\n":                      "helix.yaml:2:10: helix.kafka",
+		"helix:\n  kafka: [k1:9092]\n":              "helix.yaml:2:10: helix.kafka",
+		"helix:\n  kafka:\n    brokers: {a: b}\n":   "helix.yaml:3:14: helix.kafka.brokers",
+		"helix:\n  kafka:\n    brokers: [[k1]]\n":   "helix.yaml:3:15: helix.kafka.brokers[0]",
+		"helix:\n  kafka:\n    brokers: \"\"\n":     `helix.yaml:3:14: helix.kafka.brokers: broker "" is not host:port`,
+		"helix:\n  kafka:\n    brokers: k1:9092,\n": `broker "" is not host:port`,
+	} {
+		_, err := loadSettings(t, text)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one containing %q", text, err, want)
+		}
+	}
+	if s, err := loadSettings(t, "helix:\n  kafka:\n"); err != nil || s == nil || s.Brokers != nil {
+		t.Errorf("an empty helix.kafka: settings %+v, error %v", s, err)
+	}
+}
