@@ -60,8 +60,9 @@ type HelixConfig struct {
 	// ShutdownTimeout bounds the drain of in-flight exchanges and tool calls at
 	// stop (helix.shutdown_timeout); 0 means the default (30s).
 	ShutdownTimeout time.Duration
-	// Kafka holds helix.kafka: defaults of the kafka:// component.
-	Kafka KafkaConfig
+	// Modules holds the settings blocks of component modules (helix.kafka …) by
+	// name, as each module's decoder returned them (see [ModuleSettings]).
+	Modules map[string]any
 	// DataDir is helix.data_dir: where Helix keeps what it stores on disk
 	// (pipelines' embedded stores); "" means DefaultDataDir.
 	DataDir string
@@ -69,14 +70,6 @@ type HelixConfig struct {
 	Cluster ClusterConfig
 	// Tracing is helix.tracing: OpenTelemetry tracing (tracing.go).
 	Tracing TracingConfig
-}
-
-// KafkaConfig is `helix.kafka`: settings every kafka:// endpoint starts from.
-type KafkaConfig struct {
-	// Brokers (helix.kafka.brokers: a list, or one string with commas) are the
-	// host:port seed brokers of endpoints without a brokers= option; empty means
-	// localhost:9092.
-	Brokers []string
 }
 
 // MCPSection is `helix.mcp`.

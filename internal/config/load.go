@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -345,7 +344,7 @@ func (c *Config) decodeDocument(d *Decoder, doc *yaml.Node) {
 
 func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 	h := &c.Helix
-	d.Mapping(n, path, "helix", Fields{
+	fields := Fields{
 		"name":                func(v *yaml.Node, p string) { h.Name = d.String(v, p) },
 		"starlang_max_memory": func(v *yaml.Node, p string) { h.StarlangMaxMemory = d.ByteSize(v, p) },
 		"log_level": func(v *yaml.Node, p string) {
@@ -361,11 +360,6 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 		"data_dir": func(v *yaml.Node, p string) {
 			d.Doc(v, "Where Helix keeps what it stores on disk (the embedded stores of pipelines, under rag/<id>). Default .helix.")
 			h.DataDir = d.String(v, p)
-		},
-		"kafka": func(v *yaml.Node, p string) {
-			d.Mapping(v, p, "helix.kafka", Fields{
-				"brokers": func(v *yaml.Node, p string) { h.Kafka.Brokers = decodeBrokers(d, v, p) },
-			})
 		},
 		"management": func(v *yaml.Node, p string) {
 			m := &h.Management
@@ -386,36 +380,9 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 				},
 			})
 		},
-	})
-}
-
-// decodeBrokers reads helix.kafka.brokers: a list of host:port, or one string
-// with commas between them.
-func decodeBrokers(d *Decoder, v *yaml.Node, p string) []string {
-	if d.desc != nil {
-		d.Strings(v, p) // describes the shape: a string or a list of strings
-		return nil
 	}
-	items := []*yaml.Node{d.Resolve(v)}
-	if items[0].Kind == yaml.SequenceNode {
-		items = items[0].Content
-	}
-	var out []string
-	for i, item := range items {
-		ip := p
-		if len(items) > 1 || item != d.Resolve(v) {
-			ip = IndexPath(p, i)
-		}
-		for _, b := range strings.Split(d.String(item, ip), ",") {
-			b = strings.TrimSpace(b)
-			if host, port, err := net.SplitHostPort(b); err != nil || host == "" || port == "" {
-				d.Errorf(item, ip, "broker %q is not host:port", b).Hint = "write each broker as host:port, for example localhost:9092"
-				continue
-			}
-			out = append(out, b)
-		}
-	}
-	return out
+	addModuleFields(d, h, fields) // modules.go: helix.kafka …
+	d.Mapping(n, path, "helix", fields)
 }
 
 func oneOf(s string, options ...string) bool {

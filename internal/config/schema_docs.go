@@ -20,8 +20,6 @@ var settingDocs = map[string]string{
 	"helix.shutdown_timeout":    "How long stopping waits for in-flight exchanges and tool calls to finish. Default 30s.",
 	"helix.management":          "The management server: manifest, health and metrics.",
 	"helix.mcp":                 "MCP settings.",
-	"helix.kafka":               "Defaults of the kafka:// component.",
-	"helix.kafka.brokers":       "Seed brokers (host:port) of kafka:// endpoints without a brokers= option. Default localhost:9092.",
 	"helix.mcp.servers":         "MCP servers, each exposing workflows and tools.",
 	"helix.mcp.replay_budget":   "Event data the resumable streams of all MCP sessions may keep for replay (each session at most 1MiB of it): 64MiB, 16MB or a number of bytes. Default 64MiB.",
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -40,7 +40,10 @@ func (bc *BuildContext) CheckEndpoint(pos config.Pos, path, raw string, trigger 
 	}
 	if _, ok := bc.HC.Component(u.Scheme); !ok {
 		e := bc.Errorf(pos, path, "unknown scheme %q in %s %s", u.Scheme, role, raw)
-		if info, known := knownScheme(u.Scheme); known {
+		if why, absent := component.Absent(u.Scheme); absent {
+			e.Msg = fmt.Sprintf("%s:// is not available in this build (%s)", u.Scheme, why)
+			e.Hint = fmt.Sprintf("use a build that includes %s://, or another component for this %s", u.Scheme, role)
+		} else if info, known := knownScheme(u.Scheme); known {
 			e.Msg = fmt.Sprintf("component %s:// is not available in this build (%s %s)", u.Scheme, role, raw)
 			e.Hint = info
 		} else {

@@ -3,24 +3,17 @@ package step
 import (
 	"sort"
 
-	"github.com/arvenza/helix/internal/component/all"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/component"
 )
 
-// URISchemes lists the schemes an endpoint URI of a Helix file may name: every
-// registered component (aliases included) and the planned ones the documentation
-// uses (kafka, postgres …), which validate with "not available in this build".
+// URISchemes lists the schemes an endpoint URI of a Helix file may name: those of
+// every component module of this build (aliases included) and of those left out by
+// a build tag, which validate with "not available in this build".
 func URISchemes() []string {
-	set := map[string]bool{}
-	for _, s := range all.Schemes() {
-		set[s.Scheme] = true
-	}
-	for _, s := range all.PlannedSchemes() {
-		set[s] = true
-	}
-	out := make([]string, 0, len(set))
-	for s := range set {
-		out = append(out, s)
+	out := component.AbsentSchemes()
+	for _, m := range component.Modules() {
+		out = append(out, m.Spec.Schemes()...)
 	}
 	sort.Strings(out)
 	return out
@@ -43,7 +36,8 @@ func JSONSchema() ([]byte, error) {
 // http://, which forwards unknown parameters) to the option names.
 func uriOptions() map[string][]string {
 	out := map[string][]string{}
-	for _, sp := range all.Specs() {
+	for _, m := range component.Modules() {
+		sp := m.Spec
 		if sp.OpenOptions != "" {
 			continue
 		}

@@ -5,17 +5,13 @@ import (
 	"sort"
 
 	"github.com/arvenza/helix/pkg/component"
-	"github.com/arvenza/helix/internal/component/all"
 )
 
 // knownScheme reports whether scheme belongs to a component Helix knows but this
 // context does not have, with a hint on what to do.
 func knownScheme(scheme string) (hint string, known bool) {
-	if why, ok := all.Planned(scheme); ok {
-		return why, true
-	}
-	if info, ok := all.Lookup(scheme); ok {
-		return fmt.Sprintf("%s:// (%s) is not registered in this context", scheme, info.Description), true
+	if sp := component.SpecOf(scheme); sp != nil {
+		return fmt.Sprintf("%s:// (%s: %s) is not registered in this context", scheme, sp.Syntax, sp.Summary), true
 	}
 	return "", false
 }
@@ -26,10 +22,7 @@ func allSchemes(bc *BuildContext) []string {
 	for _, s := range bc.HC.Schemes() {
 		set[s] = true
 	}
-	for _, s := range all.Schemes() {
-		set[s.Scheme] = true
-	}
-	for _, s := range all.PlannedSchemes() {
+	for _, s := range URISchemes() {
 		set[s] = true
 	}
 	out := make([]string, 0, len(set))
@@ -44,14 +37,14 @@ func allSchemes(bc *BuildContext) []string {
 // Schemes missing from the static table (components a test or an embedding program
 // registered) are trusted; their endpoints report misuse when started.
 func directionProblem(scheme string, trigger bool) string {
-	info, ok := all.Lookup(scheme)
-	if !ok {
+	sp := component.SpecOf(scheme)
+	if sp == nil {
 		return ""
 	}
 	switch {
-	case trigger && info.Direction == component.ProducerOnly:
+	case trigger && sp.Direction == component.ProducerOnly:
 		return fmt.Sprintf("%s:// is producer-only: it can be used as a target, not as a trigger", scheme)
-	case !trigger && info.Direction == component.ConsumerOnly:
+	case !trigger && sp.Direction == component.ConsumerOnly:
 		return fmt.Sprintf("%s:// is consumer-only: it can be used as a trigger, not as a target", scheme)
 	}
 	return ""

@@ -10,6 +10,7 @@ import (
 
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/starlang"
+	"github.com/arvenza/helix/pkg/component"
 )
 
 // ScriptPos returns where the text of scalar n starts in file: its first content
@@ -62,11 +63,6 @@ type nameCheck struct {
 	external bool            // the workflow may run on an exchange from elsewhere (direct://)
 }
 
-// freshExchangeSchemes are the triggers whose exchanges start with no variables:
-// they come from outside Helix. Any other trigger (direct://, tool://, none) may
-// run a workflow on an exchange that another workflow's enrich steps filled.
-var freshExchangeSchemes = map[string]bool{"http-server": true, "timer": true, "file": true, "mcp-server": true}
-
 // checkNames schedules the check of the names s reads: each must be set by an
 // enrich step before it in the workflow or, when the workflow can be handed another
 // workflow's exchange, by an enrich step anywhere.
@@ -78,9 +74,11 @@ func (bc *BuildContext) checkNames(s *starlang.Script, pos config.Pos, path stri
 	for k := range bc.vars {
 		defined[k] = true
 	}
-	scheme, _, _ := strings.Cut(bc.Trigger, "://")
+	// A trigger whose module says its exchanges start fresh (they come from outside
+	// Helix) carries no variables; any other (direct://, tool://, none) may run the
+	// workflow on an exchange that another workflow's enrich steps filled.
 	bc.nameChecks = append(bc.nameChecks, nameCheck{script: s, pos: pos, path: path, defined: defined,
-		external: !freshExchangeSchemes[strings.ToLower(scheme)] || !strings.Contains(bc.Trigger, "://")})
+		external: !component.StartsFresh(bc.Trigger)})
 }
 
 // defineVariables records the variables an enrich step sets.

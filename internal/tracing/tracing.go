@@ -25,7 +25,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/arvenza/helix/internal/redact"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 // ScopeName is the instrumentation scope of every span Helix starts.
@@ -43,14 +45,6 @@ const (
 	AttrStepIndex    = attribute.Key("helix.step.index")
 )
 
-// Header names the triggers set on an exchange, read for span attributes. They are
-// spelled out here (not imported) so that this package depends on no component.
-const (
-	headerHTTPMethod = "HelixHttpMethod"
-	headerHTTPPath   = "HelixHttpPath"
-	headerKafkaTopic = "HelixKafkaTopic"
-)
-
 // StartExchange starts the span of one exchange running through a workflow's
 // pipeline: "<kind> <id>" ("workflow orders", "tool greet"). The engine calls it
 // (see [engine.Tracer]) for every exchange when tracing is on; safe for
@@ -59,7 +53,7 @@ const (
 // exchange's traceparent/tracestate headers, which http-server:// copies from the
 // request and kafka:// from the record, else it starts a trace.
 func (t *Tracer) StartExchange(ctx context.Context, kind, id, trigger string, ex *exchange.Exchange) (context.Context, func(error)) {
-	scheme, rest, _ := strings.Cut(trigger, "://")
+	scheme, _, _ := strings.Cut(trigger, "://")
 	spanKind := trace.SpanKindInternal
 	attrs := []attribute.KeyValue{
 		AttrWorkflowID.String(id), AttrWorkflowKind.String(kind), AttrExchangeID.String(ex.ID()),
@@ -68,21 +62,15 @@ func (t *Tracer) StartExchange(ctx context.Context, kind, id, trigger string, ex
 		attrs = append(attrs, AttrTrigger.String(scheme))
 	}
 	if !trace.SpanContextFromContext(ctx).IsValid() {
-		// A trigger's own exchange: the trace comes from outside, if at all.
+		// A trigger's own exchange: the trace comes from outside, if at all, and
+		// the trigger's module says what kind of span it is.
 		ctx = propagator.Extract(ctx, exchangeCarrier(ex.In().Headers()))
-		switch scheme {
-		case "http-server":
-			spanKind = trace.SpanKindServer
-			attrs = appendHeader(attrs, "http.request.method", ex, headerHTTPMethod)
-			attrs = appendHeader(attrs, "url.path", ex, headerHTTPPath)
-		case "kafka":
-			spanKind = trace.SpanKindConsumer
-			attrs = append(attrs, attribute.String("messaging.system", "kafka"),
-				attribute.String("messaging.operation.type", "process"))
-			if topic := ex.In().HeaderString(headerKafkaTopic); topic != "" {
-				attrs = append(attrs, attribute.String("messaging.destination.name", topic))
-			} else if topic, _, _ := strings.Cut(rest, "?"); topic != "" {
-				attrs = append(attrs, attribute.String("messaging.destination.name", topic))
+		if info, ok := t.triggerTrace(trigger, ex); ok {
+			if k, known := spanKinds[info.Kind]; known {
+				spanKind = k
+			}
+			for _, a := range info.Attributes {
+				attrs = append(attrs, attribute.String(a.Key, a.Value))
 			}
 		}
 	}
@@ -90,11 +78,28 @@ func (t *Tracer) StartExchange(ctx context.Context, kind, id, trigger string, ex
 	return ctx, func(err error) { End(span, err) }
 }
 
-func appendHeader(attrs []attribute.KeyValue, key string, ex *exchange.Exchange, header string) []attribute.KeyValue {
-	if v := ex.In().HeaderString(header); v != "" {
-		attrs = append(attrs, attribute.String(key, v))
+// spanKinds maps the span kinds components declare to OpenTelemetry's; a span of
+// any other kind stays internal.
+var spanKinds = map[component.SpanKind]trace.SpanKind{
+	component.SpanInternal: trace.SpanKindInternal,
+	component.SpanServer:   trace.SpanKindServer,
+	component.SpanConsumer: trace.SpanKindConsumer,
+}
+
+// triggerTrace asks the module of trigger's scheme for the kind and attributes of
+// the span of ex ([component.Spec.Trace]); ok is false when the module has no
+// trace hook.
+func (t *Tracer) triggerTrace(trigger string, ex *exchange.Exchange) (component.TraceInfo, bool) {
+	scheme, _, _ := strings.Cut(trigger, "://")
+	sp := component.SpecOf(scheme)
+	if sp == nil || sp.Trace == nil {
+		return component.TraceInfo{}, false
 	}
-	return attrs
+	u, err := uri.Parse(trigger)
+	if err != nil {
+		return component.TraceInfo{}, false
+	}
+	return sp.Trace(ex, u), true
 }
 
 // StartStep starts the span of one step of a workflow's pipeline: "step <kind>"

@@ -20,7 +20,6 @@ import (
 
 	"github.com/arvenza/helix/internal/agent/setup"
 	"github.com/arvenza/helix/internal/component/all"
-	"github.com/arvenza/helix/internal/component/kafka"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
@@ -32,9 +31,9 @@ import (
 	"github.com/arvenza/helix/internal/step"
 	_ "github.com/arvenza/helix/internal/step/allsteps" // the step kinds defined outside internal/step
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/internal/tracing/export"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/internal/tracing/export"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -138,16 +137,11 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	if tracer != nil {
 		hc.SetTracer(tracer.Tracer())
 	}
-	// kafka:// endpoints without brokers= connect to helix.kafka.brokers; the
-	// registration in internal/component/all (which cannot see the configuration) is kept
-	// when the setting is absent.
-	if b := cfg.Helix.Kafka.Brokers; len(b) > 0 {
-		hc.AddComponent(kafka.Scheme, kafka.New(kafka.Options{Brokers: b, Logger: hc.Logger}))
-	}
 	for scheme, c := range opts.Components {
 		hc.AddComponent(scheme, c)
 	}
-	registerComponents(hc)
+	// Each component module gets its own helix.<scheme> settings (helix.kafka).
+	registerErr := registerComponents(hc, cfg.Helix.Modules)
 
 	if opts.Stdin == nil {
 		opts.Stdin = os.Stdin
@@ -157,6 +151,9 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	}
 	opts.Logger = logger
 	a := &App{opts: opts, cfg: cfg, hc: hc, logger: logger, bc: step.NewBuildContext(hc), tracer: tracer}
+	if registerErr != nil {
+		a.errs = append(a.errs, &config.Error{Path: "helix", Msg: registerErr.Error()})
+	}
 	if tracingErr != nil {
 		a.errs = append(a.errs, &config.Error{Pos: cfg.Helix.Tracing.Pos, Path: "helix.tracing", Msg: tracingErr.Error()})
 	}
@@ -366,14 +363,16 @@ func (a *App) stopManagement(ctx context.Context) error {
 	return a.mgmt.Stop(sctx)
 }
 
-func registerComponents(hc *engine.Context) {
-	all.Register(hc) // every component of internal/component/all that needs no wiring, tool:// included
+func registerComponents(hc *engine.Context, settings map[string]any) error {
+	// Every component of internal/component/all that needs no wiring, tool:// included.
+	err := all.RegisterWith(hc, settings)
 	// The MCP client (mcp:// targets) is registered before workflows are built: a
 	// target's auth: block attaches its credentials to this component while building.
 	hc.AddComponent(mcpclient.Scheme, mcpclient.New())
 	// The MCP server component too: workflows with an mcp-server:// trigger (spec §3.2)
 	// are checked against the registered schemes while they are built.
 	hc.AddComponent(mcpServerScheme, mcpserver.New(hc))
+	return err
 }
 
 func (a *App) buildWorkflow(w config.WorkflowConfig, triggers map[string]config.Pos) *engine.Workflow {

@@ -3,6 +3,46 @@
 // scheme; it builds an Endpoint per distinct URI; an endpoint gives Producers (send)
 // and/or Consumers (receive, feeding a Processor).
 //
+// # Modules: a component owns its scheme
+//
+// Everything Helix knows about a scheme comes from the component's module, declared
+// in the component's own folder and registered from its init function:
+//
+//	// spec.go: the URI (options, headers, role) and the scheme's traits
+//	var Spec = &component.Spec{Scheme: "kafka", …, FreshExchanges: true, Trace: traceInfo}
+//
+//	// module.go
+//	func init() {
+//		component.Register(component.Module{Spec: Spec, New: func(env component.Env) (component.Component, error) {
+//			return New(Options{Logger: env.Logger}), nil
+//		}})
+//	}
+//
+// A blank import of the package puts the component into a build; Helix's own are
+// imported by internal/component/all, one file per component, so a build tag on
+// that file leaves a component out (kafka.go: -tags helix_nokafka), and the file
+// counterpart calls [RegisterAbsent] so that a configuration naming the scheme is
+// told why it is not available. Adding a component is one folder plus one import.
+//
+// What the rest of Helix reads from the module, never by comparing scheme names:
+//   - the [Spec]: URI parsing and validation, `helix components`, the pages of
+//     docs/components/ and the JSON Schema of the YAML file;
+//   - the traits on the Spec: [Spec.FreshExchanges] (a trigger whose exchanges
+//     come from outside, so a workflow's scripts cannot see another workflow's
+//     variables), [Spec.Singleton] (run on the elected leader only), [Spec.Trace]
+//     (the kind and attributes of the span of an exchange the trigger started,
+//     as plain data: components need no tracing library for it);
+//   - New, which builds the component for one application from an [Env]: the
+//     engine context, the logger and the module's own settings block
+//     helix.<scheme>, which the module declares and decodes itself (the Kafka
+//     module declares helix.kafka through internal/config's module settings).
+//
+// A module whose component needs wiring a module cannot see (the MCP client and
+// server) registers its spec with a nil New, and the application adds the
+// component itself. A test or an embedding program may still add any component to
+// a context by hand (engine.Context.AddComponent); one added that way is kept when
+// the registered modules are built.
+//
 // # Building endpoints
 //
 // The engine (pkg/engine's Context) calls CreateEndpoint without holding any of its

@@ -55,6 +55,16 @@ type Spec struct {
 	// the engine starts them only on the elected leader; other triggers run on
 	// every replica.
 	Singleton bool `json:"singleton,omitempty"`
+	// FreshExchanges marks triggers whose exchanges come from outside Helix and so
+	// start with no variables (http-server://, timer://, kafka:// …). A workflow
+	// with any other trigger (direct://, tool://) may be handed an exchange that
+	// another workflow's enrich steps filled, so its scripts' names are checked
+	// against every enrich step of the configuration rather than its own.
+	FreshExchanges bool `json:"freshExchanges,omitempty"`
+	// Trace, when set, gives the span kind and attributes of the exchanges this
+	// trigger starts (an HTTP server span with the method and path, a Kafka
+	// consumer span with the topic); without it their spans are internal.
+	Trace TraceHook `json:"-"`
 }
 
 // PathPart is one part of the address (the name of direct://name, the host:port

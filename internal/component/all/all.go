@@ -1,130 +1,92 @@
-// Package all is the list of Helix's components: one registration line each, giving
-// the component's [component.Spec] and how to build it for an engine context.
-// Everything that lists schemes reads this list: configuration validation (unknown
-// scheme, "mcp:// cannot be a trigger", "kafka:// is not available in this build"),
-// `helix components`, the pages under docs/components/ and the YAML schema.
+// Package all puts Helix's components into the build: one file per component, each
+// a blank import of the component's package (kafka.go imports
+// internal/component/kafka), whose init registers its [component.Module]. A file
+// may carry a build tag that leaves its component out (kafka.go has
+// `//go:build !helix_nokafka`); its counterpart then records the scheme as absent
+// ([component.RegisterAbsent]), so a configuration naming it gets "kafka:// is not
+// available in this build (built with -tags helix_nokafka)" instead of a
+// did-you-mean.
 //
-// Adding a component is one folder under pkg/component/ (its code and its spec.go)
-// plus one line in [registrations].
+// Everything that lists schemes reads the registry through this package or
+// pkg/component: configuration validation (unknown scheme, "mcp:// cannot be a
+// trigger"), `helix components`, the pages under docs/components/ and the YAML
+// schema.
 //
-// The list is static: validating a configuration needs no component instance and
-// has no side effects.
+// Adding a component is one folder under internal/component/ (its code, its
+// spec.go and the init that registers it) plus one file here with its import.
 package all
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/arvenza/helix/pkg/component"
-	"github.com/arvenza/helix/internal/component/agent"
-	"github.com/arvenza/helix/internal/component/direct"
-	"github.com/arvenza/helix/internal/component/file"
-	helixhttp "github.com/arvenza/helix/internal/component/http"
-	"github.com/arvenza/helix/internal/component/httpserver"
-	"github.com/arvenza/helix/internal/component/kafka"
-	helixlog "github.com/arvenza/helix/internal/component/log"
-	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
-	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
-	"github.com/arvenza/helix/internal/component/pipeline"
-	"github.com/arvenza/helix/internal/component/postgres"
-	"github.com/arvenza/helix/internal/component/slack"
-	"github.com/arvenza/helix/internal/component/timer"
-	"github.com/arvenza/helix/internal/component/tool"
 	"github.com/arvenza/helix/pkg/engine"
 )
 
-// Registration joins one component to Helix: its spec, and New, which builds the
-// component for an engine context. A nil New means the component is built and
-// registered elsewhere, with wiring this package cannot give it (pkg/app registers
-// the MCP components with the configuration's servers and credentials).
-type Registration struct {
-	Spec *component.Spec
-	New  func(hc *engine.Context) component.Component
-}
-
-// registrations are Helix's components, one line each.
-var registrations = []Registration{
-	{agent.Spec, func(hc *engine.Context) component.Component { return agent.New(hc) }}, // pkg/app declares the agents
-	{direct.Spec, func(*engine.Context) component.Component { return direct.New() }},
-	{file.Spec, func(hc *engine.Context) component.Component { return file.New(hc.Logger) }},
-	{helixhttp.Spec, func(*engine.Context) component.Component { return helixhttp.New(nil) }},
-	{httpserver.Spec, func(hc *engine.Context) component.Component { return httpserver.New(hc.Logger) }},
-	{helixlog.Spec, func(hc *engine.Context) component.Component { return helixlog.New(hc.Logger) }},
-	{kafka.Spec, func(hc *engine.Context) component.Component { return kafka.New(kafka.Options{Logger: hc.Logger}) }}, // pkg/app passes helix.kafka.brokers
-	{mcpclient.Spec, nil}, // registered by pkg/app, which attaches targets' auth: blocks
-	{mcpserver.Spec, nil}, // registered by pkg/app, with helix.mcp.servers and mcps:
-	{pipeline.Spec, func(hc *engine.Context) component.Component { return pipeline.New(hc) }}, // pkg/app declares the pipelines
-	{postgres.Spec, func(hc *engine.Context) component.Component { return postgres.New(hc.Logger) }},
-	{slack.Spec, func(hc *engine.Context) component.Component { return slack.New(&slack.Options{Logger: hc.Logger}) }},
-	{timer.Spec, func(hc *engine.Context) component.Component { return timer.New(hc.Logger) }},
-	{tool.Spec, func(hc *engine.Context) component.Component { return tool.NewComponent(hc) }},
-}
-
-// planned are schemes the Helix documentation uses whose components are not part of
-// this build yet: a configuration naming them gets "not available in this build"
-// with this reason, rather than a did-you-mean towards an unrelated scheme.
-var planned = map[string]string{}
-
-// Register adds every registered component that hc does not have yet under each of
-// its schemes (one instance serves a spec's scheme and its aliases, so http:// and
-// https:// share a connection pool). Components registered before — by the engine
-// or by the caller — are kept. Call it before hc.Start.
+// Register adds every registered component that hc does not have yet, built
+// without module settings; see [RegisterWith]. A component that fails to build is
+// logged on hc's logger and left out.
 func Register(hc *engine.Context) {
+	if err := RegisterWith(hc, nil); err != nil {
+		hc.Logger().Error("registering components", "error", err)
+	}
+}
+
+// RegisterWith adds every registered component that hc does not have yet under
+// each of its schemes (one instance serves a spec's scheme and its aliases, so
+// http:// and https:// share a connection pool). settings maps a module's scheme
+// to its decoded helix.<scheme> block (config's HelixConfig.Modules); the module's
+// New gets it. Components registered before — by the engine or by the caller —
+// are kept, and modules without New (the MCP client and server, which the
+// application wires itself) are skipped. Call it before hc.Start.
+func RegisterWith(hc *engine.Context, settings map[string]any) error {
 	have := map[string]bool{}
 	for _, s := range hc.Schemes() {
 		have[s] = true
 	}
-	for _, r := range registrations {
-		if r.New == nil || have[r.Spec.Scheme] {
+	var errs []error
+	for _, m := range component.Modules() {
+		if m.New == nil || have[m.Spec.Scheme] {
 			continue
 		}
-		c := r.New(hc)
-		for _, s := range r.Spec.Schemes() {
+		c, err := m.New(component.Env{Engine: hc, Logger: hc.Logger, Settings: settings[m.Spec.Scheme]})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s://: %w", m.Spec.Scheme, err))
+			continue
+		}
+		for _, s := range m.Spec.Schemes() {
 			hc.AddComponent(s, c)
 		}
 	}
+	return errors.Join(errs...)
 }
 
-// Specs returns the spec of every component, sorted by scheme. The specs are shared
-// and must not be changed.
+// Specs returns the spec of every component of this build, sorted by scheme. The
+// specs are shared and must not be changed.
 func Specs() []*component.Spec {
-	out := make([]*component.Spec, len(registrations))
-	for i, r := range registrations {
-		out[i] = r.Spec
+	mods := component.Modules()
+	out := make([]*component.Spec, len(mods))
+	for i, m := range mods {
+		out[i] = m.Spec
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Scheme < out[j].Scheme })
 	return out
 }
 
 // Spec returns the spec of the component serving scheme (an alias such as https
 // gives http's spec).
 func Spec(scheme string) (*component.Spec, bool) {
-	for _, r := range registrations {
-		for _, s := range r.Spec.Schemes() {
-			if s == scheme {
-				return r.Spec, true
-			}
-		}
-	}
-	return nil, false
+	sp := component.SpecOf(scheme)
+	return sp, sp != nil
 }
 
-// Planned returns why scheme, a component the documentation mentions, is not
-// available in this build; ok is false for schemes that are not planned.
-func Planned(scheme string) (why string, ok bool) {
-	why, ok = planned[scheme]
-	return why, ok
-}
+// Planned returns why scheme, a component Helix has, is not available in this
+// build (left out by a build tag); ok is false for other schemes.
+func Planned(scheme string) (why string, ok bool) { return component.Absent(scheme) }
 
-// PlannedSchemes lists the planned schemes, sorted.
-func PlannedSchemes() []string {
-	out := make([]string, 0, len(planned))
-	for s := range planned {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
-}
+// PlannedSchemes lists the schemes left out of this build, sorted.
+func PlannedSchemes() []string { return component.AbsentSchemes() }
 
 // SchemeInfo describes one URI scheme.
 type SchemeInfo struct {
@@ -133,7 +95,7 @@ type SchemeInfo struct {
 	Description string
 }
 
-// Schemes lists every scheme Helix knows (aliases included), sorted by name. The
+// Schemes lists every scheme of this build (aliases included), sorted by name. The
 // result is a fresh copy.
 func Schemes() []SchemeInfo {
 	var out []SchemeInfo
@@ -148,10 +110,9 @@ func Schemes() []SchemeInfo {
 
 // Lookup returns the description of scheme (lower case, without "://").
 func Lookup(scheme string) (SchemeInfo, bool) {
-	for _, s := range Schemes() {
-		if s.Scheme == scheme {
-			return s, true
-		}
+	sp := component.SpecOf(scheme)
+	if sp == nil {
+		return SchemeInfo{}, false
 	}
-	return SchemeInfo{}, false
+	return SchemeInfo{Scheme: scheme, Direction: sp.Direction, Description: fmt.Sprintf("%s: %s", sp.Syntax, sp.Summary)}, true
 }

@@ -57,8 +57,9 @@ With helix.cluster.leader set, the trigger polls on the elected leader only (doc
 		{URI: "file://./data?operation=read&fileName=${body.name}", Description: "read a file the caller names, confined to ./data"},
 		{URI: "file://./inbox?period=2s&delete=true", Description: "as a trigger: process each file dropped in ./inbox, then delete it"},
 	},
-	Since:     "0.1",
-	Singleton: true,
+	Since:          "0.1",
+	Singleton:      true,
+	FreshExchanges: true,
 }
 
 // Spec returns the component's description.

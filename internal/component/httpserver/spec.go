@@ -3,9 +3,9 @@ package httpserver
 import (
 	"strconv"
 
+	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/netguard"
 )
 
 // Headers an http-server:// trigger sets on each exchange.
@@ -77,6 +77,9 @@ the response, except Helix and connection headers.`,
 		{URI: "http-server://127.0.0.1:8080/health", Description: "a local-only endpoint"},
 	},
 	Since: "0.1",
+	// A request starts a fresh exchange; its span is an HTTP server span (trace.go).
+	FreshExchanges: true,
+	Trace:          traceInfo,
 }
 
 // Spec returns the component's description.

@@ -140,6 +140,9 @@ idempotent=false.`,
 		{URI: "kafka://events?saslMechanism=scram-sha-512&saslUsername=helix&saslPassword=${env:KAFKA_PASSWORD}&tls=true", Description: "SCRAM over TLS, the password from the environment"},
 	},
 	Since: "0.2",
+	// A record starts a fresh exchange; its span is a Kafka consumer span (trace.go).
+	FreshExchanges: true,
+	Trace:          traceInfo,
 }
 
 // Spec returns the component's description.

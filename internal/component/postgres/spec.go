@@ -117,8 +117,9 @@ With helix.cluster.leader set, a polling or LISTEN trigger runs on the elected l
 		{URI: "postgres://app@db/jobs?query=SELECT+*+FROM+jobs+WHERE+NOT+done+ORDER+BY+id&onConsume=UPDATE+jobs+SET+done+%3D+true+WHERE+id+%3D+:id&delay=500ms", Description: "poll a job table, marking each handled row in the batch's transaction"},
 		{URI: "postgres://db/app?channel=orders_changed&password=${env:PGPASSWORD}", Description: "trigger a workflow for each NOTIFY on orders_changed"},
 	},
-	Since:     "0.2",
-	Singleton: true,
+	Since:          "0.2",
+	Singleton:      true,
+	FreshExchanges: true,
 }
 
 // Spec returns the component's description.

@@ -42,8 +42,9 @@ HelixTimerCounter then counts the firings since this replica became leader.`,
 		{URI: "timer://tick?period=5s", Description: "fire every five seconds, the first time after one second"},
 		{URI: "timer://once?delay=0&repeatCount=1", Description: "fire once, at start"},
 	},
-	Since:     "0.1",
-	Singleton: true,
+	Since:          "0.1",
+	Singleton:      true,
+	FreshExchanges: true,
 }
 
 // Spec returns the component's description.

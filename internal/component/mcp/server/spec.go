@@ -3,9 +3,9 @@ package server
 import (
 	"strconv"
 
+	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/netguard"
 )
 
 // Spec is the mcp-server:// component's description: options, headers, direction.
@@ -58,7 +58,8 @@ filters, OAuth) that a URI cannot carry; see docs/mcp-server.md.`,
 		{URI: "mcp-server://127.0.0.1:3000?stateless=true", Description: "a stateless server, for replicas behind a load balancer"},
 		{URI: "mcp-server://stdio?transport=stdio", Description: "serve on stdin/stdout (Claude Desktop starts helix mcp serve)"},
 	},
-	Since: "0.1",
+	Since:          "0.1",
+	FreshExchanges: true,
 }
 
 // Spec returns the component's description.

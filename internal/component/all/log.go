@@ -1,0 +1,3 @@
+package all
+
+import _ "github.com/arvenza/helix/internal/component/log"

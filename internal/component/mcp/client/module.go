@@ -1,0 +1,8 @@
+package client
+
+import "github.com/arvenza/helix/pkg/component"
+
+// The application builds and adds this component itself, with wiring a module
+// cannot see (pkg/app: helix.mcp.servers, mcps:, targets' auth: blocks); the
+// module only puts its spec into the build.
+func init() { component.Register(component.Module{Spec: Spec}) }
