@@ -123,7 +123,7 @@ func TestScanParamsDecidesUsualCalls(t *testing.T) {
 }
 
 func TestScanParamsAllocs(t *testing.T) {
-	t.Parallel()
+	// Not parallel: allocation counts are the whole process's.
 	testtools.SkipAllocsUnderRace(t)
 	f := NewFastToolCalls(nil, nil)
 	id, _ := jsonrpc.MakeID(float64(2))

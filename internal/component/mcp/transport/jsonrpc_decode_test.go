@@ -196,7 +196,7 @@ func TestDecodeStringInternsMethods(t *testing.T) {
 }
 
 func TestDecodeStringAllocs(t *testing.T) {
-	t.Parallel()
+	// Not parallel: allocation counts are the whole process's.
 	testtools.SkipAllocsUnderRace(t)
 	raw := []byte(`"tools/call"`)
 	if n := testing.AllocsPerRun(100, func() { _, _ = decodeString(raw) }); n != 0 {
