@@ -37,6 +37,7 @@ const conformanceTool = "echo"
 // the fixture closes, so that httptest's Close (which waits for running handlers)
 // cannot hang.
 func TestClientConformance(t *testing.T) {
+	t.Parallel()
 	componenttest.Run(t, componenttest.Harness{
 		Features: componenttest.Features{Producer: true, RequestReply: true, ProducerCancel: true},
 		Setup: func(t *testing.T) *componenttest.Fixture {

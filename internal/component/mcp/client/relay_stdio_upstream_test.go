@@ -42,6 +42,7 @@ func serveSlowStdioUpstream(dir string) {
 // without a progress token, staying connected), and the subprocess's handler must be
 // cancelled.
 func TestRelayCancellationStdioUpstream(t *testing.T) {
+	t.Parallel()
 	node := testtools.Node(t)
 	sdkDir := testtools.NPMPackageDir(t, "@modelcontextprotocol/sdk")
 	self, err := os.Executable()

@@ -16,15 +16,16 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tracing"
 )
 
 // On every transport a tools/call is a "tools/call <tool>" server span whose
 // parent is the caller's params._meta.traceparent, with the exchange's span
 // below it; the stdio server says network.transport pipe.
 func TestToolsCallSpanOnEveryTransport(t *testing.T) {
+	t.Parallel()
 	hc, exp := tracedWorkContext(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -103,6 +104,7 @@ func TestToolsCallSpanOnEveryTransport(t *testing.T) {
 // parent, the same name, kind and attributes (mcp.protocol.version and
 // mcp.session.id included); receiving middleware sees the same _meta.
 func TestFastPathTracedCallMatchesSDKPath(t *testing.T) {
+	t.Parallel()
 	hc, exp := tracedWorkContext(t)
 	var mu sync.Mutex
 	metas := map[string]sdk.Meta{}
