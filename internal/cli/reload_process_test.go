@@ -156,7 +156,7 @@ func (p *helixProcess) stop(t *testing.T) {
 		if err != nil {
 			t.Fatalf("helix exited with %v", err)
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatal("helix did not stop within 60s of SIGTERM")
 	}
 	if s := p.logs.String(); strings.Contains(s, "DATA RACE") || strings.Contains(s, "panic") {
@@ -227,6 +227,7 @@ func (l *loadClient) record(answer string, err error) {
 }
 
 func TestReloadUnderLoadFailsNoCall(t *testing.T) {
+	t.Parallel()
 	p := startHelix(t, "v1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -309,6 +310,7 @@ func TestReloadUnderLoadFailsNoCall(t *testing.T) {
 // reload the new one does not know it (404, the go-sdk's ErrSessionMissing), and
 // the client opens a new session, which the new configuration serves.
 func TestReloadEndsStatefulSessions(t *testing.T) {
+	t.Parallel()
 	p := startHelix(t, "v1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -356,6 +358,7 @@ func TestReloadEndsStatefulSessions(t *testing.T) {
 // --watch reloads on an edit; an invalid edit, and one whose new port cannot be
 // bound, leave the running configuration serving, with the reason logged.
 func TestReloadWatchInvalidAndFailedStart(t *testing.T) {
+	t.Parallel()
 	p := startHelix(t, "v1", "--watch")
 	p.waitLog(t, "watching the configuration files", 1)
 	c := &http.Client{Timeout: 30 * time.Second}

@@ -16,6 +16,7 @@ import (
 // allowed_tools and blocked_tools, and a tool two servers serve counted once (not
 // the tools: entries of the file).
 func TestStartupLineCountsServedTools(t *testing.T) {
+	t.Parallel()
 	const yaml = `
 helix:
   management:

@@ -16,6 +16,7 @@ import (
 // token and a log level receives a progress notification per row and the script's
 // log messages at or above its level; the result is the same without them.
 func TestMCPProgressExample(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../../examples/mcp-progress.yaml")
 	if err != nil {
 		t.Fatal(err)

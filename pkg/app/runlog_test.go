@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/engine"
 )
 
@@ -62,6 +62,7 @@ func startLogged(t *testing.T, src string) (*app.App, *failureLogs) {
 }
 
 func TestFailedWebhookIsLoggedAtTheDefaultLevel(t *testing.T) {
+	t.Parallel()
 	a, logs := startLogged(t, `
 workflows:
   - id: total
@@ -89,6 +90,7 @@ workflows:
 }
 
 func TestWebhookStatuses(t *testing.T) {
+	t.Parallel()
 	db := specDatabase(t,
 		"CREATE TABLE customers (id text PRIMARY KEY)",
 		"CREATE TABLE orders (id text PRIMARY KEY, qty int CHECK (qty > 0), customer text REFERENCES customers(id))")
@@ -153,6 +155,7 @@ workflows:
 }
 
 func TestWebhookAnswers422WithTheSchemaProblems(t *testing.T) {
+	t.Parallel()
 	a, _ := startLogged(t, `
 tools:
   - id: vat
@@ -195,6 +198,7 @@ workflows:
 // TestWebhookWithWorkflowInputAnswers422: a workflow's own input: schema refuses a
 // webhook body before any step runs, and the caller gets 422 with the problems.
 func TestWebhookWithWorkflowInputAnswers422(t *testing.T) {
+	t.Parallel()
 	a, _ := startLogged(t, `
 workflows:
   - id: vat-hook
@@ -228,6 +232,7 @@ workflows:
 // input: schema is logged, takes the workflow's on_error status, and a body that is
 // no JSON object is invalid input (422), not a fault.
 func TestWorkflowInputRefusalIsAFailureLikeAnyOther(t *testing.T) {
+	t.Parallel()
 	a, logs := startLogged(t, `
 workflows:
   - id: vat-hook
@@ -274,6 +279,7 @@ workflows:
 // TestToolTargetGivenNoJSONObjectAnswers422: a webhook body that is no JSON object,
 // passed to a tool:// target, is the caller's invalid input, not a fault.
 func TestToolTargetGivenNoJSONObjectAnswers422(t *testing.T) {
+	t.Parallel()
 	a, _ := startLogged(t, `
 tools:
   - id: echo
