@@ -72,7 +72,8 @@ const pollInterval = 10 * time.Millisecond
 // (StartupBound, or the test's deadline less a margin if sooner). It replaces sleeps used as
 // synchronisation: a test goes on as soon as the state it needs is there, and a loaded
 // machine only makes it wait longer. The bound is an upper limit for a broken case, never
-// what decides success. cond runs on the calling goroutine; it must not call t.Fatal.
+// what decides success. cond runs on the calling goroutine: from the test's own goroutine it
+// may call t.Fatal.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := startupDeadline(t)
