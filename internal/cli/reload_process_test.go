@@ -130,7 +130,7 @@ func (p *helixProcess) signal(t *testing.T, sig syscall.Signal) {
 // waitLog waits until the logs contain what at least n times.
 func (p *helixProcess) waitLog(t *testing.T, what string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for strings.Count(p.logs.String(), what) < n {
 		select {
 		case err := <-p.done:
@@ -139,7 +139,7 @@ func (p *helixProcess) waitLog(t *testing.T, what string, n int) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("helix did not log %q %d times within 60s", what, n)
+			t.Fatalf("helix did not log %q %d times in time", what, n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -271,7 +271,7 @@ func TestReloadUnderLoadFailsNoCall(t *testing.T) {
 
 	waitAll := func(version string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testtools.StartupBound)
 		for _, l := range clients {
 			for l.last.Load() != version {
 				if time.Now().After(deadline) {
@@ -364,7 +364,7 @@ func TestReloadWatchInvalidAndFailedStart(t *testing.T) {
 	c := &http.Client{Timeout: 30 * time.Second}
 	answers := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testtools.StartupBound)
 		for {
 			got, err := httpAnswer(c, p.url("RELOAD_HTTP", "/answer"))
 			if err == nil && got == want {

@@ -101,7 +101,7 @@ workflows:
 		case <-time.After(testtools.StartupBound):
 			t.Fatalf("token %v: the child call kept running after the client cancelled the parent call", token)
 		}
-		deadline := time.Now().Add(60 * time.Second)
+		deadline := time.Now().Add(testtools.StartupBound)
 		for cancelNotes.Load() == notesBefore && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -187,7 +187,7 @@ workflows:
 		t.Fatalf("call with token: %v %+v", err, res)
 	}
 	want := []string{"top-1 1/2 step 1", "top-1 2/2 step 2"}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		gotMu.Lock()
 		n := len(got)

@@ -512,7 +512,7 @@ func released(t *testing.T, ch <-chan string) {
 // tests check which session was evicted.
 func openAtCap(t *testing.T, c *http.Client, base, transport string, auth ...string) *rawSession {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		s, status, body := openSession(t, c, base, transport, auth...)
 		if s != nil {

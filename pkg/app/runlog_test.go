@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/engine"
 )
@@ -267,7 +268,7 @@ workflows:
 	if resp.StatusCode != 422 {
 		t.Errorf("a text body for an input: schema: status %d, want 422", resp.StatusCode)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for len(logs.records(t, "exchange failed")) < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

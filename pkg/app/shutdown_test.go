@@ -128,7 +128,7 @@ func TestStopDrainsInFlightCallsAndRefusesNewOnes(t *testing.T) {
 
 	// Every refusal must come after /readyz already said "stopping".
 	for name, cs := range map[string]*sdk.ClientSession{"fast path": fast, "sdk path": slowPath} {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(testtools.StartupBound)
 		for {
 			r := sdCall(cs, "quick")
 			if r.err != nil {

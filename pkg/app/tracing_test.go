@@ -20,6 +20,7 @@ import (
 	"github.com/arvenza/helix/internal/agent/agenttest"
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -56,7 +57,7 @@ func tracedApp(t *testing.T, yaml string) (*app.App, *tracetest.InMemoryExporter
 // loaded) and returns it; with several, the first to end.
 func spanNamed(t *testing.T, exp *tracetest.InMemoryExporter, name string) tracetest.SpanStub {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		for _, s := range exp.GetSpans() {
 			if s.Name == name {

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -154,7 +155,7 @@ func TestSpec12_3SmartCategorize(t *testing.T) {
 
 	want := map[string]int{"billing-tickets": 2, "tech-tickets": 1, "general-tickets": 1}
 	for topic, n := range want {
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testtools.StartupBound)
 		for {
 			var mine []*kgo.Record
 			for _, r := range readers[topic].All() {

@@ -675,7 +675,7 @@ func TestPollingKilledMidBatchLosesNothing(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}))
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for count(t, base, "SELECT count(*) FROM "+tbl+" WHERE NOT done") > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the restarted trigger did not mark every row")
@@ -724,7 +724,7 @@ func TestListenDecodesJSONAndReconnects(t *testing.T) {
 	terminate(t, base)
 	// The trigger reconnects within delay; notifications sent meanwhile are lost (LISTEN
 	// is at most once), so keep sending until one arrives.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		notify(`"after"`)
 		select {

@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -137,7 +138,7 @@ func mustParse(t *testing.T, raw string) *uri.URI {
 
 // waitSteady waits until n stops growing for 200 ms (at most 10 s).
 func waitSteady(n *atomic.Int64) {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	last := n.Load()
 	for time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)

@@ -89,10 +89,10 @@ workflows:
 			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 			waitFor := func(what string, ok func() bool) {
 				t.Helper()
-				deadline := time.Now().Add(30 * time.Second)
+				deadline := time.Now().Add(testtools.StartupBound)
 				for !ok() {
 					if time.Now().After(deadline) {
-						t.Fatalf("%s within 30s; client output:\n%s", what, out.String())
+						t.Fatalf("%s: not in time; client output:\n%s", what, out.String())
 					}
 					time.Sleep(20 * time.Millisecond)
 				}

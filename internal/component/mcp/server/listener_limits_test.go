@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/netguard"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -86,7 +87,7 @@ func TestMCPMaxConnectionsPerIP(t *testing.T) {
 	}
 	req := "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
 		"Content-Length: " + itoa(len(initializeBody)) + "\r\n\r\n" + initializeBody
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		resp, err := limitsRaw(t, addr, "127.0.0.1", req)
 		if err != nil && !limitsTimeout(err) || errors.Is(err, syscall.ECONNRESET) {

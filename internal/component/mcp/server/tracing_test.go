@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -68,7 +69,7 @@ func TestToolsCallSpanOnEveryTransport(t *testing.T) {
 				t.Fatalf("tools/call: %v %+v", err, res)
 			}
 			var call, wf *tracetest.SpanStub
-			for deadline := time.Now().Add(30 * time.Second); (call == nil || wf == nil) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for deadline := time.Now().Add(testtools.StartupBound); (call == nil || wf == nil) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 				for _, s := range exp.GetSpans() {
 					switch s.Name {
 					case "tools/call work":
@@ -158,7 +159,7 @@ func TestFastPathTracedCallMatchesSDKPath(t *testing.T) {
 				t.Fatalf("%s: tools/call: %v %+v", id, err, res)
 			}
 		}
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(testtools.StartupBound); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			for _, s := range exp.GetSpans() {
 				if s.Name == "tools/call work" {
 					attrs := map[string]string{}
