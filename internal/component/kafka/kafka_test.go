@@ -34,7 +34,7 @@ func endpointFor(t testing.TB, c *Component, raw string) component.Endpoint {
 }
 
 func TestConformance(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it checks process-wide state (goroutines or child processes).
 	componenttest.Run(t, componenttest.Harness{
 		Features: componenttest.Features{
 			Producer: true, Consumer: true, Headers: true,

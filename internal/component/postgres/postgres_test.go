@@ -119,7 +119,7 @@ func listener(t *testing.T, base, channel string) <-chan componenttest.Message {
 // The shared suite: the producer NOTIFYs through a query= statement with the body as
 // $1, the consumer LISTENs on the same channel.
 func TestConformance(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it checks process-wide state (goroutines or child processes).
 	base := testtools.PostgresURL(t)
 	componenttest.Run(t, componenttest.Harness{
 		Features: componenttest.Features{

@@ -271,7 +271,7 @@ func TestClientToolErrorResult(t *testing.T) {
 }
 
 func TestClientStdioSubprocessEndsOnStop(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts this process's server-everything children.
 	node, script := everythingPaths(t)
 	hc := engine.NewContext("stdio-stop")
 	hc.AddComponent("mcp", mcpclient.New())
@@ -338,7 +338,7 @@ func childPIDs(t *testing.T, node, script string) []int {
 // 400 with a null-id "No valid session ID") was not processed and goes again on the
 // new session.
 func TestClientSurvivesServerRestart(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts this process's server-everything children.
 	for _, tc := range []struct{ name, transport, target string }{
 		{"http", "streamableHttp", "mcp://%s/mcp/echo"},
 		{"sse", "sse", "mcp://%s/echo?transport=sse"},

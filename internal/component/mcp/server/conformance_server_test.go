@@ -39,7 +39,7 @@ const conformanceWorkflow = "conformance-echo"
 // Headers is off: a tool call carries arguments only; the server sets the HelixMcp*
 // headers itself (checked by the package's server tests).
 func TestServerConformance(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it checks process-wide state (goroutines or child processes).
 	componenttest.Run(t, componenttest.Harness{
 		Features: componenttest.Features{
 			Consumer: true, RequestReply: true, Pattern: exchange.InOut,
