@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
 GO ?= go
-FUZZTIME ?= 10s
+FUZZTIME ?= 4s
 TEST_TIMEOUT ?= 60m
 
 .PHONY: apicheck allocs release test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test bench
@@ -15,6 +15,8 @@ TEST_TIMEOUT ?= 60m
 # is stopped by the trap whether the steps pass or fail. Each step before the last says how
 # long it took (scripts/timed-step.sh, on stderr); scripts/race-test.sh announces the last
 # one with the time so far and prints nothing after go test: `time make test` for the total.
+# The packages that start helix processes share one race-enabled helix binary, built once
+# before the run (HELIX_TEST_HELIX_BINARY) instead of once in each of their test processes.
 test: export HELIX_TEST_START := $(shell date +%s)
 test:
 	scripts/timed-step.sh setup-services scripts/setup-services.sh
@@ -26,7 +28,10 @@ test:
 	scripts/timed-step.sh bench-smoke $(MAKE) --no-print-directory bench-smoke; \
 	scripts/timed-step.sh bench-test $(MAKE) --no-print-directory bench-test; \
 	scripts/timed-step.sh allocs $(MAKE) --no-print-directory allocs; \
-	HELIX_REQUIRE_TOOLS=1 scripts/race-test.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	helix_bin=$$(mktemp -d); trap 'scripts/postgres.sh stop; rm -rf "$$helix_bin"' EXIT; \
+	scripts/timed-step.sh helix-race-build $(GO) build -race -o "$$helix_bin/helix" ./cmd/helix; \
+	HELIX_TEST_HELIX_BINARY="$$helix_bin/helix" HELIX_REQUIRE_TOOLS=1 \
+		scripts/race-test.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # Starts the test PostgreSQL for a shell: eval "$$(make -s postgres-start)"; stop it with
 # make postgres-stop.
@@ -80,9 +85,10 @@ fmt-check:
 	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi; \
 	echo "gofmt: ok"
 
-# Every fuzz target in the repo for FUZZTIME each (see scripts/fuzz-smoke.sh).
+# Every fuzz target in the repo for FUZZTIME each, FUZZ_JOBS packages at a time (see
+# scripts/fuzz-smoke.sh and DEVELOPERS.md).
 fuzz-smoke:
-	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz-smoke.sh
+	FUZZTIME=$(FUZZTIME) FUZZ_JOBS=$(FUZZ_JOBS) GO=$(GO) scripts/fuzz-smoke.sh
 
 # Allocation-count tests (named Test…Allocs) skip under -race, where sync.Pool drops a
 # random share of its items; this runs them without it, in the packages that have them.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/agent/agenttest"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // examples/agent.yaml runs as its comment says against an OpenAI-compatible
@@ -39,8 +39,8 @@ func TestRunAgentExample(t *testing.T) {
 		done <- ExecuteContext(ctx, []string{"run", "../../examples/agent.yaml"}, strings.NewReader(""), &stdout, &stderr)
 	}()
 	httpAddr, mcpAddr := fmt.Sprintf("127.0.0.1:%d", httpPort), fmt.Sprintf("127.0.0.1:%d", mcpPort)
-	testtools.WaitForTCP(t, httpAddr, 30*time.Second)
-	testtools.WaitForTCP(t, mcpAddr, 30*time.Second)
+	testtools.WaitForTCP(t, httpAddr, testtools.StartupBound)
+	testtools.WaitForTCP(t, mcpAddr, testtools.StartupBound)
 
 	client := &http.Client{Timeout: 30 * time.Second}
 	resp, err := client.Post("http://"+httpAddr+"/chat", "text/plain", strings.NewReader("What is 17% VAT on 240 EUR?"))
@@ -75,7 +75,7 @@ func TestRunAgentExample(t *testing.T) {
 		if code != ExitOK {
 			t.Errorf("exit code %d; stderr:\n%s", code, stderr.String())
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatal("helix run did not stop after cancellation")
 	}
 	if strings.Contains(stderr.String(), "sk-example-test") {

@@ -9,6 +9,7 @@ import (
 // §4A: agents are listed with the [agent ] marker, beside [tool  ] entries, and the
 // server's TOOLS column names them; building the list contacts no model.
 func TestMCPListMarksAgents(t *testing.T) {
+	t.Parallel()
 	file := t.TempDir() + "/agents.yaml"
 	yaml := `agents:
   - id: summarize

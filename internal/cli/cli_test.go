@@ -26,6 +26,7 @@ func execute(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestValidateReportsEveryMistake(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := execute(t, "validate", "testdata/mistakes.yaml")
 	if code != ExitConfig {
 		t.Errorf("exit code %d, want %d", code, ExitConfig)
@@ -67,6 +68,7 @@ func TestValidateExamples(t *testing.T) {
 }
 
 func TestVersionAndUsageErrors(t *testing.T) {
+	t.Parallel()
 	code, stdout, _ := execute(t, "version")
 	if code != ExitOK || !strings.HasPrefix(stdout, "helix "+Version+" (") {
 		t.Errorf("version: %d %q", code, stdout)
@@ -108,7 +110,7 @@ func TestRunQuickstart(t *testing.T) {
 	go func() {
 		done <- ExecuteContext(ctx, []string{"--log-format", "json", "--log-level", "debug", "run", file}, strings.NewReader(""), &stdout, &stderr)
 	}()
-	testtools.WaitForTCP(t, addr, 30*time.Second)
+	testtools.WaitForTCP(t, addr, testtools.StartupBound)
 
 	client := &http.Client{Timeout: 30 * time.Second}
 	resp, err := client.Post("http://"+addr+"/greet", "application/json", strings.NewReader(`{"name":"Ada"}`))
@@ -130,7 +132,7 @@ func TestRunQuickstart(t *testing.T) {
 		if code != ExitOK {
 			t.Errorf("exit code %d; stderr:\n%s", code, stderr.String())
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatal("helix run did not stop after cancellation")
 	}
 	if stdout.String() != "" {

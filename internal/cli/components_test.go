@@ -12,6 +12,7 @@ import (
 )
 
 func TestComponentsList(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := execute(t, "components")
 	if code != ExitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
@@ -29,6 +30,7 @@ func TestComponentsList(t *testing.T) {
 }
 
 func TestComponentsScheme(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		arg  string
 		want []string
@@ -55,6 +57,7 @@ func TestComponentsScheme(t *testing.T) {
 }
 
 func TestComponentsUnknownScheme(t *testing.T) {
+	t.Parallel()
 	for arg, want := range map[string]string{
 		"timr":    `unknown component "timr" (did you mean "timer"?)`,
 		"zzzzzzz": "unknown component \"zzzzzzz\" (components: agent, direct, file, http",
@@ -70,6 +73,7 @@ func TestComponentsUnknownScheme(t *testing.T) {
 }
 
 func TestComponentsJSON(t *testing.T) {
+	t.Parallel()
 	code, stdout, _ := execute(t, "components", "--json", "file")
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
@@ -110,6 +114,7 @@ func TestComponentsJSON(t *testing.T) {
 // The pages under docs/components/ are generated from the specs; this test fails
 // when they were not regenerated after a spec changed.
 func TestComponentDocsUpToDate(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "docs", "components")
 	pages := markdownPages()
 	if *update {
@@ -138,6 +143,7 @@ func TestComponentDocsUpToDate(t *testing.T) {
 }
 
 func TestComponentsMarkdownWritesAndPrunes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "gone.md"), []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
@@ -162,6 +168,7 @@ func TestComponentsMarkdownWritesAndPrunes(t *testing.T) {
 // the URI and a did-you-mean, also in targets with per-exchange placeholders, and
 // keeps http://'s extra query parameters.
 func TestValidateRejectsMisspelledOptions(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "typos.yaml")
 	src := `workflows:
   - id: tick

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/agent/agenttest"
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
 	"github.com/arvenza/helix/internal/component/slack/slacktest"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -204,6 +204,7 @@ func withoutHeader(text string) string {
 // docs/cookbook.md shows each recipe's file as it is in examples/ (the files the tests
 // above run), and every cookbook-*.yaml file has its recipe.
 func TestCookbookShowsTheExampleFiles(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/cookbook.md")
 	if err != nil {
 		t.Fatal(err)

@@ -316,6 +316,7 @@ func validateAgainstSchema(rs *jsonschema.Resolved, text string) error {
 // Forms the documentation describes in prose (not in a YAML block) are valid for
 // both checks too.
 func TestSchemaAcceptsDocumentedForms(t *testing.T) {
+	t.Parallel()
 	rs := docsSchema(t)
 	dir := t.TempDir()
 	for i, src := range []string{

@@ -38,6 +38,7 @@ func userDocs(t *testing.T) []string {
 // HTML comments are skipped: a generated file's header names the command (a test run)
 // that regenerates it, for whoever edits the generator.
 func TestDocsCiteNoSpecSectionOrTestName(t *testing.T) {
+	t.Parallel()
 	for _, f := range userDocs(t) {
 		src, err := os.Open(f)
 		if err != nil {

@@ -44,12 +44,12 @@ func runExample(t *testing.T, files []string, waitFor ...string) *runningExample
 			if code != ExitOK {
 				t.Errorf("helix %v: exit code %d; stderr:\n%s", args, code, run.stderr.String())
 			}
-		case <-time.After(60 * time.Second):
+		case <-time.After(testtools.StartupBound):
 			t.Errorf("helix %v did not stop after cancellation", args)
 		}
 	})
 	for _, addr := range waitFor {
-		testtools.WaitForTCP(t, addr, 30*time.Second)
+		testtools.WaitForTCP(t, addr, testtools.StartupBound)
 	}
 	return run
 }

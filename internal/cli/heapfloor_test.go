@@ -6,6 +6,7 @@ import (
 )
 
 func TestHeapFloorOnlyWithDefaultPacing(t *testing.T) {
+	t.Parallel()
 	env := func(kv map[string]string) func(string) string {
 		return func(k string) string { return kv[k] }
 	}
@@ -24,6 +25,7 @@ func TestHeapFloorOnlyWithDefaultPacing(t *testing.T) {
 
 // The floor must count as live heap (that is what spaces the collections out).
 func TestHeapFloorCountsAsLiveHeap(t *testing.T) {
+	// Not parallel: it measures the whole process.
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

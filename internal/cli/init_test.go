@@ -10,6 +10,7 @@ import (
 // TestInitTemplatesValidateAndPassTheirTests writes every template and runs what a
 // new user runs next: helix validate and helix test on the file written.
 func TestInitTemplatesValidateAndPassTheirTests(t *testing.T) {
+	t.Parallel()
 	for _, template := range []string{"", "webhook", "mcp-tools", "agent", "rag"} {
 		name := template
 		if name == "" {
@@ -54,6 +55,7 @@ func TestInitTemplatesValidateAndPassTheirTests(t *testing.T) {
 }
 
 func TestInitRefusesToOverwrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "helix.yaml")
 	if err := os.WriteFile(file, []byte("# mine\n"), 0o644); err != nil {
@@ -90,6 +92,7 @@ func TestInitWritesHelixYAMLInTheWorkingDirectory(t *testing.T) {
 }
 
 func TestInitRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tests := []struct {
 		name string

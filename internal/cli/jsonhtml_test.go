@@ -8,6 +8,7 @@ import (
 )
 
 func TestUnescapeHTML(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`{"text":"a \u003c b \u0026\u0026 c \u003e d"}`: `{"text":"a < b && c > d"}`,
 		`{"k\u003C":"\u003E"}`:                          `{"k<":">"}`,

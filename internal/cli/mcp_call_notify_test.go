@@ -50,6 +50,7 @@ func TestMCPCallShowsProgressAndLogs(t *testing.T) {
 // Progress messages and log data are the server's text: terminal control sequences
 // are removed before they reach stderr.
 func TestMCPCallNotificationsAreTerminalSafe(t *testing.T) {
+	t.Parallel()
 	s := sdk.NewServer(&sdk.Implementation{Name: "hostile", Version: "1.0.0"}, nil) // the tool added below declares the tools capability
 	s.AddTool(&sdk.Tool{Name: "noisy", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -73,6 +74,7 @@ func TestMCPCallNotificationsAreTerminalSafe(t *testing.T) {
 // What inspect, read and prompt print of a server's resources and prompts is the
 // server's text too: control sequences are removed, and a table cell stays one line.
 func TestMCPPrimitivesAreTerminalSafe(t *testing.T) {
+	t.Parallel()
 	s := sdk.NewServer(&sdk.Implementation{Name: "hostile\x1b]0;title\x07", Version: "1"}, nil)
 	s.AddResource(&sdk.Resource{URI: "x://r", Name: "r\x1b[2J", Description: "clears\nthe screen\x1b[H", MIMEType: "text/plain"},
 		func(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {

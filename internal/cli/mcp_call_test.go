@@ -49,6 +49,7 @@ func callTestServer(t *testing.T) string {
 }
 
 func TestMCPCall(t *testing.T) {
+	t.Parallel()
 	url := callTestServer(t)
 	hostport := strings.TrimPrefix(url, "http://")
 
@@ -101,6 +102,7 @@ func TestMCPCall(t *testing.T) {
 }
 
 func TestMCPCallStdio(t *testing.T) {
+	t.Parallel()
 	node := testtools.Node(t)
 	script := testtools.NPMBin(t, "mcp-server-everything")
 	code, stdout, stderr := execute(t, "mcp", "call", "--stdio", node+" '"+script+"' stdio", "echo", "message=over stdio")
@@ -114,6 +116,7 @@ func TestMCPCallStdio(t *testing.T) {
 }
 
 func TestSplitCommandLine(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string][]string{
 		"npx -y pkg":                 {"npx", "-y", "pkg"},
 		`  a   'b c'  "d \"e\""  `:   {"a", "b c", `d "e"`},
@@ -137,6 +140,7 @@ func TestSplitCommandLine(t *testing.T) {
 }
 
 func TestMCPEndpointURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ raw, transport, want string }{
 		{"localhost:3000", "http", "http://localhost:3000"},
 		{"localhost:3000", "sse", "http://localhost:3000/sse"},
@@ -153,6 +157,7 @@ func TestMCPEndpointURL(t *testing.T) {
 // TestConformanceClient runs the official conformance suite in client mode with
 // scripts/conformance-client.sh (wrapping `helix mcp call`) as the client under test.
 func TestConformanceClient(t *testing.T) {
+	t.Parallel()
 	node := testtools.Node(t)
 	conformance := testtools.NPMBin(t, "conformance")
 	helix := testtools.HelixBinary(t)
@@ -163,6 +168,7 @@ func TestConformanceClient(t *testing.T) {
 	wrapper := filepath.Join(root, "scripts", "conformance-client.sh")
 	for _, scenario := range []string{"initialize", "tools_call"} {
 		t.Run(scenario, func(t *testing.T) {
+			t.Parallel() // each scenario is a Node process waiting on a helix one
 			out := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()

@@ -72,6 +72,7 @@ func (c *cancelledIDs) get() []string {
 // TestMCPCallTimeoutSendsCancelled: when --timeout passes, helix mcp call tells the
 // server with notifications/cancelled before it exits, over SSE and Streamable HTTP.
 func TestMCPCallTimeoutSendsCancelled(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"sse", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			s, release := cliTestMCPServer()
@@ -101,6 +102,7 @@ func TestMCPCallTimeoutSendsCancelled(t *testing.T) {
 // server answers there, name the flag that reaches it; when nothing answers there,
 // they do not.
 func TestMCPSuggestsSSETransport(t *testing.T) {
+	t.Parallel()
 	s, release := cliTestMCPServer()
 	defer release()
 	mux := http.NewServeMux()
@@ -142,6 +144,7 @@ func TestMCPSuggestsSSETransport(t *testing.T) {
 // TestMCPCallFindsMCPPath: host:port finds a server that serves Streamable HTTP only
 // at /mcp, as mcp://host:port/tool does.
 func TestMCPCallFindsMCPPath(t *testing.T) {
+	t.Parallel()
 	s, release := cliTestMCPServer()
 	defer release()
 	mux := http.NewServeMux()

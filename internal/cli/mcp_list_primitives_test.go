@@ -7,6 +7,7 @@ import (
 )
 
 func TestMCPListShowsResourcesAndPrompts(t *testing.T) {
+	t.Parallel()
 	file := t.TempDir() + "/primitives.yaml"
 	yaml := `mcps:
   - id: docs

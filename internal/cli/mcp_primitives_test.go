@@ -215,6 +215,7 @@ func TestMCPPrompt(t *testing.T) {
 // Over --stdio (a Helix server started for the command) call shows progress and
 // log messages, read prints a resource and prompt a prompt, as over HTTP.
 func TestMCPStdioCallReadPrompt(t *testing.T) {
+	t.Parallel()
 	helix := testtools.HelixBinary(t)
 	file := filepath.Join(t.TempDir(), "stdio.yaml")
 	yaml := `helix:
@@ -268,6 +269,7 @@ workflows:
 
 // Bad command lines of read and prompt are refused before anything is connected.
 func TestMCPReadPromptBadInput(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -47,6 +47,7 @@ func assertTerminalSafe(t *testing.T, what, out string) {
 // sent (tool names, descriptions, results, errors) without terminal control
 // sequences, keeping the visible text.
 func TestMCPClientOutputIsTerminalSafe(t *testing.T) {
+	t.Parallel()
 	url := hostileServer(t)
 	for _, args := range [][]string{
 		{"mcp", "call", url, "evil"},

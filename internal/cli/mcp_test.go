@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/internal/testtools"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
 func TestMCPListGolden(t *testing.T) {
+	t.Parallel()
 	for file, golden := range map[string]string{
 		"../../examples/mcp-tools.yaml":  "testdata/mcp-list-tools.golden",
 		"../../examples/mcp-server.yaml": "testdata/mcp-list-server.golden",
@@ -44,6 +45,7 @@ func TestMCPListGolden(t *testing.T) {
 // A server's TOOLS column shows what its clients can list: blocked tools (and tools
 // outside allowed_tools) are left out, as in the manifest.
 func TestMCPListHidesFilteredTools(t *testing.T) {
+	t.Parallel()
 	file := t.TempDir() + "/filtered.yaml"
 	yaml := `workflows:
   - {id: open, trigger: direct://open, steps: []}
@@ -82,6 +84,7 @@ mcps:
 }
 
 func TestMCPListRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := dir + "/bad.yaml"
 	yaml := "workflows:\n  - id: a-b\n    trigger: direct://x\n    steps: []\n  - id: a.b\n    trigger: direct://y\n    steps: []\nmcps:\n  - id: t\n    addr: 127.0.0.1:0\n"
@@ -125,6 +128,7 @@ func startInspectTarget(t *testing.T) string {
 }
 
 func TestMCPInspect(t *testing.T) {
+	t.Parallel()
 	addr := startInspectTarget(t)
 	table := "Server: helix-mcp 1.0.0 (protocol 2025-11-25)\n\n" +
 		"Tools: 2\n\n" +
@@ -160,6 +164,7 @@ func TestMCPInspect(t *testing.T) {
 }
 
 func TestMCPInspectUnreachable(t *testing.T) {
+	t.Parallel()
 	// A port that was just free: nothing listens there.
 	addr := startInspectTargetAddrThenClose(t)
 	code, stdout, stderr := execute(t, "mcp", "inspect", "--timeout", "20s", addr)
@@ -194,6 +199,7 @@ func startInspectTargetAddrThenClose(t *testing.T) string {
 // helix mcp serve with a stdio server speaks MCP on stdout (nothing else) and exits
 // when its stdin closes, as an AI client's subprocess must.
 func TestMCPServeStdioExitsOnEOF(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := dir + "/stdio.yaml"
 	yaml := `
@@ -254,7 +260,7 @@ workflows:
 		if code != ExitOK {
 			t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatal("helix mcp serve did not exit after stdin closed")
 	}
 }

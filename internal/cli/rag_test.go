@@ -15,6 +15,7 @@ import (
 // helix rag ingest and helix rag query on a temporary directory, with Helix's
 // own parts (embedded store, no embedder): nothing but the files.
 func TestRAGIngestAndQuery(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	docs := filepath.Join(dir, "docs")
 	if err := os.MkdirAll(docs, 0o755); err != nil {
@@ -67,6 +68,7 @@ pipelines:
 }
 
 func TestProgressBar(t *testing.T) {
+	t.Parallel()
 	pr := pipeline.Progress{Result: pipeline.Result{Seen: 4, Ingested: 1, Skipped: 1}, Running: true, Current: "file:a.md"}
 	got := progressBar("docs", pr, 1)
 	if want := "docs / [============            ] 2/4 documents (1 unchanged, 0 failed) file:a.md"; got != want {
@@ -77,6 +79,7 @@ func TestProgressBar(t *testing.T) {
 // helix mcp list marks pipelines [pipe  ]; listing opens no store (nothing is
 // created under data_dir) and warns that hybrid falls back to keyword.
 func TestMCPListMarksPipelines(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "helix.yaml")
 	yaml := `helix: {data_dir: "` + filepath.Join(dir, "data") + `"}
@@ -106,6 +109,7 @@ mcps:
 // helix rag verify reports a damaged record with its offset and exits 1 without
 // touching the store; helix rag repair rewrites it without the damage.
 func TestRAGVerifyAndRepair(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	docs := filepath.Join(dir, "docs")
 	if err := os.MkdirAll(docs, 0o755); err != nil {
@@ -179,6 +183,7 @@ pipelines:
 // rag query -o json prints passages as people wrote them: <, > and & are not
 // turned into \u003c, \u003e and \u0026.
 func TestRAGQueryJSONKeepsHTMLCharacters(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	docs := filepath.Join(dir, "docs")
 	if err := os.MkdirAll(docs, 0o755); err != nil {

@@ -10,6 +10,7 @@ import (
 // with a shell block whose first command runs Helix on the offline quickstart and whose
 // second runs the tests, and .ci/run runs exactly that test command.
 func TestREADMEStartsWithTheTwoCommands(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -130,7 +130,7 @@ func (p *helixProcess) signal(t *testing.T, sig syscall.Signal) {
 // waitLog waits until the logs contain what at least n times.
 func (p *helixProcess) waitLog(t *testing.T, what string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for strings.Count(p.logs.String(), what) < n {
 		select {
 		case err := <-p.done:
@@ -139,7 +139,7 @@ func (p *helixProcess) waitLog(t *testing.T, what string, n int) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("helix did not log %q %d times within 60s", what, n)
+			t.Fatalf("helix did not log %q %d times in time", what, n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -156,7 +156,7 @@ func (p *helixProcess) stop(t *testing.T) {
 		if err != nil {
 			t.Fatalf("helix exited with %v", err)
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatal("helix did not stop within 60s of SIGTERM")
 	}
 	if s := p.logs.String(); strings.Contains(s, "DATA RACE") || strings.Contains(s, "panic") {
@@ -227,6 +227,7 @@ func (l *loadClient) record(answer string, err error) {
 }
 
 func TestReloadUnderLoadFailsNoCall(t *testing.T) {
+	t.Parallel()
 	p := startHelix(t, "v1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -270,7 +271,7 @@ func TestReloadUnderLoadFailsNoCall(t *testing.T) {
 
 	waitAll := func(version string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testtools.StartupBound)
 		for _, l := range clients {
 			for l.last.Load() != version {
 				if time.Now().After(deadline) {
@@ -309,6 +310,7 @@ func TestReloadUnderLoadFailsNoCall(t *testing.T) {
 // reload the new one does not know it (404, the go-sdk's ErrSessionMissing), and
 // the client opens a new session, which the new configuration serves.
 func TestReloadEndsStatefulSessions(t *testing.T) {
+	t.Parallel()
 	p := startHelix(t, "v1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -356,12 +358,13 @@ func TestReloadEndsStatefulSessions(t *testing.T) {
 // --watch reloads on an edit; an invalid edit, and one whose new port cannot be
 // bound, leave the running configuration serving, with the reason logged.
 func TestReloadWatchInvalidAndFailedStart(t *testing.T) {
+	t.Parallel()
 	p := startHelix(t, "v1", "--watch")
 	p.waitLog(t, "watching the configuration files", 1)
 	c := &http.Client{Timeout: 30 * time.Second}
 	answers := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testtools.StartupBound)
 		for {
 			got, err := httpAnswer(c, p.url("RELOAD_HTTP", "/answer"))
 			if err == nil && got == want {

@@ -16,6 +16,7 @@ import (
 // allowed_tools and blocked_tools, and a tool two servers serve counted once (not
 // the tools: entries of the file).
 func TestStartupLineCountsServedTools(t *testing.T) {
+	t.Parallel()
 	const yaml = `
 helix:
   management:
@@ -65,7 +66,7 @@ mcps:
 		done <- ExecuteContext(ctx, []string{"--log-format", "json", "run", file}, strings.NewReader(""), &stdout, &stderr)
 	}()
 	var started map[string]any
-	for deadline := time.Now().Add(30 * time.Second); started == nil && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testtools.StartupBound); started == nil && time.Now().Before(deadline); {
 		select {
 		case code := <-done:
 			t.Fatalf("helix run ended before it started: exit %d\n%s", code, stderr.String())

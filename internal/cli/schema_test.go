@@ -17,6 +17,7 @@ import (
 //
 // (or go test ./internal/cli -run TestSchemaCheckedInCopyIsCurrent -update).
 func TestSchemaCheckedInCopyIsCurrent(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := execute(t, "schema")
 	if code != ExitOK || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
@@ -37,6 +38,7 @@ func TestSchemaCheckedInCopyIsCurrent(t *testing.T) {
 }
 
 func TestSchemaCommand(t *testing.T) {
+	t.Parallel()
 	code, stdout, _ := execute(t, "schema")
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)

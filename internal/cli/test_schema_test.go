@@ -13,6 +13,7 @@ import (
 // tests: lists of the init templates and of the test data, and refuse an unknown key
 // in one.
 func TestSchemaKnowsTestsLists(t *testing.T) {
+	t.Parallel()
 	code, stdout, _ := execute(t, "schema")
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)

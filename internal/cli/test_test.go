@@ -17,6 +17,7 @@ import (
 // files (positioned errors, exit 2), mocks that record their calls, a direct:// call
 // to another workflow, and a workflow that never answers (the per-case timeout).
 func TestHelixTest(t *testing.T) {
+	t.Parallel()
 	const dir = "testdata/wftest/"
 	tests := []struct {
 		name    string
@@ -181,6 +182,7 @@ func containsInOrder(t *testing.T, what, got string, want []string) {
 // TestHelixTestPrintsOneLinePerCase checks the shape of the output: a line per
 // case and a summary, nothing else on success.
 func TestHelixTestPrintsOneLinePerCase(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := execute(t, "test", "testdata/wftest/pass.yaml")
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
@@ -200,6 +202,7 @@ func TestHelixTestPrintsOneLinePerCase(t *testing.T) {
 // TestTestingDocExamples keeps docs/testing.md honest: every YAML block loads, and
 // the complete example passes `helix test`.
 func TestTestingDocExamples(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/testing.md")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 // their user info (an unparseable http:// one, a postgres:// one with an unknown
 // option) at their position, without the password.
 func TestValidateNeverPrintsAPassword(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "helix.yaml")
 	yaml := `workflows:
   - id: a

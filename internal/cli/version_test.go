@@ -12,6 +12,7 @@ import (
 )
 
 func TestVersionFlagPrintsTheVersion(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := execute(t, "--version")
 	if code != ExitOK {
 		t.Fatalf("helix --version: exit %d: %s", code, stderr)
@@ -26,6 +27,7 @@ func TestVersionFlagPrintsTheVersion(t *testing.T) {
 }
 
 func TestVersionCommandNamesVersionCommitDateAndGo(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := execute(t, "version")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -38,6 +40,7 @@ func TestVersionCommandNamesVersionCommitDateAndGo(t *testing.T) {
 }
 
 func TestBuildInfoPrefersLinkerStampsThenVCSThenModuleVersion(t *testing.T) {
+	t.Parallel()
 	vcs := &debug.BuildInfo{
 		Main: debug.Module{Path: "github.com/arvenza/helix", Version: "(devel)"},
 		Settings: []debug.BuildSetting{
@@ -70,6 +73,7 @@ func TestBuildInfoPrefersLinkerStampsThenVCSThenModuleVersion(t *testing.T) {
 // A binary built from a git checkout with -buildvcs=true (these machines set
 // GOFLAGS=-buildvcs=false) names its commit without any -ldflags.
 func TestVersionOfABinaryBuiltFromGitNamesTheCommit(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the helix binary")
 	}

@@ -62,3 +62,27 @@ func WaitForProcessTCP(t testing.TB, addr string, exited <-chan struct{}, logs f
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// pollInterval is how often Eventually checks its condition: short enough that a test
+// waits at most this long after the condition holds, long enough not to busy a core.
+const pollInterval = 10 * time.Millisecond
+
+// Eventually waits until cond returns true, checking it every 10 ms, and fails the test
+// with what (a description of the awaited state) if it has not by the startup deadline
+// (StartupBound, or the test's deadline less a margin if sooner). It replaces sleeps used as
+// synchronisation: a test goes on as soon as the state it needs is there, and a loaded
+// machine only makes it wait longer. The bound is an upper limit for a broken case, never
+// what decides success. cond runs on the calling goroutine: from the test's own goroutine it
+// may call t.Fatal.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := startupDeadline(t)
+	started := time.Now()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("testtools: still waiting after %s for %s", time.Since(started).Round(time.Millisecond), what)
+			return
+		}
+		time.Sleep(pollInterval)
+	}
+}

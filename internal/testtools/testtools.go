@@ -30,6 +30,9 @@ const (
 	EnvToolsDir = "HELIX_TOOLS_DIR"
 	// EnvRequireTools turns "tool missing" from a skip into a failure when set to 1.
 	EnvRequireTools = "HELIX_REQUIRE_TOOLS"
+	// EnvHelixBinary names a helix binary built beforehand for HelixBinary to return instead of
+	// building one per test process (make test builds it once, with -race, for every package).
+	EnvHelixBinary = "HELIX_TEST_HELIX_BINARY"
 
 	// modulePath identifies the Helix go.mod while walking up to the repository root, so a
 	// test run from inside some other module's tree never mistakes that module for ours.
@@ -294,8 +297,18 @@ const binDirPrefix = "helix-testtools-"
 // The binary outlives any single test, so it cannot live in t.TempDir; it goes into
 // $TMPDIR/helix-testtools-<pid>, and directories left by earlier, finished test processes are
 // removed on the way so repeated runs do not pile up binaries.
+//
+// When HELIX_TEST_HELIX_BINARY is set, that binary is used and nothing is built: `make test`
+// builds helix once (with -race, like the tests) instead of once in each of the packages
+// that start helix processes. It must then be an executable file, or every caller fails.
 func HelixBinary(t testing.TB) string {
 	t.Helper()
+	if prebuilt := os.Getenv(EnvHelixBinary); prebuilt != "" {
+		if err := checkExecutable(prebuilt); err != nil {
+			t.Fatalf("testtools: %s=%s: %v (unset it to build helix for this test run)", EnvHelixBinary, prebuilt, err)
+		}
+		return prebuilt
+	}
 	helixBuild.mu.Lock()
 	defer helixBuild.mu.Unlock()
 	if !helixBuild.done {
@@ -306,6 +319,18 @@ func HelixBinary(t testing.TB) string {
 		t.Fatalf("testtools: build helix: %v", helixBuild.err)
 	}
 	return helixBuild.path
+}
+
+// checkExecutable returns an error unless path is a regular file someone may execute.
+func checkExecutable(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("not an executable file (%v)", info.Mode())
+	}
+	return nil
 }
 
 func buildHelix() (string, error) {

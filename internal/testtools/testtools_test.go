@@ -259,3 +259,78 @@ func TestWaitForProcessTCPWaitsForASlowStart(t *testing.T) {
 	}()
 	WaitForProcessTCP(t, addr, make(chan struct{}), nil)
 }
+
+// deadlineTB is a recordingTB whose test deadline is near, so that a helper bounded by
+// the test's deadline gives up quickly.
+type deadlineTB struct {
+	*recordingTB
+	deadline time.Time
+}
+
+func (d deadlineTB) Deadline() (time.Time, bool) { return d.deadline, true }
+
+// TestEventuallyReturnsOnceTheConditionHolds: a condition that becomes true after a few
+// checks ends the wait then, without failing.
+func TestEventuallyReturnsOnceTheConditionHolds(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	rec := &recordingTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Eventually(rec, "three checks", func() bool { calls++; return calls == 3 })
+	}()
+	<-done
+	if rec.failed || calls != 3 {
+		t.Fatalf("failed %v (%q) after %d checks, want success at the third", rec.failed, rec.msg, calls)
+	}
+}
+
+// TestEventuallyFailsAtTheTestDeadline: a condition that never holds fails the test,
+// naming what was awaited, before the test's own deadline (less its margin) passes.
+func TestEventuallyFailsAtTheTestDeadline(t *testing.T) {
+	t.Parallel()
+	rec := &recordingTB{TB: t}
+	tb := deadlineTB{recordingTB: rec, deadline: time.Now().Add(startupMargin + 300*time.Millisecond)}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Eventually(tb, "the moon to turn blue", func() bool { return false })
+	}()
+	<-done
+	if !rec.failed || !strings.Contains(rec.msg, "the moon to turn blue") {
+		t.Fatalf("failed %v with %q, want a failure naming what was awaited", rec.failed, rec.msg)
+	}
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Fatalf("gave up after %s, want about 300ms (the test's deadline less the margin)", waited)
+	}
+}
+
+// TestHelixBinaryUsesThePrebuiltOne: with HELIX_TEST_HELIX_BINARY set, HelixBinary returns
+// that file without building, and a path that is no executable fails with the variable's
+// name in the message.
+func TestHelixBinaryUsesThePrebuiltOne(t *testing.T) {
+	prebuilt := filepath.Join(t.TempDir(), "helix")
+	if err := os.WriteFile(prebuilt, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvHelixBinary, prebuilt)
+	if got := HelixBinary(t); got != prebuilt {
+		t.Fatalf("HelixBinary() = %s, want the prebuilt %s", got, prebuilt)
+	}
+
+	for _, bad := range []string{filepath.Join(t.TempDir(), "missing"), t.TempDir()} {
+		t.Setenv(EnvHelixBinary, bad)
+		rec := &recordingTB{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			HelixBinary(rec)
+		}()
+		<-done
+		if !rec.failed || !strings.Contains(rec.msg, EnvHelixBinary) {
+			t.Errorf("%s=%s: failed %v with %q, want a failure naming the variable", EnvHelixBinary, bad, rec.failed, rec.msg)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 // same session_id starts a conversation of its own instead of reading the first
 // client's; the first client's session continues.
 func TestAgentSessionsAreScopedToTheCaller(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []string // the user messages of each request, joined
 	fake := agenttest.NewOpenAIFunc(t, func(r agenttest.Request) agenttest.Reply {
@@ -67,6 +68,7 @@ mcps:
 // with control characters is refused with a clear error (400 on HTTP), and the
 // model never sees the key holder's messages in an anonymous request.
 func TestAgentAnonymousCallerCannotForgeAKeyHoldersSession(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []string // the user messages of each request, joined
 	fake := agenttest.NewOpenAIFunc(t, func(r agenttest.Request) agenttest.Reply {

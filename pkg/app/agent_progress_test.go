@@ -16,6 +16,7 @@ import (
 // "thinking", so the MCP server, which only sends progress that advances, drops
 // it.)
 func TestAgentProgressReachesTheMCPCaller(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.NewOpenAI(t,
 		agenttest.Reply{Calls: []agenttest.Call{{ID: "c1", Name: "clock", Args: `{}`}}},
 		agenttest.Reply{Text: "It is noon."})

@@ -12,8 +12,8 @@ import (
 	"encoding/pem"
 	"flag"
 	"fmt"
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 	"io"
 	"math/big"
 	"net"
@@ -33,8 +33,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/agent/agenttest"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // The spec's agent examples, kept as printed in testdata/agent_spec_*.yaml (each with
@@ -475,6 +475,7 @@ const dbServerRun = "-test.run=^TestAgentSpecDBServer$"
 // "--"), it serves over stdin/stdout one tool, query, that answers with the DSN it
 // was started with.
 func TestAgentSpecDBServer(t *testing.T) {
+	t.Parallel()
 	args := flag.Args()
 	if len(args) != 2 || args[0] != "--dsn" {
 		t.Skip("helper process for TestAgentSpecS4_8DBAgent")
@@ -559,6 +560,7 @@ func (s *synaptX) requests() []string {
 // code-assistant reaches the model through SynaptX's base_url with its virtual key;
 // the manifest lists the agents without their keys.
 func TestAgentSpecS15S16(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.NewOpenAIFunc(t, func(req agenttest.Request) agenttest.Reply {
 		return agenttest.Reply{Text: "answer to: " + req.UserMessage}
 	})

@@ -25,6 +25,7 @@ const agentStdioHelperEnv = "HELIX_TEST_APP_AGENT_STDIO_SERVER"
 // TestAgentStdioHelperServer is not a test: run as a subprocess by the stdio tests
 // with agentStdioHelperEnv set, it serves one tool, shout, over stdin/stdout.
 func TestAgentStdioHelperServer(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(agentStdioHelperEnv) == "" {
 		t.Skip("helper process for the agent stdio test")
 	}
@@ -63,6 +64,7 @@ func helperChildren(t *testing.T, run string) []int {
 // and so helix validate, spawns nothing), its tools reach the model, and the
 // subprocess ends when the app stops.
 func TestAgentStdioServerLivesWithTheApp(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

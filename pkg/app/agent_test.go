@@ -12,9 +12,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/agent/agenttest"
+	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/management"
 )
 
 // agentYAML fills in the fake provider's base URL.
@@ -40,6 +40,7 @@ func callCtx(t *testing.T) context.Context {
 // §1's headline example with a reachable trigger and a fake model: a plain-text
 // POST and a JSON {message} POST both get the answer as text.
 func TestAgentAnswersItsHTTPTrigger(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.NewOpenAI(t,
 		agenttest.Reply{Text: "Hello from the assistant", InputTokens: 12, OutputTokens: 5},
 		agenttest.Reply{Text: "Second answer"})
@@ -93,6 +94,7 @@ agents:
 // agent://id as a target runs the agent on the caller's exchange; the run's counts
 // are headers, and the agent is a workflow of Kind agent with the implicit trigger.
 func TestAgentTargetFromWorkflow(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.NewOpenAI(t, agenttest.Reply{Text: "42", InputTokens: 30, OutputTokens: 2})
 	a := buildAgentApp(t, `
 agents:
@@ -126,6 +128,7 @@ workflows:
 
 // A failed run is the exchange's error, with the agent's message and never the key.
 func TestAgentFailureIsTheExchangeError(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.NewOpenAI(t, agenttest.Reply{Status: 400, Error: "model gpt-x does not exist"})
 	a := buildAgentApp(t, `
 agents:
@@ -145,6 +148,7 @@ agents:
 // §1's translate tool as printed (plus base_url): the agent: step answers in the
 // tool's output schema, which an MCP client gets as structured content.
 func TestAgentStepInToolReturnsStructuredJSON(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.NewOpenAI(t, agenttest.Reply{Text: `{"translated": "Hallo Welt", "confidence": 0.93}`})
 	a := buildAgentApp(t, `
 tools:
@@ -190,6 +194,7 @@ mcps:
 // the agent calls a Helix workflow as a tool on the way, and the model sees its
 // result.
 func TestAgentOverMCPCallsAWorkflowTool(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.NewOpenAI(t,
 		agenttest.Reply{Calls: []agenttest.Call{{ID: "call_1", Name: "lookup_order", Args: `{"id":"42"}`}}, InputTokens: 10, OutputTokens: 3},
 		agenttest.Reply{Text: "Order 42 has shipped.", InputTokens: 20, OutputTokens: 6})

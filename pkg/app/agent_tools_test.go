@@ -102,6 +102,7 @@ agents:
 // max_tool_calls_per_turn a call is not run, and arguments over max_tool_bytes
 // are refused; the model is told which limit each time.
 func TestAgentToolBoundsFromConfig(t *testing.T) {
+	t.Parallel()
 	var results []agenttest.ToolResult
 	fake := agenttest.NewOpenAIFunc(t, func(r agenttest.Request) agenttest.Reply {
 		if len(r.Tools) == 0 { // the echoer itself

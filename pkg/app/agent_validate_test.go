@@ -10,6 +10,7 @@ import (
 // stdio server, agent:// targets naming no agent, agent:// as a workflow's
 // trigger and agent: steps naming no agent — all in one run.
 func TestAgentValidationErrors(t *testing.T) {
+	t.Parallel()
 	errs := loadErrors(t, `workflows:
   - id: lookup-order
     trigger: direct://lookup-order
@@ -76,6 +77,7 @@ tools:
 // An agent's own trigger is checked like a workflow's: a trigger another workflow
 // already uses is an error at the agent's trigger.
 func TestAgentTriggerIsCheckedLikeAWorkflows(t *testing.T) {
+	t.Parallel()
 	errs := loadErrors(t, `workflows:
   - id: chat
     trigger: http-server://127.0.0.1:0/chat

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/component/httpserver"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 // quiet discards logs and keeps the management server off the shared default
@@ -73,6 +73,7 @@ func post(t *testing.T, url, body string) (int, string) {
 
 // The spec §3.1 workflows, reached over HTTP through direct://.
 func TestSpecQuickstartOverHTTP(t *testing.T) {
+	t.Parallel()
 	a := startApp(t, "testdata/spec/s3_1_quickstart.yaml", "testdata/greet_http.yaml")
 	base := httpBase(t, a, "127.0.0.1:0")
 	for _, tc := range []struct{ path, body, want string }{
@@ -133,6 +134,7 @@ func loadErrors(t *testing.T, src string) config.Errors {
 }
 
 func TestBuildErrors(t *testing.T) {
+	t.Parallel()
 	errs := loadErrors(t, `workflows:
   - id: a
     trigger: mcp://localhost:8080/tool

@@ -11,14 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
 func TestClusterLeaderURLError(t *testing.T) {
+	t.Parallel()
 	_, err := buildYAML(t, `helix:
   cluster:
     leader: postgres://u:hunter2@db/x?sslmode=sometimes
@@ -73,20 +74,10 @@ func ticks(t *testing.T, dir, replica string) int {
 	return strings.Count(string(b), "x\n")
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // Two replicas in one process: only the leader's timer fires, the follower serves
 // its other triggers and is ready, and it takes over when the leader stops.
 func TestClusterSingletonTriggersRunOnTheLeader(t *testing.T) {
+	t.Parallel()
 	url := testtools.PostgresURL(t)
 	name := testtools.UniqueName("app")
 	dir := t.TempDir()
@@ -114,10 +105,10 @@ func TestClusterSingletonTriggersRunOnTheLeader(t *testing.T) {
 		}
 	}
 	a := build("a")
-	waitFor(t, 10*time.Second, "a leads and ticks", func() bool { return a.IsLeader() && ticks(t, dir, "a") >= 3 })
+	testtools.Eventually(t, "a leads and ticks", func() bool { return a.IsLeader() && ticks(t, dir, "a") >= 3 })
 	b := build("b")
 	defer stop(b)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // an observation window (five timer periods) for what must not happen: no readiness to wait for
 	if b.IsLeader() || ticks(t, dir, "b") != 0 {
 		t.Fatalf("the follower leads (%v) or fired (%d ticks)", b.IsLeader(), ticks(t, dir, "b"))
 	}
@@ -154,7 +145,7 @@ func TestClusterSingletonTriggersRunOnTheLeader(t *testing.T) {
 	stopped := time.Now()
 	stop(a)
 	aTicks := ticks(t, dir, "a")
-	waitFor(t, 5*time.Second, "b takes over", func() bool { return b.IsLeader() && ticks(t, dir, "b") >= 1 })
+	testtools.Eventually(t, "b takes over", func() bool { return b.IsLeader() && ticks(t, dir, "b") >= 1 })
 	t.Logf("b fired %v after a stopped", time.Since(stopped))
 	if got := ticks(t, dir, "a"); got != aTicks {
 		t.Errorf("a fired after it stopped: %d ticks, then %d", aTicks, got)
@@ -169,6 +160,7 @@ func TestClusterSingletonTriggersRunOnTheLeader(t *testing.T) {
 // A leader whose singleton trigger cannot start resigns and campaigns again after
 // retry_interval, so that another replica may try; the error is logged.
 func TestClusterLeaderResignsWhenTriggersFail(t *testing.T) {
+	t.Parallel()
 	url := testtools.PostgresURL(t)
 	notADir := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(notADir, []byte("x"), 0o600); err != nil {
@@ -193,7 +185,7 @@ workflows:
 		t.Fatal(err)
 	}
 	startBuilt(t, a)
-	waitFor(t, 10*time.Second, "two terms", func() bool { return a.Metrics().Cluster.Terms >= 2 })
+	testtools.Eventually(t, "two terms", func() bool { return a.Metrics().Cluster.Terms >= 2 })
 	if !strings.Contains(logs.String(), "the singleton triggers failed to start; resigning the leadership") ||
 		!strings.Contains(logs.String(), "workflow inbox: start trigger file://") {
 		t.Errorf("logs:\n%s", logs.String())

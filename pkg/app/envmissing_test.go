@@ -9,6 +9,7 @@ import (
 // checks of that value's raw text (a port that is "${env:…}", a trigger URI with a
 // placeholder) would only confuse.
 func TestMissingEnvVarSaysSoAndNothingElse(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, src, want string }{
 		{"trigger port", `workflows:
   - id: a

@@ -55,6 +55,7 @@ func stalledHeaders(t *testing.T, addr string) bool {
 // makes a stalled body end with 408, on helix.management it closes a connection
 // whose headers stall.
 func TestListenerLimitsFromYAML(t *testing.T) {
+	t.Parallel()
 	a, err := buildYAML(t, `
 helix:
   management:
@@ -88,6 +89,7 @@ workflows:
 // Listener keys on a stdio server (which has no listener) draw a warning naming
 // them, like the HTTP-only security keys do.
 func TestListenerLimitsOnStdioWarn(t *testing.T) {
+	t.Parallel()
 	a, err := buildYAML(t, `
 mcps:
   - id: local

@@ -5,14 +5,15 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 // A stdio MCP server is what Claude Desktop and other AI clients launch, often
 // beside a running Helix: it binds no management port unless the file (or the
 // embedding program) asks for one.
 func TestStdioServerBindsNoManagementPortUnlessConfigured(t *testing.T) {
+	t.Parallel()
 	const workflow = `
 workflows:
   - id: version

@@ -11,6 +11,7 @@ import (
 // batch of N calls takes N tokens, and a batch over what is left is refused with
 // 429 before any of its calls runs.
 func TestBatchCallsTakeOneRateLimitTokenEach(t *testing.T) {
+	t.Parallel()
 	a := startSecure(t, `
 workflows:
   - id: greet

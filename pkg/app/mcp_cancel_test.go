@@ -12,6 +12,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // TestCancelReachesChildMCPCalls: a client cancels a tool call whose workflow is
@@ -21,6 +23,7 @@ import (
 // is made once plainly (Helix's fast path) and once with a progress token (the
 // go-sdk session).
 func TestCancelReachesChildMCPCalls(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{}, 1)
 	handlerCancelled := make(chan struct{}, 1)
 	var cancelNotes atomic.Int32
@@ -86,7 +89,7 @@ workflows:
 		}()
 		select {
 		case <-started:
-		case <-time.After(60 * time.Second):
+		case <-time.After(testtools.StartupBound):
 			t.Fatalf("token %v: the child tool was never called", token)
 		}
 		cancel() // the go-sdk client sends notifications/cancelled to the parent
@@ -95,10 +98,10 @@ workflows:
 		}
 		select {
 		case <-handlerCancelled:
-		case <-time.After(60 * time.Second):
+		case <-time.After(testtools.StartupBound):
 			t.Fatalf("token %v: the child call kept running after the client cancelled the parent call", token)
 		}
-		deadline := time.Now().Add(60 * time.Second)
+		deadline := time.Now().Add(testtools.StartupBound)
 		for cancelNotes.Load() == notesBefore && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -112,6 +115,7 @@ workflows:
 // server's tool through mcp:// passes that tool's progress on to its own caller —
 // and asks the other server for progress only when its caller asked for it.
 func TestChildMCPProgressReachesTheCaller(t *testing.T) {
+	t.Parallel()
 	var tokens []any
 	var mu sync.Mutex
 	child := sdk.NewServer(&sdk.Implementation{Name: "child", Version: "1"}, nil)
@@ -183,7 +187,7 @@ workflows:
 		t.Fatalf("call with token: %v %+v", err, res)
 	}
 	want := []string{"top-1 1/2 step 1", "top-1 2/2 step 2"}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		gotMu.Lock()
 		n := len(got)

@@ -5,14 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 // Servers of helix.mcp.servers and mcps: are built from one list with the same
 // rules; the spellings differ only as the spec writes them (workflows: [] means
 // all, expose: [] nothing; an mcps: id is also the server's name).
 func TestMCPServersFromBothListsBuildAlike(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.LoadBytes("helix.yaml", []byte(`
 helix:
   mcp:
@@ -69,6 +70,7 @@ workflows:
 // Listeners beyond loopback without keys draw the same warning from either list,
 // at the entry's own path.
 func TestOpenListenerWarningFromBothLists(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.LoadBytes("helix.yaml", []byte(`
 helix:
   mcp:

@@ -64,6 +64,7 @@ func callText(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]
 // like tools: entries: the input is validated and defaults are applied before any
 // step runs. A null argument is described as null.
 func TestToolOverridesAreEnforced(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		file  string
 		check func(t *testing.T, cs *sdk.ClientSession)
@@ -146,6 +147,7 @@ helix:
 
 // A null argument of a tools: entry is described as null too.
 func TestNullArgumentIsDescribedAsNull(t *testing.T) {
+	t.Parallel()
 	a, err := buildYAML(t, mcpYAML)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // Session ownership and limits (issue 10), through the real security stack, over
@@ -134,7 +136,7 @@ func (s *rawSession) nextEvent() (sseEvent, bool) {
 	select {
 	case ev, ok := <-s.events:
 		return ev, ok
-	case <-time.After(60 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		s.t.Fatalf("SSE session %s: no event for 60s", s.id)
 		return sseEvent{}, false
 	}
@@ -277,7 +279,7 @@ func (b *blocker) waitEntered(t *testing.T) {
 	t.Helper()
 	select {
 	case <-b.entered:
-	case <-time.After(60 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatal("the blocking tool was never called")
 	}
 }
@@ -286,6 +288,7 @@ func (b *blocker) waitEntered(t *testing.T) {
 // caller holding "admin" and so runs admin_tool with the other caller's scopes.
 // Another principal's message must be refused like an unknown session (404).
 func TestSSESessionHijackAcrossOAuthSubjects(t *testing.T) {
+	t.Parallel()
 	is := newIssuer(t)
 	a := startSecure(t, `
 helix:
@@ -369,6 +372,7 @@ func blockWorkflow(b *blocker) string {
 // proxy without a key, or another OAuth subject naming the session id gets 404,
 // exactly like an unknown session; the owner keeps using it.
 func TestSessionOwnership(t *testing.T) {
+	t.Parallel()
 	is := newIssuer(t)
 	b := newBlocker(t)
 	keys := `    api_keys: [key-a, key-b]
@@ -495,7 +499,7 @@ func released(t *testing.T, ch <-chan string) {
 		if !strings.Contains(answer, "released") || strings.Contains(answer, `"isError":true`) {
 			t.Errorf("the call in flight was answered %q", answer)
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatal("the call in flight was never answered")
 	}
 }
@@ -508,7 +512,7 @@ func released(t *testing.T, ch <-chan string) {
 // tests check which session was evicted.
 func openAtCap(t *testing.T, c *http.Client, base, transport string, auth ...string) *rawSession {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		s, status, body := openSession(t, c, base, transport, auth...)
 		if s != nil {
@@ -525,6 +529,7 @@ func openAtCap(t *testing.T, c *http.Client, base, transport string, auth ...str
 // in flight never are, and when every session is busy the new one is refused with
 // 503 and a JSON-RPC error naming the limit.
 func TestMaxSessions(t *testing.T) {
+	t.Parallel()
 	for _, transport := range sessionTransports {
 		t.Run(transport, func(t *testing.T) {
 			b := newBlocker(t)
@@ -570,6 +575,7 @@ mcps:`+sessionServers("capped", "    api_keys: [key-a]\n    max_sessions: 2\n", 
 
 // max_sessions_per_principal: one key cannot take another's sessions away.
 func TestMaxSessionsPerPrincipal(t *testing.T) {
+	t.Parallel()
 	for _, transport := range sessionTransports {
 		t.Run(transport, func(t *testing.T) {
 			b := newBlocker(t)
@@ -607,6 +613,7 @@ mcps:`+sessionServers("capped", "    api_keys: [key-a, key-b]\n    max_sessions_
 // SSE sessions obey session_idle_timeout: with no message posted for that long the
 // session is closed and its event stream ends. A call in flight keeps it open.
 func TestSSESessionIdleTimeout(t *testing.T) {
+	t.Parallel()
 	b := newBlocker(t)
 	a := startSecure(t, `
 helix:

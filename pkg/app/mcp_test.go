@@ -10,8 +10,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 const mcpYAML = `
@@ -79,6 +79,7 @@ func mcpSession(t *testing.T, a *app.App, id string) *sdk.ClientSession {
 }
 
 func TestMCPServersFromConfig(t *testing.T) {
+	t.Parallel()
 	a, err := buildYAML(t, mcpYAML)
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +125,7 @@ func TestMCPServersFromConfig(t *testing.T) {
 }
 
 func TestMCPUnknownExposeWarnsThenFailsStart(t *testing.T) {
+	t.Parallel()
 	a, err := buildYAML(t, `
 workflows:
   - id: greet
@@ -154,6 +156,7 @@ mcps:
 }
 
 func TestMCPConfigErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, yaml string
 		want       []string
@@ -194,6 +197,7 @@ helix:
 // examples/mcp-tools.yaml runs: its tools validate input, apply defaults and answer
 // with structured content.
 func TestMCPToolsExample(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../../examples/mcp-tools.yaml")
 	if err != nil {
 		t.Fatal(err)

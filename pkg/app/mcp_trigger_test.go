@@ -12,6 +12,7 @@ import (
 // Spec §3.2: a workflow triggered by mcp-server:// starts an MCP server, declared in
 // YAML, that exposes the other workflows of the context.
 func TestMCPServerTriggerFromYAML(t *testing.T) {
+	t.Parallel()
 	a, err := buildYAML(t, `
 workflows:
   - id: mcp-bridge

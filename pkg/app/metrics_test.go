@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 const metricsYAML = `
@@ -39,6 +39,7 @@ mcps:
 // TestMetricsEndToEnd drives every counter /metrics exposes through a running
 // application and checks the exact values.
 func TestMetricsEndToEnd(t *testing.T) {
+	t.Parallel()
 	a := startSecure(t, metricsYAML, nil)
 
 	// Workflow calls outside MCP: one succeeds, one fails.
@@ -115,6 +116,7 @@ func TestMetricsEndToEnd(t *testing.T) {
 // replay budget of resumable MCP streams, and /metrics shows it with what is kept
 // and what was dropped.
 func TestReplayBudgetSettingAndMetrics(t *testing.T) {
+	t.Parallel()
 	a := startSecure(t, `
 helix:
   management:

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 const netfdYAML = fourWorkflows + `
@@ -29,6 +29,7 @@ mcps:
 // null or foreign Origin; a server with proxy_protocol counts the client its
 // balancer names, not the balancer.
 func TestMCPOriginAndProxyProtocol(t *testing.T) {
+	t.Parallel()
 	a := startSecure(t, netfdYAML, nil)
 	rc := newRawClient(t)
 	plain := serverURL(t, a, "plain") + "/mcp"
@@ -81,6 +82,7 @@ func TestMCPOriginAndProxyProtocol(t *testing.T) {
 }
 
 func TestProxyProtocolNeedsTrustedProxies(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.LoadBytes("helix.yaml", []byte("mcps:\n  - id: s\n    addr: 127.0.0.1:0\n    proxy_protocol: true\n"))
 	if err != nil {
 		t.Fatal(err)

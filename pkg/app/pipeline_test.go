@@ -16,13 +16,13 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/agent/agenttest"
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/rag/pipeline/pipelinetest"
+	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/app"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // docsDir writes a small documentation tree.
@@ -53,7 +53,7 @@ func waitIngest(t *testing.T, a *app.App, id string) {
 	}
 	select {
 	case <-p.IngestDone():
-	case <-time.After(10 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatalf("pipeline %s: ingest did not finish", id)
 	}
 }
@@ -75,6 +75,7 @@ func buildStart(t *testing.T, yaml string, opts app.Options) *app.App {
 // falls back to keyword), a background ingest of a directory; an MCP client gets
 // numbered, cited passages, and json from a json pipeline.
 func TestPipelineOverMCPWithoutAnyService(t *testing.T) {
+	t.Parallel()
 	docs, data := docsDir(t), t.TempDir()
 	a := buildStart(t, `
 helix: {data_dir: "`+data+`"}
@@ -173,6 +174,7 @@ mcps:
 // A pipeline:// target and the rag-retrieve step query a pipeline from a
 // workflow; a rag-ingest step feeds it, and what it put is found.
 func TestPipelineFromWorkflows(t *testing.T) {
+	t.Parallel()
 	kit := pipelinetest.New()
 	opts := quiet
 	opts.RAGParts = kit.Parts()
@@ -238,6 +240,7 @@ workflows:
 // Restarting the application re-ingests only what changed: unchanged files are
 // skipped (no embedding, no write), a changed one replaced, a deleted one removed.
 func TestPipelineIncrementalAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	docs, data := docsDir(t), t.TempDir()
 	kit := pipelinetest.New()
 	opts := quiet
@@ -391,6 +394,7 @@ func TestSpecPipelineExample(t *testing.T) {
 }
 
 func TestPipelineBuildErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, src, want string }{
 		{"chunk step in a workflow", `
 workflows:
@@ -512,6 +516,7 @@ func TestSpecPipelineOnPgvector(t *testing.T) {
 // entry answers from a rag-retrieve step: the model reads numbered passages and
 // cites them.
 func TestPipelineAsAgentTool(t *testing.T) {
+	t.Parallel()
 	docs, data := docsDir(t), t.TempDir()
 	fake := agenttest.NewOpenAIFunc(t, func(req agenttest.Request) agenttest.Reply {
 		if len(req.ToolResults) == 0 {
@@ -559,6 +564,7 @@ agents:
 
 // type: pipeline on an id that is a workflow is refused, naming what it is.
 func TestAgentPipelineToolTypeChecked(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.NewOpenAI(t)
 	_, err := buildYAML(t, agentYAML(`
 workflows:

@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // pollYAML is a polling workflow: each job row is copied to a log table by a second
@@ -49,6 +49,7 @@ func pgCount(t *testing.T, db, sql string) int64 {
 // again: every row is handled at least once and none is lost; the rows handled twice
 // are those of the batch that never committed (at most maxRows=20).
 func TestPostgresPollingSurvivesKill(t *testing.T) {
+	t.Parallel()
 	const rows = 400
 	db := specDatabase(t,
 		"CREATE TABLE jobs (id int PRIMARY KEY, done boolean NOT NULL DEFAULT false)",
@@ -77,15 +78,14 @@ func TestPostgresPollingSurvivesKill(t *testing.T) {
 		return cmd
 	}
 	waitFor := func(what string, cond func() bool) {
-		deadline := time.Now().Add(90 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s (handled %d, done %d)", what,
-					pgCount(t, db, "SELECT count(*) FROM handled"), pgCount(t, db, "SELECT count(*) FROM jobs WHERE done"))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		t.Helper()
+		testtools.Eventually(t, what, cond)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("handled %d, done %d", pgCount(t, db, "SELECT count(*) FROM handled"), pgCount(t, db, "SELECT count(*) FROM jobs WHERE done"))
+		}
+	})
 	first := start()
 	waitFor("the first helix to handle 150 rows", func() bool { return pgCount(t, db, "SELECT count(*) FROM handled") >= 150 })
 	if err := first.Process.Kill(); err != nil { // SIGKILL: no drain, no commit
@@ -117,6 +117,7 @@ func TestPostgresPollingSurvivesKill(t *testing.T) {
 
 // Mistakes in a postgres:// URI are reported by validation at the URI's position.
 func TestPostgresURIMistakesAtTheirPosition(t *testing.T) {
+	t.Parallel()
 	src := `workflows:
   - id: b
     trigger: postgres://db/shop?delay=1s

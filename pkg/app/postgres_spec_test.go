@@ -73,6 +73,7 @@ func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]
 // Spec §1: lookup-order runs the SQL the caller sends (operation=query without query=),
 // served by the mcps: server backend-tools.
 func TestSpecS1LookupOrderOverMCP(t *testing.T) {
+	t.Parallel()
 	db := specDatabase(t,
 		"CREATE TABLE orders (id text PRIMARY KEY, status text, total numeric(10,2))",
 		"INSERT INTO orders VALUES ('ORD-12345', 'shipped', 42.50), ('ORD-2', 'new', 10)")
@@ -95,6 +96,7 @@ func TestSpecS1LookupOrderOverMCP(t *testing.T) {
 // Spec §7.2: Claude Desktop starts `helix run helix.yaml`; the tool runs the fixed
 // query with :orderId from the call's arguments.
 func TestSpecS7_2StdioLookupOrder(t *testing.T) {
+	t.Parallel()
 	db := specDatabase(t,
 		"CREATE TABLE orders (id text PRIMARY KEY, status text, dispatched_on date, expected_on date)",
 		"INSERT INTO orders VALUES ('ORD-789', 'shipped', '2026-03-03', '2026-03-07'), ('ORD-12345', 'new', NULL, NULL)")
@@ -140,6 +142,7 @@ const customersRows = `INSERT INTO customers VALUES
 // Spec §12.1 over a real MCP tools/call: search by name, email or id; the input
 // schema's enum keeps a caller's field to the three columns.
 func TestSpecS12_1DatabaseQueryTool(t *testing.T) {
+	t.Parallel()
 	db := specDatabase(t, customersSQL, customersRows)
 	a := startYAML(t, specYAML(t, "s12_1_database_query_tool.yaml",
 		"postgres://localhost:5432/mydb", db,
@@ -183,6 +186,7 @@ func TestSpecS12_1DatabaseQueryTool(t *testing.T) {
 // workflow or an HTTP trigger would): without a guard an injected field widens the
 // query; with allowedColumns on the target every injection is refused.
 func TestSpecS12_1FieldInjectionAndAllowedColumns(t *testing.T) {
+	t.Parallel()
 	db := specDatabase(t, customersSQL, customersRows)
 	run := func(target string, field string) (any, error) {
 		a := startYAML(t, specYAML(t, "s12_1_database_query_tool.yaml",
@@ -210,7 +214,7 @@ func TestSpecS12_1FieldInjectionAndAllowedColumns(t *testing.T) {
 
 // request sends body to a direct:// workflow and returns the reply body or the failure.
 func request(a *app.App, target string, body any) (any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testtools.StartupBound) // a bound for a hang, not a speed test
 	defer cancel()
 	ex := exchange.NewWithBody(exchange.InOut, body)
 	if err := a.Context().Send(ctx, target, ex); err != nil {
@@ -236,6 +240,7 @@ func asBytes(v any) []byte {
 // Spec §13 Recipe 2 over a real MCP tools/call: the invoice row is inserted and its
 // generated id answered; validation failures are tool errors and insert nothing.
 func TestSpecRecipe2CreateInvoice(t *testing.T) {
+	t.Parallel()
 	db := specDatabase(t, `CREATE TABLE invoices (
 		id serial PRIMARY KEY, "customerId" text NOT NULL, items jsonb NOT NULL,
 		currency text NOT NULL, total numeric(12,2) NOT NULL, created_at timestamptz DEFAULT now())`)

@@ -10,12 +10,15 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // examples/mcp-progress.yaml runs as its comments say: a client with a progress
 // token and a log level receives a progress notification per row and the script's
 // log messages at or above its level; the result is the same without them.
 func TestMCPProgressExample(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../../examples/mcp-progress.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +74,7 @@ func TestMCPProgressExample(t *testing.T) {
 		t.Fatalf("call with progress: %v %+v", err, res)
 	}
 	wantNotes := []string{"progress 1/3 row 1", "progress 2/3 row 2", "warning map[skipped:1]", "progress 3/3 row 3", "notice imported 3 rows"}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		mu.Lock()
 		n := len(got)

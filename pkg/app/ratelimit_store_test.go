@@ -207,7 +207,7 @@ func TestRateLimitStoreTwoProcesses(t *testing.T) {
 				t.Logf("helix on %s, stderr:\n%s", addr, stderr.String())
 			}
 		})
-		testtools.WaitForTCP(t, addr, 90*time.Second)
+		testtools.WaitForTCP(t, addr, testtools.StartupBound)
 		urls = append(urls, "http://"+addr+"/mcp")
 	}
 	rc := newRawClient(t)

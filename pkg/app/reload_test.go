@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/internal/config"
 )
 
 // reloadApp is the configuration of the handover tests: a tool answering
@@ -67,6 +67,7 @@ func retire(t *testing.T, a *app.App) {
 // own management server answers /metrics (two apps' collectors in one process),
 // and it serves once the predecessor retired.
 func TestHandoverKeepsRandomPortsAndServes(t *testing.T) {
+	t.Parallel()
 	old := reloadApp(t, "v1", "")
 	if err := old.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -113,6 +114,7 @@ func startedSuccessor(t *testing.T, old, next *app.App) *app.App {
 // A successor that cannot start (a port it cannot bind) is rolled back: the
 // predecessor serves on, its sockets untouched, and can be handed over later.
 func TestHandoverThatFailsToStartLeavesThePredecessorServing(t *testing.T) {
+	t.Parallel()
 	blocker, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +143,7 @@ func TestHandoverThatFailsToStartLeavesThePredecessorServing(t *testing.T) {
 // A stdio MCP server's stream cannot be handed over: the reload is refused and
 // the running app is not touched.
 func TestHandoverRefusedForStdio(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.LoadBytes("helix.yaml", []byte(`
 helix:
   mcp:
@@ -185,6 +188,7 @@ workflows:
 // stops: its successor's singleton timer does not fire beside it, and takes
 // over once it retired (docs/reload.md, "Triggers that are not listeners").
 func TestHandoverHandsTheLeadershipOverWithoutOverlap(t *testing.T) {
+	t.Parallel()
 	url := testtools.PostgresURL(t)
 	name, dir := testtools.UniqueName("reload"), t.TempDir()
 	build := func(replica string) *app.App {
@@ -202,15 +206,15 @@ func TestHandoverHandsTheLeadershipOverWithoutOverlap(t *testing.T) {
 	if err := old.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the old app leads and ticks", func() bool { return old.IsLeader() && ticks(t, dir, "old") >= 3 })
+	testtools.Eventually(t, "the old app leads and ticks", func() bool { return old.IsLeader() && ticks(t, dir, "old") >= 3 })
 	next := startedSuccessor(t, old, build("new"))
-	time.Sleep(300 * time.Millisecond) // three of the timer's periods
+	time.Sleep(300 * time.Millisecond) // an observation window (three timer periods) for what must not happen
 	if next.IsLeader() || ticks(t, dir, "new") != 0 {
 		t.Fatalf("the successor leads (%v) or fired (%d ticks) while the old app runs", next.IsLeader(), ticks(t, dir, "new"))
 	}
 	retire(t, old)
 	oldTicks := ticks(t, dir, "old")
-	waitFor(t, 10*time.Second, "the successor takes over", func() bool { return next.IsLeader() && ticks(t, dir, "new") >= 1 })
+	testtools.Eventually(t, "the successor takes over", func() bool { return next.IsLeader() && ticks(t, dir, "new") >= 1 })
 	if got := ticks(t, dir, "old"); got != oldTicks {
 		t.Fatalf("the old app fired after it retired: %d ticks, then %d", oldTicks, got)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 const primitivesYAML = `
@@ -130,6 +130,7 @@ func buildPrimitives(t *testing.T) (*app.App, string) {
 }
 
 func TestResourcesThroughClient(t *testing.T) {
+	t.Parallel()
 	a, notes := buildPrimitives(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -229,6 +230,7 @@ func waitUpdate(t *testing.T, got updates, uri string) {
 }
 
 func TestPromptsThroughClient(t *testing.T) {
+	t.Parallel()
 	a, _ := buildPrimitives(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -272,6 +274,7 @@ func TestPromptsThroughClient(t *testing.T) {
 }
 
 func TestPrimitivesPerServer(t *testing.T) {
+	t.Parallel()
 	a, _ := buildPrimitives(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -350,6 +353,7 @@ func TestPrimitivesPerServer(t *testing.T) {
 }
 
 func TestPrimitivesValidation(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown workflow", "resources:\n  - {uri: app://x, name: x, workflow: get-ordr}\nworkflows:\n  - {id: get-order, trigger: direct://get-order, steps: [{log: hi}]}\n", `did you mean "get-order"`},
 		{"duplicate uri", "resources:\n  - {uri: app://x, name: x, text: a}\n  - {uri: app://x, name: y, text: b}\n", `duplicate resource "app://x"`},
@@ -366,6 +370,7 @@ func TestPrimitivesValidation(t *testing.T) {
 }
 
 func TestPrimitivesLoadErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"two sources", "resources:\n  - {uri: app://x, name: x, text: a, file: b}\n", "helix.yaml:2:44: resources[0].file: a resource takes one of text, blob, file and workflow"},
 		{"no source", "resources:\n  - {uri: app://x, name: x}\n", "needs its content"},

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/engine"
 )
 
@@ -62,6 +63,7 @@ func startLogged(t *testing.T, src string) (*app.App, *failureLogs) {
 }
 
 func TestFailedWebhookIsLoggedAtTheDefaultLevel(t *testing.T) {
+	t.Parallel()
 	a, logs := startLogged(t, `
 workflows:
   - id: total
@@ -89,6 +91,7 @@ workflows:
 }
 
 func TestWebhookStatuses(t *testing.T) {
+	t.Parallel()
 	db := specDatabase(t,
 		"CREATE TABLE customers (id text PRIMARY KEY)",
 		"CREATE TABLE orders (id text PRIMARY KEY, qty int CHECK (qty > 0), customer text REFERENCES customers(id))")
@@ -153,6 +156,7 @@ workflows:
 }
 
 func TestWebhookAnswers422WithTheSchemaProblems(t *testing.T) {
+	t.Parallel()
 	a, _ := startLogged(t, `
 tools:
   - id: vat
@@ -195,6 +199,7 @@ workflows:
 // TestWebhookWithWorkflowInputAnswers422: a workflow's own input: schema refuses a
 // webhook body before any step runs, and the caller gets 422 with the problems.
 func TestWebhookWithWorkflowInputAnswers422(t *testing.T) {
+	t.Parallel()
 	a, _ := startLogged(t, `
 workflows:
   - id: vat-hook
@@ -228,6 +233,7 @@ workflows:
 // input: schema is logged, takes the workflow's on_error status, and a body that is
 // no JSON object is invalid input (422), not a fault.
 func TestWorkflowInputRefusalIsAFailureLikeAnyOther(t *testing.T) {
+	t.Parallel()
 	a, logs := startLogged(t, `
 workflows:
   - id: vat-hook
@@ -262,7 +268,7 @@ workflows:
 	if resp.StatusCode != 422 {
 		t.Errorf("a text body for an input: schema: status %d, want 422", resp.StatusCode)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for len(logs.records(t, "exchange failed")) < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -274,6 +280,7 @@ workflows:
 // TestToolTargetGivenNoJSONObjectAnswers422: a webhook body that is no JSON object,
 // passed to a tool:// target, is the caller's invalid input, not a fault.
 func TestToolTargetGivenNoJSONObjectAnswers422(t *testing.T) {
+	t.Parallel()
 	a, _ := startLogged(t, `
 tools:
   - id: echo

@@ -17,8 +17,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 // lockedLog is a log sink for an app whose goroutines log concurrently.
@@ -160,6 +160,7 @@ workflows:
 // too: an mcp:// server that echoes the bearer token in its error must not show it
 // to Helix's caller or its log.
 func TestLiteralCredentialsStayOutOfErrors(t *testing.T) {
+	t.Parallel()
 	const token = "literal-b3arer-7c51e0aa"
 	up := sdk.NewServer(&sdk.Implementation{Name: "echoing", Version: "1"}, nil)
 	up.AddTool(&sdk.Tool{Name: "whoami", InputSchema: map[string]any{"type": "object"}},

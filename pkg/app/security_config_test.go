@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/internal/config"
 )
 
 // Bad security settings are configuration errors with the server's position;
@@ -89,6 +89,7 @@ func loadYAML(yaml string) (*app.App, error) {
 // On stdio only the tool lists apply; the HTTP settings draw one warning naming
 // them, and the tool lists still filter.
 func TestSecurityOnStdioWarns(t *testing.T) {
+	t.Parallel()
 	a, err := loadYAML(fourWorkflows + `
 mcps:
   - id: local
@@ -130,6 +131,7 @@ mcps:
 // Building (helix validate, helix mcp list) opens no listener: the management
 // address stays free until Start.
 func TestManagementOnlyOnStart(t *testing.T) {
+	t.Parallel()
 	addr := fmt.Sprintf("127.0.0.1:%d", testtools.FreePort(t))
 	cfg, err := config.LoadBytes("helix.yaml", []byte(`
 helix:
@@ -178,6 +180,7 @@ helix:
 // A taken management port moves the server to a free port of the same host (Helix
 // runs on) unless required.
 func TestManagementAddressTaken(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -225,6 +228,7 @@ helix:
 }
 
 func TestManagementAddrError(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.LoadBytes("helix.yaml", []byte(`
 helix:
   management:

@@ -16,10 +16,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/internal/testtools"
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 // fourWorkflows are the spec §15 tools as plain workflows.
@@ -634,6 +634,7 @@ func validateManifest(t *testing.T, doc []byte) {
 // examples/mcp-secure.yaml runs as documented: each server takes only its own key,
 // and its workflows answer.
 func TestMCPSecureExample(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../../examples/mcp-secure.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -75,6 +75,7 @@ func (is *issuer) token(t *testing.T, key *rsa.PrivateKey, override jwt.MapClaim
 // issuer's JWKS, the metadata is public, and per-tool scopes reach tools/list and
 // tools/call through the go-sdk's token info.
 func TestOAuthEndToEnd(t *testing.T) {
+	t.Parallel()
 	is := newIssuer(t)
 	otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

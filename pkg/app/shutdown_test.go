@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
 )
 
@@ -95,6 +96,7 @@ func sdCall(cs *sdk.ClientSession, tool string) sdResult {
 // JSON-RPC error "server is shutting down" (on the fast path and the go-sdk
 // path), new sessions get 503, and the call already running completes.
 func TestStopDrainsInFlightCallsAndRefusesNewOnes(t *testing.T) {
+	t.Parallel()
 	g := newBlocker(t)
 	a, err := buildYAML(t, shutdownYAML(g, "20s"))
 	if err != nil {
@@ -126,7 +128,7 @@ func TestStopDrainsInFlightCallsAndRefusesNewOnes(t *testing.T) {
 
 	// Every refusal must come after /readyz already said "stopping".
 	for name, cs := range map[string]*sdk.ClientSession{"fast path": fast, "sdk path": slowPath} {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(testtools.StartupBound)
 		for {
 			r := sdCall(cs, "quick")
 			if r.err != nil {
@@ -173,7 +175,7 @@ func TestStopDrainsInFlightCallsAndRefusesNewOnes(t *testing.T) {
 		if r.err != nil || r.isError || r.text != "released" {
 			t.Fatalf("in-flight call during stop: %+v (%v), want its normal result", r, r.err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatal("in-flight call never completed")
 	}
 	select {
@@ -182,7 +184,7 @@ func TestStopDrainsInFlightCallsAndRefusesNewOnes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Stop: %v", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatal("Stop did not return after the in-flight call completed")
 	}
 }
@@ -190,6 +192,7 @@ func TestStopDrainsInFlightCallsAndRefusesNewOnes(t *testing.T) {
 // shutdown_timeout bounds the drain when Stop's context has no deadline: a call
 // that never finishes is cancelled and Stop returns.
 func TestShutdownTimeoutBoundsTheDrain(t *testing.T) {
+	t.Parallel()
 	g := newBlocker(t)
 	a, err := buildYAML(t, shutdownYAML(g, "300ms"))
 	if err != nil {
@@ -221,6 +224,7 @@ func TestShutdownTimeoutBoundsTheDrain(t *testing.T) {
 }
 
 func TestShutdownTimeoutConfig(t *testing.T) {
+	t.Parallel()
 	a, err := buildYAML(t, "helix:\n  name: x\n")
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +241,7 @@ func TestShutdownTimeoutConfig(t *testing.T) {
 // A workflow-backed resource read still running when shutdown_timeout ends is
 // cancelled like a tool call: Stop returns in time and the read ends with an error.
 func TestShutdownTimeoutEndsResourceReads(t *testing.T) {
+	t.Parallel()
 	g := newBlocker(t)
 	a, err := buildYAML(t, shutdownYAML(g, "300ms")+`
 resources:

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/slack"
 	"github.com/arvenza/helix/internal/component/slack/slacktest"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/app"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -91,7 +92,7 @@ func TestSlackFromYAML(t *testing.T) {
 	if first.Text != "Rollout of api 1.2 started" || first.ThreadTs != "" || reply.Text != "Rollout finished" || reply.ThreadTs != first.Ts {
 		t.Errorf("Slack received %+v and %+v", first, reply)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for !strings.Contains(logs.String(), "invalid_auth") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

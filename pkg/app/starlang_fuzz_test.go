@@ -9,8 +9,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 // starlangYAML exposes a workflow whose Starlang step does, depending on `mode`, what
@@ -200,6 +200,7 @@ func FuzzStarlangToolCall(f *testing.F) {
 }
 
 func TestDeepJSONArgumentIsAToolError(t *testing.T) {
+	t.Parallel()
 	_, cs := starlangServer(t)
 	for _, s := range []string{strings.Repeat("[", 1_500_000), strings.Repeat(`{"a":`, 200_000)} {
 		text, isErr := callStress(t, cs, "stress", map[string]any{"s": s, "mode": 0})
@@ -212,6 +213,7 @@ func TestDeepJSONArgumentIsAToolError(t *testing.T) {
 // A request body nested deeper than Starlang's bound (encoding/json reads up to
 // 10,000 levels) is an error answer, not a crash.
 func TestDeepHTTPBodyIsAnErrorAnswer(t *testing.T) {
+	t.Parallel()
 	a, _ := starlangServer(t)
 	deep, _ := json.Marshal(nested(3000))
 	status, body := post(t, httpBase(t, a, "127.0.0.1:0")+"/echo", string(deep))
@@ -221,6 +223,7 @@ func TestDeepHTTPBodyIsAnErrorAnswer(t *testing.T) {
 }
 
 func TestStarlangMaxMemoryFromYAML(t *testing.T) {
+	t.Parallel()
 	_, cs := starlangServer(t)
 	text, isErr := callStress(t, cs, "stress", map[string]any{"s": "0123456789", "n": 1 << 20, "mode": 1})
 	if !isErr || !strings.Contains(text, "4 MiB") || !strings.Contains(text, "starlang_max_memory") {
@@ -237,6 +240,7 @@ func TestStarlangMaxMemoryFromYAML(t *testing.T) {
 
 // fail("boom") reaches an MCP client as "boom": no file, line or step.
 func TestStarlangFailReachesClientAsItsMessage(t *testing.T) {
+	t.Parallel()
 	_, cs := starlangServer(t)
 	if text, isErr := callStress(t, cs, "boom", map[string]any{}); !isErr || text != "boom" {
 		t.Errorf("boom tool: isError %v, text %q, want exactly boom", isErr, text)
@@ -248,6 +252,7 @@ func TestStarlangFailReachesClientAsItsMessage(t *testing.T) {
 
 // An http-server:// workflow that fails answers 500 with the message only.
 func TestHTTPServerErrorHasNoPosition(t *testing.T) {
+	t.Parallel()
 	a, _ := starlangServer(t)
 	status, body := post(t, httpBase(t, a, "127.0.0.1:0")+"/boom", `{}`)
 	if status != 500 || body != `{"error":"boom"}` {

@@ -8,6 +8,7 @@ import (
 // A Starlang syntax error is reported at its place in the YAML file, whatever the
 // style of the scalar holding the script.
 func TestStarlangSyntaxErrorPositionInYAML(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, script, want string }{
 		{"block scalar", `
           starlang: |

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -29,6 +29,7 @@ const searchTool = `tools:
 `
 
 func TestToolWorkflow(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.LoadBytes("helix.yaml", []byte(searchTool))
 	if err != nil {
 		t.Fatal(err)

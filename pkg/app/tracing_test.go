@@ -20,6 +20,7 @@ import (
 	"github.com/arvenza/helix/internal/agent/agenttest"
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -56,7 +57,7 @@ func tracedApp(t *testing.T, yaml string) (*app.App, *tracetest.InMemoryExporter
 // loaded) and returns it; with several, the first to end.
 func spanNamed(t *testing.T, exp *tracetest.InMemoryExporter, name string) tracetest.SpanStub {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		for _, s := range exp.GetSpans() {
 			if s.Name == name {
@@ -168,6 +169,7 @@ func spanOf(tp string) string {
 // parent (and wins over the traceparent header of the same POST), and both
 // downstreams receive the trace context of the span that called them.
 func TestTracingToolsCallSpanTree(t *testing.T) {
+	t.Parallel()
 	httpURL, mcpAddr, httpSeen, metaSeen := downstreams(t)
 	a, exp := tracedApp(t, fmt.Sprintf(`
 helix:
@@ -269,6 +271,7 @@ workflows:
 // header; a failing step marks its span and the exchange's span as errors, with
 // an exception event.
 func TestTracingHTTPTriggerAndFailingStep(t *testing.T) {
+	t.Parallel()
 	a, exp := tracedApp(t, `
 helix:
   tracing:
@@ -326,6 +329,7 @@ workflows:
 // A record produced by one workflow carries the trace to the workflow consuming
 // it: the consumer's exchange span is a child of the producing step's span.
 func TestTracingKafkaCarriesTheTrace(t *testing.T) {
+	t.Parallel()
 	brokers := strings.Join(kafkatest.Brokers(t), ",")
 	topic := kafkatest.Topic(t, strings.Split(brokers, ","), "traced", 1)
 	a, exp := tracedApp(t, fmt.Sprintf(`
@@ -366,6 +370,7 @@ workflows:
 // token usage, and its HTTP request to the provider carries that span's
 // traceparent.
 func TestTracingAgentModelCall(t *testing.T) {
+	t.Parallel()
 	fake := agenttest.NewOpenAI(t, agenttest.Reply{Text: "Fine", InputTokens: 12, OutputTokens: 5})
 	a, exp := tracedApp(t, agentYAML(`
 helix:
@@ -405,6 +410,7 @@ agents:
 // With tracing off (the default) nothing is traced and an http:// target sends no
 // traceparent of Helix's own.
 func TestTracingOffSendsNoTraceparent(t *testing.T) {
+	t.Parallel()
 	httpURL, _, httpSeen, _ := downstreams(t)
 	a, err := buildYAML(t, fmt.Sprintf(`
 workflows:
@@ -457,6 +463,7 @@ func TestTracingDocExamplesBuild(t *testing.T) {
 // Two applications in one process keep their spans apart: each has its own
 // provider, even when one calls the other over HTTP.
 func TestTracingTwoAppsKeepTheirSpans(t *testing.T) {
+	t.Parallel()
 	back, backSpans := tracedApp(t, `
 helix:
   name: back
@@ -503,6 +510,7 @@ workflows:
 // With the OTLP exporter configured, the spans of an exchange reach the collector
 // by the time Stop returns: Stop flushes the batch.
 func TestTracingFlushesAtStop(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var posts []int
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

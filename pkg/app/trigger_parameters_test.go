@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // A trigger's parameters: are URI options, as a target's are: the values are
@@ -64,6 +64,7 @@ workflows:
 // reported at the trigger's URI with the same message, and a parameters: that is
 // not a mapping of scalars is reported where it is.
 func TestTriggerParametersMistakes(t *testing.T) {
+	t.Parallel()
 	src := `workflows:
   - id: poll
     trigger:
@@ -151,6 +152,7 @@ func TestTriggerParametersMistakes(t *testing.T) {
 // A polling statement written as parameters: runs as written: quotes, commas, an
 // ampersand and an equals sign in the SQL reach PostgreSQL unchanged.
 func TestPostgresPollingTriggerWithParameters(t *testing.T) {
+	t.Parallel()
 	db := testtools.PostgresDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -180,10 +182,10 @@ INSERT INTO jobs (id, note) VALUES (1, 'a&b=c'), (2, 'plain'), (3, 'skip me')`);
           uri: "`+db+`"
           parameters: {operation: insert, returning: "false", table: handled}
 `)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for pgCount(t, db, "SELECT count(*) FROM jobs WHERE done") < 2 {
 		if time.Now().After(deadline) {
-			t.Fatal("the rows were not handled within 30s")
+			t.Fatal("the rows were not handled in time")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

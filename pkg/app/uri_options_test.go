@@ -9,6 +9,7 @@ import (
 // to the server, as documented, so it is a warning, not an error; real query
 // parameters draw none.
 func TestHTTPNearMissOptionWarns(t *testing.T) {
+	t.Parallel()
 	a, err := buildYAML(t, `
 workflows:
   - id: search

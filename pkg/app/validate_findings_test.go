@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 // validateYAML runs what `helix validate` runs on src (file helix.yaml in a temp dir)
@@ -63,6 +63,7 @@ func findAll(t *testing.T, what string, got []string, want ...string) {
 // Every MCP naming problem of a server is reported in one run, each at the workflow
 // it concerns — also when a step elsewhere has an error of its own.
 func TestValidateReportsEveryMCPNamingProblem(t *testing.T) {
+	t.Parallel()
 	errs, _ := validateYAML(t, `mcps:
   - id: tools
     addr: "127.0.0.1:0"
@@ -101,6 +102,7 @@ workflows:
 
 // A workflow whose id is a duplicate still has its body validated.
 func TestValidateChecksTheBodyOfADuplicate(t *testing.T) {
+	t.Parallel()
 	errs, _ := validateYAML(t, `workflows:
   - id: greet
     trigger: direct://greet
@@ -133,6 +135,7 @@ tools:
 // direct:// targets that no workflow consumes are warnings with a did-you-mean; they
 // fail only at call time otherwise.
 func TestValidateWarnsAboutUnconsumedDirectTargets(t *testing.T) {
+	t.Parallel()
 	errs, warnings := validateYAML(t, `workflows:
   - id: front
     trigger: direct://front
@@ -180,6 +183,7 @@ tools:
 // A choice on HelixMcpIsError after an mcp:// target that throws never sees a failed
 // call: the exception stops the workflow before the choice. Warn, with the fix.
 func TestValidateWarnsAboutChoiceOnMcpIsErrorAfterThrowingTarget(t *testing.T) {
+	t.Parallel()
 	const choice = `
       - choice:
           when:

@@ -60,6 +60,7 @@ tools:
 `
 
 func TestWorkflowInputOutputSchemasOverMCP(t *testing.T) {
+	t.Parallel()
 	a, err := buildYAML(t, workflowSchemasYAML)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +132,7 @@ func TestWorkflowInputOutputSchemasOverMCP(t *testing.T) {
 // http-server://), with the error a tools: entry's validation returns, and its
 // steps see the arguments with defaults applied.
 func TestWorkflowInputValidatesTriggeredBodies(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	a, err := buildYAML(t, `
 workflows:
@@ -257,6 +259,7 @@ func unwrapAll(err error) []error {
 // Mistakes in a workflow's input: and output: are reported where they are, as for
 // tools: entries.
 func TestWorkflowSchemaMistakes(t *testing.T) {
+	t.Parallel()
 	_, err := config.LoadBytes("helix.yaml", []byte(`
 workflows:
   - id: quote
@@ -297,6 +300,7 @@ func freeAddr(t *testing.T) string {
 // The README's MCP example declares input: and output: on calculate-tax: the
 // schema is advertised and enforced, and the result is structured.
 func TestMCPServerExampleSchemas(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../../examples/mcp-server.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -344,6 +348,7 @@ func TestMCPServerExampleSchemas(t *testing.T) {
 // An mcp-server:// workflow is a server, not a tool: input: there would be ignored,
 // so it is an error at its position.
 func TestWorkflowSchemaOnMCPServerTrigger(t *testing.T) {
+	t.Parallel()
 	_, err := buildYAML(t, `workflows:
   - id: srv
     trigger: mcp-server://127.0.0.1:0

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/starlang"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // benchScript is the transform of the benchmark, in Helix's YAML and in the plain

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // childEnv, when set, makes the test binary a Helix process for TestKillMidStream:
@@ -80,6 +81,7 @@ func committed(t *testing.T, brokers []string, group, topic string) (done, end i
 // topic), and its offset is committed — the partition goes on with the next record,
 // and a restart does not see the record again.
 func TestFailedRecordGoesToDeadLetterThenCommitted(t *testing.T) {
+	t.Parallel()
 	brokers := kafkatest.Brokers(t)
 	in := kafkatest.Topic(t, brokers, "orders", 1)
 	dlq := kafkatest.Topic(t, brokers, "orders-dlq", 1)
@@ -152,6 +154,7 @@ workflows:
 // records finished after the last commit before the kill — are counted and logged;
 // docs/kafka.md explains them.
 func TestKillMidStream(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts Helix processes")
 	}
@@ -192,12 +195,12 @@ workflows:
 	outR := kafkatest.Read(t, brokers, out)
 
 	first := startChild(t, files, "first")
-	for len(outR.All()) < n/4 {
+	testtools.Eventually(t, "a quarter of the records through the first Helix process", func() bool {
 		if first.ProcessState != nil {
 			t.Fatal("the first Helix process exited on its own")
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return len(outR.All()) >= n/4
+	})
 	if err := first.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +208,19 @@ workflows:
 	committedAtKill, _ := committed(t, brokers, in+"-g", in)
 
 	second := startChild(t, files, "second")
-	deadline := time.Now().Add(60 * time.Second)
-	var seen map[int]int // output count per record id, recounted on each look
-	for {
+	seen := map[int]int{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			var missing []int
+			for i := range n {
+				if seen[i] == 0 {
+					missing = append(missing, i)
+				}
+			}
+			t.Logf("after the restart %d of %d records reached the output; lost: %v", len(seen), n, missing)
+		}
+	})
+	testtools.Eventually(t, "every record in the output after the restart", func() bool {
 		seen = map[int]int{}
 		for _, r := range outR.All() {
 			var m map[string]any
@@ -216,20 +229,8 @@ workflows:
 			}
 			seen[int(m["id"].(float64))]++
 		}
-		if len(seen) == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			var missing []int
-			for i := range n {
-				if seen[i] == 0 {
-					missing = append(missing, i)
-				}
-			}
-			t.Fatalf("after the restart %d of %d records reached the output; lost: %v", len(seen), n, missing)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(seen) == n
+	})
 	_ = second.Process.Kill()
 	_ = second.Wait()
 	dups := 0
@@ -285,6 +286,7 @@ func startChild(t *testing.T, files []string, run string) *exec.Cmd {
 // error handler and the dead letter channel, and the offset is committed after
 // that. The records around it go through in order.
 func TestAsyncSendFailureReachesErrorHandler(t *testing.T) {
+	t.Parallel()
 	brokers := kafkatest.Brokers(t)
 	in := kafkatest.Topic(t, brokers, "sendfail", 1)
 	out := kafkatest.Topic(t, brokers, "sendfail-out", 1)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -18,6 +18,7 @@ import (
 // can write to a topic cannot choose the file a file:// step writes, the tool an
 // mcp:// step calls, an agent session or an endpoint. Other headers still travel.
 func TestConsumerDropsReservedRecordHeaders(t *testing.T) {
+	t.Parallel()
 	brokers := kafkatest.Brokers(t)
 	topic := kafkatest.Topic(t, brokers, "reserved", 1)
 	const forged = "forged-by-the-producer"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -18,6 +18,7 @@ import (
 // one at a time in offset order, while different partitions are processed at the
 // same time; maxConcurrency=1 allows one record at a time in all.
 func TestOrderPerPartitionConcurrencyAcross(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		option  string

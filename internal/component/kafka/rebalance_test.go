@@ -9,8 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
+	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -20,6 +21,7 @@ import (
 // all of them to the second; every record is still processed exactly once, so the
 // records finished before each handover were committed before the partitions went.
 func TestRebalanceCommitsFinishedRecords(t *testing.T) {
+	t.Parallel()
 	brokers := kafkatest.Brokers(t)
 	topic := kafkatest.Topic(t, brokers, "rebalance", 4)
 	var mu sync.Mutex
@@ -37,19 +39,11 @@ func TestRebalanceCommitsFinishedRecords(t *testing.T) {
 	}
 	waitTotal := func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		testtools.Eventually(t, fmt.Sprintf("%d records processed", n), func() bool {
 			mu.Lock()
-			got := total
-			mu.Unlock()
-			if got >= n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d records processed", got, n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			return total >= n
+		})
 	}
 	batch := func(from, n int) {
 		var recs []*kgo.Record

@@ -19,8 +19,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -60,6 +60,7 @@ func selfSigned(t *testing.T) (*tls.Config, string) {
 // (each mechanism) over TLS; a wrong password fails the send with an error that
 // does not show it.
 func TestSASLAndTLS(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(kafkatest.BrokersEnv) != "" {
 		t.Skip("needs a kfake cluster with its own users")
 	}

@@ -16,8 +16,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/component/kafka/kafkatest"
+	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -130,6 +131,7 @@ func startApp(t *testing.T, files ...string) *app.App {
 // support-tickets are sent to the external MCP tool categorize-text, and the choice
 // routes each to billing-tickets, tech-tickets or general-tickets.
 func TestSpec12_3SmartCategorize(t *testing.T) {
+	t.Parallel()
 	brokers := kafkatest.Brokers(t)
 	kafkatest.EnsureTopics(t, brokers, "support-tickets", "billing-tickets", "tech-tickets", "general-tickets")
 	ai, calls := categorizer(t)
@@ -153,7 +155,7 @@ func TestSpec12_3SmartCategorize(t *testing.T) {
 
 	want := map[string]int{"billing-tickets": 2, "tech-tickets": 1, "general-tickets": 1}
 	for topic, n := range want {
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testtools.StartupBound)
 		for {
 			var mine []*kgo.Record
 			for _, r := range readers[topic].All() {
@@ -209,6 +211,7 @@ func header(r *kgo.Record, name string) string {
 // own copy. (The whole §12.2 example, with Slack and a stub Kubernetes API, is
 // tested with the slack:// component.)
 func TestSpec12_2WiretapToAuditLog(t *testing.T) {
+	t.Parallel()
 	brokers := kafkatest.Brokers(t)
 	kafkatest.EnsureTopics(t, brokers, "audit-log")
 	audit := kafkatest.Read(t, brokers, "audit-log")

@@ -6,6 +6,7 @@ import "testing"
 // share the cache key of their column types (a name with a NUL byte once made
 // ["a\x00b"] and ["a", "b"] the same key).
 func TestColumnsKeyIsUnambiguous(t *testing.T) {
+	t.Parallel()
 	lists := [][]string{
 		{"a", "b"}, {"a\x00b"}, {"ab"}, {"a", "", "b"}, {"", "ab"}, {"1:a"}, {"1", "a"}, {"a:b"}, {},
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/component/postgres"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -59,6 +59,7 @@ func params(sql string) []any {
 // With allowedColumns, SQL from the body that reads every column (*, t.*, (t).*, a
 // table's name used as a column) is refused, and no secret comes back.
 func TestAllowedColumnsRefusesStarsAndWholeRows(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl, secret := secretTable(t, base)
 	p := target(t, with(base, "operation=query&allowedColumns="+url.QueryEscape("id,name,"+tbl)))
@@ -105,6 +106,7 @@ func TestAllowedColumnsRefusesStarsAndWholeRows(t *testing.T) {
 // With allowedColumns, UPDATE and DELETE from the body need a WHERE that narrows the
 // rows; allowUnfiltered=true lifts that.
 func TestAllowedColumnsNeedsAFilterToChangeRows(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl, _ := secretTable(t, base)
 	p := target(t, with(base, "operation=exec&allowedColumns="+url.QueryEscape("id,name,"+tbl)))
@@ -141,6 +143,7 @@ func TestAllowedColumnsNeedsAFilterToChangeRows(t *testing.T) {
 // SQL of the configuration (query=, where=) is guarded when the endpoint is made,
 // and the rows insert, update and delete answer show listed columns only.
 func TestAllowedColumnsGuardsConfiguredSQLAndAnswers(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl, secret := secretTable(t, base)
 	allowed := "allowedColumns=" + url.QueryEscape("id,name,"+tbl)
@@ -185,6 +188,7 @@ func TestAllowedColumnsGuardsConfiguredSQLAndAnswers(t *testing.T) {
 // A quoted "ID" is another column than the listed id: the guard compares names as
 // PostgreSQL reads them, in SQL and in the keys of an inserted map.
 func TestAllowedColumnsQuotedNamesAreExact(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl := testtools.UniqueName("cased")
 	testtools.PostgresExec(t, base,

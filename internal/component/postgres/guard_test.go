@@ -14,6 +14,7 @@ import (
 var guardAllowed = map[string]bool{"customers": true, "orders": true, "id": true, "name": true, "email": true, "customer_id": true}
 
 func TestColumnGuardAccepts(t *testing.T) {
+	t.Parallel()
 	g := &columnGuard{allowed: guardAllowed, source: "of the test"}
 	for _, sql := range []string{
 		"SELECT id, name FROM customers WHERE id = $1",
@@ -37,6 +38,7 @@ func TestColumnGuardAccepts(t *testing.T) {
 }
 
 func TestColumnGuardRefuses(t *testing.T) {
+	t.Parallel()
 	g := &columnGuard{allowed: guardAllowed, source: "of the test"}
 	for sql, want := range map[string]string{
 		"SELECT * FROM customers":                                                                      "at offset 7: * reads every column",
@@ -108,6 +110,7 @@ func TestColumnGuardRefuses(t *testing.T) {
 
 // Deep, long and odd input gets an error or an answer, never a panic or a hang.
 func TestColumnGuardHostileInput(t *testing.T) {
+	t.Parallel()
 	g := &columnGuard{allowed: guardAllowed, source: "of the test"}
 	deep := "SELECT id FROM customers WHERE " + strings.Repeat("(", 100000) + "id = $1" + strings.Repeat(")", 100000)
 	if err := g.check(deep); err == nil {
@@ -165,6 +168,7 @@ func FuzzColumnGuard(f *testing.F) {
 
 // The fuzz test's independent check is not vacuous: it flags what the guard refuses.
 func TestFuzzOracleFlagsAttacks(t *testing.T) {
+	t.Parallel()
 	for _, sql := range []string{
 		"SELECT * FROM customers", "SELECT (c).* FROM customers c", "SELECT customers FROM customers",
 		"SELECT row_to_json(c) FROM customers c", "SELECT id FROM customers NATURAL JOIN orders",

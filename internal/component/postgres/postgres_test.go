@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
-	"github.com/arvenza/helix/internal/testtools"
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/componenttest"
 	"github.com/arvenza/helix/internal/component/postgres"
+	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -51,7 +51,7 @@ func target(t *testing.T, raw string) component.Producer {
 // send runs body through p and returns the exchange.
 func send(t *testing.T, p component.Producer, body any) (*exchange.Exchange, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testtools.StartupBound) // a bound for a hang: the column guard's WebAssembly parser is slow under -race on a loaded machine
 	defer cancel()
 	ex := exchange.NewWithBody(exchange.InOut, body)
 	err := p.Process(ctx, ex)
@@ -119,6 +119,7 @@ func listener(t *testing.T, base, channel string) <-chan componenttest.Message {
 // The shared suite: the producer NOTIFYs through a query= statement with the body as
 // $1, the consumer LISTENs on the same channel.
 func TestConformance(t *testing.T) {
+	// Not parallel: it checks process-wide state (goroutines or child processes).
 	base := testtools.PostgresURL(t)
 	componenttest.Run(t, componenttest.Harness{
 		Features: componenttest.Features{
@@ -169,6 +170,7 @@ func typesTable(t *testing.T, base string) string {
 }
 
 func TestInsertOneRowAnswersTheRow(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl := typesTable(t, base)
 	p := target(t, with(base, "operation=insert&table="+tbl))
@@ -202,6 +204,7 @@ func TestInsertOneRowAnswersTheRow(t *testing.T) {
 }
 
 func TestInsertManyRows(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl := typesTable(t, base)
 	p := target(t, with(base, "operation=insert&table="+tbl))
@@ -245,6 +248,7 @@ func TestInsertManyRows(t *testing.T) {
 }
 
 func TestQueryUpdateDeleteExec(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl := typesTable(t, base)
 	ins := target(t, with(base, "operation=insert&returning=false&table="+tbl))
@@ -306,6 +310,7 @@ func TestQueryUpdateDeleteExec(t *testing.T) {
 
 // Each PostgreSQL type a query answers, as the body's JSON-natural value.
 func TestTypeMapping(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	q := target(t, with(base, "operation=query"))
 	for _, tc := range []struct {
@@ -350,6 +355,7 @@ func TestTypeMapping(t *testing.T) {
 
 // Names from the URI and from map keys are quoted identifiers; values are bound.
 func TestInjectionThroughNamesAndValues(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl := typesTable(t, base)
 	// A table option that tries to end the statement names a table that does not exist.
@@ -384,6 +390,7 @@ func TestInjectionThroughNamesAndValues(t *testing.T) {
 // Spec §12.1 builds its SQL with the column name a caller chose; allowedColumns
 // refuses every SQL in which that name is anything but an allowed column.
 func TestAllowedColumnsStopsFieldInjection(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl := testtools.UniqueName("customers")
 	testtools.PostgresExec(t, base,
@@ -429,6 +436,7 @@ func TestAllowedColumnsStopsFieldInjection(t *testing.T) {
 }
 
 func TestErrorsNameTheProblemWithoutThePassword(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	u, _ := url.Parse(base)
 	secret := "Wr0ng-S3cret-Pw"
@@ -495,6 +503,7 @@ func terminate(t *testing.T, db string) {
 }
 
 func TestPoolRecoversAfterTheServerDroppedItsConnections(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresDatabase(t)
 	p := target(t, with(base, "operation=query&maxConns=4"))
 	for range 4 {
@@ -541,7 +550,7 @@ func (c *collector) wait(t *testing.T, n int) {
 	for range n {
 		select {
 		case <-c.seen:
-		case <-time.After(30 * time.Second):
+		case <-time.After(testtools.StartupBound):
 			t.Fatalf("fewer than %d exchanges arrived", n)
 		}
 	}
@@ -582,6 +591,7 @@ func count(t *testing.T, base, sql string) int64 {
 }
 
 func TestPollingMarksHandledRowsOnly(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl := testtools.UniqueName("jobs")
 	testtools.PostgresExec(t, base,
@@ -619,6 +629,7 @@ func TestPollingMarksHandledRowsOnly(t *testing.T) {
 // once, none is lost, and the duplicates are the rows of the batch that never
 // committed (at most maxRows).
 func TestPollingKilledMidBatchLosesNothing(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresURL(t)
 	tbl := testtools.UniqueName("stream")
 	const rows, batch, killAt = 500, 50, 120
@@ -664,7 +675,7 @@ func TestPollingKilledMidBatchLosesNothing(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}))
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for count(t, base, "SELECT count(*) FROM "+tbl+" WHERE NOT done") > 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the restarted trigger did not mark every row")
@@ -694,6 +705,7 @@ func TestPollingKilledMidBatchLosesNothing(t *testing.T) {
 }
 
 func TestListenDecodesJSONAndReconnects(t *testing.T) {
+	t.Parallel()
 	base := testtools.PostgresDatabase(t)
 	ch := testtools.UniqueName("events")
 	col := newCollector()
@@ -712,7 +724,7 @@ func TestListenDecodesJSONAndReconnects(t *testing.T) {
 	terminate(t, base)
 	// The trigger reconnects within delay; notifications sent meanwhile are lost (LISTEN
 	// is at most once), so keep sending until one arrives.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		notify(`"after"`)
 		select {
@@ -741,6 +753,7 @@ func TestListenDecodesJSONAndReconnects(t *testing.T) {
 // Numbers and booleans are bound as their text, so PostgreSQL converts them by the
 // parameter's type as it would a literal: no silent truncation, no missing plans.
 func TestParameterConversion(t *testing.T) {
+	t.Parallel()
 	db := testtools.PostgresDatabase(t)
 	testtools.PostgresExec(t, db, "CREATE TABLE p (i int, t text, n numeric, b boolean, j jsonb, a int[])")
 	ins := target(t, with(db, "operation=insert&table=p"))
@@ -767,6 +780,7 @@ func TestParameterConversion(t *testing.T) {
 // COPY keeps numbers binary, refuses a fraction for an integer column and writes
 // numbers into text columns as text.
 func TestCopyConversion(t *testing.T) {
+	t.Parallel()
 	db := testtools.PostgresDatabase(t)
 	testtools.PostgresExec(t, db, "CREATE TABLE c (i int, t text, n numeric, f float8, j jsonb)")
 	cp := target(t, with(db, "operation=insert&insertMode=copy&table=c"))

@@ -10,6 +10,7 @@ import (
 )
 
 func TestBindNamed(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, out string
 		names   []string
@@ -38,6 +39,7 @@ func TestBindNamed(t *testing.T) {
 }
 
 func TestCheckGuard(t *testing.T) {
+	t.Parallel()
 	allowed := map[string]bool{"id": true, "name": true, "email": true, "created_at": true, "customers": true}
 	ok := []string{
 		"SELECT id, name, email, created_at FROM customers WHERE name ILIKE $1 LIMIT $2",
@@ -78,6 +80,7 @@ func TestCheckGuard(t *testing.T) {
 }
 
 func TestNumericValue(t *testing.T) {
+	t.Parallel()
 	num := func(i int64, exp int32) pgtype.Numeric {
 		return pgtype.Numeric{Int: big.NewInt(i), Exp: exp, Valid: true}
 	}
@@ -103,6 +106,7 @@ func TestNumericValue(t *testing.T) {
 }
 
 func TestNotifyBody(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]any{
 		`{"a": 1, "b": [2.5]}`: map[string]any{"a": int64(1), "b": []any{2.5}},
 		`42`:                   int64(42),

@@ -12,6 +12,7 @@ import (
 )
 
 func TestSQLErrorsSayTheirHTTPStatus(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		code string
 		want int
@@ -44,6 +45,7 @@ func TestSQLErrorsSayTheirHTTPStatus(t *testing.T) {
 }
 
 func TestUnreachableDatabaseIs503(t *testing.T) {
+	t.Parallel()
 	// A closed port: the driver's own ConnectError, as a stopped database gives.
 	_, cerr := pgconn.Connect(context.Background(), "postgres://u@127.0.0.1:1/x?connect_timeout=5")
 	if cerr == nil {

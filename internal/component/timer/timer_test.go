@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -63,58 +64,64 @@ func TestOptions(t *testing.T) {
 
 // A timer workflow with repeatCount=3 fires exactly three times, numbered 1..3, and
 // then stays quiet while the context is still running.
+// It runs in a synctest bubble: the timer's periods are virtual time, so the count does
+// not depend on how fast the machine is.
 func TestRepeatCountInEngine(t *testing.T) {
-	hc := engine.NewContext("timer-test")
-	hc.AddComponent("timer", timer.New(hc.Logger))
-	var mu sync.Mutex
-	var counters []int
-	var names []string
-	fired := make(chan struct{}, 10)
-	err := hc.AddWorkflow(&engine.Workflow{
-		ID:      "ticks",
-		FromURI: "timer://ticker?period=5ms&delay=0&repeatCount=3",
-		Processors: []engine.Processor{engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
-			mu.Lock()
-			counters = append(counters, ex.In().Header(timer.HeaderCounter).(int))
-			names = append(names, ex.In().HeaderString(timer.HeaderName))
-			mu.Unlock()
-			if ex.Pattern() != exchange.InOnly {
-				t.Errorf("timer exchange pattern %v, want InOnly", ex.Pattern())
+	synctest.Test(t, func(t *testing.T) {
+		hc := engine.NewContext("timer-test")
+		hc.AddComponent("timer", timer.New(hc.Logger))
+		var mu sync.Mutex
+		var counters []int
+		var names []string
+		fired := make(chan struct{}, 10)
+		err := hc.AddWorkflow(&engine.Workflow{
+			ID:      "ticks",
+			FromURI: "timer://ticker?period=5ms&delay=0&repeatCount=3",
+			Processors: []engine.Processor{engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
+				mu.Lock()
+				counters = append(counters, ex.In().Header(timer.HeaderCounter).(int))
+				names = append(names, ex.In().HeaderString(timer.HeaderName))
+				mu.Unlock()
+				if ex.Pattern() != exchange.InOnly {
+					t.Errorf("timer exchange pattern %v, want InOnly", ex.Pattern())
+				}
+				fired <- struct{}{}
+				return nil
+			})},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), componenttest.Timeout)
+		defer cancel()
+		if err := hc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			select {
+			case <-fired:
+			case <-ctx.Done():
+				t.Fatal("timer did not fire three times")
 			}
-			fired <- struct{}{}
-			return nil
-		})},
+		}
+		// Twenty periods of the bubble's virtual time, then every goroutine of the bubble is
+		// idle: a fourth firing would have happened by now, on any machine, however loaded.
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if err := hc.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(counters) != 3 || counters[0] != 1 || counters[1] != 2 || counters[2] != 3 {
+			t.Fatalf("counters %v, want [1 2 3]", counters)
+		}
+		for _, n := range names {
+			if n != "ticker" {
+				t.Fatalf("timer name header %q, want ticker", n)
+			}
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), componenttest.Timeout)
-	defer cancel()
-	if err := hc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		select {
-		case <-fired:
-		case <-ctx.Done():
-			t.Fatal("timer did not fire three times")
-		}
-	}
-	// Wait a few periods: a fourth firing would show up here.
-	time.Sleep(100 * time.Millisecond)
-	if err := hc.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(counters) != 3 || counters[0] != 1 || counters[1] != 2 || counters[2] != 3 {
-		t.Fatalf("counters %v, want [1 2 3]", counters)
-	}
-	for _, n := range names {
-		if n != "ticker" {
-			t.Fatalf("timer name header %q, want ticker", n)
-		}
-	}
 }
 
 // Stop cancels an exchange that outlives the stop deadline instead of hanging.

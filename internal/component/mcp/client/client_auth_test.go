@@ -134,6 +134,7 @@ func TestClientAuthBearer(t *testing.T) {
 }
 
 func TestClientAuthAPIKey(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(guarded(func(r *http.Request) bool {
 		return r.Header.Get("X-Custom-Key") == "k-123"
 	}))
@@ -208,6 +209,7 @@ func (te *tokenEndpoint) setExpiresIn(s int) {
 }
 
 func TestClientAuthOAuth2(t *testing.T) {
+	t.Parallel()
 	te := &tokenEndpoint{expiresIn: 3600, issued: map[string]bool{}}
 	tokenSrv := httptest.NewServer(te)
 	t.Cleanup(tokenSrv.Close)
@@ -344,6 +346,7 @@ func writePEM(t *testing.T, dir, name, typ string, der []byte) string {
 }
 
 func TestClientAuthMTLS(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	srv := httptest.NewUnstartedServer(guarded(func(r *http.Request) bool {
 		return r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && r.TLS.PeerCertificates[0].Subject.CommonName == "helix-client"

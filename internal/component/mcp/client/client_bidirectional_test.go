@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/pkg/app"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -119,6 +119,7 @@ func serverAddr(t *testing.T, a *app.App, id string) string {
 // aggregates the three answers and compiles a report, and is itself exposed by the
 // orchestrator MCP server — called here over MCP too.
 func TestBidirectionalMCP(t *testing.T) {
+	t.Parallel()
 	sources := startYAMLApp(t, sourcesYAML)
 	orch := startYAMLApp(t, fmt.Sprintf(orchestratorYAML,
 		serverAddr(t, sources, "scholar-ai"), serverAddr(t, sources, "web-search"), serverAddr(t, sources, "knowledge-base")))

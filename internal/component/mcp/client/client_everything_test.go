@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
-	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -169,6 +169,7 @@ func everythingTargets(t *testing.T) map[string]string {
 }
 
 func TestClientAgainstServerEverything(t *testing.T) {
+	t.Parallel()
 	targets := everythingTargets(t)
 	for _, transport := range []string{"http", "http-no-path", "sse", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
@@ -252,6 +253,7 @@ func TestClientAgainstServerEverything(t *testing.T) {
 }
 
 func TestClientToolErrorResult(t *testing.T) {
+	t.Parallel()
 	// server-everything's get-sum rejects a non-number argument with isError (or a
 	// protocol error, depending on the SDK version): either way the exchange fails.
 	targets := everythingTargets(t)
@@ -269,6 +271,7 @@ func TestClientToolErrorResult(t *testing.T) {
 }
 
 func TestClientStdioSubprocessEndsOnStop(t *testing.T) {
+	// Not parallel: it counts this process's server-everything children.
 	node, script := everythingPaths(t)
 	hc := engine.NewContext("stdio-stop")
 	hc.AddComponent("mcp", mcpclient.New())
@@ -335,6 +338,7 @@ func childPIDs(t *testing.T, node, script string) []int {
 // 400 with a null-id "No valid session ID") was not processed and goes again on the
 // new session.
 func TestClientSurvivesServerRestart(t *testing.T) {
+	// Not parallel: it counts this process's server-everything children.
 	for _, tc := range []struct{ name, transport, target string }{
 		{"http", "streamableHttp", "mcp://%s/mcp/echo"},
 		{"sse", "sse", "mcp://%s/echo?transport=sse"},
@@ -445,6 +449,7 @@ workflows:
 `
 
 func TestClientErrorsInYAMLWorkflows(t *testing.T) {
+	t.Parallel()
 	peer := startEverything(t, "streamableHttp", 0)
 	a, _, err := app.Load(app.Options{Logger: slog.New(slog.DiscardHandler)}, writeYAML(t, fmt.Sprintf(errorsYAML, peer.addr())))
 	if err != nil {

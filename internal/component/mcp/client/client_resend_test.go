@@ -136,6 +136,7 @@ func startProducer(t *testing.T, raw string) *Producer {
 // body (mcp-go's answer to an unknown tool) is the server's answer: a tool error
 // handled per throwExceptionOnFailure, sent once, not a reason to reconnect.
 func TestClientHTTP400JSONRPCErrorIsToolError(t *testing.T) {
+	t.Parallel()
 	var calls callsCounter
 	var runs atomic.Int64
 	hs := mcpgoStyleServer(t, &calls, &runs)
@@ -178,6 +179,7 @@ func TestClientHTTP400JSONRPCErrorIsToolError(t *testing.T) {
 // the connection, or a 502 from a proxy, may mean the tool ran; the call fails without
 // being sent again, and the next call goes through.
 func TestClientNoResendAfterConnectionDrop(t *testing.T) {
+	t.Parallel()
 	var calls callsCounter
 	var runs atomic.Int64
 	hs := mcpgoStyleServer(t, &calls, &runs)
@@ -218,6 +220,7 @@ func TestClientNoResendAfterConnectionDrop(t *testing.T) {
 // has a null id ("No valid session ID", as TypeScript servers answer after a restart) —
 // goes again on a new session, and the tool runs once.
 func TestClientResendsOnlyWhatWasRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		refuse func(w http.ResponseWriter)
@@ -288,6 +291,7 @@ func TestClientResendsOnlyWhatWasRefused(t *testing.T) {
 // server that serves /mcp only and one that serves / only, and remembers the path
 // that worked.
 func TestClientFindsStreamableHTTPPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, path, wrong string }{
 		{"/mcp only", "/mcp", "/"},
 		{"/ only", "/", "/mcp"},
@@ -382,6 +386,7 @@ func slowServer() (s *sdk.Server, release func()) {
 // told with notifications/cancelled by the time the producer returns, over Streamable
 // HTTP and SSE.
 func TestClientTimeoutSendsCancelled(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "sse"} {
 		t.Run(transport, func(t *testing.T) {
 			s, release := slowServer()
@@ -421,6 +426,7 @@ const stdioHelperEnv = "HELIX_TEST_STDIO_SERVER_COUNT"
 // TestClientStdioNoResendAfterExit with stdioHelperEnv set, it is a stdio MCP server
 // whose tool "crash" records the call and exits without answering.
 func TestClientStdioHelperServer(t *testing.T) {
+	t.Parallel()
 	countFile := os.Getenv(stdioHelperEnv)
 	if countFile == "" {
 		t.Skip("helper process for TestClientStdioNoResendAfterExit")
@@ -452,6 +458,7 @@ func TestClientStdioHelperServer(t *testing.T) {
 // have run it: the call fails without being sent to a new subprocess, and the next
 // call starts one.
 func TestClientStdioNoResendAfterExit(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

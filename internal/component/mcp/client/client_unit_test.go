@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
@@ -27,6 +28,7 @@ type stringer struct{}
 func (stringer) String() string { return "custom" }
 
 func TestArgumentsFromBody(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		body any
@@ -61,6 +63,7 @@ func TestArgumentsFromBody(t *testing.T) {
 }
 
 func TestBodyFromResult(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		res  *sdk.CallToolResult
@@ -85,6 +88,7 @@ func TestBodyFromResult(t *testing.T) {
 }
 
 func TestParseClientURI(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		raw  string
 		want Config
@@ -118,6 +122,7 @@ func TestParseClientURI(t *testing.T) {
 }
 
 func TestParseClientURIErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ raw, want string }{
 		{"mcp://h:1/t?transport=grpc", `option transport="grpc" is not one of the allowed values (use http, sse or stdio)`},
 		{"mcp://h:1/t?tranport=sse", `unknown option "tranport" (did you mean "transport"?)`},
@@ -186,6 +191,7 @@ func TestParseAuth(t *testing.T) {
 }
 
 func TestProtocolErrorClassification(t *testing.T) {
+	t.Parallel()
 	toolErr := &jsonrpc.Error{Code: -32602, Message: "unknown tool"}
 	rejected := &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
 	ctx := context.Background()
@@ -222,6 +228,7 @@ func TestProtocolErrorClassification(t *testing.T) {
 // doubles per failure (capped), that calls inside it fail fast without touching the
 // server, and that a success resets it.
 func TestConnectBackoff(t *testing.T) {
+	t.Parallel()
 	var requests atomic.Int64
 	var healthy atomic.Bool
 	srv := sdk.NewServer(&sdk.Implementation{Name: "backoff", Version: "1"}, nil)
@@ -299,6 +306,7 @@ func TestConnectBackoff(t *testing.T) {
 // TestSharedSessionConcurrentCalls runs many concurrent calls through one producer
 // and checks they share one session (one initialize) and all get their own answer.
 func TestSharedSessionConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	var inits atomic.Int64
 	srv := sdk.NewServer(&sdk.Implementation{Name: "shared", Version: "1"}, &sdk.ServerOptions{
 		InitializedHandler: func(context.Context, *sdk.InitializedRequest) { inits.Add(1) },
@@ -369,6 +377,7 @@ func TestSharedSessionConcurrentCalls(t *testing.T) {
 }
 
 func TestClientProducerErrors(t *testing.T) {
+	t.Parallel()
 	comp := New()
 	u, _ := uri.Parse("mcp://127.0.0.1:1")
 	ep, err := comp.CreateEndpoint(u)
@@ -404,6 +413,7 @@ func TestClientProducerErrors(t *testing.T) {
 // isError and no text gets the spec's fallback message, and a call that outlives the
 // URI's timeout fails with the timeout named, after the server saw the cancellation.
 func TestToolErrorResultAndTimeout(t *testing.T) {
+	t.Parallel()
 	cancelled := make(chan struct{})
 	srv := sdk.NewServer(&sdk.Implementation{Name: "errs", Version: "1"}, nil)
 	srv.AddTool(&sdk.Tool{Name: "fail-silently", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -465,12 +475,13 @@ func TestToolErrorResultAndTimeout(t *testing.T) {
 	}
 	select {
 	case <-cancelled:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testtools.StartupBound):
 		t.Fatal("the server never saw the call cancelled")
 	}
 }
 
 func TestToolOverride(t *testing.T) {
+	t.Parallel()
 	fromServer := func() *exchange.Exchange {
 		ex := exchange.New(exchange.InOut)
 		ex.In().SetHeader(exchange.HeaderMcpToolName, "research_topic")
@@ -521,6 +532,7 @@ func TestToolOverride(t *testing.T) {
 // TestSequentialTargets checks that a second mcp:// target calls its own tool, not the
 // one the first target reported in HelixMcpToolName.
 func TestSequentialTargets(t *testing.T) {
+	t.Parallel()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "seq", Version: "1"}, nil)
 	var identity atomic.Value
 	for _, name := range []string{"first", "second"} {

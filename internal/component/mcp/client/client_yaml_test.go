@@ -82,6 +82,7 @@ workflows:
 // TestClientAuthYAMLErrors checks that auth mistakes are configuration errors with
 // the position of the auth: block.
 func TestClientAuthYAMLErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, target, want string }{
 		{"unknown key", `{uri: "mcp://localhost:1/t", auth: {type: bearer, tokn: x}}`, "unknown key(s) tokn"},
 		{"missing value", `{uri: "mcp://localhost:1/t", auth: {type: api-key}}`, "needs key"},

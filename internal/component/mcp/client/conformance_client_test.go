@@ -37,6 +37,7 @@ const conformanceTool = "echo"
 // the fixture closes, so that httptest's Close (which waits for running handlers)
 // cannot hang.
 func TestClientConformance(t *testing.T) {
+	// Not parallel: it checks process-wide state (goroutines or child processes).
 	componenttest.Run(t, componenttest.Harness{
 		Features: componenttest.Features{Producer: true, RequestReply: true, ProducerCancel: true},
 		Setup: func(t *testing.T) *componenttest.Fixture {

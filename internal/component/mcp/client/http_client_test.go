@@ -8,6 +8,7 @@ import (
 )
 
 func TestHTTPClientReusesConnectionsUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	for _, auth := range []*AuthConfig{nil, {Type: AuthBearer, Token: "t"}} {
 		client, transport, err := newHTTPClient(http.Header{"X-Test": {"1"}}, auth)

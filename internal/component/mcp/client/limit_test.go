@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -64,6 +65,7 @@ func hugeAnswerServer(t *testing.T, size int64, sse bool, written *atomic.Int64)
 // with an error naming the option, as a JSON body and as an event stream, and the
 // client stops reading instead of buffering the whole answer.
 func TestClientMaxResponseBytes(t *testing.T) {
+	t.Parallel()
 	for _, sse := range []bool{false, true} {
 		name := "json"
 		if sse {
@@ -99,6 +101,7 @@ func TestClientMaxResponseBytes(t *testing.T) {
 // TestClientMaxResponseBytesDefault: without the option a 65 MiB answer exceeds the
 // default of 64 MiB.
 func TestClientMaxResponseBytesDefault(t *testing.T) {
+	t.Parallel()
 	var written atomic.Int64
 	hs := hugeAnswerServer(t, 65<<20, false, &written)
 	p := startProducer(t, "mcp://"+strings.TrimPrefix(hs.URL, "http://")+"/mcp/huge?timeout=60s")
@@ -109,6 +112,7 @@ func TestClientMaxResponseBytesDefault(t *testing.T) {
 }
 
 func TestMaxResponseBytesOption(t *testing.T) {
+	t.Parallel()
 	for _, raw := range []string{"mcp://h:1/t?maxResponseBytes=0", "mcp://h:1/t?maxResponseBytes=-5", "mcp://h:1/t?maxResponseBytes=lots"} {
 		if _, err := NewEndpoint(mustParse(t, raw), nil); err == nil || !strings.Contains(err.Error(), "maxResponseBytes") {
 			t.Errorf("%s: err = %v, want one naming maxResponseBytes", raw, err)
@@ -134,7 +138,7 @@ func mustParse(t *testing.T, raw string) *uri.URI {
 
 // waitSteady waits until n stops growing for 200 ms (at most 10 s).
 func waitSteady(n *atomic.Int64) {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	last := n.Load()
 	for time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)

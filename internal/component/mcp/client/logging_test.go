@@ -14,6 +14,7 @@ import (
 // the level before it returns (logging/setLevel). Without LogLevel the server
 // sends none.
 func TestConnLogMessages(t *testing.T) {
+	t.Parallel()
 	s := sdk.NewServer(&sdk.Implementation{Name: "logs", Version: "1"}, nil)
 	s.AddTool(&sdk.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -62,6 +63,7 @@ func TestConnLogMessages(t *testing.T) {
 // A call carries LogLevel in its _meta, where servers on the 2026-07-28 protocol
 // look for it (the test server negotiates an older one, so it is checked directly).
 func TestConnCallCarriesLogLevelInMeta(t *testing.T) {
+	t.Parallel()
 	s := sdk.NewServer(&sdk.Implementation{Name: "meta", Version: "1"}, nil)
 	s.AddTool(&sdk.Tool{Name: "level", InputSchema: map[string]any{"type": "object"}},
 		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

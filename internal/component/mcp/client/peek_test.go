@@ -13,6 +13,7 @@ import (
 // decoding, which it replaces: same method, same call/notification, and the same
 // bodies refused.
 func TestPeekRequestDecidesAsDecodeMessage(t *testing.T) {
+	t.Parallel()
 	deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
 	bodies := []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
@@ -85,6 +86,7 @@ func TestPeekRequestDecidesAsDecodeMessage(t *testing.T) {
 }
 
 func TestPeekRequestWithoutBody(t *testing.T) {
+	t.Parallel()
 	req, err := http.NewRequest(http.MethodPost, "http://mcp.test/", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // comes from a placeholder runs the executable written in the URI whatever the value;
 // an executable from a placeholder is refused.
 func TestStdioToolPlaceholderCannotChangeCommand(t *testing.T) {
+	t.Parallel()
 	const template = "mcp:///usr/bin/mcp-server/${body.tool}?transport=stdio"
 	for _, value := range []string{"../../../bin/sh", "x/../../sh", "a/b", "evil?transport=http", "x#y", "%2e%2e%2fsh"} {
 		ex := exchange.NewWithBody(exchange.InOut, map[string]any{"tool": value})

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/report"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // TestClientPassesProgressOn calls server-everything's long running operation over
@@ -18,6 +18,7 @@ import (
 // returns. (TestChildMCPProgressReachesTheCaller in pkg/app checks that a caller
 // that wants no progress makes the client ask for none.)
 func TestClientPassesProgressOn(t *testing.T) {
+	t.Parallel()
 	targets := everythingTargets(t)
 	for _, transport := range []string{"http", "sse", "stdio"} {
 		t.Run(transport, func(t *testing.T) {

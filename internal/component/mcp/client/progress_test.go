@@ -51,6 +51,7 @@ func progressEvent(token any, progress float64, eol string) string {
 // result and progress for other tokens: the stream arrives unchanged and exactly the
 // progress for the waiting call is reported, in order, before the bytes that follow it.
 func TestProgressBodyForwardsWhatStreamsBy(t *testing.T) {
+	t.Parallel()
 	rec := newProgressRecorder()
 	big := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxScannedEvent) + `"}]}}`
 	stream := ": comment\n\n" +
@@ -76,6 +77,7 @@ func TestProgressBodyForwardsWhatStreamsBy(t *testing.T) {
 
 // Without a waiting call nothing is decoded or reported.
 func TestProgressBodyIdleWithoutWaitingCalls(t *testing.T) {
+	t.Parallel()
 	rec := newProgressRecorder()
 	rec.c.waiting.Add(-1)
 	body := &progressBody{ReadCloser: io.NopCloser(strings.NewReader(progressEvent("t1", 1, "\n"))), c: rec.c}
@@ -103,6 +105,7 @@ func (f *fakeConn) SessionID() string                            { return "" }
 
 // Over stdio the connection's messages are read through progressConn.
 func TestProgressConnForwardsProgress(t *testing.T) {
+	t.Parallel()
 	rec := newProgressRecorder()
 	params := json.RawMessage(`{"progressToken":"t1","progress":2,"total":4}`)
 	call, err := jsonrpc.MakeID(float64(1))

@@ -40,6 +40,7 @@ workflows:
 // SDK does) cancels the mcp:// call the relay waits on, with and without a progress
 // token (with one the Helix server takes the go-sdk path, not the fast path).
 func TestRelayCancellationReachesUpstream(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{}, 4)
 	cancelled := make(chan struct{}, 4)
 	up := slowUpstream("upstream", func() { started <- struct{}{} }, func() { cancelled <- struct{}{} })
@@ -67,14 +68,14 @@ func TestRelayCancellationReachesUpstream(t *testing.T) {
 			}()
 			select {
 			case <-started:
-			case <-time.After(30 * time.Second):
+			case <-time.After(testtools.StartupBound):
 				t.Fatal("the upstream call did not start")
 			}
 			cancel() // the go-sdk client sends notifications/cancelled
 			<-done
 			select {
 			case <-cancelled:
-			case <-time.After(15 * time.Second):
+			case <-time.After(testtools.StartupBound):
 				t.Fatal("the upstream call was not cancelled within 15s of the client's cancellation")
 			}
 		})
@@ -86,6 +87,7 @@ func TestRelayCancellationReachesUpstream(t *testing.T) {
 // without a progress token (onprogress), and checks the relay's mcp:// call is
 // cancelled.
 func TestRelayCancellationTypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	node := testtools.Node(t)
 	sdkDir := testtools.NPMPackageDir(t, "@modelcontextprotocol/sdk")
 	started := make(chan struct{}, 4)
@@ -139,24 +141,18 @@ func TestRelayCancellationTypeScriptSDK(t *testing.T) {
 			}
 			select {
 			case <-started:
-			case <-time.After(30 * time.Second):
+			case <-time.After(testtools.StartupBound):
 				_ = cmd.Process.Kill()
 				t.Fatalf("the upstream call did not start; client output:\n%s", out.String())
 			}
 			if c.withProgress {
 				// Cancel while the upstream's progress flows through the relay.
-				deadline := time.Now().Add(15 * time.Second)
-				for !strings.Contains(out.String(), "progress") {
-					if time.Now().After(deadline) {
-						t.Fatalf("no progress reached the client; output:\n%s", out.String())
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
+				testtools.Eventually(t, "progress to reach the client", func() bool { return strings.Contains(out.String(), "progress") })
 			}
 			_, _ = io.WriteString(stdin, "abort\n") // the client aborts its call
 			select {
 			case <-cancelled:
-			case <-time.After(15 * time.Second):
+			case <-time.After(testtools.StartupBound):
 				t.Errorf("the upstream call was not cancelled within 15s of the client's abort")
 			}
 			_ = stdin.Close()
@@ -203,6 +199,7 @@ await client.close();
 // itself). The relay's mcp:// call must be cancelled, with and without a progress
 // token (with one the call takes the go-sdk path, without it the fast path).
 func TestRelayCancellationByNotificationOnly(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{}, 4)
 	cancelled := make(chan struct{}, 4)
 	up := slowUpstream("upstream", func() { started <- struct{}{} }, func() { cancelled <- struct{}{} })
@@ -229,7 +226,7 @@ func TestRelayCancellationByNotificationOnly(t *testing.T) {
 			}()
 			select {
 			case <-started:
-			case <-time.After(30 * time.Second):
+			case <-time.After(testtools.StartupBound):
 				t.Fatal("the upstream call did not start")
 			}
 			resp, err := w.do(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"user aborted"}}`, id))
@@ -242,7 +239,7 @@ func TestRelayCancellationByNotificationOnly(t *testing.T) {
 			}
 			select {
 			case <-cancelled:
-			case <-time.After(15 * time.Second):
+			case <-time.After(testtools.StartupBound):
 				t.Fatal("the upstream call was not cancelled within 15s of notifications/cancelled")
 			}
 			select {
@@ -251,7 +248,7 @@ func TestRelayCancellationByNotificationOnly(t *testing.T) {
 				if strings.Contains(a, `"result"`) {
 					t.Errorf("the cancelled call was answered with a result: %s", a)
 				}
-			case <-time.After(15 * time.Second):
+			case <-time.After(testtools.StartupBound):
 				t.Error("the cancelled call's POST was not finished within 15s")
 			}
 		})

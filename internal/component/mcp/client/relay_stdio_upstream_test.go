@@ -42,6 +42,7 @@ func serveSlowStdioUpstream(dir string) {
 // without a progress token, staying connected), and the subprocess's handler must be
 // cancelled.
 func TestRelayCancellationStdioUpstream(t *testing.T) {
+	t.Parallel()
 	node := testtools.Node(t)
 	sdkDir := testtools.NPMPackageDir(t, "@modelcontextprotocol/sdk")
 	self, err := os.Executable()
@@ -88,10 +89,10 @@ workflows:
 			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 			waitFor := func(what string, ok func() bool) {
 				t.Helper()
-				deadline := time.Now().Add(30 * time.Second)
+				deadline := time.Now().Add(testtools.StartupBound)
 				for !ok() {
 					if time.Now().After(deadline) {
-						t.Fatalf("%s within 30s; client output:\n%s", what, out.String())
+						t.Fatalf("%s: not in time; client output:\n%s", what, out.String())
 					}
 					time.Sleep(20 * time.Millisecond)
 				}

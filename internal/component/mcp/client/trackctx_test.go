@@ -10,6 +10,7 @@ import (
 // TestTrackerContextIsAValueContext checks that the context withTracker returns
 // behaves as context.WithValue(ctx, trackerKey{}, t) would.
 func TestTrackerContextIsAValueContext(t *testing.T) {
+	t.Parallel()
 	type key struct{}
 	cause := errors.New("stopped")
 	parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), key{}, "v"))

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 func withKey(k string) func(*http.Request) {
@@ -236,7 +238,7 @@ func TestJWKSSlowEndpointDoesNotStallValidTokens(t *testing.T) {
 	}
 	// Valid tokens are answered while the refresh hangs. (If a lock were held
 	// across the fetch they would hang until the test's cleanup.)
-	for deadline := time.Now().Add(30 * time.Second); j.stalled.Load() == 0; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testtools.StartupBound); j.stalled.Load() == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no refresh started")
 		}
@@ -282,7 +284,7 @@ func TestJWKSSlowEndpointDoesNotStallValidTokens(t *testing.T) {
 	// refused at once without another fetch (negative cache), even once the
 	// refresh throttle would allow one.
 	j.unstall()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		s.oauth.jwks.mu.Lock()
 		busy := s.oauth.jwks.inflight != nil

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -260,7 +262,7 @@ func TestJanitorSweepsAndStops(t *testing.T) {
 	clock.Advance(5 * time.Minute)
 	serveFrom(h, "192.0.2.3:1", nil) // recent: survives
 	clock.Advance(6 * time.Minute)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for s.limiter.size() != 1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("janitor did not sweep: %d buckets", s.limiter.size())

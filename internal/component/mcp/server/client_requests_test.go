@@ -19,6 +19,7 @@ import (
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -192,6 +193,7 @@ func callText(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]
 }
 
 func TestElicitThroughEveryTransport(t *testing.T) {
+	t.Parallel()
 	comp := askServers(t)
 	for _, id := range []string{"helix", "sdk"} {
 		t.Run(id, func(t *testing.T) {
@@ -226,6 +228,7 @@ func TestElicitThroughEveryTransport(t *testing.T) {
 }
 
 func TestElicitDeclineCancelAndInvalidAnswers(t *testing.T) {
+	t.Parallel()
 	comp := askServers(t)
 	answer := make(chan *sdk.ElicitResult, 1)
 	cs := askClient(t, comp, "helix", &sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
@@ -256,6 +259,7 @@ func TestElicitDeclineCancelAndInvalidAnswers(t *testing.T) {
 }
 
 func TestAskingWithoutTheCapabilityOrSession(t *testing.T) {
+	t.Parallel()
 	comp := askServers(t)
 	bare := askClient(t, comp, "helix", nil)
 	for tool, want := range map[string]string{
@@ -284,6 +288,7 @@ func TestAskingWithoutTheCapabilityOrSession(t *testing.T) {
 }
 
 func TestElicitWithoutAnMCPClient(t *testing.T) {
+	t.Parallel()
 	hc := engine.NewContext("no-client")
 	wf := askWorkflow(t, hc, "ask", `- elicit: "Anyone?"`)
 	if err := hc.AddWorkflow(wf); err != nil {
@@ -296,6 +301,7 @@ func TestElicitWithoutAnMCPClient(t *testing.T) {
 }
 
 func TestElicitTimeout(t *testing.T) {
+	t.Parallel()
 	comp := askServers(t)
 	asked := make(chan struct{}, 1)
 	released := make(chan error, 1)
@@ -321,6 +327,7 @@ func TestElicitTimeout(t *testing.T) {
 }
 
 func TestSampleThroughEveryTransport(t *testing.T) {
+	t.Parallel()
 	comp := askServers(t)
 	for _, id := range []string{"helix", "sdk"} {
 		t.Run(id, func(t *testing.T) {
@@ -449,6 +456,7 @@ func askGoroutines(d time.Duration) string {
 // call's own stream, which is closed by then, so the client never hears of it
 // (a go-sdk limitation; docs/mcp-server.md, Asking the client).
 func TestCancelledCallWithdrawsTheQuestion(t *testing.T) {
+	t.Parallel()
 	ended := make(chan error, 4)
 	comp := askServersWith(t, recordedAsks(ended))
 	for _, id := range []string{"helix"} {
@@ -474,7 +482,7 @@ func TestCancelledCallWithdrawsTheQuestion(t *testing.T) {
 				<-called
 				select {
 				case <-released:
-				case <-time.After(10 * time.Second):
+				case <-time.After(testtools.StartupBound):
 					t.Fatal("the server did not withdraw its request to the client (no notifications/cancelled) after the call was cancelled")
 				}
 				select {
@@ -482,7 +490,7 @@ func TestCancelledCallWithdrawsTheQuestion(t *testing.T) {
 					if err == nil || !strings.Contains(err.Error(), "cancelled") {
 						t.Errorf("step ended with %v, want a cancellation error", err)
 					}
-				case <-time.After(10 * time.Second):
+				case <-time.After(testtools.StartupBound):
 					t.Fatal("the step still waits after the call was cancelled")
 				}
 				if g := askGoroutines(5 * time.Second); g != "" {
@@ -513,6 +521,7 @@ func (rc *resumeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 // Last-Event-ID); everywhere else the step does nothing and the call answers on
 // its own connection.
 func TestReleaseStreamThroughEveryTransport(t *testing.T) {
+	t.Parallel()
 	comp := askServersWith(t, func(hc *engine.Context) []*engine.Workflow {
 		wf := askWorkflowT(hc, "released", "- release-stream: 10ms\n- set-body: \"done after the release\"")
 		// The answer comes well after the release, so it must travel on the resumed stream.

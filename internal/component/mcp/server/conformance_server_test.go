@@ -12,12 +12,12 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/componenttest"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tool"
 )
 
 // conformanceWorkflow is the workflow the mcp-server fixture exposes as a tool.
@@ -39,6 +39,7 @@ const conformanceWorkflow = "conformance-echo"
 // Headers is off: a tool call carries arguments only; the server sets the HelixMcp*
 // headers itself (checked by the package's server tests).
 func TestServerConformance(t *testing.T) {
+	// Not parallel: it checks process-wide state (goroutines or child processes).
 	componenttest.Run(t, componenttest.Harness{
 		Features: componenttest.Features{
 			Consumer: true, RequestReply: true, Pattern: exchange.InOut,

@@ -10,10 +10,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/starlang"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // A 1x1 PNG.
@@ -75,6 +75,7 @@ func contentWorkflows(t *testing.T) []*engine.Workflow {
 }
 
 func TestContentThroughGoSDKClient(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, contentWorkflows(t)...)
 	comp := startContext(t, hc, Options{ID: "fast", Addr: "127.0.0.1:0"}, Options{ID: "sdk", Addr: "127.0.0.1:0", DisableFastToolCalls: true})
 	clients := map[string]*sdk.ClientSession{
@@ -129,6 +130,7 @@ func describeContent(cs []sdk.Content) string {
 // TestFastToolCallsMatchTheSDKPathForContent: the fast path answers every kind of
 // content exactly as the go-sdk session does.
 func TestFastToolCallsMatchTheSDKPathForContent(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, contentWorkflows(t)...)
 	var opts []Options
 	for _, id := range []string{"fast", "sdk", "fast-stateless", "sdk-stateless"} {
@@ -185,6 +187,7 @@ func TestFastToolCallsMatchTheSDKPathForContent(t *testing.T) {
 
 // sdkResult's one-allocation text result is the result it always made.
 func TestSDKResultOneTextPart(t *testing.T) {
+	t.Parallel()
 	for _, res := range []tool.Result{
 		tool.TextResult("hi"),
 		tool.ErrorResult("bad"),

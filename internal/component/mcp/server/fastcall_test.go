@@ -442,6 +442,7 @@ func runSequence(t *testing.T, url string, stateless bool, steps []fastStep) []d
 // TestFastToolCallsMatchTheSDKPath sends the same raw requests to servers with the
 // fast path on and off and compares the decoded answers.
 func TestFastToolCallsMatchTheSDKPath(t *testing.T) {
+	t.Parallel()
 	comp := fastTestServers(t, newSlowProbe())
 	for _, stateless := range []bool{false, true} {
 		suffix := map[bool]string{false: "", true: "-stateless"}[stateless]
@@ -535,6 +536,7 @@ func awaitReply(t *testing.T, ch <-chan rawReply) rawReply {
 // cancels its context and no result is sent for it, a reused request id is refused
 // while it runs, and the answers match the SDK path's.
 func TestFastToolCallCancellation(t *testing.T) {
+	t.Parallel()
 	probe := newSlowProbe()
 	comp := fastTestServers(t, probe)
 	var answers [2][]decodedReply
@@ -572,6 +574,7 @@ func TestFastToolCallCancellation(t *testing.T) {
 // TestFastToolCallClientDisconnect: a call whose POST goes away is cancelled,
 // stateful and stateless, fast path on and off.
 func TestFastToolCallClientDisconnect(t *testing.T) {
+	t.Parallel()
 	probe := newSlowProbe()
 	comp := fastTestServers(t, probe)
 	for _, id := range []string{"fast", "sdk", "fast-stateless", "sdk-stateless"} {
@@ -598,6 +601,7 @@ func TestFastToolCallClientDisconnect(t *testing.T) {
 // TestFastToolCallKeepsSessionAlive: a running fast call holds off the idle
 // timer, and the session expires once it is idle again.
 func TestFastToolCallKeepsSessionAlive(t *testing.T) {
+	t.Parallel()
 	probe := newSlowProbe()
 	hc := newTestContext(t, fastWorkflows(probe)...)
 	comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0", SessionIdleTimeout: 100 * time.Millisecond})
@@ -632,6 +636,7 @@ func TestFastToolCallKeepsSessionAlive(t *testing.T) {
 // TestFastToolCallStop: Stop waits for a running fast call, refuses new ones with
 // the shutting-down tool error, and the running call's answer still goes out.
 func TestFastToolCallStop(t *testing.T) {
+	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	hc := newTestContext(t, greetWorkflow(), &engine.Workflow{ID: "busy", FromURI: "direct://busy",
 		Processors: step(func(ctx context.Context, ex *exchange.Exchange) error {

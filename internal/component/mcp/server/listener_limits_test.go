@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/netguard"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -50,6 +51,7 @@ func limitsTimeout(err error) bool {
 // A POST whose body stalls gets 408 (or a closed connection) within
 // read_timeout, on Streamable HTTP and on the SSE message endpoint.
 func TestMCPStalledBodyGets408(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow())
 	comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0", Limits: netguard.Limits{ReadTimeout: 200 * time.Millisecond}})
 	addr := comp.Addr("s").String()
@@ -72,6 +74,7 @@ func TestMCPStalledBodyGets408(t *testing.T) {
 // max_connections_per_ip: idle connections from one address are counted; the
 // next one from that address is closed at once, other addresses are served.
 func TestMCPMaxConnectionsPerIP(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow())
 	comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0", Limits: netguard.Limits{MaxConnectionsPerIP: 2}})
 	addr := comp.Addr("s").String()
@@ -84,7 +87,7 @@ func TestMCPMaxConnectionsPerIP(t *testing.T) {
 	}
 	req := "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
 		"Content-Length: " + itoa(len(initializeBody)) + "\r\n\r\n" + initializeBody
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testtools.StartupBound)
 	for {
 		resp, err := limitsRaw(t, addr, "127.0.0.1", req)
 		if err != nil && !limitsTimeout(err) || errors.Is(err, syscall.ECONNRESET) {
@@ -114,6 +117,7 @@ func itoa(n int) string {
 // An SSE session outlives write_timeout: its stream is idle far longer than the
 // timeout, and a call answered over it afterwards still arrives.
 func TestSSEStreamOutlivesWriteTimeout(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow())
 	limits := netguard.Limits{WriteTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, IdleTimeout: 100 * time.Millisecond}
 	comp := startContext(t, hc,
@@ -131,6 +135,7 @@ func TestSSEStreamOutlivesWriteTimeout(t *testing.T) {
 }
 
 func TestServerOptionsFromURIListenerLimits(t *testing.T) {
+	t.Parallel()
 	u, err := uri.Parse("mcp-server://127.0.0.1:0?readTimeout=5s&idleTimeout=off&writeTimeout=2500&maxConnections=10&maxConnectionsPerIp=3")
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +155,7 @@ func TestServerOptionsFromURIListenerLimits(t *testing.T) {
 }
 
 func TestServerOptionsFromURIMaxConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	u, _ := uri.Parse("mcp-server://127.0.0.1:0?maxConcurrentCalls=4")
 	opts, err := OptionsFromURI(u)
 	if err != nil || opts.MaxConcurrentCalls != 4 {

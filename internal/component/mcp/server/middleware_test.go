@@ -15,6 +15,7 @@ import (
 // every tools/call — also those the fast path answers — and what it decides
 // (here: refusing one tool, renaming another) holds on both paths alike.
 func TestReceivingMiddlewareRunsOnTheFastPath(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int64
 	mw := func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestLimitCompletion(t *testing.T) {
+	t.Parallel()
 	many := make([]string, 150)
 	for i := range many {
 		many[i] = fmt.Sprint(i)
@@ -43,6 +44,7 @@ func TestLimitCompletion(t *testing.T) {
 // Every template config accepts must be one the go-sdk accepts: AddResourceTemplate
 // panics on the others, which would crash the server at start.
 func TestAcceptedTemplatesSuitTheSDK(t *testing.T) {
+	t.Parallel()
 	for _, tmpl := range []string{
 		"app://orders/{id}", "app://x/{+path}", "test://template/{id}/data", "app://a/{a}/{b}?q=1",
 		"app://x/%20/{id}", "app://x/{id}.json", "urn:x:{id}", "app://x/~{user_name}",
@@ -70,6 +72,7 @@ func TestAcceptedTemplatesSuitTheSDK(t *testing.T) {
 }
 
 func TestPrimitivesInMemory(t *testing.T) {
+	t.Parallel()
 	tmpl, err := config.ParseURITemplate("app://orders/{id}")
 	if err != nil {
 		t.Fatal(err)

@@ -86,6 +86,7 @@ func (n *notifications) take(t *testing.T, wantProgress, wantLogs int) (progress
 }
 
 func TestToolCallProgressAndLogs(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, reportingWorkflows()...)
 	inR, inW := io.Pipe()   // client → server
 	outR, outW := io.Pipe() // server → client
@@ -199,6 +200,7 @@ func TestToolCallProgressAndLogs(t *testing.T) {
 // TestProgressWithJSONOnlyClient: a client that accepts only application/json gets
 // the result without the notifications it cannot receive.
 func TestProgressWithJSONOnlyClient(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, reportingWorkflows()...)
 	comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0"})
 	url := serverURL(t, comp, "s", "/mcp")
@@ -215,6 +217,7 @@ func TestProgressWithJSONOnlyClient(t *testing.T) {
 // progress and log notifications travel on its POST's event stream, before the
 // result.
 func TestNotificationsPrecedeTheResult(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, reportingWorkflows()...)
 	comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0"})
 	url := serverURL(t, comp, "s", "/mcp")

@@ -22,6 +22,7 @@ const mcpgoInitialize = `{"jsonrpc":"2.0","id":2,"method":"initialize","params":
 // versions the server speaks (all before 2026-07-28), and the handshake that
 // follows serves tools.
 func TestMcpGoDefaultClientSequence(t *testing.T) {
+	t.Parallel()
 	for _, impl := range []string{HTTPTransportHelix, HTTPTransportSDK} {
 		t.Run(impl, func(t *testing.T) {
 			hc := newTestContext(t, greetWorkflow())
@@ -78,6 +79,7 @@ func TestMcpGoDefaultClientSequence(t *testing.T) {
 // TestSSEResultsHaveNoNewProtocolFields: the go-sdk's SSE transport (2024-11-05)
 // sends list results without the 2026-07-28 fields too.
 func TestSSEResultsHaveNoNewProtocolFields(t *testing.T) {
+	t.Parallel()
 	comp := startContext(t, newTestContext(t, greetWorkflow()), Options{ID: "sse", Transport: "sse", Addr: "127.0.0.1:0"})
 	req, _ := http.NewRequestWithContext(testCtx(t), http.MethodGet, serverURL(t, comp, "sse", "/sse"), nil)
 	resp, err := http.DefaultClient.Do(req)

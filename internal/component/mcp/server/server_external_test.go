@@ -66,7 +66,7 @@ func serveExample(t *testing.T, extra ...string) int {
 	t.Helper()
 	port := testtools.FreePort(t)
 	startHelix(t, nil, append([]string{"mcp", "serve", exampleWithAddr(t, fmt.Sprintf("127.0.0.1:%d", port))}, extra...)...)
-	testtools.WaitForTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second)
+	testtools.WaitForTCP(t, fmt.Sprintf("127.0.0.1:%d", port), testtools.StartupBound)
 	return port
 }
 
@@ -90,7 +90,7 @@ func startHelix(t *testing.T, env []string, args ...string) {
 			if err != nil {
 				t.Errorf("helix %v: %v\n%s", args, err, stderr.String())
 			}
-		case <-time.After(60 * time.Second):
+		case <-time.After(testtools.StartupBound):
 			_ = cmd.Process.Kill()
 			<-waited
 			t.Errorf("helix %v did not stop on SIGTERM\n%s", args, stderr.String())
@@ -158,6 +158,7 @@ func checkInspectorGreet(t *testing.T, out string) {
 }
 
 func TestInspectorAgainstHelix(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the helix binary and Node")
 	}
@@ -225,7 +226,7 @@ func serveConformance(t *testing.T) (stateful, stateless string) {
 	startHelix(t, []string{fmt.Sprintf("CONFORMANCE_PORT=%d", p1), fmt.Sprintf("CONFORMANCE_STATELESS_PORT=%d", p2)},
 		"mcp", "serve", filepath.Join(root, "examples", "conformance.yaml"))
 	for _, p := range []int{p1, p2} {
-		testtools.WaitForTCP(t, fmt.Sprintf("127.0.0.1:%d", p), 60*time.Second)
+		testtools.WaitForTCP(t, fmt.Sprintf("127.0.0.1:%d", p), testtools.StartupBound)
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", p1), fmt.Sprintf("http://127.0.0.1:%d/mcp", p2)
 }
@@ -265,6 +266,7 @@ func failedChecks(checks []conformanceCheck, strict bool) []string {
 }
 
 func TestConformanceSuiteAgainstHelix(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the helix binary and Node")
 	}
@@ -329,6 +331,7 @@ var alphaExpectedFailures = map[string]string{
 }
 
 func TestConformanceAlphaAgainstHelix(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the helix binary and Node")
 	}

@@ -123,6 +123,7 @@ func exerciseTrouble(t *testing.T, cs *sdk.ClientSession, slowCancelled *atomic.
 }
 
 func TestStreamableHTTPStateful(t *testing.T) {
+	t.Parallel()
 	var slowCancelled atomic.Bool
 	hc := newTestContext(t, troubleWorkflows(&slowCancelled)...)
 	comp := startContext(t, hc, Options{ID: "s", Name: "my-tools", Addr: "127.0.0.1:0"})
@@ -142,6 +143,7 @@ func TestStreamableHTTPStateful(t *testing.T) {
 }
 
 func TestStreamableHTTPStateless(t *testing.T) {
+	t.Parallel()
 	var slowCancelled atomic.Bool
 	hc := newTestContext(t, troubleWorkflows(&slowCancelled)...)
 	comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0", Stateless: true})
@@ -164,6 +166,7 @@ func TestStreamableHTTPStateless(t *testing.T) {
 }
 
 func TestSSETransport(t *testing.T) {
+	t.Parallel()
 	var slowCancelled atomic.Bool
 	hc := newTestContext(t, troubleWorkflows(&slowCancelled)...)
 	comp := startContext(t, hc,
@@ -196,6 +199,7 @@ func TestSSETransport(t *testing.T) {
 }
 
 func TestTwoServersTwoToolSets(t *testing.T) {
+	t.Parallel()
 	noop := step(func(context.Context, *exchange.Exchange) error { return nil })
 	hc := newTestContext(t,
 		greetWorkflow(),
@@ -223,6 +227,7 @@ func TestTwoServersTwoToolSets(t *testing.T) {
 }
 
 func TestWorkflowTriggeredServer(t *testing.T) {
+	t.Parallel()
 	// Spec §3.3: the server is a workflow whose trigger is mcp-server://.
 	port := freePort(t)
 	hc := newTestContext(t, greetWorkflow(), &engine.Workflow{
@@ -278,6 +283,7 @@ func rawPost(t *testing.T, url, host, body string) *http.Response {
 }
 
 func TestDNSRebindingProtection(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow())
 	comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0"})
 	url := serverURL(t, comp, "s", "/mcp")
@@ -295,6 +301,7 @@ func TestDNSRebindingProtection(t *testing.T) {
 }
 
 func TestHTTPMiddlewareWrapsServer(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow())
 	comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0", HTTPMiddleware: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -311,6 +318,7 @@ func TestHTTPMiddlewareWrapsServer(t *testing.T) {
 }
 
 func TestStdioServerAndDone(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow())
 	inR, inW := io.Pipe()   // client → server
 	outR, outW := io.Pipe() // server → client
@@ -336,6 +344,7 @@ func TestStdioServerAndDone(t *testing.T) {
 }
 
 func TestStdioWritesOnlyProtocol(t *testing.T) {
+	t.Parallel()
 	// Everything the server writes on its stdout must be JSON-RPC: one JSON object
 	// per line, nothing else (logs go elsewhere).
 	hc := newTestContext(t, greetWorkflow())
@@ -389,6 +398,7 @@ func TestStdioWritesOnlyProtocol(t *testing.T) {
 }
 
 func TestStopWaitsForRunningCallsAndRefusesNewOnes(t *testing.T) {
+	t.Parallel()
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	hc := newTestContext(t, greetWorkflow(), &engine.Workflow{ID: "busy", FromURI: "direct://busy",

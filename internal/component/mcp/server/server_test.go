@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/component/mcp/security"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
@@ -22,7 +23,7 @@ import (
 )
 
 // testTimeout is generous: the suite runs on a loaded 2-core machine with -race.
-const testTimeout = 60 * time.Second
+const testTimeout = testtools.StartupBound
 
 func testCtx(t *testing.T) context.Context {
 	t.Helper()
@@ -113,6 +114,7 @@ func resultText(t *testing.T, res *sdk.CallToolResult) string {
 }
 
 func TestSchemeRegistrationAndDirection(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t)
 	hc.AddComponent("mcp-server", New(hc))
 	if _, ok := hc.Component("mcp-server"); !ok {
@@ -136,6 +138,7 @@ func TestSchemeRegistrationAndDirection(t *testing.T) {
 }
 
 func TestURIOptions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		raw, wantErr         string
 		transport, name, ver string
@@ -177,6 +180,7 @@ func TestURIOptions(t *testing.T) {
 }
 
 func TestToolRegistryErrors(t *testing.T) {
+	t.Parallel()
 	noop := step(func(context.Context, *exchange.Exchange) error { return nil })
 	for _, tc := range []struct {
 		name    string
@@ -235,6 +239,7 @@ func TestToolRegistryErrors(t *testing.T) {
 }
 
 func TestUnknownExposeFailsStart(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow())
 	comp := New(hc)
 	hc.AddComponent("mcp-server", comp)
@@ -255,6 +260,7 @@ func TestUnknownExposeFailsStart(t *testing.T) {
 }
 
 func TestRoundTripInMemory(t *testing.T) {
+	t.Parallel()
 	var gotHeaders map[string]any
 	wf := greetWorkflow()
 	inner := wf.Processors[0]
@@ -289,6 +295,7 @@ func TestRoundTripInMemory(t *testing.T) {
 }
 
 func TestReplyBodyShapes(t *testing.T) {
+	t.Parallel()
 	mk := func(id string, body any) *engine.Workflow {
 		return &engine.Workflow{ID: id, FromURI: "direct://" + id, Processors: step(func(_ context.Context, ex *exchange.Exchange) error {
 			ex.In().SetBody(body)
@@ -311,6 +318,7 @@ func TestReplyBodyShapes(t *testing.T) {
 }
 
 func TestArgumentsDecoding(t *testing.T) {
+	t.Parallel()
 	var got any
 	hc := newTestContext(t, &engine.Workflow{ID: "echo", FromURI: "direct://echo", Processors: step(func(_ context.Context, ex *exchange.Exchange) error {
 		got = ex.In().Body()
@@ -325,6 +333,7 @@ func TestArgumentsDecoding(t *testing.T) {
 }
 
 func TestErrorPropagation(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t,
 		&engine.Workflow{ID: "risky-operation", Description: "An operation that might fail", FromURI: "direct://risky",
 			Processors: step(func(_ context.Context, ex *exchange.Exchange) error {
@@ -363,6 +372,7 @@ func TestErrorPropagation(t *testing.T) {
 }
 
 func TestMultipleRoutesAndFilters(t *testing.T) {
+	t.Parallel()
 	noop := step(func(context.Context, *exchange.Exchange) error { return nil })
 	hc := newTestContext(t,
 		greetWorkflow(),
@@ -427,6 +437,7 @@ func toolNamesOf(tools []*sdk.Tool) []string {
 }
 
 func TestWorkflowsResource(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow(), &engine.Workflow{ID: "send-email", Description: "Send an email notification", FromURI: "direct://send-email"})
 	cs := connectInMemory(t, hc, Options{})
 	lr, err := cs.ListResources(testCtx(t), nil)
@@ -488,6 +499,7 @@ func searchTool(body any) *engine.Workflow {
 }
 
 func TestToolsSchemasValidationStructuredOutput(t *testing.T) {
+	t.Parallel()
 	ran := false
 	wf := searchTool(nil)
 	inner := wf.Processors[0]
@@ -544,6 +556,7 @@ func TestToolsSchemasValidationStructuredOutput(t *testing.T) {
 }
 
 func TestToolAllowedHook(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow(), &engine.Workflow{ID: "admin-tool", FromURI: "direct://admin",
 		Processors: step(func(context.Context, *exchange.Exchange) error { return nil })})
 	cs := connectInMemory(t, hc, Options{ToolAllowed: func(_ context.Context, name string) error {
@@ -567,6 +580,7 @@ func TestToolAllowedHook(t *testing.T) {
 // from the HTTP request: that is what makes per-tool OAuth scopes work for every
 // protocol version and transport.
 func TestToolAllowedSeesTokenInfo(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow())
 	var seen []string
 	allowed := func(ctx context.Context, name string) error {
@@ -613,6 +627,7 @@ func TestToolAllowedSeesTokenInfo(t *testing.T) {
 }
 
 func TestCapabilitiesPromptsLogging(t *testing.T) {
+	t.Parallel()
 	hc := newTestContext(t, greetWorkflow())
 	cs := connectInMemory(t, hc, Options{Name: "caps", Version: "9.9.9"})
 	init := cs.InitializeResult()
@@ -638,6 +653,7 @@ func TestCapabilitiesPromptsLogging(t *testing.T) {
 }
 
 func TestCancelledCallStopsWorkflow(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	cancelled := make(chan struct{})
 	hc := newTestContext(t, &engine.Workflow{ID: "slow", FromURI: "direct://slow", Processors: step(func(ctx context.Context, _ *exchange.Exchange) error {

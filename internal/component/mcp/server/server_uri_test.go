@@ -10,6 +10,7 @@ import (
 // The fast tools/call path can be switched off on mcp-server:// triggers too, as with
 // fast_tool_calls: false in YAML.
 func TestServerURIFastToolCalls(t *testing.T) {
+	t.Parallel()
 	for raw, wantDisabled := range map[string]bool{
 		"mcp-server://127.0.0.1:0":                     false,
 		"mcp-server://127.0.0.1:0?fastToolCalls=true":  false,

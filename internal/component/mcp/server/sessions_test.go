@@ -8,6 +8,7 @@ import (
 )
 
 func TestSessionLimitURIOptions(t *testing.T) {
+	t.Parallel()
 	u, _ := uri.Parse("mcp-server://127.0.0.1:0?maxSessions=20&maxSessionsPerPrincipal=-1")
 	o, err := OptionsFromURI(u)
 	if err != nil || o.MaxSessions != 20 || o.MaxSessionsPerPrincipal != -1 {

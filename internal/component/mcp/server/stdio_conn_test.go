@@ -93,6 +93,7 @@ func runStdio(t *testing.T, hc *engine.Context, in io.Reader) []stdioLine {
 // session is answered with an error and the session goes on; ids are echoed
 // exactly; results carry no 2026-07-28 fields.
 func TestStdioMalformedLinesKeepServing(t *testing.T) {
+	t.Parallel()
 	input := strings.Join([]string{
 		stdioInitialize("2025-11-25"),
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -153,6 +154,7 @@ func TestStdioMalformedLinesKeepServing(t *testing.T) {
 // array in the batch's order, as by the go-sdk; an invalid element gets its error
 // in the array.
 func TestStdioBatchesBefore20250618(t *testing.T) {
+	t.Parallel()
 	input := strings.Join([]string{
 		stdioInitialize("2025-03-26"),
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -179,6 +181,7 @@ func TestStdioBatchesBefore20250618(t *testing.T) {
 // TestStdioCancelledCallGetsNoResult: after notifications/cancelled for a running
 // call no result is written for it (and the server still ends at EOF at once).
 func TestStdioCancelledCallGetsNoResult(t *testing.T) {
+	t.Parallel()
 	probe := newSlowProbe()
 	inR, inW := io.Pipe()
 	done := make(chan []stdioLine, 1)

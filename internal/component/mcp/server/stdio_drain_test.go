@@ -15,6 +15,7 @@ import (
 // A client that writes its requests and closes its end of the pipe at once
 // (`printf '…' | helix run f.yaml`) still gets every answer, even from a slow tool.
 func TestStdioAnswersRequestsReadBeforeEOF(t *testing.T) {
+	t.Parallel()
 	slow := &engine.Workflow{ID: "slow", FromURI: "direct://slow", Processors: []engine.Processor{
 		engine.ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
 			select {

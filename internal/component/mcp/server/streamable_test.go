@@ -16,6 +16,7 @@ import (
 // panics, failures, a call the client abandons) against both Streamable HTTP
 // implementations, stateful and stateless, so that the sdk fallback stays working.
 func TestHTTPTransportsServeTheSameClient(t *testing.T) {
+	t.Parallel()
 	for _, impl := range []string{HTTPTransportHelix, HTTPTransportSDK} {
 		for _, stateless := range []bool{false, true} {
 			name := impl + map[bool]string{false: "/stateful", true: "/stateless"}[stateless]
@@ -34,6 +35,7 @@ func TestHTTPTransportsServeTheSameClient(t *testing.T) {
 }
 
 func TestHTTPTransportOption(t *testing.T) {
+	t.Parallel()
 	c := New(newTestContext(t))
 	o := Options{HTTPTransport: " SDK "}
 	if err := c.normalize(&o); err != nil || o.HTTPTransport != HTTPTransportSDK {

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/internal/tracing/export"
 	"github.com/arvenza/helix/pkg/engine"
@@ -26,6 +27,7 @@ import (
 // parent is the caller's params._meta.traceparent, with the exchange's span
 // below it; the stdio server says network.transport pipe.
 func TestToolsCallSpanOnEveryTransport(t *testing.T) {
+	t.Parallel()
 	hc, exp := tracedWorkContext(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -68,7 +70,7 @@ func TestToolsCallSpanOnEveryTransport(t *testing.T) {
 				t.Fatalf("tools/call: %v %+v", err, res)
 			}
 			var call, wf *tracetest.SpanStub
-			for deadline := time.Now().Add(30 * time.Second); (call == nil || wf == nil) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for deadline := time.Now().Add(testtools.StartupBound); (call == nil || wf == nil) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 				for _, s := range exp.GetSpans() {
 					switch s.Name {
 					case "tools/call work":
@@ -104,6 +106,7 @@ func TestToolsCallSpanOnEveryTransport(t *testing.T) {
 // parent, the same name, kind and attributes (mcp.protocol.version and
 // mcp.session.id included); receiving middleware sees the same _meta.
 func TestFastPathTracedCallMatchesSDKPath(t *testing.T) {
+	t.Parallel()
 	hc, exp := tracedWorkContext(t)
 	var mu sync.Mutex
 	metas := map[string]sdk.Meta{}
@@ -157,7 +160,7 @@ func TestFastPathTracedCallMatchesSDKPath(t *testing.T) {
 				t.Fatalf("%s: tools/call: %v %+v", id, err, res)
 			}
 		}
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(testtools.StartupBound); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			for _, s := range exp.GetSpans() {
 				if s.Name == "tools/call work" {
 					attrs := map[string]string{}

@@ -17,9 +17,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/component/mcp/security"
+	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tool"
 )
 
 // recordingHandler keeps the messages of the records it handles.
@@ -55,6 +55,7 @@ func (h *recordingHandler) joined() string {
 // path. The reason is logged. (Spec §14 promises isError with "tool X is blocked",
 // which would tell every caller that the tool exists.)
 func TestRefusedToolAnswersLikeUnknownTool(t *testing.T) {
+	t.Parallel()
 	secret := &engine.Workflow{ID: "secret", FromURI: "direct://secret", Processors: step(func(_ context.Context, ex *exchange.Exchange) error {
 		ex.In().SetBody("the secret")
 		return nil
@@ -126,6 +127,7 @@ func TestRefusedToolAnswersLikeUnknownTool(t *testing.T) {
 // mcp://host:3000/format-code reaches format_code), on both paths; tools/list
 // still lists only the sanitized name, and the alias obeys the same filters.
 func TestWorkflowIDIsAnAliasOfTheToolName(t *testing.T) {
+	t.Parallel()
 	format := &engine.Workflow{ID: "format-code", FromURI: "direct://format-code", Processors: step(func(_ context.Context, ex *exchange.Exchange) error {
 		args := ex.In().Body().(map[string]any)
 		ex.In().SetBody(fmt.Sprintf("formatted %v (%s)", args["code"], ex.In().Header(exchange.HeaderMcpToolName)))
@@ -208,6 +210,7 @@ func entryIDs(entries []WorkflowEntry) string {
 // every workflow of the context; helix://routes is the alias its troubleshooting
 // section names.)
 func TestWorkflowsResourceListsOnlyWhatTheCallerMayList(t *testing.T) {
+	t.Parallel()
 	noop := step(func(context.Context, *exchange.Exchange) error { return nil })
 	hook := &engine.Workflow{ID: "hook", Description: "Web hook", FromURI: "direct://hook?token=s3cret",
 		ShownURI: "direct://hook?token=${env:HOOK_SECRET}", Processors: noop}

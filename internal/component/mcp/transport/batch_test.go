@@ -27,6 +27,7 @@ func slowServer(t *testing.T) *sdk.Server {
 // as one array in the batch's order (not the order the answers came in), an
 // invalid element with its error where it stood, as docs/mcp-server.md says.
 func TestBatchAnswersInOrderWithInvalidElementsInPlace(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, slowServer(t), Options{})
 	sid := initSessionWith(t, url, initBody("2025-03-26", "{}"))
 	h := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-03-26"}
@@ -70,6 +71,7 @@ func TestBatchAnswersInOrderWithInvalidElementsInPlace(t *testing.T) {
 // later may not send batches, whatever Mcp-Protocol-Version the POST claims (or
 // none); a 2025-03-26 session may.
 func TestBatchBanFollowsTheSessionsVersion(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{})
 	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`
 	sid := initSessionWith(t, url, initBody("2025-06-18", "{}"))
@@ -96,6 +98,7 @@ func TestBatchBanFollowsTheSessionsVersion(t *testing.T) {
 // beyond the first (notifications cost nothing) and refuses the batch, before any
 // call runs, when they are not allowed or cannot be checked.
 func TestBatchChargesEachCall(t *testing.T) {
+	t.Parallel()
 	var asked []int
 	allow, fail := true, false
 	charge := func(_ *http.Request, n int) (bool, time.Duration, error) {

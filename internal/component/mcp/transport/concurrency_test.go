@@ -38,6 +38,7 @@ func gaugeServer(t *testing.T, running, peak *atomic.Int64) *sdk.Server {
 // TestSessionCallsAreBounded: a batch of many calls, and many POSTs at once, never
 // run more than MaxConcurrentCalls of one session at a time; all are answered.
 func TestSessionCallsAreBounded(t *testing.T) {
+	t.Parallel()
 	var running, peak atomic.Int64
 	url := rawServer(t, gaugeServer(t, &running, &peak), Options{MaxConcurrentCalls: 3})
 	sid := initSessionWith(t, url, initBody("2025-03-26", "{}"))

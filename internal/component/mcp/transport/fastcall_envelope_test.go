@@ -29,6 +29,7 @@ func envelopeMatches(t *testing.T, id jsonrpc.ID, res *sdk.CallToolResult) {
 }
 
 func TestResultEnvelopeMatchesEncoder(t *testing.T) {
+	t.Parallel()
 	num, _ := jsonrpc.MakeID(float64(-42))
 	str, _ := jsonrpc.MakeID(`a"<b>&\u2028` + "\u2028é\x01")
 	for _, id := range []jsonrpc.ID{num, str, {}} {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestPlainResultsEnabled(t *testing.T) {
+	t.Parallel()
 	if !plainResults {
 		t.Fatal("the hand encoding of tool results is off: it no longer writes what the go-sdk writes")
 	}
@@ -62,6 +63,7 @@ func (*ptrMarshaler) MarshalJSON() ([]byte, error) { return []byte(`{"p" : "<&>"
 const awkward = "a\"\\/<>&\b\f\n\r\t\x00\x01\x1f\x7f é😀\u2028\u2029\ufffd\xff\xe2\x80\xed\xa0\x80x"
 
 func TestPlainResultMatchesMarshalJSON(t *testing.T) {
+	t.Parallel()
 	num, _ := jsonrpc.MakeID(float64(-42))
 	str, _ := jsonrpc.MakeID(`a"<b>&` + "\u2028é\x01\xff")
 	for _, id := range []jsonrpc.ID{num, str, {}, int64ID(math.MaxInt64)} {
@@ -115,6 +117,7 @@ func TestPlainResultMatchesMarshalJSON(t *testing.T) {
 // A result relayed from another server may carry a resultType, which only
 // MarshalJSON writes.
 func TestPlainResultLeavesResultType(t *testing.T) {
+	t.Parallel()
 	var res sdk.CallToolResult
 	if err := json.Unmarshal([]byte(`{"content":[{"type":"text","text":"x"}],"resultType":"complete"}`), &res); err != nil {
 		t.Fatal(err)
@@ -199,6 +202,7 @@ func FuzzPlainResult(f *testing.F) {
 
 // A nil *TextContent makes MarshalJSON panic; appendPlainResult leaves it to it.
 func TestPlainResultLeavesNilText(t *testing.T) {
+	t.Parallel()
 	var nilText *sdk.TextContent
 	if _, ok := appendPlainResult(nil, &sdk.CallToolResult{Content: []sdk.Content{nilText}}); ok {
 		t.Fatal("a nil *TextContent was taken")

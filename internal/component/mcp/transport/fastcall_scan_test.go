@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/component/mcp/internal/jsondepth"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -92,6 +92,7 @@ var matchSamples = []string{
 }
 
 func TestScanParamsMatchesDecoding(t *testing.T) {
+	t.Parallel()
 	for _, p := range matchSamples {
 		matchBothWays(t, p)
 	}
@@ -108,6 +109,7 @@ func FuzzScanParams(f *testing.F) {
 
 // The usual calls must be decided by the scan, not the slow path.
 func TestScanParamsDecidesUsualCalls(t *testing.T) {
+	t.Parallel()
 	f := NewFastToolCalls(nil, nil)
 	id, _ := jsonrpc.MakeID(float64(2))
 	for _, p := range []string{
@@ -121,6 +123,7 @@ func TestScanParamsDecidesUsualCalls(t *testing.T) {
 }
 
 func TestScanParamsAllocs(t *testing.T) {
+	// Not parallel: allocation counts are the whole process's.
 	testtools.SkipAllocsUnderRace(t)
 	f := NewFastToolCalls(nil, nil)
 	id, _ := jsonrpc.MakeID(float64(2))

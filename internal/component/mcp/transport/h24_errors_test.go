@@ -40,6 +40,7 @@ func checkPlainError(t *testing.T, what, body string, code int64, wants ...strin
 // (-32602) with a message that says what to send, not the go-sdk's internal
 // error (-32603 naming mcp.initializeParamsV2).
 func TestInitializeNumericProtocolVersion(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{})
 	for _, v := range []string{`2025`, `20251125`, `1e400`, `true`, `{"v":1}`, `["2025-06-18"]`} {
 		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":` + v + `,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
@@ -53,6 +54,7 @@ func TestInitializeNumericProtocolVersion(t *testing.T) {
 // TestSDKDecodeErrorsAreWordedForClients: the go-sdk's own params decoding errors
 // name Go types; the transport words them for the client.
 func TestSDKDecodeErrorsAreWordedForClients(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []string

@@ -122,6 +122,7 @@ func compareIDs(t *testing.T, data []byte, sdkID, helixID jsonrpc.ID) {
 }
 
 func TestDecodeLikeTheSDK(t *testing.T) {
+	t.Parallel()
 	for _, s := range decodeSeeds {
 		compareWithSDK(t, []byte(s))
 	}
@@ -135,6 +136,7 @@ func TestDecodeLikeTheSDK(t *testing.T) {
 }
 
 func TestExactIDs(t *testing.T) {
+	t.Parallel()
 	if !exactIDs {
 		t.Fatal("jsonrpc.ID's layout changed: integer ids are read through float64 again")
 	}
@@ -156,6 +158,7 @@ func TestExactIDs(t *testing.T) {
 }
 
 func TestDecodeBodyNullIDAndBatches(t *testing.T) {
+	t.Parallel()
 	body, err := decodeBody([]byte(`[{"jsonrpc":"2.0","id":null,"method":"tools/call"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"tools/call"}]`))
 	if err != nil || !body.batch || len(body.msgs) != 3 || len(body.nullID) != 1 || body.nullID[0] != 0 {
 		t.Fatalf("%+v %v", body, err)
@@ -182,6 +185,7 @@ func TestDecodeBodyNullIDAndBatches(t *testing.T) {
 }
 
 func TestDecodeStringInternsMethods(t *testing.T) {
+	t.Parallel()
 	for _, m := range []string{"tools/call", "tools/list", "initialize", "notifications/initialized", "ping", "tools/cal", "resources/read", ""} {
 		raw := []byte(`"` + m + `"`)
 		got, err := decodeString(raw)
@@ -192,6 +196,7 @@ func TestDecodeStringInternsMethods(t *testing.T) {
 }
 
 func TestDecodeStringAllocs(t *testing.T) {
+	// Not parallel: allocation counts are the whole process's.
 	testtools.SkipAllocsUnderRace(t)
 	raw := []byte(`"tools/call"`)
 	if n := testing.AllocsPerRun(100, func() { _, _ = decodeString(raw) }); n != 0 {

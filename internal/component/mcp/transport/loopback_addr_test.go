@@ -7,6 +7,7 @@ import (
 
 // isLoopbackAddr must answer exactly as isLoopbackHost on the address's string.
 func TestIsLoopbackAddrMatchesString(t *testing.T) {
+	t.Parallel()
 	var nilTCP *net.TCPAddr
 	addrs := []net.Addr{
 		nilTCP,

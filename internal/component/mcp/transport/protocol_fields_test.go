@@ -6,6 +6,7 @@ import (
 )
 
 func TestStripPayload(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`{"jsonrpc":"2.0","id":1,"result":{"ttlMs":0,"cacheScope":"public","tools":[]}}`:                                  `{"id":1,"jsonrpc":"2.0","result":{"tools":[]}}`,
 		`[{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[]}},{"jsonrpc":"2.0","id":2,"result":{}}]`: `[{"id":1,"jsonrpc":"2.0","result":{"content":[]}},{"jsonrpc":"2.0","id":2,"result":{}}]`,

@@ -63,6 +63,7 @@ func replayBytes(h *StreamableHandler) int {
 // sessions stays within the budget (each session kept its newest event whatever
 // its size, 800 × 1 MB killed the process).
 func TestReplayBudgetBoundsManySessions(t *testing.T) {
+	t.Parallel()
 	const budget, size, sessions = 64 << 10, 20 << 10, 24
 	b := NewReplayBudget(budget)
 	h := NewStreamableHandler(bigServer(t, size), &Options{ReplayBudget: b})
@@ -101,6 +102,7 @@ func TestReplayBudgetBoundsManySessions(t *testing.T) {
 // TestReplayEventOverBudgetIsNotKept: an event larger than the budget is not kept;
 // a client resuming from before it is told to send its request again.
 func TestReplayEventOverBudgetIsNotKept(t *testing.T) {
+	t.Parallel()
 	const budget, size = 8 << 10, 16 << 10
 	b := NewReplayBudget(budget)
 	h := NewStreamableHandler(bigServer(t, size), &Options{ReplayBudget: b})

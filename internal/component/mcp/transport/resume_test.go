@@ -96,6 +96,7 @@ const callPoll = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name"
 // next id of the same stream; asking again replays it, and the last id replays
 // nothing.
 func TestStreamResumption(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	url := rawServer(t, pollServer(t, release), Options{})
 	sid := initSessionWith(t, url, initBody("2025-11-25", "{}"))
@@ -150,6 +151,7 @@ func TestStreamResumption(t *testing.T) {
 // unknown stream, an index never issued or a malformed id replays nothing (400);
 // a stream being delivered cannot be taken over (409).
 func TestStreamResumptionRefusals(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	url := rawServer(t, pollServer(t, release), Options{})
@@ -207,6 +209,7 @@ func TestStreamResumptionRefusals(t *testing.T) {
 // TestStreamsOfOlderProtocolsHaveNoIDs: before 2025-11-25 there is no priming and
 // no event id, so that clients are not invited to resume.
 func TestStreamsOfOlderProtocolsHaveNoIDs(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{})
 	sid := initSessionWith(t, url, initBody("2025-06-18", "{}"))
 	r := send(t, http.MethodPost, url, map[string]string{"Mcp-Session-Id": sid, "Accept": "text/event-stream"}, callEcho)
@@ -233,6 +236,7 @@ func TestStreamsOfOlderProtocolsHaveNoIDs(t *testing.T) {
 // the session's limit is not kept (its stream cannot be resumed from before it); a
 // Last-Event-ID before what is kept is refused.
 func TestReplayBufferBounds(t *testing.T) {
+	t.Parallel()
 	h := &StreamableHandler{logger: slog.New(slog.DiscardHandler), budget: NewReplayBudget(DefaultReplayBudget)}
 	c := newStreamConn(h, "s")
 	big := strings.Repeat("x", replayMaxBytes/8)
@@ -316,6 +320,7 @@ func httptestServer(t *testing.T, h *StreamableHandler, c *streamConn) string {
 // naming text/event-stream, unless the session's GET stream is open: then it
 // travels there and the client's answer completes the call.
 func TestJSONOnlyClientCannotBeAsked(t *testing.T) {
+	t.Parallel()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "ask", Version: "1"}, nil)
 	srv.AddTool(&sdk.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

@@ -13,6 +13,7 @@ import (
 // The session table's rules, without HTTP: the end-to-end tests through the
 // security stack are in pkg/app (mcp_sessions_test.go).
 func TestSessionTableEvictsIdleLongestAndNeverBusy(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	tab := NewSessionTable(&Options{MaxSessions: 3, MaxSessionsPerPrincipal: 2,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
@@ -78,6 +79,7 @@ func TestSessionTableEvictsIdleLongestAndNeverBusy(t *testing.T) {
 // from before the last request (it had fired when begin stopped it) must not
 // close the session early, and a session idle for the timeout is still closed.
 func TestSessionIdleTimerReusedNeverClosesEarly(t *testing.T) {
+	t.Parallel()
 	const idle = 150 * time.Millisecond
 	tab := NewSessionTable(&Options{SessionIdleTimeout: idle})
 	var closed atomic.Int32

@@ -10,6 +10,7 @@ import (
 // TestStdioLongLineIsSkipped: a line over the limit is consumed whole (and
 // refused by the caller), the next line is read normally.
 func TestStdioLongLineIsSkipped(t *testing.T) {
+	t.Parallel()
 	r := bufio.NewReaderSize(strings.NewReader("short\n"+strings.Repeat("x", 100)+"\nnext"), 16)
 	for _, want := range []struct {
 		line    string

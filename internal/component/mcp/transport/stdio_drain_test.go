@@ -8,6 +8,7 @@ import (
 )
 
 func TestStdioDrainBookkeeping(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	d := NewStdioDrain(strings.NewReader(""), &out)
 	// Requests split across reads, a batch, a notification (no id) and a null id.

@@ -11,6 +11,7 @@ import (
 // without answering its id, so the drain must not wait for that id at EOF (it
 // held the input's EOF for stdioDrainTimeout, 30 s), nor keep the line in memory.
 func TestStdioDrainIgnoresOverlongLine(t *testing.T) {
+	t.Parallel()
 	long := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"pad":"` + strings.Repeat("x", 200) + `"}}` + "\n"
 	for name, chunk := range map[string]int{"one read": len(long), "small reads": 7} {
 		t.Run(name, func(t *testing.T) {

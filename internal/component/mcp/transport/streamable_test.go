@@ -39,6 +39,7 @@ func echoServer(t *testing.T) *sdk.Server {
 }
 
 func TestStreamableSessionLifecycle(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{})
 	if r := send(t, http.MethodPost, url, nil, callEcho); r.status != http.StatusBadRequest || !strings.Contains(r.body, "Mcp-Session-Id") {
 		t.Fatalf("call without session: %d %s", r.status, r.body)
@@ -75,6 +76,7 @@ func TestStreamableSessionLifecycle(t *testing.T) {
 }
 
 func TestStreamableRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{MaxRequestBodyBytes: 512})
 	sid := initSession(t, url)
 	for name, tc := range map[string]struct {
@@ -126,6 +128,7 @@ func TestStreamableRefusesBadRequests(t *testing.T) {
 }
 
 func TestStreamableDNSRebinding(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{})
 	for _, tc := range []struct {
 		hdr  map[string]string
@@ -176,6 +179,7 @@ func TestStreamableDNSRebinding(t *testing.T) {
 // TestStreamableProgressStreamsTheAnswer: a call that sets a progress token gets its
 // progress notifications on its own POST, which therefore turns into an event stream.
 func TestStreamableProgressStreamsTheAnswer(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{})
 	sid := initSession(t, url)
 	r := send(t, http.MethodPost, url, map[string]string{"Mcp-Session-Id": sid},
@@ -210,6 +214,7 @@ func openStandalone(t *testing.T, url, sid string) *http.Response {
 }
 
 func TestStreamableStandaloneStream(t *testing.T) {
+	t.Parallel()
 	srv := echoServer(t)
 	url := rawServer(t, srv, Options{})
 	sid := initSession(t, url)
@@ -234,6 +239,7 @@ func TestStreamableStandaloneStream(t *testing.T) {
 }
 
 func TestStreamableIdleEviction(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{SessionIdleTimeout: 100 * time.Millisecond})
 	sid := initSession(t, url)
 	deadline := time.Now().Add(testTimeout)
@@ -247,6 +253,7 @@ func TestStreamableIdleEviction(t *testing.T) {
 }
 
 func TestStreamableStatelessWithoutInitialize(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{Stateless: true})
 	r := send(t, http.MethodPost, url, map[string]string{"Mcp-Protocol-Version": "2025-06-18"}, callEcho)
 	if r.status != http.StatusOK || r.header.Get("Mcp-Session-Id") != "" || !strings.Contains(r.body, `"text":"{\"a\":1}"`) {
@@ -271,6 +278,7 @@ func TestStreamableStatelessWithoutInitialize(t *testing.T) {
 // request without the _meta fields it requires; and an unsupported version is
 // refused with the request's id.
 func TestStatelessErrorStatuses(t *testing.T) {
+	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{Stateless: true})
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	for _, tc := range []struct {
