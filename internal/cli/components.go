@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/arvenza/helix/internal/component/all"
 	"github.com/arvenza/helix/internal/suggest"
 	"github.com/arvenza/helix/pkg/component"
-	"github.com/arvenza/helix/internal/component/all"
 )
 
 // regenerateDocs is the command that rewrites docs/components/ from the specs; the

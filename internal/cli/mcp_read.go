@@ -11,8 +11,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/arvenza/helix/internal/suggest"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
+	"github.com/arvenza/helix/internal/suggest"
 )
 
 func init() { mcpSubcommands = append(mcpSubcommands, newMCPReadCmd, newMCPPromptCmd) }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/workflowtest"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 func newTestCmd() *cobra.Command {

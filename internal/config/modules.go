@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/arvenza/helix/pkg/component"
 )
 
 // ModuleSettings declares the block helix.<Name> of a component module (helix.kafka
@@ -28,6 +26,21 @@ type ModuleSettings struct {
 var moduleSettings struct {
 	sync.RWMutex
 	byName map[string]ModuleSettings
+	absent map[string]string // helix.<name> of modules left out of this build → why
+}
+
+// DeclareAbsentModuleSettings says that helix.<name> belongs to a module left out of
+// this build, for why (for example "built with -tags helix_nokafka"): the key is then
+// refused with that reason instead of as unknown. The build-tagged file that leaves
+// the module out calls it, next to component.RegisterAbsent, so this package needs
+// no knowledge of components.
+func DeclareAbsentModuleSettings(name, why string) {
+	moduleSettings.Lock()
+	defer moduleSettings.Unlock()
+	if moduleSettings.absent == nil {
+		moduleSettings.absent = map[string]string{}
+	}
+	moduleSettings.absent[name] = why
 }
 
 // DeclareModuleSettings adds helix.<s.Name> to the keys of helix:. Declaring a
@@ -74,11 +87,20 @@ func addModuleFields(d *Decoder, h *HelixConfig, fields Fields) {
 	if d.desc != nil {
 		return // the JSON Schema lists what this build has
 	}
-	for _, scheme := range component.AbsentSchemes() {
+	moduleSettings.RLock()
+	absent := make([]string, 0, len(moduleSettings.absent))
+	for name := range moduleSettings.absent {
+		absent = append(absent, name)
+	}
+	moduleSettings.RUnlock()
+	sort.Strings(absent)
+	for _, scheme := range absent {
 		if _, taken := fields[scheme]; taken {
 			continue
 		}
-		why, _ := component.Absent(scheme)
+		moduleSettings.RLock()
+		why := moduleSettings.absent[scheme]
+		moduleSettings.RUnlock()
 		fields[scheme] = func(v *yaml.Node, p string) {
 			d.Errorf(v, p, "%s:// is not available in this build (%s)", scheme, why).Hint =
 				fmt.Sprintf("remove helix.%s, or use a build that includes %s://", scheme, scheme)

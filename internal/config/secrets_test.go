@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/redact"
 )
 
 // TestEnvSecretsAreRegistered: values resolved from ${env:…} into a secret position

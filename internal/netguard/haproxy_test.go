@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/netguard"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // TestPROXYProtocolThroughHAProxy: behind HAProxy with send-proxy, a request

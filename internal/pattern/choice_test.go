@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arvenza/helix/internal/pattern"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/pattern"
 )
 
 func bodyIs(v string) pattern.Predicate {

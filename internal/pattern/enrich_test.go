@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/pattern"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 func TestEnrich(t *testing.T) {

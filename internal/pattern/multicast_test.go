@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/pattern"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/pattern"
 )
 
 // blockUntilCancelled is a branch that only returns when its context is cancelled,

@@ -6,10 +6,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/pattern"
 	"github.com/arvenza/helix/internal/report"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // TestSplitElementsReportToTheCaller: the elements of a parallel split run on the

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/pattern"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // BenchmarkSplit1000 splits a list of 1,000 small maps through one trivial step:

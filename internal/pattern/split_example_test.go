@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arvenza/helix/internal/pattern"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/pattern"
 )
 
 // docs/patterns.md shows this example (TestSplitDocsGoExample checks they agree).

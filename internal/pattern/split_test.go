@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/pattern"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/pattern"
 )
 
 // newSplit builds a split and stops it (waiting for its goroutines) at the end of

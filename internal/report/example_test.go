@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/arvenza/helix/internal/report"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/report"
 )
 
 // A Go step reports through the exchange's context; whoever runs the exchange puts

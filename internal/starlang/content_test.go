@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // A 1x1 PNG, as base64 and as bytes.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/starlang"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // BenchmarkTransformSmall is the quickstart's transform: compiled once, evaluated

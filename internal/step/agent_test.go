@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/step"
 )
 
 // recordingAgents is an AgentBuilder that records what it was asked to build.

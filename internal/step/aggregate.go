@@ -2,8 +2,8 @@ package step
 
 import (
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/pattern"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 func init() {

@@ -6,10 +6,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/pattern"
 	"github.com/arvenza/helix/internal/starlang"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 func init() {

@@ -36,16 +36,7 @@ func TestStepImportsNoConcreteComponent(t *testing.T) {
 		}
 		return false
 	}
-	// Until the components register themselves into pkg/component (so that the
-	// scheme lists of schema.go and schemes.go read that registry), internal/step
-	// reads them from the static list in internal/component/all: the walk does not
-	// go through it. Remove the exception once step no longer imports it.
-	const pendingList = module + "internal/component/all"
-	var skip []string
-	if g.Imports(module+"internal/step", pendingList) {
-		skip = append(skip, pendingList)
-	}
-	for _, v := range g.Forbidden(module+"internal/step", forbidden, skip...) {
+	for _, v := range g.Forbidden(module+"internal/step", forbidden) {
 		t.Errorf("internal/step depends on %s: %s", v.Package, v)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/step"
 )
 
 // buildErrors builds a YAML step list and returns its errors as one string.

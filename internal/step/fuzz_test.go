@@ -7,8 +7,8 @@ import (
 
 	helixlog "github.com/arvenza/helix/internal/component/log"
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 // FuzzBuildSteps builds the steps of arbitrary YAML: whatever the input, the step

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/pattern"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 func init() {

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/starlang"
 	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // buildAll builds every workflow of src like pkg/app does (trigger first, then the

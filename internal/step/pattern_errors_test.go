@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 // Misconfigured pattern steps are reported at load time, with positions, all at once.

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/report"
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/report"
 )
 
 // TestReportsReachTheCaller runs a workflow whose steps, direct:// sub-workflow and

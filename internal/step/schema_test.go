@@ -18,8 +18,8 @@ import (
 
 	helixlog "github.com/arvenza/helix/internal/component/log"
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 // resolvedSchema generates the file schema and resolves it for validation.

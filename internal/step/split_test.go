@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/pattern"
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/pattern"
 )
 
 // splitGoWorkflows are the Go workflows testdata/patterns/split.yaml calls.

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/step"
 )
 
 // build loads one workflow's steps from YAML and builds them on a fresh context.

@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/starlang"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/starlang"
 )
 
 func init() {

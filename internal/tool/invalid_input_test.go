@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 func TestSchemaViolationIsInvalidInputWithPositions(t *testing.T) {

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
-	"github.com/arvenza/helix/internal/tool"
 )
 
 func echo(ctx context.Context, args map[string]any) (tool.Result, error) {

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )

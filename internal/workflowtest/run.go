@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/component"
-	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 // The spec's §4.7 examples show agents without model:. They validate, with a

@@ -10,9 +10,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/agent/agenttest"
 	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // everythingStdio returns the command and args (as YAML flow values) that run the

@@ -10,11 +10,11 @@ import (
 	"github.com/arvenza/helix/internal/agent/setup"
 	agentcomp "github.com/arvenza/helix/internal/component/agent"
 	"github.com/arvenza/helix/internal/config"
-	"github.com/arvenza/helix/pkg/engine"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // agentInputSchema is what an agent takes as a tool: a message and, to continue a

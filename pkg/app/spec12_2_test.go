@@ -18,13 +18,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/arvenza/helix/pkg/app"
-	"github.com/arvenza/helix/pkg/component"
 	helixhttp "github.com/arvenza/helix/internal/component/http"
 	"github.com/arvenza/helix/internal/component/kafka"
 	"github.com/arvenza/helix/internal/component/slack"
 	"github.com/arvenza/helix/internal/component/slack/slacktest"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/pkg/app"
+	"github.com/arvenza/helix/pkg/component"
 )
 
 // ops12_2 is the world around spec §12.2: a stub Kubernetes API, stub health

@@ -18,10 +18,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/agent/mcptools"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	"github.com/arvenza/helix/internal/report"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/tool"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/agent/mcptools"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // stdioHelperEnv, when set, makes TestStdioHelperServer a stdio MCP server (the

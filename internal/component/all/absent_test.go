@@ -6,13 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/component"
 )
 
 // ghost stands for a component a build tag left out (kafka.go's helix_nokafka):
 // its counterpart file records it as absent.
-func init() { component.RegisterAbsent("ghost", "built with -tags helix_noghost") }
+func init() {
+	component.RegisterAbsent("ghost", "built with -tags helix_noghost")
+	config.DeclareAbsentModuleSettings("ghost", "built with -tags helix_noghost")
+}
 
 // A configuration naming a component left out of the build, as a trigger, a target
 // or with its helix.<scheme> settings, gets "not available in this build" with the

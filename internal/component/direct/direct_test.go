@@ -9,9 +9,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/componenttest"
 	"github.com/arvenza/helix/internal/component/direct"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )

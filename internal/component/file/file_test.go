@@ -13,9 +13,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/componenttest"
 	"github.com/arvenza/helix/internal/component/file"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/internal/component/httpserver"
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/internal/netguard"
+	"github.com/arvenza/helix/pkg/component"
+	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/arvenza/helix/internal/component/mcp/transport"
 
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/internal/tracing"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 // OutputSchemaKey is the extension keyword under which a tool's output schema is

@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/internal/tracing"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 // startCallSpan starts the span of one tools/call, named and attributed after the

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/embed/onnx/onnxtest"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 // newTestEmbedder writes a generated model and tokenizer and loads them with the

@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/rag"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 var quietLogger = slog.New(slog.NewTextHandler(io.Discard, nil))

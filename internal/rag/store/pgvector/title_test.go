@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/internal/rag"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 func TestKeywordSearchWeighsTitles(t *testing.T) {
