@@ -750,7 +750,7 @@ func listeners(cfg *config.Config) []listener {
 		}
 		switch {
 		case u.Scheme == "http-server",
-			u.Scheme == mcpserver.Scheme && !strings.EqualFold(u.Param("transport", ""), mcpserver.TransportStdio):
+			u.Scheme == mcpserver.Scheme && mcpserver.URITransport(u) != mcpserver.TransportStdio:
 			ls = append(ls, listener{what: fmt.Sprintf("the trigger of workflow %q", w.ID), addr: u.Host})
 		}
 	}

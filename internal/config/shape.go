@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -128,7 +130,21 @@ func (vs *Values) Get(key string) *Value {
 	if vs == nil {
 		return nil
 	}
+	vs.mustDeclare(key)
 	return vs.vals[key]
+}
+
+// mustDeclare catches code that reads a key its shape does not declare: such a read
+// is always nil or zero, so a misspelt name would silently lose the user's value.
+// In test binaries (testing.Testing) it panics, naming the key and the shape, so
+// every test that decodes the value finds the mistake; a released binary keeps the
+// zero value rather than crash on a configuration.
+func (vs *Values) mustDeclare(key string) {
+	if vs.shape == nil || len(vs.shape.Keys) == 0 || vs.shape.Key(key) != nil || !testing.Testing() {
+		return
+	}
+	panic(fmt.Sprintf("config: code reads key %q of %s, which its shape does not declare (declared: %s)",
+		key, vs.Path, strings.Join(vs.shape.KeyNames(), ", ")))
 }
 
 // NodeOf returns the value node of key (nil when absent).

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/arvenza/helix/internal/component/httpserver"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/management"
@@ -220,7 +221,7 @@ func (a *App) httpRoutes() []management.HTTPRoute {
 		if err != nil || u.Scheme != "http-server" {
 			continue
 		}
-		method := strings.ToUpper(u.Param("httpMethod", ""))
+		method := httpserver.RouteMethod(u)
 		if method == "" {
 			method = "*"
 		}

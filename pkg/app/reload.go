@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
@@ -86,7 +85,7 @@ func (a *App) stdioServer() string {
 	}
 	for _, w := range a.cfg.Workflows {
 		if u, err := uri.Parse(w.From); err == nil && u.Scheme == mcpServerScheme &&
-			strings.EqualFold(u.Param("transport", ""), mcpserver.TransportStdio) {
+			mcpserver.URITransport(u) == mcpserver.TransportStdio {
 			return w.From
 		}
 	}

@@ -293,7 +293,7 @@ func (a *App) warnOpenListeners() {
 		if err != nil || u.Scheme != mcpServerScheme {
 			continue
 		}
-		if addr, ok := open(u.Param("transport", ""), u.Host); ok {
+		if addr, ok := open(mcpserver.URITransport(u), u.Host); ok {
 			a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: w.FromPos, Path: w.Path,
 				Msg:  fmt.Sprintf("the mcp-server:// trigger of workflow %q listens on %s, beyond loopback, without authentication: anyone who reaches the port can list and call its tools", w.ID, addr),
 				Hint: "declare the server under mcps: with api_keys or auth, or bind it to 127.0.0.1"})

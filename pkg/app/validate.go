@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/arvenza/helix/internal/component/all"
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/tool"
@@ -263,21 +264,17 @@ func targetURI(n *yaml.Node) (raw string, uriNode *yaml.Node, params map[string]
 }
 
 // throwsOnToolError says whether raw is an mcp:// target that fails the exchange on a
-// tool error (throwExceptionOnFailure is not false, in the URI or in parameters:).
+// tool error, with the step's parameters: applied over the URI's query as the
+// engine applies them.
 func throwsOnToolError(raw string, params map[string]string) bool {
 	u, err := uri.Parse(raw)
 	if err != nil || u.Scheme != "mcp" {
 		return false
 	}
-	v, ok := params["throwExceptionOnFailure"]
-	if !ok {
-		v = u.Param("throwExceptionOnFailure", "true")
+	for k, v := range params {
+		u.Params.Set(k, v)
 	}
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "false", "0", "no":
-		return false
-	}
-	return true
+	return mcpclient.ThrowsOnToolError(u)
 }
 
 func withOption(raw string) string {

@@ -120,10 +120,11 @@ func TestBindMismatchesAreErrors(t *testing.T) {
 		Level    string        `option:"level,sometimes"`
 		Args     string        `option:"arg"` // Multiple needs []string
 		Untagged string
-		must     string     `option:"must"` // unexported
-		Extra    url.Values `option:",extra"`
-		_        struct{}   `option:"name,elsewhere"`
-		_        struct{}   `option:"nothing,elsewhere"`
+		//lint:ignore U1000 Bind must refuse an unexported field, so the test declares one it never reads
+		must  string     `option:"must"` // unexported
+		Extra url.Values `option:",extra"`
+		_     struct{}   `option:"name,elsewhere"`
+		_     struct{}   `option:"nothing,elsewhere"`
 	}
 	b := component.Bind[mistakes](testSpec)
 	err := b.Check()

@@ -16,8 +16,32 @@ import (
 // upper://name?suffix=… appends a suffix. A component builds one endpoint per URI.
 type upperComponent struct{}
 
+// upperSpec declares what a user may write in an upper:// URI: Parse refuses
+// anything else (with a did-you-mean), and `helix components` could list it.
+var upperSpec = &component.Spec{
+	Scheme:    "upper",
+	Summary:   "Upper-cases the body.",
+	Direction: component.ProducerOnly,
+	Syntax:    "upper://name[?suffix=…]",
+	Options: []component.Option{
+		{Name: "suffix", Type: component.TypeString, Role: component.ProducerOnly, Description: "Text appended to the result."},
+	},
+}
+
+// upperOptions receives the declared options: code reads fields, which the compiler
+// checks, never options by name.
+type upperOptions struct {
+	Suffix string `option:"suffix"`
+}
+
+var upperBinding = component.Bind[upperOptions](upperSpec)
+
 func (upperComponent) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
-	return &upperEndpoint{raw: u.String(), suffix: u.Param("suffix", "")}, nil
+	opts, err := upperBinding.Parse(u)
+	if err != nil {
+		return nil, err
+	}
+	return &upperEndpoint{raw: u.String(), suffix: opts.Suffix}, nil
 }
 
 type upperEndpoint struct{ raw, suffix string }

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"time"
 )
 
 // URI is a parsed endpoint URI. Host is the authority part (host:port, or a name such
@@ -123,40 +122,3 @@ func (u *URI) Normalized() string {
 
 func (u *URI) String() string { return u.Raw }
 
-// Param returns an option or def when absent.
-func (u *URI) Param(name, def string) string {
-	if v, ok := u.Params[name]; ok && len(v) > 0 {
-		return v[0]
-	}
-	return def
-}
-
-// Duration reads a duration option ("30s", "500ms", or a bare number of milliseconds).
-func (u *URI) Duration(name string, def time.Duration) (time.Duration, error) {
-	v := u.Param(name, "")
-	if v == "" {
-		return def, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil {
-		return d, nil
-	}
-	var ms int64
-	if _, err := fmt.Sscanf(v, "%d", &ms); err == nil && fmt.Sprint(ms) == v {
-		return time.Duration(ms) * time.Millisecond, nil
-	}
-	return 0, fmt.Errorf("%s: option %s=%q is not a duration (use 30s, 500ms or milliseconds)", u.Raw, name, v)
-}
-
-// Bool reads a boolean option.
-func (u *URI) Bool(name string, def bool) (bool, error) {
-	v := strings.ToLower(u.Param(name, ""))
-	switch v {
-	case "":
-		return def, nil
-	case "true", "1", "yes":
-		return true, nil
-	case "false", "0", "no":
-		return false, nil
-	}
-	return false, fmt.Errorf("%s: option %s=%q is not a boolean (use true or false)", u.Raw, name, v)
-}

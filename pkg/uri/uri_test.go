@@ -2,7 +2,6 @@ package uri
 
 import (
 	"testing"
-	"time"
 
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -30,22 +29,6 @@ func TestParse(t *testing.T) {
 		if _, err := Parse(bad); err == nil {
 			t.Errorf("%q: want error", bad)
 		}
-	}
-}
-
-func TestOptions(t *testing.T) {
-	u, _ := Parse("x://h?timeout=2s&ms=150&flag=true&bad=maybe")
-	if d, _ := u.Duration("timeout", 0); d != 2*time.Second {
-		t.Error(d)
-	}
-	if d, _ := u.Duration("ms", 0); d != 150*time.Millisecond {
-		t.Error(d)
-	}
-	if b, _ := u.Bool("flag", false); !b {
-		t.Error("flag")
-	}
-	if _, err := u.Bool("bad", false); err == nil {
-		t.Error("bad bool accepted")
 	}
 }
 
@@ -124,15 +107,15 @@ func TestExpandURIKeepsValuesInTheirOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.Param("fileName", "") != "/etc/passwd&allowEscape=true" || u.Param("allowEscape", "") != "" || u.Param("operation", "") != "read" {
+	if u.Params.Get("fileName") != "/etc/passwd&allowEscape=true" || u.Params.Get("allowEscape") != "" || u.Params.Get("operation") != "read" {
 		t.Fatalf("%s parsed to %v", got, u.Params)
 	}
 	got, _ = ExpandURI("http://api/s?q=${body.q}", ex)
-	if u, _ = Parse(got); u.Param("q", "") != "a+b c%d" {
-		t.Fatalf("%s: q = %q", got, u.Param("q", ""))
+	if u, _ = Parse(got); u.Params.Get("q") != "a+b c%d" {
+		t.Fatalf("%s: q = %q", got, u.Params.Get("q"))
 	}
 	got, _ = ExpandURI("file://${body.dir}?operation=read", ex)
-	if u, _ = Parse(got); u.Param("fileName", "") != "" || u.Param("operation", "") != "read" {
+	if u, _ = Parse(got); u.Params.Get("fileName") != "" || u.Params.Get("operation") != "read" {
 		t.Fatalf("%s parsed to %v", got, u.Params)
 	}
 	// Placeholders in the template's own query text (a '?' inside ${…}) do not confuse

@@ -233,7 +233,7 @@ func TestWriteOptions(t *testing.T) {
 			name := tc.header
 			if name == "" {
 				u, _ := uri.Parse("file://x?" + tc.options)
-				name = u.Param("fileName", "")
+				name = u.Params.Get("fileName")
 			}
 			got, rerr := os.ReadFile(filepath.Join(dir, name))
 			if rerr != nil {

@@ -768,3 +768,15 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 	}
 	return context.WithTimeout(ctx, DefaultStopTimeout)
 }
+
+// RouteMethod returns the HTTP method the http-server:// route u accepts, upper
+// case, or "" when it accepts any (httpMethod unset, or a URI this component
+// would refuse). The management manifest lists routes through it, so the option
+// is read only here.
+func RouteMethod(u *uri.URI) string {
+	o, err := uriBinding.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return strings.ToUpper(o.HTTPMethod)
+}

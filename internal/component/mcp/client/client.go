@@ -529,3 +529,12 @@ func ComponentOf(hc *engine.Context) (*Component, error) {
 	hc.AddComponent(Scheme, cc)
 	return cc, nil
 }
+
+// ThrowsOnToolError reports whether the mcp:// target u fails the exchange when the
+// tool answers with isError (throwExceptionOnFailure, true unless set false). A
+// URI this component would refuse keeps the default: the refusal is reported where
+// the URI is checked.
+func ThrowsOnToolError(u *uri.URI) bool {
+	o, err := uriBinding.Parse(u)
+	return err != nil || o.ThrowExceptionOnFailure
+}

@@ -588,3 +588,14 @@ func (o *Options) FastToolCallsOn() bool {
 	}
 	return !o.DisableFastToolCalls
 }
+
+// URITransport returns the transport an mcp-server:// URI asks for (http, sse or
+// stdio, lower case), or "" when it names none or the URI is refused; callers
+// outside this package read the option only through it.
+func URITransport(u *uri.URI) string {
+	o, err := uriBinding.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(o.Transport)
+}
