@@ -121,4 +121,3 @@ func (u *URI) Normalized() string {
 }
 
 func (u *URI) String() string { return u.Raw }
-

@@ -29,7 +29,7 @@ func TestGuardAcceptedStatementsNeverReturnTheSecret(t *testing.T) {
 		"INSERT INTO "+schema+".orders VALUES (1, 1, '"+secret+"')",
 		"INSERT INTO "+schema+".secrets VALUES (1, '"+secret+"')")
 	t.Cleanup(func() { testtools.PostgresExec(t, base, "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
-	// Thousands of statements: on a loaded machine this takes minutes, so the bound is
+	// Thousands of statements, slow on a loaded machine: so the bound is
 	// the test's own deadline (go test -timeout), not a fixed one.
 	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, base)
