@@ -20,6 +20,7 @@ var slimTags = []struct {
 	{"helix_noredis", []string{"github.com/redis/", "github.com/arvenza/helix/internal/component/mcp/security/redislimit"}},
 	{"helix_noonnx", []string{"github.com/yalue/onnxruntime_go", "github.com/sugarme/tokenizer",
 		"github.com/arvenza/helix/internal/rag/embed/onnx"}},
+	{"helix_nokafka", []string{"github.com/twmb/franz-go", "github.com/arvenza/helix/internal/component/kafka"}},
 }
 
 // deps is `go list -deps` of ./cmd/helix built with tags ("" for the default build).
@@ -115,6 +116,18 @@ func TestSlimBuildRefusesLeftOutParts(t *testing.T) {
     rate_limit: 60
     rate_limit_store: redis://127.0.0.1:6379
 `, []string{"helix.yaml:6:23: mcps[0].rate_limit_store: redis is not available in this build (built with -tags helix_noredis); use a build without it"}},
+		{"kafka trigger, target and settings", `helix:
+  kafka:
+    brokers: [127.0.0.1:9092]
+workflows:
+  - id: w
+    trigger:
+      uri: kafka://orders
+    steps:
+      - target: kafka://out
+`, []string{"helix.yaml:3:5: helix.kafka: kafka:// is not available in this build (built with -tags helix_nokafka)",
+			"helix.yaml:7:12: workflows[0].trigger: kafka:// is not available in this build (built with -tags helix_nokafka)",
+			"kafka:// is not available in this build (built with -tags helix_nokafka)"}},
 	}
 	for _, c := range cases {
 		dir := t.TempDir()
