@@ -68,10 +68,10 @@ pages of docs/components/ (` + regenerateDocs + `).`,
 // findSpec looks a scheme up, accepting "timer", "timer:" and "timer://".
 func findSpec(arg string) (*component.Spec, error) {
 	scheme := strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(arg), "//"), ":"))
-	if spec, ok := all.Spec(scheme); ok {
+	if spec := component.SpecOf(scheme); spec != nil {
 		return spec, nil
 	}
-	if why, ok := all.Planned(scheme); ok {
+	if why, ok := component.Absent(scheme); ok {
 		return nil, fmt.Errorf("component %s:// is not available in this build (%s)", scheme, why)
 	}
 	var schemes []string
@@ -122,7 +122,7 @@ func writeComponentList(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if planned := all.PlannedSchemes(); len(planned) > 0 {
+	if planned := component.AbsentSchemes(); len(planned) > 0 {
 		if _, err := fmt.Fprintf(w, "\nNot available in this build: %s.", strings.Join(planned, ", ")); err != nil {
 			return err
 		}
@@ -273,7 +273,7 @@ func markdownPages() map[string]string {
 		fmt.Fprintf(&index, "| [%s](%s.md) | %s | %s |\n", name, s.Scheme, roleShort(s.Direction), mdCell(s.Summary))
 		pages[s.Scheme+".md"] = markdownPage(s)
 	}
-	if planned := all.PlannedSchemes(); len(planned) > 0 {
+	if planned := component.AbsentSchemes(); len(planned) > 0 {
 		fmt.Fprintf(&index, "\nNot available in this build (a configuration using them is refused with the reason): %s.\n",
 			"`"+strings.Join(schemesWithSuffix(planned), "`, `")+"`")
 	}

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -18,6 +19,9 @@ import (
 type Tracer struct {
 	tp trace.TracerProvider
 	tr trace.Tracer
+	// triggers caches the parsed trigger URIs handed to trace hooks: a workflow's
+	// trigger is fixed, so it is parsed once, not for every traced exchange.
+	triggers sync.Map // trigger URI string → *uri.URI
 }
 
 // NewTracer returns a tracer whose spans go nowhere until [Tracer.Use].

@@ -95,11 +95,24 @@ func (t *Tracer) triggerTrace(trigger string, ex *exchange.Exchange) (component.
 	if sp == nil || sp.Trace == nil {
 		return component.TraceInfo{}, false
 	}
-	u, err := uri.Parse(trigger)
+	u, err := t.triggerURI(trigger)
 	if err != nil {
 		return component.TraceInfo{}, false
 	}
 	return sp.Trace(ex, u), true
+}
+
+// triggerURI parses trigger once and keeps it; hooks must not change the URI.
+func (t *Tracer) triggerURI(trigger string) (*uri.URI, error) {
+	if u, ok := t.triggers.Load(trigger); ok {
+		return u.(*uri.URI), nil
+	}
+	u, err := uri.Parse(trigger)
+	if err != nil {
+		return nil, err
+	}
+	t.triggers.Store(trigger, u)
+	return u, nil
 }
 
 // StartStep starts the span of one step of a workflow's pipeline: "step <kind>"

@@ -8,11 +8,11 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/arvenza/helix/internal/component/all"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/uri"
 )
 
@@ -206,8 +206,8 @@ func (l *stepLinter) nearMisses(raw string, pos config.Pos) {
 	if err != nil {
 		return
 	}
-	spec, ok := all.Spec(u.Scheme)
-	if !ok {
+	spec := component.SpecOf(u.Scheme)
+	if spec == nil {
 		return
 	}
 	for _, m := range spec.NearMisses(u) {

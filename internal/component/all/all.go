@@ -74,20 +74,6 @@ func Specs() []*component.Spec {
 	return out
 }
 
-// Spec returns the spec of the component serving scheme (an alias such as https
-// gives http's spec).
-func Spec(scheme string) (*component.Spec, bool) {
-	sp := component.SpecOf(scheme)
-	return sp, sp != nil
-}
-
-// Planned returns why scheme, a component Helix has, is not available in this
-// build (left out by a build tag); ok is false for other schemes.
-func Planned(scheme string) (why string, ok bool) { return component.Absent(scheme) }
-
-// PlannedSchemes lists the schemes left out of this build, sorted.
-func PlannedSchemes() []string { return component.AbsentSchemes() }
-
 // SchemeInfo describes one URI scheme.
 type SchemeInfo struct {
 	Scheme      string

@@ -68,18 +68,18 @@ func TestSpecsAreWellFormed(t *testing.T) {
 				t.Errorf("scheme %s is registered twice", s)
 			}
 			seen[s] = true
-			if got, ok := all.Spec(s); !ok || got != sp {
+			if m, ok := component.Lookup(s); !ok || m.Spec != sp {
 				t.Errorf("Spec(%q) does not return its spec", s)
 			}
-			if _, ok := all.Planned(s); ok {
+			if _, ok := component.Absent(s); ok {
 				t.Errorf("scheme %s is both registered and planned", s)
 			}
 		}
 	}
-	if _, ok := all.Planned("agent"); ok {
+	if _, ok := component.Absent("agent"); ok {
 		t.Error("agent is still planned")
 	}
-	if _, ok := all.Spec("agent"); !ok {
+	if _, ok := component.Lookup("agent"); !ok {
 		t.Error("agent has no spec")
 	}
 }
@@ -96,7 +96,7 @@ func TestRegisteredComponentsDescribeThemselves(t *testing.T) {
 			t.Errorf("%s:// does not implement component.Described", scheme)
 			continue
 		}
-		if sp, _ := all.Spec(scheme); d.Spec() != sp {
+		if sp := component.SpecOf(scheme); d.Spec() != sp {
 			t.Errorf("%s:// describes itself with another spec than its registration", scheme)
 		}
 	}
@@ -286,8 +286,8 @@ func (d describedComponent) CreateEndpoint(u *uri.URI) (component.Endpoint, erro
 func TestMCPComponentsDescribeThemselves(t *testing.T) {
 	hc := engine.NewContext("mcp-specs")
 	for scheme, c := range map[string]component.Component{"mcp": mcpclient.New(), "mcp-server": mcpserver.New(hc)} {
-		sp, ok := all.Spec(scheme)
-		if d, isD := c.(component.Described); !ok || !isD || d.Spec() != sp {
+		sp := component.SpecOf(scheme)
+		if d, isD := c.(component.Described); sp == nil || !isD || d.Spec() != sp {
 			t.Errorf("%s:// does not describe itself with its registered spec", scheme)
 		}
 		hc.AddComponent(scheme, c)

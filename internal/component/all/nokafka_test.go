@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/arvenza/helix/internal/component/all"
 	"github.com/arvenza/helix/pkg/app"
+	"github.com/arvenza/helix/pkg/component"
 )
 
 // Built with -tags helix_nokafka, kafka:// and helix.kafka are refused with the
 // reason at their positions. Run: go test -tags helix_nokafka ./internal/component/all
 func TestKafkaLeftOut(t *testing.T) {
-	if _, ok := all.Spec("kafka"); ok {
+	if _, ok := component.Lookup("kafka"); ok {
 		t.Fatal("kafka:// is registered in a helix_nokafka build")
 	}
 	path := filepath.Join(t.TempDir(), "helix.yaml")
