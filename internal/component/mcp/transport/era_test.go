@@ -86,6 +86,13 @@ func TestStatefulServerServesBothEras(t *testing.T) {
 		t.Fatalf("2026-07-28 tools/call: %d %q %s", r.status, r.header.Get("Mcp-Session-Id"), r.body)
 	}
 
+	// So is a 2026-07-28 notification (the go-sdk client's cancellation).
+	r = send(t, http.MethodPost, url, newEraHeaders("notifications/cancelled", ""),
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12}}`)
+	if r.status != http.StatusAccepted {
+		t.Fatalf("2026-07-28 notification: %d %s", r.status, r.body)
+	}
+
 	// initialize still opens a session, whose results have no 2026-07-28 fields.
 	sid := initSession(t, url)
 	r = send(t, http.MethodPost, url, map[string]string{"Mcp-Session-Id": sid}, callEcho)
@@ -101,6 +108,11 @@ func TestStatefulServerServesBothEras(t *testing.T) {
 	if a := parseAnswer(t, r.body); r.status != http.StatusBadRequest || a.Error == nil || a.Error.Code != -32600 ||
 		string(a.ID) != "12" || !strings.Contains(a.Error.Message, "Mcp-Session-Id") {
 		t.Fatalf("2026-07-28 request with a session id: %d %s", r.status, r.body)
+	}
+	hdr = newEraHeaders("notifications/cancelled", "")
+	hdr["Mcp-Session-Id"] = sid
+	if r := send(t, http.MethodPost, url, hdr, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12}}`); r.status != http.StatusBadRequest {
+		t.Fatalf("2026-07-28 notification with a session id: %d %s", r.status, r.body)
 	}
 	// The session is still there.
 	if r := send(t, http.MethodPost, url, map[string]string{"Mcp-Session-Id": sid}, callEcho); r.status != http.StatusOK {
@@ -281,6 +293,16 @@ func TestBadProtocolVersionsOnEveryTransport(t *testing.T) {
 	} {
 		cases = append(cases, badCase{"initialize " + v.json, "-", initializeWith(v.json), v.requested, false})
 	}
+	// With the header, a body naming another version disagrees with it first.
+	for name, p := range everyTransport(t) {
+		if _, isHTTP := p.(httpPeer); !isHTTP {
+			continue
+		}
+		status, a := p.ask(t, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}, metaWith(`"v999.0.0"`))
+		if status != http.StatusBadRequest || a.Error == nil || a.Error.Code != sdk.CodeHeaderMismatch {
+			t.Errorf("%s: header 2026-07-28, _meta v999.0.0: %d %+v, want 400 and -32020", name, status, a.Error)
+		}
+	}
 	cases = append(cases, badCase{"initialize without protocolVersion", "-",
 		`{"jsonrpc":"2.0","id":21,"method":"initialize","params":{"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, "", false})
 
@@ -349,6 +371,11 @@ func TestVersionNegotiationOnEveryTransport(t *testing.T) {
 			_, a = p.ask(t, newEraHeaders("tools/call", "echo"), callEchoNewEra)
 			if a.Error != nil || !strings.Contains(string(a.Result), `{\"b\":2}`) || !strings.Contains(string(a.Result), `"resultType"`) {
 				t.Errorf("2026-07-28 tools/call: %+v %s", a.Error, a.Result)
+			}
+			// initialize is no handshake in 2026-07-28 but a removed method.
+			status, a := p.ask(t, newEraHeaders("initialize", ""), `{"jsonrpc":"2.0","id":13,"method":"initialize","params":{`+newEraMeta+`}}`)
+			if _, isHTTP := p.(httpPeer); a.Error == nil || a.Error.Code != -32601 || isHTTP && status != http.StatusNotFound {
+				t.Errorf("2026-07-28 initialize: %d %+v, want -32601 (404 on HTTP)", status, a.Error)
 			}
 		})
 	}

@@ -31,13 +31,14 @@ type sdkProtocolFront struct {
 	sessionless http.Handler // the go-sdk's stateless handler, for 2026-07-28 requests
 	stateless   bool
 	maxBody     int64
+	checks      *StreamableHandler // its version and header checks only; it serves nothing
 }
 
 // NewSDKProtocolFront returns the front of the go-sdk's handlers: sessions serves
 // the server's legacy requests (and GET, DELETE), sessionless its 2026-07-28
 // requests; on a stateless server both may be the same handler.
 func NewSDKProtocolFront(sessions, sessionless http.Handler, o *Options) http.Handler {
-	f := &sdkProtocolFront{sessions: sessions, sessionless: sessionless, stateless: o.Stateless}
+	f := &sdkProtocolFront{sessions: sessions, sessionless: sessionless, stateless: o.Stateless, checks: &StreamableHandler{}}
 	switch {
 	case o.MaxRequestBodyBytes == 0:
 		f.maxBody = defaultMaxBodyBytes
@@ -91,17 +92,24 @@ func (f *sdkProtocolFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSONRPCError(w, http.StatusBadRequest, id, headerErr)
 		return
 	}
-	newEra := len(versions) > 0 && versions[0] >= statelessProtocol
+	version := ""
+	if len(versions) > 0 {
+		version = versions[0]
+	}
+	newEra := version >= statelessProtocol // a 2026-07-28 notification too
 	for _, req := range calls {
-		if e := checkVersionFields(req); e != nil {
+		// As Helix's handler checks them (the go-sdk's stateless handler then
+		// checks the Mcp-Param-* headers itself).
+		isNew, e := f.checks.checkCall(r.Header, req, version)
+		if e != nil {
 			writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
 			return
 		}
-		newEra = newEra || isNewEra(req)
+		newEra = newEra || isNew
 	}
 	switch {
-	case newEra && !f.stateless && r.Header.Get(sessionIDHeader) != "" && len(calls) > 0:
-		refuseSessionOnNewEra(w, calls[0].ID)
+	case newEra && !f.stateless && r.Header.Get(sessionIDHeader) != "":
+		refuseSessionOnNewEra(w, calls)
 	case newEra:
 		f.sessionless.ServeHTTP(w, r)
 	default:

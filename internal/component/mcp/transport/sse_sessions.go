@@ -248,7 +248,7 @@ func (c *sseConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !ok || !req.IsCall() {
 			return m, nil
 		}
-		if e := checkVersionFields(req); e != nil {
+		if e := checkVersionFields(req, isNewEra(req)); e != nil {
 			if err := c.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: e}); err != nil {
 				return nil, err
 			}

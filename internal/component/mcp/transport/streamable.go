@@ -273,8 +273,9 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	var calls []*jsonrpc.Request
 	hasInit := false
 	// newEra: the POST holds a 2026-07-28 request (by its header or its _meta),
-	// served without a session whatever the server's mode.
-	newEra := false
+	// or is a 2026-07-28 notification (by its header), served without a session
+	// whatever the server's mode.
+	newEra := version >= statelessProtocol
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
 		if !ok || !req.IsCall() {
@@ -284,17 +285,12 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		if req.Method == "initialize" {
 			hasInit = true
 		}
-		if e := checkVersionFields(req); e != nil {
+		isNew, e := h.checkCall(r.Header, req, version)
+		if e != nil {
 			writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
 			return
 		}
-		if meta, isNew := newProtocolMeta(req, version); isNew {
-			newEra = true
-			if e := h.checkStatelessHeaders(r.Header, req, version, meta); e != nil {
-				writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
-				return
-			}
-		}
+		newEra = newEra || isNew
 	}
 
 	if batch && len(calls) > 1 && !h.chargeBatch(w, r, len(calls)-1) {
@@ -304,7 +300,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	fc := h.fast.match(msgs, batch, effective)
 	sid := r.Header.Get(sessionIDHeader)
 	if newEra && sid != "" && !h.stateless {
-		refuseSessionOnNewEra(w, calls[0].ID)
+		refuseSessionOnNewEra(w, calls)
 		return
 	}
 	if h.stateless || newEra {
@@ -549,11 +545,35 @@ func (c *streamConn) wantsLogs() bool {
 // protocol has none, and the session speaks the version its initialize
 // negotiated, so serving the request in it or without it would each ignore half
 // of what the client sent.
-func refuseSessionOnNewEra(w http.ResponseWriter, id jsonrpc.ID) {
+func refuseSessionOnNewEra(w http.ResponseWriter, calls []*jsonrpc.Request) {
+	var id jsonrpc.ID // none for notifications
+	if len(calls) > 0 {
+		id = calls[0].ID
+	}
 	writeJSONRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 		Message: fmt.Sprintf("Bad Request: a %s request carries no %s header (that protocol has no sessions); "+
 			"send it without the header, or send the session's requests with the version its initialize negotiated",
 			statelessProtocol, sessionIDHeader)})
+}
+
+// checkCall checks the protocol versions of one call of a POST whose
+// Mcp-Protocol-Version header is version, and tells whether it is a 2026-07-28
+// request. When the header names 2026-07-28, the body must agree with it first
+// (HeaderMismatch, -32020, SEP-2575); otherwise a version the body names must be
+// one the server speaks (-32022, versions.go) before the 2026-07-28 header rules
+// apply.
+func (h *StreamableHandler) checkCall(hdr http.Header, req *jsonrpc.Request, version string) (isNew bool, e *jsonrpc.Error) {
+	meta, isNew := newProtocolMeta(req, version)
+	if isNew && version != "" {
+		e = h.checkStatelessHeaders(hdr, req, version, meta)
+	}
+	if e == nil {
+		e = checkVersionFields(req, isNew)
+	}
+	if e == nil && isNew && version == "" {
+		e = h.checkStatelessHeaders(hdr, req, version, meta)
+	}
+	return isNew, e
 }
 
 // newProtocolMeta tells whether req uses the stateless protocol (2026-07-28 or

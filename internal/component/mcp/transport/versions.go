@@ -66,9 +66,11 @@ func checkVersionHeader(values []string) *jsonrpc.Error {
 
 // checkVersionFields checks the versions a request names in its body (see
 // above); nil when it names none or only versions the server speaks.
-// Notifications are not checked: the go-sdk ignores their _meta version.
-func checkVersionFields(req *jsonrpc.Request) *jsonrpc.Error {
-	if !req.IsCall() || req.Method != "initialize" && !bytes.Contains(req.Params, protocolVersionKey) {
+// Notifications are not checked: the go-sdk ignores their _meta version. An
+// initialize of the 2026-07-28 era (newEra) is not a handshake but a removed
+// method, which the session answers with -32601.
+func checkVersionFields(req *jsonrpc.Request, newEra bool) *jsonrpc.Error {
+	if !req.IsCall() || (req.Method != "initialize" || newEra) && !bytes.Contains(req.Params, protocolVersionKey) {
 		return nil
 	}
 	var p struct {
@@ -84,7 +86,7 @@ func checkVersionFields(req *jsonrpc.Request) *jsonrpc.Error {
 			return unsupportedVersion(requestedText(raw), shownJSON(raw), "_meta "+sdk.MetaKeyProtocolVersion)
 		}
 	}
-	if req.Method == "initialize" {
+	if req.Method == "initialize" && !newEra {
 		var v string
 		if json.Unmarshal(p.Version, &v) != nil || !revisionShape.MatchString(v) {
 			return unsupportedVersion(requestedText(p.Version), shownJSON(p.Version),
