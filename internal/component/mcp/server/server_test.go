@@ -222,6 +222,21 @@ func TestToolRegistryErrors(t *testing.T) {
 			opts:    Options{Tools: map[string]ToolOverride{"greet": {InputSchema: json.RawMessage(`{oops`)}}},
 			wantErr: []string{`"greet": input schema is not a JSON object`},
 		},
+		{
+			// The go-sdk panics on such a tool; the server refuses it by name.
+			name: "x-mcp-header on a number",
+			wfs:  []*engine.Workflow{greetWorkflow()},
+			opts: Options{Tools: map[string]ToolOverride{"greet": {InputSchema: json.RawMessage(
+				`{"type":"object","properties":{"amount":{"type":"number","x-mcp-header":"Amount"}}}`)}}},
+			wantErr: []string{`workflow "greet"`, `"amount"`, `x-mcp-header needs "type": string, integer or boolean`},
+		},
+		{
+			name: "x-mcp-header twice",
+			wfs:  []*engine.Workflow{greetWorkflow()},
+			opts: Options{Tools: map[string]ToolOverride{"greet": {InputSchema: json.RawMessage(
+				`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"Region"},"b":{"type":"string","x-mcp-header":"region"}}}`)}}},
+			wantErr: []string{`workflow "greet"`, `both use x-mcp-header`},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hc := newTestContext(t, tc.wfs...)
