@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -303,6 +304,8 @@ func TestBadProtocolVersionsOnEveryTransport(t *testing.T) {
 			t.Errorf("%s: header 2026-07-28, _meta v999.0.0: %d %+v, want 400 and -32020", name, status, a.Error)
 		}
 	}
+	long := strings.Repeat("é", 100_000) // 200 KB of two-byte characters
+	cases = append(cases, badCase{"_meta huge", "-", metaWith(`"` + long + `"`), strings.Repeat("é", 64) + "…", false})
 	cases = append(cases, badCase{"initialize without protocolVersion", "-",
 		`{"jsonrpc":"2.0","id":21,"method":"initialize","params":{"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, "", false})
 
@@ -330,6 +333,9 @@ func TestBadProtocolVersionsOnEveryTransport(t *testing.T) {
 				if err := json.Unmarshal(a.Error.Data, &data); err != nil || data.Requested != tc.requested ||
 					!slices.Equal(slices.Sorted(slices.Values(data.Supported)), knownProtocolVersions) {
 					t.Errorf("%s: data %s, want every served version and requested %q", tc.name, a.Error.Data, tc.requested)
+				}
+				if len(a.Error.Message) > 400 || !utf8.ValidString(a.Error.Message) {
+					t.Errorf("%s: the message is %d bytes (valid UTF-8: %v)", tc.name, len(a.Error.Message), utf8.ValidString(a.Error.Message))
 				}
 				if !strings.Contains(a.Error.Message, "2025-11-25, 2026-07-28") {
 					t.Errorf("%s: the message names no supported version: %s", tc.name, a.Error.Message)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,10 +46,10 @@ var protocolVersionKey = []byte("protocolVersion")
 // echoes), shown in the message as shown, found at where ("the
 // Mcp-Protocol-Version header").
 func unsupportedVersion(requested, shown, where string) *jsonrpc.Error {
-	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: knownProtocolVersions, Requested: requested})
-	if len(shown) > 40 {
-		shown = shown[:40] + "…" // the message only has to point at it
-	}
+	// A version is a few bytes; a client that sends megabytes there gets the
+	// start back, not an echo of all of it.
+	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: knownProtocolVersions, Requested: cut(requested, 128)})
+	shown = cut(shown, 40) // the message only has to point at it
 	return &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
 		Message: fmt.Sprintf("unsupported protocol version %s in %s; send one of: %s", shown, where,
 			strings.Join(knownProtocolVersions, ", ")),
@@ -105,6 +106,17 @@ func requestedText(raw json.RawMessage) string {
 		return s
 	}
 	return string(raw)
+}
+
+// cut shortens s to at most n bytes, on a character boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // shownJSON is a body field as the message shows it: as sent, "(none)" when absent.
