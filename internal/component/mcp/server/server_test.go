@@ -699,6 +699,3 @@ func TestCancelledCallStopsWorkflow(t *testing.T) {
 // newProtocolResultKeys are the result fields of MCP 2026-07-28 that sessions of
 // earlier versions must not see (transport/protocol_fields.go strips them).
 var newProtocolResultKeys = []string{"resultType", "ttlMs", "cacheScope"}
-
-// statelessProtocol is the first protocol version without initialize.
-const statelessProtocol = "2026-07-28"
