@@ -386,3 +386,48 @@ func TestVersionNegotiationOnEveryTransport(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioStripsPerRequest: on one stdio connection that initialized at
+// 2025-11-25, a legacy request's result loses the 2026-07-28 fields and a
+// 2026-07-28 request's keeps them: the era is the request's, not the pipe's.
+func TestStdioStripsPerRequest(t *testing.T) {
+	t.Parallel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	ss, err := echoServer(t).Connect(ctx, NewStdioTransport(nil, inR, inR, outW, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = inW.Close(); _ = ss.Close() }()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	ask := func(line string) string {
+		t.Helper()
+		go func() { _, _ = inW.Write([]byte(line + "\n")) }()
+		if !lines.Scan() {
+			t.Fatalf("no answer to %s: %v", line, lines.Err())
+		}
+		return lines.Text()
+	}
+	if r := ask(initializeWith(`"2025-11-25"`)); !strings.Contains(r, `"protocolVersion":"2025-11-25"`) {
+		t.Fatalf("initialize: %s", r)
+	}
+	if _, err := inW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	legacy := ask(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	newEra := ask(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{` + newEraMeta + `}}`)
+	if !strings.Contains(legacy, `"echo"`) || !strings.Contains(newEra, `"echo"`) {
+		t.Fatalf("tools/list: %s / %s", legacy, newEra)
+	}
+	for _, k := range newProtocolResultKeys {
+		if strings.Contains(legacy, `"`+k+`"`) {
+			t.Errorf("the legacy result has %s: %s", k, legacy)
+		}
+	}
+	if !strings.Contains(newEra, `"resultType"`) {
+		t.Errorf("the 2026-07-28 result lost resultType: %s", newEra)
+	}
+}
