@@ -115,6 +115,13 @@ func TestStatefulServerServesBothEras(t *testing.T) {
 	if r := send(t, http.MethodPost, url, hdr, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12}}`); r.status != http.StatusBadRequest {
 		t.Fatalf("2026-07-28 notification with a session id: %d %s", r.status, r.body)
 	}
+	// A request of the session whose _meta names the session's own, earlier,
+	// version is a legacy request (as the go-sdk reads it).
+	r = send(t, http.MethodPost, url, map[string]string{"Mcp-Session-Id": sid},
+		`{"jsonrpc":"2.0","id":14,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}`)
+	if r.status != http.StatusOK || !strings.Contains(r.body, `"echo"`) {
+		t.Fatalf("legacy _meta version in a session: %d %s", r.status, r.body)
+	}
 	// The session is still there.
 	if r := send(t, http.MethodPost, url, map[string]string{"Mcp-Session-Id": sid}, callEcho); r.status != http.StatusOK {
 		t.Fatalf("session after the refusal: %d %s", r.status, r.body)

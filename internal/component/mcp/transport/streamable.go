@@ -592,7 +592,9 @@ func newProtocolMeta(req *jsonrpc.Request, header string) (metaVersion string, i
 		}
 		metaVersion = v
 	}
-	return metaVersion, metaVersion != "" || header >= statelessProtocol
+	// A _meta naming an earlier version makes no 2026-07-28 request (as the
+	// go-sdk reads it, and as stdio and SSE do): it is served as a legacy one.
+	return metaVersion, metaVersion >= statelessProtocol || header >= statelessProtocol
 }
 
 // checkStatelessHeaders applies the 2026-07-28 rules that tie HTTP headers to the
