@@ -46,10 +46,10 @@ func startYAMLServer(t *testing.T, file string, env map[string]string) map[strin
 }
 
 // startConformance serves examples/conformance.yaml (tools, resources, a resource
-// template, prompts) and returns the address of its stateful server.
+// template, prompts) and returns the address of its server.
 func startConformance(t *testing.T) string {
 	t.Helper()
-	addrs := startYAMLServer(t, "../../examples/conformance.yaml", map[string]string{"CONFORMANCE_PORT": "0", "CONFORMANCE_STATELESS_PORT": "0"})
+	addrs := startYAMLServer(t, "../../examples/conformance.yaml", map[string]string{"CONFORMANCE_PORT": "0"})
 	addr := addrs["conformance"]
 	if addr == "" {
 		t.Fatalf("no conformance server in %v", addrs)

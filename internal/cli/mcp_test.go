@@ -130,7 +130,8 @@ func startInspectTarget(t *testing.T) string {
 func TestMCPInspect(t *testing.T) {
 	t.Parallel()
 	addr := startInspectTarget(t)
-	table := "Server: helix-mcp 1.0.0 (protocol 2025-11-25)\n\n" +
+	// The go-sdk client's latest protocol: every Helix server serves it, over SSE too.
+	table := "Server: helix-mcp 1.0.0 (protocol 2026-07-28)\n\n" +
 		"Tools: 2\n\n" +
 		"TOOL       DESCRIPTION\n" +
 		"----       -----------\n" +

@@ -182,7 +182,8 @@ func httpAnswer(c *http.Client, url string) (string, error) {
 
 func connectMCP(ctx context.Context, url string) (*sdk.ClientSession, error) {
 	c := sdk.NewClient(&sdk.Implementation{Name: "reload-test", Version: "1"}, nil)
-	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	// A 2025-11-25 session: reloading ends sessions (2026-07-28 clients have none).
+	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 }
 
 func toolAnswer(ctx context.Context, s *sdk.ClientSession) (string, error) {

@@ -50,7 +50,9 @@ func TestMCPProgressExample(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: serverURL(t, a, "progress-demo") + "/mcp", MaxRetries: -1}, nil)
+	// A 2025-11-25 session: logging/setLevel sets its level (2026-07-28 sends it per request).
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: serverURL(t, a, "progress-demo") + "/mcp", MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,9 @@ func primitivesSession(t *testing.T, a *app.App, id string, got updates) *sdk.Cl
 			}
 		},
 	})
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: serverURL(t, a, id) + "/mcp", MaxRetries: -1}, nil)
+	// A 2025-11-25 session: resources/subscribe (2026-07-28 removed it).
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: serverURL(t, a, id) + "/mcp", MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,10 @@ func (c *stressClient) connect(tb testing.TB) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "starlang-fuzz", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.endpoint, MaxRetries: -1}, nil)
+	// 2025-11-25: callStress checks that the server still answers with ping,
+	// which 2026-07-28 removed.
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.endpoint, MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return err
 	}

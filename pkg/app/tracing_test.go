@@ -195,7 +195,8 @@ workflows:
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "tracing-test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: serverURL(t, a, "traced") + "/mcp",
-		HTTPClient: &http.Client{Transport: headerTransport{h: http.Header{"Traceparent": {headerTP}}, base: &http.Transport{}}}, MaxRetries: -1}, nil)
+		HTTPClient: &http.Client{Transport: headerTransport{h: http.Header{"Traceparent": {headerTP}}, base: &http.Transport{}}}, MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // a session: the span names it
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,12 +161,19 @@ func askTransport(t *testing.T, comp *mcpserver.Component, id string) sdk.Transp
 	return &sdk.StreamableClientTransport{Endpoint: "http://" + a.String() + "/mcp", MaxRetries: -1}
 }
 
-// askClient connects a client with opts (its handlers declare its capabilities).
+// legacyAsking is the protocol the tests of server-to-client requests speak:
+// the go-sdk client's default, 2026-07-28, which every Helix server now serves,
+// asks the client through input-required results (SEP-2322) instead.
+const legacyAsking = "2025-11-25"
+
+// askClient connects a client with opts (its handlers declare its capabilities),
+// speaking legacyAsking.
 func askClient(t *testing.T, comp *mcpserver.Component, id string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 	defer cancel()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "ask-test", Version: "1.0.0"}, opts).Connect(ctx, askTransport(t, comp, id), nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "ask-test", Version: "1.0.0"}, opts).Connect(ctx, askTransport(t, comp, id),
+		&sdk.ClientSessionOptions{ProtocolVersion: legacyAsking})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +554,8 @@ func TestReleaseStreamThroughEveryTransport(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 			defer cancel()
-			cs, err := sdk.NewClient(&sdk.Implementation{Name: "release-test", Version: "1.0.0"}, nil).Connect(ctx, tr, nil)
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "release-test", Version: "1.0.0"}, nil).Connect(ctx, tr,
+				&sdk.ClientSessionOptions{ProtocolVersion: legacyAsking})
 			if err != nil {
 				t.Fatal(err)
 			}

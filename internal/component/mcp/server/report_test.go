@@ -100,27 +100,36 @@ func TestToolCallProgressAndLogs(t *testing.T) {
 	transports := []struct {
 		name      string
 		transport func() sdk.Transport
-		fast      bool // calls without progress token may take the fast path
+		fast      bool   // calls without progress token may take the fast path
+		version   string // the client's protocol ("": the go-sdk's default, 2026-07-28)
 	}{
 		// No standalone GET stream: notifications must travel on the call's POST.
+		// Sessions of 2025-11-25 set their log level with logging/setLevel.
 		{"streamable helix", func() sdk.Transport {
 			return &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "helix", "/mcp"), MaxRetries: -1, DisableStandaloneSSE: true}
-		}, true},
+		}, true, "2025-11-25"},
 		{"streamable sdk", func() sdk.Transport {
 			return &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "sdk", "/mcp"), MaxRetries: -1, DisableStandaloneSSE: true}
-		}, false},
-		{"sse", func() sdk.Transport { return &sdk.SSEClientTransport{Endpoint: serverURL(t, comp, "sse", "/sse")} }, false},
-		// These two speak 2026-07-28, where each request states its log level in _meta.
-		{"stdio", func() sdk.Transport { return &sdk.IOTransport{Reader: outR, Writer: inW} }, false},
+		}, false, "2025-11-25"},
+		{"sse", func() sdk.Transport { return &sdk.SSEClientTransport{Endpoint: serverURL(t, comp, "sse", "/sse")} }, false, ""},
+		// These speak 2026-07-28, where each request states its log level in _meta
+		// (a stateful server serves it without a session too).
+		{"stdio", func() sdk.Transport { return &sdk.IOTransport{Reader: outR, Writer: inW} }, false, ""},
 		{"stateless", func() sdk.Transport {
 			return &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "stateless", "/mcp"), MaxRetries: -1, DisableStandaloneSSE: true}
-		}, false},
+		}, false, ""},
+		{"streamable helix 2026-07-28", func() sdk.Transport {
+			return &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "helix", "/mcp"), MaxRetries: -1, DisableStandaloneSSE: true}
+		}, false, ""},
+		{"streamable sdk 2026-07-28", func() sdk.Transport {
+			return &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "sdk", "/mcp"), MaxRetries: -1, DisableStandaloneSSE: true}
+		}, false, ""},
 	}
 	for _, tc := range transports {
 		t.Run(tc.name, func(t *testing.T) {
 			var got notifications
 			client := sdk.NewClient(&sdk.Implementation{Name: "report-test", Version: "1.0.0"}, got.options())
-			cs, err := client.Connect(testCtx(t), tc.transport(), nil)
+			cs, err := client.Connect(testCtx(t), tc.transport(), &sdk.ClientSessionOptions{ProtocolVersion: tc.version})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -185,9 +185,9 @@ func TestInspectorAgainstHelix(t *testing.T) {
 
 // conformanceScenarios are the server scenarios of the official suite
 // (@modelcontextprotocol/conformance 0.1.16, --suite all): every one of them
-// passes against examples/conformance.yaml's stateful server. The list is checked
-// against what the suite ran, so a suite that gains or renames a scenario fails
-// the test instead of going unnoticed.
+// passes against examples/conformance.yaml's server. The list is checked against
+// what the suite ran, so a suite that gains or renames a scenario fails the test
+// instead of going unnoticed.
 var conformanceScenarios = []string{
 	"server-initialize", "logging-set-level", "ping", "completion-complete", "tools-list",
 	"tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
@@ -199,36 +199,18 @@ var conformanceScenarios = []string{
 	"prompts-get-embedded-resource", "prompts-get-with-image", "dns-rebinding-protection",
 }
 
-// notForStateless are the scenarios that need a session, so they do not apply to
-// the stateless server (docs/mcp-server.md, "Conformance"): a stateless server
-// cannot send requests to the client (sampling, elicitation), keeps no resumable
-// streams (SEP-1699 polling and session-bound streams), and has no session for
-// logging/setLevel to set the level of.
-var notForStateless = map[string]string{
-	"tools-call-sampling":          "asks the client: needs a session",
-	"tools-call-elicitation":       "asks the client: needs a session",
-	"elicitation-sep1034-defaults": "asks the client: needs a session",
-	"elicitation-sep1330-enums":    "asks the client: needs a session",
-	"server-sse-polling":           "resumes a session's stream (Mcp-Session-Id)",
-	"server-sse-multiple-streams":  "opens several streams of one session (Mcp-Session-Id)",
-	"tools-call-with-logging":      "logging/setLevel sets the level of a session",
-}
-
-// serveConformance starts helix mcp serve examples/conformance.yaml on free ports
-// and returns the URLs of its stateful and stateless servers.
-func serveConformance(t *testing.T) (stateful, stateless string) {
+// serveConformance starts helix mcp serve examples/conformance.yaml on a free
+// port and returns the URL of its one server, which serves both protocol eras.
+func serveConformance(t *testing.T) string {
 	t.Helper()
 	root, err := testtools.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1, p2 := testtools.FreePort(t), testtools.FreePort(t)
-	startHelix(t, []string{fmt.Sprintf("CONFORMANCE_PORT=%d", p1), fmt.Sprintf("CONFORMANCE_STATELESS_PORT=%d", p2)},
-		"mcp", "serve", filepath.Join(root, "examples", "conformance.yaml"))
-	for _, p := range []int{p1, p2} {
-		testtools.WaitForTCP(t, fmt.Sprintf("127.0.0.1:%d", p), testtools.StartupBound)
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", p1), fmt.Sprintf("http://127.0.0.1:%d/mcp", p2)
+	port := testtools.FreePort(t)
+	startHelix(t, []string{fmt.Sprintf("CONFORMANCE_PORT=%d", port)}, "mcp", "serve", filepath.Join(root, "examples", "conformance.yaml"))
+	testtools.WaitForTCP(t, fmt.Sprintf("127.0.0.1:%d", port), testtools.StartupBound)
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
 
 // runConformance runs the suite at bin with args against url and returns the
@@ -271,40 +253,34 @@ func TestConformanceSuiteAgainstHelix(t *testing.T) {
 		t.Skip("starts the helix binary and Node")
 	}
 	suite := testtools.NPMBin(t, "conformance")
-	stateful, stateless := serveConformance(t)
-	for _, mode := range []struct{ name, url string }{{"stateful", stateful}, {"stateless", stateless}} {
-		t.Run(mode.name, func(t *testing.T) {
-			runs := runConformance(t, suite, mode.url, "--suite", "all")
-			var ran []string
-			for name := range runs {
-				ran = append(ran, name)
-			}
-			slices.Sort(ran)
-			want := slices.Sorted(slices.Values(conformanceScenarios))
-			if !slices.Equal(ran, want) {
-				t.Errorf("the suite ran %v\nwant %v (update conformanceScenarios and docs/mcp-server.md)", ran, want)
-			}
-			for _, scenario := range conformanceScenarios {
-				if _, skip := notForStateless[scenario]; skip && mode.name == "stateless" {
-					continue
-				}
-				checks := runs[scenario]
-				if len(checks) == 0 {
-					t.Errorf("%s: no checks", scenario)
-				}
-				for _, bad := range failedChecks(checks, true) {
-					t.Errorf("%s: %s", scenario, bad)
-				}
-			}
-		})
+	runs := runConformance(t, suite, serveConformance(t), "--suite", "all")
+	ran := slices.Sorted(maps.Keys(runs))
+	want := slices.Sorted(slices.Values(conformanceScenarios))
+	if !slices.Equal(ran, want) {
+		t.Errorf("the suite ran %v\nwant %v (update conformanceScenarios and docs/mcp-server.md)", ran, want)
+	}
+	for _, scenario := range conformanceScenarios {
+		checks := runs[scenario]
+		if len(checks) == 0 {
+			t.Errorf("%s: no checks", scenario)
+		}
+		for _, bad := range failedChecks(checks, true) {
+			t.Errorf("%s: %s", scenario, bad)
+		}
 	}
 }
 
+// alpha20251125ExpectedFailures are the scenarios of the 2025-11-25 requirement
+// set (@modelcontextprotocol/conformance 0.2.0-alpha.12, --requirements
+// 2025-11-25) that fail against examples/conformance.yaml's server, and why:
+// none. A scenario added here must say why, and fails the test once it passes.
+var alpha20251125ExpectedFailures = map[string]string{}
+
 // alphaExpectedFailures are the scenarios of the 2026-07-28 requirement set
 // (@modelcontextprotocol/conformance 0.2.0-alpha.12, --requirements 2026-07-28)
-// that fail against examples/conformance.yaml's stateless server, and why. Every
-// other scenario of the set passes; a listed one that starts to pass fails the
-// test too, so that this list (and docs/mcp-server.md) stays true.
+// that fail against examples/conformance.yaml's server, and why. Every other
+// scenario of the set passes; a listed one that starts to pass fails the test
+// too, so that this list (and docs/mcp-server.md) stays true.
 var alphaExpectedFailures = map[string]string{
 	"server-stateless": "SEP-2575: the checks of test_missing_capability (a -32021 rejection of a request that needs a " +
 		"capability the client did not declare) and test_streaming_elicitation (SEP-2322) cannot be written in YAML yet",
@@ -318,7 +294,6 @@ var alphaExpectedFailures = map[string]string{
 	"input-required-result-result-type":             "SEP-2322",
 	"input-required-result-tampered-state":          "SEP-2322",
 	"input-required-result-capability-check":        "SEP-2322",
-	"http-custom-header-server-validation":          "pending in the suite (not scored): custom header mirroring is not built",
 	"tasks-lifecycle":                               "tasks extension (not scored): not built",
 	"tasks-capability-negotiation":                  "tasks extension",
 	"tasks-wire-fields":                             "tasks extension",
@@ -330,33 +305,58 @@ var alphaExpectedFailures = map[string]string{
 	"tasks-mrtr-composition":                        "tasks extension",
 }
 
+// TestConformanceAlphaAgainstHelix runs the alpha suite's requirement sets of both
+// protocol eras, in parallel, against one server: the same URL answers
+// initialize sessions (2025-11-25) and sessionless requests (2026-07-28).
 func TestConformanceAlphaAgainstHelix(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the helix binary and Node")
 	}
 	suite := testtools.ConformanceAlphaBin(t)
-	_, stateless := serveConformance(t)
-	runs := runConformance(t, suite, stateless, "--requirements", "2026-07-28")
-	var passed []string
+	url := serveConformance(t)
+	for _, set := range []struct {
+		requirements string
+		expected     map[string]string
+	}{
+		{"2025-11-25", alpha20251125ExpectedFailures},
+		{"2026-07-28", alphaExpectedFailures},
+	} {
+		t.Run(set.requirements, func(t *testing.T) {
+			t.Parallel()
+			checkAlphaRuns(t, set.requirements, runConformance(t, suite, url, "--requirements", set.requirements), set.expected)
+		})
+	}
+}
+
+// checkAlphaRuns holds the runs of one requirement set to its expected failures:
+// an unlisted scenario must pass, a listed one must fail and must have run.
+func checkAlphaRuns(t *testing.T, requirements string, runs map[string][]conformanceCheck, expected map[string]string) {
+	t.Helper()
+	var passed, failed []string
 	for _, scenario := range slices.Sorted(maps.Keys(runs)) {
 		bad := failedChecks(runs[scenario], false)
-		_, expected := alphaExpectedFailures[scenario]
+		reason, isExpected := expected[scenario]
 		switch {
-		case len(bad) == 0 && expected:
-			t.Errorf("%s passes now: take it out of alphaExpectedFailures and docs/mcp-server.md", scenario)
-		case len(bad) > 0 && !expected:
+		case len(bad) == 0 && isExpected:
+			t.Errorf("%s passes now: take it out of the %s expected failures and docs/mcp-server.md", scenario, requirements)
+		case len(bad) > 0 && !isExpected:
 			t.Errorf("%s fails:\n  %s", scenario, strings.Join(bad, "\n  "))
 		case len(bad) == 0:
 			passed = append(passed, scenario)
+		default:
+			failed = append(failed, scenario+" ("+reason+")")
 		}
 	}
-	for scenario := range alphaExpectedFailures {
+	for scenario := range expected {
 		if _, ok := runs[scenario]; !ok {
-			t.Errorf("the suite no longer runs %s: take it out of alphaExpectedFailures", scenario)
+			t.Errorf("the suite no longer runs %s: take it out of the %s expected failures", scenario, requirements)
 		}
 	}
-	t.Logf("2026-07-28 requirement set: %d of %d scenarios pass: %s", len(passed), len(runs), strings.Join(passed, ", "))
+	t.Logf("%s requirement set: %d of %d scenarios pass: %s", requirements, len(passed), len(runs), strings.Join(passed, ", "))
+	if len(failed) > 0 {
+		t.Logf("%s requirement set, failing as expected: %s", requirements, strings.Join(failed, "; "))
+	}
 }
 
 type conformanceCheck struct {

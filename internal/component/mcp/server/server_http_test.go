@@ -55,8 +55,15 @@ func serverURL(t *testing.T, comp *Component, id, path string) string {
 
 func connectHTTP(t *testing.T, transport sdk.Transport) *sdk.ClientSession {
 	t.Helper()
+	return connectHTTPAt(t, transport, "")
+}
+
+// connectHTTPAt connects the go-sdk client speaking version ("": its default,
+// 2026-07-28, which every server serves without a session).
+func connectHTTPAt(t *testing.T, transport sdk.Transport, version string) *sdk.ClientSession {
+	t.Helper()
 	client := sdk.NewClient(&sdk.Implementation{Name: "http-test", Version: "1.0.0"}, nil)
-	cs, err := client.Connect(testCtx(t), transport, nil)
+	cs, err := client.Connect(testCtx(t), transport, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +136,7 @@ func TestStreamableHTTPStateful(t *testing.T) {
 	comp := startContext(t, hc, Options{ID: "s", Name: "my-tools", Addr: "127.0.0.1:0"})
 	for _, path := range []string{"/mcp", "/", "/greet"} {
 		t.Run(path, func(t *testing.T) {
-			cs := connectHTTP(t, &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "s", path), MaxRetries: -1})
+			cs := connectHTTPAt(t, &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "s", path), MaxRetries: -1}, "2025-11-25")
 			if cs.ID() == "" {
 				t.Fatal("stateful server gave no session id")
 			}

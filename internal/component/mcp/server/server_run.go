@@ -52,6 +52,7 @@ type mcpServer struct {
 
 	mu      sync.Mutex
 	tools   []*serverTool
+	params  map[string][]transport.ParamHeader // tool name → its x-mcp-header bindings
 	caller  *toolCaller
 	subs    *subscriptions
 	fast    *transport.FastToolCalls // nil unless Helix's transport answers tool calls itself
@@ -114,7 +115,13 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	// they do on the fast path (fastcall.go).
 	srv.AddReceivingMiddleware(s.opts.ReceivingMiddleware...)
 	s.mu.Lock()
-	s.tools, s.caller, s.subs = tools, caller, subs
+	params := map[string][]transport.ParamHeader{}
+	for _, t := range tools {
+		if len(t.params) > 0 {
+			params[t.info.Name] = t.params
+		}
+	}
+	s.tools, s.params, s.caller, s.subs = tools, params, caller, subs
 	s.mu.Unlock()
 	return srv, gate, nil
 }
@@ -233,9 +240,6 @@ func (s *mcpServer) httpHandler() http.Handler {
 			r = r.Clone(r.Context())
 			r.URL.Path = "/message"
 			r.URL.RawPath = ""
-			// Results travel on this stream: without 2026-07-28 fields, as the
-			// 2024-11-05 transport's sessions expect (transport/protocol_fields.go).
-			w = transport.LegacyResultWriter{ResponseWriter: w}
 		}
 		sse.ServeHTTP(w, r)
 	})
@@ -248,17 +252,23 @@ func (s *mcpServer) httpHandler() http.Handler {
 		}
 		var streamable http.Handler
 		if s.opts.HTTPTransport == HTTPTransportSDK {
-			streamable = sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
-				Stateless:                  s.opts.Stateless,
-				SessionTimeout:             timeout,
-				Logger:                     sdkLogger(s.opts.Logger),
-				DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
-				MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
-			})
-			if !s.opts.Stateless {
-				streamable = transport.NewSDKSessions(streamable, sdkServer, sessions)
+			sdkHandler := func(stateless bool) http.Handler {
+				return sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+					Stateless:                  stateless,
+					SessionTimeout:             timeout,
+					Logger:                     sdkLogger(s.opts.Logger),
+					DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
+					MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
+				})
 			}
-			streamable = transport.NewSDKProtocolFront(streamable, &topts)
+			// The go-sdk's stateful handler refuses 2026-07-28 requests; its
+			// stateless one serves them, so the front sends them there.
+			sessionless := sdkHandler(true)
+			own := sessionless
+			if !s.opts.Stateless {
+				own = transport.NewSDKSessions(sdkHandler(false), sdkServer, sessions)
+			}
+			streamable = transport.NewSDKProtocolFront(own, sessionless, &topts)
 		} else {
 			if s.opts.FastToolCallsOn() {
 				s.mu.Lock()
@@ -292,7 +302,16 @@ func (s *mcpServer) transportOptions() transport.Options {
 		MaxConcurrentCalls:         s.opts.MaxConcurrentCalls,
 		ChargeCalls:                s.opts.ChargeCalls,
 		Logger:                     s.opts.Logger,
+		ParamHeaders:               s.paramHeaders,
 	}
+}
+
+// paramHeaders returns the x-mcp-header bindings of the tool named name (nil for
+// an unknown tool: the session answers that call).
+func (s *mcpServer) paramHeaders(name string) []transport.ParamHeader {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.params[name]
 }
 
 func (s *mcpServer) startStdio() {
@@ -393,8 +412,10 @@ func (s *mcpServer) opensSession(r *http.Request) bool {
 	case "/message":
 		return false
 	}
+	// A 2026-07-28 request (by its header) opens none: it is served sessionless.
 	return s.opts.Transport == TransportHTTP && !s.opts.Stateless &&
-		r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+		r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" &&
+		r.Header.Get("Mcp-Protocol-Version") < "2026-07-28"
 }
 
 // stop refuses new tool calls, waits (within ctx's deadline, or shutdownGrace) for

@@ -222,6 +222,21 @@ func TestToolRegistryErrors(t *testing.T) {
 			opts:    Options{Tools: map[string]ToolOverride{"greet": {InputSchema: json.RawMessage(`{oops`)}}},
 			wantErr: []string{`"greet": input schema is not a JSON object`},
 		},
+		{
+			// The go-sdk panics on such a tool; the server refuses it by name.
+			name: "x-mcp-header on a number",
+			wfs:  []*engine.Workflow{greetWorkflow()},
+			opts: Options{Tools: map[string]ToolOverride{"greet": {InputSchema: json.RawMessage(
+				`{"type":"object","properties":{"amount":{"type":"number","x-mcp-header":"Amount"}}}`)}}},
+			wantErr: []string{`workflow "greet"`, `"amount"`, `x-mcp-header needs "type": string, integer or boolean`},
+		},
+		{
+			name: "x-mcp-header twice",
+			wfs:  []*engine.Workflow{greetWorkflow()},
+			opts: Options{Tools: map[string]ToolOverride{"greet": {InputSchema: json.RawMessage(
+				`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"Region"},"b":{"type":"string","x-mcp-header":"region"}}}`)}}},
+			wantErr: []string{`workflow "greet"`, `both use x-mcp-header`},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hc := newTestContext(t, tc.wfs...)
@@ -684,6 +699,3 @@ func TestCancelledCallStopsWorkflow(t *testing.T) {
 // newProtocolResultKeys are the result fields of MCP 2026-07-28 that sessions of
 // earlier versions must not see (transport/protocol_fields.go strips them).
 var newProtocolResultKeys = []string{"resultType", "ttlMs", "cacheScope"}
-
-// statelessProtocol is the first protocol version without initialize.
-const statelessProtocol = "2026-07-28"

@@ -14,22 +14,29 @@ import (
 
 // TestHTTPTransportsServeTheSameClient runs the go-sdk client's full flow (calls,
 // panics, failures, a call the client abandons) against both Streamable HTTP
-// implementations, stateful and stateless, so that the sdk fallback stays working.
+// implementations, stateful and stateless, in both protocol eras, so that the sdk
+// fallback stays working: a 2026-07-28 client is served without a session by
+// every server, a 2025-11-25 client gets one from a stateful server only.
 func TestHTTPTransportsServeTheSameClient(t *testing.T) {
 	t.Parallel()
 	for _, impl := range []string{HTTPTransportHelix, HTTPTransportSDK} {
 		for _, stateless := range []bool{false, true} {
-			name := impl + map[bool]string{false: "/stateful", true: "/stateless"}[stateless]
-			t.Run(name, func(t *testing.T) {
-				var slowCancelled atomic.Bool
-				hc := newTestContext(t, troubleWorkflows(&slowCancelled)...)
-				comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0", Stateless: stateless, HTTPTransport: impl})
-				cs := connectHTTP(t, &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "s", "/mcp"), MaxRetries: -1})
-				if got := cs.ID() != ""; got == stateless {
-					t.Fatalf("session id %q with stateless=%v", cs.ID(), stateless)
-				}
-				exerciseTrouble(t, cs, &slowCancelled)
-			})
+			for _, version := range []string{"2026-07-28", "2025-11-25"} {
+				name := impl + map[bool]string{false: "/stateful/", true: "/stateless/"}[stateless] + version
+				t.Run(name, func(t *testing.T) {
+					var slowCancelled atomic.Bool
+					hc := newTestContext(t, troubleWorkflows(&slowCancelled)...)
+					comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0", Stateless: stateless, HTTPTransport: impl})
+					cs := connectHTTPAt(t, &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, "s", "/mcp"), MaxRetries: -1}, version)
+					if got, want := cs.ID() != "", !stateless && version < "2026-07-28"; got != want {
+						t.Fatalf("session id %q with stateless=%v at %s", cs.ID(), stateless, version)
+					}
+					if got := cs.InitializeResult().ProtocolVersion; got != version {
+						t.Fatalf("negotiated %s, want %s", got, version)
+					}
+					exerciseTrouble(t, cs, &slowCancelled)
+				})
+			}
 		}
 	}
 }

@@ -147,9 +147,11 @@ func TestFastPathTracedCallMatchesSDKPath(t *testing.T) {
 				t.Fatalf("%s: tools/call: %d %s", id, r.status, r.body)
 			}
 		} else {
+			// A 2025-11-25 session: the fast path serves sessions, not the
+			// sessionless 2026-07-28 requests the go-sdk client sends by default.
 			client := sdk.NewClient(&sdk.Implementation{Name: "trace-test", Version: "1"}, nil)
 			cs, err := client.Connect(testCtx(t), &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, id, "/mcp"), MaxRetries: -1,
-				DisableStandaloneSSE: true}, nil)
+				DisableStandaloneSSE: true}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -61,10 +61,9 @@ const (
 	DefaultMaxConcurrentCalls = 64
 )
 
-// knownProtocolVersions are the revisions the go-sdk v1.8.0 session layer speaks.
-// A Mcp-Protocol-Version header naming any other value is refused with 400 and the
-// JSON-RPC error -32022 listing the versions the server speaks
-// (refuseUnknownProtocol).
+// knownProtocolVersions are the revisions the go-sdk v1.8.0 session layer speaks,
+// all of them served on every transport. A version naming any other value is
+// refused with -32022 listing these (versions.go).
 var knownProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", statelessProtocol}
 
 // StreamableHandler serves Streamable HTTP for one sdk.Server.
@@ -79,6 +78,8 @@ type StreamableHandler struct {
 	table     *SessionTable  // session limits and idle expiry (sessions.go)
 	budget    *ReplayBudget  // bounds what resumable streams keep (resume.go)
 	maxCalls  int            // requests of one session running at once (<= 0: no bound)
+	// paramHeaders gives a tool's x-mcp-header bindings (nil: none are checked).
+	paramHeaders func(tool string) []ParamHeader
 	// charge takes rate-limit tokens for a batch's calls beyond the first (nil: none).
 	charge func(r *http.Request, n int) (bool, time.Duration, error)
 
@@ -99,6 +100,7 @@ func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
 		h.budget = ProcessReplayBudget()
 	}
 	h.charge = o.ChargeCalls
+	h.paramHeaders = o.ParamHeaders
 	if h.maxCalls = o.MaxConcurrentCalls; h.maxCalls == 0 {
 		h.maxCalls = DefaultMaxConcurrentCalls
 	}
@@ -124,10 +126,14 @@ func (h *StreamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	version := r.Header.Get(protocolVersionHeader)
-	if version != "" && !slices.Contains(knownProtocolVersions, version) {
-		h.refuseUnknownProtocol(w, version, h.peekRequestID(w, r))
+	versions := r.Header.Values(protocolVersionHeader)
+	if e := checkVersionHeader(versions); e != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, h.peekRequestID(w, r), e)
 		return
+	}
+	version := ""
+	if len(versions) > 0 {
+		version = versions[0]
 	}
 	allow := "GET, POST, DELETE"
 	if h.stateless {
@@ -266,6 +272,10 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 
 	var calls []*jsonrpc.Request
 	hasInit := false
+	// newEra: the POST holds a 2026-07-28 request (by its header or its _meta),
+	// or is a 2026-07-28 notification (by its header), served without a session
+	// whatever the server's mode.
+	newEra := version >= statelessProtocol
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
 		if !ok || !req.IsCall() {
@@ -275,16 +285,12 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		if req.Method == "initialize" {
 			hasInit = true
 		}
-		if meta, isNew := newProtocolMeta(req, version); isNew {
-			if !h.stateless {
-				h.refuseStatelessProtocol(w, req, version)
-				return
-			}
-			if e := checkStatelessHeaders(r.Header, req, version, meta); e != nil {
-				writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
-				return
-			}
+		isNew, e := h.checkCall(r.Header, req, version)
+		if e != nil {
+			writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
+			return
 		}
+		newEra = newEra || isNew
 	}
 
 	if batch && len(calls) > 1 && !h.chargeBatch(w, r, len(calls)-1) {
@@ -292,7 +298,12 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	}
 
 	fc := h.fast.match(msgs, batch, effective)
-	if h.stateless {
+	sid := r.Header.Get(sessionIDHeader)
+	if newEra && sid != "" && !h.stateless {
+		refuseSessionOnNewEra(w, calls)
+		return
+	}
+	if h.stateless || newEra {
 		if fc != nil {
 			h.serveFastStateless(w, r, fc, jsonOK)
 			return
@@ -301,7 +312,6 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		h.postStateless(w, r, msgs, calls, order, hasInit, effective, jsonOK, streamOK)
 		return
 	}
-	sid := r.Header.Get(sessionIDHeader)
 	var c *streamConn
 	if sid == "" {
 		if !hasInit {
@@ -531,21 +541,39 @@ func (c *streamConn) wantsLogs() bool {
 	return c.logging
 }
 
-// refuseUnknownProtocol answers a request whose Mcp-Protocol-Version names no
-// version this server speaks: 400 with the JSON-RPC error -32022, naming the
-// versions it does speak (in the message and, as the 2026-07-28 protocol has it,
-// in data.supported).
-// id is the refused request's id, so that the client can match the error to it
-// (the zero ID when the request has none or could not be read).
-func (h *StreamableHandler) refuseUnknownProtocol(w http.ResponseWriter, version string, id jsonrpc.ID) {
-	supported := knownProtocolVersions
-	if !h.stateless {
-		supported = slices.DeleteFunc(slices.Clone(knownProtocolVersions), func(v string) bool { return v >= statelessProtocol })
+// refuseSessionOnNewEra answers a 2026-07-28 request that names a session: that
+// protocol has none, and the session speaks the version its initialize
+// negotiated, so serving the request in it or without it would each ignore half
+// of what the client sent.
+func refuseSessionOnNewEra(w http.ResponseWriter, calls []*jsonrpc.Request) {
+	var id jsonrpc.ID // none for notifications
+	if len(calls) > 0 {
+		id = calls[0].ID
 	}
-	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: supported, Requested: version})
-	writeJSONRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
-		Message: fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", protocolVersionHeader, version,
-			strings.Join(supported, ", ")), Data: data})
+	writeJSONRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("Bad Request: a %s request carries no %s header (that protocol has no sessions); "+
+			"send it without the header, or send the session's requests with the version its initialize negotiated",
+			statelessProtocol, sessionIDHeader)})
+}
+
+// checkCall checks the protocol versions of one call of a POST whose
+// Mcp-Protocol-Version header is version, and tells whether it is a 2026-07-28
+// request. When the header names 2026-07-28, the body must agree with it first
+// (HeaderMismatch, -32020, SEP-2575); otherwise a version the body names must be
+// one the server speaks (-32022, versions.go) before the 2026-07-28 header rules
+// apply.
+func (h *StreamableHandler) checkCall(hdr http.Header, req *jsonrpc.Request, version string) (isNew bool, e *jsonrpc.Error) {
+	meta, isNew := newProtocolMeta(req, version)
+	if isNew && version != "" {
+		e = h.checkStatelessHeaders(hdr, req, version, meta)
+	}
+	if e == nil {
+		e = checkVersionFields(req, isNew)
+	}
+	if e == nil && isNew && version == "" {
+		e = h.checkStatelessHeaders(hdr, req, version, meta)
+	}
+	return isNew, e
 }
 
 // newProtocolMeta tells whether req uses the stateless protocol (2026-07-28 or
@@ -564,23 +592,16 @@ func newProtocolMeta(req *jsonrpc.Request, header string) (metaVersion string, i
 		}
 		metaVersion = v
 	}
-	return metaVersion, metaVersion != "" || header >= statelessProtocol
-}
-
-// refuseStatelessProtocol answers a 2026-07-28 request to a stateful server with the
-// JSON-RPC error listing the versions it does serve; clients then fall back to the
-// initialize handshake.
-func (h *StreamableHandler) refuseStatelessProtocol(w http.ResponseWriter, req *jsonrpc.Request, version string) {
-	legacy := slices.DeleteFunc(slices.Clone(knownProtocolVersions), func(v string) bool { return v >= statelessProtocol })
-	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: legacy, Requested: version})
-	writeJSONRPCError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
-		Message: fmt.Sprintf("protocol version %q needs a stateless server (stateless: true)", version), Data: data})
+	// A _meta naming an earlier version makes no 2026-07-28 request (as the
+	// go-sdk reads it, and as stdio and SSE do): it is served as a legacy one.
+	return metaVersion, metaVersion >= statelessProtocol || header >= statelessProtocol
 }
 
 // checkStatelessHeaders applies the 2026-07-28 rules that tie HTTP headers to the
-// body: Mcp-Protocol-Version must match _meta's version, Mcp-Method the method, and
-// Mcp-Name the tool, resource or prompt named.
-func checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaVersion string) *jsonrpc.Error {
+// body: Mcp-Protocol-Version must match _meta's version, Mcp-Method the method,
+// Mcp-Name the tool, resource or prompt named, and a tool's Mcp-Param-* headers
+// its arguments (param_headers.go).
+func (h *StreamableHandler) checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaVersion string) *jsonrpc.Error {
 	switch {
 	case version == "":
 		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: protocolVersionHeader + " header is required for requests carrying " + sdk.MetaKeyProtocolVersion}
@@ -607,6 +628,9 @@ func checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaV
 	}
 	if got := hdr.Get(mcpNameHeader); got != name {
 		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match %q", mcpNameHeader, got, name)}
+	}
+	if req.Method == "tools/call" && h.paramHeaders != nil {
+		return checkParamHeaders(hdr, req.Params, h.paramHeaders(name))
 	}
 	return nil
 }
@@ -779,10 +803,11 @@ type streamTransport struct{ c *streamConn }
 
 func (t *streamTransport) Connect(context.Context) (sdk.Connection, error) { return t.c, nil }
 
-// SupportsProtocolVersion tells the session layer (server/discover) that the
-// stateless protocol is served only by stateless servers.
+// SupportsProtocolVersion tells the session layer (server/discover) that every
+// version is served on this endpoint: 2026-07-28 requests without a session,
+// earlier ones in sessions (or sessionless on a stateless server).
 func (t *streamTransport) SupportsProtocolVersion(v string) bool {
-	return t.c.h.stateless || v < statelessProtocol
+	return slices.Contains(knownProtocolVersions, v)
 }
 
 // streamConn is one session's sdk.Connection. POST handlers feed the decoded
@@ -872,8 +897,9 @@ func newStreamConn(h *StreamableHandler, id string) *streamConn {
 		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]*lazyctx.Context{}, progress: map[string]*postStream{},
 		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{}, replay: replayBuffer{budget: h.budget},
 		holding: map[jsonrpc.ID]bool{},
-		// A stateful session never speaks 2026-07-28 (SupportsProtocolVersion);
-		// postStateless decides for its one-POST sessions.
+		// A session opened by initialize speaks an earlier version (2026-07-28
+		// requests never reach one: post); postStateless decides for its
+		// one-POST sessions.
 		oldProtocol: id != ""}
 	if h.maxCalls > 0 {
 		c.callSlots = make(chan struct{}, h.maxCalls)
