@@ -42,7 +42,7 @@ var ErrInputRequired error = interrupt("the MCP client must answer input request
 // Interrupt): error handlers and catching steps pass it on.
 type interrupt string
 
-func (e interrupt) Error() string    { return string(e) }
+func (e interrupt) Error() string   { return string(e) }
 func (e interrupt) Interrupt() bool { return true }
 
 // ErrNoClient is the error of a question asked by work that no MCP client called.

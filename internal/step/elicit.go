@@ -36,7 +36,7 @@ func init() {
 		Name: "elicit",
 		Description: "Asks the user of the MCP client that called the workflow to fill in a form (elicitation/create, form mode) and waits for the answer. " +
 			"On accept the answer (an object, checked against the schema, defaults applied) becomes the body, or the variable named by into:; " +
-			"header HelixElicitAction is accept, decline or cancel. Works only in workflows called as MCP tools by a client that supports elicitation: "+
+			"header HelixElicitAction is accept, decline or cancel. Works only in workflows called as MCP tools by a client that supports elicitation: " +
 			"on a stateful server's session of MCP 2025-11-25 or earlier the server sends the request and waits; on MCP 2026-07-28 the call is answered with the question (an input request) and the client calls again with the answer.",
 		Shape: config.Shape{Type: config.TypeObject, What: "an elicit step", Short: "message", Keys: []config.Key{
 			{Name: "message", Required: true, Shape: config.Shape{Type: config.TypeString,

@@ -83,13 +83,13 @@ type Reason string
 
 // The refusals.
 const (
-	Malformed      Reason = "malformed"      // not a state this server issued (tampered, truncated, other key)
-	TooLarge       Reason = "too large"      // larger than the limit
-	Expired        Reason = "expired"        // past its expiry
+	Malformed      Reason = "malformed"       // not a state this server issued (tampered, truncated, other key)
+	TooLarge       Reason = "too large"       // larger than the limit
+	Expired        Reason = "expired"         // past its expiry
 	OtherPrincipal Reason = "other principal" // issued to another caller
-	OtherRequest   Reason = "other request"  // issued for another server, tool, prompt, resource or arguments
-	Replayed       Reason = "replayed"       // already used once
-	Unavailable    Reason = "unavailable"    // the used-state store could not be asked
+	OtherRequest   Reason = "other request"   // issued for another server, tool, prompt, resource or arguments
+	Replayed       Reason = "replayed"        // already used once
+	Unavailable    Reason = "unavailable"     // the used-state store could not be asked
 )
 
 // Error is a refused state.
