@@ -306,16 +306,16 @@ func TestConformanceSuiteAgainstHelix(t *testing.T) {
 // other scenario of the set passes; a listed one that starts to pass fails the
 // test too, so that this list (and docs/mcp-server.md) stays true.
 var alphaExpectedFailures = map[string]string{
-	"http-custom-header-server-validation":          "pending in the suite (not scored): custom header mirroring is not built",
-	"tasks-lifecycle":                               "tasks extension (not scored): not built",
-	"tasks-capability-negotiation":                  "tasks extension",
-	"tasks-wire-fields":                             "tasks extension",
-	"tasks-request-state-removal":                   "tasks extension",
-	"tasks-mrtr-input":                              "tasks extension",
-	"tasks-request-headers":                         "tasks extension",
-	"tasks-dispatch-and-envelope":                   "tasks extension",
-	"tasks-required-task-error":                     "tasks extension",
-	"tasks-mrtr-composition":                        "tasks extension",
+	"http-custom-header-server-validation": "pending in the suite (not scored): custom header mirroring is not built",
+	"tasks-lifecycle":                      "tasks extension (not scored): not built",
+	"tasks-capability-negotiation":         "tasks extension",
+	"tasks-wire-fields":                    "tasks extension",
+	"tasks-request-state-removal":          "tasks extension",
+	"tasks-mrtr-input":                     "tasks extension",
+	"tasks-request-headers":                "tasks extension",
+	"tasks-dispatch-and-envelope":          "tasks extension",
+	"tasks-required-task-error":            "tasks extension",
+	"tasks-mrtr-composition":               "tasks extension",
 }
 
 func TestConformanceAlphaAgainstHelix(t *testing.T) {
