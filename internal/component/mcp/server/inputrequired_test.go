@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -341,5 +343,46 @@ func TestInputRequiredNothingSwallowsTheQuestion(t *testing.T) {
 	r := irCall(t, comp, "declining", allCaps, map[string]any{"inputResponses": map[string]any{"q": map[string]any{"action": "decline"}}})
 	if got := resultText(r); got != "went on" {
 		t.Errorf("declined with on_decline continue: %q %+v", got, r.Error)
+	}
+}
+
+// The tools/call fast path answers plain calls of tools that never ask; a call
+// carrying inputResponses or requestState goes the go-sdk way, where its state is
+// checked (a bogus one refused) even for such a tool.
+func TestInputRequiredLeavesTheFastPath(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, irWorkflows(t))
+	if got := resultText(irCall(t, comp, "plain", allCaps, nil)); got != "plain" {
+		t.Fatalf("plain: %q", got)
+	}
+	r := irCall(t, comp, "plain", allCaps, map[string]any{"requestState": "bogus"})
+	if r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "requestState") {
+		t.Errorf("plain with a bogus requestState: %+v %+v", r.Error, r.Result)
+	}
+	r = irCall(t, comp, "plain", allCaps, map[string]any{"inputResponses": map[string]any{"x": map[string]any{"action": "cancel"}}})
+	if got := resultText(r); got != "plain" {
+		t.Errorf("plain with unasked inputResponses: %q %+v", got, r.Error)
+	}
+}
+
+// A session of protocol 2025-11-25 still gets server-to-client requests: the
+// elicitation arrives while the call waits, on one tools/call.
+func TestLegacySessionStillElicits(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, irWorkflows(t))
+	for _, id := range []string{"helix", "sdk"} {
+		asked := 0
+		cs := askClientOn(t, comp, id, "2025-11-25", &sdk.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				asked++
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+			}})
+		if v := cs.InitializeResult().ProtocolVersion; v > "2025-11-25" {
+			t.Fatalf("%s: negotiated %s", id, v)
+		}
+		text, isErr := callText(t, cs, "greet", map[string]any{})
+		if isErr || asked != 1 || text != "Hello, Ada! (None, state None)" {
+			t.Errorf("%s: %q (error %v, asked %d)", id, text, isErr, asked)
+		}
 	}
 }
