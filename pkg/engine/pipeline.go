@@ -73,7 +73,11 @@ func (p *pipeline) Process(ctx context.Context, ex *exchange.Exchange) error {
 	resume, ctx := takeResume(ctx) // resume.go: the workflow's own pipeline only
 	start := 0
 	if resume != nil {
-		if s := resume.Start(ex); s > 0 && s < len(p.steps) {
+		names := make([]string, len(p.raw))
+		for i, r := range p.raw {
+			names[i] = StepName(r)
+		}
+		if s := resume.Start(names, ex); s > 0 && s < len(p.steps) {
 			start = s
 		}
 	}

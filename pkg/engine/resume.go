@@ -15,10 +15,11 @@ import (
 // runs with it in its context takes it out, so the pipelines of composite steps
 // and of workflows called through direct:// never see it.
 type Resume interface {
-	// Start is called once, before the first step: it returns the index of the
-	// top-level step to start at (0, or an index that is no step: the first) and
-	// may restore the exchange that step saw.
-	Start(ex *exchange.Exchange) int
+	// Start is called once, before the first step, with the names of the
+	// top-level steps ([StepName]; a resumer checks that the step it wants is
+	// still the one it saw): it returns the index of the step to start at (0, or
+	// an index that is no step: the first) and may restore the exchange that step saw.
+	Start(steps []string, ex *exchange.Exchange) int
 	// Before is called before top-level step i runs, with the exchange it gets.
 	Before(i int, ex *exchange.Exchange)
 }

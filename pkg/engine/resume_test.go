@@ -9,11 +9,13 @@ import (
 )
 
 type recordResume struct {
+	steps  []string
 	start  int
 	before []int
 }
 
-func (r *recordResume) Start(ex *exchange.Exchange) int {
+func (r *recordResume) Start(steps []string, ex *exchange.Exchange) int {
+	r.steps = steps
 	ex.In().SetBody("restored")
 	return r.start
 }
@@ -31,7 +33,7 @@ func TestResumeStartsAtAStep(t *testing.T) {
 		})
 	}
 	nested := engine.BuildPipeline([]engine.Processor{mark("n0"), mark("n1")}, nil, nil)
-	p := engine.BuildPipeline([]engine.Processor{mark("s0"), mark("s1"), nested, mark("s3")}, nil, nil)
+	p := engine.BuildPipeline([]engine.Processor{mark("s0"), named{mark("s1"), "second"}, nested, mark("s3")}, nil, nil)
 
 	r := &recordResume{start: 1}
 	if err := p.Process(engine.WithResume(context.Background(), r), exchange.NewWithBody(exchange.InOut, "fresh")); err != nil {
@@ -40,6 +42,9 @@ func TestResumeStartsAtAStep(t *testing.T) {
 	if got := []any{ran, r.before}; len(ran) != 4 || ran[0] != "s1=restored" || ran[1] != "n0=restored" || len(r.before) != 3 || r.before[0] != 1 || r.before[2] != 3 {
 		t.Fatalf("ran %v, before %v", got[0], got[1])
 	}
+	if len(r.steps) != 4 || r.steps[1] != "second" {
+		t.Errorf("step names %q", r.steps)
+	}
 	// An index that is no step starts at the first.
 	ran, r = nil, &recordResume{start: 9}
 	_ = p.Process(engine.WithResume(context.Background(), r), exchange.NewWithBody(exchange.InOut, "fresh"))
@@ -47,3 +52,10 @@ func TestResumeStartsAtAStep(t *testing.T) {
 		t.Fatalf("ran %v", ran)
 	}
 }
+
+type named struct {
+	engine.Processor
+	name string
+}
+
+func (n named) Name() string { return n.name }

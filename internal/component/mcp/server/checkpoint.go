@@ -37,15 +37,21 @@ type resumePoint struct {
 	// win over a snapshot's, which are the round's that took it.
 	fresh map[string]any
 
-	mu   sync.Mutex
-	step int
-	last *snapshot // before step; nil before the first
+	mu    sync.Mutex
+	names []string // of the top-level steps
+	step  int
+	last  *snapshot // before step; nil before the first
 }
 
 var _ engine.Resume = (*resumePoint)(nil)
 
-func (r *resumePoint) Start(ex *exchange.Exchange) int {
-	if r.from == nil {
+func (r *resumePoint) Start(steps []string, ex *exchange.Exchange) int {
+	r.mu.Lock()
+	r.names = steps
+	r.mu.Unlock()
+	// The step must still be the one that asked (its name holds its position in
+	// the file): after a change to the workflow the call starts over.
+	if r.from == nil || r.from.Step >= len(steps) || steps[r.from.Step] != r.from.Name {
 		return 0
 	}
 	snap, ok := decodeSnapshot(r.from.Snapshot)
@@ -86,16 +92,16 @@ func (r *resumePoint) Before(i int, ex *exchange.Exchange) {
 // checkpoint is where the run stopped, encoded; nil when it cannot be kept.
 func (r *resumePoint) checkpoint() *requeststate.Checkpoint {
 	r.mu.Lock()
-	step, last := r.step, r.last
+	step, last, names := r.step, r.last, r.names
 	r.mu.Unlock()
-	if last == nil || step == 0 {
+	if last == nil || step == 0 || step >= len(names) {
 		return nil // stopped at the first step: nothing to skip
 	}
 	raw, ok := encodeSnapshot(last)
 	if !ok {
 		return nil
 	}
-	return &requeststate.Checkpoint{Step: step, Snapshot: raw}
+	return &requeststate.Checkpoint{Step: step, Name: names[step], Snapshot: raw}
 }
 
 // bytesKey tags a []byte value in an encoded snapshot: {"\u0000bytes": base64}.
