@@ -473,7 +473,7 @@ func (call *inputCall) finish() (sdk.InputRequestMap, string, error) {
 	o := call.client.outcome()
 	switch {
 	case o.invalid != nil:
-		return nil, "", invalidParams(o.invalid.Error() + "; answer the input request again with a valid result")
+		return nil, "", invalidParams(o.invalid.Error() + "; send a valid result for it (without this call's requestState, which is good for one retry only), or call again without inputResponses and requestState to start over")
 	case len(o.missing) > 0:
 		return nil, "", missingCapabilities(o.missing)
 	case len(o.pending) == 0:
