@@ -45,6 +45,13 @@ func askClient(stateless, releasable bool, inputs *inputRequests) sdk.Middleware
 				}
 				return next(ctx, method, req)
 			}
+			if rr, ok := req.(*sdk.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil && inputs != nil && inputRequiredMode(rr) {
+				var err error
+				if ctx, err = inputs.beginResource(ctx, rr); err != nil {
+					return nil, err
+				}
+				return next(ctx, method, req)
+			}
 			if method == "tools/call" {
 				if cr, ok := req.(*sdk.CallToolRequest); ok && cr.Params != nil {
 					if inputs != nil && inputRequiredMode(cr) {

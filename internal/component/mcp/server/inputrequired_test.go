@@ -505,3 +505,69 @@ func TestInputRequiredStateBelongsToItsCaller(t *testing.T) {
 		t.Fatalf("the same key's retry: %q %+v", got, r.Error)
 	}
 }
+
+// resources/read of a resource whose workflow asks is answered the same way.
+func TestInputRequiredResourceRead(t *testing.T) {
+	t.Parallel()
+	hc := engine.NewContext("res")
+	hc.SetLogger(slog.New(slog.DiscardHandler))
+	for _, wf := range irWorkflows(t)(hc) {
+		if err := hc.AddWorkflow(wf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := &server.Resource{URI: "test://asked", Name: "asked", MIMEType: "text/plain",
+		Read: func(ctx context.Context, _ string, _ map[string]string) (*server.ResourceContent, error) {
+			ex := exchange.NewWithBody(exchange.InOut, map[string]any{})
+			if err := hc.Run(ctx, "greet", ex); err != nil {
+				return nil, err
+			}
+			return &server.ResourceContent{Text: ex.In().Body().(string)}, nil
+		}}
+	comp := server.New(hc)
+	hc.AddComponent("mcp-server", comp)
+	if err := comp.AddServer(server.Options{ID: "res", Addr: "127.0.0.1:0", Stateless: true, Resources: []*server.Resource{res}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hc.Stop(context.Background()) })
+	read := func(extra map[string]any) map[string]any {
+		params := map[string]any{"uri": "test://asked", "_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": allCaps}}
+		for k, v := range extra {
+			params[k] = v
+		}
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": params})
+		req, _ := http.NewRequest(http.MethodPost, "http://"+comp.Addr("res").String()+"/mcp", bytes.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "resources/read", "Mcp-Name": "test://asked"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		raw, _ := io.ReadAll(resp.Body)
+		if i := bytes.Index(raw, []byte("data: ")); i >= 0 {
+			raw = raw[i+6:]
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%v: %s", err, raw)
+		}
+		return out
+	}
+	r1, _ := read(nil)["result"].(map[string]any)
+	state, _ := r1["requestState"].(string)
+	if r1["resultType"] != "input_required" || state == "" {
+		t.Fatalf("round 1: %+v", r1)
+	}
+	r2 := read(map[string]any{"requestState": state, "inputResponses": map[string]any{"user_name": accept(map[string]any{"name": "Res"})}})
+	contents, _ := r2["result"].(map[string]any)["contents"].([]any)
+	if len(contents) != 1 || !strings.HasPrefix(contents[0].(map[string]any)["text"].(string), "Hello, Res!") {
+		t.Fatalf("round 2: %+v", r2)
+	}
+}
