@@ -114,6 +114,9 @@ func (c *inputClient) question(base, capability string) (id string, answer json.
 		c.missing[capability] = true
 		return "", nil, &missingCapabilityError{capability: capability}
 	}
+	if base == "" {
+		base = "question" // a question from Go code that named none
+	}
 	c.asked[base]++
 	id = base
 	if n := c.asked[base]; n > 1 {
