@@ -24,7 +24,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -164,26 +163,6 @@ func RandomKey() []byte {
 	k := make([]byte, KeySize)
 	_, _ = rand.Read(k) // crypto/rand.Read never fails (Go 1.24+)
 	return k
-}
-
-// ParseKey reads a key written as base64 (standard or URL alphabet, padded or
-// not) or hex; it must decode to KeySize bytes.
-func ParseKey(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if len(s) == 2*KeySize {
-		if k, err := hex.DecodeString(s); err == nil {
-			return k, nil
-		}
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if k, err := enc.DecodeString(s); err == nil {
-			if len(k) != KeySize {
-				return nil, fmt.Errorf("the key decodes to %d bytes, not %d", len(k), KeySize)
-			}
-			return k, nil
-		}
-	}
-	return nil, fmt.Errorf("the key is neither %d bytes of base64 nor %d hex digits", KeySize, 2*KeySize)
 }
 
 // ArgumentsHash is the hex SHA-256 of args in canonical form: decoded and encoded
