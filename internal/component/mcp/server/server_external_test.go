@@ -282,15 +282,15 @@ var alpha20251125ExpectedFailures = map[string]string{}
 // scenario of the set passes; a listed one that starts to pass fails the test
 // too, so that this list (and docs/mcp-server.md) stays true.
 var alphaExpectedFailures = map[string]string{
-	"tasks-lifecycle":                      "tasks extension (not scored): not built",
-	"tasks-capability-negotiation":         "tasks extension",
-	"tasks-wire-fields":                    "tasks extension",
-	"tasks-request-state-removal":          "tasks extension",
-	"tasks-mrtr-input":                     "tasks extension",
-	"tasks-request-headers":                "tasks extension",
-	"tasks-dispatch-and-envelope":          "tasks extension",
-	"tasks-required-task-error":            "tasks extension",
-	"tasks-mrtr-composition":               "tasks extension",
+	"tasks-lifecycle":              "tasks extension (not scored): not built",
+	"tasks-capability-negotiation": "tasks extension",
+	"tasks-wire-fields":            "tasks extension",
+	"tasks-request-state-removal":  "tasks extension",
+	"tasks-mrtr-input":             "tasks extension",
+	"tasks-request-headers":        "tasks extension",
+	"tasks-dispatch-and-envelope":  "tasks extension",
+	"tasks-required-task-error":    "tasks extension",
+	"tasks-mrtr-composition":       "tasks extension",
 }
 
 // TestConformanceAlphaAgainstHelix runs the alpha suite's requirement sets of both
