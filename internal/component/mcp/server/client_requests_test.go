@@ -301,7 +301,7 @@ func TestAskingWithoutTheCapabilityOrSession(t *testing.T) {
 	// … but asks with input requests on 2026-07-28 (SEP-2322), which the go-sdk
 	// client fulfils through the same handler and retries.
 	asked := 0
-	current := askClient(t, comp, "stateless", &sdk.ClientOptions{
+	current := askClientOn(t, comp, "stateless", "2026-07-28", &sdk.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			asked++
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"username": "ada"}}, nil
