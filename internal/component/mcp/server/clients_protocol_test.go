@@ -1,0 +1,561 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	mcpgoclient "github.com/mark3labs/mcp-go/client"
+	mcpgotransport "github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/testtools"
+)
+
+// Real MCP client libraries against the helix binary, on the protocol of today
+// (2026-07-28): the go-sdk (v1.8.0) and mcp-go (v1.2.1) over stdio, SSE and
+// Streamable HTTP (stateful and stateless). Each client connects with its defaults,
+// must end up on 2026-07-28, and calls a workflow with an elicit step and one with
+// a sample step. On 2026-07-28 a server asks the client by answering the call with
+// an input_required result (SEP-2322) that the client fulfils with its handlers and
+// retries; the tests record what each client received and require such a round,
+// and no server-to-client elicitation/create or sampling/createMessage request
+// (the mechanism of the earlier protocol versions).
+
+const todaysProtocol = "2026-07-28"
+
+// clientsWorkflows are the tools of the application: signup asks the user for a
+// name, summarize asks the client's model for a summary.
+const clientsWorkflows = `
+workflows:
+  - id: signup
+    description: "Signs a user up, asking for the name"
+    trigger: direct://signup
+    steps:
+      - elicit:
+          message: "Sign up ${body.who}"
+          timeout: 60s
+          schema:
+            properties:
+              username: { type: string, description: "Your name", minLength: 2 }
+            required: [username]
+      - transform:
+          starlang: |
+            "%s %s" % (header("HelixElicitAction"), payload["username"])
+  - id: summarize
+    description: "Summarizes a document with the client's model"
+    trigger: direct://summarize
+    steps:
+      - sample:
+          prompt: "Summarize ${body.doc}"
+          max_tokens: 50
+          timeout: 60s
+      - transform:
+          starlang: |
+            "%s (%s)" % (payload, header("HelixSampleModel"))
+`
+
+// clientsNetworkServers serves the workflows over Streamable HTTP (stateful, the
+// default), SSE and stateless Streamable HTTP, each on its own port.
+const clientsNetworkServers = `
+helix:
+  mcp:
+    servers:
+      - { enabled: true, transport: http, addr: "127.0.0.1:%d", name: clients-http }
+      - { enabled: true, transport: sse, addr: "127.0.0.1:%d", name: clients-sse }
+      - { enabled: true, transport: http, addr: "127.0.0.1:%d", name: clients-stateless, stateless: true }
+`
+
+const clientsStdioServer = `
+helix:
+  mcp:
+    servers:
+      - { enabled: true, transport: stdio, name: clients-stdio }
+`
+
+// clientsApp writes the application with servers into a temporary file.
+func clientsApp(t *testing.T, servers string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "clients.yaml")
+	if err := os.WriteFile(file, []byte(servers+clientsWorkflows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// clientsNetwork runs `helix mcp serve` with the network servers and returns their
+// base URLs by transport name (http, sse, http-stateless). At cleanup it sends
+// SIGTERM and requires a clean exit (a data race in a -race binary exits 66).
+func clientsNetwork(t *testing.T) map[string]string {
+	t.Helper()
+	ports := []int{testtools.FreePort(t), testtools.FreePort(t), testtools.FreePort(t)}
+	file := clientsApp(t, fmt.Sprintf(clientsNetworkServers, ports[0], ports[1], ports[2]))
+	cmd := exec.Command(testtools.HelixBinary(t), "mcp", "serve", file)
+	logs := &testtools.SyncBuffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+			if waitErr != nil {
+				t.Errorf("helix mcp serve: %v\n%s", waitErr, logs.String())
+			}
+		case <-time.After(testtools.StartupBound):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("helix mcp serve did not stop on SIGTERM\n%s", logs.String())
+		}
+	})
+	urls := map[string]string{}
+	for i, name := range []string{"http", "sse", "http-stateless"} {
+		addr := fmt.Sprintf("127.0.0.1:%d", ports[i])
+		testtools.WaitForProcessTCP(t, addr, exited, logs.String)
+		urls[name] = "http://" + addr
+	}
+	return urls
+}
+
+// stdioCommand is `helix mcp serve` of the stdio application, for a client to
+// start as its subprocess.
+func stdioCommand(t *testing.T) *exec.Cmd {
+	t.Helper()
+	return exec.Command(testtools.HelixBinary(t), "mcp", "serve", clientsApp(t, clientsStdioServer))
+}
+
+// wire records the bytes a client received from the server (stdout of a stdio
+// server, response bodies and event streams over HTTP) or, for the go-sdk, the
+// lines of its LoggingTransport.
+type wire struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *wire) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *wire) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// received returns the JSON-RPC messages of the recording that came from the
+// server, in order: one per line, after an SSE "data:" or a LoggingTransport
+// "read:" prefix; batches are flattened; the client's own messages ("write:")
+// and anything that is no JSON object (event names, ids) are left out.
+func (w *wire) received() []map[string]json.RawMessage {
+	var msgs []map[string]json.RawMessage
+	sc := bufio.NewScanner(strings.NewReader(w.String()))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "write:") {
+			continue
+		}
+		for _, p := range []string{"data:", "read:"} {
+			line = strings.TrimSpace(strings.TrimPrefix(line, p))
+		}
+		var one map[string]json.RawMessage
+		if json.Unmarshal([]byte(line), &one) == nil {
+			msgs = append(msgs, one)
+			continue
+		}
+		var batch []map[string]json.RawMessage
+		if json.Unmarshal([]byte(line), &batch) == nil {
+			msgs = append(msgs, batch...)
+		}
+	}
+	return msgs
+}
+
+// rounds sums up what the server sent: the methods of its requests to the client
+// and the methods asked for by input_required results.
+type rounds struct {
+	serverRequests []string // methods of server-to-client requests
+	inputRequests  []string // methods inside input_required results' inputRequests
+}
+
+func (w *wire) rounds() rounds {
+	var r rounds
+	for _, m := range w.received() {
+		var method string
+		if _, isCall := m["id"]; isCall && json.Unmarshal(m["method"], &method) == nil && method != "" {
+			r.serverRequests = append(r.serverRequests, method)
+			continue
+		}
+		var res struct {
+			ResultType    string `json:"resultType"`
+			InputRequests map[string]struct {
+				Method string `json:"method"`
+			} `json:"inputRequests"`
+		}
+		if json.Unmarshal(m["result"], &res) != nil || res.ResultType != "input_required" {
+			continue
+		}
+		for _, ir := range res.InputRequests {
+			r.inputRequests = append(r.inputRequests, ir.Method)
+		}
+	}
+	return r
+}
+
+// recordingRoundTripper tees every response body into received and every
+// request body, one per line, into sent.
+type recordingRoundTripper struct {
+	received, sent *wire
+}
+
+func (rt recordingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Method == http.MethodPost {
+		body, err := io.ReadAll(r.Body)
+		_ = r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		_, _ = rt.sent.Write(append(bytes.TrimSpace(body), '\n'))
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = teeBody{Reader: io.TeeReader(resp.Body, rt.received), Closer: resp.Body}
+	return resp, nil
+}
+
+// methods returns the JSON-RPC methods of the requests and notifications the
+// client sent, in order, from a recording of its messages one per line (a
+// LoggingTransport's "write:" lines when prefix is "write:").
+func (w *wire) methods(prefix string) []string {
+	var methods []string
+	sc := bufio.NewScanner(strings.NewReader(w.String()))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), prefix)
+		if !ok {
+			continue
+		}
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Method != "" {
+			methods = append(methods, m.Method)
+		}
+	}
+	return methods
+}
+
+// writeRecorder is a stdio client's stdin that records what the client wrote.
+type writeRecorder struct {
+	io.WriteCloser
+	sent *wire
+}
+
+func (w writeRecorder) Write(p []byte) (int, error) {
+	_, _ = w.sent.Write(p)
+	return w.WriteCloser.Write(p)
+}
+
+type teeBody struct {
+	io.Reader
+	io.Closer
+}
+
+// asked counts the client's handler invocations and keeps what they were asked.
+type asked struct {
+	elicitations, samplings atomic.Int32
+	mu                      sync.Mutex
+	messages                []string // elicitation messages and sampling prompts
+}
+
+func (a *asked) note(s string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.messages = append(a.messages, s)
+}
+
+func (a *asked) all() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.messages)
+}
+
+// A protocolClient is one client library connected to Helix.
+type protocolClient interface {
+	// version is the protocol version the client negotiated.
+	version() string
+	// sentMethods are the JSON-RPC methods the client sent, in order.
+	sentMethods() []string
+	call(ctx context.Context, tool string, args map[string]any) (text string, isError bool, err error)
+}
+
+// The clients' handlers answer the same way: the user "Ada" accepts, the model
+// "m1" answers "short".
+const (
+	answeredName  = "Ada"
+	answeredModel = "m1"
+	answeredText  = "short"
+)
+
+// goSDKClient connects the go-sdk's client, with its defaults, over transport.
+type goSDKClient struct {
+	cs  *sdk.ClientSession
+	log *wire // the LoggingTransport's record of both directions
+}
+
+func connectGoSDK(t *testing.T, ctx context.Context, transport string, urls map[string]string, a *asked, w *wire) protocolClient {
+	t.Helper()
+	c := &goSDKClient{log: w}
+	var tr sdk.Transport
+	switch transport {
+	case "stdio":
+		tr = &sdk.CommandTransport{Command: stdioCommand(t)}
+	case "sse":
+		tr = &sdk.SSEClientTransport{Endpoint: urls["sse"] + "/sse"}
+	default:
+		tr = &sdk.StreamableClientTransport{Endpoint: urls[transport] + "/mcp", MaxRetries: -1}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "helix-clients-test", Version: "1.0.0"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			a.elicitations.Add(1)
+			a.note(req.Params.Message)
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"username": answeredName}}, nil
+		},
+		//lint:ignore SA1019 tests MCP sampling (the sample step), deprecated in protocol 2026-07-28 but still supported
+		CreateMessageHandler: func(_ context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			a.samplings.Add(1)
+			if len(req.Params.Messages) > 0 {
+				if tc, ok := req.Params.Messages[0].Content.(*sdk.TextContent); ok {
+					a.note(tc.Text)
+				}
+			}
+			//lint:ignore SA1019 tests MCP sampling (the sample step), deprecated in protocol 2026-07-28 but still supported
+			return &sdk.CreateMessageResult{Role: "assistant", Content: &sdk.TextContent{Text: answeredText}, Model: answeredModel, StopReason: "endTurn"}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &sdk.LoggingTransport{Transport: tr, Writer: w}, nil)
+	if err != nil {
+		t.Fatalf("go-sdk over %s: connect: %v", transport, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	c.cs = cs
+	return c
+}
+
+func (c *goSDKClient) version() string {
+	if r := c.cs.InitializeResult(); r != nil {
+		return r.ProtocolVersion
+	}
+	return ""
+}
+
+func (c *goSDKClient) sentMethods() []string { return c.log.methods("write: ") }
+
+func (c *goSDKClient) call(ctx context.Context, tool string, args map[string]any) (string, bool, error) {
+	res, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return "", false, err
+	}
+	var b strings.Builder
+	for _, part := range res.Content {
+		if tc, ok := part.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError, nil
+}
+
+// mcpGoClient connects mark3labs/mcp-go's client, with its defaults, over
+// transport.
+type mcpGoClient struct {
+	c    *mcpgoclient.Client
+	sent *wire // the client's messages, one per line
+}
+
+type mcpGoHandlers struct{ a *asked }
+
+func (h mcpGoHandlers) Elicit(_ context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	h.a.elicitations.Add(1)
+	h.a.note(req.Params.Message)
+	return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{
+		Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"username": answeredName},
+	}}, nil
+}
+
+func (h mcpGoHandlers) CreateMessage(_ context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
+	h.a.samplings.Add(1)
+	if len(req.Messages) > 0 {
+		if tc, ok := req.Messages[0].Content.(mcpgo.TextContent); ok {
+			h.a.note(tc.Text)
+		}
+	}
+	return &mcpgo.CreateMessageResult{
+		SamplingMessage: mcpgo.SamplingMessage{Role: mcpgo.RoleAssistant, Content: mcpgo.NewTextContent(answeredText)},
+		Model:           answeredModel, StopReason: "endTurn",
+	}, nil
+}
+
+func connectMcpGo(t *testing.T, ctx context.Context, transport string, urls map[string]string, a *asked, w *wire) protocolClient {
+	t.Helper()
+	c := &mcpGoClient{sent: &wire{}}
+	var tr mcpgotransport.Interface
+	switch transport {
+	case "stdio":
+		// The client reads the server's stdout through the recording.
+		cmd := stdioCommand(t)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := &testtools.SyncBuffer{}
+		cmd.Stderr = logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		t.Cleanup(func() {
+			_ = stdin.Close() // a stdio server stops when its client closes stdin
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("helix over stdio: %v\n%s", err, logs.String())
+				}
+			case <-time.After(testtools.StartupBound):
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Errorf("helix over stdio did not stop when stdin closed\n%s", logs.String())
+			}
+		})
+		tr = mcpgotransport.NewIO(io.TeeReader(stdout, w), writeRecorder{WriteCloser: stdin, sent: c.sent}, nil)
+	case "sse":
+		rt := recordingRoundTripper{received: w, sent: c.sent}
+		sse, err := mcpgotransport.NewSSE(urls["sse"]+"/sse", mcpgotransport.WithHTTPClient(&http.Client{Transport: rt}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr = sse
+	default:
+		rt := recordingRoundTripper{received: w, sent: c.sent}
+		h, err := mcpgotransport.NewStreamableHTTP(urls[transport]+"/mcp", mcpgotransport.WithHTTPBasicClient(&http.Client{Transport: rt}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr = h
+	}
+	h := mcpGoHandlers{a: a}
+	c.c = mcpgoclient.NewClient(tr, mcpgoclient.WithElicitationHandler(h), mcpgoclient.WithSamplingHandler(h))
+	if err := c.c.Start(ctx); err != nil {
+		t.Fatalf("mcp-go over %s: start: %v", transport, err)
+	}
+	t.Cleanup(func() { _ = c.c.Close() })
+	init := mcpgo.InitializeRequest{}
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "helix-clients-test", Version: "1.0.0"}
+	if _, err := c.c.Initialize(ctx, init); err != nil {
+		t.Fatalf("mcp-go over %s: initialize: %v", transport, err)
+	}
+	return c
+}
+
+func (c *mcpGoClient) version() string { return c.c.ProtocolVersion() }
+
+func (c *mcpGoClient) sentMethods() []string { return c.sent.methods("") }
+
+func (c *mcpGoClient) call(ctx context.Context, tool string, args map[string]any) (string, bool, error) {
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = tool, args
+	res, err := c.c.CallTool(ctx, req)
+	if err != nil {
+		return "", false, err
+	}
+	var b strings.Builder
+	for _, part := range res.Content {
+		if tc, ok := part.(mcpgo.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError, nil
+}
+
+// TestClientsOnTodaysProtocol is the matrix: every client library × transport
+// negotiates 2026-07-28, elicits and samples through the workflows, and received
+// input_required results, not server-to-client requests.
+func TestClientsOnTodaysProtocol(t *testing.T) {
+	t.Parallel()
+	urls := clientsNetwork(t)
+	clients := map[string]func(*testing.T, context.Context, string, map[string]string, *asked, *wire) protocolClient{
+		"go-sdk": connectGoSDK,
+		"mcp-go": connectMcpGo,
+	}
+	for _, name := range []string{"go-sdk", "mcp-go"} {
+		for _, transport := range []string{"stdio", "sse", "http", "http-stateless"} {
+			t.Run(name+"/"+transport, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*testtools.StartupBound)
+				defer cancel()
+				var a asked
+				w := &wire{}
+				c := clients[name](t, ctx, transport, urls, &a, w)
+				if v := c.version(); v != todaysProtocol {
+					t.Errorf("negotiated protocol version %q, want %s (client sent %v)", v, todaysProtocol, c.sentMethods())
+				}
+				if sent := c.sentMethods(); len(sent) == 0 || sent[0] != "server/discover" || slices.Contains(sent, "initialize") {
+					t.Errorf("client sent %v: want server/discover first and no initialize on %s", sent, todaysProtocol)
+				}
+
+				text, isErr, err := c.call(ctx, "signup", map[string]any{"who": "Bob"})
+				if err != nil || isErr || text != "accept "+answeredName {
+					t.Errorf("signup: %q (error result %v, err %v), want %q", text, isErr, err, "accept "+answeredName)
+				}
+				text, isErr, err = c.call(ctx, "summarize", map[string]any{"doc": "the report"})
+				if want := answeredText + " (" + answeredModel + ")"; err != nil || isErr || text != want {
+					t.Errorf("summarize: %q (error result %v, err %v), want %q", text, isErr, err, want)
+				}
+				if e, s := a.elicitations.Load(), a.samplings.Load(); e != 1 || s != 1 {
+					t.Errorf("the client's handlers ran %d elicitation(s) and %d sampling(s), want one each", e, s)
+				}
+				if got := a.all(); !slices.Equal(got, []string{"Sign up Bob", "Summarize the report"}) {
+					t.Errorf("the handlers were asked %q", got)
+				}
+				r := w.rounds()
+				if len(r.serverRequests) != 0 {
+					t.Errorf("the server sent requests to the client %v: on %s it must ask with input_required results", r.serverRequests, todaysProtocol)
+				}
+				if !slices.Equal(r.inputRequests, []string{"elicitation/create", "sampling/createMessage"}) {
+					t.Errorf("input_required results asked for %v, want one elicitation/create, then one sampling/createMessage", r.inputRequests)
+				}
+				if t.Failed() {
+					t.Logf("received:\n%s", w.String())
+				}
+			})
+		}
+	}
+}
