@@ -243,7 +243,7 @@ func (rt recordingRoundTripper) RoundTrip(r *http.Request) (*http.Response, erro
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = teeBody{Reader: io.TeeReader(resp.Body, rt.received), Closer: resp.Body}
+	resp.Body = &teeBody{body: resp.Body, to: rt.received}
 	return resp, nil
 }
 
@@ -280,10 +280,25 @@ func (w writeRecorder) Write(p []byte) (int, error) {
 	return w.WriteCloser.Write(p)
 }
 
+// teeBody copies a response body into a recording as it is read, and ends it
+// with a newline so that the next body starts a line of its own.
 type teeBody struct {
-	io.Reader
-	io.Closer
+	body  io.ReadCloser
+	to    *wire
+	ended bool
 }
+
+func (b *teeBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	_, _ = b.to.Write(p[:n])
+	if err != nil && !b.ended {
+		b.ended = true
+		_, _ = b.to.Write([]byte("\n"))
+	}
+	return n, err
+}
+
+func (b *teeBody) Close() error { return b.body.Close() }
 
 // asked counts the client's handler invocations and keeps what they were asked.
 type asked struct {
@@ -557,5 +572,71 @@ func TestClientsOnTodaysProtocol(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// tsClientReport is what testdata/ts_client_2025.mjs prints.
+type tsClientReport struct {
+	ProtocolVersion string   `json:"protocolVersion"`
+	Signup          string   `json:"signup"`
+	SignupError     bool     `json:"signupError"`
+	Summarize       string   `json:"summarize"`
+	SummarizeError  bool     `json:"summarizeError"`
+	Asked           []string `json:"asked"`
+	ServerRequests  []string `json:"serverRequests"`
+	InputRequired   int      `json:"inputRequired"`
+}
+
+// TestTypeScriptClientOn20251125: the TypeScript SDK's client, whose newest
+// protocol is 2025-11-25, keeps eliciting and sampling through the same servers
+// the way that protocol asks: with elicitation/create and sampling/createMessage
+// requests from the server, never an input_required result it could not read.
+// (A stateless server cannot send such requests, so it is not in this list.)
+func TestTypeScriptClientOn20251125(t *testing.T) {
+	t.Parallel()
+	node := testtools.Node(t)
+	esm := "file://" + filepath.ToSlash(filepath.Join(testtools.NPMPackageDir(t, "@modelcontextprotocol/sdk"), "dist", "esm"))
+	script, err := filepath.Abs(filepath.Join("testdata", "ts_client_2025.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := clientsNetwork(t)
+	stdio := stdioCommand(t)
+	for transport, target := range map[string][]string{
+		"http":  {urls["http"] + "/mcp"},
+		"sse":   {"sse+" + urls["sse"] + "/sse"},
+		"stdio": stdio.Args,
+	} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*testtools.StartupBound)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, append([]string{script, esm}, target...)...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("TypeScript client over %s: %v\nstdout: %s\nstderr: %s", transport, err, stdout.String(), stderr.String())
+			}
+			var r tsClientReport
+			if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+				t.Fatalf("TypeScript client over %s printed %q: %v\nstderr: %s", transport, stdout.String(), err, stderr.String())
+			}
+			if r.ProtocolVersion != "2025-11-25" {
+				t.Errorf("negotiated %q, want 2025-11-25", r.ProtocolVersion)
+			}
+			if r.Signup != "accept "+answeredName || r.SignupError {
+				t.Errorf("signup: %q (error result %v)", r.Signup, r.SignupError)
+			}
+			if want := answeredText + " (" + answeredModel + ")"; r.Summarize != want || r.SummarizeError {
+				t.Errorf("summarize: %q (error result %v), want %q", r.Summarize, r.SummarizeError, want)
+			}
+			if !slices.Equal(r.Asked, []string{"Sign up Bob", "Summarize the report"}) {
+				t.Errorf("the handlers were asked %q", r.Asked)
+			}
+			if !slices.Equal(r.ServerRequests, []string{"elicitation/create", "sampling/createMessage"}) || r.InputRequired != 0 {
+				t.Errorf("received server requests %v and %d input_required results: a 2025-11-25 client must be asked with one elicitation/create and one sampling/createMessage request",
+					r.ServerRequests, r.InputRequired)
+			}
+		})
 	}
 }
