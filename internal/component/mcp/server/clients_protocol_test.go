@@ -224,12 +224,23 @@ func (w *wire) rounds() rounds {
 }
 
 // recordingRoundTripper tees every response body into received and every
-// request body, one per line, into sent.
+// request body, one per line, into sent; each request is preceded in sent by a
+// line "> METHOD path" with the MCP headers it carried.
 type recordingRoundTripper struct {
 	received, sent *wire
 }
 
+// mcpHeaders are the request headers the HTTP transports of MCP define.
+var mcpHeaders = []string{"Mcp-Protocol-Version", "Mcp-Session-Id", "Mcp-Method", "Mcp-Name", "Last-Event-Id"}
+
 func (rt recordingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	line := "> " + r.Method + " " + r.URL.RequestURI()
+	for _, h := range mcpHeaders {
+		if v := r.Header.Get(h); v != "" {
+			line += " " + h + "=" + v
+		}
+	}
+	_, _ = rt.sent.Write([]byte(line + "\n"))
 	if r.Body != nil && r.Method == http.MethodPost {
 		body, err := io.ReadAll(r.Body)
 		_ = r.Body.Close()
@@ -243,6 +254,7 @@ func (rt recordingRoundTripper) RoundTrip(r *http.Request) (*http.Response, erro
 	if err != nil {
 		return nil, err
 	}
+	_, _ = rt.received.Write([]byte("< " + resp.Status + " " + resp.Header.Get("Content-Type") + "\n"))
 	resp.Body = &teeBody{body: resp.Body, to: rt.received}
 	return resp, nil
 }
@@ -325,6 +337,8 @@ type protocolClient interface {
 	version() string
 	// sentMethods are the JSON-RPC methods the client sent, in order.
 	sentMethods() []string
+	// sent is the record of what the client sent, for failure messages.
+	sent() string
 	call(ctx context.Context, tool string, args map[string]any) (text string, isError bool, err error)
 }
 
@@ -338,21 +352,23 @@ const (
 
 // goSDKClient connects the go-sdk's client, with its defaults, over transport.
 type goSDKClient struct {
-	cs  *sdk.ClientSession
-	log *wire // the LoggingTransport's record of both directions
+	cs   *sdk.ClientSession
+	log  *wire // the LoggingTransport's record of both directions
+	http *wire // the HTTP requests (with their headers) of the SSE and HTTP transports
 }
 
 func connectGoSDK(t *testing.T, ctx context.Context, transport string, urls map[string]string, a *asked, w *wire) protocolClient {
 	t.Helper()
-	c := &goSDKClient{log: w}
+	c := &goSDKClient{log: w, http: &wire{}}
+	hc := &http.Client{Transport: recordingRoundTripper{received: &wire{}, sent: c.http}}
 	var tr sdk.Transport
 	switch transport {
 	case "stdio":
 		tr = &sdk.CommandTransport{Command: stdioCommand(t)}
 	case "sse":
-		tr = &sdk.SSEClientTransport{Endpoint: urls["sse"] + "/sse"}
+		tr = &sdk.SSEClientTransport{Endpoint: urls["sse"] + "/sse", HTTPClient: hc}
 	default:
-		tr = &sdk.StreamableClientTransport{Endpoint: urls[transport] + "/mcp", MaxRetries: -1}
+		tr = &sdk.StreamableClientTransport{Endpoint: urls[transport] + "/mcp", HTTPClient: hc, MaxRetries: -1}
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "helix-clients-test", Version: "1.0.0"}, &sdk.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
@@ -390,6 +406,8 @@ func (c *goSDKClient) version() string {
 
 func (c *goSDKClient) sentMethods() []string { return c.log.methods("write: ") }
 
+func (c *goSDKClient) sent() string { return c.http.String() }
+
 func (c *goSDKClient) call(ctx context.Context, tool string, args map[string]any) (string, bool, error) {
 	res, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
@@ -408,7 +426,7 @@ func (c *goSDKClient) call(ctx context.Context, tool string, args map[string]any
 // transport.
 type mcpGoClient struct {
 	c    *mcpgoclient.Client
-	sent *wire // the client's messages, one per line
+	out *wire // the client's messages, one per line
 }
 
 type mcpGoHandlers struct{ a *asked }
@@ -436,7 +454,7 @@ func (h mcpGoHandlers) CreateMessage(_ context.Context, req mcpgo.CreateMessageR
 
 func connectMcpGo(t *testing.T, ctx context.Context, transport string, urls map[string]string, a *asked, w *wire) protocolClient {
 	t.Helper()
-	c := &mcpGoClient{sent: &wire{}}
+	c := &mcpGoClient{out: &wire{}}
 	var tr mcpgotransport.Interface
 	switch transport {
 	case "stdio":
@@ -470,16 +488,16 @@ func connectMcpGo(t *testing.T, ctx context.Context, transport string, urls map[
 				t.Errorf("helix over stdio did not stop when stdin closed\n%s", logs.String())
 			}
 		})
-		tr = mcpgotransport.NewIO(io.TeeReader(stdout, w), writeRecorder{WriteCloser: stdin, sent: c.sent}, nil)
+		tr = mcpgotransport.NewIO(io.TeeReader(stdout, w), writeRecorder{WriteCloser: stdin, sent: c.out}, nil)
 	case "sse":
-		rt := recordingRoundTripper{received: w, sent: c.sent}
+		rt := recordingRoundTripper{received: w, sent: c.out}
 		sse, err := mcpgotransport.NewSSE(urls["sse"]+"/sse", mcpgotransport.WithHTTPClient(&http.Client{Transport: rt}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		tr = sse
 	default:
-		rt := recordingRoundTripper{received: w, sent: c.sent}
+		rt := recordingRoundTripper{received: w, sent: c.out}
 		h, err := mcpgotransport.NewStreamableHTTP(urls[transport]+"/mcp", mcpgotransport.WithHTTPBasicClient(&http.Client{Transport: rt}))
 		if err != nil {
 			t.Fatal(err)
@@ -502,7 +520,9 @@ func connectMcpGo(t *testing.T, ctx context.Context, transport string, urls map[
 
 func (c *mcpGoClient) version() string { return c.c.ProtocolVersion() }
 
-func (c *mcpGoClient) sentMethods() []string { return c.sent.methods("") }
+func (c *mcpGoClient) sentMethods() []string { return c.out.methods("") }
+
+func (c *mcpGoClient) sent() string { return c.out.String() }
 
 func (c *mcpGoClient) call(ctx context.Context, tool string, args map[string]any) (string, bool, error) {
 	req := mcpgo.CallToolRequest{}
@@ -546,6 +566,10 @@ func TestClientsOnTodaysProtocol(t *testing.T) {
 					t.Errorf("client sent %v: want server/discover first and no initialize on %s", sent, todaysProtocol)
 				}
 
+				if strings.HasPrefix(transport, "http") {
+					checkSessionlessPOSTs(t, c.sent())
+				}
+
 				text, isErr, err := c.call(ctx, "signup", map[string]any{"who": "Bob"})
 				if err != nil || isErr || text != "accept "+answeredName {
 					t.Errorf("signup: %q (error result %v, err %v), want %q", text, isErr, err, "accept "+answeredName)
@@ -567,11 +591,32 @@ func TestClientsOnTodaysProtocol(t *testing.T) {
 				if !slices.Equal(r.inputRequests, []string{"elicitation/create", "sampling/createMessage"}) {
 					t.Errorf("input_required results asked for %v, want one elicitation/create, then one sampling/createMessage", r.inputRequests)
 				}
-				if t.Failed() {
-					t.Logf("received:\n%s", w.String())
+				if t.Failed() || os.Getenv("HELIX_TEST_CLIENTS_DUMP") != "" {
+					t.Logf("received:\n%s\nsent:\n%s", w.String(), c.sent())
 				}
 			})
 		}
+	}
+}
+
+// checkSessionlessPOSTs requires of a Streamable HTTP client on 2026-07-28 (from
+// the "> METHOD path headers" lines of its recording) that every request is a
+// POST naming the protocol version in Mcp-Protocol-Version and no session: the
+// server serves it sessionless.
+func checkSessionlessPOSTs(t *testing.T, sent string) {
+	t.Helper()
+	requests := 0
+	for line := range strings.Lines(sent) {
+		if !strings.HasPrefix(line, "> ") {
+			continue
+		}
+		requests++
+		if !strings.HasPrefix(line, "> POST /mcp ") || !strings.Contains(line, " Mcp-Protocol-Version="+todaysProtocol) || strings.Contains(line, "Mcp-Session-Id=") {
+			t.Errorf("request %s: want a POST with Mcp-Protocol-Version %s and no Mcp-Session-Id", strings.TrimSpace(line), todaysProtocol)
+		}
+	}
+	if requests == 0 {
+		t.Error("no HTTP request was recorded")
 	}
 }
 
