@@ -442,8 +442,13 @@ func (h mcpGoHandlers) Elicit(_ context.Context, req mcpgo.ElicitationRequest) (
 func (h mcpGoHandlers) CreateMessage(_ context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
 	h.a.samplings.Add(1)
 	if len(req.Messages) > 0 {
-		if tc, ok := req.Messages[0].Content.(mcpgo.TextContent); ok {
-			h.a.note(tc.Text)
+		// mcp-go leaves a decoded message's content as it came (a JSON object):
+		// read its text through JSON whatever Go type it has.
+		var text struct {
+			Text string `json:"text"`
+		}
+		if b, err := json.Marshal(req.Messages[0].Content); err == nil && json.Unmarshal(b, &text) == nil {
+			h.a.note(text.Text)
 		}
 	}
 	return &mcpgo.CreateMessageResult{
