@@ -425,7 +425,7 @@ func (c *goSDKClient) call(ctx context.Context, tool string, args map[string]any
 // mcpGoClient connects mark3labs/mcp-go's client, with its defaults, over
 // transport.
 type mcpGoClient struct {
-	c    *mcpgoclient.Client
+	c   *mcpgoclient.Client
 	out *wire // the client's messages, one per line
 }
 
