@@ -370,7 +370,7 @@ func connectGoSDK(t *testing.T, ctx context.Context, transport string, urls map[
 	default:
 		tr = &sdk.StreamableClientTransport{Endpoint: urls[transport] + "/mcp", HTTPClient: hc, MaxRetries: -1}
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "helix-clients-test", Version: "1.0.0"}, &sdk.ClientOptions{
+	opts := &sdk.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			a.elicitations.Add(1)
 			a.note(req.Params.Message)
@@ -387,7 +387,11 @@ func connectGoSDK(t *testing.T, ctx context.Context, transport string, urls map[
 			//lint:ignore SA1019 tests MCP sampling (the sample step), deprecated in protocol 2026-07-28 but still supported
 			return &sdk.CreateMessageResult{Role: "assistant", Content: &sdk.TextContent{Text: answeredText}, Model: answeredModel, StopReason: "endTurn"}, nil
 		},
-	})
+	}
+	if a == nil { // a client without handlers declares neither capability
+		opts = nil
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "helix-clients-test", Version: "1.0.0"}, opts)
 	cs, err := client.Connect(ctx, &sdk.LoggingTransport{Transport: tr, Writer: w}, nil)
 	if err != nil {
 		t.Fatalf("go-sdk over %s: connect: %v", transport, err)
@@ -509,8 +513,12 @@ func connectMcpGo(t *testing.T, ctx context.Context, transport string, urls map[
 		}
 		tr = h
 	}
-	h := mcpGoHandlers{a: a}
-	c.c = mcpgoclient.NewClient(tr, mcpgoclient.WithElicitationHandler(h), mcpgoclient.WithSamplingHandler(h))
+	var opts []mcpgoclient.ClientOption
+	if a != nil { // a client without handlers declares neither capability
+		h := mcpGoHandlers{a: a}
+		opts = append(opts, mcpgoclient.WithElicitationHandler(h), mcpgoclient.WithSamplingHandler(h))
+	}
+	c.c = mcpgoclient.NewClient(tr, opts...)
 	if err := c.c.Start(ctx); err != nil {
 		t.Fatalf("mcp-go over %s: start: %v", transport, err)
 	}
@@ -596,12 +604,37 @@ func TestClientsOnTodaysProtocol(t *testing.T) {
 				if !slices.Equal(r.inputRequests, []string{"elicitation/create", "sampling/createMessage"}) {
 					t.Errorf("input_required results asked for %v, want one elicitation/create, then one sampling/createMessage", r.inputRequests)
 				}
+				// Each call took one round: the call, then its retry with the answer.
+				if sent := c.sentMethods(); countOf(sent, "tools/call") != 4 {
+					t.Errorf("client sent %v: want each of the two calls sent twice (the call, then its retry with the answer)", sent)
+				}
+				// A client of the same library without handlers declared no
+				// capability: the calls fail, saying which capability is missing.
+				bare := clients[name](t, ctx, transport, urls, nil, &wire{})
+				for tool, capability := range map[string]string{"signup": "elicitation", "summarize": "sampling"} {
+					text, isErr, err := bare.call(ctx, tool, map[string]any{"who": "Bob", "doc": "the report"})
+					if err == nil || !strings.Contains(err.Error(), capability) {
+						t.Errorf("%s from a client without the %s capability: %q (error result %v, err %v), want an error naming %s",
+							tool, capability, text, isErr, err, capability)
+					}
+				}
+				// HELIX_TEST_CLIENTS_DUMP=1 shows the whole conversation of every cell.
 				if t.Failed() || os.Getenv("HELIX_TEST_CLIENTS_DUMP") != "" {
 					t.Logf("received:\n%s\nsent:\n%s", w.String(), c.sent())
 				}
 			})
 		}
 	}
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, v := range list {
+		if v == s {
+			n++
+		}
+	}
+	return n
 }
 
 // checkSessionlessPOSTs requires of a Streamable HTTP client on 2026-07-28 (from
