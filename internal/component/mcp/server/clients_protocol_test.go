@@ -357,7 +357,13 @@ type goSDKClient struct {
 	http *wire // the HTTP requests (with their headers) of the SSE and HTTP transports
 }
 
-func connectGoSDK(t *testing.T, ctx context.Context, transport string, urls map[string]string, a *asked, w *wire) protocolClient {
+// connectFunc connects a client library over transport (a key of urls, or
+// "stdio"), pinned to protocol version pin unless pin is "", with handlers that
+// count into a (none when a is nil: the client declares neither capability), and
+// records what it received in w.
+type connectFunc func(t *testing.T, ctx context.Context, transport, pin string, urls map[string]string, a *asked, w *wire) protocolClient
+
+func connectGoSDK(t *testing.T, ctx context.Context, transport, pin string, urls map[string]string, a *asked, w *wire) protocolClient {
 	t.Helper()
 	c := &goSDKClient{log: w, http: &wire{}}
 	hc := &http.Client{Transport: recordingRoundTripper{received: &wire{}, sent: c.http}}
@@ -392,7 +398,11 @@ func connectGoSDK(t *testing.T, ctx context.Context, transport string, urls map[
 		opts = nil
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "helix-clients-test", Version: "1.0.0"}, opts)
-	cs, err := client.Connect(ctx, &sdk.LoggingTransport{Transport: tr, Writer: w}, nil)
+	var session *sdk.ClientSessionOptions
+	if pin != "" {
+		session = &sdk.ClientSessionOptions{ProtocolVersion: pin}
+	}
+	cs, err := client.Connect(ctx, &sdk.LoggingTransport{Transport: tr, Writer: w}, session)
 	if err != nil {
 		t.Fatalf("go-sdk over %s: connect: %v", transport, err)
 	}
@@ -461,7 +471,7 @@ func (h mcpGoHandlers) CreateMessage(_ context.Context, req mcpgo.CreateMessageR
 	}, nil
 }
 
-func connectMcpGo(t *testing.T, ctx context.Context, transport string, urls map[string]string, a *asked, w *wire) protocolClient {
+func connectMcpGo(t *testing.T, ctx context.Context, transport, pin string, urls map[string]string, a *asked, w *wire) protocolClient {
 	t.Helper()
 	c := &mcpGoClient{out: &wire{}}
 	var tr mcpgotransport.Interface
@@ -514,6 +524,9 @@ func connectMcpGo(t *testing.T, ctx context.Context, transport string, urls map[
 		tr = h
 	}
 	var opts []mcpgoclient.ClientOption
+	if pin != "" {
+		opts = append(opts, mcpgoclient.WithProtocolVersion(pin))
+	}
 	if a != nil { // a client without handlers declares neither capability
 		h := mcpGoHandlers{a: a}
 		opts = append(opts, mcpgoclient.WithElicitationHandler(h), mcpgoclient.WithSamplingHandler(h))
@@ -553,16 +566,14 @@ func (c *mcpGoClient) call(ctx context.Context, tool string, args map[string]any
 	return b.String(), res.IsError, nil
 }
 
+var clientLibraries = map[string]connectFunc{"go-sdk": connectGoSDK, "mcp-go": connectMcpGo}
+
 // TestClientsOnTodaysProtocol is the matrix: every client library × transport
 // negotiates 2026-07-28, elicits and samples through the workflows, and received
 // input_required results, not server-to-client requests.
 func TestClientsOnTodaysProtocol(t *testing.T) {
 	t.Parallel()
 	urls := clientsNetwork(t)
-	clients := map[string]func(*testing.T, context.Context, string, map[string]string, *asked, *wire) protocolClient{
-		"go-sdk": connectGoSDK,
-		"mcp-go": connectMcpGo,
-	}
 	for _, name := range []string{"go-sdk", "mcp-go"} {
 		for _, transport := range []string{"stdio", "sse", "http", "http-stateless"} {
 			t.Run(name+"/"+transport, func(t *testing.T) {
@@ -571,7 +582,7 @@ func TestClientsOnTodaysProtocol(t *testing.T) {
 				defer cancel()
 				var a asked
 				w := &wire{}
-				c := clients[name](t, ctx, transport, urls, &a, w)
+				c := clientLibraries[name](t, ctx, transport, "", urls, &a, w)
 				if v := c.version(); v != todaysProtocol {
 					t.Errorf("negotiated protocol version %q, want %s (client sent %v)", v, todaysProtocol, c.sentMethods())
 				}
@@ -610,7 +621,7 @@ func TestClientsOnTodaysProtocol(t *testing.T) {
 				}
 				// A client of the same library without handlers declared no
 				// capability: the calls fail, saying which capability is missing.
-				bare := clients[name](t, ctx, transport, urls, nil, &wire{})
+				bare := clientLibraries[name](t, ctx, transport, "", urls, nil, &wire{})
 				for tool, capability := range map[string]string{"signup": "elicitation", "summarize": "sampling"} {
 					text, isErr, err := bare.call(ctx, tool, map[string]any{"who": "Bob", "doc": "the report"})
 					if err == nil || !strings.Contains(err.Error(), capability) {
@@ -721,5 +732,57 @@ func TestTypeScriptClientOn20251125(t *testing.T) {
 					r.ServerRequests, r.InputRequired)
 			}
 		})
+	}
+}
+
+// TestClientsPinnedTo20251125: the same libraries pinned to 2025-11-25 use
+// initialize and are asked with elicitation/create and sampling/createMessage
+// requests, never an input_required result. A stateless server cannot send
+// requests, so it is not in this list; nor is mcp-go over SSE, whose SSE
+// transport (v1.2.1) implements no server-to-client requests at all: it drops
+// elicitation/create and sampling/createMessage, and the call waits until the
+// step's timeout (docs/mcp-server.md, "Clients on 2026-07-28").
+func TestClientsPinnedTo20251125(t *testing.T) {
+	t.Parallel()
+	urls := clientsNetwork(t)
+	for _, name := range []string{"go-sdk", "mcp-go"} {
+		for _, transport := range []string{"stdio", "sse", "http"} {
+			if name == "mcp-go" && transport == "sse" {
+				continue
+			}
+			t.Run(name+"/"+transport, func(t *testing.T) {
+				t.Parallel()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*testtools.StartupBound)
+				defer cancel()
+				var a asked
+				w := &wire{}
+				c := clientLibraries[name](t, ctx, transport, "2025-11-25", urls, &a, w)
+				if v := c.version(); v != "2025-11-25" {
+					t.Errorf("negotiated protocol version %q, want 2025-11-25", v)
+				}
+				if sent := c.sentMethods(); len(sent) == 0 || sent[0] != "initialize" {
+					t.Errorf("client sent %v: want initialize first", sent)
+				}
+				text, isErr, err := c.call(ctx, "signup", map[string]any{"who": "Bob"})
+				if err != nil || isErr || text != "accept "+answeredName {
+					t.Errorf("signup: %q (error result %v, err %v), want %q", text, isErr, err, "accept "+answeredName)
+				}
+				text, isErr, err = c.call(ctx, "summarize", map[string]any{"doc": "the report"})
+				if want := answeredText + " (" + answeredModel + ")"; err != nil || isErr || text != want {
+					t.Errorf("summarize: %q (error result %v, err %v), want %q", text, isErr, err, want)
+				}
+				if got := a.all(); !slices.Equal(got, []string{"Sign up Bob", "Summarize the report"}) {
+					t.Errorf("the handlers were asked %q", got)
+				}
+				r := w.rounds()
+				if !slices.Equal(r.serverRequests, []string{"elicitation/create", "sampling/createMessage"}) || len(r.inputRequests) != 0 {
+					t.Errorf("received server requests %v and input_required results asking for %v: want one elicitation/create and one sampling/createMessage request",
+						r.serverRequests, r.inputRequests)
+				}
+				if t.Failed() || os.Getenv("HELIX_TEST_CLIENTS_DUMP") != "" {
+					t.Logf("received:\n%s\nsent:\n%s", w.String(), c.sent())
+				}
+			})
+		}
 	}
 }
