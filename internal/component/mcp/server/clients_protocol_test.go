@@ -366,11 +366,14 @@ type connectFunc func(t *testing.T, ctx context.Context, transport, pin string, 
 func connectGoSDK(t *testing.T, ctx context.Context, transport, pin string, urls map[string]string, a *asked, w *wire) protocolClient {
 	t.Helper()
 	c := &goSDKClient{log: w, http: &wire{}}
+	stderr := &testtools.SyncBuffer{} // helix's log, over stdio
 	hc := &http.Client{Transport: recordingRoundTripper{received: &wire{}, sent: c.http}}
 	var tr sdk.Transport
 	switch transport {
 	case "stdio":
-		tr = &sdk.CommandTransport{Command: stdioCommand(t)}
+		cmd := stdioCommand(t)
+		cmd.Stderr = stderr
+		tr = &sdk.CommandTransport{Command: cmd}
 	case "sse":
 		tr = &sdk.SSEClientTransport{Endpoint: urls["sse"] + "/sse", HTTPClient: hc}
 	default:
@@ -406,7 +409,13 @@ func connectGoSDK(t *testing.T, ctx context.Context, transport, pin string, urls
 	if err != nil {
 		t.Fatalf("go-sdk over %s: connect: %v", transport, err)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
+	t.Cleanup(func() {
+		// Over stdio Close closes helix's stdin and returns how it exited (a data
+		// race in a -race binary exits 66).
+		if err := cs.Close(); err != nil && transport == "stdio" {
+			t.Errorf("helix over stdio: %v\n%s", err, stderr.String())
+		}
+	})
 	c.cs = cs
 	return c
 }
