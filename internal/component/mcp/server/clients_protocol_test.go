@@ -313,7 +313,9 @@ func (b *teeBody) Read(p []byte) (int, error) {
 func (b *teeBody) Close() error { return b.body.Close() }
 
 // asked counts the client's handler invocations and keeps what they were asked.
+// With badName the user answers a name too short for the form.
 type asked struct {
+	badName                 bool
 	elicitations, samplings atomic.Int32
 	mu                      sync.Mutex
 	messages                []string // elicitation messages and sampling prompts
@@ -323,6 +325,14 @@ func (a *asked) note(s string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.messages = append(a.messages, s)
+}
+
+// name is the user's answer to the form.
+func (a *asked) name() string {
+	if a.badName {
+		return "A" // the form wants at least two characters
+	}
+	return answeredName
 }
 
 func (a *asked) all() []string {
@@ -383,7 +393,7 @@ func connectGoSDK(t *testing.T, ctx context.Context, transport, pin string, urls
 		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			a.elicitations.Add(1)
 			a.note(req.Params.Message)
-			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"username": answeredName}}, nil
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"username": a.name()}}, nil
 		},
 		//lint:ignore SA1019 tests MCP sampling (the sample step), deprecated in protocol 2026-07-28 but still supported
 		CreateMessageHandler: func(_ context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
@@ -458,7 +468,7 @@ func (h mcpGoHandlers) Elicit(_ context.Context, req mcpgo.ElicitationRequest) (
 	h.a.elicitations.Add(1)
 	h.a.note(req.Params.Message)
 	return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{
-		Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"username": answeredName},
+		Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"username": h.a.name()},
 	}}, nil
 }
 
@@ -637,6 +647,14 @@ func TestClientsOnTodaysProtocol(t *testing.T) {
 						t.Errorf("%s from a client without the %s capability: %q (error result %v, err %v), want an error naming %s",
 							tool, capability, text, isErr, err, capability)
 					}
+				}
+				// A user whose answer does not fit the form: the call fails saying
+				// which field breaks which rule (the go-sdk checks the answer
+				// before it sends it, Helix refuses mcp-go's with -32602).
+				wrong := clientLibraries[name](t, ctx, transport, "", urls, &asked{badName: true}, &wire{})
+				text, isErr, err = wrong.call(ctx, "signup", map[string]any{"who": "Bob"})
+				if err == nil || !strings.Contains(err.Error(), "/properties/username") || !strings.Contains(err.Error(), "minLength") {
+					t.Errorf("signup answered with a one-letter name: %q (error result %v, err %v), want an error naming username and minLength", text, isErr, err)
 				}
 				// HELIX_TEST_CLIENTS_DUMP=1 shows the whole conversation of every cell.
 				if t.Failed() || os.Getenv("HELIX_TEST_CLIENTS_DUMP") != "" {
