@@ -704,6 +704,7 @@ type tsClientReport struct {
 	Summarize       string   `json:"summarize"`
 	SummarizeError  bool     `json:"summarizeError"`
 	Asked           []string `json:"asked"`
+	Sent            []string `json:"sent"`
 	ServerRequests  []string `json:"serverRequests"`
 	InputRequired   int      `json:"inputRequired"`
 }
@@ -744,6 +745,9 @@ func TestTypeScriptClientOn20251125(t *testing.T) {
 			}
 			if r.ProtocolVersion != "2025-11-25" {
 				t.Errorf("negotiated %q, want 2025-11-25", r.ProtocolVersion)
+			}
+			if len(r.Sent) < 2 || r.Sent[0] != "initialize" || r.Sent[1] != "notifications/initialized" || slices.Contains(r.Sent, "server/discover") {
+				t.Errorf("the client sent %v: want initialize, notifications/initialized and no server/discover", r.Sent)
 			}
 			if r.Signup != "accept "+answeredName || r.SignupError {
 				t.Errorf("signup: %q (error result %v)", r.Signup, r.SignupError)

@@ -1,7 +1,8 @@
 // The TypeScript SDK's client (protocol 2025-11-25) calls Helix's signup (elicit)
 // and summarize (sample) tools and prints one JSON line: the protocol version the
 // server answered initialize with, the two tool results, what its handlers were
-// asked, and what it received (server-to-client requests, input_required results).
+// asked, the methods it sent, and what it received (server-to-client requests,
+// input_required results).
 //
 //   node ts_client_2025.mjs <sdk dist/esm URL> <target> [args…]
 //
@@ -34,9 +35,16 @@ const transport = target.startsWith("http")
   ? new SSEClientTransport(new URL(target.slice(4)))
   : new StdioClientTransport({ command: target, args, stderr: "inherit" });
 
-// Record every message the client receives: Client.connect sets onmessage before
-// it starts the transport, so the wrapper sees the initialize result too.
+// Record every message the client receives (Client.connect sets onmessage before
+// it starts the transport, so the wrapper sees the initialize result too) and the
+// method of every message it sends.
 const received = [];
+const sent = [];
+const send = transport.send.bind(transport);
+transport.send = (msg, opts) => {
+  if (msg.method) sent.push(msg.method);
+  return send(msg, opts);
+};
 const start = transport.start.bind(transport);
 transport.start = async () => {
   const deliver = transport.onmessage;
@@ -58,6 +66,7 @@ console.log(JSON.stringify({
   summarize: text(summarize),
   summarizeError: summarize.isError === true,
   asked,
+  sent,
   serverRequests: received.filter((m) => m.method && m.id !== undefined).map((m) => m.method),
   inputRequired: received.filter((m) => m.result?.resultType === "input_required").length,
 }));
