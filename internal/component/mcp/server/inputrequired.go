@@ -230,6 +230,7 @@ func (c *inputClient) Sample(_ context.Context, q *ask.Sampling) (*ask.SampleAns
 	if raw == nil {
 		return nil, c.ask(id, samplingParams(q))
 	}
+	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 	var res sdk.CreateMessageWithToolsResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, c.bad(id, "is not a sampling result (CreateMessageResult with role, content and model): %v", err)
@@ -260,9 +261,11 @@ func (c *inputClient) Roots(_ context.Context, q *ask.RootsQuestion) ([]ask.Root
 		return nil, err
 	}
 	if raw == nil {
+		//lint:ignore SA1019 roots: deprecated in MCP 2026-07-28, still the roots step's only way
 		return nil, c.ask(id, &sdk.ListRootsParams{})
 	}
 	var res struct {
+		//lint:ignore SA1019 roots: deprecated in MCP 2026-07-28, still the roots step's only way
 		Roots []*sdk.Root `json:"roots"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil || res.Roots == nil {
@@ -443,7 +446,7 @@ func finishInputCall(ctx context.Context, res *sdk.CallToolResult) (*sdk.CallToo
 	case pending == nil:
 		return res, nil
 	case state == "":
-		return sdkResult(tool.ErrorResult("this call cannot go on: " + requeststate.TooLargeError.Error() + "; ask fewer or smaller questions in one call")), nil
+		return sdkResult(tool.ErrorResult("this call cannot go on: " + requeststate.ErrTooLarge.Error() + "; ask fewer or smaller questions in one call")), nil
 	}
 	return &sdk.CallToolResult{InputRequests: pending, RequestState: state}, nil
 }
@@ -462,7 +465,7 @@ func finishInputPrompt(ctx context.Context) (res *sdk.GetPromptResult, asked boo
 	case pending == nil:
 		return nil, false, nil
 	case state == "":
-		return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: requeststate.TooLargeError.Error()}
+		return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: requeststate.ErrTooLarge.Error()}
 	}
 	return &sdk.GetPromptResult{InputRequests: pending, RequestState: state}, true, nil
 }
