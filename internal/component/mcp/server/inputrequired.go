@@ -540,7 +540,10 @@ func missingCapabilities(names []string) *jsonrpc.Error {
 	for _, n := range names {
 		required[n] = map[string]any{}
 	}
-	data, _ := json.Marshal(map[string]any{"requiredCapabilities": required})
+	// "capability" is no field of the protocol: mcp-go (v1.2.1) reads the missing
+	// capability's name from it and drops the message, so without it its users
+	// read `missing required client capability: ""`.
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": required, "capability": strings.Join(names, ", ")})
 	return &jsonrpc.Error{Code: sdk.CodeMissingRequiredClientCapabilities,
 		Message: fmt.Sprintf("this request needs client capabilities the client did not declare in _meta[%q]: %s",
 			"io.modelcontextprotocol/clientCapabilities", strings.Join(names, ", ")),
