@@ -233,9 +233,6 @@ func (s *mcpServer) httpHandler() http.Handler {
 			r = r.Clone(r.Context())
 			r.URL.Path = "/message"
 			r.URL.RawPath = ""
-			// Results travel on this stream: without 2026-07-28 fields, as the
-			// 2024-11-05 transport's sessions expect (transport/protocol_fields.go).
-			w = transport.LegacyResultWriter{ResponseWriter: w}
 		}
 		sse.ServeHTTP(w, r)
 	})
@@ -248,17 +245,23 @@ func (s *mcpServer) httpHandler() http.Handler {
 		}
 		var streamable http.Handler
 		if s.opts.HTTPTransport == HTTPTransportSDK {
-			streamable = sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
-				Stateless:                  s.opts.Stateless,
-				SessionTimeout:             timeout,
-				Logger:                     sdkLogger(s.opts.Logger),
-				DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
-				MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
-			})
-			if !s.opts.Stateless {
-				streamable = transport.NewSDKSessions(streamable, sdkServer, sessions)
+			sdkHandler := func(stateless bool) http.Handler {
+				return sdk.NewStreamableHTTPHandler(getServer, &sdk.StreamableHTTPOptions{
+					Stateless:                  stateless,
+					SessionTimeout:             timeout,
+					Logger:                     sdkLogger(s.opts.Logger),
+					DisableLocalhostProtection: s.opts.DisableLocalhostProtection,
+					MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,
+				})
 			}
-			streamable = transport.NewSDKProtocolFront(streamable, &topts)
+			// The go-sdk's stateful handler refuses 2026-07-28 requests; its
+			// stateless one serves them, so the front sends them there.
+			sessionless := sdkHandler(true)
+			own := sessionless
+			if !s.opts.Stateless {
+				own = transport.NewSDKSessions(sdkHandler(false), sdkServer, sessions)
+			}
+			streamable = transport.NewSDKProtocolFront(own, sessionless, &topts)
 		} else {
 			if s.opts.FastToolCallsOn() {
 				s.mu.Lock()
@@ -393,8 +396,10 @@ func (s *mcpServer) opensSession(r *http.Request) bool {
 	case "/message":
 		return false
 	}
+	// A 2026-07-28 request (by its header) opens none: it is served sessionless.
 	return s.opts.Transport == TransportHTTP && !s.opts.Stateless &&
-		r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+		r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" &&
+		r.Header.Get("Mcp-Protocol-Version") < "2026-07-28"
 }
 
 // stop refuses new tool calls, waits (within ctx's deadline, or shutdownGrace) for

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // goTypeWords are what an error for a client must not contain: Go type and
@@ -36,16 +37,17 @@ func checkPlainError(t *testing.T, what, body string, code int64, wants ...strin
 	}
 }
 
-// TestInitializeNumericProtocolVersion: "protocolVersion": 2025 is invalid params
-// (-32602) with a message that says what to send, not the go-sdk's internal
-// error (-32603 naming mcp.initializeParamsV2).
+// TestInitializeNumericProtocolVersion: "protocolVersion": 2025 names no
+// version: UnsupportedProtocolVersionError (-32022, as every malformed version on
+// every transport, versions.go) with a message that says what to send, not the
+// go-sdk's internal error (-32603 naming mcp.initializeParamsV2).
 func TestInitializeNumericProtocolVersion(t *testing.T) {
 	t.Parallel()
 	url := rawServer(t, echoServer(t), Options{})
 	for _, v := range []string{`2025`, `20251125`, `1e400`, `true`, `{"v":1}`, `["2025-06-18"]`} {
 		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":` + v + `,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 		r := send(t, http.MethodPost, url, nil, body)
-		checkPlainError(t, "protocolVersion "+v, r.body, jsonrpc.CodeInvalidParams, "protocolVersion", "string")
+		checkPlainError(t, "protocolVersion "+v, r.body, sdk.CodeUnsupportedProtocolVersion, "protocolVersion", "must be a string", "2025-11-25")
 	}
 	// The server still works afterwards.
 	initSession(t, url)

@@ -2,35 +2,42 @@ package transport
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // sdkProtocolFront puts Helix's protocol-version rules in front of the go-sdk's
 // stock StreamableHTTPHandler (http_transport: sdk), so that both implementations
-// negotiate alike:
+// negotiate alike and serve both protocol eras on one endpoint:
 //
-//   - an Mcp-Protocol-Version that names no version the server speaks is refused
-//     with 400 and -32022 listing the versions it does speak (the go-sdk would
-//     answer "needs a stateless server" or serve it);
-//   - results of sessions before 2026-07-28 lose that version's fields
-//     (LegacyResultWriter);
-//   - a stateful server refuses 2026-07-28 requests with -32022 listing the
-//     earlier versions. The go-sdk's handler answers server/discover at
-//     2026-07-28 on a stateful server, which commits clients that probe with it
-//     (mcp-go's default client) to a version the session then refuses for every
-//     other request; refused, they fall back to initialize.
+//   - versions are checked as on every transport (versions.go): an unsupported
+//     or malformed one in the Mcp-Protocol-Version header, in _meta or in
+//     initialize's protocolVersion is refused with 400 and -32022 listing the
+//     versions the server speaks (the go-sdk would serve some of them as legacy
+//     requests, and answers others with plain text);
+//   - a 2026-07-28 request goes to a second go-sdk handler, a stateless one: the
+//     go-sdk's stateful handler refuses that protocol, its stateless one serves it
+//     in full (server/discover, _meta, SEP-2243 headers). A 2026-07-28 request
+//     that names a session is refused, as by Helix's own handler;
+//   - every other request goes to the server's own handler (stateful, or the
+//     stateless one for stateless: true), and its results lose the 2026-07-28
+//     fields (LegacyResultWriter).
 type sdkProtocolFront struct {
-	next    http.Handler
-	h       *StreamableHandler // for its refusals; never serves
-	maxBody int64
+	sessions    http.Handler // the server's handler: stateful, or stateless for stateless: true
+	sessionless http.Handler // the go-sdk's stateless handler, for 2026-07-28 requests
+	stateless   bool
+	maxBody     int64
 }
 
-func NewSDKProtocolFront(next http.Handler, o *Options) http.Handler {
-	f := &sdkProtocolFront{next: next, h: &StreamableHandler{stateless: o.Stateless}}
+// NewSDKProtocolFront returns the front of the go-sdk's handlers: sessions serves
+// the server's legacy requests (and GET, DELETE), sessionless its 2026-07-28
+// requests; on a stateless server both may be the same handler.
+func NewSDKProtocolFront(sessions, sessionless http.Handler, o *Options) http.Handler {
+	f := &sdkProtocolFront{sessions: sessions, sessionless: sessionless, stateless: o.Stateless}
 	switch {
 	case o.MaxRequestBodyBytes == 0:
 		f.maxBody = defaultMaxBodyBytes
@@ -41,42 +48,65 @@ func NewSDKProtocolFront(next http.Handler, o *Options) http.Handler {
 }
 
 func (f *sdkProtocolFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	version := r.Header.Get(protocolVersionHeader)
-	if !f.h.stateless || version < statelessProtocol {
-		// Sessions of earlier versions get results without 2026-07-28 fields
-		// (a stateful server serves no later version).
-		w = LegacyResultWriter{w}
-	}
-	if version == "" {
-		f.next.ServeHTTP(w, r)
+	versions := r.Header.Values(protocolVersionHeader)
+	headerErr := checkVersionHeader(versions)
+	if r.Method != http.MethodPost {
+		if headerErr != nil {
+			writeJSONRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, headerErr)
+			return
+		}
+		f.sessions.ServeHTTP(LegacyResultWriter{w}, r)
 		return
 	}
-	if !slices.Contains(knownProtocolVersions, version) {
-		f.h.refuseUnknownProtocol(w, version, f.h.peekRequestID(w, r))
-		return
-	}
-	if f.h.stateless || version < statelessProtocol || r.Method != http.MethodPost {
-		f.next.ServeHTTP(w, r)
-		return
-	}
-	// A 2026-07-28 POST to a stateful server: answered with the request's id, so
-	// the body is read; anything that is not one request goes on to the go-sdk,
-	// which refuses it in its own way.
+	// The body decides the era, so it is read here (bounded as the go-sdk bounds
+	// it) and handed on.
 	body := r.Body
 	if f.maxBody > 0 {
 		body = http.MaxBytesReader(w, r.Body, f.maxBody)
 	}
 	data, err := io.ReadAll(body)
 	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit), http.StatusRequestEntityTooLarge)
+			return
+		}
 		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if dec, err := decodeBody(data); err == nil && !dec.batch {
-		if req, ok := dec.msgs[0].(*jsonrpc.Request); ok && req.IsCall() {
-			f.h.refuseStatelessProtocol(w, req, version)
-			return
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	var calls []*jsonrpc.Request
+	if dec, err := decodeBody(data); err == nil {
+		for _, m := range dec.msgs {
+			if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+				calls = append(calls, req)
+			}
 		}
 	}
-	r.Body = io.NopCloser(bytes.NewReader(data))
-	f.next.ServeHTTP(w, r)
+	if headerErr != nil {
+		id := jsonrpc.ID{}
+		if len(calls) == 1 {
+			id = calls[0].ID
+		}
+		writeJSONRPCError(w, http.StatusBadRequest, id, headerErr)
+		return
+	}
+	newEra := len(versions) > 0 && versions[0] >= statelessProtocol
+	for _, req := range calls {
+		if e := checkVersionFields(req); e != nil {
+			writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
+			return
+		}
+		newEra = newEra || isNewEra(req)
+	}
+	switch {
+	case newEra && !f.stateless && r.Header.Get(sessionIDHeader) != "" && len(calls) > 0:
+		refuseSessionOnNewEra(w, calls[0].ID)
+	case newEra:
+		f.sessionless.ServeHTTP(w, r)
+	default:
+		// Anything that is not one request goes on to the go-sdk too, which
+		// refuses it in its own way.
+		f.sessions.ServeHTTP(LegacyResultWriter{w}, r)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -47,6 +48,9 @@ type sseSession struct {
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]int // calls posted and not yet answered
+	// newEra holds the running calls that are 2026-07-28 requests: their results
+	// keep that version's fields, those of the session's legacy calls lose them.
+	newEra map[jsonrpc.ID]bool
 }
 
 func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -83,7 +87,7 @@ func (h *sseHandler) get(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Connection", "keep-alive")
-	s := &sseSession{id: id, owner: slot.owner, slot: slot, done: make(chan struct{}), pending: map[jsonrpc.ID]int{},
+	s := &sseSession{id: id, owner: slot.owner, slot: slot, done: make(chan struct{}), pending: map[jsonrpc.ID]int{}, newEra: map[jsonrpc.ID]bool{},
 		t: &sdk.SSEServerTransport{Endpoint: endpoint.RequestURI(), Response: w, MaxRequestBodyBytes: h.maxBody}}
 	h.mu.Lock()
 	h.sessions[id] = s
@@ -215,12 +219,16 @@ func (t *sseTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	return &sseConn{Connection: c, s: t.s}, nil
 }
 
-// SupportsProtocolVersion: the HTTP+SSE transport predates 2026-07-28.
+// SupportsProtocolVersion: every version, 2026-07-28 included. The HTTP+SSE
+// transport predates that protocol (which defines no binding for it, so the
+// go-sdk's transport does not offer it), but Helix answers a request the same
+// on every transport: one carrying 2026-07-28 _meta is served as on stdio.
 func (t *sseTransport) SupportsProtocolVersion(v string) bool {
-	return t.s.t.SupportsProtocolVersion(v)
+	return slices.Contains(knownProtocolVersions, v)
 }
 
-// sseConn sees the answers the session writes, to end the calls in flight.
+// sseConn checks the versions of what the client sends (versions.go) and sees
+// the answers the session writes, to end the calls in flight.
 type sseConn struct {
 	sdk.Connection
 	s *sseSession
@@ -228,9 +236,46 @@ type sseConn struct {
 
 func (c *sseConn) SessionID() string { return c.s.id }
 
+// Read hands the session the client's messages; a call naming an unsupported
+// version is answered here, on the event stream, and the session never sees it.
+func (c *sseConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		m, err := c.Connection.Read(ctx)
+		if err != nil {
+			return m, err
+		}
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || !req.IsCall() {
+			return m, nil
+		}
+		if e := checkVersionFields(req); e != nil {
+			if err := c.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: e}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if isNewEra(req) {
+			c.s.mu.Lock()
+			c.s.newEra[req.ID] = true
+			c.s.mu.Unlock()
+		}
+		return m, nil
+	}
+}
+
 func (c *sseConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	resp, isResp := m.(*jsonrpc.Response)
+	if isResp {
+		c.s.mu.Lock()
+		newEra := c.s.newEra[resp.ID]
+		delete(c.s.newEra, resp.ID)
+		c.s.mu.Unlock()
+		if !newEra {
+			m = stripNewProtocolFields(resp)
+		}
+	}
 	err := c.Connection.Write(ctx, m)
-	if resp, ok := m.(*jsonrpc.Response); ok {
+	if isResp {
 		c.s.answered(resp.ID)
 	}
 	return err

@@ -81,6 +81,9 @@ type stdioConn struct {
 	inflight  map[jsonrpc.ID]bool      // requests handed to the session, not yet answered
 	cancelled map[jsonrpc.ID]bool      // inflight requests the client cancelled
 	batches   map[jsonrpc.ID]batchSlot // requests of batches still being answered
+	// newEra: inflight requests of the 2026-07-28 protocol, whose results keep
+	// that version's fields even after a legacy initialize on the same pipe.
+	newEra map[jsonrpc.ID]bool
 }
 
 // stdioBatch collects the answers of one batch; it is written as one array when
@@ -104,7 +107,7 @@ var _ sdk.Connection = (*stdioConn)(nil)
 func NewStdioTransport(drain *StdioDrain, in io.Reader, orig io.Reader, out io.Writer, logger *slog.Logger) StdioTransport {
 	c := &stdioConn{in: in, out: out, drain: drain, logger: logger, incoming: make(chan stdioItem),
 		closed: make(chan struct{}), inflight: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]bool{},
-		batches: map[jsonrpc.ID]batchSlot{}}
+		batches: map[jsonrpc.ID]batchSlot{}, newEra: map[jsonrpc.ID]bool{}}
 	if cl, ok := orig.(io.Closer); ok {
 		c.closer = cl
 	}
@@ -212,6 +215,12 @@ func (c *stdioConn) handleLine(line []byte) bool {
 		c.refuseLine(line, e)
 		return true
 	}
+	if e := versionError(m); e != nil {
+		c.logger.Debug("mcp stdio: request refused", "error", e.Error)
+		_ = c.writeLine(e)
+		c.forgetLine(line)
+		return true
+	}
 	c.noteIncoming(m)
 	return c.deliver(stdioItem{msg: m})
 }
@@ -294,6 +303,10 @@ func (c *stdioConn) handleBatch(line []byte, dec decodedBody) bool {
 			b.answers = append(b.answers, &jsonrpc.Response{Error: e})
 			continue
 		}
+		if e := versionError(m); e != nil {
+			b.answers = append(b.answers, e)
+			continue
+		}
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
 			c.batches[req.ID] = batchSlot{b: b, i: len(b.answers)}
 			b.answers = append(b.answers, nil)
@@ -326,6 +339,9 @@ func (c *stdioConn) noteIncoming(m jsonrpc.Message) {
 	defer c.mu.Unlock()
 	if req.IsCall() {
 		c.inflight[req.ID] = true
+		if isNewEra(req) {
+			c.newEra[req.ID] = true
+		}
 		if req.Method == "initialize" && c.initID == nil {
 			id := req.ID
 			c.initID = &id
@@ -364,6 +380,8 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	c.mu.Lock()
 	delete(c.inflight, resp.ID)
+	newEra := c.newEra[resp.ID]
+	delete(c.newEra, resp.ID)
 	if c.initID != nil && *c.initID == resp.ID {
 		c.initID = nil
 		c.version = negotiatedVersion(resp.Result)
@@ -383,7 +401,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return nil
 	}
 	c.mu.Unlock()
-	if version != "" && version < statelessProtocol {
+	if version != "" && version < statelessProtocol && !newEra {
 		resp = stripNewProtocolFields(resp)
 	}
 	if c.inBatch(resp.ID) {
@@ -437,6 +455,17 @@ func negotiatedVersion(result json.RawMessage) string {
 	}
 	_ = json.Unmarshal(result, &r)
 	return r.ProtocolVersion
+}
+
+// versionError is the answer to a request naming an unsupported protocol
+// version (versions.go), nil for other messages.
+func versionError(m jsonrpc.Message) *jsonrpc.Response {
+	if req, ok := m.(*jsonrpc.Request); ok {
+		if e := checkVersionFields(req); e != nil {
+			return &jsonrpc.Response{ID: req.ID, Error: e}
+		}
+	}
+	return nil
 }
 
 // refuseLine answers a line that is not served with e (id null) and tells the

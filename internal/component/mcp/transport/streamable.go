@@ -61,10 +61,9 @@ const (
 	DefaultMaxConcurrentCalls = 64
 )
 
-// knownProtocolVersions are the revisions the go-sdk v1.8.0 session layer speaks.
-// A Mcp-Protocol-Version header naming any other value is refused with 400 and the
-// JSON-RPC error -32022 listing the versions the server speaks
-// (refuseUnknownProtocol).
+// knownProtocolVersions are the revisions the go-sdk v1.8.0 session layer speaks,
+// all of them served on every transport. A version naming any other value is
+// refused with -32022 listing these (versions.go).
 var knownProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", statelessProtocol}
 
 // StreamableHandler serves Streamable HTTP for one sdk.Server.
@@ -124,10 +123,14 @@ func (h *StreamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	version := r.Header.Get(protocolVersionHeader)
-	if version != "" && !slices.Contains(knownProtocolVersions, version) {
-		h.refuseUnknownProtocol(w, version, h.peekRequestID(w, r))
+	versions := r.Header.Values(protocolVersionHeader)
+	if e := checkVersionHeader(versions); e != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, h.peekRequestID(w, r), e)
 		return
+	}
+	version := ""
+	if len(versions) > 0 {
+		version = versions[0]
 	}
 	allow := "GET, POST, DELETE"
 	if h.stateless {
@@ -266,6 +269,9 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 
 	var calls []*jsonrpc.Request
 	hasInit := false
+	// newEra: the POST holds a 2026-07-28 request (by its header or its _meta),
+	// served without a session whatever the server's mode.
+	newEra := false
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
 		if !ok || !req.IsCall() {
@@ -275,11 +281,12 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		if req.Method == "initialize" {
 			hasInit = true
 		}
+		if e := checkVersionFields(req); e != nil {
+			writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
+			return
+		}
 		if meta, isNew := newProtocolMeta(req, version); isNew {
-			if !h.stateless {
-				h.refuseStatelessProtocol(w, req, version)
-				return
-			}
+			newEra = true
 			if e := checkStatelessHeaders(r.Header, req, version, meta); e != nil {
 				writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
 				return
@@ -292,7 +299,12 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	}
 
 	fc := h.fast.match(msgs, batch, effective)
-	if h.stateless {
+	sid := r.Header.Get(sessionIDHeader)
+	if newEra && sid != "" && !h.stateless {
+		refuseSessionOnNewEra(w, calls[0].ID)
+		return
+	}
+	if h.stateless || newEra {
 		if fc != nil {
 			h.serveFastStateless(w, r, fc, jsonOK)
 			return
@@ -301,7 +313,6 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		h.postStateless(w, r, msgs, calls, order, hasInit, effective, jsonOK, streamOK)
 		return
 	}
-	sid := r.Header.Get(sessionIDHeader)
 	var c *streamConn
 	if sid == "" {
 		if !hasInit {
@@ -531,21 +542,15 @@ func (c *streamConn) wantsLogs() bool {
 	return c.logging
 }
 
-// refuseUnknownProtocol answers a request whose Mcp-Protocol-Version names no
-// version this server speaks: 400 with the JSON-RPC error -32022, naming the
-// versions it does speak (in the message and, as the 2026-07-28 protocol has it,
-// in data.supported).
-// id is the refused request's id, so that the client can match the error to it
-// (the zero ID when the request has none or could not be read).
-func (h *StreamableHandler) refuseUnknownProtocol(w http.ResponseWriter, version string, id jsonrpc.ID) {
-	supported := knownProtocolVersions
-	if !h.stateless {
-		supported = slices.DeleteFunc(slices.Clone(knownProtocolVersions), func(v string) bool { return v >= statelessProtocol })
-	}
-	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: supported, Requested: version})
-	writeJSONRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
-		Message: fmt.Sprintf("Bad Request: unsupported %s %q (supported: %s)", protocolVersionHeader, version,
-			strings.Join(supported, ", ")), Data: data})
+// refuseSessionOnNewEra answers a 2026-07-28 request that names a session: that
+// protocol has none, and the session speaks the version its initialize
+// negotiated, so serving the request in it or without it would each ignore half
+// of what the client sent.
+func refuseSessionOnNewEra(w http.ResponseWriter, id jsonrpc.ID) {
+	writeJSONRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("Bad Request: a %s request carries no %s header (that protocol has no sessions); "+
+			"send it without the header, or send the session's requests with the version its initialize negotiated",
+			statelessProtocol, sessionIDHeader)})
 }
 
 // newProtocolMeta tells whether req uses the stateless protocol (2026-07-28 or
@@ -565,16 +570,6 @@ func newProtocolMeta(req *jsonrpc.Request, header string) (metaVersion string, i
 		metaVersion = v
 	}
 	return metaVersion, metaVersion != "" || header >= statelessProtocol
-}
-
-// refuseStatelessProtocol answers a 2026-07-28 request to a stateful server with the
-// JSON-RPC error listing the versions it does serve; clients then fall back to the
-// initialize handshake.
-func (h *StreamableHandler) refuseStatelessProtocol(w http.ResponseWriter, req *jsonrpc.Request, version string) {
-	legacy := slices.DeleteFunc(slices.Clone(knownProtocolVersions), func(v string) bool { return v >= statelessProtocol })
-	data, _ := json.Marshal(sdk.UnsupportedProtocolVersionData{Supported: legacy, Requested: version})
-	writeJSONRPCError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: sdk.CodeUnsupportedProtocolVersion,
-		Message: fmt.Sprintf("protocol version %q needs a stateless server (stateless: true)", version), Data: data})
 }
 
 // checkStatelessHeaders applies the 2026-07-28 rules that tie HTTP headers to the
@@ -779,10 +774,11 @@ type streamTransport struct{ c *streamConn }
 
 func (t *streamTransport) Connect(context.Context) (sdk.Connection, error) { return t.c, nil }
 
-// SupportsProtocolVersion tells the session layer (server/discover) that the
-// stateless protocol is served only by stateless servers.
+// SupportsProtocolVersion tells the session layer (server/discover) that every
+// version is served on this endpoint: 2026-07-28 requests without a session,
+// earlier ones in sessions (or sessionless on a stateless server).
 func (t *streamTransport) SupportsProtocolVersion(v string) bool {
-	return t.c.h.stateless || v < statelessProtocol
+	return slices.Contains(knownProtocolVersions, v)
 }
 
 // streamConn is one session's sdk.Connection. POST handlers feed the decoded
@@ -872,8 +868,9 @@ func newStreamConn(h *StreamableHandler, id string) *streamConn {
 		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]*lazyctx.Context{}, progress: map[string]*postStream{},
 		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{}, replay: replayBuffer{budget: h.budget},
 		holding: map[jsonrpc.ID]bool{},
-		// A stateful session never speaks 2026-07-28 (SupportsProtocolVersion);
-		// postStateless decides for its one-POST sessions.
+		// A session opened by initialize speaks an earlier version (2026-07-28
+		// requests never reach one: post); postStateless decides for its
+		// one-POST sessions.
 		oldProtocol: id != ""}
 	if h.maxCalls > 0 {
 		c.callSlots = make(chan struct{}, h.maxCalls)

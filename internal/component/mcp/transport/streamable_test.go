@@ -112,19 +112,6 @@ func TestStreamableRefusesBadRequests(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.body), &batch); err != nil || len(batch) != 2 {
 		t.Fatalf("batch: %d %s", r.status, r.body)
 	}
-	// A stateful server sends 2026-07-28 requests back with the versions it speaks.
-	r = send(t, http.MethodPost, url, map[string]string{"Mcp-Protocol-Version": "2026-07-28"},
-		`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
-	var e struct {
-		Error struct {
-			Code int64 `json:"code"`
-			Data sdk.UnsupportedProtocolVersionData
-		}
-	}
-	if err := json.Unmarshal([]byte(r.body), &e); err != nil || r.status != http.StatusBadRequest ||
-		e.Error.Code != sdk.CodeUnsupportedProtocolVersion || len(e.Error.Data.Supported) == 0 {
-		t.Fatalf("2026-07-28 on a stateful server: %d %s", r.status, r.body)
-	}
 }
 
 func TestStreamableDNSRebinding(t *testing.T) {
