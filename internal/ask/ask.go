@@ -25,13 +25,34 @@ type Client interface {
 	Elicit(ctx context.Context, q *Elicitation) (*ElicitAnswer, error)
 	// Sample asks the client's language model for a message.
 	Sample(ctx context.Context, q *Sampling) (*SampleAnswer, error)
+	// Roots asks the client for its roots (roots/list): the directories or
+	// other URIs it lets the server work in.
+	Roots(ctx context.Context, q *RootsQuestion) ([]Root, error)
 }
+
+// ErrInputRequired is the error of a question whose answer the client has not
+// given yet, on MCP 2026-07-28 and later, where a server asks by answering the
+// call with input requests (SEP-2322) instead of waiting: the client answers them
+// and calls again. The work stops where it asked; no error handler, redelivery,
+// dead letter, catch or on_decline may swallow it (it implements Interrupt), so
+// that the server sees it and answers with every question still pending.
+var ErrInputRequired error = interrupt("the MCP client must answer input requests first (the call is answered with them and is retried with the answers)")
+
+// interrupt is an error that stops an exchange as it is (see pkg/engine's
+// Interrupt): error handlers and catching steps pass it on.
+type interrupt string
+
+func (e interrupt) Error() string   { return string(e) }
+func (e interrupt) Interrupt() bool { return true }
 
 // ErrNoClient is the error of a question asked by work that no MCP client called.
 var ErrNoClient = errors.New("this exchange did not come from an MCP client's tool call, so there is no client to ask; elicit and sample steps only work in workflows called as MCP tools")
 
 // Elicitation is a form for the user (MCP elicitation/create, form mode).
 type Elicitation struct {
+	// ID names the question in the input requests of MCP 2026-07-28 (the step's
+	// id:, or one derived from the step); the answer comes back under it.
+	ID      string
 	Message string
 	// Schema is the requested schema: a JSON Schema object with flat, primitive
 	// properties (string, number, integer, boolean, arrays of enum strings), as
@@ -56,6 +77,7 @@ type ElicitAnswer struct {
 // Sampling is a request for one message from the client's model
 // (sampling/createMessage).
 type Sampling struct {
+	ID           string // see Elicitation.ID
 	Messages     []Message
 	SystemPrompt string
 	MaxTokens    int64
@@ -82,6 +104,17 @@ type ModelPreferences struct {
 	CostPriority         *float64
 	SpeedPriority        *float64
 	IntelligencePriority *float64
+}
+
+// RootsQuestion asks for the client's roots (roots/list).
+type RootsQuestion struct {
+	ID string // see Elicitation.ID
+}
+
+// Root is one root of the client: a URI (file:///…) and an optional name.
+type Root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
 }
 
 // SampleAnswer is the model's message.

@@ -239,7 +239,9 @@ loop:
 			running--
 			finished++
 			results[r.index] = &r
-			if r.err != nil && m.opts.StopOnError {
+			// An interrupt (a question for the MCP client) does not stop the other
+			// branches: their questions go into the same answer (engine.Interrupt).
+			if r.err != nil && m.opts.StopOnError && !engine.IsInterrupt(r.err) {
 				stopErr = fmt.Errorf("%s: branch %d: %w", m.name, r.index, r.err)
 				break loop
 			}
@@ -299,6 +301,9 @@ func (m *Multicast) complete(ex *exchange.Exchange, results []*branchResult, tim
 		switch {
 		case r == nil:
 			missing = append(missing, i)
+		case engine.IsInterrupt(r.err):
+			// Never tolerated as a failed branch: the caller must see it.
+			return fmt.Errorf("%s: branch %d: %w", m.name, i, r.err)
 		case r.err != nil:
 			failed = append(failed, i)
 			if firstErr == nil {

@@ -270,6 +270,10 @@ func (s *Split) run(ctx context.Context, ex *exchange.Exchange, elems, results [
 	defer close(jobs)
 
 	var failed []splitResult
+	// interrupt is the first element's engine.Interrupt (a question for the MCP
+	// client): the other elements still run, so that their questions are asked in
+	// the same answer, and then it ends the split whatever stop_on_error says.
+	var interrupt error
 	next, finished := 0, 0
 	var job splitJob
 	prepared := false
@@ -301,6 +305,12 @@ func (s *Split) run(ctx context.Context, ex *exchange.Exchange, elems, results [
 			if err := s.interrupted(ctx, finished-1, n); err != nil {
 				return nil, err
 			}
+			if engine.IsInterrupt(r.err) {
+				if interrupt == nil {
+					interrupt = &ElementError{Index: r.index, Err: r.err}
+				}
+				continue
+			}
 			if !s.opts.ContinueOnError {
 				return nil, &ElementError{Index: r.index, Err: r.err}
 			}
@@ -308,6 +318,9 @@ func (s *Split) run(ctx context.Context, ex *exchange.Exchange, elems, results [
 		case <-ctx.Done():
 		case <-s.stopCtx.Done():
 		}
+	}
+	if interrupt != nil {
+		return nil, interrupt
 	}
 	sort.Slice(failed, func(i, j int) bool { return failed[i].index < failed[j].index })
 	return failed, nil

@@ -36,10 +36,13 @@ func init() {
 		Name: "elicit",
 		Description: "Asks the user of the MCP client that called the workflow to fill in a form (elicitation/create, form mode) and waits for the answer. " +
 			"On accept the answer (an object, checked against the schema, defaults applied) becomes the body, or the variable named by into:; " +
-			"header HelixElicitAction is accept, decline or cancel. Works only in workflows called as tools of a stateful MCP server whose client supports elicitation.",
+			"header HelixElicitAction is accept, decline or cancel. Works only in workflows called as MCP tools by a client that supports elicitation: " +
+			"on a stateful server's session of MCP 2025-11-25 or earlier the server sends the request and waits; on MCP 2026-07-28 the call is answered with the question (an input request) and the client calls again with the answer.",
 		Shape: config.Shape{Type: config.TypeObject, What: "an elicit step", Short: "message", Keys: []config.Key{
 			{Name: "message", Required: true, Shape: config.Shape{Type: config.TypeString,
 				Description: "What the user is asked; ${body.x}, ${header.X} and ${env:NAME} placeholders are resolved."}},
+			{Name: "id", Shape: config.Shape{Type: config.TypeString,
+				Description: "The question's id in the input requests of MCP 2026-07-28 (the client answers under it): letters, digits, _ . - only. Absent: one derived from the step's position."}},
 			{Name: "schema", Shape: config.Shape{Type: config.TypeAny,
 				Description: "The form: a JSON Schema object (type: object, properties, required) whose properties are flat: string (format email, uri, date, date-time; minLength, maxLength; enum, enumNames, oneOf of const/title), number, integer (minimum, maximum), boolean, or array of enum strings (items.enum or items.anyOf of const/title) for multi-select; each may have title, description and default. Absent: a form without fields (a confirmation)."}},
 			{Name: "timeout", Shape: config.Shape{Type: config.TypeDuration, Default: "10m",
@@ -64,6 +67,7 @@ func init() {
 //	        required: [confirm]
 type elicitStep struct {
 	name      string
+	id        string // the question's id (questionID)
 	message   string
 	schema    map[string]any
 	timeout   time.Duration
@@ -79,6 +83,7 @@ func buildElicit(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	if st.timeout <= 0 {
 		st.timeout = defaultAskTimeout
 	}
+	st.id = questionID(d, v, st.name)
 	CheckPlaceholders(d, v.NodeOf("message"), v.PathOf("message"), st.message)
 	if v.Has("into") && st.into == "" {
 		d.Errorf(v.NodeOf("into"), v.PathOf("into"), "into: names a variable and must not be empty").Hint = "remove into: to put the answer into the body"
@@ -106,7 +111,7 @@ func (e *elicitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	ans, err := c.Elicit(ctx, &ask.Elicitation{Message: msg, Schema: exchange.DeepCopy(e.schema).(map[string]any)})
+	ans, err := c.Elicit(ctx, &ask.Elicitation{ID: e.id, Message: msg, Schema: exchange.DeepCopy(e.schema).(map[string]any)})
 	if err != nil {
 		return fmt.Errorf("elicit: %w", err)
 	}

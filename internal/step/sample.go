@@ -23,7 +23,7 @@ func init() {
 		Name: "sample",
 		Description: "Asks the language model of the MCP client that called the workflow for a message (sampling/createMessage) and waits for it. " +
 			"The answer's text becomes the body (an image or audio answer: its bytes, with header Content-Type); headers HelixSampleModel and HelixSampleStopReason say which model answered and why it stopped. " +
-			"Works only in workflows called as tools of a stateful MCP server whose client supports sampling. `sample: \"text\"` is short for `sample: {prompt: \"text\"}`.",
+			"Works only in workflows called as MCP tools by a client that supports sampling (asked as elicit: asks, by a request or, on MCP 2026-07-28, an input request). `sample: \"text\"` is short for `sample: {prompt: \"text\"}`.",
 		Shape: config.Shape{Type: config.TypeObject, What: "a sample step", Short: "prompt", Keys: []config.Key{
 			{Name: "prompt", Shape: config.Shape{Type: config.TypeString,
 				Description: "The user message, with ${…} placeholders resolved. Without prompt: and messages: the body is the user message (text as is, anything else as JSON)."}},
@@ -32,6 +32,8 @@ func init() {
 					{Name: "role", Shape: config.Shape{Type: config.TypeString, Default: "user", Enum: []string{"user", "assistant"}, Description: "Who said it."}},
 					{Name: "text", Required: true, Shape: config.Shape{Type: config.TypeString, Description: "What was said, with ${…} placeholders resolved."}},
 				}}}},
+			{Name: "id", Shape: config.Shape{Type: config.TypeString,
+				Description: "The question's id in the input requests of MCP 2026-07-28 (the client answers under it): letters, digits, _ . - only. Absent: one derived from the step's position."}},
 			{Name: "system_prompt", Shape: config.Shape{Type: config.TypeString, Description: "The system prompt the server asks for, with ${…} placeholders resolved; the client may ignore it."}},
 			{Name: "max_tokens", Shape: config.Shape{Type: config.TypeInt, Default: 1024, Min: config.Bound(1), Description: "The most tokens the model may answer with."}},
 			{Name: "temperature", Shape: config.Shape{Type: config.TypeNumber, Min: config.Bound(0), Max: config.Bound(2),
@@ -77,6 +79,7 @@ func buildSample(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	if st.timeout <= 0 {
 		st.timeout = defaultAskTimeout
 	}
+	st.q.ID = questionID(d, v, st.name)
 	CheckPlaceholders(d, v.NodeOf("prompt"), v.PathOf("prompt"), st.prompt)
 	CheckPlaceholders(d, v.NodeOf("system_prompt"), v.PathOf("system_prompt"), st.system)
 	for _, m := range v.Objects("messages") {

@@ -43,6 +43,18 @@ func CallerFrom(ctx context.Context) *Caller {
 	return c
 }
 
+type headersKey struct{}
+
+// WithHeaders returns ctx carrying headers that the exchange of a workflow tool
+// called with it starts with, next to HelixMcpToolName and the others (the MCP
+// server passes what the request says about its client this way).
+func WithHeaders(ctx context.Context, h map[string]any) context.Context {
+	if len(h) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, headersKey{}, h)
+}
+
 // AddWorkflows registers every workflow of hc, in the context's order: those with
 // a trigger as tools ([FromWorkflow]), the others (no trigger, or an mcp-server://
 // trigger) as excluded, with the reason.
@@ -106,6 +118,11 @@ func FromWorkflow(hc *engine.Context, wf *engine.Workflow) (*Tool, error) {
 			server = c.serverValue()
 		}
 		msg.SetHeader(exchange.HeaderMcpServerName, server)
+		if h, ok := ctx.Value(headersKey{}).(map[string]any); ok {
+			for k, v := range h {
+				msg.SetHeader(k, v)
+			}
+		}
 		// The call ends when the caller gives up (ctx) or when the engine abandons
 		// draining at Stop (run context), whichever comes first.
 		if err := hc.RunUntilStop(ctx, id, ex); err != nil {

@@ -48,7 +48,8 @@ type pipeline struct {
 // outermost). A step fails when it returns an error or leaves an exception on the
 // exchange; a panic in a step becomes a *PanicError. The failure goes to eh (when not
 // nil), which may retry, dead-letter or recover; otherwise the pipeline stops and the
-// error is returned and set as the exchange's exception.
+// error is returned and set as the exchange's exception. An [Interrupt] never goes
+// to eh.
 func BuildPipeline(processors []Processor, interceptors []Interceptor, eh ErrorHandler) Processor {
 	p := &pipeline{eh: eh}
 	for _, raw := range processors {
@@ -84,7 +85,8 @@ func (p *pipeline) Process(ctx context.Context, ex *exchange.Exchange) error {
 			continue
 		}
 		err = &StepError{Step: StepName(p.raw[i]), Err: err}
-		if p.eh != nil {
+		// An interrupt is no failure to handle: it ends the run as it is (interrupt.go).
+		if p.eh != nil && !IsInterrupt(err) {
 			ex.SetException(err)
 			err = p.eh.HandleError(ctx, ex, step, err)
 			if err == nil {

@@ -24,21 +24,32 @@ import (
 // errStatelessAsk is the error of a question asked during a call to a stateless
 // server: the client's answer would arrive on a POST of its own, which a
 // stateless server cannot relate to the waiting call.
-var errStatelessAsk = errors.New("a stateless MCP server cannot send requests to the client (elicitation, sampling); serve this tool from a server with stateless: false")
+var errStatelessAsk = errors.New("a stateless MCP server cannot send requests to the client (elicitation, sampling, roots) on protocol 2025-11-25 or earlier; connect with protocol 2026-07-28 (the server then asks with input requests) or serve this tool from a server with stateless: false")
 
 // askClient is the receiving middleware that gives each tools/call a client to
-// ask: the calling session, with requests related to the call so that Helix's
-// Streamable HTTP transport sends them on the call's POST stream.
+// ask. A request on MCP 2026-07-28 or later gets an input-required client
+// (inputrequired.go, inputs); an older session gets the calling session, with
+// requests related to the call so that Helix's Streamable HTTP transport sends
+// them on the call's POST stream.
 //
 // releasable: the server's transport resumes streams the call releases (Helix's
 // Streamable HTTP); the go-sdk's handler also offers RequestExtra.CloseSSEStream,
 // but without an event store the client cannot resume, and the call would be lost.
-func askClient(stateless, releasable bool) sdk.Middleware {
+func askClient(stateless, releasable bool, inputs *inputRequests) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if method == "tools/call" {
-				if cr, ok := req.(*sdk.CallToolRequest); ok && cr.Session != nil {
-					ctx = ask.WithClient(ctx, &sessionClient{ss: cr.Session, extra: cr.Extra, stateless: stateless, releasable: releasable})
+				if cr, ok := req.(*sdk.CallToolRequest); ok && cr.Params != nil {
+					if inputs != nil && inputRequiredMode(cr) {
+						var err error
+						if ctx, err = inputs.begin(ctx, cr); err != nil {
+							return nil, err
+						}
+						return next(ctx, method, req)
+					}
+					if cr.Session != nil {
+						ctx = ask.WithClient(ctx, &sessionClient{ss: cr.Session, extra: cr.Extra, stateless: stateless, releasable: releasable})
+					}
 				}
 			}
 			return next(ctx, method, req)
@@ -65,25 +76,12 @@ func (c *sessionClient) capabilities() *sdk.ClientCapabilities {
 	return nil
 }
 
-// newProtocol reports a session on MCP 2026-07-28, where a server asks the client
-// by returning input requests (SEP-2322) instead of sending requests; Helix does
-// not do that yet.
-func (c *sessionClient) newProtocol() error {
-	if ip := c.ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= "2026-07-28" {
-		return fmt.Errorf("the MCP client speaks protocol %s, where servers ask the client through multi round-trip requests (SEP-2322), which Helix does not support yet; connect with protocol 2025-11-25 or earlier", ip.ProtocolVersion)
-	}
-	return nil
-}
-
 func (c *sessionClient) Elicit(ctx context.Context, q *ask.Elicitation) (*ask.ElicitAnswer, error) {
 	if c.stateless {
 		return nil, errStatelessAsk
 	}
 	if caps := c.capabilities(); caps == nil || caps.Elicitation == nil {
 		return nil, errors.New("the MCP client does not support elicitation (it declared no elicitation capability), so this tool cannot ask the user")
-	}
-	if err := c.newProtocol(); err != nil {
-		return nil, err
 	}
 	params := &sdk.ElicitParams{Mode: "form", Message: q.Message}
 	if q.Schema != nil {
@@ -113,9 +111,51 @@ func (c *sessionClient) Sample(ctx context.Context, q *ask.Sampling) (*ask.Sampl
 	if caps := c.capabilities(); caps == nil || caps.Sampling == nil {
 		return nil, errors.New("the MCP client does not support sampling (it declared no sampling capability), so this tool cannot ask its model")
 	}
-	if err := c.newProtocol(); err != nil {
-		return nil, err
+	params := samplingParams(q)
+	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
+	res, err := c.ss.CreateMessage(transport.RelatedTo(ctx, c.extra), params)
+	if err != nil {
+		return nil, c.failed("sampling", ctx, err)
 	}
+	out := &ask.SampleAnswer{Model: res.Model, StopReason: res.StopReason, Message: ask.Message{Role: string(res.Role)}}
+	switch ct := res.Content.(type) {
+	case *sdk.TextContent:
+		out.Message.Text = ct.Text
+	case *sdk.ImageContent:
+		out.Message.Data, out.Message.MIMEType = ct.Data, ct.MIMEType
+	case *sdk.AudioContent:
+		out.Message.Data, out.Message.MIMEType = ct.Data, ct.MIMEType
+	case nil:
+	default:
+		return nil, fmt.Errorf("the MCP client's model answered with %T content; a sample step takes text, image or audio", ct)
+	}
+	return out, nil
+}
+
+// Roots sends roots/list.
+func (c *sessionClient) Roots(ctx context.Context, _ *ask.RootsQuestion) ([]ask.Root, error) {
+	if c.stateless {
+		return nil, errStatelessAsk
+	}
+	//lint:ignore SA1019 roots: deprecated in MCP 2026-07-28, still the roots step's only way
+	if caps := c.capabilities(); caps == nil || caps.RootsV2 == nil {
+		return nil, errors.New("the MCP client does not support roots (it declared no roots capability), so this tool cannot ask for them")
+	}
+	res, err := c.ss.ListRoots(transport.RelatedTo(ctx, c.extra), &sdk.ListRootsParams{})
+	if err != nil {
+		return nil, c.failed("roots", ctx, err)
+	}
+	out := make([]ask.Root, 0, len(res.Roots))
+	for _, r := range res.Roots {
+		if r != nil {
+			out = append(out, ask.Root{URI: r.URI, Name: r.Name})
+		}
+	}
+	return out, nil
+}
+
+// samplingParams is q as sampling/createMessage params.
+func samplingParams(q *ask.Sampling) *sdk.CreateMessageParams {
 	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 	params := &sdk.CreateMessageParams{SystemPrompt: q.SystemPrompt, MaxTokens: q.MaxTokens,
 		//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
@@ -145,24 +185,7 @@ func (c *sessionClient) Sample(ctx context.Context, q *ask.Sampling) (*ask.Sampl
 		//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 		params.Messages[i] = &sdk.SamplingMessage{Role: sdk.Role(m.Role), Content: samplingContent(m)}
 	}
-	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
-	res, err := c.ss.CreateMessage(transport.RelatedTo(ctx, c.extra), params)
-	if err != nil {
-		return nil, c.failed("sampling", ctx, err)
-	}
-	out := &ask.SampleAnswer{Model: res.Model, StopReason: res.StopReason, Message: ask.Message{Role: string(res.Role)}}
-	switch ct := res.Content.(type) {
-	case *sdk.TextContent:
-		out.Message.Text = ct.Text
-	case *sdk.ImageContent:
-		out.Message.Data, out.Message.MIMEType = ct.Data, ct.MIMEType
-	case *sdk.AudioContent:
-		out.Message.Data, out.Message.MIMEType = ct.Data, ct.MIMEType
-	case nil:
-	default:
-		return nil, fmt.Errorf("the MCP client's model answered with %T content; a sample step takes text, image or audio", ct)
-	}
-	return out, nil
+	return params
 }
 
 var _ ask.StreamReleaser = (*sessionClient)(nil)

@@ -164,9 +164,15 @@ func askTransport(t *testing.T, comp *mcpserver.Component, id string) sdk.Transp
 // askClient connects a client with opts (its handlers declare its capabilities).
 func askClient(t *testing.T, comp *mcpserver.Component, id string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
+	return askClientOn(t, comp, id, "", opts)
+}
+
+// askClientOn is askClient on protocol version ("": the go-sdk's latest).
+func askClientOn(t *testing.T, comp *mcpserver.Component, id, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 	defer cancel()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "ask-test", Version: "1.0.0"}, opts).Connect(ctx, askTransport(t, comp, id), nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "ask-test", Version: "1.0.0"}, opts).Connect(ctx, askTransport(t, comp, id), &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +282,8 @@ func TestAskingWithoutTheCapabilityOrSession(t *testing.T) {
 		t.Errorf("plain: %q (error %v)", text, isErr)
 	}
 
-	stateless := askClient(t, comp, "stateless", &sdk.ClientOptions{
+	// A stateless server cannot send requests on protocol 2025-11-25 …
+	stateless := askClientOn(t, comp, "stateless", "2025-11-25", &sdk.ClientOptions{
 		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			t.Error("a stateless server sent elicitation/create")
 			return &sdk.ElicitResult{Action: "cancel"}, nil
@@ -284,6 +291,18 @@ func TestAskingWithoutTheCapabilityOrSession(t *testing.T) {
 	text, isErr := callText(t, stateless, "signup", map[string]any{})
 	if !isErr || !strings.Contains(text, "stateless MCP server cannot send requests to the client") {
 		t.Errorf("stateless: %q (error %v)", text, isErr)
+	}
+	// … but asks with input requests on 2026-07-28 (SEP-2322), which the go-sdk
+	// client fulfils through the same handler and retries.
+	asked := 0
+	current := askClient(t, comp, "stateless", &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked++
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"username": "ada"}}, nil
+		}})
+	text, isErr = callText(t, current, "signup", map[string]any{})
+	if isErr || asked != 1 || !strings.Contains(text, `accept {"age":30,"username":"ada"}`) {
+		t.Errorf("stateless on 2026-07-28: %q (error %v, asked %d times)", text, isErr, asked)
 	}
 }
 

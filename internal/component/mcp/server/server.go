@@ -175,6 +175,24 @@ type Options struct {
 	// ResourcePollInterval is how often subscribed resources with a Stamp (files)
 	// are checked for changes; 0 means DefaultResourcePollInterval.
 	ResourcePollInterval time.Duration
+	// RequestState configures the sealed requestState of MCP 2026-07-28
+	// input-required results (inputrequired.go).
+	RequestState RequestStateOptions
+}
+
+// RequestStateOptions configure the requestState a server hands MCP 2026-07-28
+// clients with its questions (package requeststate).
+type RequestStateOptions struct {
+	// Key is the AES-256 key (32 bytes). nil: a random key per process, so that a
+	// state only comes back to the process that issued it; replicas behind a load
+	// balancer need one shared key.
+	Key []byte
+	// TTL is how long a state can be used; 0 means requeststate.DefaultTTL (10m).
+	TTL time.Duration
+	// Store is the redis:// or rediss:// URL of the Redis where used states are
+	// remembered, so that every replica refuses a replayed one; "" remembers them
+	// in this process (an LRU bounded in size).
+	Store string
 }
 
 // Info describes a declared or running server.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/arvenza/helix/internal/component/mcp/server/requeststate"
 	"io"
 	"log/slog"
 	"net"
@@ -58,6 +59,7 @@ type mcpServer struct {
 	sdk     *sdk.Server
 	gate    *callGate
 	posts   postContexts
+	inputs  *inputRequests // made by the first build (inputRequests)
 	ln      net.Listener
 	httpSrv *http.Server
 	running bool
@@ -112,7 +114,11 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	addWorkflowResources(srv, s.comp.hc, tools, s.opts.ToolAllowed)
 	addResources(srv, set, s.opts.ToolAllowed, s.opts.Logger)
 	addPrompts(srv, s.opts.Prompts, s.opts.ToolAllowed, s.opts.Logger)
-	srv.AddReceivingMiddleware(resolveToolAliases(tools), askClient(s.opts.Stateless, resumes))
+	inputs, err := s.inputRequests()
+	if err != nil {
+		return nil, nil, err
+	}
+	srv.AddReceivingMiddleware(resolveToolAliases(tools), askClient(s.opts.Stateless, resumes, inputs))
 	if s.opts.ToolAllowed != nil {
 		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed), hidePrimitives(s.opts.ToolAllowed))
 	}
@@ -123,6 +129,36 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	s.tools, s.caller, s.subs = tools, caller, subs
 	s.mu.Unlock()
 	return srv, gate, nil
+}
+
+// inputRequests builds the sealer of the server's requestStates (inputrequired.go).
+// Without a configured key a random one is made, once per server and process, and
+// logged as such: its states are good only on this process.
+func (s *mcpServer) inputRequests() (*inputRequests, error) {
+	if s.inputs != nil {
+		return s.inputs, nil // a rebuild keeps the key and the used states
+	}
+	o := s.opts.RequestState
+	key := o.Key
+	if key == nil {
+		key = requeststate.RandomKey()
+		s.opts.Logger.Info("mcp server: request_state has no key, so this process made a random one: input-required calls (MCP 2026-07-28) must come back to this process; replicas behind a load balancer need a shared request_state.key",
+			"server", s.opts.ID)
+	}
+	var used requeststate.UsedStore
+	if o.Store != "" {
+		st, err := requeststate.NewRedisStore(o.Store, "helix:"+s.opts.ID)
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %s: request_state store: %w", s.opts.ID, err)
+		}
+		used = st
+	}
+	sealer, err := requeststate.New(key, requeststate.Options{TTL: o.TTL, Used: used})
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %s: request_state: %w", s.opts.ID, err)
+	}
+	s.inputs = &inputRequests{server: s.opts.ID, sealer: sealer, postContext: s.posts.lookup}
+	return s.inputs, nil
 }
 
 // hideDisallowedTools filters tools/list through allowed, so that a client never

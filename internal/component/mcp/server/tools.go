@@ -188,9 +188,9 @@ func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 			ctx, span := c.startCallSpan(ctx, t.info.Name, req.Params.Meta, h, req.Session, "")
 			res := c.call(ctx, t, req.Params.Arguments)
 			endCallSpan(span, res)
-			return res, nil
+			return finishInputCall(ctx, res) // inputrequired.go
 		}
-		return c.call(ctx, t, req.Params.Arguments), nil
+		return finishInputCall(ctx, c.call(ctx, t, req.Params.Arguments))
 	}
 }
 

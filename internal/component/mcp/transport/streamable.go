@@ -1344,6 +1344,8 @@ func statelessErrorStatus(m jsonrpc.Message) int {
 		return http.StatusNotFound
 	case je.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(je.Message, "missing or invalid _meta field"):
 		return http.StatusBadRequest
+	case je.Code == sdk.CodeMissingRequiredClientCapabilities: // SEP-2575: 400 on HTTP
+		return http.StatusBadRequest
 	}
 	return 0
 }

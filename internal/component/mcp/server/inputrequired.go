@@ -1,0 +1,437 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/ask"
+	"github.com/arvenza/helix/internal/component/mcp/security"
+	"github.com/arvenza/helix/internal/component/mcp/server/requeststate"
+	"github.com/arvenza/helix/internal/tool"
+)
+
+// Input-required results (MCP 2026-07-28, SEP-2322). A server on this protocol
+// does not send requests to the client: it answers the call with the questions
+// (inputRequests) and a sealed requestState, and the client calls again with the
+// answers (inputResponses) and the state. Helix runs the workflow again with the
+// answers known so far: a question already answered gets its answer, an unknown
+// one is recorded as pending and stops the run (ask.ErrInputRequired, an
+// engine.Interrupt nothing swallows); the call is then answered with every pending
+// question. Sessions of 2025-11-25 and earlier keep the server-to-client requests
+// of client_requests.go.
+
+// Exchange headers a tool call's workflow starts with on MCP 2026-07-28.
+const (
+	// HeaderClientCapabilities lists the capabilities the client declared in
+	// the request's _meta, sorted and comma-separated ("elicitation,roots,sampling"),
+	// so that a workflow can ask only what the client can answer.
+	HeaderClientCapabilities = "HelixMcpClientCapabilities"
+	// HeaderRequestState is "verified" on a retry whose requestState the server
+	// opened and checked (integrity, expiry, caller, tool and arguments, single use).
+	HeaderRequestState = "HelixMcpRequestState"
+)
+
+// inputRequiredMode reports whether req is answered the SEP-2322 way: its protocol
+// (the request's _meta, else the session's) is 2026-07-28 or later. The one place
+// that decides.
+func inputRequiredMode(req interface{ ProtocolVersion() string }) bool {
+	return req.ProtocolVersion() >= "2026-07-28"
+}
+
+// The capabilities a question needs, as MCP names them.
+const (
+	capElicitation = "elicitation"
+	capSampling    = "sampling"
+	capRoots       = "roots"
+)
+
+// missingCapabilityError is the error of a question the client cannot answer:
+// it declared no such capability. It interrupts the run (nothing may tolerate it),
+// and the server answers the request with -32021.
+type missingCapabilityError struct{ capability string }
+
+func (e *missingCapabilityError) Error() string {
+	return fmt.Sprintf("the MCP client did not declare the %s capability, so this workflow cannot ask it", e.capability)
+}
+func (e *missingCapabilityError) Interrupt() bool { return true }
+
+// invalidAnswerError is an answer that is not what its question asks for: the
+// request is refused with -32602 naming the id.
+type invalidAnswerError struct {
+	id, msg string
+}
+
+func (e *invalidAnswerError) Error() string {
+	return fmt.Sprintf("inputResponses[%q]: %s", e.id, e.msg)
+}
+func (e *invalidAnswerError) Interrupt() bool { return true }
+
+// inputClient is the ask.Client of one tool call in input-required mode.
+type inputClient struct {
+	caps *sdk.ClientCapabilities // nil: none declared
+
+	mu      sync.Mutex
+	answers map[string]json.RawMessage // known answers by id: the state's, then this request's
+	used    map[string]json.RawMessage // the answers this run asked for: sealed into the next state
+	asked   map[string]int             // times each base id was asked in this run
+	pending sdk.InputRequestMap
+	missing map[string]bool // capabilities questions needed and the client lacks
+	invalid *invalidAnswerError
+}
+
+var _ ask.Client = (*inputClient)(nil)
+
+func newInputClient(caps *sdk.ClientCapabilities, answers map[string]json.RawMessage) *inputClient {
+	if answers == nil {
+		answers = map[string]json.RawMessage{}
+	}
+	return &inputClient{caps: caps, answers: answers, used: map[string]json.RawMessage{}, asked: map[string]int{}}
+}
+
+// question resolves the id of a question in this run and returns its answer, if
+// known. The same id asked again in one run (a step in a split, two steps with one
+// id:) becomes id#2, id#3 … in the order of asking.
+func (c *inputClient) question(base, capability string) (id string, answer json.RawMessage, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.declared(capability) {
+		if c.missing == nil {
+			c.missing = map[string]bool{}
+		}
+		c.missing[capability] = true
+		return "", nil, &missingCapabilityError{capability: capability}
+	}
+	c.asked[base]++
+	id = base
+	if n := c.asked[base]; n > 1 {
+		id = base + "#" + strconv.Itoa(n)
+	}
+	if a, ok := c.answers[id]; ok {
+		c.used[id] = a
+		return id, a, nil
+	}
+	return id, nil, nil
+}
+
+func (c *inputClient) declared(capability string) bool {
+	if c.caps == nil {
+		return false
+	}
+	switch capability {
+	case capElicitation:
+		return c.caps.Elicitation != nil
+	case capSampling:
+		//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
+		return c.caps.Sampling != nil
+	case capRoots:
+		//lint:ignore SA1019 roots: deprecated in MCP 2026-07-28, still the roots step's only way
+		return c.caps.RootsV2 != nil
+	}
+	return false
+}
+
+// ask records q as pending under id and returns the interrupt.
+func (c *inputClient) ask(id string, q sdk.InputRequest) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		c.pending = sdk.InputRequestMap{}
+	}
+	c.pending[id] = q
+	return ask.ErrInputRequired
+}
+
+// bad records an invalid answer (the first one wins) and returns it.
+func (c *inputClient) bad(id, format string, args ...any) error {
+	e := &invalidAnswerError{id: id, msg: fmt.Sprintf(format, args...)}
+	c.mu.Lock()
+	if c.invalid == nil {
+		c.invalid = e
+	}
+	c.mu.Unlock()
+	return e
+}
+
+func (c *inputClient) Elicit(_ context.Context, q *ask.Elicitation) (*ask.ElicitAnswer, error) {
+	id, raw, err := c.question(q.ID, capElicitation)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		p := &sdk.ElicitParams{Mode: "form", Message: q.Message}
+		if q.Schema != nil {
+			p.RequestedSchema = q.Schema
+		}
+		return nil, c.ask(id, p)
+	}
+	var res sdk.ElicitResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, c.bad(id, "is not an elicitation result (ElicitResult with action and content): %v", err)
+	}
+	switch res.Action {
+	case "":
+		return nil, c.bad(id, "is not an elicitation result (ElicitResult): it has no action")
+	case ask.ActionAccept:
+	case ask.ActionDecline, ask.ActionCancel:
+		return &ask.ElicitAnswer{Action: res.Action}, nil
+	default:
+		return nil, c.bad(id, "has the unknown action %q (want accept, decline or cancel)", res.Action)
+	}
+	content := res.Content
+	if content == nil {
+		content = map[string]any{}
+	}
+	if q.Schema != nil {
+		if err := checkElicitContent(q.Schema, &content); err != nil {
+			return nil, c.bad(id, "the content does not match the form's schema: %v", err)
+		}
+	}
+	return &ask.ElicitAnswer{Action: ask.ActionAccept, Content: content}, nil
+}
+
+// checkElicitContent validates content against schema and applies its defaults,
+// as the go-sdk does with the answer to an elicitation request.
+func checkElicitContent(schema map[string]any, content *map[string]any) error {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return err
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return err
+	}
+	resolved, err := s.Resolve(nil)
+	if err != nil {
+		return err
+	}
+	if err := resolved.Validate(*content); err != nil {
+		return err
+	}
+	return resolved.ApplyDefaults(content)
+}
+
+func (c *inputClient) Sample(_ context.Context, q *ask.Sampling) (*ask.SampleAnswer, error) {
+	id, raw, err := c.question(q.ID, capSampling)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, c.ask(id, samplingParams(q))
+	}
+	var res sdk.CreateMessageWithToolsResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, c.bad(id, "is not a sampling result (CreateMessageResult with role, content and model): %v", err)
+	}
+	if res.Role != "assistant" && res.Role != "user" {
+		return nil, c.bad(id, "has the role %q (want assistant)", res.Role)
+	}
+	if len(res.Content) != 1 {
+		return nil, c.bad(id, "has %d content blocks; a sample step takes one (text, image or audio)", len(res.Content))
+	}
+	out := &ask.SampleAnswer{Model: res.Model, StopReason: res.StopReason, Message: ask.Message{Role: string(res.Role)}}
+	switch ct := res.Content[0].(type) {
+	case *sdk.TextContent:
+		out.Message.Text = ct.Text
+	case *sdk.ImageContent:
+		out.Message.Data, out.Message.MIMEType = ct.Data, ct.MIMEType
+	case *sdk.AudioContent:
+		out.Message.Data, out.Message.MIMEType = ct.Data, ct.MIMEType
+	default:
+		return nil, c.bad(id, "has %T content; a sample step takes text, image or audio", ct)
+	}
+	return out, nil
+}
+
+func (c *inputClient) Roots(_ context.Context, q *ask.RootsQuestion) ([]ask.Root, error) {
+	id, raw, err := c.question(q.ID, capRoots)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, c.ask(id, &sdk.ListRootsParams{})
+	}
+	var res struct {
+		Roots []*sdk.Root `json:"roots"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || res.Roots == nil {
+		return nil, c.bad(id, "is not a roots result (ListRootsResult with a roots list)")
+	}
+	out := make([]ask.Root, 0, len(res.Roots))
+	for i, r := range res.Roots {
+		if r == nil || r.URI == "" {
+			return nil, c.bad(id, "roots[%d] has no uri", i)
+		}
+		out = append(out, ask.Root{URI: r.URI, Name: r.Name})
+	}
+	return out, nil
+}
+
+// outcome is what the run left for the answer to the call.
+type outcome struct {
+	pending sdk.InputRequestMap
+	used    map[string]json.RawMessage
+	missing []string
+	invalid *invalidAnswerError
+}
+
+func (c *inputClient) outcome() outcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := outcome{pending: c.pending, used: c.used, invalid: c.invalid}
+	for k := range c.missing {
+		o.missing = append(o.missing, k)
+	}
+	sort.Strings(o.missing)
+	return o
+}
+
+// capabilityList is caps as HeaderClientCapabilities shows them.
+func capabilityList(caps *sdk.ClientCapabilities) string {
+	c := &inputClient{caps: caps}
+	var names []string
+	for _, n := range []string{capElicitation, capRoots, capSampling} {
+		if c.declared(n) {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// inputRequests is the server's side of input-required calls: it opens the
+// states retries bring and seals the next ones.
+type inputRequests struct {
+	server string // the server's name, bound into every state
+	sealer *requeststate.Sealer
+	// postContext returns the context of the HTTP POST carrying a call (nil: none),
+	// where the security stack put the principal.
+	postContext func(http.Header) context.Context
+}
+
+// principal is the authenticated caller of req ("" when none).
+func (ir *inputRequests) principal(ctx context.Context, extra *sdk.RequestExtra) string {
+	if extra != nil && ir.postContext != nil {
+		if pc := ir.postContext(extra.Header); pc != nil {
+			if p := security.PrincipalFromContext(pc); p != "" {
+				return p
+			}
+		}
+	}
+	if p := security.PrincipalFromContext(ctx); p != "" {
+		return p
+	}
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		return "token:" + extra.TokenInfo.UserID
+	}
+	return ""
+}
+
+// invalidParams is a JSON-RPC -32602 error.
+func invalidParams(msg string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+}
+
+// inputCall is one tools/call in input-required mode: begun by the askClient
+// middleware (before the go-sdk looks the tool up), finished by the tool's handler
+// (inside the go-sdk's callTool, which then marks the result input_required).
+type inputCall struct {
+	ir      *inputRequests
+	binding requeststate.Binding
+	client  *inputClient
+}
+
+type inputCallKey struct{}
+
+// begin opens cr's requestState, if any, and returns ctx carrying the call's
+// input-required client and the headers its workflow starts with. A refused state
+// is a -32602 error saying why and what to do.
+func (ir *inputRequests) begin(ctx context.Context, cr *sdk.CallToolRequest) (context.Context, error) {
+	b := requeststate.Binding{Server: ir.server, Method: "tools/call", Target: cr.Params.Name,
+		Arguments: cr.Params.Arguments, Principal: ir.principal(ctx, cr.Extra)}
+	answers := map[string]json.RawMessage{}
+	verified := false
+	if cr.Params.RequestState != "" {
+		st, err := ir.sealer.Open(ctx, cr.Params.RequestState, b)
+		if err != nil {
+			var re *requeststate.Error
+			if errors.As(err, &re) {
+				return ctx, invalidParams(re.Msg)
+			}
+			return ctx, invalidParams("requestState: " + err.Error())
+		}
+		for k, v := range st.Answers {
+			answers[k] = v
+		}
+		verified = true
+	}
+	// This request's answers come after the state's: the client answers what it
+	// was asked last. Ids the workflow never asks are ignored.
+	for id, resp := range cr.Params.InputResponses {
+		if resp == nil {
+			continue
+		}
+		raw, err := json.Marshal(resp)
+		if err != nil {
+			return ctx, invalidParams(fmt.Sprintf("inputResponses[%q]: %v", id, err))
+		}
+		answers[id] = raw
+	}
+	caps := cr.ClientCapabilities()
+	ic := newInputClient(caps, answers)
+	ctx = ask.WithClient(ctx, ic)
+	headers := map[string]any{HeaderClientCapabilities: capabilityList(caps)}
+	if verified {
+		headers[HeaderRequestState] = "verified"
+	}
+	ctx = tool.WithHeaders(ctx, headers)
+	return context.WithValue(ctx, inputCallKey{}, &inputCall{ir: ir, binding: b, client: ic}), nil
+}
+
+// finishInputCall turns res, the result of the tool call ctx belongs to, into
+// what the client gets: with questions pending, an input-required result with
+// all of them and a new requestState; an invalid answer, -32602; a capability the
+// client lacks, -32021. Calls not in input-required mode get res unchanged.
+func finishInputCall(ctx context.Context, res *sdk.CallToolResult) (*sdk.CallToolResult, error) {
+	call, ok := ctx.Value(inputCallKey{}).(*inputCall)
+	if !ok {
+		return res, nil
+	}
+	o := call.client.outcome()
+	switch {
+	case o.invalid != nil:
+		return nil, invalidParams(o.invalid.Error() + "; answer the input request again with a valid result")
+	case len(o.missing) > 0:
+		return nil, missingCapabilities(o.missing)
+	case len(o.pending) == 0:
+		return res, nil
+	}
+	state, err := call.ir.sealer.Seal(call.binding, o.used, nil)
+	if err != nil {
+		return sdkResult(tool.ErrorResult("this call cannot go on: " + err.Error() + "; ask fewer or smaller questions in one call")), nil
+	}
+	return &sdk.CallToolResult{InputRequests: o.pending, RequestState: state}, nil
+}
+
+// missingCapabilities is the -32021 error of a request that needs capabilities
+// the client did not declare.
+func missingCapabilities(names []string) *jsonrpc.Error {
+	required := map[string]any{}
+	for _, n := range names {
+		required[n] = map[string]any{}
+	}
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": required})
+	return &jsonrpc.Error{Code: sdk.CodeMissingRequiredClientCapabilities,
+		Message: fmt.Sprintf("this request needs client capabilities the client did not declare in _meta[%q]: %s",
+			"io.modelcontextprotocol/clientCapabilities", strings.Join(names, ", ")),
+		Data: data}
+}

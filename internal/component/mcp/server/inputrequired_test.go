@@ -1,0 +1,268 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/pkg/engine"
+)
+
+// Input-required results (MCP 2026-07-28, SEP-2322) with raw HTTP requests, as a
+// client of that protocol sends them, against a stateless server.
+
+// irWorkflows are the asking workflows of these tests.
+func irWorkflows(t *testing.T) func(hc *engine.Context) []*engine.Workflow {
+	return func(hc *engine.Context) []*engine.Workflow {
+		return []*engine.Workflow{
+			askWorkflow(t, hc, "greet", `
+- elicit:
+    id: user_name
+    message: "What is your name?"
+    schema: {properties: {name: {type: string}}, required: [name]}
+- transform:
+    starlang: |
+      "Hello, %s! (%s, state %s)" % (payload["name"], header("HelixMcpClientCapabilities"), header("HelixMcpRequestState"))
+`),
+			askWorkflow(t, hc, "two_rounds", `
+- elicit: {id: name, message: "Name?", schema: {properties: {name: {type: string}}, required: [name]}, into: name}
+- elicit: {id: color, message: "Color?", schema: {properties: {color: {type: string}}, required: [color]}}
+- transform:
+    starlang: |
+      "%s likes %s" % (variables["name"]["name"], payload["color"])
+`),
+			askWorkflow(t, hc, "all_three", `
+- multicast:
+    strategy: parallel
+    stop_on_error: true
+    steps:
+      - elicit: {id: who, message: "Who?", schema: {properties: {name: {type: string}}}}
+      - sample: {id: model, prompt: "Hi"}
+      - roots: {id: dirs}
+- transform:
+    starlang: |
+      json.encode(payload)
+`),
+			askWorkflow(t, hc, "sampler", `
+- sample: "What is the capital of France?"
+`),
+		}
+	}
+}
+
+type rpcReply struct {
+	Result map[string]any `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+	status int
+}
+
+var allCaps = map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{}, "roots": map[string]any{}}
+
+// irCall posts one tools/call of MCP 2026-07-28 to the stateless server.
+func irCall(t *testing.T, comp *server.Component, tool string, caps map[string]any, extra map[string]any) rpcReply {
+	t.Helper()
+	params := map[string]any{"name": tool, "arguments": map[string]any{},
+		"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": caps}}
+	for k, v := range extra {
+		params[k] = v
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+comp.Addr("stateless").String()+"/mcp", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", tool)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if i := bytes.Index(raw, []byte("data: ")); strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") && i >= 0 {
+		raw = raw[i+6:]
+	}
+	var r rpcReply
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("%s: %v: %s", tool, err, raw)
+	}
+	r.status = resp.StatusCode
+	return r
+}
+
+func resultText(r rpcReply) string {
+	content, _ := r.Result["content"].([]any)
+	var b strings.Builder
+	for _, c := range content {
+		if m, ok := c.(map[string]any); ok {
+			b.WriteString(m["text"].(string))
+		}
+	}
+	return b.String()
+}
+
+func inputRequests(t *testing.T, r rpcReply) (map[string]any, string) {
+	t.Helper()
+	if r.Error != nil || r.Result["resultType"] != "input_required" {
+		t.Fatalf("want an input_required result, got %+v (error %+v)", r.Result, r.Error)
+	}
+	reqs, _ := r.Result["inputRequests"].(map[string]any)
+	state, _ := r.Result["requestState"].(string)
+	if len(reqs) == 0 || state == "" {
+		t.Fatalf("input_required result without inputRequests or requestState: %+v", r.Result)
+	}
+	return reqs, state
+}
+
+func accept(content map[string]any) map[string]any {
+	return map[string]any{"action": "accept", "content": content}
+}
+
+func TestInputRequiredRoundTrip(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, irWorkflows(t))
+
+	reqs, state := inputRequests(t, irCall(t, comp, "greet", allCaps, nil))
+	q, _ := reqs["user_name"].(map[string]any)
+	if q["method"] != "elicitation/create" || q["params"].(map[string]any)["message"] != "What is your name?" {
+		t.Fatalf("round 1 asked %+v", reqs)
+	}
+	r := irCall(t, comp, "greet", allCaps, map[string]any{"requestState": state,
+		"inputResponses": map[string]any{"user_name": accept(map[string]any{"name": "Alice"}), "extra_key": accept(nil)}})
+	if got := resultText(r); r.Error != nil || got != "Hello, Alice! (elicitation,roots,sampling, state verified)" {
+		t.Fatalf("round 2: %q %+v", got, r.Error)
+	}
+	if rt := r.Result["resultType"]; rt != nil && rt != "complete" {
+		t.Errorf("round 2 resultType %v", rt)
+	}
+
+	// The state is single-use.
+	r = irCall(t, comp, "greet", allCaps, map[string]any{"requestState": state,
+		"inputResponses": map[string]any{"user_name": accept(map[string]any{"name": "Alice"})}})
+	if r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "already used") {
+		t.Fatalf("replayed state: %+v", r)
+	}
+	// A tampered one is refused, saying what to do.
+	_, state = inputRequests(t, irCall(t, comp, "greet", allCaps, nil))
+	r = irCall(t, comp, "greet", allCaps, map[string]any{"requestState": state + "-TAMPERED",
+		"inputResponses": map[string]any{"user_name": accept(map[string]any{"name": "Alice"})}})
+	if r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "without requestState") {
+		t.Fatalf("tampered state: %+v", r)
+	}
+	// A state of another tool is refused.
+	_, state = inputRequests(t, irCall(t, comp, "greet", allCaps, nil))
+	r = irCall(t, comp, "two_rounds", allCaps, map[string]any{"requestState": state})
+	if r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "issued for tools/call \"greet\"") {
+		t.Fatalf("state of another tool: %+v", r)
+	}
+	// Answers without a state count (the client answers what it was asked);
+	// a missing answer just asks again.
+	if got := resultText(irCall(t, comp, "greet", allCaps, map[string]any{
+		"inputResponses": map[string]any{"user_name": accept(map[string]any{"name": "Bob"})}})); !strings.HasPrefix(got, "Hello, Bob!") {
+		t.Errorf("answer without state: %q", got)
+	}
+	reqs, _ = inputRequests(t, irCall(t, comp, "greet", allCaps, map[string]any{
+		"inputResponses": map[string]any{"wrong_key": accept(map[string]any{"name": "Bob"})}}))
+	if _, ok := reqs["user_name"]; !ok {
+		t.Errorf("missing answer: asked %+v", reqs)
+	}
+}
+
+func TestInputRequiredInvalidAnswers(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, irWorkflows(t))
+	for name, c := range map[string]struct {
+		tool   string
+		answer any
+		want   string
+	}{
+		"schema":         {"greet", accept(map[string]any{"name": 5}), `inputResponses["user_name"]: the content does not match`},
+		"missing field":  {"greet", accept(map[string]any{}), `inputResponses["user_name"]: the content does not match`},
+		"unknown action": {"greet", map[string]any{"action": "maybe"}, `unknown action "maybe"`},
+		"not elicit":     {"greet", map[string]any{"roots": []any{}}, `inputResponses["user_name"]: is not an elicitation result`},
+		"not a number":   {"greet", 12345, ``}, // refused by the go-sdk as it reads the params
+		"sample no role": {"sampler", map[string]any{"role": "robot", "content": map[string]any{"type": "text", "text": "x"}, "model": "m"}, `has the role "robot"`},
+	} {
+		key := "user_name"
+		if c.tool == "sampler" {
+			reqs, _ := inputRequests(t, irCall(t, comp, c.tool, allCaps, nil))
+			for k := range reqs {
+				key = k
+			}
+		}
+		r := irCall(t, comp, c.tool, allCaps, map[string]any{"inputResponses": map[string]any{key: c.answer}})
+		if r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, c.want) {
+			t.Errorf("%s: %+v %+v, want -32602 %q", name, r.Error, r.Result, c.want)
+		}
+	}
+}
+
+func TestInputRequiredMultiRound(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, irWorkflows(t))
+	reqs, s1 := inputRequests(t, irCall(t, comp, "two_rounds", allCaps, nil))
+	if _, ok := reqs["name"]; !ok || len(reqs) != 1 {
+		t.Fatalf("round 1: %+v", reqs)
+	}
+	reqs, s2 := inputRequests(t, irCall(t, comp, "two_rounds", allCaps, map[string]any{"requestState": s1,
+		"inputResponses": map[string]any{"name": accept(map[string]any{"name": "Alice"})}}))
+	if _, ok := reqs["color"]; !ok || len(reqs) != 1 || s2 == s1 {
+		t.Fatalf("round 2: %+v", reqs)
+	}
+	// Round 3 brings only the new answer: the first comes from the state.
+	r := irCall(t, comp, "two_rounds", allCaps, map[string]any{"requestState": s2,
+		"inputResponses": map[string]any{"color": accept(map[string]any{"color": "blue"})}})
+	if got := resultText(r); got != "Alice likes blue" {
+		t.Fatalf("round 3: %q %+v", got, r.Error)
+	}
+}
+
+func TestInputRequiredParallelQuestionsInOneResult(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, irWorkflows(t))
+	reqs, state := inputRequests(t, irCall(t, comp, "all_three", allCaps, nil))
+	methods := map[string]string{}
+	for id, q := range reqs {
+		methods[id] = q.(map[string]any)["method"].(string)
+	}
+	if methods["who"] != "elicitation/create" || methods["model"] != "sampling/createMessage" || methods["dirs"] != "roots/list" || len(methods) != 3 {
+		t.Fatalf("asked %v", methods)
+	}
+	r := irCall(t, comp, "all_three", allCaps, map[string]any{"requestState": state, "inputResponses": map[string]any{
+		"who":   accept(map[string]any{"name": "Alice"}),
+		"model": map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "Hello"}, "model": "m"},
+		"dirs":  map[string]any{"roots": []any{map[string]any{"uri": "file:///tmp", "name": "tmp"}}},
+	}})
+	if got := resultText(r); got != `[{"name":"Alice"},"Hello",[{"name":"tmp","uri":"file:///tmp"}]]` {
+		t.Fatalf("answered: %q %+v", got, r.Error)
+	}
+}
+
+func TestInputRequiredMissingCapability(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, irWorkflows(t))
+	r := irCall(t, comp, "sampler", map[string]any{"elicitation": map[string]any{}}, nil)
+	if r.Error == nil || r.Error.Code != -32021 {
+		t.Fatalf("want -32021, got %+v %+v", r.Error, r.Result)
+	}
+	var data struct {
+		RequiredCapabilities map[string]any `json:"requiredCapabilities"`
+	}
+	if err := json.Unmarshal(r.Error.Data, &data); err != nil || data.RequiredCapabilities["sampling"] == nil || len(data.RequiredCapabilities) != 1 {
+		t.Errorf("data %s", r.Error.Data)
+	}
+	if r.status != http.StatusBadRequest {
+		t.Errorf("HTTP status %d, want 400", r.status)
+	}
+}
