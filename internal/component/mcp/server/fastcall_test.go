@@ -48,7 +48,12 @@ func fastWorkflows(slow *slowProbe) []*engine.Workflow {
 	bad.ID, bad.FromURI = "badout", "direct://badout"
 	search := searchTool(nil)
 	search.FromURI = "direct://search" // the tool:// component is pkg/app's
-	return append(wfs, search, bad,
+	// caps answers with the capabilities header a 2026-07-28 call's workflow gets.
+	caps := &engine.Workflow{ID: "caps", FromURI: "direct://caps", Processors: step(func(_ context.Context, ex *exchange.Exchange) error {
+		ex.In().SetBody(fmt.Sprintf("capabilities %q", ex.In().Header(HeaderClientCapabilities)))
+		return nil
+	})}
+	return append(wfs, search, bad, caps,
 		&engine.Workflow{ID: "secret", FromURI: "direct://secret", Processors: step(func(_ context.Context, ex *exchange.Exchange) error {
 			ex.In().SetBody("the secret")
 			return nil
@@ -295,13 +300,18 @@ func newEraCall(id int, tool, args, extra string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{%s}}}`, id, tool, args, meta)
 }
 
-// newEraCallCaps is a 2026-07-28 call of greet whose client capabilities are caps.
-func newEraCallCaps(id int, caps, extra string) string {
+// newEraCallCaps is a 2026-07-28 call of tool (greet when absent) whose client
+// capabilities are caps.
+func newEraCallCaps(id int, caps, extra string, tool ...string) string {
+	name := "greet"
+	if len(tool) > 0 {
+		name = tool[0]
+	}
 	meta := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps
 	if extra != "" {
 		meta += "," + extra
 	}
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"greet","_meta":{%s}}}`, id, meta)
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"_meta":{%s}}}`, id, name, meta)
 }
 
 // newEraHeaders are the headers of a 2026-07-28 tools/call of tool.
@@ -421,6 +431,10 @@ var equivalenceSteps = []fastStep{
 		expect: wantRPCError(http.StatusOK, -32602)},
 	{name: "2026-07-28 event stream only", body: newEraCall(55, "greet", `{}`, ""), hdr: withHeader(newEraHeaders("greet"), "Accept", "text/event-stream"),
 		noSID: true, fast: true, expect: wantNewEraResult("complete")},
+	{name: "2026-07-28 capabilities header", body: newEraCallCaps(65, `{"elicitation":{},"sampling":null,"roots":{"listChanged":true},"experimental":{}}`, "", "caps"),
+		hdr: newEraHeaders("caps"), noSID: true, fast: true, expect: wantTool(`capabilities "elicitation,roots"`, false)},
+	{name: "2026-07-28 no capabilities header", body: newEraCall(66, "caps", `{}`, ""), hdr: newEraHeaders("caps"), noSID: true, fast: true,
+		expect: wantTool(`capabilities ""`, false)},
 	{name: "2026-07-28 capabilities not an object go to the SDK", body: `{"jsonrpc":"2.0","id":56,"method":"tools/call","params":{"name":"greet",` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}}}`, hdr: newEraHeaders("greet"), noSID: true},
 	{name: "2026-07-28 capability of the wrong type goes to the SDK", body: newEraCallCaps(57, `{"elicitation":7}`, ""), hdr: newEraHeaders("greet"), noSID: true},
