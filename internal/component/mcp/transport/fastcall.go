@@ -80,6 +80,7 @@ type FastToolCalls struct {
 	// _meta; nil leaves 2026-07-28 calls to the SDK. Set by AnswerNewEra before
 	// serving, read-only afterwards.
 	serverInfo *sdk.Implementation
+	newEraHead []byte // the start of a plain 2026-07-28 result; nil: none
 }
 
 // AnswerNewEra lets the fast path answer 2026-07-28 calls too (fastcall_era.go),
@@ -88,6 +89,11 @@ type FastToolCalls struct {
 // serves.
 func (f *FastToolCalls) AnswerNewEra(impl *sdk.Implementation) {
 	f.serverInfo = impl
+	// The start of a plain result (fastcall_era.go): _meta holding only the
+	// server's identity, as the go-sdk encodes it.
+	if info, err := json.Marshal(impl); err == nil {
+		f.newEraHead = fmt.Appendf(nil, `{"_meta":{%q:%s},`, sdk.MetaKeyServerInfo, info)
+	}
 }
 
 // Exclude sends every call of the named tools through the go-sdk session: those

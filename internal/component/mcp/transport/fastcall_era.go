@@ -6,6 +6,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/component/mcp/internal/jsonscan"
 )
 
 // The fast path for 2026-07-28 tools/call (FastToolCalls.AnswerNewEra). Such a
@@ -27,10 +29,98 @@ func (fc *fastCall) newEra() bool { return fc.ProtocolVersion >= statelessProtoc
 // identity and the caller's trace context, each as the go-sdk accepts it; else
 // false. A log level (its messages need the SDK's session) or any other key is
 // false, and so is a value the go-sdk would refuse: the SDK then answers.
+//
+// It reads the usual _meta of a client in one pass (scanNewEraMeta) and leaves
+// the rest to decodeNewEraMeta, which decides alike.
 func newEraCallMeta(raw json.RawMessage, version string) (sdk.Meta, bool) {
-	if len(raw) == 0 || raw[0] != '{' {
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
 		return nil, false
 	}
+	if meta, sure := scanNewEraMeta(raw, version); sure {
+		return meta, meta != nil
+	}
+	return decodeNewEraMeta(raw, version)
+}
+
+// scanNewEraMeta is newEraCallMeta's one-pass reading: members whose values are
+// plain strings, capabilities whose every value is an empty object (each of the
+// go-sdk's capability fields takes one), and a client identity of plain strings
+// under the names of sdk.Implementation's string fields. sure is false for
+// anything else (escapes, repeated keys, other values), and decodeNewEraMeta
+// decides; a nil meta with sure is a refusal.
+func scanNewEraMeta(raw []byte, version string) (meta sdk.Meta, sure bool) {
+	meta = make(sdk.Meta, 4)
+	v := jsonscan.Members(raw, func(key, val []byte) jsonscan.Verdict {
+		k := string(key)
+		if _, seen := meta[k]; seen {
+			return jsonscan.Unsure // a repeated key: the last one counts
+		}
+		switch k {
+		case sdk.MetaKeyProtocolVersion, "traceparent", "tracestate":
+			if val[0] != '"' {
+				return jsonscan.Refuse
+			}
+			s, ok := plainString(val)
+			switch {
+			case !ok:
+				return jsonscan.Unsure
+			case k == sdk.MetaKeyProtocolVersion && s != version:
+				return jsonscan.Refuse
+			}
+			meta[k] = s
+		case sdk.MetaKeyClientCapabilities:
+			caps := map[string]any{}
+			if jsonscan.Members(val, func(name, v []byte) jsonscan.Verdict {
+				if _, seen := caps[string(name)]; seen || !emptyObject(v) {
+					return jsonscan.Unsure
+				}
+				caps[string(name)] = map[string]any{}
+				return jsonscan.On
+			}) != jsonscan.On {
+				return jsonscan.Unsure
+			}
+			meta[k] = caps
+		case sdk.MetaKeyClientInfo:
+			info := map[string]any{}
+			if jsonscan.Members(val, func(name, v []byte) jsonscan.Verdict {
+				n := string(name)
+				if _, seen := info[n]; seen || (n != "name" && n != "version" && n != "title") || v[0] != '"' {
+					return jsonscan.Unsure
+				}
+				s, ok := plainString(v)
+				if !ok {
+					return jsonscan.Unsure
+				}
+				info[n] = s
+				return jsonscan.On
+			}) != jsonscan.On {
+				return jsonscan.Unsure
+			}
+			meta[k] = info
+		default:
+			return jsonscan.Refuse
+		}
+		return jsonscan.On
+	})
+	switch v {
+	case jsonscan.Refuse:
+		return nil, true
+	case jsonscan.Unsure:
+		return nil, false
+	}
+	if meta[sdk.MetaKeyProtocolVersion] == nil || meta[sdk.MetaKeyClientCapabilities] == nil {
+		return nil, true
+	}
+	return meta, true
+}
+
+// emptyObject reports whether v is {} (white space inside allowed).
+func emptyObject(v []byte) bool {
+	return len(v) >= 2 && v[0] == '{' && jsonscan.SkipSpace(v, 1) == len(v)-1
+}
+
+// decodeNewEraMeta is newEraCallMeta's reading through encoding/json.
+func decodeNewEraMeta(raw json.RawMessage, version string) (sdk.Meta, bool) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil {
 		return nil, false
@@ -98,6 +188,9 @@ func isObject(v json.RawMessage) bool {
 // when it has content besides them), else complete, and the server's identity
 // added to _meta unless there already. It changes res's _meta.
 func (f *FastToolCalls) newEraResult(res *sdk.CallToolResult) (json.RawMessage, *jsonrpc.Error) {
+	if data, ok := f.newEraPlainResult(res); ok {
+		return data, nil
+	}
 	resultType := "complete"
 	if res.InputRequests != nil {
 		if len(res.Content) > 0 || res.StructuredContent != nil {
@@ -134,4 +227,26 @@ func (f *FastToolCalls) newEraResult(res *sdk.CallToolResult) (json.RawMessage, 
 		data = append(append(data, `,"inputRequests":`...), ir...)
 	}
 	return append(data, '}'), nil
+}
+
+// newEraPlainResult is newEraResult for a result of the usual shape
+// (plainResultParts), written by hand as fastcall_result.go writes it: the
+// server's identity as _meta, then the result's fields, then resultType.
+func (f *FastToolCalls) newEraPlainResult(res *sdk.CallToolResult) (json.RawMessage, bool) {
+	if !plainResults || f.newEraHead == nil {
+		return nil, false
+	}
+	scratch := structuredScratch.Get().(*[]byte)
+	defer putStructuredScratch(scratch)
+	structured, size, ok := plainResultParts(res, scratch)
+	if !ok {
+		return nil, false
+	}
+	const tail = `,"resultType":"complete"}`
+	out := append(make([]byte, 0, len(f.newEraHead)+size+len(tail)), f.newEraHead...)
+	fields := len(out)
+	out = appendResultBody(out, res, structured)
+	// appendResultBody writes an object: its members go after _meta's.
+	out = append(out[:fields], out[fields+1:len(out)-1]...)
+	return append(out, tail...), true
 }

@@ -41,7 +41,11 @@ func sdkResult(t *testing.T, wire string) *sdk.CallToolResult {
 func TestNewEraResultAsTheSDKWritesIt(t *testing.T) {
 	t.Parallel()
 	impl := &sdk.Implementation{Name: "tools", Version: "1.2.3"}
-	f := &FastToolCalls{serverInfo: impl}
+	f := &FastToolCalls{}
+	f.AnswerNewEra(impl)
+	if f.newEraHead == nil {
+		t.Fatal("AnswerNewEra made no head for plain results")
+	}
 	const info = `"io.modelcontextprotocol/serverInfo":{"name":"tools","version":"1.2.3"}`
 	for _, c := range []struct{ name, in, want string }{
 		{"text", `{"content":[{"type":"text","text":"hi"}]}`,
@@ -80,14 +84,27 @@ func TestNewEraResultAsTheSDKWritesIt(t *testing.T) {
 	}
 }
 
-// TestNewEraCallMeta: what the fast path takes of a 2026-07-28 call's _meta.
-func TestNewEraCallMeta(t *testing.T) {
-	t.Parallel()
-	const base = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}`
-	for _, c := range []struct {
+const newEraBase = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}`
+
+// newEraMetaCases are _meta values of 2026-07-28 calls and whether the fast path
+// takes them; base is the version and a capability.
+var newEraMetaCases = func() []struct {
+	name, meta string
+	ok         bool
+} {
+	const base = newEraBase
+	return []struct {
 		name, meta string
 		ok         bool
 	}{
+		{"go-sdk client", `{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"roots":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"v1.8.0"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`, true},
+		{"spaces", `{ "io.modelcontextprotocol/protocolVersion" : "2026-07-28" , "io.modelcontextprotocol/clientCapabilities" : { "sampling" : { } } }`, true},
+		{"capability with settings", `{` + base + `,"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}`, true},
+		{"capabilities repeated", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}},"io.modelcontextprotocol/clientCapabilities":{}}`, true},
+		{"capability null", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":null}}`, true},
+		{"client info with a website", `{` + base + `,"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1","websiteUrl":"https://x"}}`, true},
+		{"escaped string", `{` + base + `,"traceparent":"00-\u0078"}`, true},
+		{"escaped key", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilitie\u0073":{}}`, true},
 		{"version and capabilities", `{` + base + `}`, true},
 		{"client info and trace context", `{` + base + `,"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"traceparent":"00-x","tracestate":"a=1"}`, true},
 		{"no capabilities", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`, false},
@@ -103,7 +120,13 @@ func TestNewEraCallMeta(t *testing.T) {
 		{"traceparent not a string", `{` + base + `,"traceparent":1}`, false},
 		{"not an object", `[]`, false},
 		{"truncated", `{` + base, false},
-	} {
+	}
+}()
+
+// TestNewEraCallMeta: what the fast path takes of a 2026-07-28 call's _meta.
+func TestNewEraCallMeta(t *testing.T) {
+	t.Parallel()
+	for _, c := range newEraMetaCases {
 		meta, ok := newEraCallMeta(json.RawMessage(c.meta), "2026-07-28")
 		if ok != c.ok {
 			t.Errorf("%s: %s taken %v, want %v", c.name, c.meta, ok, c.ok)
@@ -122,4 +145,25 @@ func TestNewEraCallMeta(t *testing.T) {
 			t.Errorf("%s: meta %#v, want %#v", c.name, meta, want)
 		}
 	}
+}
+
+// FuzzNewEraMetaScan: where the one-pass reading of a _meta is sure, it decides
+// as the decoding one does.
+func FuzzNewEraMetaScan(f *testing.F) {
+	for _, c := range newEraMetaCases {
+		f.Add(c.meta)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !json.Valid([]byte(raw)) || len(raw) == 0 || raw[0] != '{' {
+			return
+		}
+		scanned, sure := scanNewEraMeta([]byte(raw), "2026-07-28")
+		if !sure {
+			return
+		}
+		decoded, ok := decodeNewEraMeta(json.RawMessage(raw), "2026-07-28")
+		if (scanned != nil) != ok || !reflect.DeepEqual(scanned, decoded) {
+			t.Fatalf("%s: scanned %#v (taken %v), decoded %#v (taken %v)", raw, scanned, scanned != nil, decoded, ok)
+		}
+	})
 }
