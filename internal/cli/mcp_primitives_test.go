@@ -70,7 +70,7 @@ func TestMCPInspectListsResourcesTemplatesAndPrompts(t *testing.T) {
 		"test://static-binary",
 		"Resource templates: 1\n",
 		"test://template/{id}/data",
-		"Prompts: 4\n",
+		"Prompts: 5\n",
 		"test_prompt_with_arguments", "arg1*, arg2*",
 		"test_simple_prompt",
 	} {
@@ -113,7 +113,7 @@ func TestMCPInspectJSON(t *testing.T) {
 	if got.ServerInfo.Name != "conformance" || got.ProtocolVersion == "" || got.Capabilities["resources"] == nil || got.Capabilities["prompts"] == nil {
 		t.Errorf("serverInfo/protocolVersion/capabilities: %+v", got)
 	}
-	if len(got.Tools) == 0 || len(got.Resources) != 6 || len(got.ResourceTemplates) != 1 || len(got.Prompts) != 4 {
+	if len(got.Tools) == 0 || len(got.Resources) != 6 || len(got.ResourceTemplates) != 1 || len(got.Prompts) != 5 {
 		t.Errorf("got %d tools, %d resources, %d templates, %d prompts", len(got.Tools), len(got.Resources), len(got.ResourceTemplates), len(got.Prompts))
 	}
 	if got.ResourceTemplates[0].URITemplate != "test://template/{id}/data" {

@@ -24,6 +24,8 @@ const (
 	// CheckRateLimitStore is an mcps: entry's rate_limit_store
 	// (internal/component/mcp/security/redislimit).
 	CheckRateLimitStore = "mcps.rate_limit_store"
+	// CheckRequestStateStore is an MCP server's request_state.store (a Redis URL).
+	CheckRequestStateStore = "mcps.request_state.store"
 	// CheckPgvectorDSN and CheckPgvectorTable are a rag-store step's dsn and
 	// table with store: pgvector (internal/rag/store/pgvector).
 	CheckPgvectorDSN   = "rag-store.dsn"

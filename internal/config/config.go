@@ -15,6 +15,10 @@
 package config
 
 import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -151,9 +155,50 @@ type MCPServerConfig struct {
 	DisableFastToolCalls bool
 	SessionLimits
 	Security
-	Pos Pos
+	// RequestState is request_state: the sealed requestState of MCP 2026-07-28
+	// input-required results; nil means the defaults (a random per-process key).
+	RequestState *RequestStateConfig
+	Pos          Pos
 	// Path is the entry's YAML path in its file: helix.mcp.servers[0] or mcps[1].
 	Path string
+}
+
+// RequestStateConfig is `request_state:` of an MCP server.
+type RequestStateConfig struct {
+	// Key is the AES-256 key, 32 bytes written as base64 or 64 hex digits (checked
+	// at load time; decode it with [DecodeRequestStateKey]). A secret: write it as
+	// ${env:NAME} and never log it. "" means a random key per process.
+	Key string
+	// TTL is how long a state can be used; 0 means the default (10m).
+	TTL time.Duration
+	// Store is the redis:// or rediss:// URL of the Redis in which replicas
+	// remember used states; "" means each process remembers its own. It may hold
+	// a password: never log it.
+	Store string
+	Pos   Pos
+}
+
+// RequestStateKeySize is the size of a request_state key (AES-256).
+const RequestStateKeySize = 32
+
+// DecodeRequestStateKey decodes a request_state key: base64 (standard or URL
+// alphabet, padded or not) or hex, of RequestStateKeySize bytes.
+func DecodeRequestStateKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if len(s) == 2*RequestStateKeySize {
+		if k, err := hex.DecodeString(s); err == nil {
+			return k, nil
+		}
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if k, err := enc.DecodeString(s); err == nil {
+			if len(k) != RequestStateKeySize {
+				return nil, fmt.Errorf("the key decodes to %d bytes, not %d", len(k), RequestStateKeySize)
+			}
+			return k, nil
+		}
+	}
+	return nil, fmt.Errorf("the key is neither %d bytes written as base64 nor %d hex digits", RequestStateKeySize, 2*RequestStateKeySize)
 }
 
 // MCPConfig is the former type of `mcps:` entries, now the same as

@@ -56,6 +56,7 @@ func decodeMCPServer(d *Decoder, n *yaml.Node, path string, list mcpServerList) 
 		},
 		"fast_tool_calls": func(v *yaml.Node, p string) { on := d.Bool(v, p); s.FastToolCalls = &on },
 		"tools":           func(v *yaml.Node, p string) { s.Tools = decodeToolOverrides(d, v, p) },
+		"request_state":   func(v *yaml.Node, p string) { s.RequestState = decodeRequestState(d, v, p) },
 	}
 	what, required := "an mcps entry", []string{"id"}
 	if list == helixMCPServers {
@@ -146,4 +147,33 @@ func (c *Config) MCPServers() []MCPServerConfig {
 		add(s, fmt.Sprintf("mcps[%d]", i))
 	}
 	return out
+}
+
+// decodeRequestState decodes `request_state:` of an MCP server.
+func decodeRequestState(d *Decoder, v *yaml.Node, p string) *RequestStateConfig {
+	rs := &RequestStateConfig{Pos: d.Pos(v)}
+	d.Mapping(v, p, "request_state", Fields{
+		"key": func(v *yaml.Node, p string) {
+			rs.Key = d.String(v, p)
+			if d.desc != nil {
+				return
+			}
+			if _, err := DecodeRequestStateKey(rs.Key); err != nil {
+				// The message never quotes the key: it is a secret.
+				d.Errorf(v, p, "request_state key: %v", err).Hint =
+					"make one with: openssl rand -base64 32, and write it as ${env:HELIX_STATE_KEY}; every replica needs the same"
+			}
+		},
+		"ttl": func(v *yaml.Node, p string) {
+			rs.TTL = d.Duration(v, p)
+			if rs.TTL < 0 {
+				d.Errorf(v, p, "request_state ttl must not be negative")
+			}
+		},
+		"store": func(v *yaml.Node, p string) {
+			rs.Store = d.String(v, p)
+			d.checkValue(v, p, CheckRequestStateStore, rs.Store) // a Redis URL: requeststate checks it
+		},
+	})
+	return rs
 }

@@ -59,6 +59,10 @@ var settingDocs = map[string]string{
 	"a tool override.description":  "Replaces the workflow's MCP tool description.",
 	"a tool override.input_schema": "Replaces the tool's input schema, advertised as written and enforced on each call: a JSON Schema object as a mapping, or as JSON text.",
 
+	"request_state.key":   "The AES-256 key sealing the requestState of MCP 2026-07-28 input-required results: 32 bytes as base64 or 64 hex digits, written as ${env:NAME}. Replicas need the same; unset, each process makes a random one.",
+	"request_state.ttl":   "How long a requestState can be used. Default 10m.",
+	"request_state.store": "redis://[user:password@]host[:port][/db] (rediss:// for TLS): where replicas remember used requestStates, so that a replayed one is refused everywhere; unset, each process remembers its own.",
+
 	"auth.issuer":       "OAuth 2.1: the token issuer; tokens from others are refused.",
 	"auth.audience":     "The audience tokens must carry; default the resource URL.",
 	"auth.jwks_url":     "Where the issuer's signing keys are fetched; default from the issuer's metadata.",
@@ -96,6 +100,7 @@ var mcpServerDocs = map[string]string{
 	"allowed_tools":              "Only these tools may be called (blocked_tools wins).",
 	"blocked_tools":              "These tools may not be called.",
 	"auth":                       "OAuth 2.1 resource server: bearer JWTs validated against the issuer.",
+	"request_state":              "The sealed requestState of MCP 2026-07-28 input-required results (elicit, sample and roots steps): key, ttl, store.",
 }
 
 // listenerDocs describe the connection limits of every HTTP listener.

@@ -63,6 +63,16 @@ func (a *App) mcpServerOptions(s config.MCPServerConfig) mcpserver.Options {
 		Limits:             listenerLimits(s.Listener),
 		Stdin:              a.opts.Stdin, Stdout: a.opts.Stdout, Logger: a.logger,
 	}
+	if rs := s.RequestState; rs != nil {
+		opts.RequestState = mcpserver.RequestStateOptions{TTL: rs.TTL, Store: rs.Store}
+		if rs.Key != "" {
+			// Checked at load time (config.DecodeRequestStateKey); a key that
+			// still fails here leaves the server with a random one, as unset.
+			if key, err := config.DecodeRequestStateKey(rs.Key); err == nil {
+				opts.RequestState.Key = key
+			}
+		}
+	}
 	if s.Expose != nil {
 		// nil exposes everything, an empty list nothing (`expose: []`).
 		opts.Expose = append([]string{}, s.Expose...)

@@ -38,11 +38,18 @@ var errStatelessAsk = errors.New("a stateless MCP server cannot send requests to
 func askClient(stateless, releasable bool, inputs *inputRequests) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if pr, ok := req.(*sdk.GetPromptRequest); ok && method == "prompts/get" && pr.Params != nil && inputs != nil && inputRequiredMode(pr) {
+				var err error
+				if ctx, err = inputs.beginPrompt(ctx, pr); err != nil {
+					return nil, err
+				}
+				return next(ctx, method, req)
+			}
 			if method == "tools/call" {
 				if cr, ok := req.(*sdk.CallToolRequest); ok && cr.Params != nil {
 					if inputs != nil && inputRequiredMode(cr) {
 						var err error
-						if ctx, err = inputs.begin(ctx, cr); err != nil {
+						if ctx, err = inputs.beginTool(ctx, cr); err != nil {
 							return nil, err
 						}
 						return next(ctx, method, req)

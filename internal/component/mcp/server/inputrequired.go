@@ -352,16 +352,42 @@ type inputCall struct {
 
 type inputCallKey struct{}
 
-// begin opens cr's requestState, if any, and returns ctx carrying the call's
-// input-required client and the headers its workflow starts with. A refused state
-// is a -32602 error saying why and what to do.
-func (ir *inputRequests) begin(ctx context.Context, cr *sdk.CallToolRequest) (context.Context, error) {
-	b := requeststate.Binding{Server: ir.server, Method: "tools/call", Target: cr.Params.Name,
-		Arguments: cr.Params.Arguments, Principal: ir.principal(ctx, cr.Extra)}
+// inputRequest is what begin needs of a tools/call or prompts/get.
+type inputRequest struct {
+	method, target string
+	arguments      []byte // JSON
+	responses      sdk.InputResponseMap
+	state          string
+	caps           *sdk.ClientCapabilities
+	extra          *sdk.RequestExtra
+}
+
+// beginTool is begin for a tools/call.
+func (ir *inputRequests) beginTool(ctx context.Context, cr *sdk.CallToolRequest) (context.Context, error) {
+	return ir.begin(ctx, inputRequest{method: "tools/call", target: cr.Params.Name, arguments: cr.Params.Arguments,
+		responses: cr.Params.InputResponses, state: cr.Params.RequestState, caps: cr.ClientCapabilities(), extra: cr.Extra})
+}
+
+// beginPrompt is begin for a prompts/get.
+func (ir *inputRequests) beginPrompt(ctx context.Context, pr *sdk.GetPromptRequest) (context.Context, error) {
+	args, err := json.Marshal(pr.Params.Arguments)
+	if err != nil {
+		return ctx, invalidParams("arguments: " + err.Error())
+	}
+	return ir.begin(ctx, inputRequest{method: "prompts/get", target: pr.Params.Name, arguments: args,
+		responses: pr.Params.InputResponses, state: pr.Params.RequestState, caps: pr.ClientCapabilities(), extra: pr.Extra})
+}
+
+// begin opens the request's requestState, if any, and returns ctx carrying the
+// call's input-required client and the headers a tool's workflow starts with. A
+// refused state is a -32602 error saying why and what to do.
+func (ir *inputRequests) begin(ctx context.Context, r inputRequest) (context.Context, error) {
+	b := requeststate.Binding{Server: ir.server, Method: r.method, Target: r.target,
+		Arguments: r.arguments, Principal: ir.principal(ctx, r.extra)}
 	answers := map[string]json.RawMessage{}
 	verified := false
-	if cr.Params.RequestState != "" {
-		st, err := ir.sealer.Open(ctx, cr.Params.RequestState, b)
+	if r.state != "" {
+		st, err := ir.sealer.Open(ctx, r.state, b)
 		if err != nil {
 			var re *requeststate.Error
 			if errors.As(err, &re) {
@@ -376,7 +402,7 @@ func (ir *inputRequests) begin(ctx context.Context, cr *sdk.CallToolRequest) (co
 	}
 	// This request's answers come after the state's: the client answers what it
 	// was asked last. Ids the workflow never asks are ignored.
-	for id, resp := range cr.Params.InputResponses {
+	for id, resp := range r.responses {
 		if resp == nil {
 			continue
 		}
@@ -386,10 +412,9 @@ func (ir *inputRequests) begin(ctx context.Context, cr *sdk.CallToolRequest) (co
 		}
 		answers[id] = raw
 	}
-	caps := cr.ClientCapabilities()
-	ic := newInputClient(caps, answers)
+	ic := newInputClient(r.caps, answers)
 	ctx = ask.WithClient(ctx, ic)
-	headers := map[string]any{HeaderClientCapabilities: capabilityList(caps)}
+	headers := map[string]any{HeaderClientCapabilities: capabilityList(r.caps)}
 	if verified {
 		headers[HeaderRequestState] = "verified"
 	}
@@ -406,20 +431,54 @@ func finishInputCall(ctx context.Context, res *sdk.CallToolResult) (*sdk.CallToo
 	if !ok {
 		return res, nil
 	}
+	pending, state, err := call.finish()
+	switch {
+	case err != nil:
+		return nil, err
+	case pending == nil:
+		return res, nil
+	case state == "":
+		return sdkResult(tool.ErrorResult("this call cannot go on: " + requeststate.TooLargeError.Error() + "; ask fewer or smaller questions in one call")), nil
+	}
+	return &sdk.CallToolResult{InputRequests: pending, RequestState: state}, nil
+}
+
+// finishInputPrompt is finishInputCall for a prompts/get; asked reports whether
+// the prompt's run stopped on questions (its error is then no failure).
+func finishInputPrompt(ctx context.Context) (res *sdk.GetPromptResult, asked bool, err error) {
+	call, ok := ctx.Value(inputCallKey{}).(*inputCall)
+	if !ok {
+		return nil, false, nil
+	}
+	pending, state, err := call.finish()
+	switch {
+	case err != nil:
+		return nil, true, err
+	case pending == nil:
+		return nil, false, nil
+	case state == "":
+		return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: requeststate.TooLargeError.Error()}
+	}
+	return &sdk.GetPromptResult{InputRequests: pending, RequestState: state}, true, nil
+}
+
+// finish returns the pending questions (nil: none) and the state to send with
+// them ("" when it would be too large), or the error the request fails with.
+func (call *inputCall) finish() (sdk.InputRequestMap, string, error) {
 	o := call.client.outcome()
 	switch {
 	case o.invalid != nil:
-		return nil, invalidParams(o.invalid.Error() + "; answer the input request again with a valid result")
+		return nil, "", invalidParams(o.invalid.Error() + "; answer the input request again with a valid result")
 	case len(o.missing) > 0:
-		return nil, missingCapabilities(o.missing)
+		return nil, "", missingCapabilities(o.missing)
 	case len(o.pending) == 0:
-		return res, nil
+		return nil, "", nil
 	}
 	state, err := call.ir.sealer.Seal(call.binding, o.used, nil)
 	if err != nil {
-		return sdkResult(tool.ErrorResult("this call cannot go on: " + err.Error() + "; ask fewer or smaller questions in one call")), nil
+		return o.pending, "", nil
 	}
-	return &sdk.CallToolResult{InputRequests: o.pending, RequestState: state}, nil
+	return o.pending, state, nil
 }
 
 // missingCapabilities is the -32021 error of a request that needs capabilities

@@ -7,10 +7,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // Input-required results (MCP 2026-07-28, SEP-2322) with raw HTTP requests, as a
@@ -264,5 +268,121 @@ func TestInputRequiredMissingCapability(t *testing.T) {
 	}
 	if r.status != http.StatusBadRequest {
 		t.Errorf("HTTP status %d, want 400", r.status)
+	}
+}
+
+// An input request stops the run where it asked: no error handler (redelivery,
+// dead letter), tolerant multicast or split, or on_decline swallows it, and the
+// steps after the question do not run.
+func TestInputRequiredNothingSwallowsTheQuestion(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	dead, after := 0, 0
+	count := func(n *int) engine.Processor {
+		return engine.ProcessorFunc(func(context.Context, *exchange.Exchange) error {
+			mu.Lock()
+			*n++
+			mu.Unlock()
+			return nil
+		})
+	}
+	comp := askServersWith(t, func(hc *engine.Context) []*engine.Workflow {
+		guarded := askWorkflow(t, hc, "guarded", `
+- elicit: {id: q, message: "Sure?", schema: {properties: {ok: {type: boolean}}}}
+`)
+		guarded.Processors = append(guarded.Processors, count(&after))
+		guarded.ErrorHandler = engine.NewErrorHandler(hc, engine.ErrorHandlerOptions{MaximumRedeliveries: 3, DeadLetterURI: "direct://dead"})
+		return []*engine.Workflow{
+			guarded,
+			{ID: "dead", FromURI: "direct://dead", Processors: []engine.Processor{count(&dead)}},
+			askWorkflow(t, hc, "tolerant_multicast", `
+- multicast:
+    strategy: parallel
+    steps:
+      - elicit: {id: q, message: "Sure?"}
+      - set-body: "fine"
+- aggregate: {strategy: collect}
+`),
+			askWorkflow(t, hc, "tolerant_split", `
+- set-body:
+    starlang: '[1, 2]'
+- split:
+    stop_on_error: false
+    parallel: true
+    steps:
+      - elicit: {id: q, message: "Element ${body}?"}
+`),
+			askWorkflow(t, hc, "declining", `
+- elicit: {id: q, message: "Sure?", on_decline: continue}
+- set-body: "went on"
+`),
+		}
+	})
+	for tool, want := range map[string][]string{
+		"guarded":            {"q"},
+		"tolerant_multicast": {"q"},
+		"tolerant_split":     {"q", "q#2"},
+		"declining":          {"q"},
+	} {
+		reqs, _ := inputRequests(t, irCall(t, comp, tool, allCaps, nil))
+		if len(reqs) != len(want) {
+			t.Errorf("%s asked %v, want %v", tool, reqs, want)
+		}
+		for _, id := range want {
+			if _, ok := reqs[id]; !ok {
+				t.Errorf("%s asked %v, want %v", tool, reqs, want)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dead != 0 || after != 0 {
+		t.Errorf("%d dead letters and %d runs of the step after the question, want none", dead, after)
+	}
+	// Answered (declined), the workflow goes on past the question.
+	r := irCall(t, comp, "declining", allCaps, map[string]any{"inputResponses": map[string]any{"q": map[string]any{"action": "decline"}}})
+	if got := resultText(r); got != "went on" {
+		t.Errorf("declined with on_decline continue: %q %+v", got, r.Error)
+	}
+}
+
+// The tools/call fast path answers plain calls of tools that never ask; a call
+// carrying inputResponses or requestState goes the go-sdk way, where its state is
+// checked (a bogus one refused) even for such a tool.
+func TestInputRequiredLeavesTheFastPath(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, irWorkflows(t))
+	if got := resultText(irCall(t, comp, "plain", allCaps, nil)); got != "plain" {
+		t.Fatalf("plain: %q", got)
+	}
+	r := irCall(t, comp, "plain", allCaps, map[string]any{"requestState": "bogus"})
+	if r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "requestState") {
+		t.Errorf("plain with a bogus requestState: %+v %+v", r.Error, r.Result)
+	}
+	r = irCall(t, comp, "plain", allCaps, map[string]any{"inputResponses": map[string]any{"x": map[string]any{"action": "cancel"}}})
+	if got := resultText(r); got != "plain" {
+		t.Errorf("plain with unasked inputResponses: %q %+v", got, r.Error)
+	}
+}
+
+// A session of protocol 2025-11-25 still gets server-to-client requests: the
+// elicitation arrives while the call waits, on one tools/call.
+func TestLegacySessionStillElicits(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, irWorkflows(t))
+	for _, id := range []string{"helix", "sdk"} {
+		asked := 0
+		cs := askClientOn(t, comp, id, "2025-11-25", &sdk.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				asked++
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+			}})
+		if v := cs.InitializeResult().ProtocolVersion; v > "2025-11-25" {
+			t.Fatalf("%s: negotiated %s", id, v)
+		}
+		text, isErr := callText(t, cs, "greet", map[string]any{})
+		if isErr || asked != 1 || text != "Hello, Ada! (None, state None)" {
+			t.Errorf("%s: %q (error %v, asked %d)", id, text, isErr, asked)
+		}
 	}
 }

@@ -96,6 +96,11 @@ func promptHandler(p *Prompt, allowed func(context.Context, string) error, logge
 				Message: fmt.Sprintf("prompt %q: missing required %s %s", p.Name, word, strings.Join(missing, ", "))}
 		}
 		msgs, err := p.Get(ctx, args)
+		// MCP 2026-07-28: a prompt whose workflow asks the client is answered
+		// with the questions (inputrequired.go).
+		if res, asked, ierr := finishInputPrompt(ctx); asked {
+			return res, ierr
+		}
 		if errors.Is(err, ErrInvalidPromptArguments) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %q: %v", p.Name, err)}
 		}

@@ -53,6 +53,7 @@ type mcpServer struct {
 
 	mu      sync.Mutex
 	tools   []*serverTool
+	params  map[string][]transport.ParamHeader // tool name → its x-mcp-header bindings
 	caller  *toolCaller
 	subs    *subscriptions
 	fast    *transport.FastToolCalls // nil unless Helix's transport answers tool calls itself
@@ -126,7 +127,13 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	// they do on the fast path (fastcall.go).
 	srv.AddReceivingMiddleware(s.opts.ReceivingMiddleware...)
 	s.mu.Lock()
-	s.tools, s.caller, s.subs = tools, caller, subs
+	params := map[string][]transport.ParamHeader{}
+	for _, t := range tools {
+		if len(t.params) > 0 {
+			params[t.info.Name] = t.params
+		}
+	}
+	s.tools, s.params, s.caller, s.subs = tools, params, caller, subs
 	s.mu.Unlock()
 	return srv, gate, nil
 }
@@ -338,7 +345,16 @@ func (s *mcpServer) transportOptions() transport.Options {
 		MaxConcurrentCalls:         s.opts.MaxConcurrentCalls,
 		ChargeCalls:                s.opts.ChargeCalls,
 		Logger:                     s.opts.Logger,
+		ParamHeaders:               s.paramHeaders,
 	}
+}
+
+// paramHeaders returns the x-mcp-header bindings of the tool named name (nil for
+// an unknown tool: the session answers that call).
+func (s *mcpServer) paramHeaders(name string) []transport.ParamHeader {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.params[name]
 }
 
 func (s *mcpServer) startStdio() {

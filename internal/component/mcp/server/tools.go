@@ -47,8 +47,11 @@ type ToolInfo struct {
 
 // serverTool is one catalogue tool as a server serves it (overrides applied).
 type serverTool struct {
-	info     ToolInfo
-	t        *tool.Tool
+	info ToolInfo
+	t    *tool.Tool
+	// params are the arguments its input schema marks with x-mcp-header, which a
+	// 2026-07-28 tools/call mirrors in Mcp-Param-* headers (SEP-2243).
+	params   []transport.ParamHeader
 	counters atomic.Pointer[cachedCounters] // stats.go
 }
 
@@ -98,6 +101,13 @@ func buildTools(cat *tool.Catalogue, opts *Options) ([]*serverTool, error) {
 func newServerTool(t *tool.Tool) (*serverTool, error) {
 	st := &serverTool{t: t, info: ToolInfo{Name: t.Name, WorkflowID: t.ID, Kind: t.Kind, Description: t.Description,
 		InputSchema: t.Input(), OutputSchema: t.OutputSchema}}
+	// Checked here, with the workflow named: the go-sdk panics on a tool whose
+	// x-mcp-header annotations are invalid.
+	params, err := transport.ParamHeaders(t.Input())
+	if err != nil {
+		return nil, fmt.Errorf("workflow %q: %w", t.ID, err)
+	}
+	st.params = params
 	if t.OutputSchema != nil {
 		var schema map[string]any
 		if err := json.Unmarshal(t.Input(), &schema); err != nil {

@@ -33,8 +33,9 @@ const (
 // Options configure the HTTP handlers of one server. The server builds them once
 // from its own options; zero values mean defaults.
 type Options struct {
-	// Stateless serves Streamable HTTP without sessions (MCP 2026-07-28 clients,
-	// replicas behind a plain load balancer).
+	// Stateless serves Streamable HTTP without sessions: initialize opens none
+	// (replicas behind a plain load balancer). Every server serves MCP 2026-07-28
+	// requests without a session either way.
 	Stateless bool
 	// SessionIdleTimeout closes stateful sessions idle this long; <= 0 never.
 	SessionIdleTimeout time.Duration
@@ -71,4 +72,8 @@ type Options struct {
 	// batch beyond the first, and refuses the batch with 429 (503 when err) when
 	// it does not allow them.
 	ChargeCalls func(r *http.Request, n int) (ok bool, retryAfter time.Duration, err error)
+	// ParamHeaders returns the x-mcp-header bindings of the tool named name (see
+	// ParamHeaders), which Helix's Streamable HTTP transport checks against the
+	// Mcp-Param-* headers of a 2026-07-28 tools/call (SEP-2243); nil checks none.
+	ParamHeaders func(tool string) []ParamHeader
 }

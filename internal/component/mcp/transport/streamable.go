@@ -78,6 +78,8 @@ type StreamableHandler struct {
 	table     *SessionTable  // session limits and idle expiry (sessions.go)
 	budget    *ReplayBudget  // bounds what resumable streams keep (resume.go)
 	maxCalls  int            // requests of one session running at once (<= 0: no bound)
+	// paramHeaders gives a tool's x-mcp-header bindings (nil: none are checked).
+	paramHeaders func(tool string) []ParamHeader
 	// charge takes rate-limit tokens for a batch's calls beyond the first (nil: none).
 	charge func(r *http.Request, n int) (bool, time.Duration, error)
 
@@ -98,6 +100,7 @@ func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
 		h.budget = ProcessReplayBudget()
 	}
 	h.charge = o.ChargeCalls
+	h.paramHeaders = o.ParamHeaders
 	if h.maxCalls = o.MaxConcurrentCalls; h.maxCalls == 0 {
 		h.maxCalls = DefaultMaxConcurrentCalls
 	}
@@ -287,7 +290,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		}
 		if meta, isNew := newProtocolMeta(req, version); isNew {
 			newEra = true
-			if e := checkStatelessHeaders(r.Header, req, version, meta); e != nil {
+			if e := h.checkStatelessHeaders(r.Header, req, version, meta); e != nil {
 				writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
 				return
 			}
@@ -573,9 +576,10 @@ func newProtocolMeta(req *jsonrpc.Request, header string) (metaVersion string, i
 }
 
 // checkStatelessHeaders applies the 2026-07-28 rules that tie HTTP headers to the
-// body: Mcp-Protocol-Version must match _meta's version, Mcp-Method the method, and
-// Mcp-Name the tool, resource or prompt named.
-func checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaVersion string) *jsonrpc.Error {
+// body: Mcp-Protocol-Version must match _meta's version, Mcp-Method the method,
+// Mcp-Name the tool, resource or prompt named, and a tool's Mcp-Param-* headers
+// its arguments (param_headers.go).
+func (h *StreamableHandler) checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaVersion string) *jsonrpc.Error {
 	switch {
 	case version == "":
 		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: protocolVersionHeader + " header is required for requests carrying " + sdk.MetaKeyProtocolVersion}
@@ -602,6 +606,9 @@ func checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaV
 	}
 	if got := hdr.Get(mcpNameHeader); got != name {
 		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match %q", mcpNameHeader, got, name)}
+	}
+	if req.Method == "tools/call" && h.paramHeaders != nil {
+		return checkParamHeaders(hdr, req.Params, h.paramHeaders(name))
 	}
 	return nil
 }

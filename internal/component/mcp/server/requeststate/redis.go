@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/arvenza/helix/internal/config"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
@@ -81,3 +83,15 @@ func (r *RedisStore) Use(ctx context.Context, id string, until time.Time) (bool,
 
 // Close closes the connections.
 func (r *RedisStore) Close() error { return r.client.Close() }
+
+func init() {
+	config.RegisterValueCheck(config.CheckRequestStateStore, func(raw string) (msg, hint string) {
+		if raw == "" {
+			return "", ""
+		}
+		if err := CheckStoreURL(raw); err != nil {
+			return "request_state " + err.Error(), "for example store: redis://redis:6379/0 (rediss:// for TLS); every replica names the same"
+		}
+		return "", ""
+	})
+}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/arvenza/helix/internal/config"
 )
 
 var errNoRedis = errors.New("this helix was built with -tags helix_noredis: a Redis request_state store is left out")
@@ -24,3 +26,12 @@ func (*RedisStore) Use(context.Context, string, time.Time) (bool, error) { retur
 
 // Close does nothing.
 func (*RedisStore) Close() error { return nil }
+
+func init() {
+	config.RegisterValueCheck(config.CheckRequestStateStore, func(raw string) (msg, hint string) {
+		if raw == "" {
+			return "", ""
+		}
+		return "request_state store: " + errNoRedis.Error(), "use a helix built without -tags helix_noredis, or remove store: (each process then remembers its own used states)"
+	})
+}
