@@ -61,22 +61,19 @@ workflows:
               steps:
                 - to: %[1]s/reserve
       - to: %[1]s/lookup
+      # The accepted answer, {"street": …}, becomes the body ship is sent.
       - elicit:
           message: "Where should parcel ${header.X-Token} go?"
-          into: address
           schema:
             properties:
               street: {type: string, minLength: 3}
             required: [street]
-      - set-body: {starlang: '{"street": address["street"]}'}
       - to: %[1]s/ship
   - id: confirm
     description: Asks for a confirmation, then reports it
     trigger: direct://confirm
     steps:
-      - elicit:
-          message: "Confirm?"
-          into: answer
+      - elicit: "Confirm?"
       - set-body: {constant: "confirmed on ${env:HELIX_TEST_REPLICA}"}
 `
 
@@ -178,25 +175,11 @@ func (c *newEraClient) call(t *testing.T, params sdk.CallToolParams) rpcReply {
 		t.Fatalf("tools/call %s: reading the answer: %v", params.Name, err)
 	}
 	reply := rpcReply{status: resp.StatusCode}
-	if err := json.Unmarshal(sseData(raw), &reply); err != nil {
+	// One call, and the client accepts JSON: the answer is a JSON body.
+	if err := json.Unmarshal(raw, &reply); err != nil {
 		t.Fatalf("tools/call %s: status %d, not a JSON-RPC response: %v\n%s", params.Name, resp.StatusCode, err, raw)
 	}
 	return reply
-}
-
-// sseData is the data of the one message of an event-stream answer, or raw
-// itself when it is plain JSON.
-func sseData(raw []byte) []byte {
-	if !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("event:")) && !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("data:")) && !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("id:")) {
-		return raw
-	}
-	var data []byte
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data:"); ok {
-			data = append(data, strings.TrimPrefix(d, " ")...)
-		}
-	}
-	return data
 }
 
 // result decodes a successful reply's result, failing the test on an error.
@@ -243,6 +226,14 @@ func refused(t *testing.T, what string, reply rpcReply) string {
 		t.Errorf("%s: error %d %q; want -32602", what, reply.Error.Code, reply.Error.Message)
 	}
 	return reply.Error.Message
+}
+
+// logRefusal is refused, logging the message.
+func logRefusal(t *testing.T, what string, reply rpcReply) {
+	t.Helper()
+	if msg := refused(t, what, reply); msg != "" {
+		t.Logf("%s: refused: %s", what, msg)
+	}
 }
 
 // elicitReplicas starts n replicas of elicitReplicaYAML with env (the state key
@@ -365,7 +356,7 @@ func TestElicitAcrossStatelessReplicas(t *testing.T) {
 
 	flipped := []byte(state2)
 	flipped[len(flipped)/2] ^= 0x01
-	refused(t, "a state with a flipped bit", client.call(t, answer(ship("t2"), id2, "2 Side Street", string(flipped))))
+	logRefusal(t, "a state with a flipped bit", client.call(t, answer(ship("t2"), id2, "2 Side Street", string(flipped))))
 	// A change that keeps the state inside base64's alphabet: it decodes, and
 	// only the seal's integrity check can tell.
 	swapped := []byte(state2)
@@ -374,17 +365,17 @@ func TestElicitAcrossStatelessReplicas(t *testing.T) {
 	} else {
 		swapped[len(swapped)/2] = 'A'
 	}
-	refused(t, "a state with a changed character", client.call(t, answer(ship("t2"), id2, "2 Side Street", string(swapped))))
-	refused(t, "the state of ship(t2) for ship(t3)", client.call(t, answer(ship("t3"), id2, "2 Side Street", state2)))
-	refused(t, "the state of ship for confirm", client.call(t, sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{"token": "t2"},
+	logRefusal(t, "a state with a changed character", client.call(t, answer(ship("t2"), id2, "2 Side Street", string(swapped))))
+	logRefusal(t, "the state of ship(t2) for ship(t3)", client.call(t, answer(ship("t3"), id2, "2 Side Street", state2)))
+	logRefusal(t, "the state of ship for confirm", client.call(t, sdk.CallToolParams{Name: "confirm", Arguments: map[string]any{"token": "t2"},
 		InputResponses: sdk.InputResponseMap{id2: &sdk.ElicitResult{Action: "accept", Content: map[string]any{}}}, RequestState: state2}))
 	other := &newEraClient{url: client.url, apiKey: keyB, hc: hc}
-	refused(t, "a state issued to API key A, sent with key B", other.call(t, answer(ship("t2"), id2, "2 Side Street", state2)))
+	logRefusal(t, "a state issued to API key A, sent with key B", other.call(t, answer(ship("t2"), id2, "2 Side Street", state2)))
 
 	strangerClient := &newEraClient{url: "http://127.0.0.1:" + strconv.Itoa(stranger.mcp) + "/mcp", apiKey: keyA, hc: hc}
 	id4, state4 := fresh("t4", strangerClient)
 	for range replicas {
-		refused(t, "a state sealed by a replica with another key", client.call(t, answer(ship("t4"), id4, "4 Far Street", state4)))
+		logRefusal(t, "a state sealed by a replica with another key", client.call(t, answer(ship("t4"), id4, "4 Far Street", state4)))
 	}
 	if got := steps.ranBy("t2", "ship"); len(got) != 0 {
 		t.Errorf("a forged state shipped t2 on %v", got)
