@@ -388,4 +388,23 @@ func TestElicitAcrossStatelessReplicas(t *testing.T) {
 	if res := client.call(t, answer(ship("t2"), id2, "2 Side Street", state2)).result(t, "the genuine state of t2"); res.NeedsInput() || res.IsError {
 		t.Errorf("the genuine state of t2 after the forgeries: needs input %v, %q", res.NeedsInput(), contentText(res))
 	}
+
+	// Hostile states: far larger than any a server issues, and not base64.
+	logRefusal(t, "a state of 1 MiB", client.call(t, answer(ship("t5"), "x", "5 Big Street", strings.Repeat("A", 1<<20))))
+	logRefusal(t, "a state that is not base64", client.call(t, answer(ship("t5"), "x", "5 Big Street", "%not a state%")))
+
+	// Without the shared store a retry cannot be checked against replays: it is
+	// refused, saying to try again, and nothing runs. Asking needs no store.
+	id6, state6 := fresh("t6", client)
+	redis.Stop()
+	logRefusal(t, "a retry while Redis is down", client.call(t, answer(ship("t6"), id6, "6 Dark Street", state6)))
+	if got := steps.ranBy("t6", "ship"); len(got) != 0 {
+		t.Errorf("with Redis down t6 shipped on %v", got)
+	}
+	fresh("t7", client)
+	for _, r := range append(replicas, stranger) {
+		if r.Exited() {
+			t.Errorf("replica %s exited: %s", r.Name, r.Logs.String())
+		}
+	}
 }
