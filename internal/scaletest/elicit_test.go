@@ -260,7 +260,8 @@ func elicitReplicas(t *testing.T, file string, first, n int, env ...string) []*m
 // (the once-only work before the question is not done again). The same retry
 // sent again is refused on every replica, and so is a state with a flipped byte,
 // one sealed by a replica with another key, one for another tool or other
-// arguments, and one issued to another API key.
+// arguments, and one issued to another API key. docs/scaling.md ("Measured: a
+// question answered on another replica") reports what it checks.
 func TestElicitAcrossStatelessReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four helix processes, Redis and HAProxy")
