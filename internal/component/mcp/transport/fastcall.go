@@ -26,7 +26,8 @@ import (
 // go-sdk tool handler, with the same inputs (arguments, the caller's token, a context that ends with the
 // POST). Everything the fast path does not answer exactly as the SDK would goes to
 // the SDK unchanged: other methods, batches, requests whose _meta holds more than
-// the caller's trace context (progress tokens, the 2026-07-28 protocol), params the
+// the caller's trace context (progress tokens; on 2026-07-28 more than that
+// version's own keys, fastcall_era.go), params the
 // SDK would refuse or that carry fields beyond name, arguments and _meta, sessions
 // that have not initialized, and every call of a
 // session whose client sent logging/setLevel (the fast path answers with the
