@@ -292,7 +292,10 @@ func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange
 			err = &PanicError{Value: r}
 			ex.SetException(err)
 		}
-		if err != nil && !rw.wf.FailureStatus.IsZero() {
+		// An interrupt (interrupt.go) stopped the exchange on purpose: it is not
+		// counted, logged or mapped to a status as a failure.
+		failed := err != nil && !IsInterrupt(err)
+		if failed && !rw.wf.FailureStatus.IsZero() {
 			err = rw.wf.FailureStatus.apply(err)
 			ex.SetException(err)
 		}
@@ -300,13 +303,13 @@ func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange
 		wc := rw.counters
 		wc.nanos.Add(int64(time.Since(start)))
 		wc.exchanges.Add(1)
-		if err != nil {
+		if failed {
 			wc.failed.Add(1)
 		}
 		// A panic is logged where it happens: the workflow that called this one may
 		// recover from the failure (an agent whose tool failed), and a panic must
 		// not go unseen.
-		if err != nil && (outermost || IsPanic(err)) {
+		if failed && (outermost || IsPanic(err)) {
 			rw.failures.failed(ex, err)
 		}
 	}()

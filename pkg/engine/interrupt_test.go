@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/arvenza/helix/pkg/engine"
@@ -63,4 +65,34 @@ type handlerFunc func(context.Context, *exchange.Exchange, engine.Processor, err
 
 func (f handlerFunc) HandleError(ctx context.Context, ex *exchange.Exchange, p engine.Processor, err error) error {
 	return f(ctx, ex, p, err)
+}
+
+// An exchange stopped by an interrupt is no failure: not counted, not logged.
+func TestInterruptIsNoFailure(t *testing.T) {
+	t.Parallel()
+	hc := engine.NewContext("interrupt-stats")
+	var logged strings.Builder
+	hc.SetLogger(slog.New(slog.NewTextHandler(&logged, nil)))
+	wf := &engine.Workflow{ID: "asks", FromURI: "direct://asks", Processors: []engine.Processor{
+		engine.ProcessorFunc(func(context.Context, *exchange.Exchange) error { return pause{} }),
+	}}
+	if err := hc.AddWorkflow(wf); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hc.Stop(context.Background()) }()
+	err := hc.Run(context.Background(), "asks", exchange.New(exchange.InOut))
+	if !engine.IsInterrupt(err) {
+		t.Fatalf("run: %v", err)
+	}
+	if strings.Contains(logged.String(), engine.FailureLogMessage) {
+		t.Errorf("logged as a failure: %s", logged.String())
+	}
+	for _, s := range hc.Stats().Workflows {
+		if s.Failed != 0 || s.Exchanges != 1 {
+			t.Errorf("counted %+v, want 1 exchange, 0 failed", s)
+		}
+	}
 }

@@ -70,10 +70,25 @@ func (p *pipeline) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if no, ok := p.eh.(NeedsOriginal); ok && no.NeedsOriginalBody() {
 		ctx = withOriginalBody(ctx, ex.In().Body())
 	}
-	for i, step := range p.steps {
+	resume, ctx := takeResume(ctx) // resume.go: the workflow's own pipeline only
+	start := 0
+	if resume != nil {
+		names := make([]string, len(p.raw))
+		for i, r := range p.raw {
+			names[i] = StepName(r)
+		}
+		if s := resume.Start(names, ex); s > 0 && s < len(p.steps) {
+			start = s
+		}
+	}
+	for i := start; i < len(p.steps); i++ {
+		step := p.steps[i]
 		if err := ctx.Err(); err != nil {
 			ex.SetException(err)
 			return err
+		}
+		if resume != nil {
+			resume.Before(i, ex)
 		}
 		var err error
 		if p.tracer == nil {

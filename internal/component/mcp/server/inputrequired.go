@@ -19,6 +19,7 @@ import (
 	"github.com/arvenza/helix/internal/component/mcp/security"
 	"github.com/arvenza/helix/internal/component/mcp/server/requeststate"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 // Input-required results (MCP 2026-07-28, SEP-2322). A server on this protocol
@@ -348,6 +349,7 @@ type inputCall struct {
 	ir      *inputRequests
 	binding requeststate.Binding
 	client  *inputClient
+	resume  *resumePoint // checkpoint.go
 }
 
 type inputCallKey struct{}
@@ -386,6 +388,7 @@ func (ir *inputRequests) begin(ctx context.Context, r inputRequest) (context.Con
 		Arguments: r.arguments, Principal: ir.principal(ctx, r.extra)}
 	answers := map[string]json.RawMessage{}
 	verified := false
+	var from *requeststate.Checkpoint
 	if r.state != "" {
 		st, err := ir.sealer.Open(ctx, r.state, b)
 		if err != nil {
@@ -398,7 +401,7 @@ func (ir *inputRequests) begin(ctx context.Context, r inputRequest) (context.Con
 		for k, v := range st.Answers {
 			answers[k] = v
 		}
-		verified = true
+		verified, from = true, st.Checkpoint
 	}
 	// This request's answers come after the state's: the client answers what it
 	// was asked last. Ids the workflow never asks are ignored.
@@ -419,7 +422,9 @@ func (ir *inputRequests) begin(ctx context.Context, r inputRequest) (context.Con
 		headers[HeaderRequestState] = "verified"
 	}
 	ctx = tool.WithHeaders(ctx, headers)
-	return context.WithValue(ctx, inputCallKey{}, &inputCall{ir: ir, binding: b, client: ic}), nil
+	rp := &resumePoint{from: from, fresh: headers}
+	ctx = engine.WithResume(ctx, rp)
+	return context.WithValue(ctx, inputCallKey{}, &inputCall{ir: ir, binding: b, client: ic, resume: rp}), nil
 }
 
 // finishInputCall turns res, the result of the tool call ctx belongs to, into
@@ -468,13 +473,18 @@ func (call *inputCall) finish() (sdk.InputRequestMap, string, error) {
 	o := call.client.outcome()
 	switch {
 	case o.invalid != nil:
-		return nil, "", invalidParams(o.invalid.Error() + "; answer the input request again with a valid result")
+		return nil, "", invalidParams(o.invalid.Error() + "; send a valid result for it (without this call's requestState, which is good for one retry only), or call again without inputResponses and requestState to start over")
 	case len(o.missing) > 0:
 		return nil, "", missingCapabilities(o.missing)
 	case len(o.pending) == 0:
 		return nil, "", nil
 	}
-	state, err := call.ir.sealer.Seal(call.binding, o.used, nil)
+	cp := call.resume.checkpoint()
+	state, err := call.ir.sealer.Seal(call.binding, o.used, cp)
+	if err != nil && cp != nil {
+		// Too large with the checkpoint: the retry runs from the first step.
+		state, err = call.ir.sealer.Seal(call.binding, o.used, nil)
+	}
 	if err != nil {
 		return o.pending, "", nil
 	}

@@ -386,3 +386,69 @@ func TestLegacySessionStillElicits(t *testing.T) {
 		}
 	}
 }
+
+// A retry resumes at the step that asked, with the exchange as it was before it
+// (body, headers, variables): the steps before it do not run again. An exchange
+// that cannot be kept (a body that is no plain data) replays from the first step.
+func TestInputRequiredResumesWhereItStopped(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	runs := map[string]int{}
+	count := func(name string, body any) engine.Processor {
+		return engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
+			mu.Lock()
+			runs[name]++
+			mu.Unlock()
+			if body != nil {
+				ex.In().SetBody(body)
+			}
+			return nil
+		})
+	}
+	type opaque struct{ n int }
+	comp := askServersWith(t, func(hc *engine.Context) []*engine.Workflow {
+		steps := func(id string, first any) *engine.Workflow {
+			ask1 := askWorkflow(t, hc, id, `
+- set-header: {name: X-Order, constant: "o-1"}
+- elicit: {id: name, message: "Name?", schema: {properties: {name: {type: string}}, required: [name]}, into: who}
+`)
+			ask2 := askWorkflow(t, hc, id+"_tail", `
+- elicit: {id: color, message: "Color?", schema: {properties: {color: {type: string}}, required: [color]}}
+- transform:
+    starlang: |
+      "%s likes %s (order %s, before %s)" % (variables["who"]["name"], payload["color"], header("X-Order"), variables["before"])
+`)
+			ps := []engine.Processor{count(id+":first", first), engine.ProcessorFunc(func(_ context.Context, ex *exchange.Exchange) error {
+				ex.SetVariable("before", []byte("kept"))
+				return nil
+			})}
+			ps = append(ps, ask1.Processors...)
+			ps = append(ps, count(id+":middle", nil))
+			ps = append(ps, ask2.Processors...)
+			return &engine.Workflow{ID: id, FromURI: "direct://" + id, Processors: ps}
+		}
+		return []*engine.Workflow{steps("resumable", map[string]any{"n": 1}), steps("replayed", opaque{n: 1})}
+	})
+	for _, c := range []struct {
+		tool           string
+		first, middle  int
+		wantTextPrefix string
+	}{
+		{"resumable", 1, 1, `Alice likes blue (order o-1, before kept)`},
+		{"replayed", 3, 2, `Alice likes blue (order o-1, before kept)`},
+	} {
+		_, s1 := inputRequests(t, irCall(t, comp, c.tool, allCaps, nil))
+		_, s2 := inputRequests(t, irCall(t, comp, c.tool, allCaps, map[string]any{"requestState": s1,
+			"inputResponses": map[string]any{"name": accept(map[string]any{"name": "Alice"})}}))
+		r := irCall(t, comp, c.tool, allCaps, map[string]any{"requestState": s2,
+			"inputResponses": map[string]any{"color": accept(map[string]any{"color": "blue"})}})
+		if got := resultText(r); got != c.wantTextPrefix {
+			t.Errorf("%s: %q %+v", c.tool, got, r.Error)
+		}
+		mu.Lock()
+		if runs[c.tool+":first"] != c.first || runs[c.tool+":middle"] != c.middle {
+			t.Errorf("%s: first step ran %d times, middle %d; want %d and %d", c.tool, runs[c.tool+":first"], runs[c.tool+":middle"], c.first, c.middle)
+		}
+		mu.Unlock()
+	}
+}

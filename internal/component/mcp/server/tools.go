@@ -280,21 +280,27 @@ func resolveToolAliases(tools []*serverTool) sdk.Middleware {
 // call runs one tool call and counts it; the go-sdk handler and the fast path both
 // come through here, so each call is counted exactly once.
 func (c *toolCaller) call(ctx context.Context, t *serverTool, rawArgs json.RawMessage) *sdk.CallToolResult {
-	res := c.run(ctx, t, rawArgs)
+	res, asked := c.run(ctx, t, rawArgs)
 	if c.stats != nil {
-		c.stats.countersOf(t, c.serverID).count(res.IsError)
+		// A call that stopped to ask its client (MCP 2026-07-28) did not fail.
+		c.stats.countersOf(t, c.serverID).count(res.IsError && !asked)
 	}
 	return res
 }
 
-func (c *toolCaller) run(ctx context.Context, t *serverTool, rawArgs json.RawMessage) *sdk.CallToolResult {
+// run runs the tool; asked reports a run that stopped on a question for the
+// client (an engine.Interrupt: inputrequired.go answers the call with it).
+func (c *toolCaller) run(ctx context.Context, t *serverTool, rawArgs json.RawMessage) (_ *sdk.CallToolResult, asked bool) {
 	if c.gate != nil {
 		if !c.gate.enter() {
-			return sdkResult(tool.ErrorResult("the MCP server is shutting down; try again later"))
+			return sdkResult(tool.ErrorResult("the MCP server is shutting down; try again later")), false
 		}
 		defer c.gate.leave()
 	}
 	res, cause := t.t.Call(tool.WithCaller(ctx, c.caller), rawArgs)
+	if engine.IsInterrupt(cause) {
+		return sdkResult(res), true
+	}
 	if cause != nil {
 		// The client gets the message only; the log keeps the step and position.
 		if engine.IsPanic(cause) {
@@ -303,7 +309,7 @@ func (c *toolCaller) run(ctx context.Context, t *serverTool, rawArgs json.RawMes
 			c.logger.Debug("mcp tool failed", "tool", t.info.Name, "workflow", t.t.ID, "error", cause)
 		}
 	}
-	return sdkResult(res)
+	return sdkResult(res), false
 }
 
 // textResult is a result of one text part, made with one allocation instead of three.

@@ -53,6 +53,7 @@ type Binding struct {
 // that asked and the exchange before that step, encoded by the caller.
 type Checkpoint struct {
 	Step     int             `json:"step"`
+	Name     string          `json:"name,omitempty"` // the step's name, checked on resume
 	Snapshot json.RawMessage `json:"snap"`
 }
 
