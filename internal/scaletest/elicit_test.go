@@ -25,14 +25,11 @@ import (
 // elicitReplicaYAML is the configuration of the input-required replicas: one
 // stateless MCP server behind API keys, whose requestState is sealed with a key
 // and remembered as used in a Redis that every replica shares. Its tool "ship"
-// does work before its question and after it, each at the test's work service,
-// naming the replica and the call's token, so that the test sees which process
-// ran what:
-//   - reserve: work that must happen once per call. A retry whose requestState
-//     the server verified was preceded by the run that reserved, so it skips it.
-//   - lookup: work that may happen again. Helix runs the workflow from the start
-//     on the retry, with the answers known, so it runs on both replicas.
-//   - ship: the work after the question, with the answer.
+// does work before its question (reserve) and after it (ship), each at the test's
+// work service, naming the replica and the call's token, so that the test sees
+// which process ran what. The retry resumes at the question with the exchange
+// sealed into the state (its headers too): X-Replica is set again after the
+// question, to name the replica that runs the rest.
 //
 // %[1]s is the work service's URL. The environment gives the rest, so that one
 // file serves replicas with another key or store.
@@ -53,14 +50,9 @@ workflows:
     description: Reserves a slot, asks the user where to ship, ships
     trigger: direct://ship
     steps:
-      - set-header: {name: X-Replica, constant: "${env:HELIX_TEST_REPLICA}"}
       - set-header: {name: X-Token, starlang: 'payload["token"]'}
-      - choice:
-          when:
-            - starlang: 'header("HelixMcpRequestState") != "verified"'
-              steps:
-                - to: %[1]s/reserve
-      - to: %[1]s/lookup
+      - set-header: {name: X-Replica, constant: "${env:HELIX_TEST_REPLICA}"}
+      - to: %[1]s/reserve
       # The accepted answer, {"street": …}, becomes the body ship is sent.
       - elicit:
           message: "Where should parcel ${header.X-Token} go?"
@@ -68,6 +60,7 @@ workflows:
             properties:
               street: {type: string, minLength: 3}
             required: [street]
+      - set-header: {name: X-Replica, constant: "${env:HELIX_TEST_REPLICA}"}
       - to: %[1]s/ship
   - id: confirm
     description: Asks for a confirmation, then reports it
@@ -257,7 +250,7 @@ func elicitReplicas(t *testing.T, file string, first, n int, env ...string) []*m
 // HAProxy share a request_state key and a Redis store. A 2026-07-28 client calls
 // an elicit: workflow; the question comes from one replica, the retry with the
 // answer and the sealed state lands on another, which completes the workflow
-// (the once-only work before the question is not done again). The same retry
+// from the question on (the work before it is not done again). The same retry
 // sent again is refused on every replica, and so is a state with a flipped byte,
 // one sealed by a replica with another key, one for another tool or other
 // arguments, and one issued to another API key. docs/scaling.md ("Measured: a
@@ -322,11 +315,11 @@ func TestElicitAcrossStatelessReplicas(t *testing.T) {
 	if shipped.Token != "t1" || shipped.Street != "1 Main Street" {
 		t.Errorf("shipped %+v; want token t1 to 1 Main Street", shipped)
 	}
+	// The step before the question ran once, where it was asked; the retry
+	// resumed at the question on the other replica, with the exchange of round 1
+	// (ship got X-Token, set before the question, from the state).
 	if got := steps.ranBy("t1", "reserve"); !slices.Equal(got, []string{a}) {
-		t.Errorf("reserve ran on %v; want once, on %s (round 1): the verified retry skips it", got, a)
-	}
-	if got := steps.ranBy("t1", "lookup"); !slices.Equal(got, []string{a, b}) {
-		t.Errorf("lookup ran on %v; want on %s (round 1), then again on %s (the retry runs the workflow from the start)", got, a, b)
+		t.Errorf("reserve ran on %v; want once, on %s (round 1): the retry resumes at the question", got, a)
 	}
 	if got := steps.ranBy("t1", "ship"); !slices.Equal(got, []string{b}) {
 		t.Errorf("ship ran on %v; want once, on %s", got, b)
