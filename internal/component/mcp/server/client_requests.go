@@ -45,6 +45,13 @@ func askClient(stateless, releasable bool, inputs *inputRequests) sdk.Middleware
 				}
 				return next(ctx, method, req)
 			}
+			if rr, ok := req.(*sdk.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil && inputs != nil && inputRequiredMode(rr) {
+				var err error
+				if ctx, err = inputs.beginResource(ctx, rr); err != nil {
+					return nil, err
+				}
+				return next(ctx, method, req)
+			}
 			if method == "tools/call" {
 				if cr, ok := req.(*sdk.CallToolRequest); ok && cr.Params != nil {
 					if inputs != nil && inputRequiredMode(cr) {
@@ -148,6 +155,7 @@ func (c *sessionClient) Roots(ctx context.Context, _ *ask.RootsQuestion) ([]ask.
 	if caps := c.capabilities(); caps == nil || caps.RootsV2 == nil {
 		return nil, errors.New("the MCP client does not support roots (it declared no roots capability), so this tool cannot ask for them")
 	}
+	//lint:ignore SA1019 roots: deprecated in MCP 2026-07-28, still the roots step's only way
 	res, err := c.ss.ListRoots(transport.RelatedTo(ctx, c.extra), &sdk.ListRootsParams{})
 	if err != nil {
 		return nil, c.failed("roots", ctx, err)
@@ -162,6 +170,8 @@ func (c *sessionClient) Roots(ctx context.Context, _ *ask.RootsQuestion) ([]ask.
 }
 
 // samplingParams is q as sampling/createMessage params.
+//
+//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 func samplingParams(q *ask.Sampling) *sdk.CreateMessageParams {
 	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 	params := &sdk.CreateMessageParams{SystemPrompt: q.SystemPrompt, MaxTokens: q.MaxTokens,

@@ -230,6 +230,7 @@ func (c *inputClient) Sample(_ context.Context, q *ask.Sampling) (*ask.SampleAns
 	if raw == nil {
 		return nil, c.ask(id, samplingParams(q))
 	}
+	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still the sample step's only way (see Sample)
 	var res sdk.CreateMessageWithToolsResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, c.bad(id, "is not a sampling result (CreateMessageResult with role, content and model): %v", err)
@@ -260,9 +261,11 @@ func (c *inputClient) Roots(_ context.Context, q *ask.RootsQuestion) ([]ask.Root
 		return nil, err
 	}
 	if raw == nil {
+		//lint:ignore SA1019 roots: deprecated in MCP 2026-07-28, still the roots step's only way
 		return nil, c.ask(id, &sdk.ListRootsParams{})
 	}
 	var res struct {
+		//lint:ignore SA1019 roots: deprecated in MCP 2026-07-28, still the roots step's only way
 		Roots []*sdk.Root `json:"roots"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil || res.Roots == nil {
@@ -380,6 +383,13 @@ func (ir *inputRequests) beginPrompt(ctx context.Context, pr *sdk.GetPromptReque
 		responses: pr.Params.InputResponses, state: pr.Params.RequestState, caps: pr.ClientCapabilities(), extra: pr.Extra})
 }
 
+// beginResource is begin for a resources/read: its target is the URI, and it
+// has no arguments.
+func (ir *inputRequests) beginResource(ctx context.Context, rr *sdk.ReadResourceRequest) (context.Context, error) {
+	return ir.begin(ctx, inputRequest{method: "resources/read", target: rr.Params.URI,
+		responses: rr.Params.InputResponses, state: rr.Params.RequestState, caps: rr.ClientCapabilities(), extra: rr.Extra})
+}
+
 // begin opens the request's requestState, if any, and returns ctx carrying the
 // call's input-required client and the headers a tool's workflow starts with. A
 // refused state is a -32602 error saying why and what to do.
@@ -443,7 +453,7 @@ func finishInputCall(ctx context.Context, res *sdk.CallToolResult) (*sdk.CallToo
 	case pending == nil:
 		return res, nil
 	case state == "":
-		return sdkResult(tool.ErrorResult("this call cannot go on: " + requeststate.TooLargeError.Error() + "; ask fewer or smaller questions in one call")), nil
+		return sdkResult(tool.ErrorResult("this call cannot go on: " + requeststate.ErrTooLarge.Error() + "; ask fewer or smaller questions in one call")), nil
 	}
 	return &sdk.CallToolResult{InputRequests: pending, RequestState: state}, nil
 }
@@ -451,20 +461,32 @@ func finishInputCall(ctx context.Context, res *sdk.CallToolResult) (*sdk.CallToo
 // finishInputPrompt is finishInputCall for a prompts/get; asked reports whether
 // the prompt's run stopped on questions (its error is then no failure).
 func finishInputPrompt(ctx context.Context) (res *sdk.GetPromptResult, asked bool, err error) {
-	call, ok := ctx.Value(inputCallKey{}).(*inputCall)
-	if !ok {
-		return nil, false, nil
-	}
-	pending, state, err := call.finish()
-	switch {
-	case err != nil:
-		return nil, true, err
-	case pending == nil:
-		return nil, false, nil
-	case state == "":
-		return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: requeststate.TooLargeError.Error()}
+	pending, state, asked, err := finishInputRequest(ctx)
+	if !asked || err != nil {
+		return nil, asked, err
 	}
 	return &sdk.GetPromptResult{InputRequests: pending, RequestState: state}, true, nil
+}
+
+// finishInputRequest is what a prompts/get or resources/read in input-required
+// mode answers: asked reports a run that stopped on questions or on an invalid
+// answer or missing capability (err); pending and state are the questions and
+// the requestState to send.
+func finishInputRequest(ctx context.Context) (pending sdk.InputRequestMap, state string, asked bool, err error) {
+	call, ok := ctx.Value(inputCallKey{}).(*inputCall)
+	if !ok {
+		return nil, "", false, nil
+	}
+	pending, state, err = call.finish()
+	switch {
+	case err != nil:
+		return nil, "", true, err
+	case pending == nil:
+		return nil, "", false, nil
+	case state == "":
+		return nil, "", true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: requeststate.ErrTooLarge.Error()}
+	}
+	return pending, state, true, nil
 }
 
 // finish returns the pending questions (nil: none) and the state to send with

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/component/mcp/security"
 	"github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -74,6 +76,12 @@ var allCaps = map[string]any{"elicitation": map[string]any{}, "sampling": map[st
 // irCall posts one tools/call of MCP 2026-07-28 to the stateless server.
 func irCall(t *testing.T, comp *server.Component, tool string, caps map[string]any, extra map[string]any) rpcReply {
 	t.Helper()
+	return irCallOn(t, comp, "stateless", nil, tool, caps, extra)
+}
+
+// irCallOn is irCall to server id with more HTTP headers.
+func irCallOn(t *testing.T, comp *server.Component, id string, headers map[string]string, tool string, caps map[string]any, extra map[string]any) rpcReply {
+	t.Helper()
 	params := map[string]any{"name": tool, "arguments": map[string]any{},
 		"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
@@ -82,7 +90,10 @@ func irCall(t *testing.T, comp *server.Component, tool string, caps map[string]a
 		params[k] = v
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+comp.Addr("stateless").String()+"/mcp", bytes.NewReader(body))
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://"+comp.Addr(id).String()+"/mcp", bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
@@ -450,5 +461,113 @@ func TestInputRequiredResumesWhereItStopped(t *testing.T) {
 			t.Errorf("%s: first step ran %d times, middle %d; want %d and %d", c.tool, runs[c.tool+":first"], runs[c.tool+":middle"], c.first, c.middle)
 		}
 		mu.Unlock()
+	}
+}
+
+// A requestState belongs to the caller it was issued to: another API key's retry
+// is refused.
+func TestInputRequiredStateBelongsToItsCaller(t *testing.T) {
+	t.Parallel()
+	hc := engine.NewContext("keyed")
+	hc.SetLogger(slog.New(slog.DiscardHandler))
+	for _, wf := range irWorkflows(t)(hc) {
+		if err := hc.AddWorkflow(wf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stack, err := security.New(security.Config{APIKeys: []string{"key-a", "key-b"}, ServerID: "keyed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := server.New(hc)
+	hc.AddComponent("mcp-server", comp)
+	if err := comp.AddServer(server.Options{ID: "keyed", Addr: "127.0.0.1:0", Stateless: true,
+		HTTPMiddleware: stack.Middleware, DisableLocalhostProtection: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+	defer cancel()
+	if err := hc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hc.Stop(context.Background()) })
+	a, b := map[string]string{"X-API-Key": "key-a"}, map[string]string{"X-API-Key": "key-b"}
+	answer := map[string]any{"user_name": accept(map[string]any{"name": "Alice"})}
+
+	_, state := inputRequests(t, irCallOn(t, comp, "keyed", a, "greet", allCaps, nil))
+	r := irCallOn(t, comp, "keyed", b, "greet", allCaps, map[string]any{"requestState": state, "inputResponses": answer})
+	if r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "issued to another caller") {
+		t.Fatalf("another key's retry: %+v %+v", r.Error, r.Result)
+	}
+	_, state = inputRequests(t, irCallOn(t, comp, "keyed", a, "greet", allCaps, nil))
+	r = irCallOn(t, comp, "keyed", a, "greet", allCaps, map[string]any{"requestState": state, "inputResponses": answer})
+	if got := resultText(r); !strings.HasPrefix(got, "Hello, Alice!") {
+		t.Fatalf("the same key's retry: %q %+v", got, r.Error)
+	}
+}
+
+// resources/read of a resource whose workflow asks is answered the same way.
+func TestInputRequiredResourceRead(t *testing.T) {
+	t.Parallel()
+	hc := engine.NewContext("res")
+	hc.SetLogger(slog.New(slog.DiscardHandler))
+	for _, wf := range irWorkflows(t)(hc) {
+		if err := hc.AddWorkflow(wf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := &server.Resource{URI: "test://asked", Name: "asked", MIMEType: "text/plain",
+		Read: func(ctx context.Context, _ string, _ map[string]string) (*server.ResourceContent, error) {
+			ex := exchange.NewWithBody(exchange.InOut, map[string]any{})
+			if err := hc.Run(ctx, "greet", ex); err != nil {
+				return nil, err
+			}
+			return &server.ResourceContent{Text: ex.In().Body().(string)}, nil
+		}}
+	comp := server.New(hc)
+	hc.AddComponent("mcp-server", comp)
+	if err := comp.AddServer(server.Options{ID: "res", Addr: "127.0.0.1:0", Stateless: true, Resources: []*server.Resource{res}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hc.Stop(context.Background()) })
+	read := func(extra map[string]any) map[string]any {
+		params := map[string]any{"uri": "test://asked", "_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": allCaps}}
+		for k, v := range extra {
+			params[k] = v
+		}
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": params})
+		req, _ := http.NewRequest(http.MethodPost, "http://"+comp.Addr("res").String()+"/mcp", bytes.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "resources/read", "Mcp-Name": "test://asked"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		raw, _ := io.ReadAll(resp.Body)
+		if i := bytes.Index(raw, []byte("data: ")); i >= 0 {
+			raw = raw[i+6:]
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%v: %s", err, raw)
+		}
+		return out
+	}
+	r1, _ := read(nil)["result"].(map[string]any)
+	state, _ := r1["requestState"].(string)
+	if r1["resultType"] != "input_required" || state == "" {
+		t.Fatalf("round 1: %+v", r1)
+	}
+	r2 := read(map[string]any{"requestState": state, "inputResponses": map[string]any{"user_name": accept(map[string]any{"name": "Res"})}})
+	contents, _ := r2["result"].(map[string]any)["contents"].([]any)
+	if len(contents) != 1 || !strings.HasPrefix(contents[0].(map[string]any)["text"].(string), "Hello, Res!") {
+		t.Fatalf("round 2: %+v", r2)
 	}
 }

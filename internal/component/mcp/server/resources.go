@@ -214,6 +214,14 @@ func resourceHandler(r *Resource, set *resourceSet, allowed func(context.Context
 			vars, _ = r.Match(uri)
 		}
 		c, err := r.Read(ctx, uri, vars)
+		// MCP 2026-07-28: a resource whose workflow asks the client is answered
+		// with the questions (inputrequired.go).
+		if pending, state, asked, ierr := finishInputRequest(ctx); asked {
+			if ierr != nil {
+				return nil, ierr
+			}
+			return &sdk.ReadResourceResult{InputRequests: pending, RequestState: state}, nil
+		}
 		if errors.Is(err, ErrResourceNotFound) {
 			return nil, sdk.ResourceNotFoundError(uri)
 		}

@@ -209,8 +209,8 @@ func ArgumentsHash(args []byte) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// TooLargeError is the error of Seal for a state beyond the size limit.
-var TooLargeError = errors.New("the answers and checkpoint of this call are too large to hand to the client as requestState")
+// ErrTooLarge is the error of Seal for a state beyond the size limit.
+var ErrTooLarge = errors.New("the answers and checkpoint of this call are too large to hand to the client as requestState")
 
 // Seal issues a new state for b holding answers and cp.
 func (s *Sealer) Seal(b Binding, answers map[string]json.RawMessage, cp *Checkpoint) (string, error) {
@@ -230,7 +230,7 @@ func (s *Sealer) Seal(b Binding, answers map[string]json.RawMessage, cp *Checkpo
 	}
 	// Checked before sealing: the sealed text is about 4/3 of this.
 	if base64.RawURLEncoding.EncodedLen(1+s.aead.NonceSize()+len(plain)+s.aead.Overhead()) > s.maxBytes {
-		return "", TooLargeError
+		return "", ErrTooLarge
 	}
 	nonce := make([]byte, s.aead.NonceSize())
 	_, _ = rand.Read(nonce)

@@ -145,7 +145,7 @@ func TestSealTooLarge(t *testing.T) {
 	now := time.Now()
 	s := newSealer(t, RandomKey(), &now)
 	big := map[string]json.RawMessage{"q": json.RawMessage(`"` + strings.Repeat("x", 5000) + `"`)}
-	if _, err := s.Seal(bind, big, nil); !errors.Is(err, TooLargeError) {
+	if _, err := s.Seal(bind, big, nil); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("got %v", err)
 	}
 }
