@@ -15,6 +15,7 @@ import (
 
 	"github.com/arvenza/helix/internal/report"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 // Defaults of [Config].
@@ -357,8 +358,13 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 			report.Progress(ctx, prog.next(res.Iterations), prog.total, fmt.Sprintf("agent %s: iteration %d: calling %s", a.cfg.ID, res.Iterations, strings.Join(names, ", ")))
 		}
 		run := turn.ToolCalls[:min(len(turn.ToolCalls), a.cfg.MaxToolCallsPerTurn)]
-		results := a.callTools(ctx, tools, run)
+		results, interrupt := a.callTools(ctx, tools, run)
 		res.ToolCalls += len(run)
+		if interrupt != nil {
+			// A tool stopped to ask the MCP client (engine.Interrupt): the agent
+			// stops too, so that the question reaches the client now.
+			return res, interrupt
+		}
 		if err := context.Cause(ctx); err != nil {
 			return res, a.runError(ctx, err)
 		}
@@ -476,14 +482,18 @@ func (a *Agent) refusedCall(c ToolCall) Message {
 
 // callTools runs the calls of one turn, concurrently when parallel tool calls are
 // on (at most MaxParallelToolCalls at a time), and returns their results in the
-// calls' order. It returns when every call has returned.
-func (a *Agent) callTools(ctx context.Context, tools *toolView, calls []ToolCall) []Message {
+// calls' order. It returns when every call has returned. interrupt is the first
+// engine.Interrupt a call's workflow stopped with (a question for the MCP client).
+func (a *Agent) callTools(ctx context.Context, tools *toolView, calls []ToolCall) (_ []Message, interrupt error) {
+	seen := &interrupts{}
+	ctx = context.WithValue(ctx, interruptsKey{}, seen)
+	defer func() { interrupt = seen.first() }()
 	out := make([]Message, len(calls))
 	if !a.parallel || len(calls) == 1 {
 		for i, c := range calls {
 			out[i] = a.callTool(ctx, tools, c)
 		}
-		return out
+		return out, nil
 	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, a.cfg.MaxParallelToolCalls)
@@ -495,7 +505,29 @@ func (a *Agent) callTools(ctx context.Context, tools *toolView, calls []ToolCall
 		})
 	}
 	wg.Wait()
-	return out
+	return out, nil
+}
+
+// interrupts records the engine.Interrupt errors of one turn's tool calls.
+type interrupts struct {
+	mu  sync.Mutex
+	err error
+}
+
+type interruptsKey struct{}
+
+func (i *interrupts) add(err error) {
+	i.mu.Lock()
+	if i.err == nil {
+		i.err = err
+	}
+	i.mu.Unlock()
+}
+
+func (i *interrupts) first() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.err
 }
 
 // callTool runs one call; every failure is a tool result with IsError.
@@ -531,6 +563,12 @@ func (a *Agent) runTool(ctx context.Context, t *tool.Tool, c ToolCall) tool.Resu
 		defer cancel()
 	}
 	r, cause := t.Call(ctx, c.Arguments)
+	if engine.IsInterrupt(cause) {
+		if seen, ok := ctx.Value(interruptsKey{}).(*interrupts); ok {
+			seen.add(cause)
+		}
+		return r
+	}
 	if cause != nil {
 		report.Log(ctx, report.LevelWarning, a.logger, map[string]any{"msg": "tool call failed", "tool": c.Name, "error": cause.Error()})
 		if tc := context.Cause(ctx); tc != nil && ctx.Err() != nil {

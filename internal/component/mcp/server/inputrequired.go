@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -112,6 +113,9 @@ func (c *inputClient) question(base, capability string) (id string, answer json.
 		}
 		c.missing[capability] = true
 		return "", nil, &missingCapabilityError{capability: capability}
+	}
+	if base == "" {
+		base = "question" // a question from Go code that named none
 	}
 	c.asked[base]++
 	id = base
@@ -315,8 +319,12 @@ func capabilityList(caps *sdk.ClientCapabilities) string {
 // inputRequests is the server's side of input-required calls: it opens the
 // states retries bring and seals the next ones.
 type inputRequests struct {
-	server string // the server's name, bound into every state
+	server string // the server's id, bound into every state
 	sealer *requeststate.Sealer
+	// asking holds the names of the tools whose workflows ask (askingTools),
+	// set at each build: calls of the others need no input-required client nor
+	// checkpoints unless they bring answers or a state.
+	asking atomic.Pointer[map[string]bool]
 	// postContext returns the context of the HTTP POST carrying a call (nil: none),
 	// where the security stack put the principal.
 	postContext func(http.Header) context.Context
@@ -367,8 +375,20 @@ type inputRequest struct {
 	extra          *sdk.RequestExtra
 }
 
+// setAsking records the tools whose workflows ask.
+func (ir *inputRequests) setAsking(names []string) {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	ir.asking.Store(&m)
+}
+
 // beginTool is begin for a tools/call.
 func (ir *inputRequests) beginTool(ctx context.Context, cr *sdk.CallToolRequest) (context.Context, error) {
+	if m := ir.asking.Load(); m != nil && !(*m)[cr.Params.Name] && cr.Params.RequestState == "" && len(cr.Params.InputResponses) == 0 {
+		return ctx, nil // a tool that never asks: nothing to set up
+	}
 	return ir.begin(ctx, inputRequest{method: "tools/call", target: cr.Params.Name, arguments: cr.Params.Arguments,
 		responses: cr.Params.InputResponses, state: cr.Params.RequestState, caps: cr.ClientCapabilities(), extra: cr.Extra})
 }

@@ -571,3 +571,17 @@ func TestInputRequiredResourceRead(t *testing.T) {
 		t.Fatalf("round 2: %+v", r2)
 	}
 }
+
+// A state that would be too large is not issued: the call answers with a tool
+// error saying so.
+func TestInputRequiredStateTooLarge(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, irWorkflows(t))
+	_, s1 := inputRequests(t, irCall(t, comp, "two_rounds", allCaps, nil))
+	big := strings.Repeat("x", 300<<10)
+	r := irCall(t, comp, "two_rounds", allCaps, map[string]any{"requestState": s1,
+		"inputResponses": map[string]any{"name": accept(map[string]any{"name": big})}})
+	if r.Error != nil || r.Result["isError"] != true || !strings.Contains(resultText(r), "too large") {
+		t.Fatalf("got %+v %.200v", r.Error, resultText(r))
+	}
+}

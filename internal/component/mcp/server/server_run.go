@@ -119,6 +119,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	inputs.setAsking(askingTools(s.comp.hc, tools))
 	srv.AddReceivingMiddleware(resolveToolAliases(tools), askClient(s.opts.Stateless, resumes, inputs))
 	if s.opts.ToolAllowed != nil {
 		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed), hidePrimitives(s.opts.ToolAllowed))
