@@ -476,8 +476,8 @@ func openSessions(t *testing.T, round string, lb *testtools.HAProxy, n, calls in
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			// 2025-11-25: a 2026-07-28 client has no session, on a stateful
-			// server too (it serves both eras), so nothing would stick.
+			// 2025-11-25: a session (the go-sdk client's default, 2026-07-28,
+			// is served by a default server without one).
 			cs, err := connect(context.Background(), lb, "2025-11-25", nil)
 			if err != nil {
 				errs[i] = fmt.Errorf("session %d: connect: %w", i, err)
