@@ -3,14 +3,12 @@ package server
 import (
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/component/mcp/security"
 	"github.com/arvenza/helix/internal/component/mcp/transport"
-	"github.com/arvenza/helix/internal/tool"
 )
 
 // fastCaller is the server's side of the tools/call fast path of Helix's
@@ -50,12 +48,6 @@ func (f *fastCaller) call(ctx context.Context, r *http.Request, tc *transport.To
 	if err := f.caller.refusal(ctx, t, tc.Name); err != nil {
 		return nil, err
 	}
-	if inputRequiredMode(callVersion(tc.ProtocolVersion)) {
-		// What inputRequests.begin gives a 2026-07-28 call's workflow on the SDK
-		// path. The fast path takes no requestState or inputResponses (they go to
-		// the SDK), and no tool that asks (Exclude), so that is all.
-		ctx = tool.WithHeaders(ctx, map[string]any{HeaderClientCapabilities: metaCapabilityList(tc.Meta)})
-	}
 	if f.caller.tracer != nil {
 		// The span the SDK path's handler starts: the same parent (_meta's trace
 		// context, else the traceparent header) and the same session attributes.
@@ -65,24 +57,4 @@ func (f *fastCaller) call(ctx context.Context, r *http.Request, tc *transport.To
 		return res, nil
 	}
 	return f.caller.call(ctx, t, tc.Args), nil
-}
-
-// callVersion is a call's protocol version, as inputRequiredMode asks for it.
-type callVersion string
-
-func (v callVersion) ProtocolVersion() string { return string(v) }
-
-// metaCapabilityList is capabilityList of the client capabilities in a
-// 2026-07-28 call's _meta, which the transport took only as the go-sdk reads them
-// (a JSON object): a capability is declared when its member is there and not
-// null, as the go-sdk's decoding into pointers has it.
-func metaCapabilityList(meta sdk.Meta) string {
-	caps, _ := meta[sdk.MetaKeyClientCapabilities].(map[string]any)
-	var names []string
-	for _, n := range []string{capElicitation, capRoots, capSampling} {
-		if caps[n] != nil {
-			names = append(names, n)
-		}
-	}
-	return strings.Join(names, ",")
 }
