@@ -48,7 +48,18 @@ func fastWorkflows(slow *slowProbe) []*engine.Workflow {
 	bad.ID, bad.FromURI = "badout", "direct://badout"
 	search := searchTool(nil)
 	search.FromURI = "direct://search" // the tool:// component is pkg/app's
-	return append(wfs, search, bad,
+	// caps answers with the capabilities header a 2026-07-28 call's workflow gets,
+	// if any: only tools whose workflows ask get it, and those take the SDK path.
+	caps := &engine.Workflow{ID: "caps", FromURI: "direct://caps", Processors: step(func(_ context.Context, ex *exchange.Exchange) error {
+		v, ok := ex.In().Header(HeaderClientCapabilities).(string)
+		if !ok {
+			ex.In().SetBody("no capabilities header")
+			return nil
+		}
+		ex.In().SetBody(fmt.Sprintf("capabilities %q", v))
+		return nil
+	})}
+	return append(wfs, search, bad, caps,
 		&engine.Workflow{ID: "secret", FromURI: "direct://secret", Processors: step(func(_ context.Context, ex *exchange.Exchange) error {
 			ex.In().SetBody("the secret")
 			return nil
@@ -285,6 +296,62 @@ func call(id int, tool, args string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
 }
 
+// newEraCall is a 2026-07-28 tools/call: the version and empty client
+// capabilities in _meta, then extra (more _meta members, or "").
+func newEraCall(id int, tool, args, extra string) string {
+	meta := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+	if extra != "" {
+		meta += "," + extra
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{%s}}}`, id, tool, args, meta)
+}
+
+// newEraCallCaps is a 2026-07-28 call of tool (greet when absent) whose client
+// capabilities are caps.
+func newEraCallCaps(id int, caps, extra string, tool ...string) string {
+	name := "greet"
+	if len(tool) > 0 {
+		name = tool[0]
+	}
+	meta := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps
+	if extra != "" {
+		meta += "," + extra
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"_meta":{%s}}}`, id, name, meta)
+}
+
+// newEraHeaders are the headers of a 2026-07-28 tools/call of tool.
+func newEraHeaders(tool string) map[string]string {
+	return map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
+}
+
+func withHeader(h map[string]string, k, v string) map[string]string {
+	h[k] = v
+	return h
+}
+
+// wantNewEraResult checks that a result carries a 2026-07-28 result's marks: its
+// resultType and the server's identity in _meta.
+func wantNewEraResult(resultType string) func(*testing.T, decodedReply) {
+	return func(t *testing.T, d decodedReply) {
+		t.Helper()
+		if len(d.Messages) != 1 {
+			t.Fatalf("want one message: %+v", d)
+		}
+		res, _ := d.Messages[0].(map[string]any)["result"].(map[string]any)
+		if res == nil {
+			t.Fatalf("no result: %+v", d)
+		}
+		if res["resultType"] != resultType {
+			t.Errorf("resultType %v, want %s: %+v", res["resultType"], resultType, res)
+		}
+		meta, _ := res["_meta"].(map[string]any)
+		if info, _ := meta[sdk.MetaKeyServerInfo].(map[string]any); info == nil || info["name"] == "" {
+			t.Errorf("no serverInfo in _meta: %+v", res)
+		}
+	}
+}
+
 var equivalenceSteps = []fastStep{
 	{name: "valid call", body: call(10, "greet", `{"name":"Ada"}`), fast: true, expect: wantTool("Hello, Ada!", false)},
 	{name: "no arguments", body: `{"jsonrpc":"2.0","id":"s-11","method":"tools/call","params":{"name":"greet"}}`, fast: true,
@@ -356,6 +423,39 @@ var equivalenceSteps = []fastStep{
 	{name: "2026-07-28 request", body: `{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"greet","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 		hdr: map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "greet"}},
 	{name: "unsupported protocol header", body: call(31, "greet", `{}`), hdr: map[string]string{"Mcp-Protocol-Version": "2023-01-01"}},
+	// 2026-07-28 calls have no session; the fast path answers them, marked as that
+	// version's results, when their _meta is the version's and nothing more.
+	{name: "2026-07-28 call", body: newEraCall(50, "greet", `{"name":"Nia"}`, `"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}`),
+		hdr: newEraHeaders("greet"), noSID: true, fast: true, expect: both(wantTool("Hello, Nia!", false), wantNewEraResult("complete"))},
+	{name: "2026-07-28 call with trace context", body: newEraCall(51, "greet", `{}`, `"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"`),
+		hdr: newEraHeaders("greet"), noSID: true, fast: true, expect: both(wantTool("Hello, World!", false), wantNewEraResult("complete"))},
+	{name: "2026-07-28 structured output", body: newEraCall(52, "search", `{"query":"go"}`, ""), hdr: newEraHeaders("search"), noSID: true, fast: true,
+		expect: wantNewEraResult("complete")},
+	{name: "2026-07-28 tool error", body: newEraCall(53, "fails", `{}`, ""), hdr: newEraHeaders("fails"), noSID: true, fast: true,
+		expect: both(wantTool("database unavailable", true), wantNewEraResult("complete"))},
+	{name: "2026-07-28 unknown tool", body: newEraCall(54, "nope", `{}`, ""), hdr: newEraHeaders("nope"), noSID: true, fast: true,
+		expect: wantRPCError(http.StatusOK, -32602)},
+	{name: "2026-07-28 event stream only", body: newEraCall(55, "greet", `{}`, ""), hdr: withHeader(newEraHeaders("greet"), "Accept", "text/event-stream"),
+		noSID: true, fast: true, expect: wantNewEraResult("complete")},
+	{name: "2026-07-28 call of a tool that does not ask", body: newEraCallCaps(65, `{"elicitation":{},"sampling":null,"roots":{"listChanged":true},"experimental":{}}`, "", "caps"),
+		hdr: newEraHeaders("caps"), noSID: true, fast: true, expect: wantTool("no capabilities header", false)},
+	{name: "2026-07-28 capabilities not an object go to the SDK", body: `{"jsonrpc":"2.0","id":56,"method":"tools/call","params":{"name":"greet",` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}}}`, hdr: newEraHeaders("greet"), noSID: true},
+	{name: "2026-07-28 capability of the wrong type goes to the SDK", body: newEraCallCaps(57, `{"elicitation":7}`, ""), hdr: newEraHeaders("greet"), noSID: true},
+	{name: "2026-07-28 capitalised capability goes to the SDK", body: newEraCallCaps(58, `{"Elicitation":7}`, ""), hdr: newEraHeaders("greet"), noSID: true},
+	{name: "2026-07-28 client info not an object goes to the SDK", body: newEraCall(59, "greet", `{}`, `"io.modelcontextprotocol/clientInfo":"c"`),
+		hdr: newEraHeaders("greet"), noSID: true},
+	{name: "2026-07-28 client info null goes to the SDK", body: newEraCall(60, "greet", `{}`, `"io.modelcontextprotocol/clientInfo":null`),
+		hdr: newEraHeaders("greet"), noSID: true},
+	{name: "2026-07-28 log level goes to the SDK", body: newEraCall(61, "greet", `{}`, `"io.modelcontextprotocol/logLevel":"debug"`),
+		hdr: newEraHeaders("greet"), noSID: true, expect: wantNewEraResult("complete")},
+	{name: "2026-07-28 progress token goes to the SDK", body: newEraCall(62, "greet", `{}`, `"progressToken":"p"`),
+		hdr: newEraHeaders("greet"), noSID: true, expect: wantNewEraResult("complete")},
+	{name: "2026-07-28 _meta without capabilities goes to the SDK", body: `{"jsonrpc":"2.0","id":63,"method":"tools/call","params":{"name":"greet",` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, hdr: newEraHeaders("greet"), noSID: true},
+	{name: "2026-07-28 repeated _meta key goes by the last", body: `{"jsonrpc":"2.0","id":64,"method":"tools/call","params":{"name":"greet",` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientCapabilities":7}}}`,
+		hdr: newEraHeaders("greet"), noSID: true},
 	{name: "tools/list hides blocked", body: `{"jsonrpc":"2.0","id":32,"method":"tools/list"}`},
 	{name: "ping", body: `{"jsonrpc":"2.0","id":33,"method":"ping"}`},
 	// Ids come back exactly as sent, also beyond float64's integers.

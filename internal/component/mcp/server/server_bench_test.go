@@ -167,6 +167,10 @@ type rawClient struct {
 	url, sess string
 	stateless bool
 	callBody  string // the tools/call to send; "" is echoCall
+	// newEra sends callBody as a 2026-07-28 request: no session, that version in
+	// MCP-Protocol-Version and the Mcp-Method/Mcp-Name headers the version asks
+	// for (callBody carries the version's _meta itself).
+	newEra bool
 }
 
 // echoCall is the benchmarks' tools/call.
@@ -184,7 +188,12 @@ func (c *rawClient) post(body string) (http.Header, string, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if c.sess != "" || c.stateless {
+	switch {
+	case c.newEra:
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "echo")
+	case c.sess != "" || c.stateless:
 		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
 	}
 	if c.sess != "" {
@@ -204,7 +213,7 @@ func (c *rawClient) post(body string) (http.Header, string, error) {
 }
 
 func (c *rawClient) open() error {
-	if c.stateless {
+	if c.stateless || c.newEra {
 		return nil
 	}
 	h, _, err := c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
@@ -252,11 +261,17 @@ func benchServer(b *testing.B, url string, stateless bool) { benchCalls(b, url, 
 
 // benchCalls sends callBody to url from parallel keep-alive clients.
 func benchCalls(b *testing.B, url string, stateless bool, callBody string) {
+	benchClients(b, rawClient{url: url, stateless: stateless, callBody: callBody})
+}
+
+// benchClients runs copies of client from parallel keep-alive connections.
+func benchClients(b *testing.B, client rawClient) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}
 	b.Cleanup(tr.CloseIdleConnections)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
-		c := &rawClient{hc: &http.Client{Transport: tr}, url: url, stateless: stateless, callBody: callBody}
+		c := client
+		c.hc = &http.Client{Transport: tr}
 		if err := c.open(); err != nil {
 			b.Error(err)
 			return
@@ -291,6 +306,34 @@ func BenchmarkToolsCallHTTP(b *testing.B) {
 	// client: what tracing adds to the call above.
 	b.Run("yaml-traced", func(b *testing.B) {
 		benchCalls(b, helixYAMLServerWith(b, "", app.Options{SpanExporter: discardSpans{}}), false, tracedEchoCall)
+	})
+}
+
+// newEraEchoCall is echoCall on protocol 2026-07-28: no session, so the request
+// names its version and the client's capabilities and identity in _meta.
+const newEraEchoCall = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},` +
+	`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+	`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}`
+
+// BenchmarkToolsCallEras: the echo tool of the yaml benchmarks called without a
+// session on each protocol era, on a `stateless: true` server and on a default
+// one, which answers both eras on its one URL. BENCHMARKS.md ("Both protocol
+// eras on one endpoint") compares them side by side.
+func BenchmarkToolsCallEras(b *testing.B) {
+	stateless := "    stateless: true\n"
+	// Today's stateless call: the version in the header, no initialize.
+	b.Run("stateless-2025", func(b *testing.B) {
+		benchClients(b, rawClient{url: helixYAMLServer(b, stateless), stateless: true, callBody: echoCall})
+	})
+	b.Run("stateless-2026", func(b *testing.B) {
+		benchClients(b, rawClient{url: helixYAMLServer(b, stateless), newEra: true, callBody: newEraEchoCall})
+	})
+	b.Run("default-2026", func(b *testing.B) {
+		benchClients(b, rawClient{url: helixYAMLServer(b, ""), newEra: true, callBody: newEraEchoCall})
+	})
+	// The default server's own era: a session opened with initialize.
+	b.Run("default-2025", func(b *testing.B) {
+		benchClients(b, rawClient{url: helixYAMLServer(b, ""), callBody: echoCall})
 	})
 }
 

@@ -72,6 +72,12 @@ type mcpServer struct {
 	stdioDone   chan struct{} // stdio: Run returned
 }
 
+// implementation is the server's identity, as its go-sdk server and its
+// 2026-07-28 results name it.
+func (s *mcpServer) implementation() *sdk.Implementation {
+	return &sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}
+}
+
 // build resolves the tools and makes the go-sdk server.
 func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	s.opts.Logger = s.comp.logger(&s.opts)
@@ -95,7 +101,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		},
 	}
 	s.primitiveOptions(sopts, set, subs)
-	srv := sdk.NewServer(&sdk.Implementation{Name: s.opts.Name, Version: s.opts.Version}, sopts)
+	srv := sdk.NewServer(s.implementation(), sopts)
 	subs.notify = func(uri string) { s.resourceUpdated(context.Background(), uri) }
 	gate := newCallGate()
 	// Helix's Streamable HTTP transport on a stateful server resumes streams.
@@ -311,6 +317,7 @@ func (s *mcpServer) httpHandler() http.Handler {
 				s.mu.Lock()
 				topts.Fast = transport.NewFastToolCalls(newFastCaller(s.caller, s.tools).call, s.opts.ReceivingMiddleware)
 				topts.Fast.Exclude(askingTools(s.comp.hc, s.tools)...) // client_requests.go
+				topts.Fast.AnswerNewEra(s.implementation())
 				s.fast = topts.Fast
 				s.mu.Unlock()
 			}

@@ -26,7 +26,8 @@ import (
 // go-sdk tool handler, with the same inputs (arguments, the caller's token, a context that ends with the
 // POST). Everything the fast path does not answer exactly as the SDK would goes to
 // the SDK unchanged: other methods, batches, requests whose _meta holds more than
-// the caller's trace context (progress tokens, the 2026-07-28 protocol), params the
+// the caller's trace context (progress tokens; on 2026-07-28 more than that
+// version's own keys, fastcall_era.go), params the
 // SDK would refuse or that carry fields beyond name, arguments and _meta, sessions
 // that have not initialized, and every call of a
 // session whose client sent logging/setLevel (the fast path answers with the
@@ -76,6 +77,24 @@ type FastToolCalls struct {
 	// sampling): the fast path answers with the result only, so they take the SDK
 	// path. Set by Exclude before serving, read-only afterwards.
 	excluded map[string]bool
+	// serverInfo is the server's identity, which a 2026-07-28 result names in its
+	// _meta; nil leaves 2026-07-28 calls to the SDK. Set by AnswerNewEra before
+	// serving, read-only afterwards.
+	serverInfo *sdk.Implementation
+	newEraHead []byte // the start of a plain 2026-07-28 result; nil: none
+}
+
+// AnswerNewEra lets the fast path answer 2026-07-28 calls too (fastcall_era.go),
+// marking their results as the go-sdk does, with impl as the server's identity
+// (the *sdk.Implementation the server was made with). Call it before the handler
+// serves.
+func (f *FastToolCalls) AnswerNewEra(impl *sdk.Implementation) {
+	f.serverInfo = impl
+	// The start of a plain result (fastcall_era.go): _meta holding only the
+	// server's identity, as the go-sdk encodes it.
+	if info, err := json.Marshal(impl); err == nil {
+		f.newEraHead = fmt.Appendf(nil, `{"_meta":{%q:%s},`, sdk.MetaKeyServerInfo, info)
+	}
 }
 
 // Exclude sends every call of the named tools through the go-sdk session: those
@@ -109,11 +128,13 @@ type fastCall struct {
 	ToolCall
 }
 
-// match returns the call when a POST's messages are exactly one tools/call of a
-// protocol before 2026-07-28 whose params the fast path reads as the SDK would;
-// otherwise nil, and the SDK serves the POST.
+// match returns the call when a POST's messages are exactly one tools/call whose
+// params the fast path reads as the SDK would (of a protocol before 2026-07-28, or
+// of 2026-07-28 after AnswerNewEra); otherwise nil, and the SDK serves the POST.
+// version is the POST's Mcp-Protocol-Version (or the default), which the transport
+// checked against a 2026-07-28 request's _meta before.
 func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string) *fastCall {
-	if f == nil || batch || len(msgs) != 1 || version >= statelessProtocol {
+	if f == nil || batch || len(msgs) != 1 || (version >= statelessProtocol && f.serverInfo == nil) {
 		return nil
 	}
 	req, ok := msgs[0].(*jsonrpc.Request)
@@ -150,7 +171,7 @@ func (f *FastToolCalls) matchDecoded(req *jsonrpc.Request, params []byte, versio
 		case "arguments":
 			fc.Args = v
 		case "_meta":
-			if fc.Meta, ok = traceMeta(v); !ok {
+			if fc.Meta, ok = f.callMeta(v, version); !ok {
 				return nil
 			}
 		default:
@@ -159,10 +180,18 @@ func (f *FastToolCalls) matchDecoded(req *jsonrpc.Request, params []byte, versio
 			return nil
 		}
 	}
-	if _, ok := fields["name"]; !ok || f.excluded[fc.Name] {
+	if _, ok := fields["name"]; !ok || f.excluded[fc.Name] || (fc.newEra() && fc.Meta == nil) {
 		return nil
 	}
 	return fc
+}
+
+// callMeta is traceMeta, or newEraCallMeta for a 2026-07-28 call.
+func (f *FastToolCalls) callMeta(raw json.RawMessage, version string) (sdk.Meta, bool) {
+	if version >= statelessProtocol {
+		return newEraCallMeta(raw, version)
+	}
+	return traceMeta(raw)
 }
 
 // traceMeta returns a tools/call's _meta as the go-sdk decodes it when it holds
@@ -207,6 +236,13 @@ func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) 
 	if err != nil {
 		// As the go-sdk session passes a handler's error on (toWire shapes it).
 		return fastReply{resp: &jsonrpc.Response{ID: fc.id, Error: err}}
+	}
+	if fc.newEra() {
+		data, rpcErr := f.newEraResult(res)
+		if rpcErr != nil {
+			return fastReply{resp: &jsonrpc.Response{ID: fc.id, Error: rpcErr}}
+		}
+		return fastReply{resp: &jsonrpc.Response{ID: fc.id, Result: data}}
 	}
 	if plainResults {
 		if env, start, ok := plainResultEnvelope(fc.id, res); ok {

@@ -57,7 +57,17 @@ func (f *FastToolCalls) scanParams(id jsonrpc.ID, params []byte, version string)
 	if fc.Name, ok = plainString(name); !ok && json.Unmarshal(name, &fc.Name) != nil {
 		return nil, true
 	}
-	if meta != nil {
+	switch {
+	case fc.newEra():
+		// The version's _meta is required; newEraCallMeta decides, as matchDecoded's
+		// reading does.
+		if meta == nil {
+			return nil, true
+		}
+		if fc.Meta, ok = newEraCallMeta(meta, version); !ok {
+			return nil, true
+		}
+	case meta != nil:
 		if fc.Meta, ok = scanTraceMeta(meta); !ok {
 			return nil, true
 		}

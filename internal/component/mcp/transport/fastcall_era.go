@@ -1,0 +1,252 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/component/mcp/internal/jsonscan"
+)
+
+// The fast path for 2026-07-28 tools/call (FastToolCalls.AnswerNewEra). Such a
+// call has no session: its _meta names the version, the client's capabilities and
+// perhaps the client, and the go-sdk serves it in a throw-away session made from
+// that _meta, then marks the result as that version's: resultType "complete" and
+// the server's identity under _meta's io.modelcontextprotocol/serverInfo
+// (go-sdk v1.8.0, server.go handle and mrtr.go). Without the fast path a dual-era
+// server's plain 2026-07-28 call would cost that session every time. The fast
+// path takes the call only when its _meta holds nothing the go-sdk would give
+// another meaning to or refuse, and writes the same marks; anything else goes to
+// the SDK as before. fastcall_test.go checks the answers against the SDK's.
+
+// newEra reports a call made with protocol 2026-07-28 or later.
+func (fc *fastCall) newEra() bool { return fc.ProtocolVersion >= statelessProtocol }
+
+// newEraCallMeta returns a 2026-07-28 call's _meta as the go-sdk decodes it, when it
+// holds the version (the POST's), the client's capabilities, perhaps the client's
+// identity and the caller's trace context, each as the go-sdk accepts it; else
+// false. A log level (its messages need the SDK's session) or any other key is
+// false, and so is a value the go-sdk would refuse: the SDK then answers.
+//
+// It reads the usual _meta of a client in one pass (scanNewEraMeta) and leaves
+// the rest to decodeNewEraMeta, which decides alike.
+func newEraCallMeta(raw json.RawMessage, version string) (sdk.Meta, bool) {
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+		return nil, false
+	}
+	if meta, sure := scanNewEraMeta(raw, version); sure {
+		return meta, meta != nil
+	}
+	return decodeNewEraMeta(raw, version)
+}
+
+// scanNewEraMeta is newEraCallMeta's one-pass reading: members whose values are
+// plain strings, capabilities whose every value is an empty object (each of the
+// go-sdk's capability fields takes one), and a client identity of plain strings
+// under the names of sdk.Implementation's string fields. sure is false for
+// anything else (escapes, repeated keys, other values), and decodeNewEraMeta
+// decides; a nil meta with sure is a refusal.
+func scanNewEraMeta(raw []byte, version string) (meta sdk.Meta, sure bool) {
+	meta = make(sdk.Meta, 4)
+	v := jsonscan.Members(raw, func(key, val []byte) jsonscan.Verdict {
+		k := string(key)
+		if _, seen := meta[k]; seen {
+			return jsonscan.Unsure // a repeated key: the last one counts
+		}
+		switch k {
+		case sdk.MetaKeyProtocolVersion, "traceparent", "tracestate":
+			if val[0] != '"' {
+				return jsonscan.Refuse
+			}
+			s, ok := plainString(val)
+			switch {
+			case !ok:
+				return jsonscan.Unsure
+			case k == sdk.MetaKeyProtocolVersion && s != version:
+				return jsonscan.Refuse
+			}
+			meta[k] = s
+		case sdk.MetaKeyClientCapabilities:
+			caps := map[string]any{}
+			if jsonscan.Members(val, func(name, v []byte) jsonscan.Verdict {
+				if _, seen := caps[string(name)]; seen || !emptyObject(v) {
+					return jsonscan.Unsure
+				}
+				caps[string(name)] = map[string]any{}
+				return jsonscan.On
+			}) != jsonscan.On {
+				return jsonscan.Unsure
+			}
+			meta[k] = caps
+		case sdk.MetaKeyClientInfo:
+			info := map[string]any{}
+			if jsonscan.Members(val, func(name, v []byte) jsonscan.Verdict {
+				n := string(name)
+				if _, seen := info[n]; seen || (n != "name" && n != "version" && n != "title") || v[0] != '"' {
+					return jsonscan.Unsure
+				}
+				s, ok := plainString(v)
+				if !ok {
+					return jsonscan.Unsure
+				}
+				info[n] = s
+				return jsonscan.On
+			}) != jsonscan.On {
+				return jsonscan.Unsure
+			}
+			meta[k] = info
+		default:
+			return jsonscan.Refuse
+		}
+		return jsonscan.On
+	})
+	switch v {
+	case jsonscan.Refuse:
+		return nil, true
+	case jsonscan.Unsure:
+		return nil, false
+	}
+	if meta[sdk.MetaKeyProtocolVersion] == nil || meta[sdk.MetaKeyClientCapabilities] == nil {
+		return nil, true
+	}
+	return meta, true
+}
+
+// emptyObject reports whether v is {} (white space inside allowed).
+func emptyObject(v []byte) bool {
+	return len(v) >= 2 && v[0] == '{' && jsonscan.SkipSpace(v, 1) == len(v)-1
+}
+
+// decodeNewEraMeta is newEraCallMeta's reading through encoding/json.
+func decodeNewEraMeta(raw json.RawMessage, version string) (sdk.Meta, bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil, false
+	}
+	meta := make(sdk.Meta, len(fields))
+	for k, v := range fields {
+		switch k {
+		case sdk.MetaKeyProtocolVersion:
+			var s string
+			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil || s != version {
+				return nil, false
+			}
+			meta[k] = s
+			continue
+		case "traceparent", "tracestate":
+			var s string
+			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+				return nil, false
+			}
+			meta[k] = s
+			continue
+		case sdk.MetaKeyClientCapabilities:
+			// The go-sdk's reading is case-sensitive; encoding/json's is not, so
+			// it reads every member the go-sdk reads, and a value it accepts the
+			// go-sdk accepts too.
+			var caps sdk.ClientCapabilities
+			if !isObject(v) || json.Unmarshal(v, &caps) != nil {
+				return nil, false
+			}
+		case sdk.MetaKeyClientInfo:
+			var impl sdk.Implementation
+			if !isObject(v) || json.Unmarshal(v, &impl) != nil {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+		var val any
+		if json.Unmarshal(v, &val) != nil {
+			return nil, false
+		}
+		meta[k] = val
+	}
+	if _, ok := meta[sdk.MetaKeyProtocolVersion]; !ok {
+		return nil, false
+	}
+	if _, ok := meta[sdk.MetaKeyClientCapabilities]; !ok {
+		return nil, false
+	}
+	return meta, true
+}
+
+// resultFields are the fields of sdk.CallToolResult that newEraResult knows: the
+// exported ones it copies or writes itself, and the unexported ones it replaces
+// (resultType) or that are never encoded (err).
+var resultFields = []string{"Meta", "Content", "StructuredContent", "IsError", "InputRequests", "RequestState", "resultType", "err"}
+
+func isObject(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] == '{'
+}
+
+// newEraResult encodes res as the go-sdk answers a 2026-07-28 tools/call: its
+// resultType input_required when it carries input requests (and an internal error
+// when it has content besides them), else complete, and the server's identity
+// added to _meta unless there already. It changes res's _meta.
+func (f *FastToolCalls) newEraResult(res *sdk.CallToolResult) (json.RawMessage, *jsonrpc.Error) {
+	if data, ok := f.newEraPlainResult(res); ok {
+		return data, nil
+	}
+	resultType := "complete"
+	if res.InputRequests != nil {
+		if len(res.Content) > 0 || res.StructuredContent != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
+		}
+		resultType = "input_required"
+	}
+	if _, ok := res.Meta[sdk.MetaKeyServerInfo]; !ok {
+		if res.Meta == nil {
+			res.Meta = sdk.Meta{}
+		}
+		res.Meta[sdk.MetaKeyServerInfo] = f.serverInfo
+	}
+	// MarshalJSON writes the wire struct: res's fields, then resultType when set,
+	// then inputRequests. The result is encoded without the last two (a result
+	// relayed from another server may have a resultType of its own, which the
+	// go-sdk replaces), and they are appended in that order. resultFields lists
+	// what is copied; TestNewEraResultCopiesEveryField fails when a go-sdk update
+	// adds a field.
+	plain := sdk.CallToolResult{Meta: res.Meta, Content: res.Content, StructuredContent: res.StructuredContent,
+		IsError: res.IsError, RequestState: res.RequestState}
+	data, err := plain.MarshalJSON()
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the tool result: " + err.Error()}
+	}
+	data = append(data[:len(data)-1], `,"resultType":"`...)
+	data = append(data, resultType...)
+	data = append(data, '"')
+	if res.InputRequests != nil {
+		ir, err := json.Marshal(res.InputRequests)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the input requests: " + err.Error()}
+		}
+		data = append(append(data, `,"inputRequests":`...), ir...)
+	}
+	return append(data, '}'), nil
+}
+
+// newEraPlainResult is newEraResult for a result of the usual shape
+// (plainResultParts), written by hand as fastcall_result.go writes it: the
+// server's identity as _meta, then the result's fields, then resultType.
+func (f *FastToolCalls) newEraPlainResult(res *sdk.CallToolResult) (json.RawMessage, bool) {
+	if !plainResults || f.newEraHead == nil {
+		return nil, false
+	}
+	scratch := structuredScratch.Get().(*[]byte)
+	defer putStructuredScratch(scratch)
+	structured, size, ok := plainResultParts(res, scratch)
+	if !ok {
+		return nil, false
+	}
+	const tail = `,"resultType":"complete"}`
+	out := append(make([]byte, 0, len(f.newEraHead)+size+len(tail)), f.newEraHead...)
+	fields := len(out)
+	out = appendResultBody(out, res, structured)
+	// appendResultBody writes an object: its members go after _meta's.
+	out = append(out[:fields], out[fields+1:len(out)-1]...)
+	return append(out, tail...), true
+}
