@@ -328,6 +328,10 @@ type inputRequests struct {
 	// postContext returns the context of the HTTP POST carrying a call (nil: none),
 	// where the security stack put the principal.
 	postContext func(http.Header) context.Context
+	// randomKey is set when no request_state.key is configured; the first state
+	// sealed under the process's random key says so once (noteRandomKey), on
+	// servers that do ask, not on every server that starts.
+	randomKey func()
 }
 
 // principal is the authenticated caller of req ("" when none).
@@ -520,6 +524,9 @@ func (call *inputCall) finish() (sdk.InputRequestMap, string, error) {
 		return nil, "", missingCapabilities(o.missing)
 	case len(o.pending) == 0:
 		return nil, "", nil
+	}
+	if call.ir.randomKey != nil {
+		call.ir.randomKey()
 	}
 	cp := call.resume.checkpoint()
 	state, err := call.ir.sealer.Seal(call.binding, o.used, cp)

@@ -148,10 +148,14 @@ func (s *mcpServer) inputRequests() (*inputRequests, error) {
 	}
 	o := s.opts.RequestState
 	key := o.Key
+	var randomKey func()
 	if key == nil {
 		key = requeststate.RandomKey()
-		s.opts.Logger.Info("mcp server: request_state has no key, so this process made a random one: input-required calls (MCP 2026-07-28) must come back to this process; replicas behind a load balancer need a shared request_state.key",
-			"server", s.opts.ID)
+		logger, id := s.opts.Logger, s.opts.ID
+		randomKey = sync.OnceFunc(func() {
+			logger.Info("mcp server: request_state has no key, so this process made a random one: input-required calls (MCP 2026-07-28) must come back to this process; replicas behind a load balancer need a shared request_state.key",
+				"server", id)
+		})
 	}
 	var used requeststate.UsedStore
 	if o.Store != "" {
@@ -165,7 +169,7 @@ func (s *mcpServer) inputRequests() (*inputRequests, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %s: request_state: %w", s.opts.ID, err)
 	}
-	s.inputs = &inputRequests{server: s.opts.ID, sealer: sealer, postContext: s.posts.lookup}
+	s.inputs = &inputRequests{server: s.opts.ID, sealer: sealer, postContext: s.posts.lookup, randomKey: randomKey}
 	return s.inputs, nil
 }
 

@@ -563,45 +563,28 @@ func refuseSessionOnNewEra(w http.ResponseWriter, calls []*jsonrpc.Request) {
 // one the server speaks (-32022, versions.go) before the 2026-07-28 header rules
 // apply.
 func (h *StreamableHandler) checkCall(hdr http.Header, req *jsonrpc.Request, version string) (isNew bool, e *jsonrpc.Error) {
-	meta, isNew := newProtocolMeta(req, version)
-	if isNew && version != "" {
-		e = h.checkStatelessHeaders(hdr, req, version, meta)
-	}
-	if e == nil {
-		e = checkVersionFields(req, isNew)
-	}
-	if e == nil && isNew && version == "" {
-		e = h.checkStatelessHeaders(hdr, req, version, meta)
-	}
-	return isNew, e
-}
-
-// newProtocolMeta tells whether req uses the stateless protocol (2026-07-28 or
-// later: by the Mcp-Protocol-Version header or by its _meta), and returns the
-// version its _meta names.
-func newProtocolMeta(req *jsonrpc.Request, header string) (metaVersion string, isNew bool) {
-	if bytes.Contains(req.Params, []byte(sdk.MetaKeyProtocolVersion)) {
-		var p struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
-		}
-		// v, not metaVersion, takes the address: declared here, it is allocated
-		// only for params that name the key.
-		var v string
-		if json.Unmarshal(req.Params, &p) == nil {
-			_ = json.Unmarshal(p.Meta[sdk.MetaKeyProtocolVersion], &v)
-		}
-		metaVersion = v
-	}
+	f := readCallFields(req)
+	meta := f.metaVersionText()
 	// A _meta naming an earlier version makes no 2026-07-28 request (as the
 	// go-sdk reads it, and as stdio and SSE do): it is served as a legacy one.
-	return metaVersion, metaVersion >= statelessProtocol || header >= statelessProtocol
+	isNew = meta >= statelessProtocol || version >= statelessProtocol
+	if isNew && version != "" {
+		e = h.checkStatelessHeaders(hdr, req, &f, version, meta)
+	}
+	if e == nil {
+		e = f.checkVersions(req, isNew)
+	}
+	if e == nil && isNew && version == "" {
+		e = h.checkStatelessHeaders(hdr, req, &f, version, meta)
+	}
+	return isNew, e
 }
 
 // checkStatelessHeaders applies the 2026-07-28 rules that tie HTTP headers to the
 // body: Mcp-Protocol-Version must match _meta's version, Mcp-Method the method,
 // Mcp-Name the tool, resource or prompt named, and a tool's Mcp-Param-* headers
 // its arguments (param_headers.go).
-func (h *StreamableHandler) checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, version, metaVersion string) *jsonrpc.Error {
+func (h *StreamableHandler) checkStatelessHeaders(hdr http.Header, req *jsonrpc.Request, f *callFields, version, metaVersion string) *jsonrpc.Error {
 	switch {
 	case version == "":
 		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: protocolVersionHeader + " header is required for requests carrying " + sdk.MetaKeyProtocolVersion}
@@ -617,13 +600,18 @@ func (h *StreamableHandler) checkStatelessHeaders(hdr http.Header, req *jsonrpc.
 	if method != req.Method {
 		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match method %q", mcpMethodHeader, method, req.Method)}
 	}
-	field := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}[req.Method]
-	if field == "" {
+	var field string
+	var raw json.RawMessage
+	switch req.Method {
+	case "tools/call", "prompts/get":
+		field, raw = "name", f.name
+	case "resources/read":
+		field, raw = "uri", f.uri
+	default:
 		return nil
 	}
-	var params map[string]json.RawMessage
-	var name string
-	if json.Unmarshal(req.Params, &params) != nil || json.Unmarshal(params[field], &name) != nil {
+	name, ok := stringField(raw)
+	if !f.object || !ok {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("params of %s need a string %q", req.Method, field)}
 	}
 	if got := hdr.Get(mcpNameHeader); got != name {

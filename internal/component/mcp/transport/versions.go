@@ -74,23 +74,23 @@ func checkVersionFields(req *jsonrpc.Request, newEra bool) *jsonrpc.Error {
 	if !req.IsCall() || (req.Method != "initialize" || newEra) && !bytes.Contains(req.Params, protocolVersionKey) {
 		return nil
 	}
-	var p struct {
-		Version json.RawMessage            `json:"protocolVersion"`
-		Meta    map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(req.Params, &p) != nil {
+	f := readCallFields(req)
+	return f.checkVersions(req, newEra)
+}
+
+// checkVersions is checkVersionFields on fields read already.
+func (f *callFields) checkVersions(req *jsonrpc.Request, newEra bool) *jsonrpc.Error {
+	if !req.IsCall() || !f.object {
 		return nil // not an object: the go-sdk answers with invalid params
 	}
-	if raw, ok := p.Meta[sdk.MetaKeyProtocolVersion]; ok {
-		var v string
-		if json.Unmarshal(raw, &v) != nil || !slices.Contains(knownProtocolVersions, v) {
+	if raw := f.metaVersion; raw != nil {
+		if v, ok := stringField(raw); !ok || !slices.Contains(knownProtocolVersions, v) {
 			return unsupportedVersion(requestedText(raw), shownJSON(raw), "_meta "+sdk.MetaKeyProtocolVersion)
 		}
 	}
 	if req.Method == "initialize" && !newEra {
-		var v string
-		if json.Unmarshal(p.Version, &v) != nil || !revisionShape.MatchString(v) {
-			return unsupportedVersion(requestedText(p.Version), shownJSON(p.Version),
+		if v, ok := stringField(f.protocolVersion); !ok || !revisionShape.MatchString(v) {
+			return unsupportedVersion(requestedText(f.protocolVersion), shownJSON(f.protocolVersion),
 				"initialize's protocolVersion (it must be a string naming a revision, YYYY-MM-DD)")
 		}
 	}
@@ -133,9 +133,6 @@ func isNewEra(req *jsonrpc.Request) bool {
 	if !req.IsCall() || !bytes.Contains(req.Params, []byte(sdk.MetaKeyProtocolVersion)) {
 		return false
 	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	var v string
-	return json.Unmarshal(req.Params, &p) == nil && json.Unmarshal(p.Meta[sdk.MetaKeyProtocolVersion], &v) == nil && v >= statelessProtocol
+	f := readCallFields(req)
+	return f.metaVersionText() >= statelessProtocol
 }

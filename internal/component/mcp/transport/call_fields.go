@@ -1,0 +1,118 @@
+package transport
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/component/mcp/internal/jsonscan"
+)
+
+// callFields are the members of a call's params that the version and header
+// checks read (versions.go, streamable.go): found in one pass over the params,
+// so that deciding a request's era costs no decoding of its arguments.
+type callFields struct {
+	// object: the params are a JSON object (absent params count as one);
+	// otherwise the go-sdk answers them with invalid params.
+	object bool
+	// metaVersion is _meta["io.modelcontextprotocol/protocolVersion"] as sent;
+	// nil when absent.
+	metaVersion json.RawMessage
+	// protocolVersion is initialize's, name a tool's or prompt's, uri a
+	// resource's: as sent, nil when absent.
+	protocolVersion, name, uri json.RawMessage
+}
+
+// readCallFields reads the fields of req's params. Plain bodies are walked with
+// jsonscan (params of a decoded message are valid JSON); anything it is unsure
+// of (an escaped key, a _meta that is no object) is decoded by encoding/json,
+// which then decides as it always did.
+func readCallFields(req *jsonrpc.Request) callFields {
+	f := callFields{object: true}
+	if len(req.Params) == 0 {
+		return f
+	}
+	verdict := jsonscan.Members(req.Params, func(key, val []byte) jsonscan.Verdict {
+		switch string(key) {
+		case "_meta":
+			// A repeated _meta adds to the earlier one, as encoding/json
+			// (and so the go-sdk) decodes it into a map.
+			return jsonscan.Members(val, func(k, v []byte) jsonscan.Verdict {
+				if string(k) == sdk.MetaKeyProtocolVersion {
+					f.metaVersion = v
+				}
+				return jsonscan.On
+			})
+		case "protocolVersion":
+			f.protocolVersion = val
+		case "name":
+			f.name = val
+		case "uri":
+			f.uri = val
+		default:
+			if foldsToField(key) {
+				return jsonscan.Unsure // encoding/json matches "NAME" to name too
+			}
+		}
+		return jsonscan.On
+	})
+	if verdict == jsonscan.On {
+		return f
+	}
+	var p struct {
+		Meta            map[string]json.RawMessage `json:"_meta"`
+		ProtocolVersion json.RawMessage            `json:"protocolVersion"`
+		Name            json.RawMessage            `json:"name"`
+		URI             json.RawMessage            `json:"uri"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return callFields{}
+	}
+	return callFields{object: true, metaVersion: p.Meta[sdk.MetaKeyProtocolVersion],
+		protocolVersion: p.ProtocolVersion, name: p.Name, uri: p.URI}
+}
+
+// foldsToField tells whether key, not one of the fields, may still be one for
+// encoding/json, which matches struct fields case-insensitively (Unicode folds
+// included: hence any non-ASCII key).
+func foldsToField(key []byte) bool {
+	for _, b := range key {
+		if b >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for _, field := range []string{"_meta", "protocolVersion", "name", "uri"} {
+		if strings.EqualFold(string(key), field) {
+			return true
+		}
+	}
+	return false
+}
+
+// metaVersionText is the version _meta names, "" when it names none or no string.
+func (f *callFields) metaVersionText() string {
+	if f.metaVersion == nil {
+		return ""
+	}
+	if s, ok := jsonscan.PlainString(f.metaVersion); ok {
+		return string(s)
+	}
+	var v string
+	_ = json.Unmarshal(f.metaVersion, &v)
+	return v
+}
+
+// stringField is a field's string value; false when absent or no string.
+func stringField(raw json.RawMessage) (string, bool) {
+	if s, ok := jsonscan.PlainString(raw); ok {
+		return string(s), true
+	}
+	var v string
+	if raw == nil || json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	return v, true
+}
