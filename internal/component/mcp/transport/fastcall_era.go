@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,7 +72,9 @@ func scanNewEraMeta(raw []byte, version string) (meta sdk.Meta, sure bool) {
 		case sdk.MetaKeyClientCapabilities:
 			caps := map[string]any{}
 			if jsonscan.Members(val, func(name, v []byte) jsonscan.Verdict {
-				if _, seen := caps[string(name)]; seen || !emptyObject(v) {
+				// A name that is not valid UTF-8 is decoded with U+FFFD in
+				// its place by encoding/json: let it decide.
+				if _, seen := caps[string(name)]; seen || !emptyObject(v) || !utf8.Valid(name) {
 					return jsonscan.Unsure
 				}
 				caps[string(name)] = map[string]any{}
