@@ -52,7 +52,7 @@ func newEraCallMeta(raw json.RawMessage, version string) (sdk.Meta, bool) {
 func scanNewEraMeta(raw []byte, version string) (meta sdk.Meta, sure bool) {
 	meta = make(sdk.Meta, 4)
 	v := jsonscan.Members(raw, func(key, val []byte) jsonscan.Verdict {
-		k := string(key)
+		k := metaKey(key)
 		if _, seen := meta[k]; seen {
 			return jsonscan.Unsure // a repeated key: the last one counts
 		}
@@ -67,6 +67,9 @@ func scanNewEraMeta(raw []byte, version string) (meta sdk.Meta, sure bool) {
 				return jsonscan.Unsure
 			case k == sdk.MetaKeyProtocolVersion && s != version:
 				return jsonscan.Refuse
+			case k == sdk.MetaKeyProtocolVersion:
+				meta[k] = boxedVersion(version)
+				return jsonscan.On
 			}
 			meta[k] = s
 		case sdk.MetaKeyClientCapabilities:
@@ -86,8 +89,8 @@ func scanNewEraMeta(raw []byte, version string) (meta sdk.Meta, sure bool) {
 		case sdk.MetaKeyClientInfo:
 			info := map[string]any{}
 			if jsonscan.Members(val, func(name, v []byte) jsonscan.Verdict {
-				n := string(name)
-				if _, seen := info[n]; seen || (n != "name" && n != "version" && n != "title") || v[0] != '"' {
+				n := infoKey(name)
+				if _, seen := info[n]; seen || n == "" || v[0] != '"' {
 					return jsonscan.Unsure
 				}
 				s, ok := plainString(v)
@@ -115,6 +118,56 @@ func scanNewEraMeta(raw []byte, version string) (meta sdk.Meta, sure bool) {
 		return nil, true
 	}
 	return meta, true
+}
+
+// metaKey is key as a string: the keys scanNewEraMeta takes are constants, so
+// that reading them allocates nothing; any other key is copied (and refused).
+func metaKey(key []byte) string {
+	switch string(key) {
+	case sdk.MetaKeyProtocolVersion:
+		return sdk.MetaKeyProtocolVersion
+	case sdk.MetaKeyClientCapabilities:
+		return sdk.MetaKeyClientCapabilities
+	case sdk.MetaKeyClientInfo:
+		return sdk.MetaKeyClientInfo
+	case "traceparent":
+		return "traceparent"
+	case "tracestate":
+		return "tracestate"
+	}
+	return string(key)
+}
+
+// infoKey is one of the client identity's string fields, "" for any other key.
+func infoKey(name []byte) string {
+	switch string(name) {
+	case "name":
+		return "name"
+	case "version":
+		return "version"
+	case "title":
+		return "title"
+	}
+	return ""
+}
+
+// boxedVersions are the protocol versions as the interface values a Meta holds,
+// made once: a version read from a call is one of them (scanNewEraMeta refuses
+// any other), and putting a string into an interface would allocate per call.
+var boxedVersions = func() map[string]any {
+	m := make(map[string]any, len(knownProtocolVersions))
+	for _, v := range knownProtocolVersions {
+		m[v] = v
+	}
+	return m
+}()
+
+// boxedVersion is version as an interface value, from boxedVersions when known.
+func boxedVersion(version string) any {
+	if b, ok := boxedVersions[version]; ok {
+		return b
+	}
+	return version
 }
 
 // emptyObject reports whether v is {} (white space inside allowed).
