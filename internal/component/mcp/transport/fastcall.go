@@ -142,7 +142,8 @@ func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string
 		return nil
 	}
 	params := bytes.TrimSpace(req.Params)
-	if len(params) == 0 || params[0] != '{' || jsondepth.DeeperThan(params, sdkMaxJSONDepth) {
+	// No depth check: params are part of a body decodeBody checked as a whole.
+	if len(params) == 0 || params[0] != '{' {
 		return nil
 	}
 	if fc, ok := f.scanParams(req.ID, params, version); ok {

@@ -95,7 +95,7 @@ func decodeBody(data []byte) (decodedBody, error) {
 			// message gets its error in place, the others are served.
 			body := decodedBody{batch: true, msgs: make([]jsonrpc.Message, 0, len(raws)), size: len(raws)}
 			for i, raw := range raws {
-				m, nullID, err := decodeMessage(raw)
+				m, nullID, err := decodeShallow(raw)
 				if err != nil {
 					body.refused = append(body.refused, refusedElement{at: i, err: parseErrorResponse(fmt.Errorf("batch element %d: %w", i, err))})
 					continue
@@ -109,7 +109,7 @@ func decodeBody(data []byte) (decodedBody, error) {
 			return body, nil
 		}
 	}
-	m, nullID, err := decodeMessage(data)
+	m, nullID, err := decodeShallow(data)
 	if err != nil {
 		return decodedBody{}, err
 	}
@@ -129,6 +129,13 @@ func decodeMessage(data []byte) (m jsonrpc.Message, nullID bool, err error) {
 	if jsondepth.DeeperThan(data, sdkMaxJSONDepth) {
 		return nil, false, fmt.Errorf("%w: exceeded maximum nesting depth of %d", errParse, sdkMaxJSONDepth)
 	}
+	return decodeShallow(data)
+}
+
+// decodeShallow is decodeMessage for data whose nesting is known to be within
+// the bound: a message of a body decodeBody checked as a whole (no part of a
+// body nests deeper than the body), so that it is not walked again.
+func decodeShallow(data []byte) (m jsonrpc.Message, nullID bool, err error) {
 	w := wireDecodes.Get().(*wireDecode)
 	defer func() {
 		*w = wireDecode{} // holds nothing of data while pooled
