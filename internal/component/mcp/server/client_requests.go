@@ -12,6 +12,7 @@ import (
 	"github.com/arvenza/helix/internal/ask"
 	"github.com/arvenza/helix/internal/component/mcp/transport"
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 // Server-to-client requests from workflows: the elicit and sample steps (package
@@ -243,13 +244,13 @@ func (c *sessionClient) failed(what string, ctx context.Context, err error) erro
 }
 
 // askingTools returns the names (and workflow-id aliases) of the tools whose
-// workflows contain a step that asks the client (ask.Asker), for the fast path to
-// leave to the SDK.
+// workflows may ask the client (see asking), for the fast path to leave to the SDK.
 func askingTools(hc *engine.Context, tools []*serverTool) []string {
+	a := newAsking(hc)
 	var names []string
 	for _, t := range tools {
 		wf, ok := hc.Workflow(t.t.ID)
-		if !ok || !processorsAsk(wf.Processors, 0) {
+		if !ok || !a.workflow(wf) {
 			continue
 		}
 		names = append(names, t.info.Name)
@@ -260,19 +261,78 @@ func askingTools(hc *engine.Context, tools []*serverTool) []string {
 	return names
 }
 
-// processorsAsk reports whether any of ps, or of their children (composite steps),
-// asks the client. depth bounds the walk.
-func processorsAsk(ps []engine.Processor, depth int) bool {
+// asking tells which workflows may ask the client: those with a step that asks
+// (ask.Asker), inside composite steps too, and those that send to a workflow that
+// asks through direct:// (a question in a sub-workflow reaches the caller of the
+// tool like one in the tool's own steps). A direct:// target chosen per exchange
+// (${…}) may reach any workflow, so it counts as asking: taking such a tool off
+// the fast path costs speed, leaving it on would cost the question.
+type asking struct {
+	byName map[string]*engine.Workflow // the workflows with a direct:// trigger, by name
+	memo   map[*engine.Workflow]bool   // decided, or being decided (a cycle asks nothing more)
+}
+
+func newAsking(hc *engine.Context) *asking {
+	a := &asking{byName: map[string]*engine.Workflow{}, memo: map[*engine.Workflow]bool{}}
+	for _, wf := range hc.Workflows() {
+		if name, ok := directName(wf.FromURI); ok {
+			a.byName[name] = wf
+		}
+	}
+	return a
+}
+
+// directName is the endpoint name of a direct:// URI ("" and false for others).
+func directName(raw string) (string, bool) {
+	u, err := uri.Parse(raw)
+	if err != nil || u.Scheme != "direct" {
+		return "", false
+	}
+	return u.Host + u.Path, true
+}
+
+func (a *asking) workflow(wf *engine.Workflow) bool {
+	if asks, seen := a.memo[wf]; seen {
+		return asks
+	}
+	a.memo[wf] = false
+	asks := a.processors(wf.Processors, 0)
+	a.memo[wf] = asks
+	return asks
+}
+
+// processors reports whether any of ps, their children (composite steps) or the
+// workflows they send to through direct:// asks the client. depth bounds the walk.
+func (a *asking) processors(ps []engine.Processor, depth int) bool {
 	if depth > 64 {
 		return false
 	}
 	for _, p := range ps {
-		if a, ok := p.(ask.Asker); ok && a.AsksClient() {
+		if as, ok := p.(ask.Asker); ok && as.AsksClient() {
 			return true
 		}
-		if s, ok := p.(engine.Services); ok && processorsAsk(s.Children(), depth+1) {
+		if t, ok := p.(interface{ URI() string }); ok && a.target(t.URI()) {
+			return true
+		}
+		if s, ok := p.(engine.Services); ok && a.processors(s.Children(), depth+1) {
 			return true
 		}
 	}
 	return false
+}
+
+// target reports whether sending to raw may reach a workflow that asks.
+func (a *asking) target(raw string) bool {
+	if !strings.HasPrefix(strings.TrimSpace(raw), "direct:") {
+		return false
+	}
+	if uri.HasPlaceholders(raw) {
+		return true
+	}
+	name, ok := directName(raw)
+	if !ok {
+		return false
+	}
+	wf := a.byName[name]
+	return wf != nil && a.workflow(wf)
 }

@@ -585,3 +585,50 @@ func TestInputRequiredStateTooLarge(t *testing.T) {
 		t.Fatalf("got %+v %.200v", r.Error, resultText(r))
 	}
 }
+
+// A question asked in a workflow the tool reaches through direct:// (statically,
+// through a chain, or through a target chosen per exchange) is the tool's
+// question: the call leaves the fast path and is answered with input requests,
+// not with "no client to ask".
+func TestInputRequiredThroughDirectSubWorkflows(t *testing.T) {
+	t.Parallel()
+	comp := askServersWith(t, func(hc *engine.Context) []*engine.Workflow {
+		return append(irWorkflows(t)(hc),
+			askWorkflow(t, hc, "via_sub", `
+- to: direct://greet
+`),
+			askWorkflow(t, hc, "via_chain", `
+- to: direct://via_sub
+`),
+			askWorkflow(t, hc, "via_dynamic", `
+- set-header: {name: Target, constant: greet}
+- to: direct://${header.Target}
+`),
+			// A cycle that asks nothing: the walk ends, the tool stays plain.
+			askWorkflow(t, hc, "loop_a", `
+- choice:
+    when:
+      - starlang: 'header("Never") == "x"'
+        steps: [{to: direct://loop_b}]
+- set-body: {constant: looped}
+`),
+			askWorkflow(t, hc, "loop_b", `
+- to: direct://loop_a
+`))
+	})
+	for _, tool := range []string{"via_sub", "via_chain", "via_dynamic"} {
+		reqs, state := inputRequests(t, irCall(t, comp, tool, allCaps, nil))
+		if _, ok := reqs["user_name"]; !ok {
+			t.Errorf("%s asked %+v", tool, reqs)
+			continue
+		}
+		r := irCall(t, comp, tool, allCaps, map[string]any{"requestState": state,
+			"inputResponses": map[string]any{"user_name": accept(map[string]any{"name": "Ada"})}})
+		if got := resultText(r); r.Error != nil || !strings.HasPrefix(got, "Hello, Ada!") {
+			t.Errorf("%s round 2: %q %+v", tool, got, r.Error)
+		}
+	}
+	if got := resultText(irCall(t, comp, "loop_a", allCaps, nil)); got != "looped" {
+		t.Errorf("loop_a: %q", got)
+	}
+}
