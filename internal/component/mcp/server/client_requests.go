@@ -11,6 +11,7 @@ import (
 
 	"github.com/arvenza/helix/internal/ask"
 	"github.com/arvenza/helix/internal/component/mcp/transport"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -263,32 +264,40 @@ func askingTools(hc *engine.Context, tools []*serverTool) []string {
 
 // asking tells which workflows may ask the client: those with a step that asks
 // (ask.Asker), inside composite steps too, and those that send to a workflow that
-// asks through direct:// (a question in a sub-workflow reaches the caller of the
-// tool like one in the tool's own steps). A direct:// target chosen per exchange
-// (${…}) may reach any workflow, so it counts as asking: taking such a tool off
-// the fast path costs speed, leaving it on would cost the question.
+// asks through a trigger that carries the caller's exchange on (direct://, whose
+// module does not start fresh exchanges: component.StartsFresh), since a question
+// there reaches the caller of the tool like one in the tool's own steps. A target
+// chosen per exchange (${…}) may reach any workflow of its scheme, so it asks when
+// one of them does: taking such a tool off the fast path costs speed, leaving it
+// on would cost the question.
 type asking struct {
-	byName map[string]*engine.Workflow // the workflows with a direct:// trigger, by name
-	memo   map[*engine.Workflow]bool   // decided, or being decided (a cycle asks nothing more)
+	byEndpoint map[string]*engine.Workflow   // workflows by trigger endpoint (scheme://name)
+	byScheme   map[string][]*engine.Workflow // the same, by the trigger's scheme
+	memo       map[*engine.Workflow]bool     // decided, or being decided (a cycle asks nothing more)
 }
 
 func newAsking(hc *engine.Context) *asking {
-	a := &asking{byName: map[string]*engine.Workflow{}, memo: map[*engine.Workflow]bool{}}
+	a := &asking{byEndpoint: map[string]*engine.Workflow{}, byScheme: map[string][]*engine.Workflow{},
+		memo: map[*engine.Workflow]bool{}}
 	for _, wf := range hc.Workflows() {
-		if name, ok := directName(wf.FromURI); ok {
-			a.byName[name] = wf
+		if wf.FromURI == "" || component.StartsFresh(wf.FromURI) {
+			continue
+		}
+		if scheme, key, ok := endpointOf(wf.FromURI); ok {
+			a.byEndpoint[key] = wf
+			a.byScheme[scheme] = append(a.byScheme[scheme], wf)
 		}
 	}
 	return a
 }
 
-// directName is the endpoint name of a direct:// URI ("" and false for others).
-func directName(raw string) (string, bool) {
+// endpointOf is raw's scheme and endpoint (scheme://host/path, without options).
+func endpointOf(raw string) (scheme, key string, ok bool) {
 	u, err := uri.Parse(raw)
-	if err != nil || u.Scheme != "direct" {
-		return "", false
+	if err != nil || u.Scheme == "" {
+		return "", "", false
 	}
-	return u.Host + u.Path, true
+	return u.Scheme, u.Scheme + "://" + u.Host + u.Path, true
 }
 
 func (a *asking) workflow(wf *engine.Workflow) bool {
@@ -302,7 +311,7 @@ func (a *asking) workflow(wf *engine.Workflow) bool {
 }
 
 // processors reports whether any of ps, their children (composite steps) or the
-// workflows they send to through direct:// asks the client. depth bounds the walk.
+// workflows they send to (see asking) asks the client. depth bounds the walk.
 func (a *asking) processors(ps []engine.Processor, depth int) bool {
 	if depth > 64 {
 		return false
@@ -323,16 +332,19 @@ func (a *asking) processors(ps []engine.Processor, depth int) bool {
 
 // target reports whether sending to raw may reach a workflow that asks.
 func (a *asking) target(raw string) bool {
-	if !strings.HasPrefix(strings.TrimSpace(raw), "direct:") {
+	if uri.HasPlaceholders(raw) {
+		scheme, _, _ := strings.Cut(strings.TrimSpace(raw), "://")
+		for _, wf := range a.byScheme[scheme] {
+			if a.workflow(wf) {
+				return true
+			}
+		}
 		return false
 	}
-	if uri.HasPlaceholders(raw) {
-		return true
-	}
-	name, ok := directName(raw)
+	_, key, ok := endpointOf(raw)
 	if !ok {
 		return false
 	}
-	wf := a.byName[name]
+	wf := a.byEndpoint[key]
 	return wf != nil && a.workflow(wf)
 }
