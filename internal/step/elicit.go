@@ -41,16 +41,13 @@ func init() {
 		Shape: config.Shape{Type: config.TypeObject, What: "an elicit step", Short: "message", Keys: []config.Key{
 			{Name: "message", Required: true, Shape: config.Shape{Type: config.TypeString,
 				Description: "What the user is asked; ${body.x}, ${header.X} and ${env:NAME} placeholders are resolved."}},
-			{Name: "id", Shape: config.Shape{Type: config.TypeString,
-				Description: "The question's id in the input requests of MCP 2026-07-28 (the client answers under it): letters, digits, _ . - only. Absent: one derived from the step's position."}},
+			questionIDKey(),
 			{Name: "schema", Shape: config.Shape{Type: config.TypeAny,
 				Description: "The form: a JSON Schema object (type: object, properties, required) whose properties are flat: string (format email, uri, date, date-time; minLength, maxLength; enum, enumNames, oneOf of const/title), number, integer (minimum, maximum), boolean, or array of enum strings (items.enum or items.anyOf of const/title) for multi-select; each may have title, description and default. Absent: a form without fields (a confirmation)."}},
-			{Name: "timeout", Shape: config.Shape{Type: config.TypeDuration, Default: "10m",
-				Description: "How long to wait for the answer; then the step fails."}},
+			askTimeoutKey(),
 			{Name: "on_decline", Shape: config.Shape{Type: config.TypeString, Default: "fail", Enum: []string{"fail", "continue"},
 				Description: "What a decline or cancel does: fail the step (\"the user declined …\") or continue with the body unchanged (check header HelixElicitAction)."}},
-			{Name: "into", Shape: config.Shape{Type: config.TypeString,
-				Description: "A variable to put the accepted answer into, leaving the body unchanged; absent: the answer becomes the body."}},
+			askIntoKey("the accepted answer", "the answer becomes"),
 		}},
 		Build: buildElicit,
 	})
@@ -66,28 +63,20 @@ func init() {
 //	          confirm: {type: boolean, default: true}
 //	        required: [confirm]
 type elicitStep struct {
-	name      string
-	id        string // the question's id (questionID)
+	name string
+	askSettings
 	message   string
 	schema    map[string]any
-	timeout   time.Duration
 	continues bool // on_decline: continue
-	into      string
 }
 
 var _ ask.Asker = (*elicitStep)(nil)
 
 func buildElicit(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
-	st := &elicitStep{name: Name(s), message: v.String("message"), timeout: v.Duration("timeout"),
-		continues: strings.EqualFold(v.String("on_decline"), "continue"), into: strings.TrimSpace(v.String("into"))}
-	if st.timeout <= 0 {
-		st.timeout = defaultAskTimeout
-	}
-	st.id = questionID(d, v, st.name)
+	st := &elicitStep{name: Name(s), message: v.String("message"),
+		continues: strings.EqualFold(v.String("on_decline"), "continue")}
+	st.askSettings = decodeAskSettings(d, v, st.name, "answer")
 	CheckPlaceholders(d, v.NodeOf("message"), v.PathOf("message"), st.message)
-	if v.Has("into") && st.into == "" {
-		d.Errorf(v.NodeOf("into"), v.PathOf("into"), "into: names a variable and must not be empty").Hint = "remove into: to put the answer into the body"
-	}
 	st.schema = map[string]any{"type": "object", "properties": map[string]any{}}
 	if sc := v.Get("schema"); sc != nil {
 		if m := decodeElicitSchema(d, sc.Node, sc.Path); m != nil {
@@ -130,11 +119,7 @@ func (e *elicitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if content == nil {
 		content = map[string]any{}
 	}
-	if e.into != "" {
-		ex.SetVariable(e.into, content)
-	} else {
-		msgIn.SetBody(content)
-	}
+	e.put(ex, content)
 	return nil
 }
 

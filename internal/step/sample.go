@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/arvenza/helix/internal/ask"
 	"github.com/arvenza/helix/internal/config"
@@ -32,8 +30,7 @@ func init() {
 					{Name: "role", Shape: config.Shape{Type: config.TypeString, Default: "user", Enum: []string{"user", "assistant"}, Description: "Who said it."}},
 					{Name: "text", Required: true, Shape: config.Shape{Type: config.TypeString, Description: "What was said, with ${…} placeholders resolved."}},
 				}}}},
-			{Name: "id", Shape: config.Shape{Type: config.TypeString,
-				Description: "The question's id in the input requests of MCP 2026-07-28 (the client answers under it): letters, digits, _ . - only. Absent: one derived from the step's position."}},
+			questionIDKey(),
 			{Name: "system_prompt", Shape: config.Shape{Type: config.TypeString, Description: "The system prompt the server asks for, with ${…} placeholders resolved; the client may ignore it."}},
 			{Name: "max_tokens", Shape: config.Shape{Type: config.TypeInt, Default: 1024, Min: config.Bound(1), Description: "The most tokens the model may answer with."}},
 			{Name: "temperature", Shape: config.Shape{Type: config.TypeNumber, Min: config.Bound(0), Max: config.Bound(2),
@@ -49,9 +46,8 @@ func init() {
 				Description: "Which MCP context the client should add to the prompt."}},
 			{Name: "stop_sequences", Shape: config.Shape{Type: config.TypeList, Items: &config.Shape{Type: config.TypeString},
 				Description: "Texts that end the answer."}},
-			{Name: "timeout", Shape: config.Shape{Type: config.TypeDuration, Default: "10m", Description: "How long to wait for the answer; then the step fails."}},
-			{Name: "into", Shape: config.Shape{Type: config.TypeString,
-				Description: "A variable to put the answer into, leaving the body unchanged; absent: the answer becomes the body."}},
+			askTimeoutKey(),
+			askIntoKey("the answer", "the answer becomes"),
 		}},
 		Build: buildSample,
 	})
@@ -62,24 +58,20 @@ func init() {
 //	steps:
 //	  - sample: {prompt: "Summarize: ${body}", max_tokens: 200}
 type sampleStep struct {
-	name     string
+	name string
+	askSettings
 	prompt   string
 	messages []ask.Message // texts hold unresolved placeholders
 	system   string
-	timeout  time.Duration
-	into     string
 	q        ask.Sampling // the fixed parts of the request
 }
 
 var _ ask.Asker = (*sampleStep)(nil)
 
 func buildSample(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
-	st := &sampleStep{name: Name(s), prompt: v.String("prompt"), system: v.String("system_prompt"),
-		timeout: v.Duration("timeout"), into: strings.TrimSpace(v.String("into"))}
-	if st.timeout <= 0 {
-		st.timeout = defaultAskTimeout
-	}
-	st.q.ID = questionID(d, v, st.name)
+	st := &sampleStep{name: Name(s), prompt: v.String("prompt"), system: v.String("system_prompt")}
+	st.askSettings = decodeAskSettings(d, v, st.name, "answer")
+	st.q.ID = st.id
 	CheckPlaceholders(d, v.NodeOf("prompt"), v.PathOf("prompt"), st.prompt)
 	CheckPlaceholders(d, v.NodeOf("system_prompt"), v.PathOf("system_prompt"), st.system)
 	for _, m := range v.Objects("messages") {
@@ -96,9 +88,6 @@ func buildSample(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	}
 	if v.Has("messages") && len(st.messages) == 0 {
 		d.Errorf(v.NodeOf("messages"), v.PathOf("messages"), "messages: must list at least one message")
-	}
-	if v.Has("into") && st.into == "" {
-		d.Errorf(v.NodeOf("into"), v.PathOf("into"), "into: names a variable and must not be empty").Hint = "remove into: to put the answer into the body"
 	}
 	st.q.MaxTokens = int64(v.Int("max_tokens"))
 	if st.q.MaxTokens <= 0 {
