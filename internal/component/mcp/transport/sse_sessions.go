@@ -248,13 +248,14 @@ func (c *sseConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !ok || !req.IsCall() {
 			return m, nil
 		}
-		if e := checkVersionFields(req, isNewEra(req)); e != nil {
+		newEra, e := requestEra(req)
+		if e != nil {
 			if err := c.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: e}); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if isNewEra(req) {
+		if newEra {
 			c.s.mu.Lock()
 			c.s.newEra[req.ID] = true
 			c.s.mu.Unlock()

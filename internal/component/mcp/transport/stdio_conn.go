@@ -461,7 +461,7 @@ func negotiatedVersion(result json.RawMessage) string {
 // version (versions.go), nil for other messages.
 func versionError(m jsonrpc.Message) *jsonrpc.Response {
 	if req, ok := m.(*jsonrpc.Request); ok {
-		if e := checkVersionFields(req, isNewEra(req)); e != nil {
+		if _, e := requestEra(req); e != nil {
 			return &jsonrpc.Response{ID: req.ID, Error: e}
 		}
 	}

@@ -65,20 +65,25 @@ func checkVersionHeader(values []string) *jsonrpc.Error {
 	return unsupportedVersion(values[0], strconv.Quote(values[0]), "the "+protocolVersionHeader+" header")
 }
 
-// checkVersionFields checks the versions a request names in its body (see
-// above); nil when it names none or only versions the server speaks.
-// Notifications are not checked: the go-sdk ignores their _meta version. An
-// initialize of the 2026-07-28 era (newEra) is not a handshake but a removed
-// method, which the session answers with -32601.
-func checkVersionFields(req *jsonrpc.Request, newEra bool) *jsonrpc.Error {
-	if !req.IsCall() || (req.Method != "initialize" || newEra) && !bytes.Contains(req.Params, protocolVersionKey) {
-		return nil
+// requestEra tells whether req is a 2026-07-28 request by its _meta (the era of
+// a request without an HTTP header: SSE, stdio) and checks the versions it names
+// in its body (see above), reading its params once; e is nil when it names none
+// or only versions the server speaks. Notifications are not checked: the go-sdk
+// ignores their _meta version.
+func requestEra(req *jsonrpc.Request) (newEra bool, e *jsonrpc.Error) {
+	// protocolVersionKey is part of sdk.MetaKeyProtocolVersion too: params without
+	// it name no version, old or new.
+	if !req.IsCall() || req.Method != "initialize" && !bytes.Contains(req.Params, protocolVersionKey) {
+		return false, nil
 	}
 	f := readCallFields(req)
-	return f.checkVersions(req, newEra)
+	newEra = f.metaVersionText() >= statelessProtocol
+	return newEra, f.checkVersions(req, newEra)
 }
 
-// checkVersions is checkVersionFields on fields read already.
+// checkVersions checks the versions f, the fields of req, name. An initialize
+// of the 2026-07-28 era (newEra) is not a handshake but a removed method, which
+// the session answers with -32601.
 func (f *callFields) checkVersions(req *jsonrpc.Request, newEra bool) *jsonrpc.Error {
 	if !req.IsCall() || !f.object {
 		return nil // not an object: the go-sdk answers with invalid params
