@@ -51,7 +51,7 @@ func (f *fastCaller) call(ctx context.Context, r *http.Request, tc *transport.To
 	if f.caller.tracer != nil {
 		// The span the SDK path's handler starts: the same parent (_meta's trace
 		// context, else the traceparent header) and the same session attributes.
-		ctx, span := f.caller.startCallSpan(ctx, t.info.Name, tc.Meta, r.Header, tc.Session, tc.ProtocolVersion)
+		ctx, span := f.caller.startCallSpan(ctx, t.info.Name, tc.CallMeta(), r.Header, tc.Session, tc.ProtocolVersion)
 		res := f.caller.call(ctx, t, tc.Args)
 		endCallSpan(span, res)
 		return res, nil

@@ -110,17 +110,18 @@ func (f *callFields) metaVersionText() string {
 	if f.metaVersion == nil {
 		return ""
 	}
-	if s, ok := jsonscan.PlainString(f.metaVersion); ok {
-		return string(s)
-	}
-	var v string
-	_ = json.Unmarshal(f.metaVersion, &v)
+	v, _ := stringField(f.metaVersion)
 	return v
 }
 
-// stringField is a field's string value; false when absent or no string.
+// stringField is a field's string value; false when absent or no string. A known
+// protocol version is returned as the constant, so that reading one, as every
+// request's era check does, copies nothing.
 func stringField(raw json.RawMessage) (string, bool) {
 	if s, ok := jsonscan.PlainString(raw); ok {
+		if v, known := knownVersion(s); known {
+			return v, true
+		}
 		return string(s), true
 	}
 	var v string
@@ -128,4 +129,24 @@ func stringField(raw json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return v, true
+}
+
+// knownVersion is s as the constant of knownProtocolVersions it equals.
+func knownVersion(s []byte) (string, bool) {
+	for _, v := range knownProtocolVersions {
+		if string(s) == v { // compared without copying s
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// stringFieldIs tells whether raw is a JSON string (ok) and whether it is want,
+// without copying it.
+func stringFieldIs(raw json.RawMessage, want string) (ok, equal bool) {
+	if s, plain := jsonscan.PlainString(raw); plain {
+		return true, string(s) == want
+	}
+	v, ok := stringField(raw)
+	return ok, v == want
 }

@@ -52,17 +52,33 @@ type CallTool func(ctx context.Context, r *http.Request, call *ToolCall) (*sdk.C
 type ToolCall struct {
 	Name string
 	Args json.RawMessage
-	// Meta is params._meta as the go-sdk decodes it (nil when absent). The fast
-	// path takes only a _meta that holds nothing but the caller's trace context
-	// (traceparent, tracestate: see traceMeta), which changes nothing in the
-	// answer, only the parent of the call's span.
+	// Meta is params._meta as the go-sdk decodes it (nil when absent); read it
+	// through CallMeta, which decodes a 2026-07-28 call's _meta on first use.
+	// The fast path takes only a _meta that changes nothing in the answer: the
+	// caller's trace context (traceparent, tracestate: see traceMeta), which
+	// is only the parent of the call's span, and on 2026-07-28 the version's
+	// members (fastcall_era.go).
 	Meta sdk.Meta
+	// lazyMeta is a 2026-07-28 call's _meta, checked but not yet decoded into
+	// Meta: most calls have no middleware or tracer to read it.
+	lazyMeta json.RawMessage
 	// Session is the call's session; nil on a stateless server.
 	Session *sdk.ServerSession
 	// ProtocolVersion is the protocol version the call was made with: the
 	// session's, or for a stateless call the one its POST names (or the default),
 	// which the SDK path's throw-away session would be initialized with.
 	ProtocolVersion string
+}
+
+// CallMeta returns Meta, decoding first a 2026-07-28 call's _meta that the fast
+// path only checked. Like the rest of a ToolCall, not for concurrent use.
+func (tc *ToolCall) CallMeta() sdk.Meta {
+	if tc.lazyMeta != nil {
+		// The fast path took this _meta after the same reading: it decodes.
+		tc.Meta, _ = newEraCallMeta(tc.lazyMeta, tc.ProtocolVersion)
+		tc.lazyMeta = nil
+	}
+	return tc.Meta
 }
 
 // FastToolCalls answers tools/call for one server's tools; set it as
@@ -172,7 +188,7 @@ func (f *FastToolCalls) matchDecoded(req *jsonrpc.Request, params []byte, versio
 		case "arguments":
 			fc.Args = v
 		case "_meta":
-			if fc.Meta, ok = f.callMeta(v, version); !ok {
+			if fc.Meta, fc.lazyMeta, ok = f.callMeta(v, version); !ok {
 				return nil
 			}
 		default:
@@ -181,18 +197,19 @@ func (f *FastToolCalls) matchDecoded(req *jsonrpc.Request, params []byte, versio
 			return nil
 		}
 	}
-	if _, ok := fields["name"]; !ok || f.excluded[fc.Name] || (fc.newEra() && fc.Meta == nil) {
+	if _, ok := fields["name"]; !ok || f.excluded[fc.Name] || (fc.newEra() && fc.Meta == nil && fc.lazyMeta == nil) {
 		return nil
 	}
 	return fc
 }
 
-// callMeta is traceMeta, or newEraCallMeta for a 2026-07-28 call.
-func (f *FastToolCalls) callMeta(raw json.RawMessage, version string) (sdk.Meta, bool) {
+// callMeta is traceMeta, or takeNewEraMeta for a 2026-07-28 call.
+func (f *FastToolCalls) callMeta(raw json.RawMessage, version string) (meta sdk.Meta, lazy json.RawMessage, ok bool) {
 	if version >= statelessProtocol {
-		return newEraCallMeta(raw, version)
+		return takeNewEraMeta(raw, version)
 	}
-	return traceMeta(raw)
+	meta, ok = traceMeta(raw)
+	return meta, nil, ok
 }
 
 // traceMeta returns a tools/call's _meta as the go-sdk decodes it when it holds
@@ -239,6 +256,9 @@ func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) 
 		return fastReply{resp: &jsonrpc.Response{ID: fc.id, Error: err}}
 	}
 	if fc.newEra() {
+		if env, start, ok := f.newEraPlainEnvelope(fc.id, res); ok {
+			return fastReply{body: env, id: fc.id, resultAt: start}
+		}
 		data, rpcErr := f.newEraResult(res)
 		if rpcErr != nil {
 			return fastReply{resp: &jsonrpc.Response{ID: fc.id, Error: rpcErr}}
@@ -297,7 +317,7 @@ func (f *FastToolCalls) callTool(ctx context.Context, r *http.Request, tc *ToolC
 // headers and token. Middleware may change the params (the tool name, the
 // arguments) or answer itself.
 func (f *FastToolCalls) throughMiddleware(ctx context.Context, r *http.Request, fc *fastCall) (*sdk.CallToolResult, error) {
-	req := &sdk.CallToolRequest{Session: fc.Session, Params: &sdk.CallToolParamsRaw{Meta: fc.Meta, Name: fc.Name, Arguments: fc.Args},
+	req := &sdk.CallToolRequest{Session: fc.Session, Params: &sdk.CallToolParamsRaw{Meta: fc.CallMeta(), Name: fc.Name, Arguments: fc.Args},
 		Extra: &sdk.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
 	var h sdk.MethodHandler = func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		cr, ok := req.(*sdk.CallToolRequest)
@@ -306,7 +326,7 @@ func (f *FastToolCalls) throughMiddleware(ctx context.Context, r *http.Request, 
 		}
 		// Middleware may have changed the params; session and version are the call's.
 		call := fc.ToolCall
-		call.Name, call.Args, call.Meta = cr.Params.Name, cr.Params.Arguments, cr.Params.Meta
+		call.Name, call.Args, call.Meta, call.lazyMeta = cr.Params.Name, cr.Params.Arguments, cr.Params.Meta, nil
 		res, err := f.callTool(ctx, r, &call)
 		if err != nil {
 			return nil, err

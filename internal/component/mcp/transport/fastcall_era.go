@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -39,23 +40,46 @@ func newEraCallMeta(raw json.RawMessage, version string) (sdk.Meta, bool) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, false
 	}
-	if meta, sure := scanNewEraMeta(raw, version); sure {
-		return meta, meta != nil
+	if meta, taken, sure := scanNewEraMeta(raw, version, true); sure {
+		return meta, taken
 	}
 	return decodeNewEraMeta(raw, version)
+}
+
+// takeNewEraMeta is newEraCallMeta for the fast path, which decodes a _meta only
+// when something reads it (ToolCall.CallMeta): a _meta the one-pass scan takes is
+// checked, not decoded, and comes back as lazy; one it is unsure of is decoded
+// here, as newEraCallMeta does.
+func takeNewEraMeta(raw json.RawMessage, version string) (meta sdk.Meta, lazy json.RawMessage, taken bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, nil, false
+	}
+	if _, taken, sure := scanNewEraMeta(raw, version, false); sure {
+		if !taken {
+			return nil, nil, false
+		}
+		return nil, raw, true
+	}
+	meta, taken = decodeNewEraMeta(raw, version)
+	return meta, nil, taken
 }
 
 // scanNewEraMeta is newEraCallMeta's one-pass reading: members whose values are
 // plain strings, capabilities whose every value is an empty object (each of the
 // go-sdk's capability fields takes one), and a client identity of plain strings
 // under the names of sdk.Implementation's string fields. sure is false for
-// anything else (escapes, repeated keys, other values), and decodeNewEraMeta
-// decides; a nil meta with sure is a refusal.
-func scanNewEraMeta(raw []byte, version string) (meta sdk.Meta, sure bool) {
-	meta = make(sdk.Meta, 4)
+// anything else (escapes, repeated keys, other values, more capabilities than
+// maxScannedCaps), and decodeNewEraMeta decides; taken is false for a refusal.
+// With build the taken _meta is returned as the go-sdk decodes it; without, it is
+// only checked, which allocates nothing.
+func scanNewEraMeta(raw []byte, version string, build bool) (meta sdk.Meta, taken, sure bool) {
+	if build {
+		meta = make(sdk.Meta, 4)
+	}
+	var seen metaKeys
 	v := jsonscan.Members(raw, func(key, val []byte) jsonscan.Verdict {
 		k := metaKey(key)
-		if _, seen := meta[k]; seen {
+		if !seen.add(k) {
 			return jsonscan.Unsure // a repeated key: the last one counts
 		}
 		switch k {
@@ -63,48 +87,69 @@ func scanNewEraMeta(raw []byte, version string) (meta sdk.Meta, sure bool) {
 			if val[0] != '"' {
 				return jsonscan.Refuse
 			}
-			s, ok := plainString(val)
+			s, ok := jsonscan.PlainString(val)
 			switch {
 			case !ok:
 				return jsonscan.Unsure
-			case k == sdk.MetaKeyProtocolVersion && s != version:
+			case k == sdk.MetaKeyProtocolVersion && string(s) != version:
 				return jsonscan.Refuse
+			case !build:
 			case k == sdk.MetaKeyProtocolVersion:
 				meta[k] = boxedVersion(version)
-				return jsonscan.On
+			default:
+				meta[k] = string(s)
 			}
-			meta[k] = s
 		case sdk.MetaKeyClientCapabilities:
-			caps := map[string]any{}
+			var caps map[string]any
+			if build {
+				caps = map[string]any{}
+			}
+			var names [maxScannedCaps][]byte
+			n := 0
 			if jsonscan.Members(val, func(name, v []byte) jsonscan.Verdict {
 				// A name that is not valid UTF-8 is decoded with U+FFFD in
 				// its place by encoding/json: let it decide.
-				if _, seen := caps[string(name)]; seen || !emptyObject(v) || !utf8.Valid(name) {
+				if n == len(names) || slices.ContainsFunc(names[:n], func(b []byte) bool { return bytes.Equal(b, name) }) ||
+					!emptyObject(v) || !utf8.Valid(name) {
 					return jsonscan.Unsure
 				}
-				caps[string(name)] = map[string]any{}
+				names[n] = name
+				n++
+				if build {
+					caps[string(name)] = map[string]any{}
+				}
 				return jsonscan.On
 			}) != jsonscan.On {
 				return jsonscan.Unsure
 			}
-			meta[k] = caps
+			if build {
+				meta[k] = caps
+			}
 		case sdk.MetaKeyClientInfo:
-			info := map[string]any{}
+			var info map[string]any
+			if build {
+				info = map[string]any{}
+			}
+			var fields metaKeys
 			if jsonscan.Members(val, func(name, v []byte) jsonscan.Verdict {
 				n := infoKey(name)
-				if _, seen := info[n]; seen || n == "" || v[0] != '"' {
+				if n == "" || !fields.add(n) || v[0] != '"' {
 					return jsonscan.Unsure
 				}
-				s, ok := plainString(v)
+				s, ok := jsonscan.PlainString(v)
 				if !ok {
 					return jsonscan.Unsure
 				}
-				info[n] = s
+				if build {
+					info[n] = string(s)
+				}
 				return jsonscan.On
 			}) != jsonscan.On {
 				return jsonscan.Unsure
 			}
-			meta[k] = info
+			if build {
+				meta[k] = info
+			}
 		default:
 			return jsonscan.Refuse
 		}
@@ -112,15 +157,38 @@ func scanNewEraMeta(raw []byte, version string) (meta sdk.Meta, sure bool) {
 	})
 	switch v {
 	case jsonscan.Refuse:
-		return nil, true
+		return nil, false, true
 	case jsonscan.Unsure:
-		return nil, false
+		return nil, false, false
 	}
-	if meta[sdk.MetaKeyProtocolVersion] == nil || meta[sdk.MetaKeyClientCapabilities] == nil {
-		return nil, true
+	if !seen.has(sdk.MetaKeyProtocolVersion) || !seen.has(sdk.MetaKeyClientCapabilities) {
+		return nil, false, true
 	}
-	return meta, true
+	return meta, true, true
 }
+
+// maxScannedCaps bounds the client capabilities scanNewEraMeta reads itself (the
+// go-sdk knows six); a _meta with more is left to decodeNewEraMeta.
+const maxScannedCaps = 8
+
+// metaKeys is a small set of the keys metaKey and infoKey return (constants, so
+// adding one copies nothing): _meta's five known keys, the identity's three.
+type metaKeys struct {
+	keys [8]string
+	n    int
+}
+
+// add puts k in the set; false when it was there already (or the set is full).
+func (s *metaKeys) add(k string) bool {
+	if s.has(k) || s.n == len(s.keys) {
+		return false
+	}
+	s.keys[s.n] = k
+	s.n++
+	return true
+}
+
+func (s *metaKeys) has(k string) bool { return slices.Contains(s.keys[:s.n], k) }
 
 // metaKey is key as a string: the keys scanNewEraMeta takes are constants, so
 // that reading them allocates nothing; any other key is copied (and refused).
@@ -300,11 +368,39 @@ func (f *FastToolCalls) newEraPlainResult(res *sdk.CallToolResult) (json.RawMess
 	if !ok {
 		return nil, false
 	}
-	const tail = `,"resultType":"complete"}`
-	out := append(make([]byte, 0, len(f.newEraHead)+size+len(tail)), f.newEraHead...)
-	fields := len(out)
-	out = appendResultBody(out, res, structured)
+	out := make([]byte, 0, len(f.newEraHead)+size+len(newEraPlainTail))
+	return f.appendNewEraPlainResult(out, res, structured), true
+}
+
+// newEraPlainEnvelope is plainResultEnvelope for a 2026-07-28 call: the whole
+// response carrying newEraPlainResult's result, in one allocation, and where the
+// result starts in it.
+func (f *FastToolCalls) newEraPlainEnvelope(id jsonrpc.ID, res *sdk.CallToolResult) (env []byte, start int, ok bool) {
+	if !plainResults || f.newEraHead == nil {
+		return nil, 0, false
+	}
+	scratch := structuredScratch.Get().(*[]byte)
+	defer putStructuredScratch(scratch)
+	structured, size, ok := plainResultParts(res, scratch)
+	if !ok {
+		return nil, 0, false
+	}
+	env = appendEnvelopeHead(make([]byte, 0, size+len(f.newEraHead)+len(newEraPlainTail)+48), id)
+	start = len(env)
+	env = f.appendNewEraPlainResult(env, res, structured)
+	return append(env, '}'), start, true
+}
+
+// newEraPlainTail ends a plain 2026-07-28 result.
+const newEraPlainTail = `,"resultType":"complete"}`
+
+// appendNewEraPlainResult appends a result plainResultParts accepted, as
+// newEraResult encodes it.
+func (f *FastToolCalls) appendNewEraPlainResult(dst []byte, res *sdk.CallToolResult, structured []byte) []byte {
+	dst = append(dst, f.newEraHead...)
+	fields := len(dst)
+	dst = appendResultBody(dst, res, structured)
 	// appendResultBody writes an object: its members go after _meta's.
-	out = append(out[:fields], out[fields+1:len(out)-1]...)
-	return append(out, tail...), true
+	dst = append(dst[:fields], dst[fields+1:len(dst)-1]...)
+	return append(dst, newEraPlainTail...)
 }

@@ -106,6 +106,9 @@ var newEraMetaCases = func() []struct {
 		{"escaped string", `{` + base + `,"traceparent":"00-\u0078"}`, true},
 		{"escaped key", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilitie\u0073":{}}`, true},
 		{"version and capabilities", `{` + base + `}`, true},
+		{"nine capabilities", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"a":{},"b":{},"c":{},"d":{},"e":{},"f":{},"g":{},"h":{},"roots":{}}}`, true},
+		{"capability named twice", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{},"roots":{}}}`, true},
+		{"client name twice", `{` + base + `,"io.modelcontextprotocol/clientInfo":{"name":"a","name":"b"}}`, true},
 		{"client info and trace context", `{` + base + `,"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"traceparent":"00-x","tracestate":"a=1"}`, true},
 		{"no capabilities", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`, false},
 		{"no version", `{"io.modelcontextprotocol/clientCapabilities":{}}`, false},
@@ -137,6 +140,14 @@ func TestNewEraCallMeta(t *testing.T) {
 			t.Errorf("%s: %s taken %v, want %v", c.name, c.meta, ok, c.ok)
 			continue
 		}
+		// The fast path's check, and its decoding on first use, agree.
+		if json.Valid([]byte(c.meta)) {
+			lazyMeta, lazy, lazyOK := takeNewEraMeta(json.RawMessage(c.meta), "2026-07-28")
+			tc := ToolCall{Meta: lazyMeta, lazyMeta: lazy, ProtocolVersion: "2026-07-28"}
+			if lazyOK != ok || (ok && !reflect.DeepEqual(tc.CallMeta(), meta)) {
+				t.Errorf("%s: taken lazily %v with %#v; decoded at once %v with %#v", c.name, lazyOK, tc.Meta, ok, meta)
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -162,13 +173,18 @@ func FuzzNewEraMetaScan(f *testing.F) {
 		if !json.Valid([]byte(raw)) || len(raw) == 0 || raw[0] != '{' {
 			return
 		}
-		scanned, sure := scanNewEraMeta([]byte(raw), "2026-07-28")
+		scanned, taken, sure := scanNewEraMeta([]byte(raw), "2026-07-28", true)
+		// The check the fast path makes without building the map decides alike.
+		checked, checkTaken, checkSure := scanNewEraMeta([]byte(raw), "2026-07-28", false)
+		if checked != nil || checkTaken != taken || checkSure != sure {
+			t.Fatalf("%s: checking gave (taken %v, sure %v, meta %v), building (taken %v, sure %v)", raw, checkTaken, checkSure, checked, taken, sure)
+		}
 		if !sure {
 			return
 		}
 		decoded, ok := decodeNewEraMeta(json.RawMessage(raw), "2026-07-28")
-		if (scanned != nil) != ok || !reflect.DeepEqual(scanned, decoded) {
-			t.Fatalf("%s: scanned %#v (taken %v), decoded %#v (taken %v)", raw, scanned, scanned != nil, decoded, ok)
+		if taken != ok || (scanned != nil) != taken || !reflect.DeepEqual(scanned, decoded) {
+			t.Fatalf("%s: scanned %#v (taken %v), decoded %#v (taken %v)", raw, scanned, taken, decoded, ok)
 		}
 	})
 }

@@ -64,7 +64,7 @@ func (f *FastToolCalls) scanParams(id jsonrpc.ID, params []byte, version string)
 		if meta == nil {
 			return nil, true
 		}
-		if fc.Meta, ok = newEraCallMeta(meta, version); !ok {
+		if fc.Meta, fc.lazyMeta, ok = takeNewEraMeta(meta, version); !ok {
 			return nil, true
 		}
 	case meta != nil:

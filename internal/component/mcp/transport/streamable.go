@@ -610,12 +610,16 @@ func (h *StreamableHandler) checkStatelessHeaders(hdr http.Header, req *jsonrpc.
 	default:
 		return nil
 	}
-	name, ok := stringField(raw)
+	// The header is compared with the field as sent, which is copied only for an
+	// error: when they are equal the header's value is the name.
+	name := hdr.Get(mcpNameHeader)
+	ok, equal := stringFieldIs(raw, name)
 	if !f.object || !ok {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("params of %s need a string %q", req.Method, field)}
 	}
-	if got := hdr.Get(mcpNameHeader); got != name {
-		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match %q", mcpNameHeader, got, name)}
+	if !equal {
+		want, _ := stringField(raw)
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match %q", mcpNameHeader, name, want)}
 	}
 	if req.Method == "tools/call" && h.paramHeaders != nil {
 		return checkParamHeaders(hdr, req.Params, h.paramHeaders(name))
