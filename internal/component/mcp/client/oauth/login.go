@@ -33,6 +33,9 @@ type LoginConfig struct {
 	// server and stores every token it gets.
 	Store Store
 
+	// Fresh starts without the stored login (a new login replaces it).
+	Fresh bool
+
 	// Interactive allows running the authorization code flow when there is no
 	// usable token (none stored, refresh refused, more scopes needed). Without it
 	// those cases fail with a *LoginRequiredError.
@@ -109,6 +112,9 @@ func NewHandler(serverURL string, cfg LoginConfig, candidates ...string) (*Handl
 		h.client = &http.Client{Timeout: requestTimeout}
 	}
 	for _, u := range append([]string{serverURL}, candidates...) {
+		if cfg.Fresh {
+			break
+		}
 		l, err := cfg.Store.Load(u)
 		if err != nil {
 			return nil, err
