@@ -13,10 +13,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,16 +91,19 @@ func (l *Login) hideSecrets() {
 // its login: lower-case scheme and host, no default port, no query or fragment,
 // no trailing slash.
 func CanonicalResource(raw string) (string, error) {
+	lower := strings.ToLower(raw)
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || u.Host == "" || !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") {
 		return "", fmt.Errorf("%q is not an http:// or https:// URL of an MCP server", raw)
 	}
 	scheme := strings.ToLower(u.Scheme)
+	// The port the scheme implies (80, 443) is left out, as a URL may leave it out.
+	defaultPort, _ := net.LookupPort("tcp", scheme)
 	host := strings.ToLower(u.Hostname())
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	if p := u.Port(); p != "" && !(scheme == "http" && p == "80") && !(scheme == "https" && p == "443") {
+	if p := u.Port(); p != "" && p != strconv.Itoa(defaultPort) {
 		host += ":" + p
 	}
 	return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/"), nil
