@@ -106,7 +106,7 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req *http.Request, re
 	ts := cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, client))
 	tok, err := ts.Token()
 	if err != nil {
-		return fmt.Errorf("oauth2 client credentials at %s: %w", tokenURL, cleanTokenError("token", err))
+		return fmt.Errorf("oauth2 client credentials at %s: %w", tokenURL, cleanTokenError(err))
 	}
 	hideToken(tok)
 	c.mu.Lock()
@@ -126,7 +126,7 @@ type watchedSource struct {
 func (w *watchedSource) Token() (*oauth2.Token, error) {
 	tok, err := w.inner.Token()
 	if err != nil {
-		return nil, cleanTokenError("token", err)
+		return nil, cleanTokenError(err)
 	}
 	w.c.mu.Lock()
 	if w.c.last != tok.AccessToken {

@@ -171,7 +171,7 @@ type storingSource struct {
 func (s *storingSource) Token() (*oauth2.Token, error) {
 	tok, err := s.inner.Token()
 	if err != nil {
-		return nil, cleanTokenError("refresh", err)
+		return nil, cleanTokenError(err)
 	}
 	s.mu.Lock()
 	changed := tok.AccessToken != s.last
@@ -250,7 +250,7 @@ func (h *Handler) refresh(ctx context.Context, l *Login) error {
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, h.client)
 	tok, err := l.config().TokenSource(ctx, &oauth2.Token{RefreshToken: l.Token.RefreshToken}).Token()
 	if err != nil {
-		return cleanTokenError("refresh", err)
+		return cleanTokenError(err)
 	}
 	if tok.RefreshToken == "" {
 		tok.RefreshToken = l.Token.RefreshToken
@@ -329,7 +329,7 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 		return fmt.Errorf("oauth login: %w", err)
 	}
 	if err := inner.Authorize(ctx, req, resp); err != nil {
-		return fmt.Errorf("oauth login to %s: %w", h.server, cleanTokenError("token", err))
+		return fmt.Errorf("oauth login to %s: %w", h.server, cleanTokenError(err))
 	}
 	if got.tok == nil {
 		return fmt.Errorf("oauth login to %s: the authorization server gave no token", h.server)
@@ -419,27 +419,25 @@ func union(lists ...[]string) []string {
 	return out
 }
 
-// cleanTokenError keeps an error of a token endpoint to its OAuth error code and
-// description: a *oauth2.RetrieveError also carries the whole response body, which
-// a hostile or careless server may fill with anything, tokens included.
-func cleanTokenError(what string, err error) error {
+// cleanTokenError keeps an error of a token endpoint to its status, OAuth error code
+// and description: a *oauth2.RetrieveError also carries the whole response body,
+// which a hostile or careless server may fill with anything, tokens included. The
+// result is still a *oauth2.RetrieveError, so that the go-sdk's transport still
+// tells a refused refresh (invalid_grant: send no token, let the server's 401 start
+// a new authorization) from other failures.
+func cleanTokenError(err error) error {
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) {
 		return err
 	}
-	status := 0
+	clean := &oauth2.RetrieveError{ErrorCode: re.ErrorCode, ErrorDescription: re.ErrorDescription, ErrorURI: re.ErrorURI}
+	if len(clean.ErrorDescription) > 200 {
+		clean.ErrorDescription = clean.ErrorDescription[:200] + "…"
+	}
+	// Error() reads Response.Status when there is no error code.
+	clean.Response = &http.Response{Status: "(no response)", Header: http.Header{}}
 	if re.Response != nil {
-		status = re.Response.StatusCode
+		clean.Response.Status, clean.Response.StatusCode = re.Response.Status, re.Response.StatusCode
 	}
-	msg := fmt.Sprintf("%s request refused (HTTP %d", what, status)
-	if re.ErrorCode != "" {
-		msg += ", " + re.ErrorCode
-	}
-	if d := re.ErrorDescription; d != "" {
-		if len(d) > 200 {
-			d = d[:200] + "…"
-		}
-		msg += ": " + d
-	}
-	return errors.New(msg + ")")
+	return clean
 }

@@ -330,3 +330,22 @@ func TestRevokeRevokesRefreshThenAccessToken(t *testing.T) {
 		t.Errorf("without a revocation endpoint: %q, %v; want nothing to do", endpoint, err)
 	}
 }
+
+// An expired token whose refresh is refused: the transport sends no token, and the
+// server's 401 leads to the login-required error, not to the refresh's failure.
+func TestRefusedRefreshOfExpiredTokenAsksForLogin(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAuthServer(t)
+	as.ExpiresIn = 1
+	rs := oauthtest.NewResourceServer(t, as)
+	store := oauth.Store{Dir: t.TempDir()}
+	l := login(t, rs, store)
+	if _, err := oauth.Revoke(context.Background(), l, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := connect(t, rs, stored(t, rs, store), nil).ListTools(context.Background())
+	var lre *oauth.LoginRequiredError
+	if !errors.As(err, &lre) {
+		t.Fatalf("err = %v, want a LoginRequiredError", err)
+	}
+}
