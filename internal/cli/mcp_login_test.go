@@ -42,7 +42,8 @@ func TestMCPLoginCallLogout(t *testing.T) {
 		t.Errorf("logins: exit %d\n%s", code, stdout)
 	}
 
-	code, stdout, stderr = execute(t, "mcp", "call", rs.Endpoint(), "whoami")
+	// host:port finds the login of its /mcp endpoint.
+	code, stdout, stderr = execute(t, "mcp", "call", strings.TrimPrefix(rs.URL, "http://"), "whoami")
 	if code != 0 || stdout != "authorized\n" || len(as.AuthRequests()) != 1 {
 		t.Fatalf("call with the stored login: exit %d, %q, %s (authorizations %d)", code, stdout, stderr, len(as.AuthRequests()))
 	}

@@ -239,7 +239,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		case l != nil:
 			reason = "it refused the stored token and refreshing it did not help"
 		}
-		return &LoginRequiredError{Server: h.server, Reason: reason}
+		return &LoginRequiredError{Server: requestServer(req, h.server), Reason: reason}
 	}
 	return h.authorize(ctx, req, resp, challenges)
 }
@@ -394,6 +394,17 @@ func (h *Handler) askBrowser(ctx context.Context, cb *callbackServer, authURL st
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// requestServer names the server a refused request went to (the endpoint a
+// host:port resolved to, say), without its query; fallback when there is none.
+func requestServer(req *http.Request, fallback string) string {
+	if req == nil || req.URL == nil || req.URL.Host == "" {
+		return fallback
+	}
+	u := *req.URL
+	u.RawQuery, u.Fragment = "", ""
+	return u.String()
 }
 
 // challengeParam returns a parameter of the first Bearer challenge that has it.
