@@ -349,3 +349,28 @@ func TestRefusedRefreshOfExpiredTokenAsksForLogin(t *testing.T) {
 		t.Fatalf("err = %v, want a LoginRequiredError", err)
 	}
 }
+
+func TestLoginFindsMetadataAtTheFallbackLocations(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		oidc    bool
+		unnamed bool
+	}{
+		{"resource metadata at the well-known path", false, true},
+		{"OpenID configuration only", true, false},
+		{"both", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			as := oauthtest.NewAuthServer(t)
+			as.OIDCOnly = tc.oidc
+			rs := oauthtest.NewResourceServer(t, as)
+			rs.Unnamed = tc.unnamed
+			l := login(t, rs, oauth.Store{Dir: t.TempDir()})
+			if l.TokenURL != as.URL+"/token" {
+				t.Errorf("token URL %q", l.TokenURL)
+			}
+		})
+	}
+}

@@ -35,6 +35,7 @@ type AuthServer struct {
 	ClientSecret   string               // secret of the pre-registered client "pre-client"
 	TokenErrorBody string               // when set, the token endpoint answers 400 with it
 	Meta           func(map[string]any) // changes the metadata document
+	OIDCOnly       bool                 // serve the metadata only as OpenID configuration
 
 	mu        sync.Mutex
 	n         int
@@ -52,7 +53,20 @@ func NewAuthServer(t testing.TB) *AuthServer {
 	as := &AuthServer{ExpiresIn: 3600, ClientSecret: "pre-secret-0123456789",
 		codes: map[string]string{}, access: map[string][]string{}, refresh: map[string][]string{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", as.metadata)
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		if as.OIDCOnly {
+			http.NotFound(w, r)
+			return
+		}
+		as.metadata(w, r)
+	})
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		if !as.OIDCOnly {
+			http.NotFound(w, r)
+			return
+		}
+		as.metadata(w, r)
+	})
 	mux.HandleFunc("GET /authorize", as.authorize)
 	mux.HandleFunc("POST /token", as.token)
 	mux.HandleFunc("POST /register", as.register)
@@ -245,6 +259,9 @@ type ResourceServer struct {
 	// is the status its location answers (404: none).
 	PRM       func(map[string]any)
 	PRMStatus int
+	// Unnamed leaves resource_metadata out of the 401 challenge: the client has to
+	// look at the well-known location.
+	Unnamed bool
 
 	mu       sync.Mutex
 	statuses []int
@@ -303,6 +320,9 @@ func (rs *ResourceServer) guard(next http.Handler) http.Handler {
 		rs.statuses = append(rs.statuses, status)
 		rs.mu.Unlock()
 		challenge := fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp", scope="read"`, rs.URL)
+		if rs.Unnamed {
+			challenge = `Bearer scope="read"`
+		}
 		switch status {
 		case http.StatusUnauthorized:
 			w.Header().Set("WWW-Authenticate", challenge)
