@@ -93,7 +93,7 @@ type Handler struct {
 	mu          sync.Mutex
 	login       *Login
 	ts          oauth2.TokenSource
-	forced      string // the access token already refreshed once after a 401
+	forced      string // an access token a 401 must not refresh (again)
 	authorizeds int    // flows that ran (for callers that report it)
 }
 
@@ -224,11 +224,14 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		return nil
 	}
 	if !stepUp && l != nil && l.Token.RefreshToken != "" && h.forced != l.Token.AccessToken {
-		h.forced = l.Token.AccessToken
-		if err := h.refresh(ctx, l); err == nil {
+		if tok, err := h.refresh(ctx, l); err == nil {
+			// The server refusing this one too means refreshing does not help
+			// (another authorization server, revoked grant): no second refresh.
+			h.forced = tok.AccessToken
 			return nil
 		}
 		// A refused refresh (revoked, expired) leaves the flow as the only way.
+		h.forced = l.Token.AccessToken
 	}
 
 	if !h.cfg.Interactive {
@@ -246,11 +249,11 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 
 // refresh gets a new access token for l with its refresh token, whatever the
 // expiry says (the server refused the current one), and stores it.
-func (h *Handler) refresh(ctx context.Context, l *Login) error {
+func (h *Handler) refresh(ctx context.Context, l *Login) (*oauth2.Token, error) {
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, h.client)
 	tok, err := l.config().TokenSource(ctx, &oauth2.Token{RefreshToken: l.Token.RefreshToken}).Token()
 	if err != nil {
-		return cleanTokenError(err)
+		return nil, cleanTokenError(err)
 	}
 	if tok.RefreshToken == "" {
 		tok.RefreshToken = l.Token.RefreshToken
@@ -260,7 +263,7 @@ func (h *Handler) refresh(ctx context.Context, l *Login) error {
 	nl.hideSecrets()
 	h.setLogin(&nl)
 	_ = h.cfg.Store.Save(&nl)
-	return nil
+	return tok, nil
 }
 
 // authorize runs the authorization code flow with a loopback redirect and stores

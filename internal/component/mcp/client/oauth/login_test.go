@@ -374,3 +374,50 @@ func TestLoginFindsMetadataAtTheFallbackLocations(t *testing.T) {
 		})
 	}
 }
+
+// A token got by refreshing after a 401 that the server refuses as well is not
+// refreshed again: the server wants a new authorization.
+func TestRefreshAfter401HappensOnlyOnce(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as)
+	store := oauth.Store{Dir: t.TempDir()}
+	first := login(t, rs, store)
+	as.Forget(first.Token.AccessToken)
+	h := stored(t, rs, store)
+	c := connect(t, rs, h, nil)
+	if _, err := c.CallTool(context.Background(), "whoami", nil); err != nil {
+		t.Fatal(err)
+	}
+	as.Forget(h.Login().Token.AccessToken)
+	_, err := c.CallTool(context.Background(), "whoami", nil)
+	var lre *oauth.LoginRequiredError
+	if !errors.As(err, &lre) {
+		t.Fatalf("err = %v, want a LoginRequiredError", err)
+	}
+	if n := countGrants(as, "refresh_token"); n != 1 {
+		t.Errorf("refresh grants = %d, want 1", n)
+	}
+}
+
+func TestLoginGivesUpWhenTheBrowserDoesNotComeBack(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.NewAuthServer(t)
+	rs := oauthtest.NewResourceServer(t, as)
+	var out bytes.Buffer
+	h, err := oauth.NewHandler(rs.Endpoint(), interactive(oauth.Store{Dir: t.TempDir()}, func(c *oauth.LoginConfig) {
+		c.Open = nil // nobody opens the URL
+		c.Out = &out
+		c.Timeout = 50 * time.Millisecond // the wait under test
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = connect(t, rs, h, nil).ListTools(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no answer from the browser within 50ms") {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(out.String(), as.URL+"/authorize?") {
+		t.Errorf("the authorization URL was not shown:\n%s", out.String())
+	}
+}
