@@ -237,6 +237,8 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if !h.cfg.Interactive {
 		reason := "no login stored"
 		switch {
+		case len(challenges) == 0 && l == nil:
+			reason = "it answered 401 without a WWW-Authenticate challenge; if it takes another kind of credential, send that instead"
 		case stepUp:
 			reason = "it asks for more scopes: " + challengeParam(challenges, "scope")
 		case l != nil:
