@@ -223,7 +223,7 @@ func (a *AuthConfig) OAuthHandler(endpoint string, base http.RoundTripper) (sdka
 	if a == nil || a.Type != AuthOAuth2 {
 		return nil, nil
 	}
-	client := &http.Client{Transport: base, Timeout: tokenFetchTimeout}
+	client := oauth.NewHTTPClient(base)
 	switch {
 	case a.Discover:
 		return &oauth.ClientCredentials{ClientID: a.ClientID, ClientSecret: a.ClientSecret, Scopes: a.Scopes, HTTPClient: client}, nil

@@ -28,8 +28,8 @@ type ClientCredentials struct {
 	ClientSecret string
 	// Scopes, when set, are requested instead of those the server asks for.
 	Scopes []string
-	// HTTPClient makes the discovery and token requests; nil means a client with
-	// a timeout per request.
+	// HTTPClient makes the discovery and token requests; nil means
+	// NewHTTPClient(nil).
 	HTTPClient *http.Client
 
 	flow sync.Mutex
@@ -65,7 +65,7 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req *http.Request, re
 
 	client := c.HTTPClient
 	if client == nil {
-		client = &http.Client{Timeout: requestTimeout}
+		client = NewHTTPClient(nil)
 	}
 	prm, err := discoverResource(ctx, challenges, req.URL.String(), client)
 	if err != nil {

@@ -59,8 +59,8 @@ type LoginConfig struct {
 	// Timeout bounds the wait for the browser; 0 means DefaultLoginTimeout.
 	Timeout time.Duration
 
-	// HTTPClient makes the requests to authorization servers; nil means a client
-	// with a timeout per request.
+	// HTTPClient makes the requests to authorization servers; nil means
+	// NewHTTPClient(nil).
 	HTTPClient *http.Client
 }
 
@@ -109,7 +109,7 @@ func NewHandler(serverURL string, cfg LoginConfig, candidates ...string) (*Handl
 	}
 	h := &Handler{cfg: cfg, server: serverURL, client: cfg.HTTPClient}
 	if h.client == nil {
-		h.client = &http.Client{Timeout: requestTimeout}
+		h.client = NewHTTPClient(nil)
 	}
 	for _, u := range append([]string{serverURL}, candidates...) {
 		if cfg.Fresh {

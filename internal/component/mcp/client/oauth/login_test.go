@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -419,5 +421,34 @@ func TestLoginGivesUpWhenTheBrowserDoesNotComeBack(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), as.URL+"/authorize?") {
 		t.Errorf("the authorization URL was not shown:\n%s", out.String())
+	}
+}
+
+// A token endpoint that redirects to another host would hand it the code, the
+// verifier and the client's secret (a 307 keeps the POST body).
+func TestTokenRequestIsNotRedirectedToAnotherHost(t *testing.T) {
+	t.Parallel()
+	caught := make(chan string, 10)
+	catcher := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caught <- r.URL.String()
+	}))
+	t.Cleanup(catcher.Close)
+	as := oauthtest.NewAuthServer(t)
+	as.TokenRedirect = catcher.URL + "/steal"
+	rs := oauthtest.NewResourceServer(t, as)
+	h, err := oauth.NewHandler(rs.Endpoint(), interactive(oauth.Store{Dir: t.TempDir()}, func(c *oauth.LoginConfig) {
+		c.ClientID, c.ClientSecret = "pre-client", as.ClientSecret
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = connect(t, rs, h, nil).ListTools(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "another origin: refused") || strings.Contains(err.Error(), as.ClientSecret) {
+		t.Fatalf("err = %v, want the redirect refused without the secret", err)
+	}
+	select {
+	case u := <-caught:
+		t.Fatalf("the other host got %s", u)
+	default:
 	}
 }

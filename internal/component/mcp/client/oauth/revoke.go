@@ -18,7 +18,7 @@ import (
 // advertises none (nothing to do: the tokens expire on their own).
 func Revoke(ctx context.Context, l *Login, client *http.Client) (string, error) {
 	if client == nil {
-		client = &http.Client{Timeout: requestTimeout}
+		client = NewHTTPClient(nil)
 	}
 	if l.Issuer == "" {
 		return "", nil

@@ -34,6 +34,7 @@ type AuthServer struct {
 	NoRevocation   bool                 // advertise no revocation endpoint
 	ClientSecret   string               // secret of the pre-registered client "pre-client"
 	TokenErrorBody string               // when set, the token endpoint answers 400 with it
+	TokenRedirect  string               // when set, the token endpoint redirects there (307)
 	Meta           func(map[string]any) // changes the metadata document
 	OIDCOnly       bool                 // serve the metadata only as OpenID configuration
 
@@ -137,6 +138,10 @@ func (as *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	as.tokenReqs = append(as.tokenReqs, f)
+	if as.TokenRedirect != "" {
+		http.Redirect(w, r, as.TokenRedirect, http.StatusTemporaryRedirect)
+		return
+	}
 	if as.TokenErrorBody != "" {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
