@@ -35,6 +35,56 @@ initialize)
 tools_call)
 	exec "$@" mcp call "$url" add_numbers a=2 b=3
 	;;
+auth/client-credentials-basic)
+	# auth arm (s12-auth): a workflow whose mcp:// target has only
+	# auth: {type: oauth2, discover: true, client_id, client_secret}, run once by
+	# `helix test`: the token endpoint is found by discovery, the grant is
+	# client_credentials.
+	ctx=${MCP_CONFORMANCE_CONTEXT:-'{}'}
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	addr=${url#http://}
+	cat >"$tmp/cc.yaml" <<-EOF
+	workflows:
+	  - id: call-test-tool
+	    trigger: direct://call-test-tool
+	    steps:
+	      - target:
+	          uri: mcp://$addr/test-tool
+	          auth:
+	            type: oauth2
+	            discover: true
+	            client_id: "\${env:CC_CLIENT_ID}"
+	            client_secret: "\${env:CC_CLIENT_SECRET}"
+	tests:
+	  - name: calls test-tool with a token found by discovery
+	    workflow: call-test-tool
+	    input: {body: {}}
+	    expect: {body: test}
+	EOF
+	CC_CLIENT_ID=$(printf '%s' "$ctx" | jq -r '.client_id // empty') \
+		CC_CLIENT_SECRET=$(printf '%s' "$ctx" | jq -r '.client_secret // empty') \
+		"$@" test "$tmp/cc.yaml"
+	;;
+auth/*)
+	# auth arm (s12-auth): `helix mcp login` (authorization code + PKCE; the
+	# suite's authorization server redirects at once, so curl as $BROWSER brings
+	# the code to the loopback listener), then `helix mcp call` with the stored
+	# token, in a store of its own. Pre-registered credentials come from the
+	# scenario's context; the client ID metadata document URL is the suite's.
+	ctx=${MCP_CONFORMANCE_CONTEXT:-'{}'}
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	export HELIX_MCP_TOKEN_DIR="$tmp/tokens"
+	export BROWSER="curl -fsS -o /dev/null -L"
+	HELIX_MCP_CLIENT_SECRET=$(printf '%s' "$ctx" | jq -r '.client_secret // empty')
+	export HELIX_MCP_CLIENT_SECRET
+	client_id=$(printf '%s' "$ctx" | jq -r '.client_id // empty')
+	"$@" mcp login "$url" --timeout 20s \
+		--client-metadata-url https://conformance-test.local/client-metadata.json \
+		${client_id:+--client-id "$client_id"}
+	"$@" mcp call "$url" test-tool
+	;;
 *)
 	echo "conformance-client.sh: scenario '${MCP_CONFORMANCE_SCENARIO:-}' is not supported (supported: initialize, tools_call)" >&2
 	exit 2

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -74,6 +75,9 @@ func (f *mcpServerFlags) config(args []string, usage string) (mcpclient.Config, 
 	// host:port finds Streamable HTTP at /mcp, then /, as mcp://host:port/tool does.
 	cfg.FindPath = f.transport == mcpserver.TransportHTTP && isHostPort(args[0])
 	if cfg.Header, err = parseHeaders(f.headers); err != nil {
+		return cfg, nil, err
+	}
+	if err := withStoredLogin(&cfg, os.Stderr); err != nil { // mcp_login.go
 		return cfg, nil, err
 	}
 	return cfg, args[1:], nil

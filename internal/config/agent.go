@@ -66,13 +66,15 @@ var mcpServerShape = Shape{Type: TypeObject, What: "mcp_server",
 	}}
 
 var mcpAuthShape = Shape{Type: TypeObject, What: "auth",
-	Description: "How to authenticate to the MCP server (type mcp): bearer {token}, api-key {header, key}, oauth2 {token_url, client_id, client_secret, scopes} or mtls {cert_file, key_file, ca_file}. Write secrets as ${env:NAME}.",
+	Description: "How to authenticate to the MCP server (type mcp): bearer {token}, api-key {header, key}, oauth2 {token_url or discover: true, client_id, client_secret, scopes} or {login: true}, or mtls {cert_file, key_file, ca_file}. Write secrets as ${env:NAME}.",
 	Keys: []Key{
 		{Name: "type", Required: true, Shape: Shape{Type: TypeString, What: "auth type", Enum: mcpAuthTypes, Description: "bearer, api-key, oauth2 or mtls."}},
 		{Name: "token", Shape: str("bearer: the token.")},
 		{Name: "header", Shape: str("api-key: the header that carries the key. Default X-API-Key.")},
 		{Name: "key", Shape: str("api-key: the key.")},
 		{Name: "token_url", Shape: str("oauth2: the token endpoint (client credentials grant).")},
+		{Name: "discover", Shape: Shape{Type: TypeBool, Description: "oauth2: find the token endpoint from the server's metadata on its first 401, instead of token_url (client credentials grant)."}},
+		{Name: "login", Shape: Shape{Type: TypeBool, Description: "oauth2: use the login `helix mcp login URL` stored for the server (alone: no other oauth2 key)."}},
 		{Name: "client_id", Shape: str("oauth2: the client id.")},
 		{Name: "client_secret", Shape: str("oauth2: the client secret.")},
 		{Name: "scopes", Shape: Shape{Description: "oauth2: the scopes asked for, a list or one string separated by spaces or commas.",

@@ -12,9 +12,12 @@ import (
 	"strings"
 	"time"
 
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/arvenza/helix/internal/component/mcp/client/oauth"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -56,6 +59,17 @@ type AuthConfig struct {
 	ClientSecret string
 	Scopes       []string
 
+	// Discover, for oauth2, finds the token endpoint by discovery on the server's
+	// first 401 (protected resource metadata, then the authorization server's
+	// metadata) instead of TokenURL; the grant is still client credentials.
+	Discover bool
+
+	// Login, for oauth2, uses the login `helix mcp login URL` stored for the
+	// server (refreshed and stored again as needed) instead of a client of its own.
+	Login bool
+	// LoginDir is where logins are read from; "" means oauth.DefaultDir("").
+	LoginDir string
+
 	// CertFile and KeyFile are the client certificate and key (PEM) for mTLS; CAFile,
 	// when set, replaces the system roots for verifying the server.
 	CertFile string
@@ -68,7 +82,7 @@ type AuthConfig struct {
 var authKeys = map[string][]string{
 	AuthBearer: {"type", "token"},
 	AuthAPIKey: {"type", "header", "key"},
-	AuthOAuth2: {"type", "token_url", "client_id", "client_secret", "scopes"},
+	AuthOAuth2: {"type", "token_url", "discover", "login", "client_id", "client_secret", "scopes"},
 	AuthMTLS:   {"type", "cert_file", "key_file", "ca_file"},
 }
 
@@ -111,6 +125,18 @@ func ParseAuth(m map[string]any) (*AuthConfig, error) {
 		"cert_file": &a.CertFile, "key_file": &a.KeyFile, "ca_file": &a.CAFile,
 	}
 	for _, k := range allowed[1:] {
+		if k == "discover" || k == "login" {
+			b, err := authBool(m, k)
+			if err != nil {
+				return nil, err
+			}
+			if k == "discover" {
+				a.Discover = b
+			} else {
+				a.Login = b
+			}
+			continue
+		}
 		if k == "scopes" {
 			if a.Scopes, err = authScopes(m[k]); err != nil {
 				return nil, err
@@ -141,11 +167,74 @@ func (a *AuthConfig) Validate() error {
 	case AuthAPIKey:
 		return need(a.Key, "key")
 	case AuthOAuth2:
-		return errors.Join(need(a.TokenURL, "token_url"), need(a.ClientID, "client_id"), need(a.ClientSecret, "client_secret"))
+		return a.validateOAuth2(need)
 	case AuthMTLS:
 		return errors.Join(need(a.CertFile, "cert_file"), need(a.KeyFile, "key_file"))
 	}
 	return fmt.Errorf("auth: unknown type %q (use bearer, api-key, oauth2 or mtls)", a.Type)
+}
+
+// validateOAuth2 checks the three forms of an oauth2 block: login: true alone,
+// discover: true with a client, or token_url with a client.
+func (a *AuthConfig) validateOAuth2(need func(v, key string) error) error {
+	if a.Login {
+		var extra []string
+		for k, v := range map[string]bool{"token_url": a.TokenURL != "", "discover": a.Discover,
+			"client_id": a.ClientID != "", "client_secret": a.ClientSecret != "", "scopes": len(a.Scopes) > 0} {
+			if v {
+				extra = append(extra, k)
+			}
+		}
+		if len(extra) > 0 {
+			sort.Strings(extra)
+			return fmt.Errorf("auth: login: true uses the client and scopes of `helix mcp login`; drop %s (or drop login for a client of its own)", strings.Join(extra, ", "))
+		}
+		return nil
+	}
+	if a.Discover && a.TokenURL != "" {
+		return errors.New("auth: discover and token_url exclude each other: drop token_url to find the token endpoint by discovery, or drop discover to use token_url")
+	}
+	if a.Discover {
+		return errors.Join(need(a.ClientID, "client_id"), need(a.ClientSecret, "client_secret"))
+	}
+	if a.TokenURL == "" {
+		return errors.New("auth: type oauth2 needs token_url, discover: true (the token endpoint found from the server), or login: true (the login of helix mcp login)")
+	}
+	return errors.Join(need(a.ClientID, "client_id"), need(a.ClientSecret, "client_secret"))
+}
+
+// authBool reads a boolean key (absent: false).
+func authBool(m map[string]any, key string) (bool, error) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return false, nil
+	}
+	if b, ok := v.(bool); ok {
+		return b, nil
+	}
+	return false, fmt.Errorf("auth: %s must be true or false, got %v", key, v)
+}
+
+// OAuthHandler returns the handler that authorizes requests for the discover and
+// login forms of oauth2 (nil for every other auth: those set headers, see
+// newHTTPClient). endpoint is the server's URL; base is the connection's transport,
+// shared by the authorization requests.
+func (a *AuthConfig) OAuthHandler(endpoint string, base http.RoundTripper) (sdkauth.OAuthHandler, error) {
+	if a == nil || a.Type != AuthOAuth2 {
+		return nil, nil
+	}
+	client := oauth.NewHTTPClient(base)
+	switch {
+	case a.Discover:
+		return &oauth.ClientCredentials{ClientID: a.ClientID, ClientSecret: a.ClientSecret, Scopes: a.Scopes, HTTPClient: client}, nil
+	case a.Login:
+		dir := a.LoginDir
+		if dir == "" {
+			dir = oauth.DefaultDir(config.DefaultDataDir)
+		}
+		return oauth.NewHandler(endpoint, oauth.LoginConfig{Store: oauth.Store{Dir: dir}, HTTPClient: client}, endpoint+"/mcp")
+	}
+	return nil, nil
 }
 
 func authString(m map[string]any, key string) (string, error) {
@@ -243,6 +332,9 @@ func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, *http.Tr
 			}
 			rt = &headerTransport{base: rt, header: http.Header{http.CanonicalHeaderKey(name): {auth.Key}}}
 		case AuthOAuth2:
+			if auth.Discover || auth.Login {
+				break // the transport's OAuthHandler authorizes (see OAuthHandler)
+			}
 			rt = &oauth2.Transport{Source: auth.tokenSource(base), Base: rt}
 		case AuthMTLS:
 			tc, err := auth.tlsConfig()

@@ -72,6 +72,12 @@ func authHarness(t *testing.T, target string, auth map[string]any) *clientHarnes
 	if err != nil {
 		t.Fatalf("ParseAuth: %v", err)
 	}
+	return authHarnessConfig(t, target, cfg)
+}
+
+// authHarnessConfig is authHarness with a parsed auth config.
+func authHarnessConfig(t *testing.T, target string, cfg *mcpclient.AuthConfig) *clientHarness {
+	t.Helper()
 	u, err := uri.Parse(target)
 	if err != nil {
 		t.Fatal(err)

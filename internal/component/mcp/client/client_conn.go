@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -85,6 +86,9 @@ type Config struct {
 	Header http.Header
 	// Auth authenticates HTTP requests; nil means none.
 	Auth *AuthConfig
+	// OAuth authorizes Streamable HTTP requests (the go-sdk transport calls it on
+	// 401 and 403); nil means the one Auth implies, if any (AuthConfig.OAuthHandler).
+	OAuth sdkauth.OAuthHandler
 	// Timeout bounds one call, connecting included; 0 means DefaultCallTimeout,
 	// negative means no limit beyond the caller's context.
 	Timeout time.Duration
@@ -224,6 +228,14 @@ func NewConn(cfg Config) (*Conn, error) {
 		}
 		hc.Transport = &progressRoundTripper{next: hc.Transport, c: c} // progress.go
 		c.httpc, c.httpt = hc, ht
+		if c.cfg.OAuth == nil {
+			if c.cfg.OAuth, err = cfg.Auth.OAuthHandler(cfg.Endpoint, ht); err != nil {
+				return nil, fmt.Errorf("mcp client %s: %w", cfg.Endpoint, err)
+			}
+		}
+		if c.cfg.OAuth != nil && cfg.Transport != TransportHTTP {
+			return nil, fmt.Errorf("mcp client %s: OAuth discovery and logins work with the Streamable HTTP transport, not %s", cfg.Endpoint, cfg.Transport)
+		}
 	}
 	c.closeCtx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
@@ -562,7 +574,8 @@ func (c *Conn) connectHTTP(ctx context.Context, opts *sdk.ClientSessionOptions) 
 		// Tool calls are request/response: the standalone GET stream for
 		// server-initiated messages is not needed, and keeping it would make the SDK
 		// retry it in the background whenever the server goes away.
-		t := &sdk.StreamableClientTransport{Endpoint: ep, HTTPClient: c.httpc, DisableStandaloneSSE: true, MaxEventSize: c.sdkEventLimit()}
+		t := &sdk.StreamableClientTransport{Endpoint: ep, HTTPClient: c.httpc, DisableStandaloneSSE: true, MaxEventSize: c.sdkEventLimit(),
+			OAuthHandler: c.cfg.OAuth}
 		ct := &callTracker{connect: true}
 		s, err := c.client.Connect(withTracker(ctx, ct), t, opts)
 		if err == nil {

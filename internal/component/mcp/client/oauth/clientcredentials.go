@@ -1,0 +1,205 @@
+package oauth
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// ClientCredentials is an auth.OAuthHandler for workflows: on the server's first
+// 401 it finds the authorization server by discovery (protected resource metadata,
+// then the authorization server's metadata, with the same fallbacks as logins) and
+// gets tokens with the client credentials grant, for the server as resource. The
+// token is fetched again when it expires and when the server refuses it.
+//
+// It is the go-sdk's extauth.ClientCredentialsHandler made safe for the concurrent
+// calls of a shared connection, with configured scopes and the resource indicator.
+type ClientCredentials struct {
+	ClientID     string
+	ClientSecret string
+	// Scopes, when set, are requested instead of those the server asks for.
+	Scopes []string
+	// HTTPClient makes the discovery and token requests; nil means
+	// NewHTTPClient(nil).
+	HTTPClient *http.Client
+
+	flow sync.Mutex
+	mu   sync.Mutex
+	ts   oauth2.TokenSource
+	last string // the access token last handed out
+}
+
+var _ auth.OAuthHandler = (*ClientCredentials)(nil)
+
+// TokenSource returns the token source found by the last Authorize (nil before).
+func (c *ClientCredentials) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ts, nil
+}
+
+// Authorize discovers the token endpoint and gets a token.
+func (c *ClientCredentials) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	defer resp.Body.Close()
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if resp.StatusCode == http.StatusForbidden && challengeParam(challenges, "error") != "insufficient_scope" {
+		return nil
+	}
+	c.flow.Lock()
+	defer c.flow.Unlock()
+	c.mu.Lock()
+	renewed := c.ts != nil && req.Header.Get("Authorization") != "Bearer "+c.last
+	c.mu.Unlock()
+	if renewed {
+		return nil // another call got a new token while this one was refused
+	}
+
+	client := c.HTTPClient
+	if client == nil {
+		client = NewHTTPClient(nil)
+	}
+	prm, err := discoverResource(ctx, challenges, req.URL.String(), client)
+	if err != nil {
+		return err
+	}
+	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], client)
+	if err != nil {
+		return fmt.Errorf("oauth2 discovery: authorization server %s: %w", prm.AuthorizationServers[0], err)
+	}
+	tokenURL := strings.TrimRight(prm.AuthorizationServers[0], "/") + "/token"
+	var methods []string
+	if asm != nil {
+		tokenURL, methods = asm.TokenEndpoint, asm.TokenEndpointAuthMethodsSupported
+		if len(asm.GrantTypesSupported) > 0 && !slices.Contains(asm.GrantTypesSupported, "client_credentials") {
+			return fmt.Errorf("oauth2 discovery: authorization server %s does not offer the client_credentials grant (it offers %s)",
+				asm.Issuer, strings.Join(asm.GrantTypesSupported, ", "))
+		}
+	}
+	scopes := c.Scopes
+	if len(scopes) == 0 {
+		if s := challengeParam(challenges, "scope"); s != "" {
+			scopes = strings.Fields(s)
+		} else {
+			scopes = prm.ScopesSupported
+		}
+	}
+	cc := &clientcredentials.Config{
+		ClientID:       c.ClientID,
+		ClientSecret:   c.ClientSecret,
+		TokenURL:       tokenURL,
+		Scopes:         scopes,
+		AuthStyle:      tokenAuthStyle(methods),
+		EndpointParams: url.Values{"resource": {prm.Resource}},
+	}
+	// The token source keeps its context for every later fetch, so it must not be
+	// this request's (a cancelled call would break the next renewal); each fetch is
+	// bounded by the client's timeout instead.
+	ts := cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, client))
+	tok, err := ts.Token()
+	if err != nil {
+		return fmt.Errorf("oauth2 client credentials at %s: %w", tokenURL, cleanTokenError(err))
+	}
+	hideToken(tok)
+	c.mu.Lock()
+	c.ts = &watchedSource{inner: oauth2.ReuseTokenSource(tok, ts), c: c}
+	c.last = tok.AccessToken
+	c.mu.Unlock()
+	return nil
+}
+
+// watchedSource remembers the token last handed out (Authorize tells a stale
+// refusal from a fresh one by it) and hides each new token from logs.
+type watchedSource struct {
+	inner oauth2.TokenSource
+	c     *ClientCredentials
+}
+
+func (w *watchedSource) Token() (*oauth2.Token, error) {
+	tok, err := w.inner.Token()
+	if err != nil {
+		return nil, cleanTokenError(err)
+	}
+	w.c.mu.Lock()
+	if w.c.last != tok.AccessToken {
+		w.c.last = tok.AccessToken
+		hideToken(tok)
+	}
+	w.c.mu.Unlock()
+	return tok, nil
+}
+
+func hideToken(tok *oauth2.Token) { (&Login{Token: tok}).hideSecrets() }
+
+// tokenAuthStyle picks how the client authenticates at the token endpoint from what
+// the server supports: client_secret_post, else client_secret_basic, else
+// oauth2's detection.
+func tokenAuthStyle(supported []string) oauth2.AuthStyle {
+	switch {
+	case slices.Contains(supported, "client_secret_post"):
+		return oauth2.AuthStyleInParams
+	case slices.Contains(supported, "client_secret_basic"):
+		return oauth2.AuthStyleInHeader
+	}
+	return oauth2.AuthStyleAutoDetect
+}
+
+// discoverResource fetches the protected resource metadata of the MCP server at
+// serverURL: at the URL its challenge names, else at the path-based and then the
+// root well-known location. A server without any is its own authorization server
+// (the 2025-03-26 convention).
+func discoverResource(ctx context.Context, challenges []oauthex.Challenge, serverURL string, client *http.Client) (*oauthex.ProtectedResourceMetadata, error) {
+	su, err := url.Parse(serverURL)
+	if err != nil {
+		return nil, fmt.Errorf("oauth2 discovery: %w", err)
+	}
+	type candidate struct{ metadata, resource string }
+	var cands []candidate
+	named := challengeParam(challenges, "resource_metadata")
+	if named != "" {
+		cands = append(cands, candidate{named, serverURL})
+	}
+	mu := *su
+	mu.RawQuery, mu.Fragment = "", ""
+	mu.Path = "/.well-known/oauth-protected-resource/" + strings.TrimLeft(su.Path, "/")
+	cands = append(cands, candidate{mu.String(), serverURL})
+	mu.Path = "/.well-known/oauth-protected-resource"
+	root := *su
+	root.Path, root.RawQuery, root.Fragment = "", "", ""
+	cands = append(cands, candidate{mu.String(), root.String()})
+
+	for _, cand := range cands {
+		prm, err := oauthex.GetProtectedResourceMetadata(ctx, cand.metadata, cand.resource, client)
+		if err != nil && cand.metadata == named {
+			// The server itself pointed here: metadata that cannot be had or
+			// fails its checks (another resource, plain-http servers) is refused,
+			// not replaced by a guess.
+			return nil, fmt.Errorf("oauth2 discovery: protected resource metadata that %s names: %w", serverURL, err)
+		}
+		if err != nil {
+			continue // not at this well-known location
+		}
+		if prm == nil {
+			continue
+		}
+		if len(prm.AuthorizationServers) == 0 {
+			return nil, fmt.Errorf("oauth2 discovery: protected resource metadata at %s names no authorization server", cand.metadata)
+		}
+		return prm, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return &oauthex.ProtectedResourceMetadata{
+		AuthorizationServers: []string{root.String()},
+		Resource:             serverURL,
+	}, nil
+}
