@@ -188,6 +188,10 @@ type Conn struct {
 	// streamLimit is the last answer a session-long stream (SSE transport, stdio)
 	// refused as larger than MaxResponseBytes; reset when a session opens.
 	streamLimit streamLimit
+
+	// schemas is the tool list of a modern session, for Mcp-Param headers and the
+	// refusal of tools with invalid header annotations (toolschemas.go).
+	schemas toolSchemas
 }
 
 // NewConn validates cfg and prepares a connection; nothing is dialled until the
@@ -217,6 +221,7 @@ func NewConn(cfg Config) (*Conn, error) {
 		now:    time.Now,
 	}
 	c.client.AddSendingMiddleware(propagateTrace) // tracing.go
+	c.client.AddSendingMiddleware(recordToolLists) // toolschemas.go
 	if cfg.Transport != TransportStdio {
 		hc, ht, err := newHTTPClient(cfg.Header, cfg.Auth)
 		if err != nil {
@@ -274,12 +279,19 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 			c.waiting.Add(-1)
 		}()
 	}
-	tr, err := c.withSession(ctx, false, func(ctx context.Context, s *sdk.ClientSession) error {
+	tr, err := c.withSession(ctx, false, func(tctx context.Context, s *sdk.ClientSession) error {
+		// The listing is not the call: it goes without the call's tracker.
+		if err := c.checkTool(ctx, s, name); err != nil { // toolschemas.go
+			return err
+		}
 		var err error
-		res, err = s.CallTool(ctx, params)
+		res, err = s.CallTool(tctx, params)
 		return err
 	})
 	if err != nil {
+		if isInvalidTool(err) {
+			return nil, err
+		}
 		if tl := tr.responseTooLarge(); tl != nil {
 			return nil, fmt.Errorf("call %s: %w", name, tl)
 		}
@@ -737,7 +749,7 @@ func protocolError(err error) *jsonrpc.Error {
 // one should be tried: everything except an answer from the server (a JSON-RPC error)
 // and the caller's own cancellation or deadline.
 func sessionGone(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || errors.Is(err, errClientClosed) {
+	if ctx.Err() != nil || errors.Is(err, errClientClosed) || isInvalidTool(err) {
 		return false
 	}
 	return protocolError(err) == nil

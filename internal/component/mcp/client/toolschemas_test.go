@@ -1,0 +1,149 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// headerTools are a tool with a valid x-mcp-header annotation and tools whose
+// annotations break one rule each.
+var headerTools = []map[string]any{
+	{"name": "valid_tool", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+		"region": map[string]any{"type": "string", "x-mcp-header": "Region"},
+		"query":  map[string]any{"type": "string"},
+	}}},
+	{"name": "object_header", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+		"data": map[string]any{"type": "object", "x-mcp-header": "Data"},
+	}}},
+	{"name": "space_header", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+		"value": map[string]any{"type": "string", "x-mcp-header": "My Region"},
+	}}},
+	{"name": "duplicate_header", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+		"a": map[string]any{"type": "string", "x-mcp-header": "MyField"},
+		"b": map[string]any{"type": "string", "x-mcp-header": "myfield"},
+	}}},
+}
+
+func newModernConn(t *testing.T, ws *wireServer) *Conn {
+	t.Helper()
+	c, err := NewConn(Config{Endpoint: ws.url, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestCallCarriesMcpParamHeaders: an mcp:// call that never listed the tools still
+// sends the Mcp-Param header the tool's schema asks for, because the Conn lists the
+// tools of a modern session before the first call, once.
+func TestCallCarriesMcpParamHeaders(t *testing.T) {
+	t.Parallel()
+	ws := newWireServer(t, headerTools, nil)
+	c := newModernConn(t, ws)
+	ctx := context.Background()
+	for range 2 {
+		if _, err := c.CallTool(ctx, "valid_tool", map[string]any{"region": "us-west1", "query": "q"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := ws.requests("tools/call")
+	if len(calls) != 2 {
+		t.Fatalf("server saw %d calls, want 2 (%v)", len(calls), ws.methods())
+	}
+	for _, call := range calls {
+		if got := call.Header.Get("Mcp-Param-Region"); got != "us-west1" {
+			t.Errorf("Mcp-Param-Region = %q, want us-west1", got)
+		}
+		if got := call.Header.Get("Mcp-Param-Query"); got != "" {
+			t.Errorf("unannotated argument sent as Mcp-Param-Query: %q", got)
+		}
+	}
+	if n := len(ws.requests("tools/list")); n != 1 {
+		t.Errorf("tools listed %d times for two calls, want once (%v)", n, ws.methods())
+	}
+}
+
+// TestToolListRefreshedAfterTTL: a list older than toolSchemaTTL is listed again, so
+// a tool whose annotations changed gets the new headers.
+func TestToolListRefreshedAfterTTL(t *testing.T) {
+	t.Parallel()
+	ws := newWireServer(t, headerTools, nil)
+	c := newModernConn(t, ws)
+	var skew atomic.Int64 // how far the Conn's clock is ahead
+	c.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	ctx := context.Background()
+	if _, err := c.CallTool(ctx, "valid_tool", map[string]any{"region": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	skew.Store(int64(toolSchemaTTL))
+	if _, err := c.CallTool(ctx, "valid_tool", map[string]any{"region": "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ws.requests("tools/list")); n != 2 {
+		t.Errorf("tools listed %d times, want 2: once more after the TTL (%v)", n, ws.methods())
+	}
+}
+
+// TestInvalidHeaderToolsRefusedLocally: a tool with an invalid x-mcp-header
+// annotation is neither listed nor called; the call fails without reaching the
+// server, with an error that names the tool and the broken property.
+func TestInvalidHeaderToolsRefusedLocally(t *testing.T) {
+	t.Parallel()
+	ws := newWireServer(t, headerTools, nil)
+	c := newModernConn(t, ws)
+	ctx := context.Background()
+	tools, err := c.ListTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 1 || tools[0].Name != "valid_tool" {
+		names := []string{}
+		for _, tl := range tools {
+			names = append(names, tl.Name)
+		}
+		t.Errorf("listed %v, want only valid_tool", names)
+	}
+	for tool, want := range map[string]string{
+		"object_header":    `property "data": x-mcp-header is only allowed on string, integer and boolean properties, not "object"`,
+		"space_header":     `x-mcp-header "My Region" has the character ' '`,
+		"duplicate_header": `properties "a" and "b" both use x-mcp-header "myfield"`,
+	} {
+		_, err := c.CallTool(ctx, tool, map[string]any{"data": map[string]any{}})
+		var ite *InvalidToolError
+		if !errors.As(err, &ite) {
+			t.Fatalf("%s: error %v, want an InvalidToolError", tool, err)
+		}
+		if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "call "+tool+" on "+ws.url) {
+			t.Errorf("%s: error %q, want it to name the tool and say %q", tool, err, want)
+		}
+	}
+	if calls := ws.requests("tools/call"); len(calls) != 0 {
+		t.Errorf("the server got %d calls of invalid tools", len(calls))
+	}
+}
+
+func TestHeaderAnnotationProblem(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		schema any
+		want   string
+	}{
+		{map[string]any{"properties": map[string]any{"x": map[string]any{"type": "number", "x-mcp-header": "X"}}}, `not "number"`},
+		{map[string]any{"properties": map[string]any{"x": map[string]any{"x-mcp-header": "X"}}}, "not an untyped one"},
+		{map[string]any{"properties": map[string]any{"x": map[string]any{"type": "string", "x-mcp-header": ""}}}, "must be a non-empty string"},
+		{map[string]any{"properties": map[string]any{"x": map[string]any{"type": "string", "x-mcp-header": 7}}}, "must be a non-empty string"},
+		{map[string]any{"properties": map[string]any{"x": map[string]any{"type": "string", "x-mcp-header": "Région"}}}, `character 'é'`},
+		{map[string]any{"properties": map[string]any{"o": map[string]any{"type": "object", "properties": map[string]any{
+			"x": map[string]any{"type": "boolean", "x-mcp-header": "Bad:Name"}}}}}, `property "o.x"`},
+		{"not a schema", "cannot be read"},
+	} {
+		if got := headerAnnotationProblem(tc.schema); !strings.Contains(got, tc.want) {
+			t.Errorf("headerAnnotationProblem(%v) = %q, want it to contain %q", tc.schema, got, tc.want)
+		}
+	}
+}
