@@ -587,8 +587,13 @@ func (c *Conn) connectHTTP(ctx context.Context, opts *sdk.ClientSessionOptions) 
 			return s, nil
 		}
 		status = ct.httpStatus()
+		if de := ct.discoverFailure(); de != nil {
+			err = de // the cause, not the refusal of the initialize after it
+		}
 		errs = append(errs, pathError{endpoint: ep, err: err})
-		if ctx.Err() != nil || status == 0 {
+		// Another path only helps when the server answered this one, and not with
+		// a momentary failure (a 503 at /mcp does not mean the server is at /).
+		if ctx.Err() != nil || status == 0 || momentaryStatus(status) {
 			break
 		}
 	}

@@ -56,6 +56,9 @@ type callTracker struct {
 	answer    *jsonrpc.Error         // JSON-RPC error with a non-null id in a non-2xx body
 	tooLarge  *ResponseTooLargeError // the answer exceeded maxResponseBytes
 	cancelled chan struct{}          // closed once notifications/cancelled was written (or failed); made on first use
+	// discoverFailed, for a connect tracker, is a momentary failure of
+	// server/discover: the initialize fallback is not sent (versions.go).
+	discoverFailed *DiscoverFailedError
 	once      sync.Once
 
 	parent context.Context // the context withTracker made the tracker part of
@@ -195,11 +198,7 @@ func (tt *trackingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		return tt.base.RoundTrip(req)
 	}
 	if t.connect {
-		resp, err := tt.base.RoundTrip(req)
-		if err == nil {
-			t.setStatus(resp.StatusCode)
-		}
-		return resp, err
+		return t.discoverRoundTrip(tt.base, req) // versions.go
 	}
 	if req.Method != http.MethodPost {
 		return tt.base.RoundTrip(req) // a stream resumed with GET: not a new request

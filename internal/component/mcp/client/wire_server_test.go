@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -31,6 +32,7 @@ type wireMsg struct {
 
 // wireSeen is one request the server received.
 type wireSeen struct {
+	Path   string
 	Method string
 	Header http.Header
 	Params json.RawMessage
@@ -56,7 +58,7 @@ func (ws *wireServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.mu.Lock()
-	ws.seen = append(ws.seen, wireSeen{Method: msg.Method, Header: r.Header.Clone(), Params: msg.Params})
+	ws.seen = append(ws.seen, wireSeen{Path: r.URL.Path, Method: msg.Method, Header: r.Header.Clone(), Params: msg.Params})
 	ws.mu.Unlock()
 	if ws.handle != nil && ws.handle(w, r, &msg) {
 		return
@@ -103,6 +105,13 @@ func (ws *wireServer) requests(method string) []wireSeen {
 		}
 	}
 	return out
+}
+
+// all returns every request received, in order.
+func (ws *wireServer) all() []wireSeen {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return slices.Clone(ws.seen)
 }
 
 // methods returns the methods of every request received, in order.
