@@ -220,7 +220,7 @@ func NewConn(cfg Config) (*Conn, error) {
 		log:    log,
 		now:    time.Now,
 	}
-	c.client.AddSendingMiddleware(propagateTrace) // tracing.go
+	c.client.AddSendingMiddleware(propagateTrace)  // tracing.go
 	c.client.AddSendingMiddleware(recordToolLists) // toolschemas.go
 	if cfg.Transport != TransportStdio {
 		hc, ht, err := newHTTPClient(cfg.Header, cfg.Auth)

@@ -59,7 +59,7 @@ type callTracker struct {
 	// discoverFailed, for a connect tracker, is a momentary failure of
 	// server/discover: the initialize fallback is not sent (versions.go).
 	discoverFailed *DiscoverFailedError
-	once      sync.Once
+	once           sync.Once
 
 	parent context.Context // the context withTracker made the tracker part of
 }
