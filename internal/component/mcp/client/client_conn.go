@@ -93,8 +93,10 @@ type Config struct {
 	// of a stdio server. A larger answer fails the call (ResponseTooLargeError)
 	// without being read to its end. 0 means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
-	// ProtocolVersion is the MCP version offered at initialize; "" means the SDK's
-	// latest (which falls back to the initialize handshake with older servers).
+	// ProtocolVersion pins the MCP version offered (one of ProtocolVersions); "" means
+	// the SDK's latest, with server/discover, falling back to the initialize handshake
+	// with older servers. A pin older than 2026-07-28 goes straight to initialize; a
+	// pin of 2026-07-28 or later accepts no fallback (versions.go).
 	ProtocolVersion string
 	// Logger receives connection events; nil means slog.Default.
 	Logger *slog.Logger
@@ -127,7 +129,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("mcp client: unknown transport %q (use http, sse or stdio)", c.Transport)
 	}
-	return nil
+	return checkProtocolVersion(c.ProtocolVersion) // versions.go
 }
 
 // target names the server in messages.
@@ -423,6 +425,12 @@ func (c *Conn) session(ctx context.Context) (*sdk.ClientSession, error) {
 		c.mu.Unlock()
 
 		s, err := c.connect(ctx)
+		if err == nil {
+			if err = c.checkPinnedEra(s); err != nil { // versions.go
+				_ = s.Close()
+				s = nil
+			}
+		}
 		if err == nil {
 			c.setLoggingLevel(ctx, s) // logging.go
 		}

@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Protocol versions.
@@ -24,6 +28,37 @@ import (
 // carry their version and the client's identity in _meta; server/discover replaces
 // initialize).
 const protocolModern = "2026-07-28"
+
+// ProtocolVersions are the versions a Config may pin (ProtocolVersion, the
+// protocolVersion option, helix mcp --protocol-version): the go-sdk's, newest first.
+var ProtocolVersions = sdk.SupportedProtocolVersions()
+
+// checkProtocolVersion reports a pinned version the client cannot speak.
+func checkProtocolVersion(v string) error {
+	if v == "" || slices.Contains(ProtocolVersions, v) {
+		return nil
+	}
+	return fmt.Errorf("mcp client: protocol version %q is not one the client speaks (use one of %s, or leave it out for the newest the server speaks)",
+		v, strings.Join(ProtocolVersions, ", "))
+}
+
+// checkPinnedEra refuses a session of an older protocol when the Config pins the
+// sessionless one: the go-sdk falls back to initialize when server/discover fails,
+// and a pin says the caller wants no fallback.
+func (c *Conn) checkPinnedEra(s *sdk.ClientSession) error {
+	if c.cfg.ProtocolVersion < protocolModern {
+		return nil
+	}
+	got := ""
+	if init := s.InitializeResult(); init != nil {
+		got = init.ProtocolVersion
+	}
+	if got >= protocolModern {
+		return nil
+	}
+	return fmt.Errorf("the server does not speak protocol %s (server/discover failed; it answered initialize with %s): protocol version %s is pinned, so the older protocol is not used; leave the pin out to accept it",
+		c.cfg.ProtocolVersion, got, c.cfg.ProtocolVersion)
+}
 
 // Method names of the two handshakes.
 const (

@@ -2,12 +2,15 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 // legacyAnswers makes a wireServer a 2025-11-25 server: server/discover is refused
@@ -153,5 +156,77 @@ func TestFindPathKeepsPathOnMomentaryFailure(t *testing.T) {
 	}
 	if got := c.Endpoint(); got != ws.url+"/mcp" {
 		t.Errorf("endpoint %s, want %s/mcp", got, ws.url)
+	}
+}
+
+// TestPinnedProtocolVersion: a pin older than 2026-07-28 goes straight to
+// initialize; a pin of 2026-07-28 refuses an older server instead of falling back;
+// a version the client does not speak is a configuration error.
+func TestPinnedProtocolVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("older", func(t *testing.T) {
+		t.Parallel()
+		ws := newWireServer(t, nil, legacyAnswers)
+		c, err := NewConn(Config{Endpoint: ws.url, ProtocolVersion: "2025-06-18", Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		if _, err := c.CallTool(ctx, "echo", nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := ws.methods(); got[0] != methodInitialize || len(ws.requests(methodDiscover)) != 0 {
+			t.Errorf("requests %v, want initialize first and no server/discover", got)
+		}
+		var params struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(ws.requests(methodInitialize)[0].Params, &params)
+		if params.ProtocolVersion != "2025-06-18" {
+			t.Errorf("initialize offered %q, want 2025-06-18", params.ProtocolVersion)
+		}
+	})
+	t.Run("modern-refuses-older-server", func(t *testing.T) {
+		t.Parallel()
+		ws := newWireServer(t, nil, legacyAnswers)
+		c, err := NewConn(Config{Endpoint: ws.url, ProtocolVersion: protocolModern, Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		_, err = c.CallTool(ctx, "echo", nil)
+		if err == nil || !strings.Contains(err.Error(), "the server does not speak protocol 2026-07-28") || !strings.Contains(err.Error(), "answered initialize with 2025-11-25") {
+			t.Fatalf("call: %v, want a refusal of the older server", err)
+		}
+		if n := len(ws.requests("tools/call")); n != 0 {
+			t.Errorf("the call was sent on the older session")
+		}
+	})
+	t.Run("unknown", func(t *testing.T) {
+		t.Parallel()
+		_, err := NewConn(Config{Endpoint: "http://127.0.0.1:1", ProtocolVersion: "2026-01-01"})
+		if err == nil || !strings.Contains(err.Error(), `protocol version "2026-01-01" is not one the client speaks (use one of 2026-07-28, 2025-11-25`) {
+			t.Errorf("NewConn: %v, want the versions it speaks", err)
+		}
+	})
+}
+
+func TestProtocolVersionOption(t *testing.T) {
+	t.Parallel()
+	u, err := uri.Parse("mcp://localhost:8080/mcp/echo?protocolVersion=2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := ParseURI(u)
+	if err != nil || cfg.ProtocolVersion != "2025-11-25" {
+		t.Errorf("ParseURI: %+v, %v; want ProtocolVersion 2025-11-25", cfg.ProtocolVersion, err)
+	}
+	u, err = uri.Parse("mcp://localhost:8080/mcp/echo?protocolVersion=2025-11-24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ParseURI(u); err == nil || !strings.Contains(err.Error(), "protocolVersion") || !strings.Contains(err.Error(), "2025-11-25") {
+		t.Errorf("ParseURI with an unknown version: %v, want an error naming the option and a version it takes", err)
 	}
 }
