@@ -320,14 +320,9 @@ func (c *Conn) ListTools(ctx context.Context) ([]*sdk.Tool, error) {
 	}
 	var tools []*sdk.Tool
 	_, err := c.withSession(ctx, true, func(ctx context.Context, s *sdk.ClientSession) error {
-		tools = tools[:0]
-		for t, err := range s.Tools(ctx, nil) {
-			if err != nil {
-				return err
-			}
-			tools = append(tools, t)
-		}
-		return nil
+		var err error
+		tools, err = c.listToolSchemas(ctx, s) // toolschemas.go
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list tools of %s: %w", c.cfg.target(), err)

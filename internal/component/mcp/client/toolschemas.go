@@ -84,16 +84,14 @@ func (c *Conn) checkTool(ctx context.Context, s *sdk.ClientSession, tool string)
 	defer c.schemas.mu.Unlock()
 	l := c.schemas.list
 	if l == nil || l.sess != s || c.now().Sub(l.listedAt) >= toolSchemaTTL {
-		var err error
-		l, err = c.listToolSchemas(ctx, s)
-		if err != nil {
+		if _, err := c.listToolSchemasLocked(ctx, s); err != nil {
 			if ctx.Err() != nil {
 				return err
 			}
 			c.log.Warn("mcp tools/list before a call failed; calling without Mcp-Param headers", "server", c.cfg.target(), "error", err)
-			l = &toolList{sess: s, listedAt: c.now()}
+			c.schemas.list = &toolList{sess: s, listedAt: c.now()}
 		}
-		c.schemas.list = l
+		l = c.schemas.list
 	}
 	if reason, bad := l.invalid[tool]; bad {
 		return &InvalidToolError{Tool: tool, Server: c.cfg.target(), Reason: reason}
@@ -101,21 +99,40 @@ func (c *Conn) checkTool(ctx context.Context, s *sdk.ClientSession, tool string)
 	return nil
 }
 
-// listToolSchemas lists every page of the tools of s. The SDK caches the
-// definitions it keeps (and uses them for Mcp-Param headers); the tools it left out
-// are found by comparing with what the server sent (recordToolLists).
-func (c *Conn) listToolSchemas(ctx context.Context, s *sdk.ClientSession) (*toolList, error) {
+// listToolSchemas lists every page of the tools of s and returns those the SDK
+// keeps; on a modern HTTP session it also renews the Conn's tool list, so that an
+// agent that lists the tools and then calls them lists once.
+func (c *Conn) listToolSchemas(ctx context.Context, s *sdk.ClientSession) ([]*sdk.Tool, error) {
+	if !c.usesHeaderAnnotations(s) {
+		return listToolPages(ctx, s, nil)
+	}
+	c.schemas.mu.Lock()
+	defer c.schemas.mu.Unlock()
+	return c.listToolSchemasLocked(ctx, s)
+}
+
+// listToolSchemasLocked lists the tools of s and makes them the Conn's tool list;
+// c.schemas.mu is held. The SDK caches the definitions it keeps (and uses them for
+// Mcp-Param headers); the tools it left out are found by comparing with what the
+// server sent (recordToolLists).
+func (c *Conn) listToolSchemasLocked(ctx context.Context, s *sdk.ClientSession) ([]*sdk.Tool, error) {
 	raw := &rawTools{}
-	kept := map[string]bool{}
-	for t, err := range s.Tools(context.WithValue(ctx, rawToolsKey{}, raw), nil) {
-		if err != nil {
-			return nil, err
-		}
-		kept[t.Name] = true
+	kept, err := listToolPages(ctx, s, raw)
+	if err != nil {
+		return nil, err
 	}
 	l := &toolList{sess: s, listedAt: c.now()}
+	if prev := c.schemas.list; raw.pages == 0 && prev != nil && prev.sess == s {
+		// The SDK answered from its own cache (the server's ttlMs has not run
+		// out): nothing was received, so what was known about the tools holds.
+		l.invalid = prev.invalid
+	}
+	names := make(map[string]bool, len(kept))
+	for _, t := range kept {
+		names[t.Name] = true
+	}
 	for _, t := range raw.tools {
-		if t == nil || kept[t.Name] {
+		if t == nil || names[t.Name] {
 			continue
 		}
 		if l.invalid == nil {
@@ -123,13 +140,31 @@ func (c *Conn) listToolSchemas(ctx context.Context, s *sdk.ClientSession) (*tool
 		}
 		l.invalid[t.Name] = headerAnnotationProblem(t.InputSchema)
 	}
-	return l, nil
+	c.schemas.list = l
+	return kept, nil
+}
+
+// listToolPages lists every page of the tools of s; raw, when not nil, receives the
+// tools as the server sent them.
+func listToolPages(ctx context.Context, s *sdk.ClientSession, raw *rawTools) ([]*sdk.Tool, error) {
+	if raw != nil {
+		ctx = context.WithValue(ctx, rawToolsKey{}, raw)
+	}
+	var tools []*sdk.Tool
+	for t, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
 }
 
 // rawTools collects the tools of tools/list answers as the server sent them, before
 // the SDK filters them.
 type rawTools struct {
 	mu    sync.Mutex
+	pages int // tools/list answers received
 	tools []*sdk.Tool
 }
 
@@ -143,6 +178,7 @@ func recordToolLists(next sdk.MethodHandler) sdk.MethodHandler {
 		if raw, ok := ctx.Value(rawToolsKey{}).(*rawTools); ok && err == nil && method == "tools/list" {
 			if lr, ok := res.(*sdk.ListToolsResult); ok {
 				raw.mu.Lock()
+				raw.pages++
 				raw.tools = append(raw.tools, lr.Tools...)
 				raw.mu.Unlock()
 			}

@@ -147,3 +147,53 @@ func TestHeaderAnnotationProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestListedToolsServeTheFirstCall: an agent lists the tools, then calls one: the
+// listing is the one the call needs, so tools/list goes once.
+func TestListedToolsServeTheFirstCall(t *testing.T) {
+	t.Parallel()
+	ws := newWireServer(t, headerTools, nil)
+	c := newModernConn(t, ws)
+	ctx := context.Background()
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallTool(ctx, "valid_tool", map[string]any{"region": "eu"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallTool(ctx, "object_header", nil); !isInvalidTool(err) {
+		t.Errorf("object_header: %v, want an InvalidToolError", err)
+	}
+	if n := len(ws.requests("tools/list")); n != 1 {
+		t.Errorf("tools/list sent %d times, want once (%v)", n, ws.methods())
+	}
+	if got := ws.requests("tools/call")[0].Header.Get("Mcp-Param-Region"); got != "eu" {
+		t.Errorf("Mcp-Param-Region = %q, want eu", got)
+	}
+}
+
+// TestRefreshFromTheSDKCacheKeepsRefusals: when the server lets the go-sdk cache
+// its tool list for longer than toolSchemaTTL, a refresh is answered from that cache
+// without a request: the invalid tools stay refused.
+func TestRefreshFromTheSDKCacheKeepsRefusals(t *testing.T) {
+	t.Parallel()
+	ws := newWireServer(t, headerTools, nil)
+	ws.ttlMs.Store(int64(time.Hour / time.Millisecond))
+	c := newModernConn(t, ws)
+	var skew atomic.Int64
+	c.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	ctx := context.Background()
+	if _, err := c.CallTool(ctx, "object_header", nil); !isInvalidTool(err) {
+		t.Fatalf("first call: %v, want an InvalidToolError", err)
+	}
+	skew.Store(int64(toolSchemaTTL))
+	if _, err := c.CallTool(ctx, "object_header", nil); !isInvalidTool(err) {
+		t.Fatalf("after the refresh: %v, want an InvalidToolError", err)
+	}
+	if n := len(ws.requests("tools/list")); n != 1 {
+		t.Errorf("tools/list sent %d times, want once: the refresh comes from the SDK's cache (%v)", n, ws.methods())
+	}
+	if calls := ws.requests("tools/call"); len(calls) != 0 {
+		t.Errorf("an invalid tool was called")
+	}
+}

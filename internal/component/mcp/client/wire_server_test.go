@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -19,6 +20,7 @@ type wireServer struct {
 	url    string
 	handle func(w http.ResponseWriter, r *http.Request, msg *wireMsg) bool
 	tools  []map[string]any
+	ttlMs  atomic.Int64 // of tools/list answers
 
 	mu   sync.Mutex
 	seen []wireSeen
@@ -76,7 +78,7 @@ func (ws *wireServer) serve(w http.ResponseWriter, r *http.Request) {
 			"serverInfo":        map[string]any{"name": "wire", "version": "1"},
 		})
 	case "tools/list":
-		writeResult(w, msg.ID, map[string]any{"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "tools": ws.tools})
+		writeResult(w, msg.ID, map[string]any{"resultType": "complete", "ttlMs": ws.ttlMs.Load(), "cacheScope": "private", "tools": ws.tools})
 	case "tools/call":
 		writeResult(w, msg.ID, map[string]any{"resultType": "complete", "content": []any{map[string]any{"type": "text", "text": "ok"}}})
 	default:
