@@ -144,16 +144,25 @@ func (c *Conn) listToolSchemasLocked(ctx context.Context, s *sdk.ClientSession) 
 	return kept, nil
 }
 
+// maxToolListPages bounds the pages of one listing: a server whose tools/list
+// always names a next page would otherwise hold every call until its timeout (or
+// forever, without one).
+const maxToolListPages = 1000
+
 // listToolPages lists every page of the tools of s; raw, when not nil, receives the
 // tools as the server sent them.
 func listToolPages(ctx context.Context, s *sdk.ClientSession, raw *rawTools) ([]*sdk.Tool, error) {
-	if raw != nil {
-		ctx = context.WithValue(ctx, rawToolsKey{}, raw)
+	if raw == nil {
+		raw = &rawTools{}
 	}
+	ctx = context.WithValue(ctx, rawToolsKey{}, raw)
 	var tools []*sdk.Tool
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
 			return nil, err
+		}
+		if raw.received() > maxToolListPages {
+			return nil, fmt.Errorf("tools/list went on for more than %d pages: the server keeps naming a next page", maxToolListPages)
 		}
 		tools = append(tools, t)
 	}
@@ -169,6 +178,12 @@ type rawTools struct {
 }
 
 type rawToolsKey struct{}
+
+func (r *rawTools) received() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pages
+}
 
 // recordToolLists is a sending middleware: for a tools/list whose context asks for
 // it (listToolSchemas), it keeps the tools of the answer as received.

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -195,5 +197,27 @@ func TestRefreshFromTheSDKCacheKeepsRefusals(t *testing.T) {
 	}
 	if calls := ws.requests("tools/call"); len(calls) != 0 {
 		t.Errorf("an invalid tool was called")
+	}
+}
+
+// TestEndlessToolPagesEndTheListing: a server that always names a next page does not
+// hold the listing (nor the call after it) until the timeout.
+func TestEndlessToolPagesEndTheListing(t *testing.T) {
+	t.Parallel()
+	var page atomic.Int64
+	ws := newWireServer(t, nil, func(w http.ResponseWriter, _ *http.Request, msg *wireMsg) bool {
+		if msg.Method != "tools/list" {
+			return false
+		}
+		n := page.Add(1)
+		writeResult(w, msg.ID, map[string]any{"resultType": "complete", "tools": []any{
+			map[string]any{"name": fmt.Sprintf("t%d", n), "inputSchema": map[string]any{"type": "object"}}},
+			"nextCursor": fmt.Sprint(n)})
+		return true
+	})
+	c := newModernConn(t, ws)
+	_, err := c.ListTools(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "more than 1000 pages") {
+		t.Fatalf("ListTools: %v, want the page limit", err)
 	}
 }
