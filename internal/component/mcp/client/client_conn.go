@@ -218,7 +218,7 @@ func NewConn(cfg Config) (*Conn, error) {
 	}
 	c := &Conn{
 		cfg:    cfg,
-		client: sdk.NewClient(&sdk.Implementation{Name: Name, Version: Version}, nil),
+		client: sdk.NewClient(&sdk.Implementation{Name: Name, Version: Version}, clientOptions()), // tasks.go
 		log:    log,
 		now:    time.Now,
 	}
@@ -286,10 +286,26 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 		if err := c.checkTool(ctx, s, name); err != nil { // toolschemas.go
 			return err
 		}
+		trackerFrom(tctx).watchTasksOf(c.offersTasks(s)) // tasks.go
 		var err error
 		res, err = s.CallTool(tctx, params)
 		return err
 	})
+	if err == nil {
+		if tk := tr.createdTask(); tk != nil {
+			// The server runs the tool as a task: wait for its end (tasks.go).
+			res, err = c.awaitTask(ctx, name, tk)
+			var te *ToolError
+			switch {
+			case err == nil, errors.As(err, &te):
+				return res, err
+			case ctx.Err() != nil && parent.Err() == nil && timeout > 0:
+				return nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
+			default:
+				return nil, fmt.Errorf("call %s on %s: %w", name, c.cfg.target(), err)
+			}
+		}
+	}
 	if err != nil {
 		if isInvalidTool(err) {
 			return nil, err

@@ -59,7 +59,11 @@ type callTracker struct {
 	// discoverFailed, for a connect tracker, is a momentary failure of
 	// server/discover: the initialize fallback is not sent (versions.go).
 	discoverFailed *DiscoverFailedError
-	once           sync.Once
+	// watchTasks, for a tools/call to a server that offers tasks, keeps the
+	// answer (taskAnswer) to find the task it may create (tasks.go).
+	watchTasks bool
+	taskAnswer *taskCapture
+	once       sync.Once
 
 	parent context.Context // the context withTracker made the tracker part of
 }
@@ -226,6 +230,8 @@ func (tt *trackingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	}
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		t.recordRejection(resp)
+	} else if msg.method == methodToolsCall && t.watchingTasks() {
+		t.captureTaskAnswer(resp) // tasks.go
 	}
 	return resp, nil
 }
