@@ -73,7 +73,7 @@ func TestConformanceClientSuites(t *testing.T) {
 				expected = readClientBaseline(t, file)
 				args = append(args, "--expected-failures", file)
 			}
-			out, exitErr, output := runConformanceClient(t, node, helix, args, run.env)
+			out, output, exitErr := runConformanceClient(t, node, helix, args, run.env)
 			results := readClientRuns(t, out)
 			if len(results) == 0 {
 				t.Fatalf("the suite ran no scenario (%v)\n%s", exitErr, output)
@@ -113,7 +113,7 @@ func TestConformanceClientSuites(t *testing.T) {
 		if err := os.WriteFile(stale, []byte("client:\n  - initialize\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, exitErr, output := runConformanceClient(t, node, helix,
+		_, output, exitErr := runConformanceClient(t, node, helix,
 			[]string{release, "client", "--command", wrapper, "--scenario", "initialize", "--expected-failures", stale}, nil)
 		if exitErr == nil || !strings.Contains(output, "Stale baseline entries") {
 			t.Errorf("a baseline listing a passing scenario: exit %v, want a failure naming the stale entry\n%s", exitErr, output)
@@ -122,8 +122,8 @@ func TestConformanceClientSuites(t *testing.T) {
 }
 
 // runConformanceClient runs node with args (the suite and its arguments) and
-// returns the results directory, the suite's exit error and its output.
-func runConformanceClient(t *testing.T, node, helix string, args, env []string) (string, error, string) {
+// returns the results directory, the suite's output and its exit error.
+func runConformanceClient(t *testing.T, node, helix string, args, env []string) (string, string, error) {
 	t.Helper()
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -134,7 +134,7 @@ func runConformanceClient(t *testing.T, node, helix string, args, env []string) 
 	if ctx.Err() != nil {
 		t.Fatalf("conformance %v: %v\n%s", args, ctx.Err(), output)
 	}
-	return out, err, string(output)
+	return out, string(output), err
 }
 
 // readClientBaseline reads the scenario names of an --expected-failures file.

@@ -50,6 +50,7 @@ const (
 // capabilities (roots, with list changes) and the tasks extension.
 func clientOptions() *sdk.ClientOptions {
 	return &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{
+		//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28; the go-sdk's default capability, kept because setting Capabilities replaces the default
 		RootsV2:    &sdk.RootCapabilities{ListChanged: true},
 		Extensions: map[string]any{tasksExtension: map[string]any{}},
 	}}
