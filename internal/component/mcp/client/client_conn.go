@@ -222,8 +222,11 @@ func NewConn(cfg Config) (*Conn, error) {
 		log:    log,
 		now:    time.Now,
 	}
-	c.client.AddSendingMiddleware(propagateTrace)  // tracing.go
-	c.client.AddSendingMiddleware(recordToolLists) // toolschemas.go
+	c.client.AddSendingMiddleware(propagateTrace) // tracing.go
+
+	// Tool schemas of 2026-07-28 sessions (toolschemas.go).
+	c.client.AddSendingMiddleware(recordToolLists)
+	c.schemas.lock = make(chan struct{}, 1)
 	if cfg.Transport != TransportStdio {
 		hc, ht, err := newHTTPClient(cfg.Header, cfg.Auth)
 		if err != nil {

@@ -42,12 +42,26 @@ type toolList struct {
 	invalid map[string]string
 }
 
-// toolSchemas holds the tool list of the Conn's current session. Its mutex is held
-// while listing, so that concurrent first calls list once.
+// toolSchemas holds the tool list of the Conn's current session. It is locked
+// while listing, so that concurrent first calls list once; a call waiting for the
+// lock gives up when its own context ends (calls sharing a Conn may have shorter
+// timeouts than the one listing).
 type toolSchemas struct {
-	mu   sync.Mutex
+	lock chan struct{} // holds one token while locked; made by NewConn
 	list *toolList
 }
+
+// acquire locks s, or returns ctx's error when ctx ends first.
+func (s *toolSchemas) acquire(ctx context.Context) error {
+	select {
+	case s.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *toolSchemas) release() { <-s.lock }
 
 // InvalidToolError is a call refused by the client, without sending it: the server
 // declares the tool with x-mcp-header annotations that are not valid.
@@ -80,8 +94,10 @@ func (c *Conn) checkTool(ctx context.Context, s *sdk.ClientSession, tool string)
 	if !c.usesHeaderAnnotations(s) {
 		return nil
 	}
-	c.schemas.mu.Lock()
-	defer c.schemas.mu.Unlock()
+	if err := c.schemas.acquire(ctx); err != nil {
+		return err
+	}
+	defer c.schemas.release()
 	l := c.schemas.list
 	if l == nil || l.sess != s || c.now().Sub(l.listedAt) >= toolSchemaTTL {
 		if _, err := c.listToolSchemasLocked(ctx, s); err != nil {
@@ -106,13 +122,15 @@ func (c *Conn) listToolSchemas(ctx context.Context, s *sdk.ClientSession) ([]*sd
 	if !c.usesHeaderAnnotations(s) {
 		return listToolPages(ctx, s, nil)
 	}
-	c.schemas.mu.Lock()
-	defer c.schemas.mu.Unlock()
+	if err := c.schemas.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer c.schemas.release()
 	return c.listToolSchemasLocked(ctx, s)
 }
 
 // listToolSchemasLocked lists the tools of s and makes them the Conn's tool list;
-// c.schemas.mu is held. The SDK caches the definitions it keeps (and uses them for
+// c.schemas is locked. The SDK caches the definitions it keeps (and uses them for
 // Mcp-Param headers); the tools it left out are found by comparing with what the
 // server sent (recordToolLists).
 func (c *Conn) listToolSchemasLocked(ctx context.Context, s *sdk.ClientSession) ([]*sdk.Tool, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -219,5 +220,45 @@ func TestEndlessToolPagesEndTheListing(t *testing.T) {
 	_, err := c.ListTools(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "more than 1000 pages") {
 		t.Fatalf("ListTools: %v, want the page limit", err)
+	}
+}
+
+// TestCallDoesNotWaitOutAnotherCallsListing: while one call lists the tools of a slow
+// server, another call gives up when its own context ends, not when the listing does.
+func TestCallDoesNotWaitOutAnotherCallsListing(t *testing.T) {
+	t.Parallel()
+	listing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ws := newWireServer(t, headerTools, func(w http.ResponseWriter, r *http.Request, msg *wireMsg) bool {
+		if msg.Method == "tools/list" {
+			once.Do(func() { close(listing) })
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		return false
+	})
+	c := newModernConn(t, ws)
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(context.Background(), "valid_tool", map[string]any{"region": "a"})
+		first <- err
+	}()
+	<-listing
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.CallTool(ctx, "valid_tool", map[string]any{"region": "b"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second call: %v, want its own deadline", err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the first call ended (%v) before its listing was released", err)
+	default:
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("first call: %v", err)
 	}
 }
