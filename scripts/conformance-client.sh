@@ -3,14 +3,29 @@
 # (@modelcontextprotocol/conformance `client --command scripts/conformance-client.sh`).
 #
 # The suite starts a test server for one scenario, appends its URL as the LAST argument
-# and sets MCP_CONFORMANCE_SCENARIO. This wrapper turns the scenario into a
-# `helix mcp call` (Helix's MCP client, the same code as the mcp:// component):
-#   initialize  connect (initialize handshake) and list the tools
-#   tools_call  call the suite's add_numbers tool with a=2, b=3
-# Other scenarios (sse-retry, elicitation, auth/*) need client features `helix mcp call`
-# does not have; they exit 2 so the suite reports them as failed, not skipped.
+# and sets MCP_CONFORMANCE_SCENARIO (and, for some scenarios, MCP_CONFORMANCE_CONTEXT, a
+# JSON object). This wrapper turns the scenario into `helix mcp call|read|prompt` runs
+# (Helix's MCP client, the same code as the mcp:// component), one process per request
+# the scenario wants, so every arm also shows that a fresh client finds its way:
+#   initialize, request-metadata, json-schema-ref-no-deref
+#                       connect and list the tools
+#   tools_call          call add_numbers with a=2, b=3; with HELIX_CONFORMANCE_WORKFLOW=1
+#                       the call is made by a workflow's mcp:// target (helix test)
+#   sse-retry           call test_reconnection (the answer comes on a resumed stream)
+#   json-schema-2020-12-preservation
+#                       list the tools, send the focal tool's inputSchema back to the
+#                       echo tool as it was received
+#   http-standard-headers
+#                       call a tool, read a resource, get a prompt
+#   http-custom-headers the tool calls MCP_CONFORMANCE_CONTEXT lists (toolCalls)
+#   http-invalid-tool-headers
+#                       list the tools and call each one listed (tools whose x-mcp-header
+#                       annotations are invalid are not listed, and refused)
+# Each arm is self-contained; an unknown scenario exits 2, so the suite reports it as
+# failed, not skipped.
 #
 # The helix binary is $HELIX_BIN, else `helix` on PATH, else `go run ./cmd/helix`.
+# Arms that read JSON use node ($NODE, else node on PATH), which runs the suite anyway.
 set -eu
 
 if [ "$#" -lt 1 ]; then
@@ -27,13 +42,81 @@ else
 	cd "$(dirname "$0")/.."
 	set -- go run ./cmd/helix
 fi
+node=${NODE:-node}
+
+# js EXPR: prints the value of the JavaScript expression EXPR, in which `ctx` is
+# MCP_CONFORMANCE_CONTEXT and `input` is standard input, both parsed as JSON (null when
+# empty). Strings print as they are, anything else as JSON.
+js() {
+	"$node" -e '
+		const fs = require("fs");
+		const parse = (s) => (s && s.trim() ? JSON.parse(s) : null);
+		const ctx = parse(process.env.MCP_CONFORMANCE_CONTEXT);
+		const input = parse(fs.readFileSync(0, "utf8"));
+		const v = eval(process.argv[1]);
+		if (v !== undefined) process.stdout.write(typeof v === "string" ? v : JSON.stringify(v));
+	' "$1"
+}
 
 case "${MCP_CONFORMANCE_SCENARIO:-}" in
-initialize)
+initialize | request-metadata | json-schema-ref-no-deref)
 	exec "$@" mcp call "$url" --list
 	;;
 tools_call)
-	exec "$@" mcp call "$url" add_numbers a=2 b=3
+	if [ "${HELIX_CONFORMANCE_WORKFLOW:-}" != 1 ]; then
+		exec "$@" mcp call "$url" add_numbers a=2 b=3
+	fi
+	# The same call made by a workflow: helix test sends the input through the
+	# workflow, whose mcp:// target is not mocked, and checks the tool's answer.
+	dir=$(mktemp -d)
+	trap 'rm -rf "$dir"' EXIT
+	cat >"$dir/conformance.yaml" <<EOF
+workflows:
+  - id: add
+    trigger: direct://add
+    steps:
+      - target: mcp://${url#http://}/add_numbers
+tests:
+  - name: adds through an mcp target
+    workflow: add
+    input:
+      body: {a: 2, b: 3}
+    expect:
+      body: The sum of 2 and 3 is 5
+EOF
+	"$@" test "$dir/conformance.yaml"
+	;;
+sse-retry)
+	exec "$@" mcp call "$url" test_reconnection
+	;;
+json-schema-2020-12-preservation)
+	tools=$("$@" mcp call "$url" --list --output json)
+	schema=$(printf '%s' "$tools" | js 'input.tools.find((t) => t.name === "json_schema_2020_12_tool").inputSchema')
+	exec "$@" mcp call "$url" json_schema_echo --json "{\"schema\":$schema}"
+	;;
+http-standard-headers)
+	"$@" mcp call "$url" test_headers
+	"$@" mcp read "$url" 'file:///path/to/file%20name.txt'
+	exec "$@" mcp prompt "$url" test_prompt
+	;;
+http-custom-headers)
+	calls=$(js '(ctx && ctx.toolCalls || []).length' </dev/null)
+	if [ "$calls" -eq 0 ]; then
+		echo "conformance-client.sh: MCP_CONFORMANCE_CONTEXT lists no toolCalls" >&2
+		exit 2
+	fi
+	i=0
+	while [ "$i" -lt "$calls" ]; do
+		name=$(js "ctx.toolCalls[$i].name" </dev/null)
+		args=$(js "ctx.toolCalls[$i].arguments || {}" </dev/null)
+		"$@" mcp call "$url" "$name" --json "$args"
+		i=$((i + 1))
+	done
+	;;
+http-invalid-tool-headers)
+	for name in $("$@" mcp call "$url" --list --output json | js 'input.tools.map((t) => t.name).join("\n")'); do
+		"$@" mcp call "$url" "$name" region=us-west1
+	done
 	;;
 auth/client-credentials-basic)
 	# auth arm (s12-auth): a workflow whose mcp:// target has only
@@ -86,7 +169,7 @@ auth/*)
 	"$@" mcp call "$url" test-tool
 	;;
 *)
-	echo "conformance-client.sh: scenario '${MCP_CONFORMANCE_SCENARIO:-}' is not supported (supported: initialize, tools_call)" >&2
+	echo "conformance-client.sh: scenario '${MCP_CONFORMANCE_SCENARIO:-}' is not supported" >&2
 	exit 2
 	;;
 esac

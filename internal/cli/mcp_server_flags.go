@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -22,6 +23,7 @@ type mcpServerFlags struct {
 	env       []string
 	timeout   time.Duration
 	output    string
+	protocol  string
 }
 
 // register adds the flags that address the server; each command adds --output
@@ -32,6 +34,7 @@ func (f *mcpServerFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.transport, "transport", mcpserver.TransportHTTP, "transport for URL: http (Streamable HTTP) or sse")
 	fl.StringArrayVarP(&f.headers, "header", "H", nil, `HTTP header "Name: value" sent with every request (repeatable)`)
 	fl.DurationVar(&f.timeout, "timeout", mcpclient.DefaultCallTimeout, "limit for connecting and each request (0: none)")
+	fl.StringVar(&f.protocol, "protocol-version", "", "pin the MCP protocol version ("+strings.Join(mcpclient.ProtocolVersions, ", ")+"); default: the newest the server speaks")
 }
 
 // config turns the flags and the leading URL argument (none with --stdio) into a
@@ -40,6 +43,7 @@ func (f *mcpServerFlags) register(fl *pflag.FlagSet) {
 func (f *mcpServerFlags) config(args []string, usage string) (mcpclient.Config, []string, error) {
 	var cfg mcpclient.Config
 	cfg.Timeout = f.timeout
+	cfg.ProtocolVersion = f.protocol
 	if f.timeout == 0 {
 		cfg.Timeout = -1
 	}

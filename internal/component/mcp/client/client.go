@@ -230,6 +230,7 @@ type uriOptions struct {
 	Args                    []string      `option:"args"`
 	Env                     []string      `option:"env"`
 	MaxResponseBytes        int64         `option:"maxResponseBytes"`
+	ProtocolVersion         string        `option:"protocolVersion"`
 	ThrowExceptionOnFailure bool          `option:"throwExceptionOnFailure"`
 }
 
@@ -260,6 +261,7 @@ func parseURI(u *uri.URI) (cfg Config, tool string, p uriOptions, err error) {
 	}
 	cfg.Timeout = timeout
 	cfg.MaxResponseBytes = p.MaxResponseBytes
+	cfg.ProtocolVersion = p.ProtocolVersion
 	if cfg.MaxResponseBytes <= 0 {
 		return cfg, "", p, fmt.Errorf("%s: option maxResponseBytes=%d must be a positive number of bytes", Spec.Redact(u.Raw), cfg.MaxResponseBytes)
 	}

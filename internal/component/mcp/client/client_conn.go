@@ -97,8 +97,10 @@ type Config struct {
 	// of a stdio server. A larger answer fails the call (ResponseTooLargeError)
 	// without being read to its end. 0 means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
-	// ProtocolVersion is the MCP version offered at initialize; "" means the SDK's
-	// latest (which falls back to the initialize handshake with older servers).
+	// ProtocolVersion pins the MCP version offered (one of ProtocolVersions); "" means
+	// the SDK's latest, with server/discover, falling back to the initialize handshake
+	// with older servers. A pin older than 2026-07-28 goes straight to initialize; a
+	// pin of 2026-07-28 or later accepts no fallback (versions.go).
 	ProtocolVersion string
 	// Logger receives connection events; nil means slog.Default.
 	Logger *slog.Logger
@@ -131,7 +133,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("mcp client: unknown transport %q (use http, sse or stdio)", c.Transport)
 	}
-	return nil
+	return checkProtocolVersion(c.ProtocolVersion) // versions.go
 }
 
 // target names the server in messages.
@@ -192,6 +194,10 @@ type Conn struct {
 	// streamLimit is the last answer a session-long stream (SSE transport, stdio)
 	// refused as larger than MaxResponseBytes; reset when a session opens.
 	streamLimit streamLimit
+
+	// schemas is the tool list of a modern session, for Mcp-Param headers and the
+	// refusal of tools with invalid header annotations (toolschemas.go).
+	schemas toolSchemas
 }
 
 // NewConn validates cfg and prepares a connection; nothing is dialled until the
@@ -216,11 +222,15 @@ func NewConn(cfg Config) (*Conn, error) {
 	}
 	c := &Conn{
 		cfg:    cfg,
-		client: sdk.NewClient(&sdk.Implementation{Name: Name, Version: Version}, nil),
+		client: sdk.NewClient(&sdk.Implementation{Name: Name, Version: Version}, clientOptions()), // tasks.go
 		log:    log,
 		now:    time.Now,
 	}
 	c.client.AddSendingMiddleware(propagateTrace) // tracing.go
+
+	// Tool schemas of 2026-07-28 sessions (toolschemas.go).
+	c.client.AddSendingMiddleware(recordToolLists)
+	c.schemas.lock = make(chan struct{}, 1)
 	if cfg.Transport != TransportStdio {
 		hc, ht, err := newHTTPClient(cfg.Header, cfg.Auth)
 		if err != nil {
@@ -286,12 +296,35 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 			c.waiting.Add(-1)
 		}()
 	}
-	tr, err := c.withSession(ctx, false, func(ctx context.Context, s *sdk.ClientSession) error {
+	tr, err := c.withSession(ctx, false, func(tctx context.Context, s *sdk.ClientSession) error {
+		// The listing is not the call: it goes without the call's tracker.
+		if err := c.checkTool(ctx, s, name); err != nil { // toolschemas.go
+			return err
+		}
+		trackerFrom(tctx).watchTasksOf(c.offersTasks(s)) // tasks.go
 		var err error
-		res, err = s.CallTool(ctx, params)
+		res, err = s.CallTool(tctx, params)
 		return err
 	})
+	if err == nil {
+		if tk := tr.createdTask(); tk != nil {
+			// The server runs the tool as a task: wait for its end (tasks.go).
+			res, err = c.awaitTask(ctx, name, tk)
+			var te *ToolError
+			switch {
+			case err == nil, errors.As(err, &te):
+				return res, err
+			case ctx.Err() != nil && parent.Err() == nil && timeout > 0:
+				return nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
+			default:
+				return nil, fmt.Errorf("call %s on %s: %w", name, c.cfg.target(), err)
+			}
+		}
+	}
 	if err != nil {
+		if isInvalidTool(err) {
+			return nil, err
+		}
 		if tl := tr.responseTooLarge(); tl != nil {
 			return nil, fmt.Errorf("call %s: %w", name, tl)
 		}
@@ -318,14 +351,9 @@ func (c *Conn) ListTools(ctx context.Context) ([]*sdk.Tool, error) {
 	}
 	var tools []*sdk.Tool
 	_, err := c.withSession(ctx, true, func(ctx context.Context, s *sdk.ClientSession) error {
-		tools = tools[:0]
-		for t, err := range s.Tools(ctx, nil) {
-			if err != nil {
-				return err
-			}
-			tools = append(tools, t)
-		}
-		return nil
+		var err error
+		tools, err = c.listToolSchemas(ctx, s) // toolschemas.go
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list tools of %s: %w", c.cfg.target(), err)
@@ -423,6 +451,12 @@ func (c *Conn) session(ctx context.Context) (*sdk.ClientSession, error) {
 		c.mu.Unlock()
 
 		s, err := c.connect(ctx)
+		if err == nil {
+			if err = c.checkPinnedEra(s); err != nil { // versions.go
+				_ = s.Close()
+				s = nil
+			}
+		}
 		if err == nil {
 			c.setLoggingLevel(ctx, s) // logging.go
 		}
@@ -588,8 +622,13 @@ func (c *Conn) connectHTTP(ctx context.Context, opts *sdk.ClientSessionOptions) 
 			return s, nil
 		}
 		status = ct.httpStatus()
+		if de := ct.discoverFailure(); de != nil {
+			err = de // the cause, not the refusal of the initialize after it
+		}
 		errs = append(errs, pathError{endpoint: ep, err: err})
-		if ctx.Err() != nil || status == 0 {
+		// Another path only helps when the server answered this one, and not with
+		// a momentary failure (a 503 at /mcp does not mean the server is at /).
+		if ctx.Err() != nil || status == 0 || momentaryStatus(status) {
 			break
 		}
 	}
@@ -750,7 +789,7 @@ func protocolError(err error) *jsonrpc.Error {
 // one should be tried: everything except an answer from the server (a JSON-RPC error)
 // and the caller's own cancellation or deadline.
 func sessionGone(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || errors.Is(err, errClientClosed) {
+	if ctx.Err() != nil || errors.Is(err, errClientClosed) || isInvalidTool(err) {
 		return false
 	}
 	return protocolError(err) == nil

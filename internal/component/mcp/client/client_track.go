@@ -56,7 +56,14 @@ type callTracker struct {
 	answer    *jsonrpc.Error         // JSON-RPC error with a non-null id in a non-2xx body
 	tooLarge  *ResponseTooLargeError // the answer exceeded maxResponseBytes
 	cancelled chan struct{}          // closed once notifications/cancelled was written (or failed); made on first use
-	once      sync.Once
+	// discoverFailed, for a connect tracker, is a momentary failure of
+	// server/discover: the initialize fallback is not sent (versions.go).
+	discoverFailed *DiscoverFailedError
+	// watchTasks, for a tools/call to a server that offers tasks, keeps the
+	// answer (taskAnswer) to find the task it may create (tasks.go).
+	watchTasks bool
+	taskAnswer *taskCapture
+	once       sync.Once
 
 	parent context.Context // the context withTracker made the tracker part of
 }
@@ -195,11 +202,7 @@ func (tt *trackingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		return tt.base.RoundTrip(req)
 	}
 	if t.connect {
-		resp, err := tt.base.RoundTrip(req)
-		if err == nil {
-			t.setStatus(resp.StatusCode)
-		}
-		return resp, err
+		return t.discoverRoundTrip(tt.base, req) // versions.go
 	}
 	if req.Method != http.MethodPost {
 		return tt.base.RoundTrip(req) // a stream resumed with GET: not a new request
@@ -227,6 +230,8 @@ func (tt *trackingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	}
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		t.recordRejection(resp)
+	} else if msg.method == methodToolsCall && t.watchingTasks() {
+		t.captureTaskAnswer(resp) // tasks.go
 	}
 	return resp, nil
 }

@@ -1,0 +1,163 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// taskServer answers as a 2026-07-28 server offering tasks: tools/call creates a
+// task, whose tasks/get answers are given by get (called with the number of the
+// tasks/get, from 1). sse sends the answers as event streams.
+func taskServer(t *testing.T, sse bool, get func(n int64) map[string]any) *wireServer {
+	var gets atomic.Int64
+	answer := func(w http.ResponseWriter, id json.RawMessage, result any) {
+		if !sse {
+			writeResult(w, id, result)
+			return
+		}
+		data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: 1\nretry: 100\ndata: \n\nevent: message\ndata: %s\n\n", data)
+	}
+	return newWireServer(t, nil, func(w http.ResponseWriter, r *http.Request, msg *wireMsg) bool {
+		switch msg.Method {
+		case methodDiscover:
+			answer(w, msg.ID, map[string]any{"resultType": "complete", "supportedVersions": []string{protocolModern},
+				"capabilities": map[string]any{"tools": map[string]any{}, "extensions": map[string]any{tasksExtension: map[string]any{}}},
+				"serverInfo":   map[string]any{"name": "tasks", "version": "1"}})
+		case "tools/call":
+			answer(w, msg.ID, map[string]any{"resultType": "task", "taskId": "t-1", "status": "working",
+				"createdAt": "2026-12-05T00:00:00Z", "lastUpdatedAt": "2026-12-05T00:00:00Z", "ttlMs": 60000, "pollIntervalMs": 1})
+		case "tasks/get":
+			answer(w, msg.ID, get(gets.Add(1)))
+		case "tasks/cancel":
+			answer(w, msg.ID, map[string]any{"resultType": "complete"})
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func working(n int64) map[string]any {
+	return map[string]any{"taskId": "t-1", "status": "working", "statusMessage": fmt.Sprintf("step %d", n), "pollIntervalMs": 1}
+}
+
+// TestToolCallBecomesTask: a server that answers a call with a task is polled with
+// tasks/get until the task completes, and its inlined result is the call's result.
+func TestToolCallBecomesTask(t *testing.T) {
+	t.Parallel()
+	for _, sse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sse=%v", sse), func(t *testing.T) {
+			t.Parallel()
+			ws := taskServer(t, sse, func(n int64) map[string]any {
+				if n < 3 {
+					return working(n)
+				}
+				return map[string]any{"taskId": "t-1", "status": "completed",
+					"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "done after 3 polls"}}}}
+			})
+			c := newModernConn(t, ws)
+			res, err := c.CallTool(context.Background(), "slow", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := BodyFromResult(res); got != "done after 3 polls" {
+				t.Errorf("result %q, want the task's inlined result", got)
+			}
+			gets := ws.requests("tasks/get")
+			if len(gets) != 3 {
+				t.Fatalf("tasks/get sent %d times, want 3 (%v)", len(gets), ws.methods())
+			}
+			g := gets[0]
+			var params struct {
+				TaskID string         `json:"taskId"`
+				Meta   map[string]any `json:"_meta"`
+			}
+			_ = json.Unmarshal(g.Params, &params)
+			if params.TaskID != "t-1" || g.Header.Get("Mcp-Method") != "tasks/get" || g.Header.Get("MCP-Protocol-Version") != protocolModern ||
+				params.Meta["io.modelcontextprotocol/protocolVersion"] != protocolModern {
+				t.Errorf("tasks/get: params %s, headers %v", g.Params, g.Header)
+			}
+		})
+	}
+}
+
+// TestTaskFailureIsAToolError: a failed task reports the server's error as the
+// call's protocol error.
+func TestTaskFailureIsAToolError(t *testing.T) {
+	t.Parallel()
+	ws := taskServer(t, false, func(int64) map[string]any {
+		return map[string]any{"taskId": "t-1", "status": "failed", "error": map[string]any{"code": -32603, "message": "worker crashed"}}
+	})
+	c := newModernConn(t, ws)
+	_, err := c.CallTool(context.Background(), "slow", nil)
+	var te *ToolError
+	if !errors.As(err, &te) || te.Code != -32603 || te.Message != "worker crashed" || !te.Protocol {
+		t.Fatalf("error %v, want a ToolError with the task's error", err)
+	}
+}
+
+// TestTaskCancelledOnTimeout: a task still working when the call's time runs out
+// is cancelled with tasks/cancel, and the call fails saying so.
+func TestTaskCancelledOnTimeout(t *testing.T) {
+	t.Parallel()
+	ws := taskServer(t, false, working)
+	c, err := NewConn(Config{Endpoint: ws.url, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = c.CallTool(context.Background(), "slow", nil)
+	if err == nil || !strings.Contains(err.Error(), "no answer within 300ms: task t-1 was cancelled (tasks/cancel) while working") {
+		t.Fatalf("error %v, want the timeout and the cancelled task", err)
+	}
+	if n := len(ws.requests("tasks/cancel")); n != 1 {
+		t.Errorf("tasks/cancel sent %d times, want once (%v)", n, ws.methods())
+	}
+	if n := len(ws.requests("tasks/get")); n < 1 {
+		t.Errorf("tasks/get sent %d times before the timeout, want polling", n)
+	}
+}
+
+// TestNoTasksWithoutTheExtension: a server that does not offer tasks gets its
+// answers read as results, whatever they hold.
+func TestNoTasksWithoutTheExtension(t *testing.T) {
+	t.Parallel()
+	ws := newWireServer(t, nil, func(w http.ResponseWriter, _ *http.Request, msg *wireMsg) bool {
+		if msg.Method != "tools/call" {
+			return false
+		}
+		writeResult(w, msg.ID, map[string]any{"resultType": "task", "taskId": "t-1", "status": "working"})
+		return true
+	})
+	c := newModernConn(t, ws)
+	if _, err := c.CallTool(context.Background(), "slow", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ws.requests("tasks/get")); n != 0 {
+		t.Errorf("tasks/get sent to a server without the extension")
+	}
+}
+
+// TestClientDeclaresTasks: server/discover carries the tasks extension in the
+// client's capabilities.
+func TestClientDeclaresTasks(t *testing.T) {
+	t.Parallel()
+	ws := newWireServer(t, nil, nil)
+	c := newModernConn(t, ws)
+	if _, err := c.CallTool(context.Background(), "x", nil); err != nil {
+		t.Fatal(err)
+	}
+	d := ws.requests(methodDiscover)[0]
+	if !strings.Contains(string(d.Params), `"extensions":{"`+tasksExtension+`":{}}`) {
+		t.Errorf("server/discover params %s do not declare %s", d.Params, tasksExtension)
+	}
+}
