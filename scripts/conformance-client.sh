@@ -123,7 +123,6 @@ auth/client-credentials-basic)
 	# auth: {type: oauth2, discover: true, client_id, client_secret}, run once by
 	# `helix test`: the token endpoint is found by discovery, the grant is
 	# client_credentials.
-	ctx=${MCP_CONFORMANCE_CONTEXT:-'{}'}
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	addr=${url#http://}
@@ -145,8 +144,8 @@ auth/client-credentials-basic)
 	    input: {body: {}}
 	    expect: {body: test}
 	EOF
-	CC_CLIENT_ID=$(printf '%s' "$ctx" | jq -r '.client_id // empty') \
-		CC_CLIENT_SECRET=$(printf '%s' "$ctx" | jq -r '.client_secret // empty') \
+	CC_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null) \
+		CC_CLIENT_SECRET=$(js '(ctx && ctx.client_secret) || ""' </dev/null) \
 		"$@" test "$tmp/cc.yaml"
 	;;
 auth/*)
@@ -155,14 +154,13 @@ auth/*)
 	# the code to the loopback listener), then `helix mcp call` with the stored
 	# token, in a store of its own. Pre-registered credentials come from the
 	# scenario's context; the client ID metadata document URL is the suite's.
-	ctx=${MCP_CONFORMANCE_CONTEXT:-'{}'}
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	export HELIX_MCP_TOKEN_DIR="$tmp/tokens"
 	export BROWSER="curl -fsS -o /dev/null -L"
-	HELIX_MCP_CLIENT_SECRET=$(printf '%s' "$ctx" | jq -r '.client_secret // empty')
+	HELIX_MCP_CLIENT_SECRET=$(js '(ctx && ctx.client_secret) || ""' </dev/null)
 	export HELIX_MCP_CLIENT_SECRET
-	client_id=$(printf '%s' "$ctx" | jq -r '.client_id // empty')
+	client_id=$(js '(ctx && ctx.client_id) || ""' </dev/null)
 	"$@" mcp login "$url" --timeout 20s \
 		--client-metadata-url https://conformance-test.local/client-metadata.json \
 		${client_id:+--client-id "$client_id"}
