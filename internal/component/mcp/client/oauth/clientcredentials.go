@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -26,6 +27,15 @@ import (
 type ClientCredentials struct {
 	ClientID     string
 	ClientSecret string
+	// PrivateKey, when set, authenticates the client with a JWT it signs
+	// (private_key_jwt) instead of ClientSecret.
+	PrivateKey *PrivateKey
+	// Enterprise, when set, replaces the client credentials grant with
+	// enterprise-managed authorization: an ID-JAG from the enterprise IdP, traded
+	// for the token with the JWT bearer grant. The client still authenticates
+	// at the authorization server with ClientSecret or PrivateKey (or not at all
+	// when both are empty).
+	Enterprise *Enterprise
 	// Scopes, when set, are requested instead of those the server asks for.
 	Scopes []string
 	// HTTPClient makes the discovery and token requests; nil means
@@ -75,38 +85,42 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req *http.Request, re
 	if err != nil {
 		return fmt.Errorf("oauth2 discovery: authorization server %s: %w", prm.AuthorizationServers[0], err)
 	}
-	tokenURL := strings.TrimRight(prm.AuthorizationServers[0], "/") + "/token"
-	var methods []string
+	ep := endpoint{
+		issuer:   strings.TrimRight(prm.AuthorizationServers[0], "/"),
+		tokenURL: strings.TrimRight(prm.AuthorizationServers[0], "/") + "/token",
+		resource: prm.Resource,
+	}
+	grant := "client_credentials"
+	if c.Enterprise != nil {
+		grant = grantJWTBearer
+	}
 	if asm != nil {
-		tokenURL, methods = asm.TokenEndpoint, asm.TokenEndpointAuthMethodsSupported
-		if len(asm.GrantTypesSupported) > 0 && !slices.Contains(asm.GrantTypesSupported, "client_credentials") {
-			return fmt.Errorf("oauth2 discovery: authorization server %s does not offer the client_credentials grant (it offers %s)",
-				asm.Issuer, strings.Join(asm.GrantTypesSupported, ", "))
+		ep.issuer, ep.tokenURL, ep.methods = asm.Issuer, asm.TokenEndpoint, asm.TokenEndpointAuthMethodsSupported
+		if len(asm.GrantTypesSupported) > 0 && !slices.Contains(asm.GrantTypesSupported, grant) {
+			return fmt.Errorf("oauth2 discovery: authorization server %s does not offer the %s grant (it offers %s)",
+				asm.Issuer, grant, strings.Join(asm.GrantTypesSupported, ", "))
+		}
+		if c.PrivateKey != nil {
+			if err := checkPrivateKeyJWT(asm.Issuer, ep.methods, asm.TokenEndpointAuthSigningAlgValuesSupported, c.PrivateKey); err != nil {
+				return err
+			}
 		}
 	}
-	scopes := c.Scopes
-	if len(scopes) == 0 {
+	ep.scopes = c.Scopes
+	if len(ep.scopes) == 0 {
 		if s := challengeParam(challenges, "scope"); s != "" {
-			scopes = strings.Fields(s)
+			ep.scopes = strings.Fields(s)
 		} else {
-			scopes = prm.ScopesSupported
+			ep.scopes = prm.ScopesSupported
 		}
-	}
-	cc := &clientcredentials.Config{
-		ClientID:       c.ClientID,
-		ClientSecret:   c.ClientSecret,
-		TokenURL:       tokenURL,
-		Scopes:         scopes,
-		AuthStyle:      tokenAuthStyle(methods),
-		EndpointParams: url.Values{"resource": {prm.Resource}},
 	}
 	// The token source keeps its context for every later fetch, so it must not be
 	// this request's (a cancelled call would break the next renewal); each fetch is
 	// bounded by the client's timeout instead.
-	ts := cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, client))
+	ts := &grantSource{c: c, client: client, ep: ep}
 	tok, err := ts.Token()
 	if err != nil {
-		return fmt.Errorf("oauth2 client credentials at %s: %w", tokenURL, cleanTokenError(err))
+		return err
 	}
 	hideToken(tok)
 	c.mu.Lock()
@@ -202,4 +216,61 @@ func discoverResource(ctx context.Context, challenges []oauthex.Challenge, serve
 		AuthorizationServers: []string{root.String()},
 		Resource:             serverURL,
 	}, nil
+}
+
+// endpoint is what discovery found: the authorization server (its issuer and token
+// endpoint, and how clients authenticate there), the resource the token is for,
+// and the scopes to ask for.
+type endpoint struct {
+	issuer, tokenURL, resource string
+	methods, scopes            []string
+}
+
+// grantSource fetches a new token from the endpoint each time it is asked (behind
+// an oauth2.ReuseTokenSource): a fresh client assertion and a fresh ID-JAG for
+// every request, since both are single-use, short-lived credentials.
+type grantSource struct {
+	c      *ClientCredentials
+	client *http.Client
+	ep     endpoint
+}
+
+func (g *grantSource) Token() (*oauth2.Token, error) {
+	c, ep := g.c, g.ep
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, g.client)
+	params := url.Values{"resource": {ep.resource}}
+	cc := &clientcredentials.Config{
+		ClientID:       c.ClientID,
+		ClientSecret:   c.ClientSecret,
+		TokenURL:       ep.tokenURL,
+		Scopes:         ep.scopes,
+		AuthStyle:      tokenAuthStyle(ep.methods),
+		EndpointParams: params,
+	}
+	what := "client credentials"
+	if c.Enterprise != nil {
+		what = "JWT bearer grant"
+		jag, err := c.Enterprise.exchange(ctx, g.client, ep)
+		if err != nil {
+			return nil, err
+		}
+		// clientcredentials lets grant_type be replaced; its other parameters
+		// are those of any token request.
+		params.Set("grant_type", grantJWTBearer)
+		params.Set("assertion", jag)
+	}
+	if c.PrivateKey != nil {
+		assertion, err := c.PrivateKey.Assertion(c.ClientID, []string{ep.issuer, ep.tokenURL}, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("oauth2 %s at %s: %w", what, ep.tokenURL, err)
+		}
+		params.Set("client_assertion_type", clientAssertionType)
+		params.Set("client_assertion", assertion)
+		cc.ClientSecret, cc.AuthStyle = "", oauth2.AuthStyleInParams // client_id goes in the form
+	}
+	tok, err := cc.Token(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("oauth2 %s at %s: %w", what, ep.tokenURL, cleanTokenError(err))
+	}
+	return tok, nil
 }
