@@ -77,11 +77,15 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req *http.Request, re
 	if client == nil {
 		client = NewHTTPClient(nil)
 	}
-	prm, err := discoverResource(ctx, challenges, req.URL.String(), client)
+	prm, found, err := findResource(ctx, challenges, req.URL.String(), client)
 	if err != nil {
 		return err
 	}
-	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], client)
+	metaClient := client
+	if !found {
+		metaClient = legacyClient(ctx, nil, req.URL.String(), client, false)
+	}
+	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], metaClient)
 	if err != nil {
 		return fmt.Errorf("oauth2 discovery: authorization server %s: %w", prm.AuthorizationServers[0], err)
 	}
@@ -171,9 +175,16 @@ func tokenAuthStyle(supported []string) oauth2.AuthStyle {
 // root well-known location. A server without any is its own authorization server
 // (the 2025-03-26 convention).
 func discoverResource(ctx context.Context, challenges []oauthex.Challenge, serverURL string, client *http.Client) (*oauthex.ProtectedResourceMetadata, error) {
+	prm, _, err := findResource(ctx, challenges, serverURL, client)
+	return prm, err
+}
+
+// findResource is discoverResource that also tells whether the metadata was found
+// (false: the server is its own authorization server).
+func findResource(ctx context.Context, challenges []oauthex.Challenge, serverURL string, client *http.Client) (*oauthex.ProtectedResourceMetadata, bool, error) {
 	su, err := url.Parse(serverURL)
 	if err != nil {
-		return nil, fmt.Errorf("oauth2 discovery: %w", err)
+		return nil, false, fmt.Errorf("oauth2 discovery: %w", err)
 	}
 	type candidate struct{ metadata, resource string }
 	var cands []candidate
@@ -196,7 +207,7 @@ func discoverResource(ctx context.Context, challenges []oauthex.Challenge, serve
 			// The server itself pointed here: metadata that cannot be had or
 			// fails its checks (another resource, plain-http servers) is refused,
 			// not replaced by a guess.
-			return nil, fmt.Errorf("oauth2 discovery: protected resource metadata that %s names: %w", serverURL, err)
+			return nil, false, fmt.Errorf("oauth2 discovery: protected resource metadata that %s names: %w", serverURL, err)
 		}
 		if err != nil {
 			continue // not at this well-known location
@@ -205,17 +216,17 @@ func discoverResource(ctx context.Context, challenges []oauthex.Challenge, serve
 			continue
 		}
 		if len(prm.AuthorizationServers) == 0 {
-			return nil, fmt.Errorf("oauth2 discovery: protected resource metadata at %s names no authorization server", cand.metadata)
+			return nil, false, fmt.Errorf("oauth2 discovery: protected resource metadata at %s names no authorization server", cand.metadata)
 		}
-		return prm, nil
+		return prm, true, nil
 	}
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 	return &oauthex.ProtectedResourceMetadata{
 		AuthorizationServers: []string{root.String()},
 		Resource:             serverURL,
-	}, nil
+	}, false, nil
 }
 
 // endpoint is what discovery found: the authorization server (its issuer and token

@@ -19,6 +19,8 @@ type grantServer struct {
 	*httptest.Server
 	Meta  func(m map[string]any)
 	Token func(r *http.Request, form url.Values) (int, map[string]any)
+	// NoPRM: the server has no protected resource metadata (2025-03-26).
+	NoPRM bool
 
 	mu   sync.Mutex
 	reqs []url.Values
@@ -28,7 +30,11 @@ func newGrantServer(t *testing.T) *grantServer {
 	t.Helper()
 	gs := &grantServer{}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if gs.NoPRM {
+			http.NotFound(w, r)
+			return
+		}
 		writeTestJSON(w, http.StatusOK, map[string]any{"resource": gs.URL + "/mcp", "authorization_servers": []string{gs.URL}})
 	})
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
@@ -74,9 +80,14 @@ func authorize(t *testing.T, c *ClientCredentials, serverURL string) (string, er
 		req.Header.Set("Authorization", "Bearer "+c.last)
 	}
 	c.mu.Unlock()
-	resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{
-		"Www-Authenticate": {`Bearer resource_metadata="` + serverURL + `/.well-known/oauth-protected-resource/mcp"`},
-	}, Body: io.NopCloser(strings.NewReader(""))}
+	return authorizeWith(t, c, req, `Bearer resource_metadata="`+serverURL+`/.well-known/oauth-protected-resource/mcp"`)
+}
+
+// authorizeWith is authorize with the 401's challenge.
+func authorizeWith(t *testing.T, c *ClientCredentials, req *http.Request, challenge string) (string, error) {
+	t.Helper()
+	resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{"Www-Authenticate": {challenge}},
+		Body: io.NopCloser(strings.NewReader(""))}
 	if err := c.Authorize(context.Background(), req, resp); err != nil {
 		return "", err
 	}
