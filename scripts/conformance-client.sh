@@ -218,6 +218,35 @@ auth/cross-app-access-complete-flow | auth/enterprise-managed-authorization)
 		EMA_ID_TOKEN=$(js '(ctx && ctx.idp_id_token) || ""' </dev/null) \
 		"$@" test "$tmp/ema.yaml"
 	;;
+auth/wif-jwt-bearer)
+	# auth arm (s12-authx): a workflow whose mcp:// target has
+	# auth: {type: oauth2, discover: true, client_id, workload_token_file}: the
+	# JWT bearer grant with the workload's identity token (the context's
+	# valid_jwt) as the assertion, read from a file as a platform would mount it.
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	addr=${url#http://}
+	js '(ctx && ctx.valid_jwt) || ""' </dev/null >"$tmp/workload.jwt"
+	cat >"$tmp/wif.yaml" <<-EOF
+	workflows:
+	  - id: call-test-tool
+	    trigger: direct://call-test-tool
+	    steps:
+	      - target:
+	          uri: mcp://$addr/test-tool
+	          auth:
+	            type: oauth2
+	            discover: true
+	            client_id: "\${env:WIF_CLIENT_ID}"
+	            workload_token_file: $tmp/workload.jwt
+	tests:
+	  - name: calls test-tool with a token got by the workload's identity token
+	    workflow: call-test-tool
+	    input: {body: {}}
+	    expect: {body: test}
+	EOF
+	WIF_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null) "$@" test "$tmp/wif.yaml"
+	;;
 auth/*)
 	# auth arm (s12-auth): `helix mcp login` (authorization code + PKCE; the
 	# suite's authorization server redirects at once, so curl as $BROWSER brings

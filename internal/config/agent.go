@@ -66,7 +66,7 @@ var mcpServerShape = Shape{Type: TypeObject, What: "mcp_server",
 	}}
 
 var mcpAuthShape = Shape{Type: TypeObject, What: "auth",
-	Description: "How to authenticate to the MCP server (type mcp): bearer {token}, api-key {header, key}, oauth2 {token_url or discover: true, client_id, client_secret or private_key, scopes, enterprise} or {login: true}, or mtls {cert_file, key_file, ca_file}. Write secrets as ${env:NAME}.",
+	Description: "How to authenticate to the MCP server (type mcp): bearer {token}, api-key {header, key}, oauth2 {token_url or discover: true, client_id, client_secret or private_key, scopes, enterprise or workload_token} or {login: true}, or mtls {cert_file, key_file, ca_file}. Write secrets as ${env:NAME}.",
 	Keys: []Key{
 		{Name: "type", Required: true, Shape: Shape{Type: TypeString, What: "auth type", Enum: mcpAuthTypes, Description: "bearer, api-key, oauth2 or mtls."}},
 		{Name: "token", Shape: str("bearer: the token.")},
@@ -80,6 +80,8 @@ var mcpAuthShape = Shape{Type: TypeObject, What: "auth",
 		{Name: "private_key", Shape: str("oauth2 with discover: the client's private key (PEM), to authenticate with a signed JWT (private_key_jwt) instead of client_secret.")},
 		{Name: "private_key_file", Shape: str("oauth2 with discover: a file holding the client's private key (PEM), instead of private_key.")},
 		{Name: "signing_alg", Shape: str("oauth2: the algorithm that signs the client's JWT (ES256, ES384, ES512, RS256, PS256, EdDSA …). Default: the key's usual one.")},
+		{Name: "workload_token", Shape: str("oauth2 with discover: the workload's identity token (a JWT its platform issued), the assertion of the JWT bearer grant (workload identity federation).")},
+		{Name: "workload_token_file", Shape: str("oauth2 with discover: the file holding the workload's identity token, read again for every token (platforms rotate it).")},
 		{Name: "enterprise", Shape: Shape{Type: TypeObject, What: "enterprise",
 			Description: "oauth2 with discover: enterprise-managed authorization: the ID token is exchanged at the enterprise IdP for an ID-JAG, traded for the token at the server's authorization server.",
 			Keys: []Key{

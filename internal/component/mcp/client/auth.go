@@ -74,6 +74,11 @@ type AuthConfig struct {
 	// an ID token exchanged at the enterprise IdP for an ID-JAG, traded for the
 	// token at the server's authorization server.
 	Enterprise *oauth.Enterprise
+	// WorkloadToken or WorkloadTokenFile, for oauth2 with discover, is workload
+	// identity federation: the workload's identity JWT is the assertion of the
+	// JWT bearer grant (the file is read again for every token).
+	WorkloadToken     string
+	WorkloadTokenFile string
 
 	// Login, for oauth2, uses the login `helix mcp login URL` stored for the
 	// server (refreshed and stored again as needed) instead of a client of its own.
@@ -96,7 +101,7 @@ var authKeys = map[string][]string{
 	AuthBearer: {"type", "token"},
 	AuthAPIKey: {"type", "header", "key"},
 	AuthOAuth2: {"type", "token_url", "discover", "login", "client_id", "client_secret", "scopes",
-		"private_key", "private_key_file", "signing_alg", "enterprise"},
+		"private_key", "private_key_file", "signing_alg", "enterprise", "workload_token", "workload_token_file"},
 	AuthMTLS: {"type", "cert_file", "key_file", "ca_file"},
 }
 
@@ -137,6 +142,7 @@ func ParseAuth(m map[string]any) (*AuthConfig, error) {
 		"token": &a.Token, "header": &a.Header, "key": &a.Key,
 		"token_url": &a.TokenURL, "client_id": &a.ClientID, "client_secret": &a.ClientSecret,
 		"private_key": &a.PrivateKey, "private_key_file": &a.PrivateKeyFile, "signing_alg": &a.SigningAlg,
+		"workload_token": &a.WorkloadToken, "workload_token_file": &a.WorkloadTokenFile,
 		"cert_file": &a.CertFile, "key_file": &a.KeyFile, "ca_file": &a.CAFile,
 	}
 	for _, k := range allowed[1:] {
@@ -266,7 +272,7 @@ func (a *AuthConfig) validateOAuth2(need func(v, key string) error) error {
 		for k, v := range map[string]bool{"token_url": a.TokenURL != "", "discover": a.Discover,
 			"client_id": a.ClientID != "", "client_secret": a.ClientSecret != "", "scopes": len(a.Scopes) > 0,
 			"private_key": a.PrivateKey != "", "private_key_file": a.PrivateKeyFile != "", "signing_alg": a.SigningAlg != "",
-			"enterprise": a.Enterprise != nil} {
+			"enterprise": a.Enterprise != nil, "workload_token": a.WorkloadToken != "", "workload_token_file": a.WorkloadTokenFile != ""} {
 			if v {
 				extra = append(extra, k)
 			}
@@ -281,8 +287,15 @@ func (a *AuthConfig) validateOAuth2(need func(v, key string) error) error {
 		return errors.New("auth: discover and token_url exclude each other: drop token_url to find the token endpoint by discovery, or drop discover to use token_url")
 	}
 	hasKey := a.PrivateKey != "" || a.PrivateKeyFile != ""
-	if !a.Discover && (hasKey || a.SigningAlg != "" || a.Enterprise != nil) {
-		return errors.New("auth: private_key, private_key_file, signing_alg and enterprise need discover: true (the authorization server is found from the MCP server)")
+	workload := a.WorkloadToken != "" || a.WorkloadTokenFile != ""
+	if !a.Discover && (hasKey || a.SigningAlg != "" || a.Enterprise != nil || workload) {
+		return errors.New("auth: private_key, private_key_file, signing_alg, enterprise and workload_token need discover: true (the authorization server is found from the MCP server)")
+	}
+	if a.WorkloadToken != "" && a.WorkloadTokenFile != "" {
+		return errors.New("auth: workload_token and workload_token_file exclude each other: keep one")
+	}
+	if workload && a.Enterprise != nil {
+		return errors.New("auth: workload_token and enterprise exclude each other: each is the grant (keep workload_token for a workload's identity token, enterprise for a person's ID token)")
 	}
 	if a.PrivateKey != "" && a.PrivateKeyFile != "" {
 		return errors.New("auth: private_key and private_key_file exclude each other: keep one")
@@ -292,6 +305,11 @@ func (a *AuthConfig) validateOAuth2(need func(v, key string) error) error {
 	}
 	if hasKey && a.ClientSecret != "" {
 		return errors.New("auth: client_secret and a private key exclude each other: the client authenticates with one (drop client_secret for private_key_jwt)")
+	}
+	if workload {
+		// The workload's token is the credential; client_id and a client
+		// secret or key are for servers that also want the client named.
+		return nil
 	}
 	if a.Discover && (hasKey || a.Enterprise != nil) {
 		// Enterprise clients may be public at the authorization server: the ID-JAG
@@ -332,6 +350,9 @@ func (a *AuthConfig) OAuthHandler(endpoint string, base http.RoundTripper) (sdka
 	case a.Discover:
 		cc := &oauth.ClientCredentials{ClientID: a.ClientID, ClientSecret: a.ClientSecret, Scopes: a.Scopes,
 			Enterprise: a.Enterprise, PrivateKey: a.key, HTTPClient: client}
+		if a.WorkloadToken != "" || a.WorkloadTokenFile != "" {
+			cc.Workload = &oauth.WorkloadToken{Token: a.WorkloadToken, File: a.WorkloadTokenFile}
+		}
 		if cc.PrivateKey == nil && (a.PrivateKey != "" || a.PrivateKeyFile != "") {
 			var err error
 			if cc.PrivateKey, err = a.loadPrivateKey(); err != nil {
@@ -433,7 +454,7 @@ func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, *http.Tr
 	if auth != nil {
 		// A server that echoes a credential in an error must not show it to our
 		// callers, logs or spans, also when it was written literally in the YAML.
-		redact.AddSecret(auth.Token, auth.Key, auth.ClientSecret, auth.PrivateKey)
+		redact.AddSecret(auth.Token, auth.Key, auth.ClientSecret, auth.PrivateKey, auth.WorkloadToken)
 		if e := auth.Enterprise; e != nil {
 			redact.AddSecret(e.IdPClientSecret, e.IDToken)
 		}

@@ -69,6 +69,15 @@ func TestParseAuthPrivateKeyAndEnterprise(t *testing.T) {
 		t.Fatalf("enterprise handler %#v", h)
 	}
 
+	a, err = mcpclient.ParseAuth(map[string]any{"type": "oauth2", "discover": true, "workload_token_file": file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ = a.OAuthHandler("http://127.0.0.1:1/mcp", nil)
+	if cc, ok := h.(*oauth.ClientCredentials); !ok || cc.Workload == nil || cc.Workload.File != file {
+		t.Fatalf("workload handler %#v", h)
+	}
+
 	withEnt := func(e map[string]any) map[string]any {
 		return map[string]any{"type": "oauth2", "discover": true, "client_id": "i", "enterprise": e}
 	}
@@ -91,6 +100,10 @@ func TestParseAuthPrivateKeyAndEnterprise(t *testing.T) {
 		{"enterprise typo", withEnt(map[string]any{"idp_token_url": "u", "idp_client_id": "c", "id_token": "t", "idp_secret": "x"}), "unknown key(s) idp_secret in enterprise"},
 		{"enterprise without id_token", withEnt(map[string]any{"idp_token_url": "u", "idp_client_id": "c"}), "enterprise needs id_token"},
 		{"enterprise id_token not a string", withEnt(map[string]any{"idp_token_url": "u", "idp_client_id": "c", "id_token": []any{1}}), "enterprise.id_token must be a string"},
+		{"workload without discover", map[string]any{"type": "oauth2", "token_url": "https://as/token", "workload_token": "t"}, "need discover: true"},
+		{"both workload forms", map[string]any{"type": "oauth2", "discover": true, "workload_token": "t", "workload_token_file": file}, "workload_token and workload_token_file exclude each other"},
+		{"workload and enterprise", map[string]any{"type": "oauth2", "discover": true, "workload_token": "t", "enterprise": ent}, "workload_token and enterprise exclude each other"},
+		{"workload with login", map[string]any{"type": "oauth2", "login": true, "workload_token": "t"}, "drop workload_token"},
 		{"enterprise without discover", map[string]any{"type": "oauth2", "token_url": "https://as/token", "client_id": "i", "client_secret": "s", "enterprise": ent}, "need discover: true"},
 	} {
 		_, err := mcpclient.ParseAuth(tc.in)

@@ -36,6 +36,10 @@ type ClientCredentials struct {
 	// at the authorization server with ClientSecret or PrivateKey (or not at all
 	// when both are empty).
 	Enterprise *Enterprise
+	// Workload, when set, replaces the client credentials grant with the JWT
+	// bearer grant whose assertion is the workload's identity token (workload
+	// identity federation). Client authentication is optional, as for Enterprise.
+	Workload *WorkloadToken
 	// Scopes, when set, are requested instead of those the server asks for.
 	Scopes []string
 	// HTTPClient makes the discovery and token requests; nil means
@@ -95,7 +99,7 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req *http.Request, re
 		resource: prm.Resource,
 	}
 	grant := "client_credentials"
-	if c.Enterprise != nil {
+	if c.Enterprise != nil || c.Workload != nil {
 		grant = grantJWTBearer
 	}
 	if asm != nil {
@@ -258,7 +262,21 @@ func (g *grantSource) Token() (*oauth2.Token, error) {
 		AuthStyle:      tokenAuthStyle(ep.methods),
 		EndpointParams: params,
 	}
+	if cc.ClientSecret == "" {
+		// A public client (or one with a key) sends its client_id in the form and
+		// no Authorization header.
+		cc.AuthStyle = oauth2.AuthStyleInParams
+	}
 	what := "client credentials"
+	if c.Workload != nil {
+		what = "JWT bearer grant"
+		tok, err := c.Workload.read()
+		if err != nil {
+			return nil, err
+		}
+		params.Set("grant_type", grantJWTBearer)
+		params.Set("assertion", tok)
+	}
 	if c.Enterprise != nil {
 		what = "JWT bearer grant"
 		jag, err := c.Enterprise.exchange(ctx, g.client, ep)
