@@ -487,7 +487,30 @@ func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, *http.Tr
 	}
 	// Outermost: it sees the request as the SDK sent it and the answer as the server
 	// gave it (see callTracker).
-	return &http.Client{Transport: &trackingTransport{base: rt}}, base, nil
+	return &http.Client{Transport: &trackingTransport{base: rt}, CheckRedirect: sameServerRedirects}, base, nil
+}
+
+// maxServerRedirects bounds the redirects of one request to an MCP server.
+const maxServerRedirects = 10
+
+// sameServerRedirects is the CheckRedirect of a connection's HTTP client. The
+// connection's credentials (auth:, header:) are added by its transport to every
+// request it sends, a redirected one too, so following a redirect to another
+// origin would hand them to a host nobody configured: such a redirect is refused,
+// with an error naming both origins. An upgrade from http to https on the same
+// host is followed.
+func sameServerRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxServerRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxServerRedirects)
+	}
+	from, to := via[len(via)-1].URL, req.URL
+	sameOrigin := from.Scheme == to.Scheme && from.Host == to.Host
+	upgrade := from.Scheme == "http" && to.Scheme == "https" && from.Hostname() == to.Hostname()
+	if !sameOrigin && !upgrade {
+		return fmt.Errorf("the server at %s://%s redirected to another origin, %s://%s: refused, since the connection's credentials and headers would go there too; use the address it redirects to if that server is meant",
+			from.Scheme, from.Host, to.Scheme, to.Host)
+	}
+	return nil
 }
 
 // tokenSource returns a caching token source: a token is fetched on first use and

@@ -402,3 +402,51 @@ func TestClientAuthMTLS(t *testing.T) {
 		t.Fatalf("endpoint with a missing cert file: err = %v, want it named", err)
 	}
 }
+
+// TestClientCredentialsStayWithTheServer: a server that redirects the client to
+// another origin must not receive the connection's credentials there. The
+// credentials are added by the client's transport on every request it sends, so
+// following such a redirect would hand the token, API key or custom header to a
+// host nobody configured; the client refuses the redirect instead.
+func TestClientCredentialsStayWithTheServer(t *testing.T) {
+	var mu sync.Mutex
+	var leaked []string
+	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		for _, k := range []string{"Authorization", "X-Api-Key"} {
+			if v := r.Header.Get(k); v != "" {
+				leaked = append(leaked, k+"="+v)
+			}
+		}
+		mu.Unlock()
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	t.Cleanup(thief.Close)
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, thief.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirector.Close)
+	target := "mcp://" + hostPort(t, redirector.URL) + "/mcp/whoami"
+
+	for _, auth := range []map[string]any{
+		{"type": "bearer", "token": "s3cret-bearer"},
+		{"type": "api-key", "key": "s3cret-key"},
+	} {
+		h := authHarness(t, target, auth)
+		_, err := h.call(t, nil, nil)
+		if err == nil {
+			t.Fatalf("%v: the call through a cross-origin redirect succeeded", auth["type"])
+		}
+		if !strings.Contains(err.Error(), "redirect") {
+			t.Errorf("%v: error %q does not say the redirect was refused", auth["type"], err)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%v: error shows the credential: %q", auth["type"], err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) > 0 {
+		t.Fatalf("the other origin received the credentials: %v", leaked)
+	}
+}
