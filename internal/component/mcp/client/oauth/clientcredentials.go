@@ -24,6 +24,12 @@ import (
 //
 // It is the go-sdk's extauth.ClientCredentialsHandler made safe for the concurrent
 // calls of a shared connection, with configured scopes and the resource indicator.
+// The same discovery serves the other grants of a client that works without a
+// person at hand: Enterprise and Workload replace the grant, PrivateKey the client
+// secret. (The go-sdk's extauth.EnterpriseHandler is not used: it needs the
+// authorization server and resource configured instead of discovered, sends the
+// client secret only in the form, and discovers the IdP with metadata checks meant
+// for authorization code servers.)
 type ClientCredentials struct {
 	ClientID     string
 	ClientSecret string
