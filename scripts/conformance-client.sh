@@ -148,6 +148,105 @@ auth/client-credentials-basic)
 		CC_CLIENT_SECRET=$(js '(ctx && ctx.client_secret) || ""' </dev/null) \
 		"$@" test "$tmp/cc.yaml"
 	;;
+auth/client-credentials-jwt)
+	# auth arm (s12-authx): a workflow whose mcp:// target has
+	# auth: {type: oauth2, discover: true, client_id, private_key, signing_alg}:
+	# client credentials with private_key_jwt client authentication (the
+	# scenario's context holds the PEM key and its algorithm).
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	addr=${url#http://}
+	cat >"$tmp/jwt.yaml" <<-EOF
+	workflows:
+	  - id: call-test-tool
+	    trigger: direct://call-test-tool
+	    steps:
+	      - target:
+	          uri: mcp://$addr/test-tool
+	          auth:
+	            type: oauth2
+	            discover: true
+	            client_id: "\${env:CC_CLIENT_ID}"
+	            private_key: "\${env:CC_PRIVATE_KEY}"
+	            signing_alg: "\${env:CC_SIGNING_ALG}"
+	tests:
+	  - name: calls test-tool with a token got by a signed client assertion
+	    workflow: call-test-tool
+	    input: {body: {}}
+	    expect: {body: test}
+	EOF
+	CC_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null) \
+		CC_PRIVATE_KEY=$(js '(ctx && ctx.private_key_pem) || ""' </dev/null) \
+		CC_SIGNING_ALG=$(js '(ctx && ctx.signing_algorithm) || ""' </dev/null) \
+		"$@" test "$tmp/jwt.yaml"
+	;;
+auth/cross-app-access-complete-flow | auth/enterprise-managed-authorization)
+	# auth arm (s12-authx): a workflow whose mcp:// target has
+	# auth: {type: oauth2, discover: true, client_id, client_secret,
+	# enterprise: {idp_token_url, idp_client_id, id_token}}: the ID token is
+	# exchanged at the IdP for an ID-JAG, traded for the token at the server's
+	# authorization server.
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	addr=${url#http://}
+	cat >"$tmp/ema.yaml" <<-EOF
+	workflows:
+	  - id: call-test-tool
+	    trigger: direct://call-test-tool
+	    steps:
+	      - target:
+	          uri: mcp://$addr/test-tool
+	          auth:
+	            type: oauth2
+	            discover: true
+	            client_id: "\${env:EMA_CLIENT_ID}"
+	            client_secret: "\${env:EMA_CLIENT_SECRET}"
+	            enterprise:
+	              idp_token_url: "\${env:EMA_IDP_TOKEN_URL}"
+	              idp_client_id: "\${env:EMA_IDP_CLIENT_ID}"
+	              id_token: "\${env:EMA_ID_TOKEN}"
+	tests:
+	  - name: calls test-tool with a token got from an enterprise ID token
+	    workflow: call-test-tool
+	    input: {body: {}}
+	    expect: {body: test}
+	EOF
+	EMA_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null) \
+		EMA_CLIENT_SECRET=$(js '(ctx && ctx.client_secret) || ""' </dev/null) \
+		EMA_IDP_TOKEN_URL=$(js '(ctx && ctx.idp_token_endpoint) || ""' </dev/null) \
+		EMA_IDP_CLIENT_ID=$(js '(ctx && ctx.idp_client_id) || ""' </dev/null) \
+		EMA_ID_TOKEN=$(js '(ctx && ctx.idp_id_token) || ""' </dev/null) \
+		"$@" test "$tmp/ema.yaml"
+	;;
+auth/wif-jwt-bearer)
+	# auth arm (s12-authx): a workflow whose mcp:// target has
+	# auth: {type: oauth2, discover: true, client_id, workload_token_file}: the
+	# JWT bearer grant with the workload's identity token (the context's
+	# valid_jwt) as the assertion, read from a file as a platform would mount it.
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	addr=${url#http://}
+	js '(ctx && ctx.valid_jwt) || ""' </dev/null >"$tmp/workload.jwt"
+	cat >"$tmp/wif.yaml" <<-EOF
+	workflows:
+	  - id: call-test-tool
+	    trigger: direct://call-test-tool
+	    steps:
+	      - target:
+	          uri: mcp://$addr/test-tool
+	          auth:
+	            type: oauth2
+	            discover: true
+	            client_id: "\${env:WIF_CLIENT_ID}"
+	            workload_token_file: $tmp/workload.jwt
+	tests:
+	  - name: calls test-tool with a token got by the workload's identity token
+	    workflow: call-test-tool
+	    input: {body: {}}
+	    expect: {body: test}
+	EOF
+	WIF_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null) "$@" test "$tmp/wif.yaml"
+	;;
 auth/*)
 	# auth arm (s12-auth): `helix mcp login` (authorization code + PKCE; the
 	# suite's authorization server redirects at once, so curl as $BROWSER brings

@@ -64,11 +64,29 @@ type AuthConfig struct {
 	// metadata) instead of TokenURL; the grant is still client credentials.
 	Discover bool
 
+	// PrivateKey (PEM) or PrivateKeyFile, for oauth2 with discover, authenticate
+	// the client with a JWT it signs (private_key_jwt) instead of ClientSecret;
+	// SigningAlg is the JWS algorithm ("" picks the key's usual one).
+	PrivateKey     string
+	PrivateKeyFile string
+	SigningAlg     string
+	// Enterprise, for oauth2 with discover, is enterprise-managed authorization:
+	// an ID token exchanged at the enterprise IdP for an ID-JAG, traded for the
+	// token at the server's authorization server.
+	Enterprise *oauth.Enterprise
+	// WorkloadToken or WorkloadTokenFile, for oauth2 with discover, is workload
+	// identity federation: the workload's identity JWT is the assertion of the
+	// JWT bearer grant (the file is read again for every token).
+	WorkloadToken     string
+	WorkloadTokenFile string
+
 	// Login, for oauth2, uses the login `helix mcp login URL` stored for the
 	// server (refreshed and stored again as needed) instead of a client of its own.
 	Login bool
 	// LoginDir is where logins are read from; "" means oauth.DefaultDir("").
 	LoginDir string
+
+	key *oauth.PrivateKey // PrivateKey or PrivateKeyFile, parsed by ParseAuth
 
 	// CertFile and KeyFile are the client certificate and key (PEM) for mTLS; CAFile,
 	// when set, replaces the system roots for verifying the server.
@@ -82,8 +100,9 @@ type AuthConfig struct {
 var authKeys = map[string][]string{
 	AuthBearer: {"type", "token"},
 	AuthAPIKey: {"type", "header", "key"},
-	AuthOAuth2: {"type", "token_url", "discover", "login", "client_id", "client_secret", "scopes"},
-	AuthMTLS:   {"type", "cert_file", "key_file", "ca_file"},
+	AuthOAuth2: {"type", "token_url", "discover", "login", "client_id", "client_secret", "scopes",
+		"private_key", "private_key_file", "signing_alg", "enterprise", "workload_token", "workload_token_file"},
+	AuthMTLS: {"type", "cert_file", "key_file", "ca_file"},
 }
 
 // ParseAuth builds an AuthConfig from a decoded auth: mapping such as
@@ -122,6 +141,8 @@ func ParseAuth(m map[string]any) (*AuthConfig, error) {
 	fields := map[string]*string{
 		"token": &a.Token, "header": &a.Header, "key": &a.Key,
 		"token_url": &a.TokenURL, "client_id": &a.ClientID, "client_secret": &a.ClientSecret,
+		"private_key": &a.PrivateKey, "private_key_file": &a.PrivateKeyFile, "signing_alg": &a.SigningAlg,
+		"workload_token": &a.WorkloadToken, "workload_token_file": &a.WorkloadTokenFile,
 		"cert_file": &a.CertFile, "key_file": &a.KeyFile, "ca_file": &a.CAFile,
 	}
 	for _, k := range allowed[1:] {
@@ -134,6 +155,12 @@ func ParseAuth(m map[string]any) (*AuthConfig, error) {
 				a.Discover = b
 			} else {
 				a.Login = b
+			}
+			continue
+		}
+		if k == "enterprise" {
+			if a.Enterprise, err = parseEnterprise(m[k]); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -150,7 +177,70 @@ func ParseAuth(m map[string]any) (*AuthConfig, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
+	if a.PrivateKey != "" || a.PrivateKeyFile != "" {
+		// Read now, so a bad key is reported with the YAML that names it rather
+		// than on the server's first 401.
+		if a.key, err = a.loadPrivateKey(); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// enterpriseKeys are the keys of oauth2's enterprise: block.
+var enterpriseKeys = []string{"idp_token_url", "idp_client_id", "idp_client_secret", "id_token"}
+
+// parseEnterprise reads the enterprise: block of an oauth2 auth, resolving
+// ${env:NAME} in its values.
+func parseEnterprise(v any) (*oauth.Enterprise, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("auth: enterprise must be a mapping {%s}, got %T", strings.Join(enterpriseKeys, ", "), v)
+	}
+	var unknown []string
+	for k := range m {
+		if !contains(enterpriseKeys, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("auth: unknown key(s) %s in enterprise (allowed: %s)", strings.Join(unknown, ", "), strings.Join(enterpriseKeys, ", "))
+	}
+	e := &oauth.Enterprise{}
+	for k, dst := range map[string]*string{"idp_token_url": &e.IdPTokenURL, "idp_client_id": &e.IdPClientID,
+		"idp_client_secret": &e.IdPClientSecret, "id_token": &e.IDToken} {
+		s, err := authString(m, k)
+		if err != nil {
+			return nil, fmt.Errorf("auth: enterprise.%s", strings.TrimPrefix(err.Error(), "auth: "))
+		}
+		*dst = s
+	}
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	return e, nil
+}
+
+// loadPrivateKey parses private_key or the file private_key_file names. Its
+// errors name the key's source, never its content.
+func (a *AuthConfig) loadPrivateKey() (*oauth.PrivateKey, error) {
+	pem, where := []byte(a.PrivateKey), "private_key"
+	if a.PrivateKeyFile != "" {
+		var err error
+		if pem, err = os.ReadFile(a.PrivateKeyFile); err != nil {
+			return nil, fmt.Errorf("auth: private_key_file: %w", err)
+		}
+		where = "private_key_file " + a.PrivateKeyFile
+	}
+	k, err := oauth.ParsePrivateKey(pem, a.SigningAlg)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %s: %w", where, err)
+	}
+	return k, nil
 }
 
 // Validate reports missing required values.
@@ -180,7 +270,9 @@ func (a *AuthConfig) validateOAuth2(need func(v, key string) error) error {
 	if a.Login {
 		var extra []string
 		for k, v := range map[string]bool{"token_url": a.TokenURL != "", "discover": a.Discover,
-			"client_id": a.ClientID != "", "client_secret": a.ClientSecret != "", "scopes": len(a.Scopes) > 0} {
+			"client_id": a.ClientID != "", "client_secret": a.ClientSecret != "", "scopes": len(a.Scopes) > 0,
+			"private_key": a.PrivateKey != "", "private_key_file": a.PrivateKeyFile != "", "signing_alg": a.SigningAlg != "",
+			"enterprise": a.Enterprise != nil, "workload_token": a.WorkloadToken != "", "workload_token_file": a.WorkloadTokenFile != ""} {
 			if v {
 				extra = append(extra, k)
 			}
@@ -193,6 +285,36 @@ func (a *AuthConfig) validateOAuth2(need func(v, key string) error) error {
 	}
 	if a.Discover && a.TokenURL != "" {
 		return errors.New("auth: discover and token_url exclude each other: drop token_url to find the token endpoint by discovery, or drop discover to use token_url")
+	}
+	hasKey := a.PrivateKey != "" || a.PrivateKeyFile != ""
+	workload := a.WorkloadToken != "" || a.WorkloadTokenFile != ""
+	if !a.Discover && (hasKey || a.SigningAlg != "" || a.Enterprise != nil || workload) {
+		return errors.New("auth: private_key, private_key_file, signing_alg, enterprise and workload_token need discover: true (the authorization server is found from the MCP server)")
+	}
+	if a.WorkloadToken != "" && a.WorkloadTokenFile != "" {
+		return errors.New("auth: workload_token and workload_token_file exclude each other: keep one")
+	}
+	if workload && a.Enterprise != nil {
+		return errors.New("auth: workload_token and enterprise exclude each other: each is the grant (keep workload_token for a workload's identity token, enterprise for a person's ID token)")
+	}
+	if a.PrivateKey != "" && a.PrivateKeyFile != "" {
+		return errors.New("auth: private_key and private_key_file exclude each other: keep one")
+	}
+	if a.SigningAlg != "" && !hasKey {
+		return errors.New("auth: signing_alg needs private_key or private_key_file")
+	}
+	if hasKey && a.ClientSecret != "" {
+		return errors.New("auth: client_secret and a private key exclude each other: the client authenticates with one (drop client_secret for private_key_jwt)")
+	}
+	if workload {
+		// The workload's token is the credential; client_id and a client
+		// secret or key are for servers that also want the client named.
+		return nil
+	}
+	if a.Discover && (hasKey || a.Enterprise != nil) {
+		// Enterprise clients may be public at the authorization server: the ID-JAG
+		// is the credential.
+		return need(a.ClientID, "client_id")
 	}
 	if a.Discover {
 		return errors.Join(need(a.ClientID, "client_id"), need(a.ClientSecret, "client_secret"))
@@ -226,7 +348,18 @@ func (a *AuthConfig) OAuthHandler(endpoint string, base http.RoundTripper) (sdka
 	client := oauth.NewHTTPClient(base)
 	switch {
 	case a.Discover:
-		return &oauth.ClientCredentials{ClientID: a.ClientID, ClientSecret: a.ClientSecret, Scopes: a.Scopes, HTTPClient: client}, nil
+		cc := &oauth.ClientCredentials{ClientID: a.ClientID, ClientSecret: a.ClientSecret, Scopes: a.Scopes,
+			Enterprise: a.Enterprise, PrivateKey: a.key, HTTPClient: client}
+		if a.WorkloadToken != "" || a.WorkloadTokenFile != "" {
+			cc.Workload = &oauth.WorkloadToken{Token: a.WorkloadToken, File: a.WorkloadTokenFile}
+		}
+		if cc.PrivateKey == nil && (a.PrivateKey != "" || a.PrivateKeyFile != "") {
+			var err error
+			if cc.PrivateKey, err = a.loadPrivateKey(); err != nil {
+				return nil, err
+			}
+		}
+		return cc, nil
 	case a.Login:
 		dir := a.LoginDir
 		if dir == "" {
@@ -321,7 +454,10 @@ func newHTTPClient(header http.Header, auth *AuthConfig) (*http.Client, *http.Tr
 	if auth != nil {
 		// A server that echoes a credential in an error must not show it to our
 		// callers, logs or spans, also when it was written literally in the YAML.
-		redact.AddSecret(auth.Token, auth.Key, auth.ClientSecret)
+		redact.AddSecret(auth.Token, auth.Key, auth.ClientSecret, auth.PrivateKey, auth.WorkloadToken)
+		if e := auth.Enterprise; e != nil {
+			redact.AddSecret(e.IdPClientSecret, e.IDToken)
+		}
 		switch auth.Type {
 		case AuthBearer:
 			rt = &headerTransport{base: rt, header: http.Header{"Authorization": {"Bearer " + auth.Token}}}

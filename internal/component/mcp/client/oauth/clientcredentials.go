@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -23,9 +24,28 @@ import (
 //
 // It is the go-sdk's extauth.ClientCredentialsHandler made safe for the concurrent
 // calls of a shared connection, with configured scopes and the resource indicator.
+// The same discovery serves the other grants of a client that works without a
+// person at hand: Enterprise and Workload replace the grant, PrivateKey the client
+// secret. (The go-sdk's extauth.EnterpriseHandler is not used: it needs the
+// authorization server and resource configured instead of discovered, sends the
+// client secret only in the form, and discovers the IdP with metadata checks meant
+// for authorization code servers.)
 type ClientCredentials struct {
 	ClientID     string
 	ClientSecret string
+	// PrivateKey, when set, authenticates the client with a JWT it signs
+	// (private_key_jwt) instead of ClientSecret.
+	PrivateKey *PrivateKey
+	// Enterprise, when set, replaces the client credentials grant with
+	// enterprise-managed authorization: an ID-JAG from the enterprise IdP, traded
+	// for the token with the JWT bearer grant. The client still authenticates
+	// at the authorization server with ClientSecret or PrivateKey (or not at all
+	// when both are empty).
+	Enterprise *Enterprise
+	// Workload, when set, replaces the client credentials grant with the JWT
+	// bearer grant whose assertion is the workload's identity token (workload
+	// identity federation). Client authentication is optional, as for Enterprise.
+	Workload *WorkloadToken
 	// Scopes, when set, are requested instead of those the server asks for.
 	Scopes []string
 	// HTTPClient makes the discovery and token requests; nil means
@@ -67,46 +87,54 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req *http.Request, re
 	if client == nil {
 		client = NewHTTPClient(nil)
 	}
-	prm, err := discoverResource(ctx, challenges, req.URL.String(), client)
+	prm, found, err := findResource(ctx, challenges, req.URL.String(), client)
 	if err != nil {
 		return err
 	}
-	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], client)
+	metaClient := client
+	if !found {
+		metaClient = legacyClient(ctx, nil, req.URL.String(), client, false)
+	}
+	asm, err := auth.GetAuthServerMetadata(ctx, prm.AuthorizationServers[0], metaClient)
 	if err != nil {
 		return fmt.Errorf("oauth2 discovery: authorization server %s: %w", prm.AuthorizationServers[0], err)
 	}
-	tokenURL := strings.TrimRight(prm.AuthorizationServers[0], "/") + "/token"
-	var methods []string
+	ep := endpoint{
+		issuer:   strings.TrimRight(prm.AuthorizationServers[0], "/"),
+		tokenURL: strings.TrimRight(prm.AuthorizationServers[0], "/") + "/token",
+		resource: prm.Resource,
+	}
+	grant := "client_credentials"
+	if c.Enterprise != nil || c.Workload != nil {
+		grant = grantJWTBearer
+	}
 	if asm != nil {
-		tokenURL, methods = asm.TokenEndpoint, asm.TokenEndpointAuthMethodsSupported
-		if len(asm.GrantTypesSupported) > 0 && !slices.Contains(asm.GrantTypesSupported, "client_credentials") {
-			return fmt.Errorf("oauth2 discovery: authorization server %s does not offer the client_credentials grant (it offers %s)",
-				asm.Issuer, strings.Join(asm.GrantTypesSupported, ", "))
+		ep.issuer, ep.tokenURL, ep.methods = asm.Issuer, asm.TokenEndpoint, asm.TokenEndpointAuthMethodsSupported
+		if len(asm.GrantTypesSupported) > 0 && !slices.Contains(asm.GrantTypesSupported, grant) {
+			return fmt.Errorf("oauth2 discovery: authorization server %s does not offer the %s grant (it offers %s)",
+				asm.Issuer, grant, strings.Join(asm.GrantTypesSupported, ", "))
+		}
+		if c.PrivateKey != nil {
+			if err := checkPrivateKeyJWT(asm.Issuer, ep.methods, asm.TokenEndpointAuthSigningAlgValuesSupported, c.PrivateKey); err != nil {
+				return err
+			}
 		}
 	}
-	scopes := c.Scopes
-	if len(scopes) == 0 {
+	ep.scopes = c.Scopes
+	if len(ep.scopes) == 0 {
 		if s := challengeParam(challenges, "scope"); s != "" {
-			scopes = strings.Fields(s)
+			ep.scopes = strings.Fields(s)
 		} else {
-			scopes = prm.ScopesSupported
+			ep.scopes = prm.ScopesSupported
 		}
-	}
-	cc := &clientcredentials.Config{
-		ClientID:       c.ClientID,
-		ClientSecret:   c.ClientSecret,
-		TokenURL:       tokenURL,
-		Scopes:         scopes,
-		AuthStyle:      tokenAuthStyle(methods),
-		EndpointParams: url.Values{"resource": {prm.Resource}},
 	}
 	// The token source keeps its context for every later fetch, so it must not be
 	// this request's (a cancelled call would break the next renewal); each fetch is
 	// bounded by the client's timeout instead.
-	ts := cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, client))
+	ts := &grantSource{c: c, client: client, ep: ep}
 	tok, err := ts.Token()
 	if err != nil {
-		return fmt.Errorf("oauth2 client credentials at %s: %w", tokenURL, cleanTokenError(err))
+		return err
 	}
 	hideToken(tok)
 	c.mu.Lock()
@@ -157,9 +185,16 @@ func tokenAuthStyle(supported []string) oauth2.AuthStyle {
 // root well-known location. A server without any is its own authorization server
 // (the 2025-03-26 convention).
 func discoverResource(ctx context.Context, challenges []oauthex.Challenge, serverURL string, client *http.Client) (*oauthex.ProtectedResourceMetadata, error) {
+	prm, _, err := findResource(ctx, challenges, serverURL, client)
+	return prm, err
+}
+
+// findResource is discoverResource that also tells whether the metadata was found
+// (false: the server is its own authorization server).
+func findResource(ctx context.Context, challenges []oauthex.Challenge, serverURL string, client *http.Client) (*oauthex.ProtectedResourceMetadata, bool, error) {
 	su, err := url.Parse(serverURL)
 	if err != nil {
-		return nil, fmt.Errorf("oauth2 discovery: %w", err)
+		return nil, false, fmt.Errorf("oauth2 discovery: %w", err)
 	}
 	type candidate struct{ metadata, resource string }
 	var cands []candidate
@@ -182,7 +217,7 @@ func discoverResource(ctx context.Context, challenges []oauthex.Challenge, serve
 			// The server itself pointed here: metadata that cannot be had or
 			// fails its checks (another resource, plain-http servers) is refused,
 			// not replaced by a guess.
-			return nil, fmt.Errorf("oauth2 discovery: protected resource metadata that %s names: %w", serverURL, err)
+			return nil, false, fmt.Errorf("oauth2 discovery: protected resource metadata that %s names: %w", serverURL, err)
 		}
 		if err != nil {
 			continue // not at this well-known location
@@ -191,15 +226,86 @@ func discoverResource(ctx context.Context, challenges []oauthex.Challenge, serve
 			continue
 		}
 		if len(prm.AuthorizationServers) == 0 {
-			return nil, fmt.Errorf("oauth2 discovery: protected resource metadata at %s names no authorization server", cand.metadata)
+			return nil, false, fmt.Errorf("oauth2 discovery: protected resource metadata at %s names no authorization server", cand.metadata)
 		}
-		return prm, nil
+		return prm, true, nil
 	}
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 	return &oauthex.ProtectedResourceMetadata{
 		AuthorizationServers: []string{root.String()},
 		Resource:             serverURL,
-	}, nil
+	}, false, nil
+}
+
+// endpoint is what discovery found: the authorization server (its issuer and token
+// endpoint, and how clients authenticate there), the resource the token is for,
+// and the scopes to ask for.
+type endpoint struct {
+	issuer, tokenURL, resource string
+	methods, scopes            []string
+}
+
+// grantSource fetches a new token from the endpoint each time it is asked (behind
+// an oauth2.ReuseTokenSource): a fresh client assertion and a fresh ID-JAG for
+// every request, since both are single-use, short-lived credentials.
+type grantSource struct {
+	c      *ClientCredentials
+	client *http.Client
+	ep     endpoint
+}
+
+func (g *grantSource) Token() (*oauth2.Token, error) {
+	c, ep := g.c, g.ep
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, g.client)
+	params := url.Values{"resource": {ep.resource}}
+	cc := &clientcredentials.Config{
+		ClientID:       c.ClientID,
+		ClientSecret:   c.ClientSecret,
+		TokenURL:       ep.tokenURL,
+		Scopes:         ep.scopes,
+		AuthStyle:      tokenAuthStyle(ep.methods),
+		EndpointParams: params,
+	}
+	if cc.ClientSecret == "" {
+		// A public client (or one with a key) sends its client_id in the form and
+		// no Authorization header.
+		cc.AuthStyle = oauth2.AuthStyleInParams
+	}
+	what := "client credentials"
+	if c.Workload != nil {
+		what = "JWT bearer grant"
+		tok, err := c.Workload.read()
+		if err != nil {
+			return nil, err
+		}
+		params.Set("grant_type", grantJWTBearer)
+		params.Set("assertion", tok)
+	}
+	if c.Enterprise != nil {
+		what = "JWT bearer grant"
+		jag, err := c.Enterprise.exchange(ctx, g.client, ep)
+		if err != nil {
+			return nil, err
+		}
+		// clientcredentials lets grant_type be replaced; its other parameters
+		// are those of any token request.
+		params.Set("grant_type", grantJWTBearer)
+		params.Set("assertion", jag)
+	}
+	if c.PrivateKey != nil {
+		assertion, err := c.PrivateKey.Assertion(c.ClientID, []string{ep.issuer, ep.tokenURL}, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("oauth2 %s at %s: %w", what, ep.tokenURL, err)
+		}
+		params.Set("client_assertion_type", clientAssertionType)
+		params.Set("client_assertion", assertion)
+		cc.ClientSecret, cc.AuthStyle = "", oauth2.AuthStyleInParams // client_id goes in the form
+	}
+	tok, err := cc.Token(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("oauth2 %s at %s: %w", what, ep.tokenURL, cleanTokenError(err))
+	}
+	return tok, nil
 }

@@ -313,7 +313,9 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 			return union(granted, discovered, h.cfg.Scopes)
 		},
 		RequestRefreshToken: true,
-		Client:              h.client,
+		// Only on the 2025-03-26 path (no protected resource metadata) does the
+		// client differ: see legacyClient.
+		Client: legacyClient(ctx, challenges, req.URL.String(), h.client, true),
 		NewTokenSource: func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			got.cfg, got.tok = c, tok
 			return c.TokenSource(ctx, tok), nil
