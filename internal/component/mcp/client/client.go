@@ -193,7 +193,9 @@ func connKey(cfg Config) (string, error) {
 		Auth                         *AuthConfig
 		Protocol                     string
 		MaxResponseBytes             int64
-	}{cfg.Transport, cfg.Endpoint, cfg.Command, cfg.FindPath, cfg.Args, cfg.Env, cfg.Header, cfg.Auth, cfg.ProtocolVersion, cfg.MaxResponseBytes}
+		OnElicit, OnSample           string // answers.go: each policy its own session
+	}{cfg.Transport, cfg.Endpoint, cfg.Command, cfg.FindPath, cfg.Args, cfg.Env, cfg.Header, cfg.Auth, cfg.ProtocolVersion, cfg.MaxResponseBytes,
+		cfg.Answers.elicitPolicy(), cfg.Answers.samplePolicy()}
 	b, err := json.Marshal(k)
 	if err != nil {
 		return "", fmt.Errorf("mcp client: key for %s: %w", cfg.target(), err)
@@ -230,6 +232,8 @@ type uriOptions struct {
 	Args                    []string      `option:"args"`
 	Env                     []string      `option:"env"`
 	MaxResponseBytes        int64         `option:"maxResponseBytes"`
+	OnElicit                string        `option:"onElicit"`
+	OnSample                string        `option:"onSample"`
 	ThrowExceptionOnFailure bool          `option:"throwExceptionOnFailure"`
 }
 
@@ -262,6 +266,12 @@ func parseURI(u *uri.URI) (cfg Config, tool string, p uriOptions, err error) {
 	cfg.MaxResponseBytes = p.MaxResponseBytes
 	if cfg.MaxResponseBytes <= 0 {
 		return cfg, "", p, fmt.Errorf("%s: option maxResponseBytes=%d must be a positive number of bytes", Spec.Redact(u.Raw), cfg.MaxResponseBytes)
+	}
+	if cfg.Answers.Elicit, err = ParseElicitPolicy(p.OnElicit); err != nil {
+		return cfg, "", p, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
+	}
+	if cfg.Answers.Sample, _, err = ParseSamplePolicy(p.OnSample); err != nil {
+		return cfg, "", p, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
 	}
 	cfg.Transport = p.Transport
 	switch cfg.Transport {

@@ -103,6 +103,9 @@ type Config struct {
 	LogLevel string
 	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still offered to clients in the window
 	OnLog func(*sdk.LoggingMessageParams)
+	// Answers says how the server's elicitation and sampling requests are answered
+	// (answers.go); the zero value refuses them.
+	Answers Answers
 }
 
 // Validate reports a config that cannot work.
@@ -185,6 +188,11 @@ type Conn struct {
 	nextToken atomic.Uint64
 	waiting   atomic.Int64 // calls registered in progress
 
+	// calls are the calls in flight that may forward the server's questions
+	// (answers.go).
+	callsMu sync.Mutex
+	calls   map[*inFlight]struct{}
+
 	// streamLimit is the last answer a session-long stream (SSE transport, stdio)
 	// refused as larger than MaxResponseBytes; reset when a session opens.
 	streamLimit streamLimit
@@ -211,12 +219,15 @@ func NewConn(cfg Config) (*Conn, error) {
 		log = slog.Default()
 	}
 	c := &Conn{
-		cfg:    cfg,
-		client: sdk.NewClient(&sdk.Implementation{Name: Name, Version: Version}, nil),
-		log:    log,
-		now:    time.Now,
+		cfg: cfg,
+		log: log,
+		now: time.Now,
 	}
-	c.client.AddSendingMiddleware(propagateTrace) // tracing.go
+	var copts sdk.ClientOptions
+	c.applyAnswers(&copts) // answers.go
+	c.client = sdk.NewClient(&sdk.Implementation{Name: Name, Version: Version}, &copts)
+	c.client.AddSendingMiddleware(propagateTrace)       // tracing.go
+	c.client.AddReceivingMiddleware(c.refuseUnanswered) // answers.go
 	if cfg.Transport != TransportStdio {
 		hc, ht, err := newHTTPClient(cfg.Header, cfg.Auth)
 		if err != nil {
@@ -260,6 +271,8 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 	if args == nil {
 		args = map[string]any{}
 	}
+	ctx, call, endCall := c.beginCall(ctx) // answers.go
+	defer endCall()
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
 	c.askForLogs(params) // logging.go
 	if report.ProgressWanted(parent) {
@@ -279,6 +292,11 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 		res, err = s.CallTool(ctx, params)
 		return err
 	})
+	if call != nil && call.stopReason() != nil {
+		// A forwarded question stopped the call (answers.go): whatever the server
+		// answered meanwhile, that is the call's outcome.
+		return nil, call.stopReason()
+	}
 	if err != nil {
 		if tl := tr.responseTooLarge(); tl != nil {
 			return nil, fmt.Errorf("call %s: %w", name, tl)
