@@ -7,7 +7,10 @@
 # `helix mcp call` (Helix's MCP client, the same code as the mcp:// component):
 #   initialize  connect (initialize handshake) and list the tools
 #   tools_call  call the suite's add_numbers tool with a=2, b=3
-# Other scenarios (sse-retry, elicitation, auth/*) need client features `helix mcp call`
+#   elicitation-sep1034-client-defaults, sep-2322-client-request-state
+#               call the scenario's tools with --no-input (and --elicit): the
+#               server's forms are answered with their defaults and --elicit values
+# Other scenarios (sse-retry, auth/*) need client features `helix mcp call`
 # does not have; they exit 2 so the suite reports them as failed, not skipped.
 #
 # The helix binary is $HELIX_BIN, else `helix` on PATH, else `go run ./cmd/helix`.
@@ -34,6 +37,17 @@ initialize)
 	;;
 tools_call)
 	exec "$@" mcp call "$url" add_numbers a=2 b=3
+	;;
+elicitation-sep1034-client-defaults)
+	# The server's form has a default for every field: --no-input answers with them.
+	exec "$@" mcp call "$url" test_client_elicitation_defaults --no-input
+	;;
+sep-2322-client-request-state)
+	# Each tool answers the first call with input requests (a form asking to
+	# confirm); the client answers and calls again with them and the request state.
+	for tool in test_mrtr_echo_state test_mrtr_no_state test_mrtr_unrelated test_mrtr_no_result_type; do
+		"$@" mcp call "$url" "$tool" --no-input --elicit confirmed=true || exit 1
+	done
 	;;
 *)
 	echo "conformance-client.sh: scenario '${MCP_CONFORMANCE_SCENARIO:-}' is not supported (supported: initialize, tools_call)" >&2

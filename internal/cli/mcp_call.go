@@ -29,6 +29,7 @@ type mcpCallFlags struct {
 	jsonArgs  string
 	serverLog string
 	list      bool
+	answers   answerFlags // mcp_call_elicit.go
 }
 
 func newMCPCallCmd() *cobra.Command {
@@ -70,6 +71,7 @@ to stderr) or the server could not be reached, 2 for bad input.`,
 	fl.StringVarP(&f.output, "output", "o", "text", "output: text (the result's text) or json (the whole result)")
 	fl.StringVar(&f.serverLog, "server-log", "info", "show the server's log messages at or above this level (debug … emergency), or none")
 	fl.BoolVar(&f.list, "list", false, "list the server's tools instead of calling one")
+	f.answers.register(fl)
 	return cmd
 }
 
@@ -97,6 +99,9 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 	cfg.Logger = logger
 	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
 	cfg.Stderr = stderr
+	if cfg.Answers, err = f.answers.answers(cmd.InOrStdin(), stderr); err != nil {
+		return configError(err)
+	}
 	// Progress and log messages go to stderr as they arrive; stdout keeps the result.
 	notes := &notificationPrinter{w: stderr}
 	defer notes.stop()

@@ -152,6 +152,11 @@ func (c *Conn) applyAnswers(opts *sdk.ClientOptions) {
 	}
 }
 
+// answersQuestions reports whether c answers any of the server's questions.
+func (c *Conn) answersQuestions() bool {
+	return c.cfg.Answers.elicitPolicy() != AnswerRefuse || c.cfg.Answers.samplePolicy() != AnswerRefuse
+}
+
 // refuseUnanswered is receiving middleware: a server that asks what the Conn does
 // not answer (it declared no such capability) gets an error saying what to set,
 // where the SDK would say only that the client does not support it.

@@ -579,8 +579,10 @@ func (c *Conn) connectHTTP(ctx context.Context, opts *sdk.ClientSessionOptions) 
 	for _, ep := range candidates {
 		// Tool calls are request/response: the standalone GET stream for
 		// server-initiated messages is not needed, and keeping it would make the SDK
-		// retry it in the background whenever the server goes away.
-		t := &sdk.StreamableClientTransport{Endpoint: ep, HTTPClient: c.httpc, DisableStandaloneSSE: true, MaxEventSize: c.sdkEventLimit()}
+		// retry it in the background whenever the server goes away — unless the
+		// Conn answers the server's questions, which a server may send there
+		// (answers.go).
+		t := &sdk.StreamableClientTransport{Endpoint: ep, HTTPClient: c.httpc, DisableStandaloneSSE: !c.answersQuestions(), MaxEventSize: c.sdkEventLimit()}
 		ct := &callTracker{connect: true}
 		s, err := c.client.Connect(withTracker(ctx, ct), t, opts)
 		if err == nil {
