@@ -7,10 +7,7 @@
 # `helix mcp call` (Helix's MCP client, the same code as the mcp:// component):
 #   initialize  connect (initialize handshake) and list the tools
 #   tools_call  call the suite's add_numbers tool with a=2, b=3
-#   elicitation-sep1034-client-defaults, sep-2322-client-request-state
-#               call the scenario's tools with --no-input (and --elicit): the
-#               server's forms are answered with their defaults and --elicit values
-# Other scenarios (sse-retry, auth/*) need client features `helix mcp call`
+# Other scenarios (sse-retry, elicitation, auth/*) need client features `helix mcp call`
 # does not have; they exit 2 so the suite reports them as failed, not skipped.
 #
 # The helix binary is $HELIX_BIN, else `helix` on PATH, else `go run ./cmd/helix`.
