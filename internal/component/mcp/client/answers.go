@@ -175,6 +175,27 @@ func (c *Conn) refuseUnanswered(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
+// explainRefusal adds what to set to the error of a call whose server asked what
+// c does not answer. On 2026-07-28 the go-sdk client fails the call with "client
+// does not support elicitation" (or CreateMessage); a server of 2025-11-25 that
+// checks the capabilities the client declared does not send the request and fails
+// the call with a similar error of its own. Neither says what to set.
+func (c *Conn) explainRefusal(err error) error {
+	a := c.cfg.Answers
+	var te *ToolError
+	if errors.As(err, &te) && te.Protocol {
+		switch {
+		case strings.Contains(te.Message, "does not support elicitation") && a.elicitPolicy() == AnswerRefuse:
+			te.Message += "; this Helix workflow does not answer elicitation: " + a.hint("onElicit", "defaults or forward")
+		case strings.Contains(te.Message, "does not support CreateMessage") || strings.Contains(te.Message, "does not support sampling"):
+			if a.samplePolicy() == AnswerRefuse {
+				te.Message += "; this Helix workflow does not answer sampling: " + a.hint("onSample", "forward or agent:<id>")
+			}
+		}
+	}
+	return err
+}
+
 // answerElicitation is the Conn's ElicitationHandler.
 func (c *Conn) answerElicitation(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 	if req == nil || req.Params == nil {

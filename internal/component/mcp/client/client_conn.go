@@ -302,10 +302,10 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 			return nil, fmt.Errorf("call %s: %w", name, tl)
 		}
 		if we := tr.serverAnswer(); we != nil {
-			return nil, &ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}
+			return nil, c.explainRefusal(&ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}) // answers.go
 		}
 		if we := protocolError(err); we != nil {
-			return nil, &ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}
+			return nil, c.explainRefusal(&ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true})
 		}
 		if ctx.Err() != nil && parent.Err() == nil && timeout > 0 {
 			return nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
