@@ -427,8 +427,7 @@ func samplingQuestion(p *sdk.CreateMessageParams) (*ask.Sampling, error) {
 // go-sdk calls the handlers with the call's context, which carries it; over older
 // sessions a question arrives on the session, and is the only call's in flight.
 type inFlight struct {
-	ctx    context.Context // the exchange's: its ask.Client
-	cancel context.CancelFunc
+	ctx context.Context // the exchange's: its ask.Client
 
 	mu      sync.Mutex
 	stopped error // why a forwarded question ended the call (an interrupt, or nobody to ask)
@@ -436,15 +435,30 @@ type inFlight struct {
 
 type inFlightKey struct{}
 
-// stop records err and ends the upstream call: its answer can no longer
-// matter, since the exchange stops here and the call is made again on resume.
+// withoutCall hides the call ctx carries from a session opened with it: the
+// go-sdk handles the server's requests with the context the session was opened
+// with, and a question of a later call must not be taken for one of the call
+// that happened to open the session.
+func withoutCall(ctx context.Context) context.Context { return hiddenCall{ctx} }
+
+type hiddenCall struct{ context.Context }
+
+func (h hiddenCall) Value(key any) any {
+	if _, ok := key.(inFlightKey); ok {
+		return nil
+	}
+	return h.Context.Value(key)
+}
+
+// stop records err as the call's outcome. The upstream call itself ends as its
+// server decides: on 2026-07-28 the go-sdk gives up the retry at once; an older
+// server gets an error for its question, which ends a tool that waits for it.
 func (f *inFlight) stop(err error) {
 	f.mu.Lock()
 	if f.stopped == nil {
 		f.stopped = err
 	}
 	f.mu.Unlock()
-	f.cancel()
 }
 
 func (f *inFlight) stopReason() error {
@@ -459,15 +473,14 @@ func (c *Conn) forwards() bool {
 	return a.Elicitor == nil && a.Elicit == AnswerForward || a.Sample == AnswerForward
 }
 
-// beginCall registers a call that may forward and returns its context (ended
-// when a forwarded question interrupts) and the function that ends it.
+// beginCall registers a call that may forward and returns its context and the
+// function that ends it.
 func (c *Conn) beginCall(ctx context.Context) (context.Context, *inFlight, func()) {
 	if !c.forwards() {
 		return ctx, nil, func() {}
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	f := &inFlight{ctx: ctx, cancel: cancel}
-	cctx = context.WithValue(cctx, inFlightKey{}, f)
+	f := &inFlight{ctx: ctx}
+	cctx := context.WithValue(ctx, inFlightKey{}, f)
 	c.callsMu.Lock()
 	if c.calls == nil {
 		c.calls = map[*inFlight]struct{}{}
@@ -478,7 +491,6 @@ func (c *Conn) beginCall(ctx context.Context) (context.Context, *inFlight, func(
 		c.callsMu.Lock()
 		delete(c.calls, f)
 		c.callsMu.Unlock()
-		cancel()
 	}
 }
 

@@ -428,7 +428,7 @@ func (c *Conn) session(ctx context.Context) (*sdk.ClientSession, error) {
 		c.dialing = ch
 		c.mu.Unlock()
 
-		s, err := c.connect(ctx)
+		s, err := c.connect(withoutCall(ctx)) // answers.go
 		if err == nil {
 			c.setLoggingLevel(ctx, s) // logging.go
 		}
