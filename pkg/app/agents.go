@@ -9,6 +9,7 @@ import (
 
 	"github.com/arvenza/helix/internal/agent/setup"
 	agentcomp "github.com/arvenza/helix/internal/component/agent"
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/step"
@@ -55,6 +56,10 @@ func (a *App) prepareAgents() {
 		comp.Declare(ids...)
 	}
 	a.agentByID = map[string]*builtAgent{}
+	if mc, err := mcpclient.ComponentOf(a.hc); err == nil {
+		// onSample=agent:<id> on mcp:// targets: that agent's model answers.
+		mc.SetAgents(a.agentSampler)
+	}
 	for i, ag := range a.cfg.Agents {
 		path := ag.Path
 		if path == "" {
@@ -238,4 +243,15 @@ func (a *App) agentMetrics() []management.AgentMetrics {
 		out = append(out, *byID[id])
 	}
 	return out
+}
+
+// agentSampler is the model of agent id as an answerer of MCP servers' sampling
+// requests (mcp:// onSample=agent:<id>).
+func (a *App) agentSampler(id string) (mcpclient.Sampler, bool) {
+	b, ok := a.agentByID[id]
+	if !ok || b.runner == nil {
+		return nil, false
+	}
+	s := b.runner.Sampler()
+	return s, s != nil
 }

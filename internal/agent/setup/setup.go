@@ -84,6 +84,7 @@ type Runner struct {
 	path   string
 	deps   Deps
 	agent  *agent.Agent
+	model  agent.Model // nil when the configuration has errors; see Sampler
 	source *toolSource
 	stats  counters
 	// Output is the JSON Schema answers must match, for the Process of an inline
@@ -141,6 +142,7 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 	for i, t := range cfg.Tools {
 		errs = append(errs, r.addTool(i, t)...)
 	}
+	r.model = model
 	if model == nil {
 		// The runner still resolves its tools, so that one validation reports
 		// unknown tool ids too; it cannot run.

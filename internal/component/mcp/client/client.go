@@ -35,9 +35,19 @@ const MsgToolErrorNoText = "mcp tool returned error with no message"
 //
 // Safe for concurrent use.
 type Component struct {
-	mu    sync.Mutex
-	conns map[string]*sharedConn
-	auths map[string]*AuthConfig // by normalised URI; see SetAuth
+	mu     sync.Mutex
+	conns  map[string]*sharedConn
+	auths  map[string]*AuthConfig // by normalised URI; see SetAuth
+	agents func(id string) (Sampler, bool)
+}
+
+// SetAgents tells the component how to find the model of the agent an
+// onSample=agent:<id> option names (answers.go); without it such an option is an
+// error.
+func (c *Component) SetAgents(lookup func(id string) (Sampler, bool)) {
+	c.mu.Lock()
+	c.agents = lookup
+	c.mu.Unlock()
 }
 
 type sharedConn struct {
@@ -116,6 +126,19 @@ func (c *Component) EndpointWithAuth(u *uri.URI, auth *AuthConfig) (*Endpoint, e
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
+	}
+	if id, ok := strings.CutPrefix(cfg.Answers.Sample, AnswerAgentPrefix); ok {
+		c.mu.Lock()
+		lookup := c.agents
+		c.mu.Unlock()
+		s, found := Sampler(nil), false
+		if lookup != nil {
+			s, found = lookup(id)
+		}
+		if !found {
+			return nil, fmt.Errorf("%s: onSample=%s: there is no agent %q in agents: (name the id of one, or use onSample=forward)", Spec.Redact(u.Raw), cfg.Answers.Sample, id)
+		}
+		cfg.Answers.Sampler = s
 	}
 	return &Endpoint{comp: c, uri: u, cfg: cfg, tool: tool, throw: opts.ThrowExceptionOnFailure}, nil
 }
