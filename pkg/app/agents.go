@@ -31,7 +31,7 @@ type builtAgent struct {
 
 // agentDeps are what the application gives every agent.
 func (a *App) agentDeps() setup.Deps {
-	return setup.Deps{Logger: a.logger}
+	return setup.Deps{Logger: a.logger, Agents: a.agentSampler}
 }
 
 // agentComponent is the app's agent:// component.
@@ -246,12 +246,17 @@ func (a *App) agentMetrics() []management.AgentMetrics {
 }
 
 // agentSampler is the model of agent id as an answerer of MCP servers' sampling
-// requests (mcp:// onSample=agent:<id>).
+// requests (onSample=agent:<id>), and whether agents: declares id. The model is
+// nil while the agent is not built yet (prepareAgents builds them in order) or
+// when its configuration has errors.
 func (a *App) agentSampler(id string) (mcpclient.Sampler, bool) {
+	declared := false
+	for _, ag := range a.cfg.Agents {
+		declared = declared || ag.ID == id
+	}
 	b, ok := a.agentByID[id]
 	if !ok || b.runner == nil {
-		return nil, false
+		return nil, declared
 	}
-	s := b.runner.Sampler()
-	return s, s != nil
+	return b.runner.Sampler(), declared
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/arvenza/helix/internal/agent"
 	"github.com/arvenza/helix/internal/ask"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
+	"github.com/arvenza/helix/internal/config"
 )
 
 // Sampler returns the agent's model as an answerer of MCP servers' sampling
@@ -47,4 +49,55 @@ func (s *modelSampler) Sample(ctx context.Context, q *ask.Sampling) (*ask.Sample
 	}
 	return &ask.SampleAnswer{Model: "agent:" + s.agent, StopReason: "endTurn",
 		Message: ask.Message{Role: string(agent.RoleAssistant), Text: res.Message.Text}}, nil
+}
+
+// mcpAnswers turns an MCP tool entry's on_elicit and on_sample into the client's
+// answers, recording mistakes with fail.
+func (r *Runner) mcpAnswers(t config.AgentToolConfig, p string, pos config.Pos, fail func(config.Pos, string, string, string, ...any)) mcpclient.Answers {
+	var a mcpclient.Answers
+	var err error
+	if a.Elicit, err = mcpclient.ParseElicitPolicy(t.OnElicit); err != nil {
+		// The shape has reported a value outside its enum.
+		a.Elicit = mcpclient.AnswerRefuse
+	}
+	samplePos := t.OnSamplePos
+	if samplePos.Line == 0 {
+		samplePos = pos
+	}
+	samplePath := config.KeyPath(p, "on_sample")
+	policy, id, err := mcpclient.ParseSamplePolicy(t.OnSample)
+	if err != nil {
+		fail(samplePos, samplePath, "", "%s", strings.Replace(err.Error(), "onSample", "on_sample", 1))
+		return a
+	}
+	a.Sample = policy
+	if id != "" {
+		lookup := r.deps.Agents
+		if lookup == nil {
+			fail(samplePos, samplePath, "name an agent of agents:, or use on_sample: forward", "on_sample %q: there are no agents to answer with", t.OnSample)
+			return a
+		}
+		if _, declared := lookup(id); !declared {
+			fail(samplePos, samplePath, "name an agent of agents:, or use on_sample: forward", "on_sample %q: there is no agent %q", t.OnSample, id)
+			return a
+		}
+		a.Sampler = &agentSampler{id: id, lookup: lookup}
+	}
+	return a
+}
+
+// agentSampler is the sampler of an agent found when a server asks: agents are
+// built one after the other, so the one named may come after the agent whose
+// tool names it.
+type agentSampler struct {
+	id     string
+	lookup func(string) (mcpclient.Sampler, bool)
+}
+
+func (s *agentSampler) Sample(ctx context.Context, q *ask.Sampling) (*ask.SampleAnswer, error) {
+	m, _ := s.lookup(s.id)
+	if m == nil {
+		return nil, fmt.Errorf("agent %q has no model to answer sampling with", s.id)
+	}
+	return m.Sample(ctx, q)
 }

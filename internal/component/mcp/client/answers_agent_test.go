@@ -83,3 +83,82 @@ workflows:
 		}
 	}
 }
+
+const agentToolYAML = `
+agents:
+  - id: writer
+    model: {provider: openai, model: m, api_key: k, base_url: "%[2]s"}
+  - id: planner
+    model: {provider: openai, model: m, api_key: k, base_url: "%[2]s"}
+    tools:
+      - name: upstream
+        mcp_server: {url: "%[1]s"}
+        include: [form, sample]
+        on_elicit: defaults
+        on_sample: agent:writer
+`
+
+// TestAgentMCPToolAnswers: an agent's MCP tool answers its server's form with the
+// defaults and its sampling with another agent's model (on_elicit, on_sample).
+func TestAgentMCPToolAnswers(t *testing.T) {
+	t.Parallel()
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			t.Parallel()
+			var results []agenttest.ToolResult
+			fake := agenttest.NewOpenAIFunc(t, func(r agenttest.Request) agenttest.Reply {
+				switch {
+				case len(r.Tools) == 0: // the writer, sampling
+					return agenttest.Reply{Text: "hi from the writer"}
+				case len(r.ToolResults) == 0:
+					return agenttest.Reply{Calls: []agenttest.Call{{ID: "c1", Name: "form", Args: `{}`}, {ID: "c2", Name: "sample", Args: `{}`}}}
+				}
+				results = r.ToolResults
+				return agenttest.Reply{Text: "done"}
+			})
+			url, _ := askingServer(t, era.stateless)
+			a := startYAMLApp(t, fmt.Sprintf(agentToolYAML, url, fake.BaseURL()))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			ex := exchange.NewWithBody(exchange.InOut, map[string]any{"message": "go"})
+			if err := a.Context().Run(ctx, "planner", ex); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range results {
+				got = append(got, r.Text)
+			}
+			want := []string{`accept {"age":36,"name":"Ada"}`, "model=agent:writer text=hi from the writer"}
+			if strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Fatalf("tool results %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestAgentMCPToolAnswerErrors: wrong on_elicit and on_sample values are errors
+// at their line.
+func TestAgentMCPToolAnswerErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ key, want, line string }{
+		{"on_elicit: ask", "refuse", ":10:"},
+		{"on_sample: agent:nobody", `no agent "nobody"`, ":10:"},
+		{"on_sample: maybe", "refuse, forward, agent:<id>", ":10:"},
+	} {
+		text := fmt.Sprintf(`
+agents:
+  - id: planner
+    model: {provider: openai, model: m, api_key: k, base_url: "http://127.0.0.1:1/v1"}
+    tools:
+      - name: upstream
+        mcp_server:
+          url: "http://127.0.0.1:1/mcp"
+        include: [form]
+        %s
+`, tc.key)
+		_, _, err := app.Load(app.Options{Logger: slog.New(slog.DiscardHandler)}, writeYAML(t, text))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "helix.yaml"+tc.line) {
+			t.Errorf("%s: got %v, want an error at line %s with %q", tc.key, err, tc.line, tc.want)
+		}
+	}
+}

@@ -138,6 +138,9 @@ func (c *Component) EndpointWithAuth(u *uri.URI, auth *AuthConfig) (*Endpoint, e
 		if !found {
 			return nil, fmt.Errorf("%s: onSample=%s: there is no agent %q in agents: (name the id of one, or use onSample=forward)", Spec.Redact(u.Raw), cfg.Answers.Sample, id)
 		}
+		if s == nil {
+			return nil, fmt.Errorf("%s: onSample=%s: agent %q has no model to answer with (see its own errors)", Spec.Redact(u.Raw), cfg.Answers.Sample, id)
+		}
 		cfg.Answers.Sampler = s
 	}
 	return &Endpoint{comp: c, uri: u, cfg: cfg, tool: tool, throw: opts.ThrowExceptionOnFailure}, nil
