@@ -93,8 +93,8 @@ var agentToolShape = Shape{Type: TypeObject, What: "an agent tool", Short: "name
 		{Name: "auth", Shape: mcpAuthShape},
 		{Name: "include", Shape: strList("Only the MCP server's tools whose names match one of these patterns (* ? [a-z], as path.Match). Default all.")},
 		{Name: "exclude", Shape: strList("Leave out the MCP server's tools whose names match one of these patterns (as path.Match).")},
-		{Name: "on_elicit", Shape: Shape{Type: TypeString, What: "elicitation policy", Enum: []string{"refuse", "defaults", "forward"}, Default: "refuse",
-			Description: "How the MCP server's elicitation requests are answered: refuse, defaults (the form's defaults; decline when a required field has none) or forward (ask Helix's own MCP caller)."}},
+		{Name: "on_elicit", Shape: Shape{Type: TypeString, What: "elicitation policy", Enum: []string{"refuse", "defaults", "forward"},
+			Description: "How the MCP server's elicitation requests are answered: refuse (the default), defaults (the form's defaults; decline when a required field has none) or forward (ask Helix's own MCP caller)."}},
 		{Name: "on_sample", Shape: str("How the MCP server's sampling requests are answered: refuse (the default), forward (ask Helix's own MCP caller's model) or agent:<id> (that agent's model).")},
 	}}
 
