@@ -101,3 +101,18 @@ func (s *agentSampler) Sample(ctx context.Context, q *ask.Sampling) (*ask.Sample
 	}
 	return m.Sample(ctx, q)
 }
+
+var _ ask.Asker = (*Runner)(nil)
+
+// AsksClient reports whether one of the agent's MCP tools forwards its server's
+// questions to the exchange's caller (on_elicit or on_sample: forward): an MCP
+// server then serves the agent's tool as one that may ask.
+func (r *Runner) AsksClient() bool {
+	for _, s := range r.source.servers {
+		a := s.opts.Conn.Answers
+		if a.Elicit == mcpclient.AnswerForward || a.Sample == mcpclient.AnswerForward {
+			return true
+		}
+	}
+	return r.parent != nil && r.parent.AsksClient()
+}

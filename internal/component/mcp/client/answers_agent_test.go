@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/arvenza/helix/internal/agent/agenttest"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -160,5 +162,61 @@ agents:
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "helix.yaml"+tc.line) {
 			t.Errorf("%s: got %v, want an error at line %s with %q", tc.key, err, tc.line, tc.want)
 		}
+	}
+}
+
+const agentForwardYAML = `
+helix:
+  mcp:
+    servers:
+      - { enabled: true, transport: http, addr: "127.0.0.1:0", name: front, workflows: [planner] }
+agents:
+  - id: planner
+    description: "Plans"
+    model: {provider: openai, model: m, api_key: k, base_url: "%[2]s"}
+    tools:
+      - name: upstream
+        mcp_server: {url: "%[1]s"}
+        include: [form]
+        on_elicit: forward
+`
+
+// TestAgentMCPToolForwards: an agent served as an MCP tool forwards its MCP
+// tool's form to its own caller, on both eras of that caller.
+func TestAgentMCPToolForwards(t *testing.T) {
+	t.Parallel()
+	for _, top := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run("caller "+top, func(t *testing.T) {
+			t.Parallel()
+			var results []agenttest.ToolResult
+			fake := agenttest.NewOpenAIFunc(t, func(r agenttest.Request) agenttest.Reply {
+				if len(r.ToolResults) == 0 {
+					return agenttest.Reply{Calls: []agenttest.Call{{ID: "c1", Name: "form", Args: `{}`}}}
+				}
+				results = r.ToolResults
+				return agenttest.Reply{Text: "done"}
+			})
+			url, _ := askingServer(t, false)
+			a := startYAMLApp(t, fmt.Sprintf(agentForwardYAML, url, fake.BaseURL()))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			opts := &sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Top", "age": 1}}, nil
+			}}
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "top", Version: "1"}, opts).Connect(ctx,
+				&sdk.StreamableClientTransport{Endpoint: "http://" + serverAddr(t, a, "front") + "/mcp", MaxRetries: -1},
+				&sdk.ClientSessionOptions{ProtocolVersion: top})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "planner", Arguments: map[string]any{"message": "go"}})
+			if err != nil || res.IsError {
+				t.Fatalf("planner: %v %+v", err, res)
+			}
+			if len(results) != 1 || results[0].Text != `accept {"age":1,"name":"Top"}` {
+				t.Fatalf("tool results %+v", results)
+			}
+		})
 	}
 }
