@@ -47,8 +47,8 @@ func (f answerFlags) answers(in io.Reader, out io.Writer) (mcpclient.Answers, er
 		pre[strings.TrimSpace(k)] = v
 	}
 	e := &terminalElicitor{pre: pre, out: out, in: bufio.NewReader(in), interactive: !f.noInput && isTerminalReader(in)}
-	return mcpclient.Answers{Elicitor: e,
-		Hint: "helix mcp call answers elicitation (on a terminal, or with --elicit key=value and --no-input) but not sampling"}, nil
+	return mcpclient.Answers{Elicitor: e, Who: "helix mcp call",
+		Hint: "it answers elicitation only (on a terminal, or with --elicit key=value and --no-input): it has no model to sample with"}, nil
 }
 
 func isTerminalReader(r io.Reader) bool {

@@ -80,9 +80,18 @@ type Answers struct {
 	// Elicitor and Sampler answer in the caller's own way (see the types).
 	Elicitor Elicitor
 	Sampler  Sampler
+	// Who names the client in refusals; empty means "this Helix workflow".
+	Who string
 	// Hint ends the error a refused server gets and the errors of a forward that
 	// has nobody to ask: what to set instead. Empty means the target's options.
 	Hint string
+}
+
+func (a Answers) who() string {
+	if a.Who != "" {
+		return a.Who
+	}
+	return "this Helix workflow"
 }
 
 // ParseElicitPolicy checks an onElicit value; "" is refuse.
@@ -166,10 +175,10 @@ func (c *Conn) refuseUnanswered(next sdk.MethodHandler) sdk.MethodHandler {
 		switch {
 		case method == "elicitation/create" && a.elicitPolicy() == AnswerRefuse:
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-				Message: "this Helix workflow does not answer elicitation; " + a.hint("onElicit", "defaults or forward")}
+				Message: a.who() + " does not answer elicitation; " + a.hint("onElicit", "defaults or forward")}
 		case method == "sampling/createMessage" && a.samplePolicy() == AnswerRefuse:
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-				Message: "this Helix workflow does not answer sampling; " + a.hint("onSample", "forward or agent:<id>")}
+				Message: a.who() + " does not answer sampling; " + a.hint("onSample", "forward or agent:<id>")}
 		}
 		return next(ctx, method, req)
 	}
@@ -186,10 +195,10 @@ func (c *Conn) explainRefusal(err error) error {
 	if errors.As(err, &te) && te.Protocol {
 		switch {
 		case strings.Contains(te.Message, "does not support elicitation") && a.elicitPolicy() == AnswerRefuse:
-			te.Message += "; this Helix workflow does not answer elicitation: " + a.hint("onElicit", "defaults or forward")
+			te.Message += "; " + a.who() + " does not answer elicitation: " + a.hint("onElicit", "defaults or forward")
 		case strings.Contains(te.Message, "does not support CreateMessage") || strings.Contains(te.Message, "does not support sampling"):
 			if a.samplePolicy() == AnswerRefuse {
-				te.Message += "; this Helix workflow does not answer sampling: " + a.hint("onSample", "forward or agent:<id>")
+				te.Message += "; " + a.who() + " does not answer sampling: " + a.hint("onSample", "forward or agent:<id>")
 			}
 		}
 	}
