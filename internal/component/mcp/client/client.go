@@ -293,11 +293,18 @@ func parseURI(u *uri.URI) (cfg Config, tool string, p uriOptions, err error) {
 	if cfg.MaxResponseBytes <= 0 {
 		return cfg, "", p, fmt.Errorf("%s: option maxResponseBytes=%d must be a positive number of bytes", Spec.Redact(u.Raw), cfg.MaxResponseBytes)
 	}
+	// answers.go; refuse stays the zero value.
 	if cfg.Answers.Elicit, err = ParseElicitPolicy(p.OnElicit); err != nil {
 		return cfg, "", p, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
 	}
 	if cfg.Answers.Sample, _, err = ParseSamplePolicy(p.OnSample); err != nil {
 		return cfg, "", p, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
+	}
+	if cfg.Answers.Elicit == AnswerRefuse {
+		cfg.Answers.Elicit = ""
+	}
+	if cfg.Answers.Sample == AnswerRefuse {
+		cfg.Answers.Sample = ""
 	}
 	cfg.Transport = p.Transport
 	switch cfg.Transport {
