@@ -54,6 +54,11 @@ Arguments are key=value pairs; a value is JSON when it parses as JSON (a=2 is a 
 b=true a boolean, c='{"x":1}' an object), else a string. --json gives them as one JSON
 object; key=value pairs are added to it.
 
+When the server asks for a form (elicitation), a terminal is asked field by field;
+otherwise, and with --no-input, the form is answered with the --elicit key=value
+values and its defaults, and declined when a required field has no value. Sampling
+requests are refused.
+
 Exit status: 0 when the tool succeeded, 1 when it returned an error (the message goes
 to stderr) or the server could not be reached, 2 for bad input.`,
 		Example: `  helix mcp call localhost:3000 greet name=Ada
