@@ -138,3 +138,41 @@ func TestMCPCallAnswersForms(t *testing.T) {
 		t.Fatalf("exit %d\nstderr %q", code, stderr)
 	}
 }
+
+// TestMCPPromptAndReadAnswerForms: helix mcp prompt and read answer a form the
+// server asks while serving them, as call does.
+func TestMCPPromptAndReadAnswerForms(t *testing.T) {
+	t.Parallel()
+	s := sdk.NewServer(&sdk.Implementation{Name: "asker", Version: "1"}, nil)
+	askForm := func(ctx context.Context, ss *sdk.ServerSession) (string, error) {
+		res, err := ss.Elicit(ctx, &sdk.ElicitParams{Message: "Sign up", RequestedSchema: signupSchema})
+		if err != nil {
+			return "", err
+		}
+		b, _ := json.Marshal(res.Content)
+		return res.Action + " " + string(b), nil
+	}
+	s.AddPrompt(&sdk.Prompt{Name: "greet"}, func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		text, err := askForm(ctx, req.Session)
+		if err != nil {
+			return nil, err
+		}
+		return &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: text}}}}, nil
+	})
+	s.AddResource(&sdk.Resource{URI: "test://form", Name: "form"}, func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		text, err := askForm(ctx, req.Session)
+		if err != nil {
+			return nil, err
+		}
+		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: "test://form", Text: text}}}, nil
+	})
+	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	want := `accept {"age":30,"name":"Ada","plan":"free"}`
+	for _, args := range [][]string{{"prompt", srv.URL, "greet"}, {"read", srv.URL, "test://form"}} {
+		code, stdout, stderr := execute(t, append(append([]string{"mcp"}, args...), "--no-input", "--elicit", "name=Ada")...)
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("%s: exit %d\nstdout %q\nstderr %q", args[0], code, stdout, stderr)
+		}
+	}
+}
