@@ -16,7 +16,7 @@ import (
 
 type mcpPromptFlags struct {
 	mcpServerFlags
-	answers answerFlags // mcp_call_elicit.go
+	answers  answerFlags // mcp_call_elicit.go
 	jsonArgs string
 }
 

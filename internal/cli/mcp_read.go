@@ -20,7 +20,7 @@ func init() { mcpSubcommands = append(mcpSubcommands, newMCPReadCmd, newMCPPromp
 type mcpReadFlags struct {
 	mcpServerFlags
 	answers answerFlags // mcp_call_elicit.go
-	out string
+	out     string
 }
 
 func newMCPReadCmd() *cobra.Command {
