@@ -116,7 +116,7 @@ func ParseSamplePolicy(v string) (policy, agent string, err error) {
 	case strings.HasPrefix(v, AnswerAgentPrefix):
 		id := strings.TrimSpace(strings.TrimPrefix(v, AnswerAgentPrefix))
 		if id == "" {
-			return "", "", fmt.Errorf("onSample %q names no agent: write agent:<id> with the id of an agent of agents:", v)
+			return "", "", fmt.Errorf("onSample %q names no agent: write agent:<id> with the id of one of the agents", v)
 		}
 		return v, id, nil
 	case v == AnswerDefaults:
@@ -157,6 +157,7 @@ func (c *Conn) applyAnswers(opts *sdk.ClientOptions) {
 		opts.ElicitationHandler = c.answerElicitation
 	}
 	if a.samplePolicy() != AnswerRefuse {
+		//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still offered to servers in the window
 		opts.CreateMessageHandler = c.answerSampling
 	}
 }

@@ -78,6 +78,7 @@ func askingServer(t *testing.T, stateless bool) (url string, version *atomic.Val
 		srv.AddTool(&sdk.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				version.Store(req.ProtocolVersion())
+				//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still in the window
 				if r, ok := req.Params.InputResponses["m"].(*sdk.CreateMessageWithToolsResult); ok {
 					out := "model=" + r.Model
 					for _, c := range r.Content {
