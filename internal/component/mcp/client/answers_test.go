@@ -347,3 +347,58 @@ func TestParseAnswerPolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswersForwardAmbiguousOnSharedLegacySession: over a session of
+// 2025-11-25 a question does not name its call; with two forwarding calls in
+// flight Helix cannot tell whose caller to ask, and says so instead of guessing.
+func TestAnswersForwardAmbiguousOnSharedLegacySession(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}, 2)
+	both := make(chan struct{})
+	srv := sdk.NewServer(&sdk.Implementation{Name: "asker", Version: "1"}, nil)
+	srv.AddTool(&sdk.Tool{Name: "form", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			arrived <- struct{}{}
+			select { // the question is asked once both calls are in flight
+			case <-both:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if _, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "Who?"}); err != nil {
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: err.Error()}}}, nil
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "answered"}}}, nil
+		})
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	go func() {
+		<-arrived
+		<-arrived
+		close(both)
+	}()
+	c := answersConn(t, hs.URL, "2025-11-25", mcpclient.Answers{Elicit: mcpclient.AnswerForward})
+	caller := &fakeCaller{elicit: func(*ask.Elicitation) (*ask.ElicitAnswer, error) {
+		return &ask.ElicitAnswer{Action: ask.ActionDecline}, nil
+	}}
+	ctx := ask.WithClient(t.Context(), caller)
+	texts := make(chan string, 2)
+	for range 2 {
+		go func() {
+			res, err := c.CallTool(ctx, "form", nil)
+			if err != nil {
+				texts <- err.Error()
+				return
+			}
+			text, _ := mcpclient.BodyFromResult(res)
+			texts <- text
+		}()
+	}
+	for range 2 {
+		if got := <-texts; !strings.Contains(got, "cannot tell whose caller") {
+			t.Errorf("a call ended with %q, want the ambiguity explained", got)
+		}
+	}
+	if n := caller.asked.Load(); n != 0 {
+		t.Fatalf("a caller was asked %d times a question that may not be theirs", n)
+	}
+}
