@@ -297,7 +297,7 @@ func TestAnswersHostileServer(t *testing.T) {
 			ctx := ask.WithClient(t.Context(), caller)
 			for tool, want := range map[string]string{
 				"huge_form":   "1000 fields",
-				"deep_form":   "",
+				"deep_form":   "only primitive properties are allowed",
 				"huge_sample": "bytes Helix accepts",
 			} {
 				res, err := c.CallTool(ctx, tool, nil)
