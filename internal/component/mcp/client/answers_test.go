@@ -393,12 +393,22 @@ func TestAnswersForwardAmbiguousOnSharedLegacySession(t *testing.T) {
 			texts <- text
 		}()
 	}
+	// The first question finds two calls and is refused. Its call may then end
+	// before the second question is handled, which then belongs to the only call
+	// left and is forwarded.
+	ambiguous, answered := 0, 0
 	for range 2 {
-		if got := <-texts; !strings.Contains(got, "cannot tell whose caller") {
-			t.Errorf("a call ended with %q, want the ambiguity explained", got)
+		switch got := <-texts; {
+		case strings.Contains(got, "cannot tell whose caller"):
+			ambiguous++
+		case got == "answered":
+			answered++
+		default:
+			t.Errorf("a call ended with %q", got)
 		}
 	}
-	if n := caller.asked.Load(); n != 0 {
-		t.Fatalf("a caller was asked %d times a question that may not be theirs", n)
+	if ambiguous == 0 || int64(answered) != caller.asked.Load() {
+		t.Fatalf("%d calls refused as ambiguous, %d answered, the caller asked %d times; want at least one refusal and one question per answer",
+			ambiguous, answered, caller.asked.Load())
 	}
 }
