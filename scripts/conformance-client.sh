@@ -265,6 +265,17 @@ auth/*)
 		${client_id:+--client-id "$client_id"}
 	"$@" mcp call "$url" test-tool
 	;;
+elicitation-sep1034-client-defaults)
+	# The server's form has a default for every field: --no-input answers with them.
+	exec "$@" mcp call "$url" test_client_elicitation_defaults --no-input
+	;;
+sep-2322-client-request-state)
+	# Each tool answers the first call with input requests (a form asking to
+	# confirm); the client answers and calls again with them and the request state.
+	for tool in test_mrtr_echo_state test_mrtr_no_state test_mrtr_unrelated test_mrtr_no_result_type; do
+		"$@" mcp call "$url" "$tool" --no-input --elicit confirmed=true || exit 1
+	done
+	;;
 *)
 	echo "conformance-client.sh: scenario '${MCP_CONFORMANCE_SCENARIO:-}' is not supported" >&2
 	exit 2

@@ -13,6 +13,8 @@ package ask
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -162,4 +164,25 @@ type StreamReleaser interface {
 	// call goes on, holding its connection) over stdio, on stateless servers and
 	// for sessions of protocols without resumable streams.
 	ReleaseStream(retry time.Duration) bool
+}
+
+// Targets that ask: a component whose target passes questions from elsewhere on
+// to the exchange's caller (an mcp:// target that forwards its server's
+// elicitation) registers a test of its URIs, so that an MCP server knows the
+// tools whose workflows send there may ask, as it knows those with an elicit step.
+var targetAskers sync.Map // lower-case scheme → func(rawURI string) bool
+
+// RegisterTargetAsker makes TargetAsks consult asks for URIs of scheme.
+func RegisterTargetAsker(scheme string, asks func(rawURI string) bool) {
+	targetAskers.Store(strings.ToLower(scheme), asks)
+}
+
+// TargetAsks reports whether sending to rawURI may ask the exchange's caller.
+func TargetAsks(rawURI string) bool {
+	scheme, _, ok := strings.Cut(strings.TrimSpace(rawURI), "://")
+	if !ok {
+		return false
+	}
+	f, ok := targetAskers.Load(strings.ToLower(scheme))
+	return ok && f.(func(string) bool)(rawURI)
 }

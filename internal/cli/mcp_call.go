@@ -29,6 +29,7 @@ type mcpCallFlags struct {
 	jsonArgs  string
 	serverLog string
 	list      bool
+	answers   answerFlags // mcp_call_elicit.go
 }
 
 func newMCPCallCmd() *cobra.Command {
@@ -53,6 +54,11 @@ Arguments are key=value pairs; a value is JSON when it parses as JSON (a=2 is a 
 b=true a boolean, c='{"x":1}' an object), else a string. --json gives them as one JSON
 object; key=value pairs are added to it.
 
+When the server asks for a form (elicitation), a terminal is asked field by field;
+otherwise, and with --no-input, the form is answered with the --elicit key=value
+values and its defaults, and declined when a required field has no value. Sampling
+requests are refused.
+
 Exit status: 0 when the tool succeeded, 1 when it returned an error (the message goes
 to stderr) or the server could not be reached, 2 for bad input.`,
 		Example: `  helix mcp call localhost:3000 greet name=Ada
@@ -70,6 +76,7 @@ to stderr) or the server could not be reached, 2 for bad input.`,
 	fl.StringVarP(&f.output, "output", "o", "text", "output: text (the result's text) or json (the whole result)")
 	fl.StringVar(&f.serverLog, "server-log", "info", "show the server's log messages at or above this level (debug … emergency), or none")
 	fl.BoolVar(&f.list, "list", false, "list the server's tools instead of calling one")
+	f.answers.register(fl)
 	return cmd
 }
 
@@ -97,6 +104,9 @@ func runMCPCall(cmd *cobra.Command, f mcpCallFlags, args []string) error {
 	cfg.Logger = logger
 	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
 	cfg.Stderr = stderr
+	if cfg.Answers, err = f.answers.answers(cmd.InOrStdin(), stderr); err != nil {
+		return configError(err)
+	}
 	// Progress and log messages go to stderr as they arrive; stdout keeps the result.
 	notes := &notificationPrinter{w: stderr}
 	defer notes.stop()

@@ -16,6 +16,7 @@ import (
 
 type mcpPromptFlags struct {
 	mcpServerFlags
+	answers  answerFlags // mcp_call_elicit.go
 	jsonArgs string
 }
 
@@ -43,6 +44,7 @@ reached, 2 for bad input.`,
 	}
 	fl := cmd.Flags()
 	f.register(fl)
+	f.answers.register(fl)
 	fl.StringVar(&f.jsonArgs, "json", "", "prompt arguments as a JSON object of strings")
 	fl.StringVarP(&f.output, "output", "o", "text", "output: text (the messages) or json (the whole result)")
 	return cmd
@@ -60,6 +62,9 @@ func runMCPPrompt(cmd *cobra.Command, f mcpPromptFlags, args []string) error {
 	name := rest[0]
 	arguments, err := promptArgs(f.jsonArgs, rest[1:])
 	if err != nil {
+		return configError(err)
+	}
+	if cfg.Answers, err = f.answers.answers(cmd.InOrStdin(), cmd.ErrOrStderr()); err != nil {
 		return configError(err)
 	}
 	conn, err := openMCPConn(cmd, &cfg)

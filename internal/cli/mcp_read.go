@@ -19,7 +19,8 @@ func init() { mcpSubcommands = append(mcpSubcommands, newMCPReadCmd, newMCPPromp
 
 type mcpReadFlags struct {
 	mcpServerFlags
-	out string
+	answers answerFlags // mcp_call_elicit.go
+	out     string
 }
 
 func newMCPReadCmd() *cobra.Command {
@@ -44,6 +45,7 @@ the message says which resources come close) or could not be reached, 2 for bad 
 	}
 	fl := cmd.Flags()
 	f.register(fl)
+	f.answers.register(fl)
 	fl.StringVarP(&f.output, "output", "o", "text", "output: text (the contents) or json (the whole result)")
 	fl.StringVar(&f.out, "out", "", "write the contents' decoded bytes to this file instead of printing them")
 	return cmd
@@ -62,6 +64,9 @@ func runMCPRead(cmd *cobra.Command, f mcpReadFlags, args []string) error {
 		return configError(errors.New("--out and --output json: choose one"))
 	}
 	uri := rest[0]
+	if cfg.Answers, err = f.answers.answers(cmd.InOrStdin(), cmd.ErrOrStderr()); err != nil {
+		return configError(err)
+	}
 	conn, err := openMCPConn(cmd, &cfg)
 	if err != nil {
 		return err

@@ -108,6 +108,9 @@ var agentToolShape = Shape{Type: TypeObject, What: "an agent tool", Short: "name
 		{Name: "auth", Shape: mcpAuthShape},
 		{Name: "include", Shape: strList("Only the MCP server's tools whose names match one of these patterns (* ? [a-z], as path.Match). Default all.")},
 		{Name: "exclude", Shape: strList("Leave out the MCP server's tools whose names match one of these patterns (as path.Match).")},
+		{Name: "on_elicit", Shape: Shape{Type: TypeString, What: "elicitation policy", Enum: []string{"refuse", "defaults", "forward"},
+			Description: "How the MCP server's elicitation requests are answered: refuse (the default), defaults (the form's defaults; decline when a required field has none) or forward (ask Helix's own MCP caller)."}},
+		{Name: "on_sample", Shape: str("How the MCP server's sampling requests are answered: refuse (the default), forward (ask Helix's own MCP caller's model) or agent:<id> (that agent's model).")},
 	}}
 
 var agentMemoryShape = Shape{Type: TypeObject, What: "memory",
@@ -343,7 +346,7 @@ func stringList(v *Values, key string) []string {
 }
 
 // mcpOnlyKeys are the keys of an agent tool that only type mcp takes.
-var mcpOnlyKeys = []string{"mcp_server", "auth", "include", "exclude"}
+var mcpOnlyKeys = []string{"mcp_server", "auth", "include", "exclude", "on_elicit", "on_sample"}
 
 func agentToolFromValues(d *Decoder, v *Values) AgentToolConfig {
 	t := AgentToolConfig{
@@ -393,6 +396,10 @@ func agentToolFromValues(d *Decoder, v *Values) AgentToolConfig {
 	}
 	t.Include = patterns(d, v, "include")
 	t.Exclude = patterns(d, v, "exclude")
+	t.OnElicit, t.OnSample = v.String("on_elicit"), v.String("on_sample")
+	if n := v.NodeOf("on_sample"); n != nil {
+		t.OnSamplePos = d.Pos(n)
+	}
 	return t
 }
 

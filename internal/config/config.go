@@ -445,9 +445,13 @@ type AgentToolConfig struct {
 	// patterns); empty Include means all.
 	Include []string
 	Exclude []string
-	Path    string
-	Node    *yaml.Node
-	Pos     Pos
+	// OnElicit and OnSample say how the MCP server's questions are answered
+	// (the mcp:// client's onElicit and onSample); "" refuses them.
+	OnElicit, OnSample string
+	OnSamplePos        Pos
+	Path               string
+	Node               *yaml.Node
+	Pos                Pos
 }
 
 // AgentMCPServerConfig is the `mcp_server:` of an agent tool: url (http, sse) or

@@ -9,6 +9,7 @@ import (
 
 	"github.com/arvenza/helix/internal/agent/setup"
 	agentcomp "github.com/arvenza/helix/internal/component/agent"
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/step"
@@ -30,7 +31,7 @@ type builtAgent struct {
 
 // agentDeps are what the application gives every agent.
 func (a *App) agentDeps() setup.Deps {
-	return setup.Deps{Logger: a.logger}
+	return setup.Deps{Logger: a.logger, Agents: a.agentSampler}
 }
 
 // agentComponent is the app's agent:// component.
@@ -55,6 +56,10 @@ func (a *App) prepareAgents() {
 		comp.Declare(ids...)
 	}
 	a.agentByID = map[string]*builtAgent{}
+	if mc, err := mcpclient.ComponentOf(a.hc); err == nil {
+		// onSample=agent:<id> on mcp:// targets: that agent's model answers.
+		mc.SetAgents(a.agentSampler)
+	}
 	for i, ag := range a.cfg.Agents {
 		path := ag.Path
 		if path == "" {
@@ -238,4 +243,20 @@ func (a *App) agentMetrics() []management.AgentMetrics {
 		out = append(out, *byID[id])
 	}
 	return out
+}
+
+// agentSampler is the model of agent id as an answerer of MCP servers' sampling
+// requests (onSample=agent:<id>), and whether agents: declares id. The model is
+// nil while the agent is not built yet (prepareAgents builds them in order) or
+// when its configuration has errors.
+func (a *App) agentSampler(id string) (mcpclient.Sampler, bool) {
+	declared := false
+	for _, ag := range a.cfg.Agents {
+		declared = declared || ag.ID == id
+	}
+	b, ok := a.agentByID[id]
+	if !ok || b.runner == nil {
+		return nil, declared
+	}
+	return b.runner.Sampler(), declared
 }

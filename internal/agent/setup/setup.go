@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/agent"
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/internal/registry"
@@ -74,6 +75,10 @@ type Deps struct {
 	Getenv func(string) string
 	// Stderr receives the stderr of stdio MCP servers; nil means os.Stderr.
 	Stderr io.Writer
+	// Agents finds the agent an MCP tool's on_sample: agent:<id> names: declared
+	// reports whether the application has it; the sampler (nil until that agent is
+	// built) is looked up again when a server asks. Nil: no agents.
+	Agents func(id string) (s mcpclient.Sampler, declared bool)
 }
 
 // Runner is one built agent: its model, its tools and its counters. Run and
@@ -84,6 +89,7 @@ type Runner struct {
 	path   string
 	deps   Deps
 	agent  *agent.Agent
+	model  agent.Model // nil when the configuration has errors; see Sampler
 	source *toolSource
 	stats  counters
 	// Output is the JSON Schema answers must match, for the Process of an inline
@@ -141,6 +147,7 @@ func Build(cfg config.AgentConfig, path string, deps Deps) (*Runner, config.Erro
 	for i, t := range cfg.Tools {
 		errs = append(errs, r.addTool(i, t)...)
 	}
+	r.model = model
 	if model == nil {
 		// The runner still resolves its tools, so that one validation reports
 		// unknown tool ids too; it cannot run.

@@ -175,6 +175,7 @@ func (r *Runner) addMCP(t config.AgentToolConfig, p string, pos config.Pos) conf
 			conn.Auth = a
 		}
 	}
+	conn.Answers = r.mcpAnswers(t, p, pos, fail) // sampling.go
 	if len(errs) > 0 {
 		return errs
 	}

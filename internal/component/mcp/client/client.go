@@ -35,9 +35,19 @@ const MsgToolErrorNoText = "mcp tool returned error with no message"
 //
 // Safe for concurrent use.
 type Component struct {
-	mu    sync.Mutex
-	conns map[string]*sharedConn
-	auths map[string]*AuthConfig // by normalised URI; see SetAuth
+	mu     sync.Mutex
+	conns  map[string]*sharedConn
+	auths  map[string]*AuthConfig // by normalised URI; see SetAuth
+	agents func(id string) (Sampler, bool)
+}
+
+// SetAgents tells the component how to find the model of the agent an
+// onSample=agent:<id> option names (answers.go); without it such an option is an
+// error.
+func (c *Component) SetAgents(lookup func(id string) (Sampler, bool)) {
+	c.mu.Lock()
+	c.agents = lookup
+	c.mu.Unlock()
 }
 
 type sharedConn struct {
@@ -117,6 +127,22 @@ func (c *Component) EndpointWithAuth(u *uri.URI, auth *AuthConfig) (*Endpoint, e
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
 	}
+	if id, ok := strings.CutPrefix(cfg.Answers.Sample, AnswerAgentPrefix); ok {
+		c.mu.Lock()
+		lookup := c.agents
+		c.mu.Unlock()
+		s, found := Sampler(nil), false
+		if lookup != nil {
+			s, found = lookup(id)
+		}
+		if !found {
+			return nil, fmt.Errorf("%s: onSample=%s: there is no agent %q in agents: (name the id of one, or use onSample=forward)", Spec.Redact(u.Raw), cfg.Answers.Sample, id)
+		}
+		if s == nil {
+			return nil, fmt.Errorf("%s: onSample=%s: agent %q has no model to answer with (see its own errors)", Spec.Redact(u.Raw), cfg.Answers.Sample, id)
+		}
+		cfg.Answers.Sampler = s
+	}
 	return &Endpoint{comp: c, uri: u, cfg: cfg, tool: tool, throw: opts.ThrowExceptionOnFailure}, nil
 }
 
@@ -193,7 +219,9 @@ func connKey(cfg Config) (string, error) {
 		Auth                         *AuthConfig
 		Protocol                     string
 		MaxResponseBytes             int64
-	}{cfg.Transport, cfg.Endpoint, cfg.Command, cfg.FindPath, cfg.Args, cfg.Env, cfg.Header, cfg.Auth, cfg.ProtocolVersion, cfg.MaxResponseBytes}
+		OnElicit, OnSample           string // answers.go: each policy its own session
+	}{cfg.Transport, cfg.Endpoint, cfg.Command, cfg.FindPath, cfg.Args, cfg.Env, cfg.Header, cfg.Auth, cfg.ProtocolVersion, cfg.MaxResponseBytes,
+		cfg.Answers.elicitPolicy(), cfg.Answers.samplePolicy()}
 	b, err := json.Marshal(k)
 	if err != nil {
 		return "", fmt.Errorf("mcp client: key for %s: %w", cfg.target(), err)
@@ -231,6 +259,8 @@ type uriOptions struct {
 	Env                     []string      `option:"env"`
 	MaxResponseBytes        int64         `option:"maxResponseBytes"`
 	ProtocolVersion         string        `option:"protocolVersion"`
+	OnElicit                string        `option:"onElicit"`
+	OnSample                string        `option:"onSample"`
 	ThrowExceptionOnFailure bool          `option:"throwExceptionOnFailure"`
 }
 
@@ -264,6 +294,19 @@ func parseURI(u *uri.URI) (cfg Config, tool string, p uriOptions, err error) {
 	cfg.ProtocolVersion = p.ProtocolVersion
 	if cfg.MaxResponseBytes <= 0 {
 		return cfg, "", p, fmt.Errorf("%s: option maxResponseBytes=%d must be a positive number of bytes", Spec.Redact(u.Raw), cfg.MaxResponseBytes)
+	}
+	// answers.go; refuse stays the zero value.
+	if cfg.Answers.Elicit, err = ParseElicitPolicy(p.OnElicit); err != nil {
+		return cfg, "", p, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
+	}
+	if cfg.Answers.Sample, _, err = ParseSamplePolicy(p.OnSample); err != nil {
+		return cfg, "", p, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
+	}
+	if cfg.Answers.Elicit == AnswerRefuse {
+		cfg.Answers.Elicit = ""
+	}
+	if cfg.Answers.Sample == AnswerRefuse {
+		cfg.Answers.Sample = ""
 	}
 	cfg.Transport = p.Transport
 	switch cfg.Transport {

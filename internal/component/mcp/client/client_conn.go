@@ -109,6 +109,9 @@ type Config struct {
 	LogLevel string
 	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still offered to clients in the window
 	OnLog func(*sdk.LoggingMessageParams)
+	// Answers says how the server's elicitation and sampling requests are answered
+	// (answers.go); the zero value refuses them.
+	Answers Answers
 }
 
 // Validate reports a config that cannot work.
@@ -191,6 +194,11 @@ type Conn struct {
 	nextToken atomic.Uint64
 	waiting   atomic.Int64 // calls registered in progress
 
+	// calls are the calls in flight that may forward the server's questions
+	// (answers.go).
+	callsMu sync.Mutex
+	calls   map[*inFlight]struct{}
+
 	// streamLimit is the last answer a session-long stream (SSE transport, stdio)
 	// refused as larger than MaxResponseBytes; reset when a session opens.
 	streamLimit streamLimit
@@ -221,12 +229,15 @@ func NewConn(cfg Config) (*Conn, error) {
 		log = slog.Default()
 	}
 	c := &Conn{
-		cfg:    cfg,
-		client: sdk.NewClient(&sdk.Implementation{Name: Name, Version: Version}, clientOptions()), // tasks.go
-		log:    log,
-		now:    time.Now,
+		cfg: cfg,
+		log: log,
+		now: time.Now,
 	}
-	c.client.AddSendingMiddleware(propagateTrace) // tracing.go
+	copts := clientOptions() // tasks.go
+	c.applyAnswers(copts)    // answers.go
+	c.client = sdk.NewClient(&sdk.Implementation{Name: Name, Version: Version}, copts)
+	c.client.AddSendingMiddleware(propagateTrace)       // tracing.go
+	c.client.AddReceivingMiddleware(c.refuseUnanswered) // answers.go
 
 	// Tool schemas of 2026-07-28 sessions (toolschemas.go).
 	c.client.AddSendingMiddleware(recordToolLists)
@@ -282,6 +293,8 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 	if args == nil {
 		args = map[string]any{}
 	}
+	ctx, call, endCall := c.beginCall(ctx) // answers.go
+	defer endCall()
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
 	c.askForLogs(params) // logging.go
 	if report.ProgressWanted(parent) {
@@ -306,6 +319,11 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 		res, err = s.CallTool(tctx, params)
 		return err
 	})
+	if call != nil && call.stopReason() != nil {
+		// A forwarded question stopped the call (answers.go): whatever the server
+		// answered meanwhile, that is the call's outcome.
+		return nil, call.stopReason()
+	}
 	if err == nil {
 		if tk := tr.createdTask(); tk != nil {
 			// The server runs the tool as a task: wait for its end (tasks.go).
@@ -329,10 +347,10 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 			return nil, fmt.Errorf("call %s: %w", name, tl)
 		}
 		if we := tr.serverAnswer(); we != nil {
-			return nil, &ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}
+			return nil, c.explainRefusal(&ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}) // answers.go
 		}
 		if we := protocolError(err); we != nil {
-			return nil, &ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}
+			return nil, c.explainRefusal(&ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true})
 		}
 		if ctx.Err() != nil && parent.Err() == nil && timeout > 0 {
 			return nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
@@ -450,7 +468,7 @@ func (c *Conn) session(ctx context.Context) (*sdk.ClientSession, error) {
 		c.dialing = ch
 		c.mu.Unlock()
 
-		s, err := c.connect(ctx)
+		s, err := c.connect(withoutCall(ctx)) // answers.go
 		if err == nil {
 			if err = c.checkPinnedEra(s); err != nil { // versions.go
 				_ = s.Close()
@@ -607,8 +625,10 @@ func (c *Conn) connectHTTP(ctx context.Context, opts *sdk.ClientSessionOptions) 
 	for _, ep := range candidates {
 		// Tool calls are request/response: the standalone GET stream for
 		// server-initiated messages is not needed, and keeping it would make the SDK
-		// retry it in the background whenever the server goes away.
-		t := &sdk.StreamableClientTransport{Endpoint: ep, HTTPClient: c.httpc, DisableStandaloneSSE: true, MaxEventSize: c.sdkEventLimit(),
+		// retry it in the background whenever the server goes away — unless the
+		// Conn answers the server's questions, which a server may send there
+		// (answers.go).
+		t := &sdk.StreamableClientTransport{Endpoint: ep, HTTPClient: c.httpc, DisableStandaloneSSE: !c.answersQuestions(), MaxEventSize: c.sdkEventLimit(),
 			OAuthHandler: c.cfg.OAuth}
 		ct := &callTracker{connect: true}
 		s, err := c.client.Connect(withTracker(ctx, ct), t, opts)

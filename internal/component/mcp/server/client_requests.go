@@ -320,7 +320,7 @@ func (a *asking) processors(ps []engine.Processor, depth int) bool {
 		if as, ok := p.(ask.Asker); ok && as.AsksClient() {
 			return true
 		}
-		if t, ok := p.(interface{ URI() string }); ok && a.target(t.URI()) {
+		if t, ok := p.(interface{ URI() string }); ok && (a.target(t.URI()) || ask.TargetAsks(t.URI())) {
 			return true
 		}
 		if s, ok := p.(engine.Services); ok && a.processors(s.Children(), depth+1) {
