@@ -21,6 +21,19 @@
 #   http-invalid-tool-headers
 #                       list the tools and call each one listed (tools whose x-mcp-header
 #                       annotations are invalid are not listed, and refused)
+#   elicitation-sep1034-client-defaults
+#                       call the tool with --no-input: the form is answered with its defaults
+#   sep-2322-client-request-state
+#                       call each input-required tool; the form is answered (--elicit) and
+#                       the call retried with the answers and the request state
+#   auth/client-credentials-basic, auth/client-credentials-jwt,
+#   auth/cross-app-access-complete-flow, auth/enterprise-managed-authorization,
+#   auth/wif-jwt-bearer
+#                       a workflow whose mcp:// target's auth has discover: true and the
+#                       grant's credentials from the scenario's context (helix test)
+#   auth/*              helix mcp login (curl as $BROWSER follows the authorization
+#                       server's redirect to the loopback listener), then helix mcp call
+#                       with the stored token, in a token directory of its own
 # Each arm is self-contained; an unknown scenario exits 2, so the suite reports it as
 # failed, not skipped.
 #

@@ -7,12 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -151,50 +149,6 @@ func TestMCPEndpointURL(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("mcpEndpointURL(%q, %s) = %q, %v; want %q", tc.raw, tc.transport, got, err, tc.want)
 		}
-	}
-}
-
-// TestConformanceClient runs the official conformance suite in client mode with
-// scripts/conformance-client.sh (wrapping `helix mcp call`) as the client under test.
-func TestConformanceClient(t *testing.T) {
-	t.Parallel()
-	node := testtools.Node(t)
-	conformance := testtools.NPMBin(t, "conformance")
-	helix := testtools.HelixBinary(t)
-	root, err := testtools.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrapper := filepath.Join(root, "scripts", "conformance-client.sh")
-	for _, scenario := range []string{"initialize", "tools_call"} {
-		t.Run(scenario, func(t *testing.T) {
-			t.Parallel() // each scenario is a Node process waiting on a helix one
-			out := t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, conformance, "client", "--command", wrapper, "--scenario", scenario, "--timeout", "90000", "-o", out)
-			cmd.Env = append(os.Environ(), "HELIX_BIN="+helix, "HOME="+t.TempDir())
-			output, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("conformance client --scenario %s: %v\n%s", scenario, err, output)
-			}
-			checks := readConformanceChecks(t, out)
-			if len(checks) == 0 {
-				t.Fatalf("no checks recorded\n%s", output)
-			}
-			passed := 0
-			for _, c := range checks {
-				switch c.Status {
-				case "FAILURE", "WARNING":
-					t.Errorf("check %s: %s %s", c.ID, c.Status, c.ErrorMessage)
-				case "SUCCESS":
-					passed++
-				}
-			}
-			if passed == 0 {
-				t.Fatalf("no check succeeded\n%s", output)
-			}
-		})
 	}
 }
 
