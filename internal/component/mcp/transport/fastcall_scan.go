@@ -18,12 +18,18 @@ import (
 // does. ok is false when matchDecoded must decide instead. Args points into
 // params, as params points into the POST body (sdkParseFlags); the body is not
 // reused.
+//
+// params are those of a message decodeBody accepted, which are valid JSON for
+// encoding/json too (FuzzParsedParamsAreValid), so they are not checked again:
+// that check was a pass over the whole params, arguments included. Should some
+// not be valid, the walk may run past their end: then matchDecoded decides (and
+// refuses them) rather than the server panic.
 func (f *FastToolCalls) scanParams(id jsonrpc.ID, params []byte, version string) (fc *fastCall, ok bool) {
-	// encoding/json's own validity check, so that invalid params are refused
-	// exactly as json.Unmarshal refuses them; the walk below trusts it.
-	if !json.Valid(params) {
-		return nil, true
-	}
+	defer func() {
+		if recover() != nil {
+			fc, ok = nil, false
+		}
+	}()
 	var name, args, meta []byte
 	err := jsonscan.Members(params, func(key, val []byte) jsonscan.Verdict {
 		var slot *[]byte

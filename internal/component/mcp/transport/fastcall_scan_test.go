@@ -16,8 +16,15 @@ func matchBothWays(t *testing.T, params string) {
 	t.Helper()
 	f := NewFastToolCalls(nil, nil)
 	f.Exclude("blocked")
-	id, _ := jsonrpc.MakeID(float64(7))
-	req := &jsonrpc.Request{ID: id, Method: "tools/call", Params: []byte(params)}
+	// match reads the params of a message the POST's decoding accepted.
+	m, _, err := decodeShallow([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + params + `}`))
+	if err != nil {
+		return
+	}
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || req.Params == nil {
+		return
+	}
 	got := f.match([]jsonrpc.Message{req}, false, "2025-06-18")
 	var want *fastCall
 	if trimmed := bytes.TrimSpace(req.Params); len(trimmed) > 0 && trimmed[0] == '{' && !jsondepth.DeeperThan(trimmed, sdkMaxJSONDepth) {
@@ -31,7 +38,7 @@ func matchBothWays(t *testing.T, params string) {
 	}
 	if got.id != want.id || got.Name != want.Name || got.ProtocolVersion != want.ProtocolVersion ||
 		!bytes.Equal(got.Args, want.Args) || (got.Args == nil) != (want.Args == nil) ||
-		!reflect.DeepEqual(got.Meta, want.Meta) || got.Session != want.Session {
+		!reflect.DeepEqual(got.CallMeta(), want.CallMeta()) || got.Session != want.Session {
 		t.Fatalf("params %q:\n match  %#v\n decode %#v", params, got, want)
 	}
 }
