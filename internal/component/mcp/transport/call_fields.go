@@ -24,7 +24,25 @@ type callFields struct {
 	// protocolVersion is initialize's, name a tool's or prompt's, uri a
 	// resource's: as sent, nil when absent.
 	protocolVersion, name, uri json.RawMessage
+	// args and meta are a tools/call's arguments and _meta as sent, and shape
+	// what else the params hold: the fast path takes a call from them (match)
+	// rather than walk the params again.
+	args, meta json.RawMessage
+	shape      callShape
 }
+
+// callShape is what a call's params hold besides name, arguments and _meta.
+type callShape uint8
+
+const (
+	// shapeUnread: not known (a repeated member, or params the scan left to
+	// encoding/json); the fast path reads the params itself.
+	shapeUnread callShape = iota
+	// shapeCall: nothing but name, arguments and _meta, each at most once.
+	shapeCall
+	// shapeOther: another member too, which leaves the call to the SDK.
+	shapeOther
+)
 
 // readCallFields reads the fields of req's params. Plain bodies are walked with
 // jsonscan (params of a decoded message are valid JSON); anything it is unsure
@@ -78,9 +96,12 @@ func scanCallFields(params json.RawMessage, f *callFields) (sure bool) {
 			*f, sure = callFields{object: true}, false
 		}
 	}()
+	repeated, other := false, false
 	verdict := jsonscan.Members(params, func(key, val []byte) jsonscan.Verdict {
 		switch string(key) {
 		case "_meta":
+			repeated = repeated || f.meta != nil
+			f.meta = val
 			// A repeated _meta adds to the earlier one, as encoding/json
 			// (and so the go-sdk) decodes it into a map.
 			return jsonscan.Members(val, func(k, v []byte) jsonscan.Verdict {
@@ -89,19 +110,33 @@ func scanCallFields(params json.RawMessage, f *callFields) (sure bool) {
 				}
 				return jsonscan.On
 			})
-		case "protocolVersion":
-			f.protocolVersion = val
 		case "name":
+			repeated = repeated || f.name != nil
 			f.name = val
+		case "arguments":
+			repeated = repeated || f.args != nil
+			f.args = val
+		case "protocolVersion":
+			other = true
+			f.protocolVersion = val
 		case "uri":
+			other = true
 			f.uri = val
 		default:
+			other = true
 			if foldsToField(key) {
 				return jsonscan.Unsure // encoding/json matches "NAME" to name too
 			}
 		}
 		return jsonscan.On
 	})
+	switch {
+	case verdict != jsonscan.On || repeated:
+	case other:
+		f.shape = shapeOther
+	default:
+		f.shape = shapeCall
+	}
 	return verdict == jsonscan.On
 }
 

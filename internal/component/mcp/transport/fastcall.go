@@ -109,7 +109,7 @@ func (f *FastToolCalls) AnswerNewEra(impl *sdk.Implementation) {
 	// The start of a plain result (fastcall_era.go): _meta holding only the
 	// server's identity, as the go-sdk encodes it.
 	if info, err := json.Marshal(impl); err == nil {
-		f.newEraHead = fmt.Appendf(nil, `{"_meta":{%q:%s},`, sdk.MetaKeyServerInfo, info)
+		f.newEraHead = fmt.Appendf(nil, `{"_meta":{%q:%s}`, sdk.MetaKeyServerInfo, info)
 	}
 }
 
@@ -148,8 +148,9 @@ type fastCall struct {
 // params the fast path reads as the SDK would (of a protocol before 2026-07-28, or
 // of 2026-07-28 after AnswerNewEra); otherwise nil, and the SDK serves the POST.
 // version is the POST's Mcp-Protocol-Version (or the default), which the transport
-// checked against a 2026-07-28 request's _meta before.
-func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string) *fastCall {
+// checked against a 2026-07-28 request's _meta before. fields, when not nil, are
+// what the version checks read of the one message's params (readCallFields).
+func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string, fields *callFields) *fastCall {
 	if f == nil || batch || len(msgs) != 1 || (version >= statelessProtocol && f.serverInfo == nil) {
 		return nil
 	}
@@ -162,10 +163,31 @@ func (f *FastToolCalls) match(msgs []jsonrpc.Message, batch bool, version string
 	if len(params) == 0 || params[0] != '{' {
 		return nil
 	}
+	if fields != nil {
+		switch fields.shape {
+		case shapeOther:
+			return nil // as scanParams refuses it
+		case shapeCall:
+			if fc, ok := f.takeFields(req.ID, fields, version); ok {
+				return fc
+			}
+			return f.matchDecoded(req, params, version)
+		}
+	}
 	if fc, ok := f.scanParams(req.ID, params, version); ok {
 		return fc
 	}
 	return f.matchDecoded(req, params, version)
+}
+
+// takeFields is scanParams for params readCallFields read already.
+func (f *FastToolCalls) takeFields(id jsonrpc.ID, fields *callFields, version string) (fc *fastCall, ok bool) {
+	defer func() {
+		if recover() != nil { // as in scanParams
+			fc, ok = nil, false
+		}
+	}()
+	return f.takeCall(id, fields.name, fields.args, fields.meta, version)
 }
 
 // matchDecoded is match's reading of params through encoding/json, for what

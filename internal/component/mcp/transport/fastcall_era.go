@@ -400,7 +400,8 @@ func (f *FastToolCalls) appendNewEraPlainResult(dst []byte, res *sdk.CallToolRes
 	dst = append(dst, f.newEraHead...)
 	fields := len(dst)
 	dst = appendResultBody(dst, res, structured)
-	// appendResultBody writes an object: its members go after _meta's.
-	dst = append(dst[:fields], dst[fields+1:len(dst)-1]...)
-	return append(dst, newEraPlainTail...)
+	// appendResultBody writes an object: its members go after _meta's, its
+	// opening brace becoming their comma, and resultType after them.
+	dst[fields] = ','
+	return append(dst[:len(dst)-1], newEraPlainTail...)
 }

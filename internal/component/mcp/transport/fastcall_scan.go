@@ -56,6 +56,13 @@ func (f *FastToolCalls) scanParams(id jsonrpc.ID, params []byte, version string)
 	case jsonscan.Unsure:
 		return nil, false
 	}
+	return f.takeCall(id, name, args, meta, version)
+}
+
+// takeCall is scanParams after its walk: the call whose params hold name, args
+// and meta (nil when absent) and nothing else. ok is false when matchDecoded
+// must decide instead.
+func (f *FastToolCalls) takeCall(id jsonrpc.ID, name, args, meta []byte, version string) (fc *fastCall, ok bool) {
 	if name == nil || name[0] != '"' {
 		return nil, true
 	}

@@ -25,7 +25,13 @@ func matchBothWays(t *testing.T, params string) {
 	if !ok || req.Params == nil {
 		return
 	}
-	got := f.match([]jsonrpc.Message{req}, false, "2025-06-18")
+	got := f.match([]jsonrpc.Message{req}, false, "2025-06-18", nil)
+	// The same call taken from the fields the version checks read.
+	fields := readCallFields(req)
+	if fromFields := f.match([]jsonrpc.Message{req}, false, "2025-06-18", &fields); (fromFields == nil) != (got == nil) ||
+		(got != nil && (fromFields.Name != got.Name || !bytes.Equal(fromFields.Args, got.Args) || !reflect.DeepEqual(fromFields.CallMeta(), got.CallMeta()))) {
+		t.Fatalf("params %q: match from the checks' fields gave %+v, from its own reading %+v", params, fromFields, got)
+	}
 	var want *fastCall
 	if trimmed := bytes.TrimSpace(req.Params); len(trimmed) > 0 && trimmed[0] == '{' && !jsondepth.DeeperThan(trimmed, sdkMaxJSONDepth) {
 		want = f.matchDecoded(req, trimmed, "2025-06-18")

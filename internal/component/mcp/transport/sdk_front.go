@@ -100,7 +100,8 @@ func (f *sdkProtocolFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, req := range calls {
 		// As Helix's handler checks them (the go-sdk's stateless handler then
 		// checks the Mcp-Param-* headers itself).
-		isNew, e := f.checks.checkCall(r.Header, req, version)
+		var fields callFields
+		isNew, e := f.checks.checkCall(r.Header, req, version, &fields)
 		if e != nil {
 			writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
 			return

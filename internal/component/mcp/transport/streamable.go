@@ -271,6 +271,9 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	order := answerOrder(dec)
 
 	var calls []*jsonrpc.Request
+	// fields are what the checks read of the last call's params; match takes a
+	// lone tools/call from them.
+	var fields callFields
 	hasInit := false
 	// newEra: the POST holds a 2026-07-28 request (by its header or its _meta),
 	// or is a 2026-07-28 notification (by its header), served without a session
@@ -285,7 +288,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		if req.Method == "initialize" {
 			hasInit = true
 		}
-		isNew, e := h.checkCall(r.Header, req, version)
+		isNew, e := h.checkCall(r.Header, req, version, &fields)
 		if e != nil {
 			writeJSONRPCError(w, http.StatusBadRequest, req.ID, e)
 			return
@@ -297,7 +300,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		return
 	}
 
-	fc := h.fast.match(msgs, batch, effective)
+	fc := h.fast.match(msgs, batch, effective, &fields)
 	sid := r.Header.Get(sessionIDHeader)
 	if newEra && sid != "" && !h.stateless {
 		refuseSessionOnNewEra(w, calls)
@@ -562,20 +565,21 @@ func refuseSessionOnNewEra(w http.ResponseWriter, calls []*jsonrpc.Request) {
 // (HeaderMismatch, -32020, SEP-2575); otherwise a version the body names must be
 // one the server speaks (-32022, versions.go) before the 2026-07-28 header rules
 // apply.
-func (h *StreamableHandler) checkCall(hdr http.Header, req *jsonrpc.Request, version string) (isNew bool, e *jsonrpc.Error) {
-	f := readCallFields(req)
+func (h *StreamableHandler) checkCall(hdr http.Header, req *jsonrpc.Request, version string, fields *callFields) (isNew bool, e *jsonrpc.Error) {
+	*fields = readCallFields(req)
+	f := fields
 	meta := f.metaVersionText()
 	// A _meta naming an earlier version makes no 2026-07-28 request (as the
 	// go-sdk reads it, and as stdio and SSE do): it is served as a legacy one.
 	isNew = meta >= statelessProtocol || version >= statelessProtocol
 	if isNew && version != "" {
-		e = h.checkStatelessHeaders(hdr, req, &f, version, meta)
+		e = h.checkStatelessHeaders(hdr, req, f, version, meta)
 	}
 	if e == nil {
 		e = f.checkVersions(req, isNew)
 	}
 	if e == nil && isNew && version == "" {
-		e = h.checkStatelessHeaders(hdr, req, &f, version, meta)
+		e = h.checkStatelessHeaders(hdr, req, f, version, meta)
 	}
 	return isNew, e
 }
