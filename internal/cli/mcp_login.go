@@ -150,7 +150,7 @@ func runMCPLogin(cmd *cobra.Command, f mcpLoginFlags, raw string) error {
 	h, err := oauth.NewHandler(endpoint, oauth.LoginConfig{
 		Store: store, Fresh: true, Interactive: true,
 		ClientID: f.clientID, ClientSecret: secret, ClientMetadataURL: f.clientMetadataURL,
-		Scopes: splitScopes(f.scopes), Out: stderr, Open: browserOpener(f.noBrowser, stderr), Timeout: f.timeout,
+		Scopes: splitScopes(f.scopes), Out: stderr, Open: browserOpener(f.noBrowser), Timeout: f.timeout,
 	})
 	if err != nil {
 		return configError(err)
@@ -282,7 +282,7 @@ func withStoredLogin(cfg *mcpclient.Config, stderr io.Writer) error {
 		Store:       loginStore(),
 		Interactive: canAskPerson(),
 		Out:         stderr,
-		Open:        browserOpener(false, stderr),
+		Open:        browserOpener(false),
 	}, candidates...)
 	if err != nil {
 		return err
@@ -307,9 +307,11 @@ func hasDesktop() bool {
 
 // browserOpener returns how to open an authorization URL: $BROWSER (a command,
 // run with the URL as its last argument, or in place of %s), else the desktop's
-// opener, else nothing (the URL is only printed). The command runs on its own; a
-// failure is reported on stderr and the URL stays there to open by hand.
-func browserOpener(disabled bool, stderr io.Writer) func(context.Context, string) error {
+// opener, else nothing (the URL is only printed). The command runs on its own,
+// writing to the process's stderr (not the command's writer, which the login
+// goes on writing to meanwhile); a failure is reported there too, and the URL
+// stays on stderr to open by hand.
+func browserOpener(disabled bool) func(context.Context, string) error {
 	if disabled {
 		return nil
 	}
@@ -344,13 +346,13 @@ func browserOpener(disabled bool, stderr io.Writer) func(context.Context, string
 			args = append(args, authURL)
 		}
 		c := exec.Command(words[0], args...)
-		c.Stdout, c.Stderr = io.Discard, stderr
+		c.Stdout, c.Stderr = io.Discard, os.Stderr
 		if err := c.Start(); err != nil {
 			return err
 		}
 		go func() {
 			if err := c.Wait(); err != nil {
-				fmt.Fprintf(stderr, "helix: the browser command %s ended with %v\n", words[0], err)
+				fmt.Fprintf(os.Stderr, "helix: the browser command %s ended with %v\n", words[0], err)
 			}
 		}()
 		return nil

@@ -99,7 +99,8 @@ func stringKeys(v any) any {
 // snippet the tests load, the pattern recipes and the other files tests run — found
 // by walking the module, so a new one is checked without editing this test.
 // Hidden directories, bench/ (its own modules), deploy/ (Kubernetes manifests,
-// checked by go test ./deploy) and files that are wrong on purpose are skipped.
+// checked by go test ./deploy), the conformance suite's expected-failure lists
+// (not Helix configuration) and files that are wrong on purpose are skipped.
 func schemaFiles(t *testing.T) []string {
 	t.Helper()
 	wrongOnPurpose := map[string]bool{"internal/cli/testdata/mistakes.yaml": true, "internal/cli/testdata/wftest/invalid.yaml": true}
@@ -112,7 +113,8 @@ func schemaFiles(t *testing.T) []string {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || rel == "bench" || rel == "deploy" || d.Name() == "node_modules") {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || rel == "bench" || rel == "deploy" || d.Name() == "node_modules" ||
+				rel == "internal/cli/testdata/conformance-client") {
 				return filepath.SkipDir
 			}
 			return nil

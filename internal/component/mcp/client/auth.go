@@ -497,16 +497,13 @@ const maxServerRedirects = 10
 // connection's credentials (auth:, header:) are added by its transport to every
 // request it sends, a redirected one too, so following a redirect to another
 // origin would hand them to a host nobody configured: such a redirect is refused,
-// with an error naming both origins. An upgrade from http to https on the same
-// host is followed.
+// with an error naming both origins.
 func sameServerRedirects(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxServerRedirects {
 		return fmt.Errorf("stopped after %d redirects", maxServerRedirects)
 	}
 	from, to := via[len(via)-1].URL, req.URL
-	sameOrigin := from.Scheme == to.Scheme && from.Host == to.Host
-	upgrade := from.Scheme == "http" && to.Scheme == "https" && from.Hostname() == to.Hostname()
-	if !sameOrigin && !upgrade {
+	if from.Scheme != to.Scheme || from.Host != to.Host {
 		return fmt.Errorf("the server at %s://%s redirected to another origin, %s://%s: refused, since the connection's credentials and headers would go there too; use the address it redirects to if that server is meant",
 			from.Scheme, from.Host, to.Scheme, to.Host)
 	}
