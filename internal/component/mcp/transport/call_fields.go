@@ -132,6 +132,7 @@ func scanCallFields(params json.RawMessage, f *callFields) (sure bool) {
 	})
 	switch {
 	case verdict != jsonscan.On || repeated:
+		f.shape = shapeUnread
 	case other:
 		f.shape = shapeOther
 	default:
