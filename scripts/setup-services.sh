@@ -18,7 +18,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
-APT_PACKAGES=(postgresql-15 postgresql-client-15 haproxy redis-server)
+# curl is the browser of the OAuth tests: `helix mcp login` opens the authorization URL
+# with $BROWSER, and curl follows the test authorization server's redirect to the loopback
+# listener (scripts/conformance-client.sh, internal/cli's login tests).
+APT_PACKAGES=(postgresql-15 postgresql-client-15 haproxy redis-server curl)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
