@@ -71,6 +71,34 @@ js() {
 	' "$1"
 }
 
+# auth_workflow AUTH HELIX…: runs, with `helix test`, a workflow whose mcp:// target
+# calls the scenario's test-tool with the auth: block AUTH (YAML lines indented for
+# it; their ${env:…} values come from the exported environment) and expects the
+# tool's answer: the grant is made by the workflow's own client.
+auth_workflow() {
+	auth=$1
+	shift
+	dir=$(mktemp -d)
+	cat >"$dir/auth.yaml" <<EOF
+workflows:
+  - id: call-test-tool
+    trigger: direct://call-test-tool
+    steps:
+      - target:
+          uri: mcp://${url#http://}/test-tool
+          auth:$auth
+tests:
+  - name: calls test-tool with a token the workflow got itself
+    workflow: call-test-tool
+    input: {body: {}}
+    expect: {body: test}
+EOF
+	status=0
+	"$@" test "$dir/auth.yaml" || status=$?
+	rm -rf "$dir"
+	return $status
+}
+
 case "${MCP_CONFORMANCE_SCENARIO:-}" in
 initialize | request-metadata | json-schema-ref-no-deref)
 	exec "$@" mcp call "$url" --list
@@ -132,133 +160,62 @@ http-invalid-tool-headers)
 	done
 	;;
 auth/client-credentials-basic)
-	# auth arm (s12-auth): a workflow whose mcp:// target has only
-	# auth: {type: oauth2, discover: true, client_id, client_secret}, run once by
-	# `helix test`: the token endpoint is found by discovery, the grant is
-	# client_credentials.
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
-	addr=${url#http://}
-	cat >"$tmp/cc.yaml" <<-EOF
-	workflows:
-	  - id: call-test-tool
-	    trigger: direct://call-test-tool
-	    steps:
-	      - target:
-	          uri: mcp://$addr/test-tool
-	          auth:
-	            type: oauth2
-	            discover: true
-	            client_id: "\${env:CC_CLIENT_ID}"
-	            client_secret: "\${env:CC_CLIENT_SECRET}"
-	tests:
-	  - name: calls test-tool with a token found by discovery
-	    workflow: call-test-tool
-	    input: {body: {}}
-	    expect: {body: test}
-	EOF
-	CC_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null) \
-		CC_CLIENT_SECRET=$(js '(ctx && ctx.client_secret) || ""' </dev/null) \
-		"$@" test "$tmp/cc.yaml"
+	# client_credentials from the token endpoint found by discovery.
+	CC_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null)
+	CC_CLIENT_SECRET=$(js '(ctx && ctx.client_secret) || ""' </dev/null)
+	export CC_CLIENT_ID CC_CLIENT_SECRET
+	auth_workflow '
+            type: oauth2
+            discover: true
+            client_id: "${env:CC_CLIENT_ID}"
+            client_secret: "${env:CC_CLIENT_SECRET}"' "$@"
 	;;
 auth/client-credentials-jwt)
-	# auth arm (s12-authx): a workflow whose mcp:// target has
-	# auth: {type: oauth2, discover: true, client_id, private_key, signing_alg}:
-	# client credentials with private_key_jwt client authentication (the
+	# client_credentials with private_key_jwt client authentication (the
 	# scenario's context holds the PEM key and its algorithm).
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
-	addr=${url#http://}
-	cat >"$tmp/jwt.yaml" <<-EOF
-	workflows:
-	  - id: call-test-tool
-	    trigger: direct://call-test-tool
-	    steps:
-	      - target:
-	          uri: mcp://$addr/test-tool
-	          auth:
-	            type: oauth2
-	            discover: true
-	            client_id: "\${env:CC_CLIENT_ID}"
-	            private_key: "\${env:CC_PRIVATE_KEY}"
-	            signing_alg: "\${env:CC_SIGNING_ALG}"
-	tests:
-	  - name: calls test-tool with a token got by a signed client assertion
-	    workflow: call-test-tool
-	    input: {body: {}}
-	    expect: {body: test}
-	EOF
-	CC_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null) \
-		CC_PRIVATE_KEY=$(js '(ctx && ctx.private_key_pem) || ""' </dev/null) \
-		CC_SIGNING_ALG=$(js '(ctx && ctx.signing_algorithm) || ""' </dev/null) \
-		"$@" test "$tmp/jwt.yaml"
+	CC_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null)
+	CC_PRIVATE_KEY=$(js '(ctx && ctx.private_key_pem) || ""' </dev/null)
+	CC_SIGNING_ALG=$(js '(ctx && ctx.signing_algorithm) || ""' </dev/null)
+	export CC_CLIENT_ID CC_PRIVATE_KEY CC_SIGNING_ALG
+	auth_workflow '
+            type: oauth2
+            discover: true
+            client_id: "${env:CC_CLIENT_ID}"
+            private_key: "${env:CC_PRIVATE_KEY}"
+            signing_alg: "${env:CC_SIGNING_ALG}"' "$@"
 	;;
 auth/cross-app-access-complete-flow | auth/enterprise-managed-authorization)
-	# auth arm (s12-authx): a workflow whose mcp:// target has
-	# auth: {type: oauth2, discover: true, client_id, client_secret,
-	# enterprise: {idp_token_url, idp_client_id, id_token}}: the ID token is
-	# exchanged at the IdP for an ID-JAG, traded for the token at the server's
-	# authorization server.
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
-	addr=${url#http://}
-	cat >"$tmp/ema.yaml" <<-EOF
-	workflows:
-	  - id: call-test-tool
-	    trigger: direct://call-test-tool
-	    steps:
-	      - target:
-	          uri: mcp://$addr/test-tool
-	          auth:
-	            type: oauth2
-	            discover: true
-	            client_id: "\${env:EMA_CLIENT_ID}"
-	            client_secret: "\${env:EMA_CLIENT_SECRET}"
-	            enterprise:
-	              idp_token_url: "\${env:EMA_IDP_TOKEN_URL}"
-	              idp_client_id: "\${env:EMA_IDP_CLIENT_ID}"
-	              id_token: "\${env:EMA_ID_TOKEN}"
-	tests:
-	  - name: calls test-tool with a token got from an enterprise ID token
-	    workflow: call-test-tool
-	    input: {body: {}}
-	    expect: {body: test}
-	EOF
-	EMA_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null) \
-		EMA_CLIENT_SECRET=$(js '(ctx && ctx.client_secret) || ""' </dev/null) \
-		EMA_IDP_TOKEN_URL=$(js '(ctx && ctx.idp_token_endpoint) || ""' </dev/null) \
-		EMA_IDP_CLIENT_ID=$(js '(ctx && ctx.idp_client_id) || ""' </dev/null) \
-		EMA_ID_TOKEN=$(js '(ctx && ctx.idp_id_token) || ""' </dev/null) \
-		"$@" test "$tmp/ema.yaml"
+	# The ID token is exchanged at the IdP for an ID-JAG, traded for the token at
+	# the server's authorization server.
+	EMA_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null)
+	EMA_CLIENT_SECRET=$(js '(ctx && ctx.client_secret) || ""' </dev/null)
+	EMA_IDP_TOKEN_URL=$(js '(ctx && ctx.idp_token_endpoint) || ""' </dev/null)
+	EMA_IDP_CLIENT_ID=$(js '(ctx && ctx.idp_client_id) || ""' </dev/null)
+	EMA_ID_TOKEN=$(js '(ctx && ctx.idp_id_token) || ""' </dev/null)
+	export EMA_CLIENT_ID EMA_CLIENT_SECRET EMA_IDP_TOKEN_URL EMA_IDP_CLIENT_ID EMA_ID_TOKEN
+	auth_workflow '
+            type: oauth2
+            discover: true
+            client_id: "${env:EMA_CLIENT_ID}"
+            client_secret: "${env:EMA_CLIENT_SECRET}"
+            enterprise:
+              idp_token_url: "${env:EMA_IDP_TOKEN_URL}"
+              idp_client_id: "${env:EMA_IDP_CLIENT_ID}"
+              id_token: "${env:EMA_ID_TOKEN}"' "$@"
 	;;
 auth/wif-jwt-bearer)
-	# auth arm (s12-authx): a workflow whose mcp:// target has
-	# auth: {type: oauth2, discover: true, client_id, workload_token_file}: the
-	# JWT bearer grant with the workload's identity token (the context's
+	# The JWT bearer grant with the workload's identity token (the context's
 	# valid_jwt) as the assertion, read from a file as a platform would mount it.
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
-	addr=${url#http://}
-	js '(ctx && ctx.valid_jwt) || ""' </dev/null >"$tmp/workload.jwt"
-	cat >"$tmp/wif.yaml" <<-EOF
-	workflows:
-	  - id: call-test-tool
-	    trigger: direct://call-test-tool
-	    steps:
-	      - target:
-	          uri: mcp://$addr/test-tool
-	          auth:
-	            type: oauth2
-	            discover: true
-	            client_id: "\${env:WIF_CLIENT_ID}"
-	            workload_token_file: $tmp/workload.jwt
-	tests:
-	  - name: calls test-tool with a token got by the workload's identity token
-	    workflow: call-test-tool
-	    input: {body: {}}
-	    expect: {body: test}
-	EOF
-	WIF_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null) "$@" test "$tmp/wif.yaml"
+	WIF_CLIENT_ID=$(js '(ctx && ctx.client_id) || ""' </dev/null)
+	WIF_TOKEN_FILE=$(mktemp)
+	export WIF_CLIENT_ID WIF_TOKEN_FILE
+	trap 'rm -f "$WIF_TOKEN_FILE"' EXIT
+	js '(ctx && ctx.valid_jwt) || ""' </dev/null >"$WIF_TOKEN_FILE"
+	auth_workflow '
+            type: oauth2
+            discover: true
+            client_id: "${env:WIF_CLIENT_ID}"
+            workload_token_file: "${env:WIF_TOKEN_FILE}"' "$@"
 	;;
 auth/*)
 	# auth arm (s12-auth): `helix mcp login` (authorization code + PKCE; the
