@@ -273,6 +273,26 @@ func describeTask(tk *task) string {
 	return tk.Status
 }
 
+// setOAuthToken gives req the token of the connection's OAuth handler, as the
+// go-sdk's transport gives it to the requests it sends: tasks/* requests go
+// around that transport. Static credentials (auth: bearer, api-key, oauth2 with
+// token_url) are added by the HTTP client's own transport.
+func (c *Conn) setOAuthToken(ctx context.Context, req *http.Request) error {
+	if c.cfg.OAuth == nil {
+		return nil
+	}
+	ts, err := c.cfg.OAuth.TokenSource(ctx)
+	if err != nil || ts == nil {
+		return err
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		return fmt.Errorf("getting the OAuth token for %s: %w", req.Header.Get("Mcp-Method"), err)
+	}
+	tok.SetAuthHeader(req)
+	return nil
+}
+
 // cancelTask asks the server to cancel a task whose caller stopped waiting; the
 // request has its own short deadline, since ctx may be over.
 func (c *Conn) cancelTask(ctx context.Context, id string) {
@@ -306,6 +326,9 @@ func (c *Conn) taskRequest(ctx context.Context, method, id string) (json.RawMess
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", protocolModern)
 	req.Header.Set("Mcp-Method", method)
+	if err := c.setOAuthToken(ctx, req); err != nil {
+		return nil, err
+	}
 	resp, err := c.httpc.Do(req)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 )
 
 // taskServer answers as a 2026-07-28 server offering tasks: tools/call creates a
@@ -159,5 +161,47 @@ func TestClientDeclaresTasks(t *testing.T) {
 	d := ws.requests(methodDiscover)[0]
 	if !strings.Contains(string(d.Params), `"extensions":{"`+tasksExtension+`":{}}`) {
 		t.Errorf("server/discover params %s do not declare %s", d.Params, tasksExtension)
+	}
+}
+
+// staticOAuth is an OAuth handler that always has the same token, as a handler
+// with a stored or discovered token has after its first authorization.
+type staticOAuth struct{ token string }
+
+func (s staticOAuth) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	return oauth2.StaticTokenSource(&oauth2.Token{AccessToken: s.token, TokenType: "Bearer"}), nil
+}
+
+func (staticOAuth) Authorize(context.Context, *http.Request, *http.Response) error {
+	return errors.New("no authorization in this test")
+}
+
+// TestTaskRequestsCarryTheOAuthToken: tasks/get and tasks/cancel are sent by the
+// Conn itself, not through the go-sdk's transport, so they must carry the token of
+// the connection's OAuth handler (auth: {type: oauth2, discover: true} or login:
+// true) as the call did; without it a protected server refuses every poll.
+func TestTaskRequestsCarryTheOAuthToken(t *testing.T) {
+	t.Parallel()
+	ws := taskServer(t, false, func(n int64) map[string]any {
+		if n < 2 {
+			return working(n)
+		}
+		return map[string]any{"taskId": "t-1", "status": "completed",
+			"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "done"}}}}
+	})
+	c, err := NewConn(Config{Endpoint: ws.url, Timeout: 10 * time.Second, OAuth: staticOAuth{token: "tok-123"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.CallTool(context.Background(), "slow", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{"tools/call", "tasks/get"} {
+		for _, r := range ws.requests(method) {
+			if got := r.Header.Get("Authorization"); got != "Bearer tok-123" {
+				t.Errorf("%s sent with Authorization %q, want the handler's token", method, got)
+			}
+		}
 	}
 }
