@@ -65,8 +65,8 @@ func takeNewEraMeta(raw json.RawMessage, version string) (meta sdk.Meta, lazy js
 }
 
 // scanNewEraMeta is newEraCallMeta's one-pass reading: members whose values are
-// plain strings, capabilities whose every value is an empty object (each of the
-// go-sdk's capability fields takes one), and a client identity of plain strings
+// plain strings, capabilities of the usual shapes (capabilityTaken), and a client
+// identity of plain strings
 // under the names of sdk.Implementation's string fields. sure is false for
 // anything else (escapes, repeated keys, other values, more capabilities than
 // maxScannedCaps), and decodeNewEraMeta decides; taken is false for a refusal.
@@ -110,13 +110,17 @@ func scanNewEraMeta(raw []byte, version string, build bool) (meta sdk.Meta, take
 				// A name that is not valid UTF-8 is decoded with U+FFFD in
 				// its place by encoding/json: let it decide.
 				if n == len(names) || slices.ContainsFunc(names[:n], func(b []byte) bool { return bytes.Equal(b, name) }) ||
-					!emptyObject(v) || !utf8.Valid(name) {
+					!utf8.Valid(name) || !capabilityTaken(name, v) {
 					return jsonscan.Unsure
 				}
 				names[n] = name
 				n++
 				if build {
-					caps[string(name)] = map[string]any{}
+					var c any = map[string]any{}
+					if !emptyObject(v) && json.Unmarshal(v, &c) != nil {
+						return jsonscan.Unsure
+					}
+					caps[string(name)] = c
 				}
 				return jsonscan.On
 			}) != jsonscan.On {
@@ -165,6 +169,51 @@ func scanNewEraMeta(raw []byte, version string, build bool) (meta sdk.Meta, take
 		return nil, false, true
 	}
 	return meta, true, true
+}
+
+// capabilityTaken reports whether scanNewEraMeta takes v, the value of the client
+// capability name, as the go-sdk reads it into sdk.ClientCapabilities: an empty
+// object for any capability; for the usual non-empty ones, what clients send
+// (the go-sdk's own client declares roots with listChanged and elicitation with
+// form): roots with a boolean listChanged, elicitation and sampling with empty
+// objects under their known members, and any object for extensions and
+// experimental, which the go-sdk keeps as maps. Anything else is left to
+// decodeNewEraMeta.
+func capabilityTaken(name, v []byte) bool {
+	if emptyObject(v) {
+		return true
+	}
+	switch string(name) {
+	case "extensions", "experimental":
+		return v[0] == '{'
+	case "roots":
+		return onlyMembers(v, func(k, mv []byte) bool {
+			return string(k) == "listChanged" && (string(mv) == "true" || string(mv) == "false")
+		})
+	case "elicitation":
+		return onlyMembers(v, func(k, mv []byte) bool { return (string(k) == "form" || string(k) == "url") && emptyObject(mv) })
+	case "sampling":
+		return onlyMembers(v, func(k, mv []byte) bool { return (string(k) == "context" || string(k) == "tools") && emptyObject(mv) })
+	}
+	return false
+}
+
+// onlyMembers reports whether v is an object whose members all satisfy ok, none
+// named twice (a repeated member is left to encoding/json).
+func onlyMembers(v []byte, ok func(k, mv []byte) bool) bool {
+	if v[0] != '{' {
+		return false
+	}
+	var seen [2][]byte
+	n := 0
+	return jsonscan.Members(v, func(k, mv []byte) jsonscan.Verdict {
+		if n == len(seen) || slices.ContainsFunc(seen[:n], func(b []byte) bool { return bytes.Equal(b, k) }) || !ok(k, mv) {
+			return jsonscan.Unsure
+		}
+		seen[n] = k
+		n++
+		return jsonscan.On
+	}) == jsonscan.On
 }
 
 // maxScannedCaps bounds the client capabilities scanNewEraMeta reads itself (the

@@ -106,6 +106,11 @@ var newEraMetaCases = func() []struct {
 		{"escaped string", `{` + base + `,"traceparent":"00-\u0078"}`, true},
 		{"escaped key", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilitie\u0073":{}}`, true},
 		{"version and capabilities", `{` + base + `}`, true},
+		{"go-sdk client capabilities", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"elicitation":{"form":{}},"sampling":{"context":{},"tools":{}}}}`, true},
+		{"extensions", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":false},"extensions":{"io.modelcontextprotocol/tasks":{},"x":{"n":1,"l":[1,"a",null]}}}}`, true},
+		{"listChanged not a boolean", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":1}}}`, false},
+		{"extensions not an object", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":[1]}}`, false},
+		{"elicitation form twice", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{},"form":{}}}}`, true},
 		{"nine capabilities", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"a":{},"b":{},"c":{},"d":{},"e":{},"f":{},"g":{},"h":{},"roots":{}}}`, true},
 		{"capability named twice", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{},"roots":{}}}`, true},
 		{"client name twice", `{` + base + `,"io.modelcontextprotocol/clientInfo":{"name":"a","name":"b"}}`, true},
@@ -187,4 +192,19 @@ func FuzzNewEraMetaScan(f *testing.F) {
 			t.Fatalf("%s: scanned %#v (taken %v), decoded %#v (taken %v)", raw, scanned, taken, decoded, ok)
 		}
 	})
+}
+
+// TestUsualClientMetaIsScanned: the _meta that clients usually send (the go-sdk's
+// client, Helix's own with the tasks extension) is decided by the one-pass scan,
+// without encoding/json.
+func TestUsualClientMetaIsScanned(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		`{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"v1.8.0"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`,
+		`{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}},"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"helix","version":"dev"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`,
+	} {
+		if _, taken, sure := scanNewEraMeta([]byte(raw), "2026-07-28", false); !sure || !taken {
+			t.Errorf("%s: scanned sure=%v taken=%v, want both", raw, sure, taken)
+		}
+	}
 }
