@@ -232,3 +232,17 @@ func TestConformanceClientAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestDevNullIsNoTerminal: a command run with </dev/null has no person at a
+// terminal (it must not prompt, nor wait for a browser flow): /dev/null is a
+// character device, but no terminal.
+func TestDevNullIsNoTerminal(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) || isTerminalReader(f) {
+		t.Fatal("/dev/null taken for a terminal")
+	}
+}

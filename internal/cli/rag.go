@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/rag/pipeline"
@@ -157,14 +158,12 @@ func openPipeline(cmd *cobra.Command, files []string, id string) (*pipeline.Pipe
 	}, nil
 }
 
-// isTerminal reports whether w is a terminal (a character device).
+// isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	// A character device is not enough: /dev/null is one too, and a command
+	// run with </dev/null must not be taken for a person at a terminal.
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // ingestWithProgress runs the source ingest, reporting its progress on w: a bar

@@ -207,6 +207,25 @@ func (c *Conn) explainRefusal(err error) error {
 }
 
 // answerElicitation is the Conn's ElicitationHandler.
+// answerError is a question the Conn could not answer (the person's value was
+// invalid, the agent's model failed, the forward failed): on 2026-07-28 the go-sdk
+// returns it from the call itself, which must then say so rather than take it for
+// a connection that broke after the request was sent (sessionGone).
+type answerError struct{ err error }
+
+func (e *answerError) Error() string { return e.err.Error() }
+func (e *answerError) Unwrap() error { return e.err }
+
+// answerFailed marks err as an answer's failure; a JSON-RPC error (what the
+// server is told) is left as it is, so that the go-sdk sends its code.
+func answerFailed(err error) error {
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return err
+	}
+	return &answerError{err: err}
+}
+
 func (c *Conn) answerElicitation(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 	if req == nil || req.Params == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create without params"}
@@ -240,7 +259,7 @@ func (c *Conn) answerElicitation(ctx context.Context, req *sdk.ElicitRequest) (*
 		return nil, fmt.Errorf("onElicit %q is not a policy", a.Elicit)
 	}
 	if err != nil {
-		return nil, err
+		return nil, answerFailed(err)
 	}
 	res := &sdk.ElicitResult{Action: ans.Action}
 	if ans.Action == ask.ActionAccept {
@@ -356,7 +375,7 @@ func (c *Conn) answerSampling(ctx context.Context, req *sdk.CreateMessageRequest
 		return nil, fmt.Errorf("onSample %q cannot answer: no agent's model is wired to this connection", a.Sample)
 	}
 	if err != nil {
-		return nil, err
+		return nil, answerFailed(err)
 	}
 	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still offered to servers in the window
 	res := &sdk.CreateMessageResult{Model: ans.Model, StopReason: ans.StopReason, Role: sdk.Role(ans.Message.Role)}

@@ -412,3 +412,32 @@ func TestAnswersForwardAmbiguousOnSharedLegacySession(t *testing.T) {
 			ambiguous, answered, caller.asked.Load())
 	}
 }
+
+// failingElicitor refuses every form, as helix mcp call does with an --elicit
+// value the form does not allow.
+type failingElicitor struct{}
+
+func (failingElicitor) Elicit(context.Context, *ask.Elicitation) (*ask.ElicitAnswer, error) {
+	return nil, errors.New(`--elicit name: "x" is too short`)
+}
+
+// TestAnswerFailureIsNotAConnectionFailure: when Helix's own answer fails (the
+// person's value is invalid), the call says so, not that the connection failed
+// after the request was sent.
+func TestAnswerFailureIsNotAConnectionFailure(t *testing.T) {
+	t.Parallel()
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			t.Parallel()
+			url, _ := askingServer(t, era.stateless)
+			c := answersConn(t, url, era.version, mcpclient.Answers{Elicitor: failingElicitor{}})
+			_, err := c.CallTool(t.Context(), "form", nil)
+			if err == nil || !strings.Contains(err.Error(), `--elicit name: "x" is too short`) {
+				t.Fatalf("got %v, want the elicitor's error", err)
+			}
+			if strings.Contains(err.Error(), "connection failed") {
+				t.Errorf("an answer's failure reported as a broken connection: %v", err)
+			}
+		})
+	}
+}

@@ -809,7 +809,7 @@ func protocolError(err error) *jsonrpc.Error {
 // one should be tried: everything except an answer from the server (a JSON-RPC error)
 // and the caller's own cancellation or deadline.
 func sessionGone(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || errors.Is(err, errClientClosed) || isInvalidTool(err) {
+	if ctx.Err() != nil || errors.Is(err, errClientClosed) || isInvalidTool(err) || errors.As(err, new(*answerError)) {
 		return false
 	}
 	return protocolError(err) == nil
