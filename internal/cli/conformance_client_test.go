@@ -157,6 +157,13 @@ func readClientBaseline(t *testing.T, file string) []string {
 // directory: <scenario>-<timestamp>, where an auth scenario's name has a slash.
 var clientRunDir = regexp.MustCompile(`^(.+)-\d{4}-\d{2}-\d{2}T[0-9-]+Z$`)
 
+// conformanceCheck is one check of the suite's checks.json.
+type conformanceCheck struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
 // readClientRuns reads the checks.json of every scenario the suite ran under dir.
 func readClientRuns(t *testing.T, dir string) map[string][]conformanceCheck {
 	t.Helper()

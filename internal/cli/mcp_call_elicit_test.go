@@ -7,16 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/ask"
-	"github.com/arvenza/helix/internal/testtools"
 )
 
 // signupSchema is a form with a required field without a default, typed fields
@@ -179,57 +175,6 @@ func TestMCPPromptAndReadAnswerForms(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("%s: exit %d\nstdout %q\nstderr %q", args[0], code, stdout, stderr)
 		}
-	}
-}
-
-// TestConformanceClientAnswers runs the conformance scenarios of answers to
-// server requests through scripts/conformance-client.sh: SEP-1034's defaults with
-// the pinned suite and its 2026-07-28 alpha, SEP-2322's request state with the alpha.
-func TestConformanceClientAnswers(t *testing.T) {
-	t.Parallel()
-	node := testtools.Node(t)
-	stable := testtools.NPMBin(t, "conformance")
-	alpha := testtools.ConformanceAlphaBin(t)
-	helix := testtools.HelixBinary(t)
-	root, err := testtools.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrapper := filepath.Join(root, "scripts", "conformance-client.sh")
-	for _, tc := range []struct {
-		name, suite, scenario string
-		extra                 []string
-	}{
-		{"sep1034 stable", stable, "elicitation-sep1034-client-defaults", nil},
-		{"sep1034 alpha", alpha, "elicitation-sep1034-client-defaults", nil},
-		{"sep2322 alpha", alpha, "sep-2322-client-request-state", []string{"--spec-version", "2026-07-28"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // each scenario is a Node process waiting on helix ones
-			out := t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			args := append([]string{tc.suite, "client", "--command", wrapper, "--scenario", tc.scenario, "--timeout", "90000", "-o", out}, tc.extra...)
-			cmd := exec.CommandContext(ctx, node, args...)
-			cmd.Env = append(os.Environ(), "HELIX_BIN="+helix, "HOME="+t.TempDir())
-			output, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("conformance client --scenario %s: %v\n%s", tc.scenario, err, output)
-			}
-			checks := readConformanceChecks(t, out)
-			passed := 0
-			for _, c := range checks {
-				switch c.Status {
-				case "FAILURE", "WARNING":
-					t.Errorf("check %s: %s %s", c.ID, c.Status, c.ErrorMessage)
-				case "SUCCESS":
-					passed++
-				}
-			}
-			if passed < 5 {
-				t.Fatalf("%d checks succeeded, want 5\n%s", passed, output)
-			}
-		})
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -150,28 +148,4 @@ func TestMCPEndpointURL(t *testing.T) {
 			t.Errorf("mcpEndpointURL(%q, %s) = %q, %v; want %q", tc.raw, tc.transport, got, err, tc.want)
 		}
 	}
-}
-
-type conformanceCheck struct {
-	ID           string `json:"id"`
-	Status       string `json:"status"`
-	ErrorMessage string `json:"errorMessage"`
-}
-
-// readConformanceChecks reads the checks.json the suite wrote under dir.
-func readConformanceChecks(t *testing.T, dir string) []conformanceCheck {
-	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
-	if len(matches) != 1 {
-		t.Fatalf("want one checks.json under %s, found %v", dir, matches)
-	}
-	data, err := os.ReadFile(matches[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var checks []conformanceCheck
-	if err := json.Unmarshal(data, &checks); err != nil {
-		t.Fatalf("checks.json: %v", err)
-	}
-	return checks
 }

@@ -495,20 +495,10 @@ const maxServerRedirects = 10
 
 // sameServerRedirects is the CheckRedirect of a connection's HTTP client. The
 // connection's credentials (auth:, header:) are added by its transport to every
-// request it sends, a redirected one too, so following a redirect to another
-// origin would hand them to a host nobody configured: such a redirect is refused,
-// with an error naming both origins.
-func sameServerRedirects(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxServerRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxServerRedirects)
-	}
-	from, to := via[len(via)-1].URL, req.URL
-	if from.Scheme != to.Scheme || from.Host != to.Host {
-		return fmt.Errorf("the server at %s://%s redirected to another origin, %s://%s: refused, since the connection's credentials and headers would go there too; use the address it redirects to if that server is meant",
-			from.Scheme, from.Host, to.Scheme, to.Host)
-	}
-	return nil
-}
+// request it sends, a redirected one too, so a redirect to another origin is
+// refused, with an error naming both origins.
+var sameServerRedirects = oauth.SameOriginRedirects(maxServerRedirects,
+	", since the connection's credentials and headers would go there too; use the address it redirects to if that server is meant")
 
 // tokenSource returns a caching token source: a token is fetched on first use and
 // reused until shortly before it expires (oauth2's expiry delta), then fetched again.

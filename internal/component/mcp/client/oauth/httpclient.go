@@ -17,17 +17,24 @@ const maxRedirects = 5
 // vetted (a 307 keeps the POST body); a metadata document that moved to another
 // host is refused the same way, with an error naming both.
 func NewHTTPClient(base http.RoundTripper) *http.Client {
-	return &http.Client{Transport: base, Timeout: requestTimeout, CheckRedirect: sameOriginRedirects}
+	return &http.Client{Transport: base, Timeout: requestTimeout, CheckRedirect: SameOriginRedirects(maxRedirects, "")}
 }
 
-func sameOriginRedirects(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("oauth: more than %d redirects from %s", maxRedirects, via[0].URL.Redacted())
+// SameOriginRedirects returns a CheckRedirect that follows at most limit
+// redirects, each within the origin (scheme, host and port) of the request before
+// it: a redirected request carries what the first one did (a body, credentials a
+// transport adds), which must not reach a host nobody configured. hint ends the
+// refusal's message.
+func SameOriginRedirects(limit int, hint string) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) >= limit {
+			return fmt.Errorf("more than %d redirects from %s", limit, via[0].URL.Redacted())
+		}
+		from := via[len(via)-1].URL
+		if req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
+			return errors.New(from.Scheme + "://" + from.Host + from.Path + " redirected to " +
+				req.URL.Scheme + "://" + req.URL.Host + ", another origin: refused" + hint)
+		}
+		return nil
 	}
-	from := via[len(via)-1].URL
-	if req.URL.Scheme != from.Scheme || req.URL.Host != from.Host {
-		return errors.New("oauth: " + from.Scheme + "://" + from.Host + from.Path + " redirected to " +
-			req.URL.Scheme + "://" + req.URL.Host + ", another origin: refused")
-	}
-	return nil
 }
