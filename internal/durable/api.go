@@ -122,7 +122,7 @@ type Resolution struct {
 // resolved. It is an engine Interrupt: no error handler sees it.
 type ParkError struct{ Wait Wait }
 
-func (e *ParkError) Error() string  { return "run parked: waits for " + e.Wait.Kind }
+func (e *ParkError) Error() string   { return "run parked: waits for " + e.Wait.Kind }
 func (e *ParkError) Interrupt() bool { return true }
 
 // Park returns the error that parks the run ctx belongs to at the step calling it.
