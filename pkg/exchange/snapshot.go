@@ -190,12 +190,12 @@ func DecodeSnapshot(raw []byte) (*Snapshot, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var w struct {
-		Body         any             `json:"b"`
-		Headers      any             `json:"h"`
-		Variables    any             `json:"v"`
-		Pattern      *Pattern        `json:"p"`
-		FromWorkflow string          `json:"w"`
-		Exception    *SnapshotError  `json:"e"`
+		Body         any            `json:"b"`
+		Headers      any            `json:"h"`
+		Variables    any            `json:"v"`
+		Pattern      *Pattern       `json:"p"`
+		FromWorkflow string         `json:"w"`
+		Exception    *SnapshotError `json:"e"`
 	}
 	if err := dec.Decode(&w); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -251,8 +251,8 @@ const (
 	mapTag   = "map"
 	// A json.RawMessage (a tool's structured result, a component's raw JSON)
 	// is kept as its text, unchanged.
-	rawTag = "json"
-	tagMark  = "\x00"
+	rawTag  = "json"
+	tagMark = "\x00"
 )
 
 // RegisterSnapshotType lets snapshots keep values of type T (a component's
