@@ -203,3 +203,37 @@ func TestResumeFailedRun(t *testing.T) {
 		t.Fatal("resumed a completed run")
 	}
 }
+
+// Cancelling a run in a step ends it: the step's context is cancelled, the
+// run is cancelled, and its step is not recorded as done.
+func TestCancelRunningRun(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int32
+	entered := make(chan struct{})
+	block := step{name: "w.yaml:4:5 slow", runs: &n, fn: func(ctx context.Context, ex *exchange.Exchange) error {
+		close(entered)
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	a := startApp(t, t.TempDir(), block)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := a.rt.Start(ctx, "wf", exchange.New(exchange.InOut), durable.StartOptions{RunID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	run, err := a.rt.Cancel(ctx, "c")
+	if err != nil || run.State != durable.StateCancelled {
+		t.Fatalf("%+v %v", run, err)
+	}
+	if run, err = a.rt.Await(ctx, "c"); err != nil || run.State != durable.StateCancelled {
+		t.Fatalf("%+v %v", run, err)
+	}
+	time.Sleep(100 * time.Millisecond) // the cancelled execution ends
+	if steps, _ := a.rt.Steps(ctx, "c"); len(steps) != 0 {
+		t.Fatalf("recorded %+v", steps)
+	}
+	if run, _ = a.rt.Get(ctx, "c"); run.State != durable.StateCancelled {
+		t.Fatalf("after the execution ended: %+v", run)
+	}
+}
