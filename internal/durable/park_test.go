@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -235,5 +237,45 @@ func TestCancelRunningRun(t *testing.T) {
 	}
 	if run, _ = a.rt.Get(ctx, "c"); run.State != durable.StateCancelled {
 		t.Fatalf("after the execution ended: %+v", run)
+	}
+}
+
+// Of many resolutions at once, exactly one wins; the run goes on once.
+func TestConcurrentResolutionsOneWins(t *testing.T) {
+	t.Parallel()
+	var n0, n1 atomic.Int32
+	a := startApp(t, t.TempDir(), approveStep(&n0), appendTo("w.yaml:5:5 c", &n1))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "in"), durable.StartOptions{RunID: "race"})
+	if err == nil {
+		run, err = a.rt.Await(ctx, run.ID)
+	}
+	if err != nil || run.State != durable.StateInputRequired {
+		t.Fatalf("%+v %v", run, err)
+	}
+	var wins, lost atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := a.rt.Resolve(ctx, "race", durable.Resolution{Kind: durable.ResolvedApproved, By: fmt.Sprint(i)})
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, durable.ErrNotWaiting):
+				lost.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 || lost.Load() != 19 {
+		t.Fatalf("%d won, %d lost", wins.Load(), lost.Load())
+	}
+	if run, err = a.rt.Await(ctx, "race"); err != nil || run.State != durable.StateCompleted || n1.Load() != 1 {
+		t.Fatalf("%+v %v, last step ran %d times", run, err, n1.Load())
 	}
 }
