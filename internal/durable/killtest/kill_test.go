@@ -83,6 +83,17 @@ loop:
 			h.Kill()
 			kills++
 			h.Start()
+			// Each incarnation answers at least one order before the next
+			// kill (a slow start, such as a -race build's, would otherwise
+			// never get to run anything).
+			for before := done.Load(); done.Load() == before && done.Load() < runs; {
+				select {
+				case <-finished:
+				case <-time.After(5 * time.Millisecond):
+					continue
+				}
+				break
+			}
 		}
 	}
 	close(errs)
