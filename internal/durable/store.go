@@ -309,7 +309,7 @@ func (rt *Runtime) Steps(ctx context.Context, runID string) ([]StepRecord, error
 	}
 	var out []StepRecord
 	for k := 0; k <= run.Segment; k++ {
-		steps, err := dbos.GetWorkflowSteps(rt.dctx, segmentID(runID, k))
+		steps, err := dbos.GetWorkflowSteps(rt.dctx, segmentID(runID, k), dbos.WithStepsLoadOutput(true))
 		if err != nil {
 			return nil, fmt.Errorf("durable store: steps of run %s: %w", runID, err)
 		}
@@ -401,6 +401,9 @@ func (rt *Runtime) workflowOf(ctx context.Context, runID string) (string, error)
 
 // continueRun starts segment seg of the run (a no-op when it exists).
 func (rt *Runtime) continueRun(runID string, seg int, in RunInput) error {
+	if !rt.isLaunched() {
+		return rt.enqueueContinuation(runID, seg, in) // operate.go: helix runs
+	}
 	if _, err := dbos.RunWorkflow(rt.dctx, rt.interpreter, in, dbos.WithWorkflowID(segmentID(runID, seg))); err != nil {
 		return fmt.Errorf("durable: continuing run %s: %s", runID, redactURL(err.Error(), rt.opts.Store))
 	}

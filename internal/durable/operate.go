@@ -1,0 +1,68 @@
+package durable
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+)
+
+// What operators use: helix runs opens the store with a Runtime it never
+// launches (it runs no workflow, and must not recover the runs of the instance
+// whose store it opened); /metrics counts runs by state.
+
+// dbosInternalQueue is the queue every launched DBOS process listens on (DBOS
+// puts resumed and recovered workflows there).
+const dbosInternalQueue = "_dbos_internal_queue"
+
+// isLaunched reports whether this runtime runs workflows.
+func (rt *Runtime) isLaunched() bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.launched
+}
+
+// enqueueContinuation hands segment seg of a run to the queue, for whichever
+// instance of the application runs (or the next to start) to execute: what a
+// resolution does from a runtime that runs nothing.
+func (rt *Runtime) enqueueContinuation(runID string, seg int, in RunInput) error {
+	_, err := dbos.Enqueue[RunOutput](rt.dctx, dbosInternalQueue, interpreterName, in,
+		dbos.WithEnqueueWorkflowID(segmentID(runID, seg)))
+	if err != nil {
+		return fmt.Errorf("durable: continuing run %s: %s", runID, redactURL(err.Error(), rt.opts.Store))
+	}
+	return nil
+}
+
+// ExecutorID is the id this runtime executes runs under ("local" for the
+// embedded store): the owner recorded with each run it executes.
+func (rt *Runtime) ExecutorID() string { return rt.dctx.GetExecutorID() }
+
+// StoreKind is "postgres" or "sqlite".
+func (rt *Runtime) StoreKind() string {
+	if rt.pg {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+var _ StateCounter = (*Runtime)(nil)
+
+// CountByState counts the runs of the store by state, in one query.
+func (rt *Runtime) CountByState(ctx context.Context) (map[State]int, error) {
+	rows, err := rt.db.QueryContext(ctx, rt.q(`SELECT state, COUNT(*) FROM helix_runs GROUP BY state`))
+	if err != nil {
+		return nil, fmt.Errorf("durable store: %w", err)
+	}
+	defer rows.Close()
+	out := map[State]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, fmt.Errorf("durable store: %w", err)
+		}
+		out[State(s)] = n
+	}
+	return out, rows.Err()
+}
