@@ -66,7 +66,7 @@ func newRunsListCmd(open runStoreOpener) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "list FILE...",
-		Short: "List durable runs, newest first",
+		Short: "List durable runs in the order they started (run ids are time-ordered)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			out, err := parseRunsOutput(output)

@@ -3,8 +3,12 @@ package durable
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	"github.com/arvenza/helix/internal/config"
 )
 
 // What operators use: helix runs opens the store with a Runtime it never
@@ -65,4 +69,23 @@ func (rt *Runtime) CountByState(ctx context.Context) (map[State]int, error) {
 		out[State(s)] = n
 	}
 	return out, rows.Err()
+}
+
+// OptionsFor returns the runtime options of an application's helix: block, so
+// that the application and helix runs open the same store under the same name.
+func OptionsFor(h config.HelixConfig, logger *slog.Logger) Options {
+	name := h.Name
+	if name == "" {
+		name = "helix" // the engine's name when helix.name is not set
+	}
+	return Options{AppName: name, DataDir: h.DataDir, Store: h.DurableStore, ReplicaID: h.ReplicaID,
+		MaxCheckpoint: int(h.DurableMaxCheckpoint), Logger: logger}
+}
+
+// EmbeddedStorePath is where the embedded store of dataDir is.
+func EmbeddedStorePath(dataDir string) string {
+	if dataDir == "" {
+		dataDir = config.DefaultDataDir
+	}
+	return filepath.Join(dataDir, "durable.db")
 }
