@@ -32,7 +32,7 @@ func NewMetrics(counter StateCounter) *Metrics {
 			Help:    "Time to checkpoint one top-level step of a durable run (encode the exchange and write it to the store).",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}}),
 		resume: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "helix_durable_resume_seconds",
-			Help:    "Time from a durable run being handed back for execution (recovery at start, a takeover, helix runs resume, a resolved wait) to its next step starting.",
+			Help:    "Time a resumed durable run (after a crash, a takeover or helix runs resume) takes from the start of its new execution to its first step that runs anew: the replay of its checkpoints.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}),
 		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "helix_durable_takeovers_total",
 			Help: "Replicas found dead whose runs this replica handed back to the queue."}),
@@ -49,8 +49,8 @@ func (m *Metrics) ObserveCheckpoint(d time.Duration) {
 	}
 }
 
-// ObserveResume records how long a run handed back for execution waited for its
-// next step.
+// ObserveResume records how long a resumed run took to replay its checkpoints
+// up to its first step that runs anew.
 func (m *Metrics) ObserveResume(d time.Duration) {
 	if m != nil {
 		m.resume.Observe(d.Seconds())

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/tracing"
 )
 
 // What operators use: helix runs opens the store with a Runtime it never
@@ -88,4 +90,52 @@ func EmbeddedStorePath(dataDir string) string {
 		dataDir = config.DefaultDataDir
 	}
 	return filepath.Join(dataDir, "durable.db")
+}
+
+// SetMetrics makes the runtime observe checkpoints and resumptions into m; call
+// it before Launch.
+func (rt *Runtime) SetMetrics(m *Metrics) { rt.metrics = m }
+
+// runClock times one execution of a segment: each step's checkpoint (the time
+// DBOS and the snapshot took around the step itself), and, when the execution
+// replayed recorded checkpoints (a run resumed after a crash, a takeover or
+// helix runs resume), the time from its start to the first step that runs anew.
+type runClock struct {
+	began    time.Time
+	replayed bool // a step came back from its checkpoint
+	resumed  bool // the resumption was observed
+}
+
+// ran is called as a step runs anew.
+func (c *runClock) ran(m *Metrics) {
+	if c.replayed && !c.resumed {
+		c.resumed = true
+		m.ObserveResume(time.Since(c.began))
+	}
+}
+
+// observe is called after a step's DBOS step returned: called says whether the
+// step ran (or was replayed), ran how long it took itself.
+func (c *runClock) observe(m *Metrics, began time.Time, called bool, ran time.Duration) {
+	if !called {
+		c.replayed = true
+		return
+	}
+	m.ObserveCheckpoint(time.Since(began) - ran)
+}
+
+// traceContext is ctx for one execution of a run's segment: the run's first
+// execution continues the trace of the span that started it (ref); every later
+// one (after a crash, on another replica, after helix runs resume or a wait)
+// starts a trace of its own whose exchange span links to that span, since the
+// first attempt's spans were exported long ago, maybe by another process.
+func traceContext(ctx context.Context, ref string, first bool) context.Context {
+	if ref == "" {
+		return ctx
+	}
+	if first {
+		parent, _ := tracing.ExtractMeta(ctx, map[string]any{"traceparent": ref})
+		return parent
+	}
+	return tracing.LinkTo(ctx, ref)
 }

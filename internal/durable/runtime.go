@@ -78,6 +78,7 @@ type Runtime struct {
 	closed   chan struct{}
 	shutdown sync.Once
 	onPark   []func(Run)
+	metrics  *Metrics // operate.go: SetMetrics; nil observes nothing
 	// waiters are the Await calls of this process, by run id: woken when a
 	// run of this process parks or ends (runs of other replicas are polled).
 	waiters map[string][]chan struct{}
