@@ -208,7 +208,7 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	a.catalogue = a.buildCatalogue()
 	a.resolveAgents(a.catalogue)
 	a.buildMCP()
-	a.buildCluster() // cluster.go: singleton triggers wait for leadership
+	a.buildCluster()    // cluster.go: singleton triggers wait for leadership
 	a.buildDurableOps() // durable_ops.go: before the management server registers its metrics
 	a.buildManagement()
 	a.lintWorkflows()     // warnings, validate.go
