@@ -139,3 +139,42 @@ func traceContext(ctx context.Context, ref string, first bool) context.Context {
 	}
 	return tracing.LinkTo(ctx, ref)
 }
+
+// lockSchema serialises the creation of the store's tables (helix_runs, and
+// DBOS's migrations) among replicas that start together on one PostgreSQL
+// database: PostgreSQL fails concurrent CREATE … IF NOT EXISTS of the same
+// object with a duplicate key. It holds a session advisory lock on a
+// connection of the pool until unlock; the embedded store needs none.
+func (rt *Runtime) lockSchema(ctx context.Context) (unlock func(), err error) {
+	if !rt.pg {
+		return func() {}, nil
+	}
+	conn, err := rt.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("durable store: %s", redactURL(err.Error(), rt.opts.Store))
+	}
+	key := ExecutorLockKey("\x00schema") // no executor id has a NUL
+	// Tried, not waited for: a session waiting in pg_advisory_lock is a
+	// running statement, which DBOS's CREATE INDEX CONCURRENTLY in the holder's
+	// migrations would wait for in turn.
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&got); err != nil {
+			conn.Release()
+			return nil, fmt.Errorf("durable store: %s", redactURL(err.Error(), rt.opts.Store))
+		}
+		if got {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			conn.Release()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", key)
+		conn.Release()
+	}, nil
+}

@@ -136,11 +136,18 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		rt.pool, rt.db, rt.pg = pool, stdlib.OpenDBFromPool(pool), true
 	}
+	unlock, err := rt.lockSchema(ctx) // operate.go: replicas starting together
+	if err != nil {
+		rt.closeDB()
+		return nil, err
+	}
 	if err := rt.createTables(ctx); err != nil {
+		unlock()
 		rt.closeDB()
 		return nil, err
 	}
 	dctx, err := dbos.NewContext(ctx, cfg)
+	unlock()
 	if err != nil {
 		rt.closeDB()
 		return nil, fmt.Errorf("durable store: %s", redactURL(err.Error(), opts.Store))
