@@ -124,7 +124,7 @@ func TestThreeReplicasKillOne(t *testing.T) {
 
 	type outcome struct {
 		status, executor string
-		done            time.Time
+		done             time.Time
 	}
 	finished := map[string]outcome{}
 	testtools.WaitFor(t, takeoverBound+5*time.Second, "the killed replica's runs to finish elsewhere", func() bool {
