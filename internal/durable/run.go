@@ -130,6 +130,7 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 		return rt.finish(dctx, runID, seg, in, nil, fmt.Errorf("the run's input cannot be read: %w", err), in.StartStep)
 	}
 	ex := exchange.NewFromSnapshot(snap)
+	ex.In().SetHeader(HeaderRunID, runID) // ${header.HelixRunId} in the steps
 	r := &stepRunner{rt: rt, dctx: dctx, run: runID, segment: seg, in: in, last: in.Snapshot, journaled: journaledSteps(w),
 		clock: runClock{began: time.Now()}}
 	ctx := engine.WithStepRunner(context.Context(dctx), r)
