@@ -391,7 +391,7 @@ func (rt *Runtime) parkRun(dctx dbos.Context, runID string, seg int, r *stepRunn
 	if err := rt.parkInStore(dctx, runID, seg, state, r.at, r.parkName, r.park, r.parkSnap); err != nil {
 		return RunOutput{}, err
 	}
-	rt.wake(runID)
+	// The hooks first: whoever awaits the run finds them done.
 	if run, err := rt.Get(context.WithoutCancel(dctx), runID); err == nil {
 		rt.mu.Lock()
 		hooks := append([]func(Run){}, rt.onPark...)
@@ -400,6 +400,7 @@ func (rt *Runtime) parkRun(dctx dbos.Context, runID string, seg int, r *stepRunn
 			f(run)
 		}
 	}
+	rt.wake(runID)
 	return RunOutput{State: state, Step: r.at}, nil
 }
 
