@@ -303,7 +303,8 @@ func stepTook(r durable.Run, steps []durable.StepRecord, i int) string {
 }
 
 func newRunsResumeCmd(open runStoreOpener) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	cmd := &cobra.Command{
 		Use:   "resume FILE... RUN",
 		Short: "Run a failed, cancelled or stuck durable run again from its last checkpoint",
 		Args:  cobra.MinimumNArgs(2),
@@ -324,6 +325,11 @@ func newRunsResumeCmd(open runStoreOpener) *cobra.Command {
 			case run.Wait != nil:
 				return runtimeError(fmt.Errorf("run %s waits for %s: resolve the wait instead (helix runs approve or reject, or its callback)",
 					terminalSafe(id), run.Wait.Kind))
+			case run.State == durable.StateWorking && !force:
+				// A working run is most likely running now: a second execution
+				// would repeat its step's side effects.
+				return runtimeError(fmt.Errorf("run %s is working: an instance may be running it now (a run of a dead replica is taken over by itself); "+
+					"resume a run that is stuck with --force", terminalSafe(id)))
 			}
 			run, err = store.Resume(cmd.Context(), id)
 			if err != nil {
@@ -333,6 +339,8 @@ func newRunsResumeCmd(open runStoreOpener) *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, "resume a run that is working (stuck: no instance runs it any more)")
+	return cmd
 }
 
 func newRunsCancelCmd(open runStoreOpener) *cobra.Command {

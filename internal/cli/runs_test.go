@@ -306,8 +306,16 @@ func TestRunsResume(t *testing.T) {
 	if code != ExitRuntime || !strings.Contains(errs, "run r2 waits for approve: resolve the wait instead") {
 		t.Errorf("resume a parked run: exit %d %q", code, errs)
 	}
+	m.runs["w1"] = durable.Run{ID: "w1", State: durable.StateWorking, Step: 1}
+	code, _, errs = runRuns(t, m, "runs", "resume", "a.yaml", "w1")
+	if code != ExitRuntime || !strings.Contains(errs, "run w1 is working: an instance may be running it now") {
+		t.Errorf("resume a working run: exit %d %q", code, errs)
+	}
 	if len(m.resumed) != 1 {
 		t.Errorf("resumed %v", m.resumed)
+	}
+	if code, _, errs = runRuns(t, m, "runs", "resume", "a.yaml", "w1", "--force"); code != ExitOK || len(m.resumed) != 2 {
+		t.Errorf("resume a stuck run with --force: exit %d %q, resumed %v", code, errs, m.resumed)
 	}
 }
 
