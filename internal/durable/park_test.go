@@ -165,3 +165,41 @@ func TestJournaledStepResumesAtItsEntry(t *testing.T) {
 		t.Fatalf("steps %+v", steps)
 	}
 }
+
+// A failed run resumes from its last checkpoint: the step that failed runs
+// again, the steps before it do not.
+func TestResumeFailedRun(t *testing.T) {
+	t.Parallel()
+	var n0, n1 atomic.Int32
+	flaky := step{name: "w.yaml:4:5 flaky", runs: &n1, fn: func(_ context.Context, ex *exchange.Exchange) error {
+		if n1.Load() == 1 {
+			return errors.New("not yet")
+		}
+		ex.In().SetBody(ex.In().Body().(string) + "+flaky")
+		return nil
+	}}
+	a := startApp(t, t.TempDir(), appendTo("w.yaml:3:5 a", &n0), flaky)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "in"), durable.StartOptions{RunID: "f"})
+	if err == nil {
+		run, err = a.rt.Await(ctx, run.ID)
+	}
+	if err != nil || run.State != durable.StateFailed {
+		t.Fatalf("%+v %v", run, err)
+	}
+	if _, err := a.rt.Resume(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	run, err = a.rt.Await(ctx, "f")
+	if err != nil || run.State != durable.StateCompleted {
+		t.Fatalf("%+v %v", run, err)
+	}
+	s, _ := exchange.DecodeSnapshot(run.Result)
+	if s.Body != "in+w.yaml:3:5 a+flaky" || n0.Load() != 1 || n1.Load() != 2 {
+		t.Fatalf("body %v, steps ran %d and %d times", s.Body, n0.Load(), n1.Load())
+	}
+	if _, err := a.rt.Resume(ctx, "f"); err == nil {
+		t.Fatal("resumed a completed run")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
@@ -470,11 +471,21 @@ const HeaderRunID = "HelixRunId"
 // gets the first run's result instead of a second run.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-// RunIDFrom is the run id an exchange of workflow asks for: its
-// Idempotency-Key header, made unique to the workflow; "" when it has none (a
-// new run).
+// RunIDFrom is the run id an exchange of workflow asks for: the key its
+// trigger gave the delivery (RegisterRunKey: a Kafka record's topic, partition
+// and offset), else its Idempotency-Key header, made unique to the workflow; ""
+// when it has none (a new run).
 func RunIDFrom(_ context.Context, workflow string, ex *exchange.Exchange) string {
-	key := ex.In().HeaderString(HeaderIdempotencyKey)
+	key := ""
+	for _, f := range registeredRunKeys() {
+		if k, ok := f(ex); ok && k != "" {
+			key = k
+			break
+		}
+	}
+	if key == "" {
+		key = ex.In().HeaderString(HeaderIdempotencyKey)
+	}
 	if key == "" {
 		for k, v := range ex.In().Headers() {
 			if strings.EqualFold(k, HeaderIdempotencyKey) {
@@ -486,5 +497,29 @@ func RunIDFrom(_ context.Context, workflow string, ex *exchange.Exchange) string
 	if key == "" {
 		return ""
 	}
-	return workflow + ":" + key
+	// ~ marks a run's segments: it cannot be part of a run id.
+	return workflow + ":" + strings.ReplaceAll(key, "~", "-")
+}
+
+var (
+	runKeyMu sync.Mutex
+	runKeys  []func(*exchange.Exchange) (string, bool)
+)
+
+// RegisterRunKey lets a trigger name what makes one of its deliveries unique
+// (a Kafka record: topic/partition/offset), so that a delivery repeated after a
+// crash (the record read again before its offset was committed) finds the run
+// it started instead of starting another. f reads the exchange's headers; it is
+// asked only for the exchanges of durable workflows. Register in an init
+// function.
+func RegisterRunKey(f func(*exchange.Exchange) (string, bool)) {
+	runKeyMu.Lock()
+	runKeys = append(runKeys, f)
+	runKeyMu.Unlock()
+}
+
+func registeredRunKeys() []func(*exchange.Exchange) (string, bool) {
+	runKeyMu.Lock()
+	defer runKeyMu.Unlock()
+	return runKeys
 }

@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +79,17 @@ func TestNoDurableStoreWithoutDurableWorkflows(t *testing.T) {
 	a := buildStart(t, "workflows:\n  - id: w\n    trigger: direct://w\n    steps:\n      - log: x\n", quiet)
 	if durable.For(a.Context()) != nil {
 		t.Fatal("a store was opened")
+	}
+}
+
+// A configuration with durable workflows is not reloaded in place: the new
+// application would take up the runs the old one is running.
+func TestReloadRefusedWithDurableWorkflows(t *testing.T) {
+	t.Parallel()
+	running := startBuilt(t, reloadApp(t, "v1", ""))
+	durableNext := reloadApp(t, "v2", "  - id: orders\n    durable: true\n    trigger: direct://orders\n    steps:\n      - set-body: x\n")
+	err := running.Handover(context.Background(), durableNext)
+	if !errors.Is(err, app.ErrReloadRefused) || !strings.Contains(err.Error(), "durable") {
+		t.Fatalf("handover to a durable configuration: %v", err)
 	}
 }
