@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/durable"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -42,13 +43,29 @@ func TestRunsOnARealStore(t *testing.T) {
 	if code != ExitConfig || !strings.Contains(errs, "no durable store at "+filepath.Join(data, "durable.db")) {
 		t.Fatalf("no store yet: exit %d %q", code, errs)
 	}
+	runsOnStore(t, file, durable.Options{AppName: "shop", DataDir: data})
+}
+
+// The same on a PostgreSQL store, as replicas share it.
+func TestRunsOnAPostgresStore(t *testing.T) {
+	t.Parallel()
+	db := testtools.PostgresDatabase(t)
+	file := filepath.Join(t.TempDir(), "helix.yaml")
+	if err := os.WriteFile(file, []byte("helix:\n  name: shop\n  durable_store: "+db+"\n  replica_id: cli-test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runsOnStore(t, file, durable.Options{AppName: "shop", Store: db, ReplicaID: "app"})
+}
+
+func runsOnStore(t *testing.T, file string, opts durable.Options) {
+	t.Helper()
 
 	ec := engine.NewContext("shop")
 	if err := ec.AddWorkflow(&engine.Workflow{ID: "orders", Processors: []engine.Processor{approveProc{}}, Durable: true}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rt, err := durable.New(ctx, durable.Options{AppName: "shop", DataDir: data})
+	rt, err := durable.New(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
