@@ -59,7 +59,6 @@ func TestRunsOnAPostgresStore(t *testing.T) {
 
 func runsOnStore(t *testing.T, file string, opts durable.Options) {
 	t.Helper()
-
 	ec := engine.NewContext("shop")
 	if err := ec.AddWorkflow(&engine.Workflow{ID: "orders", Processors: []engine.Processor{approveProc{}}, Durable: true}); err != nil {
 		t.Fatal(err)
