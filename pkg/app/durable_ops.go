@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,7 +26,8 @@ const executorLockWait = 30 * time.Second
 // durableOps is what the app keeps for operating its durable runs.
 type durableOps struct {
 	metrics *durable.Metrics
-	lock    *durable.ExecutorLock // PostgreSQL: held from Launch to Stop
+	mu      sync.Mutex
+	lock    *durable.ExecutorLock // PostgreSQL: held from Launch to Stop (mu)
 	cancel  context.CancelFunc    // stops the takeover campaign
 	done    chan struct{}
 }
@@ -96,12 +98,47 @@ func (a *App) afterDurableLaunch() {
 		Runs: durable.DBOSPending{Client: a.durable.DBOS()}, Taken: ops.metrics.TookOver, Log: a.logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	ops.cancel, ops.done = cancel, make(chan struct{})
+	relocked := make(chan struct{})
 	go func() {
 		defer close(ops.done)
 		if err := tk.Run(ctx); err != nil {
 			a.logger.Error("durable: replica takeover is off", "error", err)
 		}
+		<-relocked
 	}()
+	go func() {
+		defer close(relocked)
+		a.keepExecutorLock(ctx)
+	}()
+}
+
+// keepExecutorLock takes the executor lock again whenever its session breaks
+// (a network cut to the database): without it the others would take this
+// replica for dead at every sweep, and hand back the runs it is running.
+func (a *App) keepExecutorLock(ctx context.Context) {
+	ops := a.durableOps
+	for {
+		ops.mu.Lock()
+		lost := ops.lock.Lost()
+		ops.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-lost:
+		}
+		lock, err := durable.HoldExecutor(ctx, a.cfg.Helix.DurableStore, a.durable.ExecutorID(), time.Second, a.logger)
+		if err != nil {
+			return // ctx ended
+		}
+		a.logger.Info("durable: this replica holds its executor lock again", "executor", a.durable.ExecutorID())
+		ops.mu.Lock()
+		old := ops.lock
+		ops.lock = lock
+		ops.mu.Unlock()
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = old.Close(closeCtx)
+		cancel()
+	}
 }
 
 // afterDurableStop ends the takeover campaign and, once the runtime has stopped,
@@ -117,11 +154,14 @@ func (a *App) afterDurableStop() {
 		<-ops.done
 		ops.cancel = nil
 	}
-	if ops.lock != nil {
+	ops.mu.Lock()
+	lock := ops.lock
+	ops.lock = nil
+	ops.mu.Unlock()
+	if lock != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = ops.lock.Close(ctx)
+		_ = lock.Close(ctx)
 		cancel()
-		ops.lock = nil
 	}
 }
 

@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -91,5 +95,58 @@ func TestNoDurableOperationsWithoutDurableWorkflows(t *testing.T) {
 	}
 	if code, body := testtools.HTTPGet(base + "/runs"); code != 404 || !strings.Contains(body, "no durable runs") {
 		t.Errorf("GET /runs: %d %s", code, body)
+	}
+}
+
+// On PostgreSQL the replica holds its executor lock while it runs, takes it
+// again when its session breaks, and lets go of it when it stops.
+func TestExecutorLockHeldAndRetaken(t *testing.T) {
+	t.Parallel()
+	db := testtools.PostgresDatabase(t)
+	cfg, err := config.LoadBytes("helix.yaml", []byte(`
+helix:
+  durable_store: `+db+`
+  replica_id: lock-test
+workflows:
+  - id: w
+    durable: true
+    trigger: direct://w
+    steps:
+      - log: x
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.Build(cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sessions := func() int {
+		conn, err := pgx.Connect(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		var n int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database() AND a.application_name = 'helix durable executor lock-test'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := sessions(); n != 1 {
+		t.Fatalf("%d sessions hold the executor lock after Start", n)
+	}
+	testtools.PostgresExec(t, db, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = 'helix durable executor lock-test'`)
+	testtools.Eventually(t, "the executor lock taken again", func() bool { return sessions() == 1 })
+	if err := a.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := sessions(); n != 0 {
+		t.Fatalf("%d sessions hold the executor lock after Stop", n)
 	}
 }
