@@ -163,7 +163,7 @@ func journaledSteps(w *engine.Workflow) map[string]bool {
 			if out == nil {
 				out = map[string]bool{}
 			}
-			out[engine.StepName(p)] = true
+			out[stableName(engine.StepName(p))] = true
 		}
 	}
 	return out
@@ -207,6 +207,7 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 		return nil // ran in an earlier segment; ex is the exchange before StartStep
 	}
 	r.at = i
+	name = stableName(name)
 	if i == r.in.StartStep && r.segment > 0 {
 		if r.in.StartName != "" && name != r.in.StartName {
 			return &ChangedError{Step: i, Was: r.in.StartName, Now: name}
@@ -522,4 +523,18 @@ func registeredRunKeys() []func(*exchange.Exchange) (string, bool) {
 	runKeyMu.Lock()
 	defer runKeyMu.Unlock()
 	return runKeys
+}
+
+// stableName is a step's name (/srv/app/helix.yaml:12:9 to) without the
+// directory of its file (helix.yaml:12:9 to): the same step whether Helix was
+// started with a relative or an absolute path, or from another directory.
+func stableName(name string) string {
+	pos, kind, _ := strings.Cut(name, " ")
+	if i := strings.LastIndexAny(pos, `/\`); i >= 0 {
+		pos = pos[i+1:]
+	}
+	if kind == "" {
+		return pos
+	}
+	return pos + " " + kind
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/durable"
+	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -91,5 +92,42 @@ func TestReloadRefusedWithDurableWorkflows(t *testing.T) {
 	err := running.Handover(context.Background(), durableNext)
 	if !errors.Is(err, app.ErrReloadRefused) || !strings.Contains(err.Error(), "durable") {
 		t.Fatalf("handover to a durable configuration: %v", err)
+	}
+}
+
+// A durable tools: entry called as a tool (an MCP tools/call) runs as a
+// durable run; its structured result comes back from the run's record.
+func TestDurableToolCall(t *testing.T) {
+	t.Parallel()
+	a := buildStart(t, `
+helix:
+  data_dir: `+t.TempDir()+`
+tools:
+  - id: triple
+    description: triples n
+    durable: true
+    input: {n: integer}
+    output: {m: integer}
+    steps:
+      - transform:
+          starlang: '{"m": payload["n"] * 3}'
+`, quiet)
+	wf, _ := a.Context().Workflow("triple")
+	tl, err := tool.FromWorkflow(a.Context(), wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := tl.Invoke(ctx, map[string]any{"n": int64(14)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := res.Structured.(map[string]any); m["m"] != int64(42) {
+		t.Fatalf("result %#v", res.Structured)
+	}
+	runs, err := durable.For(a.Context()).List(ctx, durable.Filter{Workflow: "triple"})
+	if err != nil || len(runs) != 1 || runs[0].State != durable.StateCompleted || runs[0].Kind != "tool" {
+		t.Fatalf("runs %+v %v", runs, err)
 	}
 }
