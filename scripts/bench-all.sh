@@ -4,7 +4,7 @@
 #
 #   scripts/bench-all.sh [BEIR_DATA_DIR]     # the full run (~20 min on 2 cores)
 #   QUICK=1 scripts/bench-all.sh             # about a minute or two per part, to try it
-#   ONLY="mcp client" scripts/bench-all.sh   # some parts: mcp client kafka postgres agent rag
+#   ONLY="mcp client" scripts/bench-all.sh   # some parts: mcp client kafka postgres durable agent rag
 #
 # Parts, each Helix against its reference:
 #   mcp       scripts/bench-side-by-side.sh: limit (plain net/http JSON-RPC), stock go-sdk,
@@ -13,6 +13,8 @@
 #   client    BenchmarkMCPClientOverhead: the mcp:// producer against a bare go-sdk client loop
 #   kafka     BenchmarkConsumeTransformProduce: a YAML workflow against a plain franz-go loop
 #   postgres  BenchmarkInsert against plain pgx (needs HELIX_POSTGRES_URL; skipped without)
+#   durable   BenchmarkDurableStep: p50 per durable step (1 KiB body) on SQLite and PostgreSQL
+#             against the goals (PostgreSQL needs HELIX_POSTGRES_URL; skipped without)
 #   agent     scripts/agent-overhead.sh: Helix's CPU per agent iteration against the 200 µs goal
 #   rag       the BEIR pipeline of bench/rag/beir-pipeline.yaml: nDCG@10 against BEIR's BM25,
 #             ingest and query speed (needs the BEIR data directory as argument or
@@ -26,7 +28,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 GO=${GO:-go}
 QUICK=${QUICK:-}
-ONLY=${ONLY:-"mcp client kafka postgres agent rag"}
+ONLY=${ONLY:-"mcp client kafka postgres durable agent rag"}
 BEIR_DATA=${1:-${BEIR_DATA:-}}
 OUT=${OUT:-bench/results/all-$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
@@ -153,6 +155,30 @@ if want postgres; then
 		for c in single batch100 copy1000; do
 			row PostgreSQL "insert rows/s, $c" "$(bench_median "$OUT/postgres.txt" "/$c/helix" rows/s)" "plain pgx" "$(bench_median "$OUT/postgres.txt" "/$c/pgx" rows/s)" rows/s higher "≥ 0.8"
 		done
+	fi
+fi
+
+if want durable; then
+	echo "== durable: the cost of a durable step (1 KiB body), against the same workflow not durable"
+	stores="none|sqlite"
+	[[ -n ${HELIX_POSTGRES_URL:-} ]] && stores="none|sqlite|postgres"
+	$GO test -c -o "$OUT/durable.test" ./internal/durable/
+	for ((i = 0; i < (count > 3 ? 3 : count); i++)); do
+		"$OUT/durable.test" -test.run '^$' -test.bench "BenchmarkDurableStep/store=($stores)/body=1KiB" -test.benchtime 200x
+	done | tee "$OUT/durable.txt"
+	rm -f "$OUT/durable.test"
+	# (p50 of the 11-step run − p50 of the 1-step run) / 10, in ms.
+	per_step() {
+		local one eleven
+		one=$(bench_median "$OUT/durable.txt" "store=$1/body=1KiB/steps=1-" p50-ns)
+		eleven=$(bench_median "$OUT/durable.txt" "store=$1/body=1KiB/steps=11-" p50-ns)
+		awk -v a="$one" -v b="$eleven" 'BEGIN { printf "%.3f", (b - a) / 10 / 1e6 }'
+	}
+	row Durable "p50 per step, SQLite" "$(per_step sqlite)" goal 0.3 ms lower "≤ 0.3 ms"
+	if [[ -n ${HELIX_POSTGRES_URL:-} ]]; then
+		row Durable "p50 per step, PostgreSQL" "$(per_step postgres)" goal 1 ms lower "≤ 1 ms"
+	else
+		skip Durable "p50 per step, PostgreSQL" "HELIX_POSTGRES_URL unset (eval \"\$(scripts/postgres.sh start)\")"
 	fi
 fi
 

@@ -58,7 +58,12 @@ func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // ExecuteContext is Execute with a context: cancelling it stops `helix run` as a
 // signal would.
 func ExecuteContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCmd()
+	return executeRoot(ctx, newRootCmd(), args, stdin, stdout, stderr)
+}
+
+// executeRoot runs root with args and returns the exit code; tests give it a
+// root whose commands they changed.
+func executeRoot(ctx context.Context, root *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -97,6 +102,7 @@ assistants as Model Context Protocol tools.`,
 	root.PersistentFlags().String("log-level", "", "log level: debug, info, warn or error (default info, or helix.log_level)")
 	root.AddCommand(newRunCmd(), newValidateCmd(), newVersionCmd(), newComponentsCmd(), newSchemaCmd(), newRAGCmd())
 	root.AddCommand(newTestCmd(), newInitCmd())
+	root.AddCommand(newRunsCmd(openRunStore)) // runs.go
 
 	mcp := &cobra.Command{
 		Use:   "mcp",

@@ -41,6 +41,9 @@ type RunInput struct {
 	Resolution *Resolution     `json:"resolution,omitempty"`
 	Principal  string          `json:"principal,omitempty"`
 	TTLMillis  int64           `json:"ttl_ms,omitempty"`
+	// Trace is the W3C traceparent of the span that started the run: its
+	// first execution continues that trace, later ones link to it.
+	Trace string `json:"trace,omitempty"`
 }
 
 // RunOutput is how a segment ended.
@@ -117,8 +120,9 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 	if !ok {
 		return rt.finish(dctx, runID, seg, in, nil, fmt.Errorf("workflow %q is no longer in the configuration", in.Workflow), 0)
 	}
+	first := false // the first execution of the run (operate.go: traceContext)
 	if seg == 0 {
-		if err := rt.insertRun(dctx, runID, in, string(w.Kind)); err != nil {
+		if first, err = rt.insertRun(dctx, runID, in, string(w.Kind)); err != nil {
 			return RunOutput{}, err
 		}
 	}
@@ -128,9 +132,11 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 	}
 	ex := exchange.NewFromSnapshot(snap)
 	ex.In().SetHeader(HeaderRunID, runID) // ${header.HelixRunId} in the steps
-	r := &stepRunner{rt: rt, dctx: dctx, run: runID, segment: seg, in: in, last: in.Snapshot, journaled: journaledSteps(w)}
+	r := &stepRunner{rt: rt, dctx: dctx, run: runID, segment: seg, in: in, last: in.Snapshot, journaled: journaledSteps(w),
+		clock: runClock{began: time.Now()}}
 	ctx := engine.WithStepRunner(context.Context(dctx), r)
 	ctx = WithDurable(ctx, runID)
+	ctx = traceContext(ctx, in.Trace, first)
 	// Run, not RunUntilStop: only the runtime's stop (which leaves the run
 	// pending, its step unrecorded) cuts a run off, never the engine's drain.
 	runErr := ec.Run(ctx, in.Workflow, ex)
@@ -190,6 +196,8 @@ type stepRunner struct {
 	parkName string
 	parkSnap json.RawMessage
 	fatal    error
+	// clock times checkpoints and resumptions for /metrics (operate.go).
+	clock runClock
 }
 
 var _ engine.StepRunner = (*stepRunner)(nil)
@@ -223,9 +231,17 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 			return r.result(ex, name, runErr), nil
 		}, dbos.WithStepName(stepName+" end"))
 	} else {
+		began, called := time.Now(), false // not called: replayed from its checkpoint
+		var ran time.Duration
 		res, err = dbos.RunAsStep(r.dctx, func(context.Context) (stepResult, error) {
-			return r.result(ex, name, run(ctx)), nil
+			r.clock.ran(r.rt.metrics)
+			called = true
+			t := time.Now()
+			runErr := run(ctx)
+			ran = time.Since(t)
+			return r.result(ex, name, runErr), nil
 		}, dbos.WithStepName(stepName))
+		r.clock.observe(r.rt.metrics, began, called, ran) // operate.go
 	}
 	if err != nil {
 		return r.storeFailed(name, err)

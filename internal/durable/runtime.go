@@ -78,6 +78,7 @@ type Runtime struct {
 	closed   chan struct{}
 	shutdown sync.Once
 	onPark   []func(Run)
+	metrics  *Metrics // operate.go: SetMetrics; nil observes nothing
 	// waiters are the Await calls of this process, by run id: woken when a
 	// run of this process parks or ends (runs of other replicas are polled).
 	waiters map[string][]chan struct{}
@@ -135,11 +136,18 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		rt.pool, rt.db, rt.pg = pool, stdlib.OpenDBFromPool(pool), true
 	}
+	unlock, err := rt.lockSchema(ctx) // operate.go: replicas starting together
+	if err != nil {
+		rt.closeDB()
+		return nil, err
+	}
 	if err := rt.createTables(ctx); err != nil {
+		unlock()
 		rt.closeDB()
 		return nil, err
 	}
 	dctx, err := dbos.NewContext(ctx, cfg)
+	unlock()
 	if err != nil {
 		rt.closeDB()
 		return nil, fmt.Errorf("durable store: %s", redactURL(err.Error(), opts.Store))

@@ -13,6 +13,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 	"github.com/google/uuid"
 
+	"github.com/arvenza/helix/internal/tracing"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -89,16 +90,17 @@ func now() int64 { return time.Now().UnixMilli() }
 
 // insertRun records a run as it starts (its first segment's first execution;
 // a recovery finds it there).
-func (rt *Runtime) insertRun(ctx context.Context, runID string, in RunInput, kind string) error {
+func (rt *Runtime) insertRun(ctx context.Context, runID string, in RunInput, kind string) (inserted bool, err error) {
 	t := now()
-	_, err := rt.db.ExecContext(context.WithoutCancel(ctx), rt.q(`INSERT INTO helix_runs
+	res, err := rt.db.ExecContext(context.WithoutCancel(ctx), rt.q(`INSERT INTO helix_runs
 		(run_id, workflow, kind, segment, state, principal, ttl_ms, created_at, updated_at)
 		VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`),
 		runID, in.Workflow, kind, string(StateWorking), in.Principal, in.TTLMillis, t, t)
 	if err != nil {
-		return fmt.Errorf("durable store: recording run %s: %w", runID, err)
+		return false, fmt.Errorf("durable store: recording run %s: %w", runID, err)
 	}
-	return nil
+	n, _ := res.RowsAffected()
+	return n == 1, nil
 }
 
 // endRun records that segment seg of the run ended the run.
@@ -173,7 +175,8 @@ func (rt *Runtime) Start(ctx context.Context, workflow string, ex *exchange.Exch
 	} else if strings.Contains(id, "~") {
 		return Run{}, fmt.Errorf("durable: run id %q has a ~, which marks a run's segments", id)
 	}
-	in := RunInput{Workflow: workflow, Snapshot: snap, Principal: opts.Principal, TTLMillis: opts.TTL.Milliseconds()}
+	in := RunInput{Workflow: workflow, Snapshot: snap, Principal: opts.Principal, TTLMillis: opts.TTL.Milliseconds(),
+		Trace: tracing.SpanRef(ctx)}
 	// A second start with the same id gets the first run (DBOS: ReturnExisting).
 	if _, err := dbos.RunWorkflow(rt.dctx, rt.interpreter, in, dbos.WithWorkflowID(id)); err != nil {
 		return Run{}, fmt.Errorf("durable: starting run %s: %s", id, redactURL(err.Error(), rt.opts.Store))
@@ -311,7 +314,7 @@ func (rt *Runtime) Steps(ctx context.Context, runID string) ([]StepRecord, error
 	}
 	var out []StepRecord
 	for k := 0; k <= run.Segment; k++ {
-		steps, err := dbos.GetWorkflowSteps(rt.dctx, segmentID(runID, k))
+		steps, err := dbos.GetWorkflowSteps(rt.dctx, segmentID(runID, k), dbos.WithStepsLoadOutput(true))
 		if err != nil {
 			return nil, fmt.Errorf("durable store: steps of run %s: %w", runID, err)
 		}
@@ -403,6 +406,9 @@ func (rt *Runtime) workflowOf(ctx context.Context, runID string) (string, error)
 
 // continueRun starts segment seg of the run (a no-op when it exists).
 func (rt *Runtime) continueRun(runID string, seg int, in RunInput) error {
+	if !rt.isLaunched() {
+		return rt.enqueueContinuation(runID, seg, in) // operate.go: helix runs
+	}
 	if _, err := dbos.RunWorkflow(rt.dctx, rt.interpreter, in, dbos.WithWorkflowID(segmentID(runID, seg))); err != nil {
 		return fmt.Errorf("durable: continuing run %s: %s", runID, redactURL(err.Error(), rt.opts.Store))
 	}

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/netguard"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -48,6 +49,10 @@ type Options struct {
 	// beside the Go and process metrics. Safe for concurrent use.
 	Metrics func() Metrics
 	Logger  *slog.Logger
+	// Runs returns the application's durable store, nil when no workflow is
+	// durable; it serves GET /runs and GET /runs/{id} (runs.go). Safe for
+	// concurrent use.
+	Runs func() durable.Runs
 	// Limits are the listener's connection limits and timeouts (helix.management:
 	// read_timeout, idle_timeout, write_timeout, max_connections,
 	// max_connections_per_ip); zero fields mean the netguard defaults.
@@ -191,6 +196,9 @@ func (s *Server) handler(checkHost bool) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("GET "+MetricsPath, s.metricsHandler())
+	runs := runsHandler{runs: s.opts.Runs}
+	mux.HandleFunc("GET "+RunsPath, runs.list)
+	mux.HandleFunc("GET "+RunsPath+"/{id}", runs.show)
 	if !checkHost {
 		return mux
 	}

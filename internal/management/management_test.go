@@ -41,6 +41,7 @@ func sampleManifest() Manifest {
 		},
 		HTTPRoutes: []HTTPRoute{{Workflow: "orders", Method: "POST", URI: "http-server://0.0.0.0:8080/orders"},
 			{Workflow: "echo", Method: "*", URI: "http-server://127.0.0.1:8081/echo"}},
+		Durable: &Durable{Store: "postgres", Executor: "replica-1", Workflows: []string{"orders"}},
 	}
 }
 
@@ -297,6 +298,8 @@ func TestSchemaRejectsBadManifests(t *testing.T) {
 	bad := map[string]func(map[string]any){
 		"missing mcp_servers": func(m map[string]any) { delete(m, "mcp_servers") },
 		"unknown field":       func(m map[string]any) { m["extra"] = 1 },
+		"durable store URL":   func(m map[string]any) { m["durable"].(map[string]any)["url"] = "postgres://u:p@db/x" },
+		"durable store kind":  func(m map[string]any) { m["durable"].(map[string]any)["store"] = "mysql" },
 		"bad transport": func(m map[string]any) {
 			m["mcp_servers"].([]any)[0].(map[string]any)["transport"] = "carrier-pigeon"
 		},

@@ -22,6 +22,20 @@ type Manifest struct {
 	Pipelines       []Pipeline  `json:"pipelines"`
 	MCPServers      []MCPServer `json:"mcp_servers"`
 	HTTPRoutes      []HTTPRoute `json:"http_routes"`
+	// Durable is the durable store this instance runs durable work on; nil
+	// (absent) when no workflow, tool or agent is durable.
+	Durable *Durable `json:"durable,omitempty"`
+}
+
+// Durable describes the durable store and what runs on it. It never carries the
+// store's URL or path.
+type Durable struct {
+	// Store is the store's kind: sqlite (one process) or postgres (replicas).
+	Store string `json:"store"`
+	// Executor is this replica's executor id: the owner of the runs it executes.
+	Executor string `json:"executor,omitempty"`
+	// Workflows are the ids of the durable workflows, tools and agents.
+	Workflows []string `json:"workflows"`
 }
 
 // Agent is a registered AI agent. It never carries a key or another secret of
@@ -139,6 +153,11 @@ func (m Manifest) normalized() Manifest {
 		}
 	}
 	m.HTTPRoutes = nonNil(m.HTTPRoutes)
+	if m.Durable != nil {
+		d := *m.Durable
+		d.Workflows = nonNil(d.Workflows)
+		m.Durable = &d
+	}
 	return m
 }
 

@@ -74,7 +74,11 @@ func (t *Tracer) StartExchange(ctx context.Context, kind, id, trigger string, ex
 			}
 		}
 	}
-	ctx, span := t.tracer().Start(ctx, kind+" "+id, trace.WithSpanKind(spanKind), trace.WithAttributes(attrs...))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(spanKind), trace.WithAttributes(attrs...)}
+	if links := linksFrom(ctx); links != nil { // a resumed durable run (links.go)
+		opts = append(opts, trace.WithLinks(links...))
+	}
+	ctx, span := t.tracer().Start(ctx, kind+" "+id, opts...)
 	return ctx, func(err error) { End(span, err) }
 }
 

@@ -109,6 +109,9 @@ type App struct {
 	tracer *export.Provider
 	// durable is the durable runtime (durable.go); nil when nothing is durable.
 	durable *durable.Runtime
+	// durableOps operates the durable runs (durable_ops.go); nil when nothing
+	// is durable.
+	durableOps *durableOps
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -205,7 +208,8 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	a.catalogue = a.buildCatalogue()
 	a.resolveAgents(a.catalogue)
 	a.buildMCP()
-	a.buildCluster() // cluster.go: singleton triggers wait for leadership
+	a.buildCluster()    // cluster.go: singleton triggers wait for leadership
+	a.buildDurableOps() // durable_ops.go: before the management server registers its metrics
 	a.buildManagement()
 	a.lintWorkflows()     // warnings, validate.go
 	a.warnOpenListeners() // warnings, security.go

@@ -64,7 +64,14 @@ func (a *App) launchDurable() error {
 	if a.durable == nil {
 		return nil
 	}
-	return a.durable.Launch(a.hc)
+	if err := a.beforeDurableLaunch(); err != nil { // durable_ops.go: metrics, executor lock
+		return err
+	}
+	if err := a.durable.Launch(a.hc); err != nil {
+		return err
+	}
+	a.afterDurableLaunch() // durable_ops.go: replica takeover
+	return nil
 }
 
 // stopDurableAt stops the runtime when the engine's drain is about to give up
@@ -80,6 +87,7 @@ func (a *App) stopDurableAt(drain time.Duration) func() {
 	return func() {
 		early.Stop()
 		rt.Shutdown(durableShutdownGrace)
+		a.afterDurableStop() // durable_ops.go: the executor lock goes after the runtime stopped
 		durable.Attach(a.hc, nil)
 	}
 }

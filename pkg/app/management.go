@@ -63,8 +63,9 @@ func (a *App) buildManagement() {
 		Metrics:  a.metricsSnapshot,
 		Logger:   a.logger,
 		Limits:   listenerLimits(m.Listener),
+		Runs:     a.durableRuns, // durable_ops.go
 	})
-	for _, c := range replayBudgetCollectors() {
+	for _, c := range append(replayBudgetCollectors(), a.durableCollectors()...) {
 		if err := a.mgmt.Register(c); err != nil {
 			a.errs = append(a.errs, &config.Error{Pos: m.Pos, Path: "helix.management", Msg: err.Error()})
 		}
@@ -142,6 +143,7 @@ func (a *App) Manifest() management.Manifest {
 	m.HTTPRoutes = a.httpRoutes()
 	m.Agents = a.manifestAgents()
 	m.Pipelines = a.manifestPipelines()
+	m.Durable = a.manifestDurable() // durable_ops.go
 	return m
 }
 
