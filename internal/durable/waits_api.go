@@ -75,3 +75,26 @@ func AwaitSources(ec *engine.Context) []AwaitSource {
 	defer l.mu.Unlock()
 	return append([]AwaitSource(nil), l.list...)
 }
+
+var waiting sync.Map // *engine.Context → true
+
+// MarkWaiting records that a workflow of ec has a waiting step, so that the
+// app starts its wait service (and creates the key that signs callback links)
+// only when something can wait.
+func MarkWaiting(ec *engine.Context) {
+	if ec != nil {
+		waiting.Store(ec, true)
+	}
+}
+
+// HasWaiting reports whether MarkWaiting was called for ec.
+func HasWaiting(ec *engine.Context) bool {
+	_, ok := waiting.Load(ec)
+	return ok
+}
+
+// ForgetWaiting drops what was recorded for ec (its app stopped).
+func ForgetWaiting(ec *engine.Context) {
+	waiting.Delete(ec)
+	sourcesOf.Delete(ec)
+}

@@ -76,6 +76,7 @@ func buildApprove(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *c
 		d.Errorf(v.NodeOf("timeout"), v.PathOf("timeout"), "timeout must be a positive duration, not %s", st.timeout).Hint = "remove timeout: to wait until the answer comes"
 	}
 	st.notify = buildNotify(bc, v)
+	durable.MarkWaiting(bc.HC)
 	return st, d.Err()
 }
 

@@ -104,6 +104,7 @@ func buildAwait(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *con
 		d.Errorf(v.Node, v.Path, "key: and match: correlate records of from:; an HTTP await is reached by its own callback URL").Hint = "add from: with the consumer endpoint, or remove key: and match:"
 	}
 	st.notify = buildNotify(bc, v)
+	durable.MarkWaiting(bc.HC)
 	return st, d.Err()
 }
 

@@ -106,6 +106,8 @@ type App struct {
 	// tracer is helix.tracing's provider and exporter (internal/tracing/export);
 	// nil when tracing is off.
 	tracer *export.Provider
+	// waits resolves the waits of approve:, await:, sleep: … (waits.go).
+	waits waitsState
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -293,6 +295,14 @@ func (a *App) Start(ctx context.Context) error {
 		a.closeSecurity()
 		return err
 	}
+	if err := a.startWaits(ctx); err != nil { // waits.go
+		a.state.Store(stateStopped)
+		_ = a.hc.Stop(ctx)
+		_ = a.stopManagement(ctx)
+		_ = a.stopTracing(ctx)
+		a.closeSecurity()
+		return err
+	}
 	a.startCluster() // cluster.go
 	a.state.Store(stateRunning)
 	return nil
@@ -325,6 +335,9 @@ func (a *App) Stop(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, a.ShutdownTimeout())
 	defer cancel()
 	err := a.hc.Stop(ctx)
+
+	err = errors.Join(err, a.stopWaits(ctx)) // waits.go
+
 	a.stopCluster() // after every trigger stopped: releases the leader lock
 	if mErr := a.stopManagement(ctx); mErr != nil {
 		err = errors.Join(err, mErr)
