@@ -41,6 +41,7 @@ type Waits struct {
 	awaited map[awaitKey]parkedAt    // (source, key) → the durable run that waits for it
 	inbox   map[awaitKey][]inboxItem // records that came before anyone waited for them
 	inboxN  int                      // records in inbox, expired ones included
+	sweeper *time.Timer              // the next Sweep
 	closed  bool
 }
 
@@ -100,6 +101,9 @@ func (w *Waits) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
+	if w.sweeper != nil {
+		w.sweeper.Stop()
+	}
 	for id, t := range w.timers {
 		t.Stop()
 		delete(w.timers, id)
@@ -516,6 +520,34 @@ func (w *Waits) Restore(ctx context.Context) error {
 			return nil
 		}
 		after = page[len(page)-1].ID
+	}
+}
+
+// SweepInterval is how often [Waits.Sweep] looks at the store again.
+const SweepInterval = 30 * time.Second
+
+// Sweep runs Restore now and every interval until Close: parked runs this
+// process was not told about (another replica parked them, and died) get their
+// timers and their records too. It holds no goroutine between sweeps.
+func (w *Waits) Sweep(interval time.Duration) {
+	var sweep func()
+	sweep = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), interval)
+		err := w.Restore(ctx)
+		cancel()
+		if err != nil {
+			w.log.Warn("durable: looking for parked runs failed; trying again later", "error", err)
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if !w.closed {
+			w.sweeper = time.AfterFunc(interval, sweep)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed && w.runs != nil {
+		w.sweeper = time.AfterFunc(interval, sweep)
 	}
 }
 

@@ -514,3 +514,21 @@ func TestExchangeData(t *testing.T) {
 		}
 	}
 }
+
+// Sweep finds parked runs nobody told this process about (another replica
+// parked them and died) and arms their timers.
+func TestSweepFindsRunsParkedElsewhere(t *testing.T) {
+	t.Parallel()
+	runs := newFakeRuns()
+	w := newTestWaits(t, runs, "")
+	w.Sweep(5 * time.Millisecond)
+	runs.park("elsewhere", 3, Wait{Kind: WaitSleep, Due: time.Now().Add(-time.Second)})
+	testtools.Eventually(t, "the sweep resolved the overdue run", func() bool { return len(runs.resolutions("elsewhere")) == 1 })
+	w.Close()
+	runs.park("after-close", 0, Wait{Kind: WaitSleep, Due: time.Now().Add(-time.Second)})
+	gets := runs.gets.Load()
+	time.Sleep(30 * time.Millisecond) // an observation window: no sweep after Close
+	if runs.gets.Load() != gets || len(runs.resolutions("after-close")) != 0 {
+		t.Error("Waits swept after Close")
+	}
+}

@@ -24,7 +24,7 @@ import (
 // callback URL in a header before the step waits.
 func notifyKey(header string) config.Key {
 	return config.Key{Name: "notify", Shape: config.Shape{Type: config.TypeSteps,
-		Description: "Steps run before the step waits, with header " + header + " set to the callback URL (when the app has one) — send it to a chat, a mail, the system that will call back. They run again if the process stops before the run is parked; give them idempotent targets."}}
+		Description: "Steps run before the step waits, on a copy of the exchange with header " + header + " set to the callback URL (when the app has one) — send it to a chat, a mail, the system that will call back; what they change stays in the copy. They run again if the process stops before the run is parked; give them idempotent targets."}}
 }
 
 // onOutcomeKey is an on_reject:/on_timeout: key.
@@ -46,7 +46,10 @@ func buildNotify(bc *BuildContext, v *config.Values) engine.Processor {
 	return nestedPipeline(bc, v.Steps("notify"))
 }
 
-// runNotify sets header to url (when there is one) and runs the notify: steps.
+// runNotify runs the notify: steps on a copy of ex with header set to url
+// (when there is one): they tell someone where to answer, and what they do to
+// the exchange (set-body for a chat message …) must not reach the run. ex gets
+// the header too, for the steps after the wait.
 func runNotify(ctx context.Context, notify engine.Processor, ex *exchange.Exchange, header, url string) error {
 	if url != "" {
 		ex.In().SetHeader(header, url)
@@ -54,7 +57,7 @@ func runNotify(ctx context.Context, notify engine.Processor, ex *exchange.Exchan
 	if notify == nil {
 		return nil
 	}
-	if err := engine.RunStep(ctx, notify, ex); err != nil {
+	if err := engine.RunStep(ctx, notify, ex.Copy()); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
 	return nil

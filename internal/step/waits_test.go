@@ -15,8 +15,10 @@ import (
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 var waitSecret = []byte("0123456789abcdef0123456789abcdef")
@@ -193,16 +195,20 @@ func TestWaitingStepsParkInADurableRun(t *testing.T) {
 	ctx := durable.WithDurable(context.Background(), "run-9")
 	resolved := func(r durable.Resolution) context.Context { return durable.WithResolution(ctx, r) }
 
-	approve := buildStep(t, hc, `- approve: {message: "Pay ${body.n}?", id: pay, timeout: 1h, on_reject: continue, notify: [{set-body: {constant: "${header.HelixApprovalUrl}"}}]}`)
+	notified := make(chan string, 1)
+	hc.AddComponent("capture", captureComponent(func(ex *exchange.Exchange) { notified <- ex.In().Body().(string) }))
+	approve := buildStep(t, hc, `- approve: {message: "Pay ${body.n}?", id: pay, timeout: 1h, on_reject: continue,
+    notify: [{set-body: {constant: "Approve: ${header.HelixApprovalUrl}"}}, {target: "capture://chat"}]}`)
 	ex := exchange.NewWithBody(exchange.InOut, map[string]any{"n": 3})
 	before := time.Now()
 	wt := parkOf(t, approve.Process(ctx, ex))
 	if wt.Kind != durable.WaitApprove || wt.Key != "pay" || wt.Message != "Pay 3?" || wt.Due.Before(before.Add(time.Hour)) || wt.Due.After(time.Now().Add(time.Hour)) {
 		t.Errorf("wait %+v", wt)
 	}
-	if url, _ := ex.In().Body().(string); url != w.URL("run-9", wt) || url == "" {
-		t.Errorf("notify: got body %q, want the callback URL %q", url, w.URL("run-9", wt))
+	if got, want := <-notified, "Approve: "+w.URL("run-9", wt); got != want || !strings.HasPrefix(want, "Approve: https://helix.example/helix/callbacks/") {
+		t.Errorf("notify sent %q, want %q", got, want)
 	}
+	jsonEqual(t, "the run's body after notify", ex.In().Body(), map[string]any{"n": 3})
 	ex = exchange.NewWithBody(exchange.InOut, "b")
 	if err := approve.Process(resolved(durable.Resolution{Kind: durable.ResolvedRejected, By: "ops"}), ex); err != nil || ex.In().HeaderString(step.HeaderApproval) != "rejected" || ex.In().HeaderString(step.HeaderApprovalBy) != "ops" {
 		t.Errorf("rejected, on_reject continue: %v %v", err, ex.In().Headers())
@@ -323,3 +329,26 @@ func TestWaitingStepBuildErrors(t *testing.T) {
 		}
 	}
 }
+
+// captureComponent is a producer-only component that hands each exchange to f.
+type captureComponent func(*exchange.Exchange)
+
+func (c captureComponent) CreateEndpoint(u *uri.URI) (component.Endpoint, error) {
+	return captureEndpoint{c}, nil
+}
+
+type captureEndpoint struct{ f captureComponent }
+
+func (e captureEndpoint) URI() string { return "capture://" }
+func (e captureEndpoint) CreateProducer() (component.Producer, error) {
+	return captureProducer(e), nil
+}
+func (e captureEndpoint) CreateConsumer(component.Processor) (component.Consumer, error) {
+	return nil, component.ErrProducerOnly
+}
+
+type captureProducer captureEndpoint
+
+func (p captureProducer) Process(_ context.Context, ex *exchange.Exchange) error { p.f(ex); return nil }
+func (p captureProducer) Start(context.Context) error                            { return nil }
+func (p captureProducer) Stop(context.Context) error                             { return nil }

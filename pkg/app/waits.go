@@ -78,6 +78,7 @@ func (a *App) startWaits(ctx context.Context) error {
 		w.Close()
 		return err
 	}
+	w.Sweep(durable.SweepInterval)
 	a.waits.stopSources = stop
 	a.waits.w.Store(w)
 	return nil
