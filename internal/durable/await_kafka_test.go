@@ -15,7 +15,7 @@ import (
 	"github.com/arvenza/helix/internal/component/kafka"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/durable"
-	"github.com/arvenza/helix/internal/step"
+	helixstep "github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -92,8 +92,8 @@ func TestAwaitKafkaRecordBeforeAndAfterThePark(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := config.NewDecoder("w.yaml")
-	bc := step.NewBuildContext(hc)
-	steps := step.BuildSteps(bc, d.Steps(doc.Content[0], "steps"))
+	bc := helixstep.NewBuildContext(hc)
+	steps := helixstep.BuildSteps(bc, d.Steps(doc.Content[0], "steps"))
 	if errs := append(d.Errors(), bc.Errors()...); len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -423,6 +423,18 @@ type parkedAt struct {
 	segment int
 }
 
+// ParkHook is what a runtime that tells about parked runs offers
+// (durable.Runtime.OnPark).
+type ParkHook interface{ OnPark(func(Run)) }
+
+// Listen asks the runtime r to tell w about every run of this process that
+// parks, when it can.
+func (w *Waits) Listen(r Runs) {
+	if h, ok := r.(ParkHook); ok {
+		h.OnPark(func(run Run) { w.Parked(context.Background(), run) })
+	}
+}
+
 // Parked is told that a durable run parked (the runtime calls it, and
 // [Waits.Restore] for every parked run at start): it arms the wait's timer,
 // and for an await: on a source it resolves the run at once with a record
@@ -454,7 +466,7 @@ func (w *Waits) Parked(ctx context.Context, run Run) {
 // arm starts the timer of a parked run; a timer that was armed for it before
 // (an earlier wait, or the same one told twice) is replaced.
 func (w *Waits) arm(runID string, segment int, due time.Time) {
-	fire := func() { w.fire(runID, segment, due) }
+	fire := func() { w.fire(runID, segment) }
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -468,14 +480,16 @@ func (w *Waits) arm(runID string, segment int, due time.Time) {
 
 // fire resolves the run with a timeout if it still waits for the wait the
 // timer was armed for; an approval that came first makes it a no-op.
-func (w *Waits) fire(runID string, segment int, due time.Time) {
+func (w *Waits) fire(runID string, segment int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	w.mu.Lock()
 	delete(w.timers, runID)
 	w.mu.Unlock()
 	run, err := w.runs.Get(ctx, runID)
-	if err != nil || run.Wait == nil || run.Segment != segment || !run.Wait.Due.Equal(due) || run.State.Terminal() {
+	// The segment names the wait: a run that went on and parked again is in a
+	// later one. (Due is not compared: a store may keep it less precisely.)
+	if err != nil || run.Wait == nil || run.Segment != segment || run.State.Terminal() {
 		return
 	}
 	err = w.resolveRun(ctx, run, Resolution{Kind: ResolvedTimeout, By: "timer"})

@@ -66,6 +66,7 @@ func (a *App) startWaits(ctx context.Context) error {
 		return err
 	}
 	durable.AttachWaits(a.hc, w)
+	w.Listen(runs) // timers and inbox for the runs that park from now on
 	stop, err := w.StartSources(ctx, a.hc)
 	if err != nil {
 		durable.AttachWaits(a.hc, nil)
