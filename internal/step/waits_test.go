@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/arvenza/helix/internal/ask"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/step"
@@ -352,3 +353,82 @@ type captureProducer captureEndpoint
 func (p captureProducer) Process(_ context.Context, ex *exchange.Exchange) error { p.f(ex); return nil }
 func (p captureProducer) Start(context.Context) error                            { return nil }
 func (p captureProducer) Stop(context.Context) error                             { return nil }
+
+// fakeAsker answers elicitations as told: with an answer, an error, or not
+// until ctx ends.
+type fakeAsker struct {
+	ask.Client
+	answer *ask.ElicitAnswer
+	err    error
+	asked  chan *ask.Elicitation
+	ended  chan struct{} // closed when an unanswered question is withdrawn
+}
+
+func (f *fakeAsker) Elicit(ctx context.Context, q *ask.Elicitation) (*ask.ElicitAnswer, error) {
+	if f.asked != nil {
+		f.asked <- q
+	}
+	if f.answer == nil && f.err == nil {
+		<-ctx.Done()
+		if f.ended != nil {
+			close(f.ended)
+		}
+		return nil, ctx.Err()
+	}
+	return f.answer, f.err
+}
+
+// In a run that is not durable, approve: asks the calling MCP client's user
+// (accept approves, decline rejects) beside its callback link, and an MCP
+// 2026-07-28 client's "answer by calling again" stops the run as elicit: does.
+func TestApproveInMemoryByMCPClient(t *testing.T) {
+	t.Parallel()
+	hc := engine.NewContext("approve-mcp")
+	w, err := durable.NewWaits(durable.WaitsOptions{Secret: waitSecret, BaseURL: "http://helix.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	approve := buildStep(t, hc, `- approve: {message: "Go?", id: go, on_reject: continue}`)
+	run := func(c ask.Client) (*exchange.Exchange, error) {
+		ex := exchange.NewWithBody(exchange.InOut, "b")
+		ctx, cancel := context.WithTimeout(ask.WithClient(context.Background(), c), 30*time.Second)
+		defer cancel()
+		return ex, approve.Process(ctx, ex)
+	}
+	// Without a wait service: the client alone.
+	asked := make(chan *ask.Elicitation, 1)
+	ex, err := run(&fakeAsker{answer: &ask.ElicitAnswer{Action: ask.ActionAccept}, asked: asked})
+	if q := <-asked; err != nil || ex.In().HeaderString(step.HeaderApproval) != "approved" || ex.In().HeaderString(step.HeaderApprovalBy) != "mcp client" || q.ID != "go" || q.Message != "Go?" {
+		t.Errorf("accept: %v %v %+v", err, ex.In().Headers(), q)
+	}
+	durable.AttachWaits(hc, w)
+	defer durable.AttachWaits(hc, nil)
+	if ex, err := run(&fakeAsker{answer: &ask.ElicitAnswer{Action: ask.ActionDecline}}); err != nil || ex.In().HeaderString(step.HeaderApproval) != "rejected" {
+		t.Errorf("decline: %v %v", err, ex.In().Headers())
+	}
+	if _, err := run(&fakeAsker{err: ask.ErrInputRequired}); !errors.Is(err, ask.ErrInputRequired) {
+		t.Errorf("an MCP 2026-07-28 client: %v, want the input-required interrupt", err)
+	}
+	// The link answers first: the question to the client is withdrawn.
+	links := make(chan string, 1)
+	hc.AddComponent("capture", captureComponent(func(ex *exchange.Exchange) { links <- ex.In().HeaderString(step.HeaderApprovalURL) }))
+	approve = buildStep(t, hc, `- approve: {message: "Go?", notify: [{target: "capture://x"}]}`)
+	asker := &fakeAsker{asked: make(chan *ask.Elicitation, 1), ended: make(chan struct{})}
+	done := make(chan error, 1)
+	ex = exchange.NewWithBody(exchange.InOut, "b")
+	go func() {
+		ctx, cancel := context.WithTimeout(ask.WithClient(context.Background(), asker), 30*time.Second)
+		defer cancel()
+		done <- approve.Process(ctx, ex)
+	}()
+	link := <-links
+	<-asker.asked
+	if _, err := w.ResolveToken(context.Background(), link[strings.LastIndex(link, "/")+1:], durable.Resolution{Kind: durable.ResolvedApproved, By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || ex.In().HeaderString(step.HeaderApprovalBy) != "ops" {
+		t.Errorf("by link: %v %v", err, ex.In().Headers())
+	}
+	<-asker.ended // the question to the client was withdrawn (else the test's deadline)
+}
