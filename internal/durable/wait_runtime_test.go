@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,7 +214,7 @@ func TestApproveVersusTimeoutOnTheStore(t *testing.T) {
 `), hc, &base)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	const n = 30
+	const n = 20
 	results := map[string]int{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -280,3 +281,47 @@ type captureProducer captureEndpoint
 func (p captureProducer) Process(_ context.Context, ex *exchange.Exchange) error { p.f(ex); return nil }
 func (p captureProducer) Start(context.Context) error                            { return nil }
 func (p captureProducer) Stop(context.Context) error                             { return nil }
+
+// 1000 runs parked on the real store hold no goroutine and little memory:
+// each parked run's DBOS workflow has ended, and its timer is a
+// time.AfterFunc. (Heap and speed under the race detector are not the
+// program's: `make allocs` runs it without.)
+func TestParkedRunsOnTheStoreHoldNoGoroutineAllocs(t *testing.T) { // not parallel: counts the process's goroutines
+	testtools.SkipAllocsUnderRace(t)
+	var base string
+	hc := engine.NewContext("build")
+	a := startWaiting(t, t.TempDir(), buildSteps(t, hc, `- approve: {message: "ok?", timeout: 1h}`), hc, &base)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	park := func(from, to int) {
+		for i := from; i < to; i++ {
+			id := fmt.Sprintf("p-%d", i)
+			if _, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "x"), durable.StartOptions{RunID: id}); err != nil {
+				t.Fatal(err)
+			}
+			if run, err := a.rt.Await(ctx, id); err != nil || run.State != durable.StateInputRequired {
+				t.Fatalf("%s: %+v %v", id, run, err)
+			}
+		}
+	}
+	park(0, 10) // warm up: pools, DBOS's own goroutines
+	runtime.GC()
+	g0 := runtime.NumGoroutine()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	park(10, 1010)
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	// A few goroutines come and go (the database pool, DBOS's queue runner):
+	// a goroutine per parked run would be a thousand.
+	if g := runtime.NumGoroutine(); g > g0+20 {
+		t.Errorf("1000 parked runs: %d goroutines, %d before", g, g0)
+	}
+	if grew := int64(m1.HeapAlloc) - int64(m0.HeapAlloc); grew > 8<<20 {
+		t.Errorf("1000 parked runs kept %d bytes of heap", grew)
+	}
+	rs, err := a.rt.List(ctx, durable.Filter{States: []durable.State{durable.StateInputRequired}, Limit: 2000})
+	if err != nil || len(rs) != 1010 {
+		t.Errorf("parked runs in the store: %d %v", len(rs), err)
+	}
+}
