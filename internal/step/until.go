@@ -86,18 +86,18 @@ func (u *untilStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 func parseTime(v any) (time.Time, error) {
 	switch x := v.(type) {
 	case int64:
-		return time.Unix(x, 0), nil
+		return unixSeconds(float64(x))
 	case int:
-		return time.Unix(int64(x), 0), nil
+		return unixSeconds(float64(x))
 	case float64:
-		return time.Unix(0, int64(x*float64(time.Second))), nil
+		return unixSeconds(x)
 	case string:
 		s := strings.TrimSpace(x)
 		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 			return t, nil
 		}
 		if n, err := strconv.ParseFloat(s, 64); err == nil {
-			return time.Unix(0, int64(n*float64(time.Second))), nil
+			return unixSeconds(n)
 		}
 		if len(s) > 64 {
 			s = s[:64] + "…"
@@ -105,4 +105,17 @@ func parseTime(v any) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q is no time: want RFC 3339 (2026-12-24T18:00:00Z) or seconds since 1970", s)
 	}
 	return time.Time{}, fmt.Errorf("a %T is no time: want RFC 3339 text or seconds since 1970", v)
+}
+
+// maxUnixSeconds is the end of year 9999: later "times" are mistakes (a
+// timestamp in milliseconds, say), and would overflow nanoseconds.
+const maxUnixSeconds = 253402300799
+
+// unixSeconds is the time n seconds after 1970.
+func unixSeconds(n float64) (time.Time, error) {
+	if n < 0 || n > maxUnixSeconds || n != n {
+		return time.Time{}, fmt.Errorf("%v is no time: seconds since 1970 go up to %d (is it in milliseconds?)", n, maxUnixSeconds)
+	}
+	sec := int64(n)
+	return time.Unix(sec, int64((n-float64(sec))*float64(time.Second))), nil
 }

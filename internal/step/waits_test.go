@@ -151,6 +151,9 @@ func TestSleepAndUntilInMemory(t *testing.T) {
 	if _, err := call(t, hc, "until", map[string]any{"at": "next tuesday"}); err == nil || !strings.Contains(err.Error(), `"next tuesday" is no time`) {
 		t.Errorf("no time: %v", err)
 	}
+	if _, err := call(t, hc, "until", map[string]any{"at": "1764892800000"}); err == nil || !strings.Contains(err.Error(), "milliseconds?") {
+		t.Errorf("a time in milliseconds: %v", err)
+	}
 }
 
 // buildStep builds one step from YAML in a bare engine context.
