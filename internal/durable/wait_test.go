@@ -253,10 +253,13 @@ func TestCallbackBodies(t *testing.T) {
 		t.Error("a body over the limit resolved the run")
 	}
 
-	ew := Wait{Kind: WaitElicit, Key: "form"}
+	ew := Wait{Kind: WaitElicit, Key: "form", Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","minLength":2}},"required":["name"]}`)}
 	runs.park("e", 0, ew)
 	if code, body := post(t, w.URL("e", ew), "application/json", `{"action":"accept","content":[1]}`); code != 400 || !strings.Contains(body, "object") {
 		t.Errorf("elicit content no object: %d %s", code, body)
+	}
+	if code, body := post(t, w.URL("e", ew), "application/json", `{"action":"accept","content":{"name":"A"}}`); code != 400 || !strings.Contains(body, "does not match the form") {
+		t.Errorf("an answer the form refuses: %d %s", code, body)
 	}
 	if code, body := post(t, w.URL("e", ew), "application/json", `{"action":"accept","content":{"name":"Ada"}}`); code != 200 {
 		t.Fatalf("elicit: %d %s", code, body)
