@@ -101,7 +101,7 @@ func (a *approveStep) Process(ctx context.Context, ex *exchange.Exchange) error 
 		if err := runNotify(ctx, a.notify, ex, HeaderApprovalURL, url); err != nil {
 			return fmt.Errorf("approve: %w", err)
 		}
-		logWaitURL(a.hc, a.name, runID, url)
+		logWaitURL(a.hc, a.notify, a.name, runID, url)
 		return durable.Park(wt)
 	}
 	client := ask.FromContext(ctx)
@@ -137,7 +137,7 @@ func (a *approveStep) waitInMemory(ctx context.Context, ex *exchange.Exchange, w
 	if err := runNotify(ctx, a.notify, ex, HeaderApprovalURL, held.URL); err != nil {
 		return durable.Resolution{}, fmt.Errorf("approve: %w", err)
 	}
-	logWaitURL(a.hc, a.name, "", held.URL)
+	logWaitURL(a.hc, a.notify, a.name, "", held.URL)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop() // ends the elicitation when the callback answered first
 	interrupted := make(chan error, 1)

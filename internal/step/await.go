@@ -137,7 +137,7 @@ func (a *awaitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 		if err := runNotify(ctx, a.notify, ex, HeaderAwaitURL, url); err != nil {
 			return fmt.Errorf("await: %w", err)
 		}
-		logWaitURL(a.hc, a.name, runID, url)
+		logWaitURL(a.hc, a.notify, a.name, runID, url)
 		return durable.Park(wt)
 	}
 	if waits == nil {
@@ -152,7 +152,7 @@ func (a *awaitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if err := runNotify(ctx, a.notify, ex, HeaderAwaitURL, url); err != nil {
 		return fmt.Errorf("await: %w", err)
 	}
-	logWaitURL(a.hc, a.name, "", url)
+	logWaitURL(a.hc, a.notify, a.name, "", url)
 	r, err := held.Wait(ctx)
 	if err != nil {
 		return fmt.Errorf("await: %w", err)

@@ -78,10 +78,11 @@ func decodeData(raw json.RawMessage) (any, error) {
 	return v, jsonnum.Normalize(&v)
 }
 
-// logWaitURL logs where a waiting step can be resolved, for the operator when
-// no notify: sends it anywhere.
-func logWaitURL(hc *engine.Context, step string, runID string, url string) {
-	if url == "" {
+// logWaitURL logs where a waiting step can be resolved, for the operator,
+// when no notify: step sends the link anywhere: the link lets whoever holds
+// it decide, so it is not logged where the workflow hands it to someone.
+func logWaitURL(hc *engine.Context, notify engine.Processor, step string, runID string, url string) {
+	if url == "" || notify != nil {
 		return
 	}
 	hc.Logger().Info("waiting step: resolve it at its callback URL", "step", step, "run", runID, "url", url)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/step"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -189,6 +191,8 @@ func parkOf(t *testing.T, err error) durable.Wait {
 func TestWaitingStepsParkInADurableRun(t *testing.T) {
 	t.Parallel()
 	hc := engine.NewContext("durable-waits")
+	logs := &testtools.SyncBuffer{}
+	hc.SetLogger(slog.New(slog.NewTextHandler(logs, nil)))
 	w, err := durable.NewWaits(durable.WaitsOptions{Secret: waitSecret, BaseURL: "https://helix.example"})
 	if err != nil {
 		t.Fatal(err)
@@ -213,6 +217,9 @@ func TestWaitingStepsParkInADurableRun(t *testing.T) {
 		t.Errorf("notify sent %q, want %q", got, want)
 	}
 	jsonEqual(t, "the run's body after notify", ex.In().Body(), map[string]any{"n": 3})
+	if strings.Contains(logs.String(), "/helix/callbacks/") {
+		t.Errorf("a link that notify: sends was logged too:\n%s", logs)
+	}
 	ex = exchange.NewWithBody(exchange.InOut, "b")
 	if err := approve.Process(resolved(durable.Resolution{Kind: durable.ResolvedRejected, By: "ops"}), ex); err != nil || ex.In().HeaderString(step.HeaderApproval) != "rejected" || ex.In().HeaderString(step.HeaderApprovalBy) != "ops" {
 		t.Errorf("rejected, on_reject continue: %v %v", err, ex.In().Headers())
@@ -247,6 +254,9 @@ func TestWaitingStepsParkInADurableRun(t *testing.T) {
 	wt = parkOf(t, await.Process(ctx, ex))
 	if wt.Kind != durable.WaitAwait || wt.Key != "cb" || wt.Source != "" {
 		t.Errorf("await wait %+v", wt)
+	}
+	if !strings.Contains(logs.String(), w.URL("run-9", wt)) {
+		t.Errorf("the link of an await: without notify: is not in the log:\n%s", logs)
 	}
 	ex = exchange.NewWithBody(exchange.InOut, "old")
 	data := durable.ReceivedData([]byte(`{"ok":true}`), "application/json")
