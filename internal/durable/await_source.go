@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
@@ -77,11 +78,36 @@ func (w *Waits) deliverExchange(ctx context.Context, source string, matches map[
 			continue
 		}
 		seen[key] = true
-		if err := w.Deliver(ctx, source, key, data); err != nil {
+		if err := w.deliverPatiently(ctx, source, key, data); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deliverPatiently delivers until it works or the consumer stops: a source
+// such as Kafka counts a record whose processing failed as done (it logs it
+// and commits), so a record that cannot be delivered now (the store does not
+// answer, the inbox is full) holds its partition instead of being lost.
+func (w *Waits) deliverPatiently(ctx context.Context, source, key string, data json.RawMessage) error {
+	wait := 100 * time.Millisecond
+	for warned := false; ; warned = true {
+		err := w.Deliver(ctx, source, key, data)
+		if err == nil {
+			return nil
+		}
+		if !warned {
+			w.log.Warn("durable: a record of an await: source cannot be delivered yet; trying again", "source", source, "error", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
 // exchangeData is the Data of a ResolvedReceived for a received exchange: its

@@ -35,14 +35,15 @@ type Waits struct {
 	inboxTTL time.Duration
 	now      func() time.Time
 
-	mu      sync.Mutex
-	memory  map[string]*memoryWaiter // nonce → waiter of a run that is not durable
-	timers  map[string]*time.Timer   // run id → the timer of its current wait
-	awaited map[awaitKey]parkedAt    // (source, key) → the durable run that waits for it
-	inbox   map[awaitKey][]inboxItem // records that came before anyone waited for them
-	inboxN  int                      // records in inbox, expired ones included
-	sweeper *time.Timer              // the next Sweep
-	closed  bool
+	mu       sync.Mutex
+	memory   map[string]*memoryWaiter // nonce → waiter of a run that is not durable
+	timers   map[string]*time.Timer   // run id → the timer of its current wait
+	awaited  map[awaitKey]parkedAt    // (source, key) → the durable run that waits for it
+	inbox    map[awaitKey][]inboxItem // records that came before anyone waited for them
+	inboxN   int                      // records in inbox, expired ones included
+	inboxMax int                      // maxInbox (tests lower it)
+	sweeper  *time.Timer              // the next Sweep
+	closed   bool
 }
 
 // WaitsOptions configure [NewWaits].
@@ -71,8 +72,8 @@ const CallbackPath = "/helix/callbacks/"
 // two away from its await: to park, without keeping records nobody claims forever.
 const defaultInboxTTL = time.Hour
 
-// maxInbox bounds the records kept for runs that have not parked yet; the
-// oldest goes first (with a warning) when a flood of uncorrelated records comes.
+// maxInbox bounds the records kept for runs that have not parked yet; past it
+// a record is refused (its consumer offers it again later) rather than dropped.
 const maxInbox = 100000
 
 // NewWaits returns the wait service of one app.
@@ -83,7 +84,7 @@ func NewWaits(o WaitsOptions) (*Waits, error) {
 	w := &Waits{secret: append([]byte(nil), o.Secret...), baseURL: strings.TrimRight(o.BaseURL, "/"), runs: o.Runs,
 		log: o.Logger, inboxTTL: o.InboxTTL, now: o.Now,
 		memory: map[string]*memoryWaiter{}, timers: map[string]*time.Timer{},
-		awaited: map[awaitKey]parkedAt{}, inbox: map[awaitKey][]inboxItem{}}
+		awaited: map[awaitKey]parkedAt{}, inbox: map[awaitKey][]inboxItem{}, inboxMax: maxInbox}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -449,7 +450,7 @@ func (w *Waits) Parked(ctx context.Context, run Run) {
 		if data, ok := w.takeInbox(k); ok {
 			if err := w.resolveRun(ctx, run, Resolution{Kind: ResolvedReceived, Data: data, By: wt.Source}); err != nil && !errors.Is(err, ErrGone) {
 				w.log.Warn("durable: an await: could not take the record that came before it parked", "run", run.ID, "error", err)
-				w.putInbox(k, data) // keep it for the next try
+				_ = w.putInbox(k, data) // keep it for the next try (it fit before)
 			} else {
 				return
 			}
@@ -597,8 +598,7 @@ func (w *Waits) Deliver(ctx context.Context, source, key string, data json.RawMe
 		delete(w.awaited, k)
 		w.mu.Unlock()
 	}
-	w.putInbox(k, data)
-	return nil
+	return w.putInbox(k, data)
 }
 
 type inboxItem struct {
@@ -606,11 +606,11 @@ type inboxItem struct {
 	expires time.Time
 }
 
-func (w *Waits) putInbox(k awaitKey, data json.RawMessage) {
+func (w *Waits) putInbox(k awaitKey, data json.RawMessage) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
-	if w.inboxN >= maxInbox { // sweep the expired ones only when it matters
+	if w.inboxN >= w.inboxMax { // sweep the expired ones only when it matters
 		w.inboxN = 0
 		for key, items := range w.inbox {
 			items = unexpired(items, now)
@@ -622,13 +622,20 @@ func (w *Waits) putInbox(k awaitKey, data json.RawMessage) {
 			w.inboxN += len(items)
 		}
 	}
-	if w.inboxN >= maxInbox {
-		w.log.Warn("durable: the await inbox is full; a record no run waits for is dropped", "source", k.source)
-		return
+	if w.inboxN >= w.inboxMax {
+		// Refused, not dropped: the source's consumer holds the record and
+		// offers it again (deliverPatiently), by when old records expired or
+		// their runs took them.
+		return ErrInboxFull
 	}
 	w.inbox[k] = append(w.inbox[k], inboxItem{data: data, expires: now.Add(w.inboxTTL)})
 	w.inboxN++
+	return nil
 }
+
+// ErrInboxFull refuses a record no run waits for while the inbox holds
+// maxInbox records.
+var ErrInboxFull = errors.New("durable: the await inbox is full (records that no run waits for yet)")
 
 func (w *Waits) takeInbox(k awaitKey) (json.RawMessage, bool) {
 	w.mu.Lock()

@@ -535,3 +535,67 @@ func TestSweepFindsRunsParkedElsewhere(t *testing.T) {
 		t.Error("Waits swept after Close")
 	}
 }
+
+// A full inbox refuses a record (its source offers it again) instead of
+// dropping it; expired records make room.
+func TestAwaitInboxFullRefuses(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	var clock atomic.Int64
+	w, err := NewWaits(WaitsOptions{Secret: testSecret, InboxTTL: time.Minute,
+		Now: func() time.Time { return now.Add(time.Duration(clock.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.inboxMax = 3
+	ctx := context.Background()
+	for i := range 3 {
+		if err := w.Deliver(ctx, "t", fmt.Sprint(i), json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Deliver(ctx, "t", "3", json.RawMessage(`{}`)); !errors.Is(err, ErrInboxFull) {
+		t.Fatalf("a fourth record: %v, want ErrInboxFull", err)
+	}
+	clock.Store(int64(2 * time.Minute))
+	if err := w.Deliver(ctx, "t", "3", json.RawMessage(`{}`)); err != nil {
+		t.Fatalf("after the others expired: %v", err)
+	}
+	if !InboxHasForTest(w, "3") || InboxHasForTest(w, "0") {
+		t.Error("the inbox kept the wrong records")
+	}
+}
+
+// A record that cannot be delivered now holds its consumer until it can
+// (a source such as Kafka would count a failed record as done).
+func TestDeliverPatientlyHoldsTheRecord(t *testing.T) {
+	t.Parallel()
+	w := newTestWaits(t, nil, "")
+	w.inboxMax = 1
+	ctx := context.Background()
+	if err := w.Deliver(ctx, "t", "a", json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.deliverPatiently(ctx, "t", "b", json.RawMessage(`{"b":1}`)) }()
+	select {
+	case err := <-done:
+		t.Fatalf("delivered into a full inbox: %v", err)
+	case <-time.After(150 * time.Millisecond): // an observation window: it must still wait
+	}
+	h := w.Hold(Wait{Kind: WaitAwait, Source: "t", Key: "a"}) // takes "a": room for "b"
+	h.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !InboxHasForTest(w, "b") {
+		t.Error("the held record is not in the inbox")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { done <- w.deliverPatiently(cctx, "t", "c", json.RawMessage(`{}`)) }()
+	cancel()
+	if err := <-done; !errors.Is(err, ErrInboxFull) {
+		t.Errorf("a stopped consumer: %v", err)
+	}
+}
