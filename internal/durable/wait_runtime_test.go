@@ -325,3 +325,39 @@ func TestParkedRunsOnTheStoreHoldNoGoroutineAllocs(t *testing.T) { // not parall
 		t.Errorf("parked runs in the store: %d %v", len(rs), err)
 	}
 }
+
+// The store resolves a wait of a given segment only while the run is parked
+// in it: a timer of an earlier wait finds the run gone on.
+func TestResolveSegmentOnTheStore(t *testing.T) {
+	t.Parallel()
+	var base string
+	hc := engine.NewContext("build")
+	a := startWaiting(t, t.TempDir(), buildSteps(t, hc, `
+- approve: {message: "one?", id: one}
+- approve: {message: "two?", id: two}
+`), hc, &base)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "x"), durable.StartOptions{RunID: "seg"}); err != nil {
+		t.Fatal(err)
+	}
+	if run, err := a.rt.Await(ctx, "seg"); err != nil || run.Segment != 0 || run.Wait == nil {
+		t.Fatalf("%+v %v", run, err)
+	}
+	if _, err := a.rt.ResolveSegment(ctx, "seg", 1, durable.Resolution{Kind: durable.ResolvedApproved}); err != durable.ErrNotWaiting {
+		t.Fatalf("a later segment's resolution: %v", err)
+	}
+	if _, err := a.rt.ResolveSegment(ctx, "seg", 0, durable.Resolution{Kind: durable.ResolvedApproved}); err != nil {
+		t.Fatal(err)
+	}
+	testtools.Eventually(t, "the run parked on its second wait", func() bool {
+		run, err := a.rt.Get(ctx, "seg")
+		return err == nil && run.Segment == 1 && run.Wait != nil && run.Wait.Key == "two"
+	})
+	if _, err := a.rt.ResolveSegment(ctx, "seg", 0, durable.Resolution{Kind: durable.ResolvedTimeout}); err != durable.ErrNotWaiting {
+		t.Fatalf("the first wait's timer, late: %v", err)
+	}
+	if run, _ := a.rt.Get(ctx, "seg"); run.State != durable.StateInputRequired || run.Wait.Key != "two" {
+		t.Errorf("the late timer changed the run: %+v", run)
+	}
+}
