@@ -43,6 +43,7 @@ type Waits struct {
 	inboxN   int                      // records in inbox, expired ones included
 	inboxMax int                      // maxInbox (tests lower it)
 	sweeper  *time.Timer              // the next Sweep
+	sweeps   sync.WaitGroup           // sweeps under way (Close waits for them)
 	closed   bool
 }
 
@@ -97,8 +98,10 @@ func NewWaits(o WaitsOptions) (*Waits, error) {
 	return w, nil
 }
 
-// Close stops every timer; waiters in memory get ErrWaitsClosed.
+// Close stops every timer; waiters in memory get ErrWaitsClosed. A sweep
+// under way ends before it returns.
 func (w *Waits) Close() {
+	defer w.sweeps.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
@@ -547,6 +550,14 @@ const SweepInterval = 30 * time.Second
 func (w *Waits) Sweep(interval time.Duration) {
 	var sweep func()
 	sweep = func() {
+		w.mu.Lock()
+		if w.closed {
+			w.mu.Unlock()
+			return
+		}
+		w.sweeps.Add(1) // Close waits for it
+		w.mu.Unlock()
+		defer w.sweeps.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), interval)
 		err := w.Restore(ctx)
 		cancel()
