@@ -358,6 +358,12 @@ func (rt *Runtime) Cancel(ctx context.Context, runID string) (Run, error) {
 
 // Resolve ends the wait of a parked run: the first resolution wins.
 func (rt *Runtime) Resolve(ctx context.Context, runID string, res Resolution) (Run, error) {
+	return rt.resolveAt(ctx, runID, -1, res)
+}
+
+// resolveAt is Resolve of the wait of segment want only (-1: any segment);
+// see ResolveSegment (wait_store.go).
+func (rt *Runtime) resolveAt(ctx context.Context, runID string, want int, res Resolution) (Run, error) {
 	var state, name string
 	var seg, step int
 	var snap, wait sql.NullString
@@ -369,7 +375,7 @@ func (rt *Runtime) Resolve(ctx context.Context, runID string, res Resolution) (R
 	if err != nil {
 		return Run{}, fmt.Errorf("durable store: %w", err)
 	}
-	if State(state) != StateInputRequired && State(state) != StateWaiting {
+	if State(state) != StateInputRequired && State(state) != StateWaiting || want >= 0 && seg != want {
 		return Run{}, ErrNotWaiting
 	}
 	resJSON, err := json.Marshal(res)

@@ -112,6 +112,8 @@ type App struct {
 	// durableOps operates the durable runs (durable_ops.go); nil when nothing
 	// is durable.
 	durableOps *durableOps
+	// waits resolves the waits of approve:, await:, sleep: … (waits.go).
+	waits waitsState
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -320,6 +322,15 @@ func (a *App) Start(ctx context.Context) error {
 		a.closeSecurity()
 		return err
 	}
+	if err := a.startWaits(ctx); err != nil { // waits.go
+		a.stopDurableAt(0)()
+		a.state.Store(stateStopped)
+		_ = a.hc.Stop(ctx)
+		_ = a.stopManagement(ctx)
+		_ = a.stopTracing(ctx)
+		a.closeSecurity()
+		return err
+	}
 	a.startCluster() // cluster.go
 	a.state.Store(stateRunning)
 	return nil
@@ -357,6 +368,7 @@ func (a *App) Stop(ctx context.Context) error {
 	}
 	stopDurable := a.stopDurableAt(drain) // durable.go: runs cut off stay pending
 	err := a.hc.Stop(ctx)
+	err = errors.Join(err, a.stopWaits(ctx)) // waits.go: after the drain, in which links still work
 	stopDurable()
 	a.stopCluster() // after every trigger stopped: releases the leader lock
 	if mErr := a.stopManagement(ctx); mErr != nil {

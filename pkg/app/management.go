@@ -64,6 +64,7 @@ func (a *App) buildManagement() {
 		Logger:   a.logger,
 		Limits:   listenerLimits(m.Listener),
 		Runs:     a.durableRuns, // durable_ops.go
+		Routes:   a.waitRoutes(), // waits.go
 	})
 	for _, c := range append(replayBudgetCollectors(), a.durableCollectors()...) {
 		if err := a.mgmt.Register(c); err != nil {
