@@ -73,3 +73,6 @@ func (t *Tool) TaskResult(ex *exchange.Exchange) Result {
 	}
 	return t.shape(res)
 }
+
+// Workflow is the id of the workflow a call of t runs ("" when t is no workflow).
+func (t *Tool) Workflow() string { return t.workflow }

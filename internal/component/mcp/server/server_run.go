@@ -54,6 +54,10 @@ type mcpServer struct {
 	mu      sync.Mutex
 	tools   []*serverTool
 	params  map[string][]transport.ParamHeader // tool name → its x-mcp-header bindings
+	// taskTools are the tools that run as tasks, by name; tasks serves them
+	// (tasks.go), nil when the app has no durable store.
+	taskTools map[string]*serverTool
+	tasks     *taskServer
 	caller  *toolCaller
 	subs    *subscriptions
 	fast    *transport.FastToolCalls // nil unless Helix's transport answers tool calls itself
@@ -100,6 +104,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
 		},
 	}
+	taskTools := s.offerTasks(sopts, tools)
 	s.primitiveOptions(sopts, set, subs)
 	srv := sdk.NewServer(s.implementation(), sopts)
 	subs.notify = func(uri string) { s.resourceUpdated(context.Background(), uri) }
@@ -134,7 +139,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 			params[t.info.Name] = t.params
 		}
 	}
-	s.tools, s.params, s.caller, s.subs = tools, params, caller, subs
+	s.tools, s.params, s.caller, s.subs, s.taskTools = tools, params, caller, subs, taskTools
 	s.mu.Unlock()
 	return srv, gate, nil
 }
@@ -351,6 +356,7 @@ func (s *mcpServer) transportOptions() transport.Options {
 		ChargeCalls:                s.opts.ChargeCalls,
 		Logger:                     s.opts.Logger,
 		ParamHeaders:               s.paramHeaders,
+		Tasks:                      s.taskRequests(),
 	}
 }
 

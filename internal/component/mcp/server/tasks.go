@@ -63,8 +63,8 @@ const (
 // taskServer answers the tasks surface of one MCP server (transport.Tasks).
 type taskServer struct {
 	runs durable.Runs
-	// tool returns the server's tool named name, or nil.
-	tool func(name string) *serverTool
+	// tools returns the server's task tools by name (they change on reload).
+	tools func() map[string]*serverTool
 	// decode turns the snapshot a run ended with into its exchange.
 	decode func(json.RawMessage) (*exchange.Exchange, error)
 	caller *tool.Caller
@@ -75,8 +75,12 @@ var _ transport.Tasks = (*taskServer)(nil)
 
 // TaskTool reports whether the tool named name runs as a task.
 func (ts *taskServer) TaskTool(name string) bool {
-	t := ts.tool(name)
-	return t != nil && t.t.TaskSupport != tool.TaskForbidden
+	return ts.tool(name) != nil
+}
+
+// tool returns the task tool named name, or nil.
+func (ts *taskServer) tool(name string) *serverTool {
+	return ts.tools()[name]
 }
 
 // taskParams are the members of the params of the tasks surface's requests.
@@ -281,8 +285,10 @@ func (ts *taskServer) ownsWorkflow(workflow string) bool {
 
 // toolOf returns the task tool running workflow, or nil.
 func (ts *taskServer) toolOf(workflow string) *serverTool {
-	if t := ts.tool(tool.SanitizeName(workflow)); t != nil && t.t.ID == workflow && t.t.TaskSupport != tool.TaskForbidden {
-		return t
+	for _, t := range ts.tools() {
+		if t.t.Workflow() == workflow {
+			return t
+		}
 	}
 	return nil
 }
@@ -591,4 +597,52 @@ type legacyCreateResult struct {
 type legacyTaskList struct {
 	Tasks      []legacyTask `json:"tasks"`
 	NextCursor string       `json:"nextCursor,omitempty"`
+}
+
+// offerTasks returns the tools of the server that run as tasks, by name, and
+// advertises the tasks extension when there are any: tools whose workflow is
+// durable, on an app with a durable store.
+func (s *mcpServer) offerTasks(sopts *sdk.ServerOptions, tools []*serverTool) map[string]*serverTool {
+	runs := durable.For(s.comp.hc)
+	if runs == nil {
+		return nil
+	}
+	byName := map[string]*serverTool{}
+	for _, t := range tools {
+		if t.t.TaskSupport != tool.TaskForbidden && t.t.Workflow() != "" {
+			byName[t.info.Name] = t
+		}
+	}
+	if len(byName) == 0 {
+		return nil
+	}
+	if sopts.Capabilities.Extensions == nil {
+		sopts.Capabilities.Extensions = map[string]any{}
+	}
+	sopts.Capabilities.Extensions[tasksExtension] = map[string]any{}
+	s.mu.Lock()
+	if s.tasks == nil {
+		s.tasks = &taskServer{runs: runs, tools: s.currentTaskTools, decode: decodeRunResult,
+			caller: tool.NewCaller(s.opts.Name), logger: s.opts.Logger}
+	}
+	s.mu.Unlock()
+	return byName
+}
+
+// currentTaskTools returns the task tools of the server's last build.
+func (s *mcpServer) currentTaskTools() map[string]*serverTool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.taskTools
+}
+
+// taskRequests is the transport's hook for the tasks surface: nil (no
+// interface holding a nil pointer) when the server runs no tool as a task.
+func (s *mcpServer) taskRequests() transport.Tasks {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tasks == nil {
+		return nil
+	}
+	return s.tasks
 }
