@@ -51,25 +51,26 @@ type mcpServer struct {
 	comp *Component
 	opts Options
 
-	mu     sync.Mutex
-	tools  []*serverTool
-	params map[string][]transport.ParamHeader // tool name → its x-mcp-header bindings
-	// taskTools are the tools that run as tasks, by name; tasks serves them
-	// (tasks.go), nil when the app has no durable store.
-	taskTools map[string]*serverTool
-	tasks     *taskServer
-	caller    *toolCaller
-	subs      *subscriptions
-	fast      *transport.FastToolCalls // nil unless Helix's transport answers tool calls itself
-	sdk       *sdk.Server
-	gate      *callGate
-	posts     postContexts
-	inputs    *inputRequests // made by the first build (inputRequests)
-	ln        net.Listener
-	httpSrv   *http.Server
-	running   bool
+	mu      sync.Mutex
+	tools   []*serverTool
+	params  map[string][]transport.ParamHeader // tool name → its x-mcp-header bindings
+	caller  *toolCaller
+	subs    *subscriptions
+	fast    *transport.FastToolCalls // nil unless Helix's transport answers tool calls itself
+	sdk     *sdk.Server
+	gate    *callGate
+	posts   postContexts
+	inputs  *inputRequests // made by the first build (inputRequests)
+	ln      net.Listener
+	httpSrv *http.Server
+	running bool
 	// stopping is set by beginShutdown: new tool calls and new sessions are refused.
 	stopping atomic.Bool
+
+	// taskTools are the tools that run as tasks, by name (under mu); tasks
+	// serves them (tasks.go). Both nil when the app has no durable store.
+	taskTools map[string]*serverTool
+	tasks     *taskServer
 
 	serveDone   chan struct{} // http: Serve returned
 	stdioCancel context.CancelFunc
