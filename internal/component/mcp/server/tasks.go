@@ -646,3 +646,12 @@ func (s *mcpServer) taskRequests() transport.Tasks {
 	}
 	return s.tasks
 }
+
+// decodeRunResult reads the exchange snapshot a durable run ended with.
+func decodeRunResult(raw json.RawMessage) (*exchange.Exchange, error) {
+	snap, err := exchange.DecodeSnapshot(raw)
+	if err != nil {
+		return nil, err
+	}
+	return exchange.NewFromSnapshot(snap), nil
+}

@@ -88,7 +88,11 @@ func (m *memRuns) goLocked(r *memRun, ctx context.Context) {
 		case err != nil:
 			r.run.State, r.run.Error = durable.StateFailed, exchange.ClientMessage(err)
 		default:
-			raw, _ := json.Marshal(map[string]any{"b": r.ex.In().Body(), "h": r.ex.In().Headers()})
+			raw, err := exchange.TakeSnapshot(r.ex).Encode(0)
+			if err != nil {
+				r.run.State, r.run.Error = durable.StateFailed, err.Error()
+				break
+			}
 			r.run.State, r.run.Result = durable.StateCompleted, raw
 		}
 		m.touchLocked(r)
