@@ -655,3 +655,22 @@ func decodeRunResult(raw json.RawMessage) (*exchange.Exchange, error) {
 	}
 	return exchange.NewFromSnapshot(snap), nil
 }
+
+// withTask applies a tool override's task: to t, a copy of the catalogue's tool
+// (tool.Tool.WithInput). A tool runs as a task only when its workflow is
+// durable: asking for a task of any other tool is an error saying so.
+func withTask(t *tool.Tool, task tool.TaskSupport) (*tool.Tool, error) {
+	switch task {
+	case "":
+	case "forbidden":
+		t.TaskSupport = tool.TaskForbidden
+	case tool.TaskOptional, tool.TaskRequired:
+		if t.TaskSupport == tool.TaskForbidden {
+			return nil, fmt.Errorf("tool %s: task: %s needs a durable workflow: set durable: true on workflow %s", t.Name, task, t.ID)
+		}
+		t.TaskSupport = task
+	default:
+		return nil, fmt.Errorf("tool %s: task is %q; it is one of optional, required, forbidden", t.Name, task)
+	}
+	return t, nil
+}

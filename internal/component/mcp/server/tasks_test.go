@@ -287,6 +287,8 @@ func taskServer(t *testing.T) (*server.Component, *memRuns) {
 	for _, o := range []server.Options{
 		{ID: "tasks", Addr: "127.0.0.1:0", Stateless: true, HTTPMiddleware: stack.Middleware, DisableLocalhostProtection: true},
 		{ID: "sessions", Addr: "127.0.0.1:0", HTTPMiddleware: stack.Middleware, DisableLocalhostProtection: true},
+		{ID: "forbid", Addr: "127.0.0.1:0", Stateless: true, HTTPMiddleware: stack.Middleware, DisableLocalhostProtection: true,
+			Tools: map[string]server.ToolOverride{"slow": {Task: "forbidden"}}},
 	} {
 		if err := comp.AddServer(o); err != nil {
 			t.Fatal(err)
@@ -660,5 +662,31 @@ func TestNoTasksWithoutAStore(t *testing.T) {
 	defer cs.Close()
 	if _, ok := cs.InitializeResult().Capabilities.Extensions["io.modelcontextprotocol/tasks"]; ok {
 		t.Fatal("a server without a durable store advertises tasks")
+	}
+}
+
+// A tool override's task: forbidden serves a durable tool without tasks; asking
+// for a task of a tool whose workflow is not durable is an error naming it.
+func TestToolOverrideTask(t *testing.T) {
+	t.Parallel()
+	comp, runs := taskServer(t)
+	h := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "slow", "X-API-Key": "key-a"}
+	r := postRPC(t, "http://"+comp.Addr("forbid").String()+"/mcp", h, "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"ms": 1},
+		"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": withTask}})
+	if r.Error != nil || r.Result["taskId"] != nil || resultText(r) != "slept 1ms" {
+		t.Fatalf("task: forbidden: %+v %v", r.Error, r.Result)
+	}
+	if n := len(runs.order); n != 0 {
+		t.Fatalf("%d runs started", n)
+	}
+	hc := engine.NewContext("plain")
+	for _, wf := range taskWorkflows(hc) {
+		if err := hc.AddWorkflow(wf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := server.NewSDKServer(hc, server.Options{ID: "x", Tools: map[string]server.ToolOverride{"greet": {Task: tool.TaskRequired}}})
+	if err == nil || !strings.Contains(err.Error(), "tool greet: task: required needs a durable workflow: set durable: true on workflow greet") {
+		t.Fatalf("task: required of a workflow that is not durable: %v", err)
 	}
 }
