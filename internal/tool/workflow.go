@@ -109,6 +109,10 @@ func FromWorkflow(hc *engine.Context, wf *engine.Workflow) (*Tool, error) {
 	id := wf.ID
 	var idValue any = id // boxed once, not on every call
 	t.workflow = id
+	if wf.Durable {
+		// A durable run can be followed by its id: MCP servers may run it as a task.
+		t.TaskSupport = TaskOptional
+	}
 	t.start = func(ctx context.Context, args map[string]any) *exchange.Exchange {
 		ex := exchange.NewWithBody(exchange.InOut, args)
 		msg := ex.In()

@@ -55,6 +55,8 @@ const (
 	taskPollInterval = time.Second
 	// taskIDPrefix starts the run id of every task a server creates.
 	taskIDPrefix = "task-"
+	// taskRecordWait bounds the wait for a started run to be in the store.
+	taskRecordWait = 10 * time.Second
 	// taskResultWait bounds one 2025-11-25 tasks/result wait for a run to end;
 	// the client asks again after it.
 	taskResultWait = 5 * time.Minute
@@ -247,10 +249,32 @@ func (ts *taskServer) start(ctx context.Context, t *serverTool, p *taskParams, w
 		ts.logger.Error("mcp task: cannot start the durable run", "tool", t.info.Name, "workflow", task.Workflow, "error", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("cannot start tool %s as a task; try again later", t.info.Name)}, true
 	}
+	if run, err = ts.recorded(ctx, run); err != nil {
+		ts.logger.Error("mcp task: the durable run is not recorded", "tool", t.info.Name, "task", id, "error", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("cannot start tool %s as a task; try again later", t.info.Name)}, true
+	}
 	if legacy {
 		return legacyCreateResult{Task: legacyTaskOf(run)}, nil, true
 	}
 	return createTaskResult{ResultType: "task", taskFields: taskFieldsOf(run)}, nil, true
+}
+
+// recorded waits until the store answers for the run Start began: a task is
+// answered only once tasks/get finds it, on this replica or any other.
+func (ts *taskServer) recorded(ctx context.Context, started durable.Run) (durable.Run, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskRecordWait)
+	defer cancel()
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		run, err := ts.runs.Get(ctx, started.ID)
+		if !errors.Is(err, durable.ErrNotFound) {
+			return run, err
+		}
+		select {
+		case <-ctx.Done():
+			return started, fmt.Errorf("run %s is not in the store after %s", started.ID, taskRecordWait)
+		case <-time.After(wait):
+		}
+	}
 }
 
 // owned returns the task p names if the caller may see it: a run this server's
