@@ -87,6 +87,8 @@ type HelixConfig struct {
 	Cluster ClusterConfig
 	// Tracing is helix.tracing: OpenTelemetry tracing (tracing.go).
 	Tracing TracingConfig
+	// Callbacks is helix.callbacks: the links that resolve waits (callbacks.go).
+	Callbacks CallbacksConfig
 }
 
 // MCPSection is `helix.mcp`.

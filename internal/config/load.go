@@ -391,6 +391,8 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 			})
 		},
 	}
+	// helix.callbacks: the links that resolve waiting steps (callbacks.go)
+	fields["callbacks"] = func(v *yaml.Node, p string) { decodeCallbacks(d, v, p, &h.Callbacks) }
 	addModuleFields(d, h, fields) // modules.go: helix.kafka …
 	d.Mapping(n, path, "helix", fields)
 }

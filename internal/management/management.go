@@ -52,6 +52,11 @@ type Options struct {
 	// read_timeout, idle_timeout, write_timeout, max_connections,
 	// max_connections_per_ip); zero fields mean the netguard defaults.
 	Limits netguard.Limits
+	// Routes are more routes (ServeMux pattern → handler) that authenticate
+	// their requests themselves (the signed callback links of waiting steps):
+	// they are served without the loopback host check, so that a reverse proxy
+	// may forward them under the public host name.
+	Routes map[string]http.Handler
 }
 
 // Server is the management HTTP server. Start and Stop are called once each
@@ -192,18 +197,30 @@ func (s *Server) handler(checkHost bool) http.Handler {
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("GET "+MetricsPath, s.metricsHandler())
 	if !checkHost {
+		for p, h := range s.opts.Routes {
+			mux.Handle(p, h)
+		}
 		return mux
 	}
 	// DNS-rebinding guard: on a loopback listener only loopback host names are
 	// answered, so a web page whose domain was rebound to 127.0.0.1 cannot
 	// read the manifest.
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHost(r.Host) {
 			http.Error(w, fmt.Sprintf("forbidden: host %q is not a loopback name", r.Host), http.StatusForbidden)
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
+	if len(s.opts.Routes) == 0 {
+		return guarded
+	}
+	outer := http.NewServeMux()
+	for p, h := range s.opts.Routes {
+		outer.Handle(p, h)
+	}
+	outer.Handle("/", guarded)
+	return outer
 }
 
 func (s *Server) serveManifest(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/arvenza/helix/internal/ask"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
@@ -90,13 +91,23 @@ func (e *elicitStep) Name() string     { return e.name }
 func (e *elicitStep) AsksClient() bool { return true }
 
 func (e *elicitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
-	c := ask.FromContext(ctx)
-	if c == nil {
-		return fmt.Errorf("elicit: %w", ask.ErrNoClient)
+	if r, ok := durable.ResolutionFrom(ctx); ok { // a durable run, answered
+		ans, err := e.answerOf(r)
+		if err != nil {
+			return fmt.Errorf("elicit: %w", err)
+		}
+		return e.apply(ex, ans, e.message)
 	}
 	msg, err := uri.Expand(e.message, ex)
 	if err != nil {
 		return fmt.Errorf("elicit: message: %w", err)
+	}
+	if _, ok := durable.RunID(ctx); ok { // a durable run parks until the answer comes
+		return e.park(msg)
+	}
+	c := ask.FromContext(ctx)
+	if c == nil {
+		return fmt.Errorf("elicit: %w", ask.ErrNoClient)
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
@@ -104,6 +115,11 @@ func (e *elicitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if err != nil {
 		return fmt.Errorf("elicit: %w", err)
 	}
+	return e.apply(ex, ans, msg)
+}
+
+// apply sets the answer on the exchange (or fails on a decline).
+func (e *elicitStep) apply(ex *exchange.Exchange, ans *ask.ElicitAnswer, msg string) error {
 	msgIn := ex.In()
 	msgIn.SetHeader(HeaderElicitAction, ans.Action)
 	if ans.Action != ask.ActionAccept {

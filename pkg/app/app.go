@@ -109,6 +109,8 @@ type App struct {
 	tracer *export.Provider
 	// durable is the durable runtime (durable.go); nil when nothing is durable.
 	durable *durable.Runtime
+	// waits resolves the waits of approve:, await:, sleep: … (waits.go).
+	waits waitsState
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -316,6 +318,14 @@ func (a *App) Start(ctx context.Context) error {
 		a.closeSecurity()
 		return err
 	}
+	if err := a.startWaits(ctx); err != nil { // waits.go
+		a.state.Store(stateStopped)
+		_ = a.hc.Stop(ctx)
+		_ = a.stopManagement(ctx)
+		_ = a.stopTracing(ctx)
+		a.closeSecurity()
+		return err
+	}
 	a.startCluster() // cluster.go
 	a.state.Store(stateRunning)
 	return nil
@@ -354,6 +364,9 @@ func (a *App) Stop(ctx context.Context) error {
 	stopDurable := a.stopDurableAt(drain) // durable.go: runs cut off stay pending
 	err := a.hc.Stop(ctx)
 	stopDurable()
+
+	err = errors.Join(err, a.stopWaits(ctx)) // waits.go
+
 	a.stopCluster() // after every trigger stopped: releases the leader lock
 	if mErr := a.stopManagement(ctx); mErr != nil {
 		err = errors.Join(err, mErr)

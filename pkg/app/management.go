@@ -63,6 +63,7 @@ func (a *App) buildManagement() {
 		Metrics:  a.metricsSnapshot,
 		Logger:   a.logger,
 		Limits:   listenerLimits(m.Listener),
+		Routes:   a.waitRoutes(), // waits.go
 	})
 	for _, c := range replayBudgetCollectors() {
 		if err := a.mgmt.Register(c); err != nil {
