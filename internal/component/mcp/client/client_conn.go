@@ -331,10 +331,14 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 		return c.callOutcome(ctx, parent, name, timeout, tr, res, err)
 	}
 	var tk *task
+	// keep leaves the task running when the call ends because its durable run
+	// stopped (a shutdown, a takeover): the resumed run polls it again.
+	keep := func() bool { return false }
 	if j := durable.JournalFrom(parent); j != nil && c.cfg.Transport == TransportHTTP {
 		// A durable run: the call's outcome is journaled (tasks.go), so that a
 		// resumed run polls the task the call made instead of calling again.
 		res, tk, err = c.journaledCall(ctx, j, name, outcome)
+		keep = func() bool { return parent.Err() != nil }
 	} else {
 		res, tk, err = outcome(ctx)
 	}
@@ -342,7 +346,7 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 		return res, err
 	}
 	// The server runs the tool as a task: wait for its end (tasks.go).
-	res, err = c.awaitTask(ctx, name, tk)
+	res, err = c.awaitTask(ctx, name, tk, keep)
 	var te *ToolError
 	switch {
 	case err == nil, errors.As(err, &te):

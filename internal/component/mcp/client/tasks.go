@@ -218,14 +218,17 @@ func rpcResult(contentType string, body []byte) (json.RawMessage, error) {
 }
 
 // awaitTask polls tk until it ends and returns the tool's result. When ctx ends
-// first, the task is cancelled.
-func (c *Conn) awaitTask(ctx context.Context, tool string, tk *task) (*sdk.CallToolResult, error) {
+// first, the task is cancelled, unless keep says to leave it running.
+func (c *Conn) awaitTask(ctx context.Context, tool string, tk *task, keep func() bool) (*sdk.CallToolResult, error) {
 	wait := max(time.Duration(tk.PollIntervalMs)*time.Millisecond, taskPollMin)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			if keep() {
+				return nil, fmt.Errorf("task %s, %s, is left running for the resumed run: %w", tk.TaskID, describeTask(tk), ctx.Err())
+			}
 			c.cancelTask(ctx, tk.TaskID)
 			return nil, fmt.Errorf("task %s was cancelled (tasks/cancel) while %s: %w", tk.TaskID, describeTask(tk), ctx.Err())
 		case <-timer.C:
