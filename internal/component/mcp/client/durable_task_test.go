@@ -65,7 +65,9 @@ workflows:
 
 	first := start()
 	sent := make(chan error, 1)
-	go func() { sent <- first.Context().Send(context.Background(), "direct://report", exchange.NewWithBody(exchange.InOut, nil)) }()
+	go func() {
+		sent <- first.Context().Send(context.Background(), "direct://report", exchange.NewWithBody(exchange.InOut, nil))
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for len(runsOf(first, "slow")) == 0 {
 		if time.Now().After(deadline) {
