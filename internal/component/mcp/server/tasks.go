@@ -384,6 +384,23 @@ func resolutionOf(w durable.Wait, raw json.RawMessage) (durable.Resolution, *jso
 	if !accepted {
 		return durable.Resolution{Kind: durable.ResolvedDeclined, By: "mcp"}, nil
 	}
+	// An answer that does not fit the form is refused here, leaving the run
+	// waiting, rather than resolving the wait and failing the run.
+	var content map[string]any
+	if len(er.Content) > 0 && string(er.Content) != "null" {
+		if err := json.Unmarshal(er.Content, &content); err != nil {
+			return durable.Resolution{}, invalidParams(fmt.Sprintf("the answer to input request %q must be an object with the form's fields", inputRequestID(w)))
+		}
+	}
+	if content == nil {
+		content = map[string]any{}
+	}
+	var schema map[string]any
+	if len(w.Schema) > 0 && json.Unmarshal(w.Schema, &schema) == nil {
+		if err := checkElicitContent(schema, &content); err != nil {
+			return durable.Resolution{}, invalidParams(fmt.Sprintf("the answer to input request %q does not match the form: %v", inputRequestID(w), err))
+		}
+	}
 	return durable.Resolution{Kind: durable.ResolvedAnswered, Data: er.Content, By: "mcp"}, nil
 }
 

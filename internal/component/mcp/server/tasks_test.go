@@ -584,6 +584,13 @@ func TestTasksInputRequiredAndUpdate(t *testing.T) {
 	if bad.Error == nil || bad.Error.Code != -32602 {
 		t.Fatalf("tasks/update with a list: %+v", bad.Error)
 	}
+	// An answer that does not fit the form is refused; the task still waits.
+	wrong := map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": "yes please"}}}
+	bad = taskRPC(t, comp, keyA, withTask, "tasks/update", map[string]any{"taskId": id, "inputResponses": wrong})
+	if bad.Error == nil || bad.Error.Code != -32602 || !strings.Contains(bad.Error.Message, "does not match the form") {
+		t.Fatalf("tasks/update with an answer off the form: %+v", bad.Error)
+	}
+	awaitTask(t, comp, keyA, id, "input_required")
 	answer := map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}
 	for range 2 { // the second answer comes too late and changes nothing
 		ack = taskRPC(t, comp, keyA, withTask, "tasks/update", map[string]any{"taskId": id, "inputResponses": answer})
