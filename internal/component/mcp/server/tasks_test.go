@@ -356,6 +356,7 @@ func postRPC(t *testing.T, url string, headers map[string]string, method string,
 		t.Fatalf("%s: %v: %s", method, err, raw)
 	}
 	r.status = resp.StatusCode
+	r.contentType = resp.Header.Get("Content-Type")
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 		r.session = sid
 	}
@@ -695,5 +696,19 @@ func TestToolOverrideTask(t *testing.T) {
 	_, err := server.NewSDKServer(hc, server.Options{ID: "x", Tools: map[string]server.ToolOverride{"greet": {Task: tool.TaskRequired}}})
 	if err == nil || !strings.Contains(err.Error(), "tool greet: task: required needs a durable workflow: set durable: true on workflow greet") {
 		t.Fatalf("task: required of a workflow that is not durable: %v", err)
+	}
+}
+
+// A client that accepts only event streams gets the tasks answers as one event.
+func TestTasksAnswerAsAnEventStream(t *testing.T) {
+	t.Parallel()
+	comp, _ := taskServer(t)
+	id := createTask(t, comp, keyA, "slow", map[string]any{"ms": 0})
+	r := taskRPC(t, comp, map[string]string{"X-API-Key": "key-a", "Accept": "text/event-stream"}, withTask, "tasks/get", map[string]any{"taskId": id})
+	if r.Error != nil || r.Result["taskId"] != id {
+		t.Fatalf("tasks/get as an event stream: %+v %v", r.Error, r.Result)
+	}
+	if r.contentType != "text/event-stream" {
+		t.Fatalf("Content-Type %q", r.contentType)
 	}
 }
