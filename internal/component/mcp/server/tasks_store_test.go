@@ -9,6 +9,7 @@ import (
 
 	"github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/durable"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -27,6 +28,13 @@ type storeApp struct {
 // startStoreApp starts a storeApp on dir; release, when not nil, is what the
 // "hold" tool waits for (a workflow still running when the process stops).
 func startStoreApp(t *testing.T, dir string, release <-chan struct{}) *storeApp {
+	t.Helper()
+	return startStoreAppOn(t, durable.Options{AppName: "tasks", DataDir: dir}, release)
+}
+
+// startStoreAppOn is startStoreApp on the store o names (a PostgreSQL store
+// shared by replicas: o.Store and o.ReplicaID).
+func startStoreAppOn(t *testing.T, o durable.Options, release <-chan struct{}) *storeApp {
 	t.Helper()
 	hc := engine.NewContext("tasks")
 	hc.SetLogger(slog.New(slog.DiscardHandler))
@@ -50,7 +58,8 @@ func startStoreApp(t *testing.T, dir string, release <-chan struct{}) *storeApp 
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rt, err := durable.New(ctx, durable.Options{AppName: "tasks", DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	o.Logger = slog.New(slog.DiscardHandler)
+	rt, err := durable.New(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,4 +144,32 @@ func TestTasksFromTheDurableStoreAcrossARestart(t *testing.T) {
 	if r := b.rpc(t, withTask, "tasks/get", map[string]any{"taskId": "task-" + fmt.Sprint(time.Now().UnixNano())}); r.Error == nil || r.Error.Code != -32602 {
 		t.Fatalf("unknown task after the restart: %+v", r.Error)
 	}
+}
+
+// Two replicas on one PostgreSQL store: a task created through one is followed,
+// answered and cancelled through the other.
+func TestTasksAcrossReplicasOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := testtools.PostgresDatabase(t)
+	a := startStoreAppOn(t, durable.Options{AppName: "tasks", DataDir: t.TempDir(), Store: url, ReplicaID: "a"}, nil)
+	b := startStoreAppOn(t, durable.Options{AppName: "tasks", DataDir: t.TempDir(), Store: url, ReplicaID: "b"}, nil)
+
+	done := createTask(t, a.comp, nil, "slow", map[string]any{"ms": 10})
+	if got := taskText(t, awaitTask(t, b.comp, nil, done, "completed")); got != "slept 10ms" {
+		t.Fatalf("result through the other replica %q", got)
+	}
+	asking := createTask(t, a.comp, nil, "confirm", nil)
+	awaitTask(t, b.comp, nil, asking, "input_required")
+	answer := map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": false}}}
+	if r := b.rpc(t, withTask, "tasks/update", map[string]any{"taskId": asking, "inputResponses": answer}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if got := taskText(t, awaitTask(t, a.comp, nil, asking, "completed")); got != `answered {"confirm":false}` {
+		t.Fatalf("answered through the other replica %q", got)
+	}
+	long := createTask(t, b.comp, nil, "slow", map[string]any{"ms": 60000})
+	if r := a.rpc(t, withTask, "tasks/cancel", map[string]any{"taskId": long}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	awaitTask(t, b.comp, nil, long, "cancelled")
 }
