@@ -236,7 +236,10 @@ func (s *MCPServerConfig) FastToolCallsOn() bool {
 type ToolOverride struct {
 	Description string
 	InputSchema string
-	Pos         Pos
+	// Task is whether the server runs the tool as an MCP task: "optional",
+	// "required" or "forbidden"; empty: optional when the workflow is durable.
+	Task string
+	Pos  Pos
 }
 
 // SessionLimits are `max_sessions` and `max_sessions_per_principal` of one MCP

@@ -3,6 +3,8 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -88,6 +90,7 @@ func decodeToolOverrides(d *Decoder, v *yaml.Node, p string) map[string]ToolOver
 		o := ToolOverride{Pos: d.Pos(pr.KeyN)}
 		d.Mapping(pr.Value, KeyPath(p, pr.Key), "a tool override", Fields{
 			"description": func(v *yaml.Node, p string) { o.Description = d.String(v, p) },
+			"task":        func(v *yaml.Node, p string) { o.Task = decodeToolTask(d, v, p) },
 			"input_schema": func(v *yaml.Node, p string) {
 				// A mapping is the schema written as YAML: kept as JSON text, like
 				// the JSON text form, so both are advertised and checked alike.
@@ -176,4 +179,18 @@ func decodeRequestState(d *Decoder, v *yaml.Node, p string) *RequestStateConfig 
 		},
 	})
 	return rs
+}
+
+// Values of a tool override's task: (an MCP task, issue 29's durable tools).
+var toolTaskValues = []string{"optional", "required", "forbidden"}
+
+// decodeToolTask decodes `task:` of a tool override.
+func decodeToolTask(d *Decoder, v *yaml.Node, p string) string {
+	s := d.String(v, p)
+	if s != "" && !slices.Contains(toolTaskValues, s) {
+		d.Errorf(v, p, "task is %q; it is one of %s", s, strings.Join(toolTaskValues, ", ")).Hint =
+			"task: required serves the tool only as an MCP task; its workflow must be durable (durable: true)"
+		return ""
+	}
+	return s
 }

@@ -64,6 +64,7 @@ var settingDocs = map[string]string{
 
 	"a tool override.description":  "Replaces the workflow's MCP tool description.",
 	"a tool override.input_schema": "Replaces the tool's input schema, advertised as written and enforced on each call: a JSON Schema object as a mapping, or as JSON text.",
+	"a tool override.task":         "Whether the server runs the tool as an MCP task: optional (the default of a durable workflow: clients that declare the tasks extension get a task), required (only as a task; the workflow must be durable) or forbidden (never).",
 
 	"request_state.key":   "The AES-256 key sealing the requestState of MCP 2026-07-28 input-required results: 32 bytes as base64 or 64 hex digits, written as ${env:NAME}. Replicas need the same; unset, each process makes a random one.",
 	"request_state.ttl":   "How long a requestState can be used. Default 10m.",

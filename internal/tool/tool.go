@@ -46,6 +46,9 @@ type Tool struct {
 	// Invoke runs the tool. It is called concurrently, with arguments that passed
 	// Validate; ctx ends when the caller gives up.
 	Invoke Func
+	// TaskSupport says whether an MCP server may run the tool as a task (a
+	// durable run, task.go): only workflow tools can.
+	TaskSupport TaskSupport
 
 	// Set by compile (Catalogue.Add).
 	input     json.RawMessage      // InputSchema normalized: an object schema with "type": "object"
@@ -53,6 +56,11 @@ type Tool struct {
 	outQuick  *quickSchema         // outSchema compiled to Go checks when plain enough (nil: always outSchema)
 	broken    error                // why the tool cannot be served; Select reports it
 	name      any                  // Name boxed, for the header of every call (nameValue)
+
+	// Set by FromWorkflow: what a durable run of the tool needs (task.go).
+	workflow string
+	start    func(ctx context.Context, args map[string]any) *exchange.Exchange
+	reply    func(reply *exchange.Message) (Result, error)
 }
 
 // nameValue is t.Name as an interface value, boxed once by compile.

@@ -108,7 +108,12 @@ func FromWorkflow(hc *engine.Context, wf *engine.Workflow) (*Tool, error) {
 	structured := len(bytes.TrimSpace(wf.OutputSchema)) > 0
 	id := wf.ID
 	var idValue any = id // boxed once, not on every call
-	t.Invoke = func(ctx context.Context, args map[string]any) (Result, error) {
+	t.workflow = id
+	if wf.Durable {
+		// A durable run can be followed by its id: MCP servers may run it as a task.
+		t.TaskSupport = TaskOptional
+	}
+	t.start = func(ctx context.Context, args map[string]any) *exchange.Exchange {
 		ex := exchange.NewWithBody(exchange.InOut, args)
 		msg := ex.In()
 		msg.SetHeader(exchange.HeaderMcpToolName, t.nameValue())
@@ -123,12 +128,9 @@ func FromWorkflow(hc *engine.Context, wf *engine.Workflow) (*Tool, error) {
 				msg.SetHeader(k, v)
 			}
 		}
-		// The call ends when the caller gives up (ctx) or when the engine abandons
-		// draining at Stop (run context), whichever comes first.
-		if err := hc.RunUntilStop(ctx, id, ex); err != nil {
-			return Result{}, err
-		}
-		reply := ex.In()
+		return ex
+	}
+	t.reply = func(reply *exchange.Message) (Result, error) {
 		if structured {
 			if r, ok := reply.Body().(Result); ok {
 				if err := checkParts(r.Content); err != nil {
@@ -144,6 +146,15 @@ func FromWorkflow(hc *engine.Context, wf *engine.Workflow) (*Tool, error) {
 			return Result{}, fmt.Errorf("the tool's reply is not valid content: %w", err)
 		}
 		return res, nil
+	}
+	t.Invoke = func(ctx context.Context, args map[string]any) (Result, error) {
+		ex := t.start(ctx, args)
+		// The call ends when the caller gives up (ctx) or when the engine abandons
+		// draining at Stop (run context), whichever comes first.
+		if err := hc.RunUntilStop(ctx, id, ex); err != nil {
+			return Result{}, err
+		}
+		return t.reply(ex.In())
 	}
 	return t, nil
 }

@@ -80,7 +80,8 @@ func (a *App) mcpServerOptions(s config.MCPServerConfig) mcpserver.Options {
 	if len(s.Tools) > 0 {
 		opts.Tools = map[string]mcpserver.ToolOverride{}
 		for wid, o := range s.Tools {
-			opts.Tools[wid] = mcpserver.ToolOverride{Description: o.Description, InputSchema: json.RawMessage(o.InputSchema)}
+			opts.Tools[wid] = mcpserver.ToolOverride{Description: o.Description, InputSchema: json.RawMessage(o.InputSchema),
+				Task: tool.TaskSupport(o.Task)}
 		}
 	}
 	return opts

@@ -45,5 +45,22 @@ func (t *Target) Start(ctx context.Context) error {
 	return err
 }
 
+// Journaled reports whether the producer of the target's static URI records
+// parts of its work in a durable run's journal (a producer with a method
+// Journaled() bool that returns true: the mcp:// client records the task an
+// upstream server runs the call as). A durable run then hands the step a
+// journal. A URI with placeholders has no producer before the exchange: false.
+func (t *Target) Journaled() bool {
+	if uri.HasPlaceholders(t.template) {
+		return false
+	}
+	p, err := t.hc.Producer(context.Background(), t.template)
+	if err != nil {
+		return false
+	}
+	j, ok := p.(interface{ Journaled() bool })
+	return ok && j.Journaled()
+}
+
 // Stop is a no-op: producers belong to the context.
 func (t *Target) Stop(context.Context) error { return nil }

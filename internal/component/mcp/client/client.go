@@ -469,6 +469,11 @@ type Producer struct {
 
 var _ component.Producer = (*Producer)(nil)
 
+// Journaled reports that in a durable run the producer records its calls'
+// outcomes in the run's journal (tasks.go): on Streamable HTTP, where a server
+// may answer with a task.
+func (p *Producer) Journaled() bool { return p.ep.cfg.Transport == TransportHTTP }
+
 // Name names the step in error messages.
 func (p *Producer) Name() string { return "target " + p.ep.uri.Raw }
 

@@ -21,6 +21,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/component/mcp/transport"
+	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/report"
 )
 
@@ -309,55 +310,80 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 			c.waiting.Add(-1)
 		}()
 	}
-	tr, err := c.withSession(ctx, false, func(tctx context.Context, s *sdk.ClientSession) error {
-		// The listing is not the call: it goes without the call's tracker.
-		if err := c.checkTool(ctx, s, name); err != nil { // toolschemas.go
+	// outcome sends the call and reads its answer: a result, a task, or an error.
+	outcome := func(ctx context.Context) (*sdk.CallToolResult, *task, error) {
+		var res *sdk.CallToolResult
+		tr, err := c.withSession(ctx, false, func(tctx context.Context, s *sdk.ClientSession) error {
+			// The listing is not the call: it goes without the call's tracker.
+			if err := c.checkTool(ctx, s, name); err != nil { // toolschemas.go
+				return err
+			}
+			trackerFrom(tctx).watchTasksOf(c.offersTasks(s)) // tasks.go
+			var err error
+			res, err = s.CallTool(tctx, params)
 			return err
+		})
+		if call != nil && call.stopReason() != nil {
+			// A forwarded question stopped the call (answers.go): whatever the server
+			// answered meanwhile, that is the call's outcome.
+			return nil, nil, call.stopReason()
 		}
-		trackerFrom(tctx).watchTasksOf(c.offersTasks(s)) // tasks.go
-		var err error
-		res, err = s.CallTool(tctx, params)
-		return err
-	})
-	if call != nil && call.stopReason() != nil {
-		// A forwarded question stopped the call (answers.go): whatever the server
-		// answered meanwhile, that is the call's outcome.
-		return nil, call.stopReason()
+		return c.callOutcome(ctx, parent, name, timeout, tr, res, err)
 	}
+	var tk *task
+	// keep leaves the task running when the call ends because its durable run
+	// stopped (a shutdown, a takeover): the resumed run polls it again.
+	keep := func() bool { return false }
+	if j := durable.JournalFrom(parent); j != nil && c.cfg.Transport == TransportHTTP {
+		// A durable run: the call's outcome is journaled (tasks.go), so that a
+		// resumed run polls the task the call made instead of calling again.
+		res, tk, err = c.journaledCall(ctx, j, name, outcome)
+		keep = func() bool { return parent.Err() != nil }
+	} else {
+		res, tk, err = outcome(ctx)
+	}
+	if err != nil || tk == nil {
+		return res, err
+	}
+	// The server runs the tool as a task: wait for its end (tasks.go).
+	res, err = c.awaitTask(ctx, name, tk, keep)
+	var te *ToolError
+	switch {
+	case err == nil, errors.As(err, &te):
+		return res, err
+	case ctx.Err() != nil && parent.Err() == nil && timeout > 0:
+		return nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
+	default:
+		return nil, fmt.Errorf("call %s on %s: %w", name, c.cfg.target(), err)
+	}
+}
+
+// callOutcome reads what a tools/call answered: the result, the task the server
+// runs the tool as, or the error, explained.
+func (c *Conn) callOutcome(ctx, parent context.Context, name string, timeout time.Duration, tr *callTracker,
+	res *sdk.CallToolResult, err error) (*sdk.CallToolResult, *task, error) {
 	if err == nil {
 		if tk := tr.createdTask(); tk != nil {
-			// The server runs the tool as a task: wait for its end (tasks.go).
-			res, err = c.awaitTask(ctx, name, tk)
-			var te *ToolError
-			switch {
-			case err == nil, errors.As(err, &te):
-				return res, err
-			case ctx.Err() != nil && parent.Err() == nil && timeout > 0:
-				return nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
-			default:
-				return nil, fmt.Errorf("call %s on %s: %w", name, c.cfg.target(), err)
-			}
+			return nil, tk, nil
 		}
+		return res, nil, nil
 	}
-	if err != nil {
-		if isInvalidTool(err) {
-			return nil, err
-		}
-		if tl := tr.responseTooLarge(); tl != nil {
-			return nil, fmt.Errorf("call %s: %w", name, tl)
-		}
-		if we := tr.serverAnswer(); we != nil {
-			return nil, c.explainRefusal(&ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}) // answers.go
-		}
-		if we := protocolError(err); we != nil {
-			return nil, c.explainRefusal(&ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true})
-		}
-		if ctx.Err() != nil && parent.Err() == nil && timeout > 0 {
-			return nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
-		}
-		return nil, fmt.Errorf("call %s on %s: %w", name, c.cfg.target(), c.streamLimit.explain(err))
+	if isInvalidTool(err) {
+		return nil, nil, err
 	}
-	return res, nil
+	if tl := tr.responseTooLarge(); tl != nil {
+		return nil, nil, fmt.Errorf("call %s: %w", name, tl)
+	}
+	if we := tr.serverAnswer(); we != nil {
+		return nil, nil, c.explainRefusal(&ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true}) // answers.go
+	}
+	if we := protocolError(err); we != nil {
+		return nil, nil, c.explainRefusal(&ToolError{Tool: name, Message: we.Message, Code: we.Code, Protocol: true})
+	}
+	if ctx.Err() != nil && parent.Err() == nil && timeout > 0 {
+		return nil, nil, fmt.Errorf("call %s on %s: no answer within %s: %w", name, c.cfg.target(), timeout, err)
+	}
+	return nil, nil, fmt.Errorf("call %s on %s: %w", name, c.cfg.target(), c.streamLimit.explain(err))
 }
 
 // ListTools lists the server's tools (all pages).

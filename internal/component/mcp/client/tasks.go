@@ -16,6 +16,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/durable"
 )
 
 // Tasks (the io.modelcontextprotocol/tasks extension of protocol 2026-07-28).
@@ -216,14 +218,17 @@ func rpcResult(contentType string, body []byte) (json.RawMessage, error) {
 }
 
 // awaitTask polls tk until it ends and returns the tool's result. When ctx ends
-// first, the task is cancelled.
-func (c *Conn) awaitTask(ctx context.Context, tool string, tk *task) (*sdk.CallToolResult, error) {
+// first, the task is cancelled, unless keep says to leave it running.
+func (c *Conn) awaitTask(ctx context.Context, tool string, tk *task, keep func() bool) (*sdk.CallToolResult, error) {
 	wait := max(time.Duration(tk.PollIntervalMs)*time.Millisecond, taskPollMin)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			if keep() {
+				return nil, fmt.Errorf("task %s, %s, is left running for the resumed run: %w", tk.TaskID, describeTask(tk), ctx.Err())
+			}
 			c.cancelTask(ctx, tk.TaskID)
 			return nil, fmt.Errorf("task %s was cancelled (tasks/cancel) while %s: %w", tk.TaskID, describeTask(tk), ctx.Err())
 		case <-timer.C:
@@ -326,6 +331,7 @@ func (c *Conn) taskRequest(ctx context.Context, method, id string) (json.RawMess
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", protocolModern)
 	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", id) // the tasks extension routes by the task id
 	if err := c.setOAuthToken(ctx, req); err != nil {
 		return nil, err
 	}
@@ -349,4 +355,42 @@ func (c *Conn) taskRequest(ctx context.Context, method, id string) (json.RawMess
 		return nil, fmt.Errorf("HTTP %s", strconv.Itoa(resp.StatusCode)+" "+http.StatusText(resp.StatusCode))
 	}
 	return res, nil
+}
+
+// journaledCall is a tools/call's outcome as the journal of a durable run keeps
+// it: the task the server runs the call as, or the result it answered with.
+type journaledCall struct {
+	TaskID         string              `json:"taskId,omitempty"`
+	PollIntervalMs int64               `json:"pollIntervalMs,omitempty"`
+	Result         *sdk.CallToolResult `json:"result,omitempty"`
+}
+
+// journaledCall makes the call with outcome as an entry of the durable run's
+// journal j: the entry is recorded before the task is polled, so a run resumed
+// after a crash gets the same task back (and polls it) or the same result,
+// instead of calling the tool again.
+func (c *Conn) journaledCall(ctx context.Context, j durable.Journal, name string,
+	outcome func(context.Context) (*sdk.CallToolResult, *task, error)) (*sdk.CallToolResult, *task, error) {
+	raw, err := j.Do(ctx, "tools/call "+name, func(ctx context.Context) (json.RawMessage, error) {
+		res, tk, err := outcome(ctx)
+		if err != nil {
+			return nil, err
+		}
+		jc := journaledCall{Result: res}
+		if tk != nil {
+			jc = journaledCall{TaskID: tk.TaskID, PollIntervalMs: tk.PollIntervalMs}
+		}
+		return json.Marshal(jc)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var jc journaledCall
+	if err := json.Unmarshal(raw, &jc); err != nil || (jc.TaskID == "" && jc.Result == nil) {
+		return nil, nil, fmt.Errorf("call %s on %s: the durable run's journal holds no outcome of this call (%s); the workflow may have changed under the run", name, c.cfg.target(), raw)
+	}
+	if jc.TaskID != "" {
+		return nil, &task{TaskID: jc.TaskID, Status: "working", PollIntervalMs: jc.PollIntervalMs}, nil
+	}
+	return jc.Result, nil, nil
 }

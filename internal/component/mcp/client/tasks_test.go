@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/arvenza/helix/internal/durable"
 )
 
 // taskServer answers as a 2026-07-28 server offering tasks: tools/call creates a
@@ -203,5 +205,114 @@ func TestTaskRequestsCarryTheOAuthToken(t *testing.T) {
 				t.Errorf("%s sent with Authorization %q, want the handler's token", method, got)
 			}
 		}
+	}
+}
+
+// memJournal is a durable run's journal kept across "processes": entries are
+// recorded in order; a resumed run gets them back in the same order. killAfter,
+// when set, makes Do fail as a process killed right after the entry was
+// recorded would (the entry is in, the caller never sees it).
+type memJournal struct {
+	entries   []journalEntry
+	next      int
+	killAfter bool
+}
+
+type journalEntry struct {
+	name string
+	data json.RawMessage
+}
+
+var errKilled = errors.New("killed after the journal entry was recorded")
+
+func (j *memJournal) Do(ctx context.Context, name string, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	if j.next < len(j.entries) {
+		e := j.entries[j.next]
+		j.next++
+		if e.name != name {
+			return nil, fmt.Errorf("journal entry %d is %q, not %q", j.next-1, e.name, name)
+		}
+		return e.data, nil
+	}
+	data, err := fn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j.entries = append(j.entries, journalEntry{name: name, data: data})
+	j.next++
+	if j.killAfter {
+		return nil, errKilled
+	}
+	return data, nil
+}
+
+// resume is the journal as a restarted run sees it.
+func (j *memJournal) resume() *memJournal {
+	return &memJournal{entries: j.entries}
+}
+
+// TestDurableRunPollsItsTaskAfterRestart: in a durable run the task a call
+// made is journaled before it is polled, so the run resumed after a crash polls
+// the same task (on a new connection, as a new process would) and the tool is
+// called once.
+func TestDurableRunPollsItsTaskAfterRestart(t *testing.T) {
+	t.Parallel()
+	ws := taskServer(t, false, func(n int64) map[string]any {
+		if n < 2 {
+			return working(n)
+		}
+		return map[string]any{"taskId": "t-1", "status": "completed",
+			"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "done once"}}}}
+	})
+	first := &memJournal{killAfter: true}
+	c1 := newModernConn(t, ws)
+	if _, err := c1.CallTool(durable.WithJournal(context.Background(), first), "slow", nil); !errors.Is(err, errKilled) {
+		t.Fatalf("first attempt: %v, want the kill", err)
+	}
+	if n := len(ws.requests("tasks/get")) + len(ws.requests("tasks/cancel")); n != 0 {
+		t.Fatalf("the killed attempt polled or cancelled the task (%v)", ws.methods())
+	}
+	c2 := newModernConn(t, ws)
+	res, err := c2.CallTool(durable.WithJournal(context.Background(), first.resume()), "slow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := BodyFromResult(res); got != "done once" {
+		t.Fatalf("result %q", got)
+	}
+	if n := len(ws.requests("tools/call")); n != 1 {
+		t.Fatalf("tools/call sent %d times, want once (%v)", n, ws.methods())
+	}
+	gets := ws.requests("tasks/get")
+	if len(gets) != 2 || gets[0].Header.Get("Mcp-Name") != "t-1" {
+		t.Fatalf("tasks/get after the restart: %d, Mcp-Name %q", len(gets), gets[0].Header.Get("Mcp-Name"))
+	}
+}
+
+// TestDurableRunKeepsAPlainAnswer: an answer that is a result is journaled
+// too, so the resumed run does not call again.
+func TestDurableRunKeepsAPlainAnswer(t *testing.T) {
+	t.Parallel()
+	ws := newWireServer(t, nil, func(w http.ResponseWriter, r *http.Request, msg *wireMsg) bool {
+		if msg.Method != "tools/call" {
+			return false
+		}
+		writeResult(w, msg.ID, map[string]any{"resultType": "complete", "content": []any{map[string]any{"type": "text", "text": "plain"}}})
+		return true
+	})
+	j := &memJournal{}
+	c := newModernConn(t, ws)
+	for range 2 {
+		res, err := c.CallTool(durable.WithJournal(context.Background(), j), "echo", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := BodyFromResult(res); got != "plain" {
+			t.Fatalf("result %q", got)
+		}
+		j = j.resume()
+	}
+	if n := len(ws.requests("tools/call")); n != 1 {
+		t.Fatalf("tools/call sent %d times, want once", n)
 	}
 }

@@ -68,7 +68,9 @@ type rpcReply struct {
 		Message string          `json:"message"`
 		Data    json.RawMessage `json:"data"`
 	} `json:"error"`
-	status int
+	status      int
+	session     string // Mcp-Session-Id of the answer (tasks_test.go)
+	contentType string // of the answer (tasks_test.go)
 }
 
 var allCaps = map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{}, "roots": map[string]any{}}

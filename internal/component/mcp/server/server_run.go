@@ -67,6 +67,11 @@ type mcpServer struct {
 	// stopping is set by beginShutdown: new tool calls and new sessions are refused.
 	stopping atomic.Bool
 
+	// taskTools are the tools that run as tasks, by name (under mu); tasks
+	// serves them (tasks.go). Both nil when the app has no durable store.
+	taskTools map[string]*serverTool
+	tasks     *taskServer
+
 	serveDone   chan struct{} // http: Serve returned
 	stdioCancel context.CancelFunc
 	stdioDone   chan struct{} // stdio: Run returned
@@ -100,6 +105,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
 		},
 	}
+	taskTools := s.offerTasks(sopts, tools)
 	s.primitiveOptions(sopts, set, subs)
 	srv := sdk.NewServer(s.implementation(), sopts)
 	subs.notify = func(uri string) { s.resourceUpdated(context.Background(), uri) }
@@ -134,7 +140,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 			params[t.info.Name] = t.params
 		}
 	}
-	s.tools, s.params, s.caller, s.subs = tools, params, caller, subs
+	s.tools, s.params, s.caller, s.subs, s.taskTools = tools, params, caller, subs, taskTools
 	s.mu.Unlock()
 	return srv, gate, nil
 }
@@ -351,6 +357,7 @@ func (s *mcpServer) transportOptions() transport.Options {
 		ChargeCalls:                s.opts.ChargeCalls,
 		Logger:                     s.opts.Logger,
 		ParamHeaders:               s.paramHeaders,
+		Tasks:                      s.taskRequests(),
 	}
 }
 

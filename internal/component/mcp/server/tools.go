@@ -32,6 +32,10 @@ const OutputSchemaKey = tool.OutputSchemaKey
 type ToolOverride struct {
 	Description string
 	InputSchema json.RawMessage
+	// Task overrides whether the tool runs as an MCP task (tasks.go): empty
+	// keeps the workflow's (optional when it is durable); tool.TaskForbidden is
+	// written "forbidden".
+	Task tool.TaskSupport
 }
 
 // ToolInfo describes one tool of a server, for listings (helix mcp list, the
@@ -82,7 +86,9 @@ func buildTools(cat *tool.Catalogue, opts *Options) ([]*serverTool, error) {
 			if err != nil {
 				return nil, err
 			}
-			t = v
+			if t, err = withTask(v, ov.Task); err != nil {
+				return nil, err
+			}
 		}
 		st, err := newServerTool(t)
 		if err != nil {

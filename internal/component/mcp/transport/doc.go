@@ -76,4 +76,7 @@ type Options struct {
 	// ParamHeaders), which Helix's Streamable HTTP transport checks against the
 	// Mcp-Param-* headers of a 2026-07-28 tools/call (SEP-2243); nil checks none.
 	ParamHeaders func(tool string) []ParamHeader
+	// Tasks serves the tasks surface (tasks/* and the tools/call of tools that
+	// run as tasks) ahead of the go-sdk session (tasks.go); nil: none.
+	Tasks Tasks
 }

@@ -82,6 +82,8 @@ type StreamableHandler struct {
 	paramHeaders func(tool string) []ParamHeader
 	// charge takes rate-limit tokens for a batch's calls beyond the first (nil: none).
 	charge func(r *http.Request, n int) (bool, time.Duration, error)
+	// tasks serves the tasks surface (tasks.go); nil: the server has none.
+	tasks Tasks
 
 	mu       sync.Mutex
 	sessions map[string]*streamConn
@@ -101,6 +103,7 @@ func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
 	}
 	h.charge = o.ChargeCalls
 	h.paramHeaders = o.ParamHeaders
+	h.tasks = o.Tasks
 	if h.maxCalls = o.MaxConcurrentCalls; h.maxCalls == 0 {
 		h.maxCalls = DefaultMaxConcurrentCalls
 	}
@@ -307,6 +310,9 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		return
 	}
 	if h.stateless || newEra {
+		if h.serveTask(w, r, msgs, batch, &fields, effective, nil, jsonOK) {
+			return
+		}
 		if fc != nil {
 			h.serveFastStateless(w, r, fc, jsonOK)
 			return
@@ -355,6 +361,9 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		return
 	}
 	defer c.end()
+	if ip := c.session.InitializeParams(); ip != nil && h.serveTask(w, r, msgs, batch, &fields, ip.ProtocolVersion, c.session, jsonOK) {
+		return
+	}
 	if fc != nil && !c.wantsLogs() {
 		// Only sessions the SDK would serve a tools/call in: initialized, with a
 		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
@@ -611,6 +620,9 @@ func (h *StreamableHandler) checkStatelessHeaders(hdr http.Header, req *jsonrpc.
 		field, raw = "name", f.name
 	case "resources/read":
 		field, raw = "uri", f.uri
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		// The tasks extension names the task in Mcp-Name (tasks.go).
+		field, raw = "taskId", taskIDField(req.Params)
 	default:
 		return nil
 	}
