@@ -3,6 +3,7 @@ package server
 import (
 	"container/list"
 	"context"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -86,7 +87,7 @@ func (a *answered) do(ctx context.Context, principal, tool, key string, call fun
 					return sdkCancelled()
 				}
 				if an.res != nil {
-					return an.res
+					return answerCopy(an.res)
 				}
 				continue // the first call gave no answer: run it now
 			}
@@ -110,7 +111,9 @@ func (a *answered) run(an *answer, call func() (*sdk.CallToolResult, bool)) (res
 	defer func() {
 		a.mu.Lock()
 		if final {
-			an.res, an.at = res, a.now()
+			// The go-sdk writes into the result it sends (its _meta, its
+			// resultType): each caller gets a copy of its own.
+			an.res, an.at = answerCopy(res), a.now()
 		} else if el, ok := a.entries[an.k]; ok && el.Value == an {
 			a.order.Remove(el)
 			delete(a.entries, an.k)
@@ -120,6 +123,14 @@ func (a *answered) run(an *answer, call func() (*sdk.CallToolResult, bool)) (res
 	}()
 	res, final = call()
 	return res
+}
+
+// answerCopy is a copy of res that the go-sdk may write into while it sends
+// another copy: the fields it sets are copied, the content is shared (read only).
+func answerCopy(res *sdk.CallToolResult) *sdk.CallToolResult {
+	c := *res
+	c.Meta = maps.Clone(res.Meta)
+	return &c
 }
 
 func sdkCancelled() *sdk.CallToolResult {
