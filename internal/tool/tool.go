@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // Tool is one entry of a [Catalogue]: what a caller needs to choose it (name, title,
@@ -167,4 +168,38 @@ func (t *Tool) WithInput(description string, schema json.RawMessage) (*Tool, err
 		return own(args)
 	}
 	return &v, nil
+}
+
+// A tool's result set as a body (a workflow tool's output) is kept by durable
+// checkpoints: its parts with their bytes, its structured value with numbers as
+// tool arguments have them.
+func init() {
+	exchange.RegisterSnapshotCodec("tool.Result", func(r Result) (any, error) {
+		parts := make([]any, len(r.Content))
+		for i, c := range r.Content {
+			part := map[string]any{"type": string(c.Type), "text": c.Text, "mime": c.MIMEType,
+				"uri": c.URI, "name": c.Name, "description": c.Description}
+			if c.Data != nil { // nil and empty differ: a resource with Data is a blob
+				part["data"] = c.Data
+			}
+			parts[i] = part
+		}
+		return map[string]any{"content": parts, "structured": r.Structured, "is_error": r.IsError}, nil
+	}, func(data any) (Result, error) {
+		m, _ := data.(map[string]any)
+		r := Result{Structured: m["structured"]}
+		r.IsError, _ = m["is_error"].(bool)
+		parts, _ := m["content"].([]any)
+		for _, p := range parts {
+			pm, ok := p.(map[string]any)
+			if !ok {
+				return Result{}, fmt.Errorf("a content part is %T, not an object", p)
+			}
+			str := func(k string) string { s, _ := pm[k].(string); return s }
+			data, _ := pm["data"].([]byte)
+			r.Content = append(r.Content, Content{Type: ContentType(str("type")), Text: str("text"), Data: data,
+				MIMEType: str("mime"), URI: str("uri"), Name: str("name"), Description: str("description")})
+		}
+		return r, nil
+	})
 }

@@ -64,6 +64,7 @@ type Context struct {
 	cancelRun context.CancelFunc
 	tracer    Tracer           // tracer.go; nil: no tracing
 	override  ProducerOverride // override.go; nil: every target goes to its component
+	durable   DurableRunner    // durable.go; nil: durable workflows run like any other
 
 	failureLimit failureLogLimit // failurelog.go
 }
@@ -280,6 +281,18 @@ func (c *Context) runPipeline(ctx context.Context, rw *runtimeWorkflow, ex *exch
 // failure is logged here, once, with the path of the steps it went through.
 func (c *Context) process(ctx context.Context, rw *runtimeWorkflow, ex *exchange.Exchange, withID, outermost bool,
 	check func(*exchange.Exchange) error) (err error) {
+	if rw.wf.Durable {
+		if d := c.durableFor(ctx, rw, outermost); d != nil {
+			// The durable run is counted, traced and logged where it runs. A
+			// refused input fails here like any other (check refuses it again).
+			if check == nil || safeCheck(check, ex) == nil {
+				if withID {
+					ctx = withWorkflowID(ctx, rw.idValue())
+				}
+				return d.RunDurable(ctx, rw.wf.ID, ex)
+			}
+		}
+	}
 	if c.tracer != nil {
 		// Deferred before the recovery below, so it runs after it and sees a panic's error.
 		var end func(error)

@@ -70,19 +70,15 @@ func (p *pipeline) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if no, ok := p.eh.(NeedsOriginal); ok && no.NeedsOriginalBody() {
 		ctx = withOriginalBody(ctx, ex.In().Body())
 	}
-	resume, ctx := takeResume(ctx) // resume.go: the workflow's own pipeline only
+	resume, ctx := takeResume(ctx)     // resume.go: the workflow's own pipeline only
+	runner, ctx := takeStepRunner(ctx) // steprunner.go: likewise
 	start := 0
 	if resume != nil {
-		names := make([]string, len(p.raw))
-		for i, r := range p.raw {
-			names[i] = StepName(r)
-		}
-		if s := resume.Start(names, ex); s > 0 && s < len(p.steps) {
+		if s := resume.Start(p.names(), ex); s > 0 && s < len(p.steps) {
 			start = s
 		}
 	}
 	for i := start; i < len(p.steps); i++ {
-		step := p.steps[i]
 		if err := ctx.Err(); err != nil {
 			ex.SetException(err)
 			return err
@@ -91,28 +87,54 @@ func (p *pipeline) Process(ctx context.Context, ex *exchange.Exchange) error {
 			resume.Before(i, ex)
 		}
 		var err error
-		if p.tracer == nil {
-			err = RunStep(ctx, step, ex)
+		if runner == nil {
+			err = p.runTop(ctx, i, ex)
 		} else {
-			err = p.tracedStep(ctx, i, step, ex)
+			err = runner.RunTop(ctx, i, StepName(p.raw[i]), ex, func(ctx context.Context) error {
+				return p.runTop(ctx, i, ex)
+			})
 		}
-		if err == nil {
-			continue
+		if err != nil {
+			return err
 		}
-		err = &StepError{Step: StepName(p.raw[i]), Err: err}
-		// An interrupt is no failure to handle: it ends the run as it is (interrupt.go).
-		if p.eh != nil && !IsInterrupt(err) {
-			ex.SetException(err)
-			err = p.eh.HandleError(ctx, ex, step, err)
-			if err == nil {
-				ex.SetException(nil)
-				continue
-			}
-		}
-		ex.SetException(err)
-		return err
 	}
 	return nil
+}
+
+// names are the names of the pipeline's steps.
+func (p *pipeline) names() []string {
+	names := make([]string, len(p.raw))
+	for i, r := range p.raw {
+		names[i] = StepName(r)
+	}
+	return names
+}
+
+// runTop runs step i and, when it fails, the error handler; a returned error
+// (also set as the exchange's exception) ends the run.
+func (p *pipeline) runTop(ctx context.Context, i int, ex *exchange.Exchange) error {
+	step := p.steps[i]
+	var err error
+	if p.tracer == nil {
+		err = RunStep(ctx, step, ex)
+	} else {
+		err = p.tracedStep(ctx, i, step, ex)
+	}
+	if err == nil {
+		return nil
+	}
+	err = &StepError{Step: StepName(p.raw[i]), Err: err}
+	// An interrupt is no failure to handle: it ends the run as it is (interrupt.go).
+	if p.eh != nil && !IsInterrupt(err) {
+		ex.SetException(err)
+		err = p.eh.HandleError(ctx, ex, step, err)
+		if err == nil {
+			ex.SetException(nil)
+			return nil
+		}
+	}
+	ex.SetException(err)
+	return err
 }
 
 // Unwrap lets composite steps see the processors of a pipeline (for lifecycle walks).

@@ -57,6 +57,8 @@ type Workflow struct {
 	CheckTriggered func(ex *exchange.Exchange) error
 	// Source is where the workflow was declared (helix.yaml:12:5), for messages.
 	Source string
+	// Durable workflows are run by the context's [DurableRunner] (durable: true).
+	Durable bool
 	// ShownURI is FromURI as written in the configuration, before ${env:…}
 	// references were resolved: what MCP clients are shown (helix://workflows),
 	// so that a secret in a trigger URI is not. "" means FromURI.

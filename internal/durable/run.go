@@ -1,0 +1,470 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
+)
+
+// The interpreter: the one DBOS workflow function every durable run executes.
+// It runs the Helix workflow through the engine with a StepRunner whose RunTop
+// is a DBOS step returning the exchange's snapshot after the step: the first
+// execution runs each step and records its snapshot; a recovery after a crash
+// gets the recorded snapshots back for the steps that finished (they do not
+// run again) and runs the rest.
+//
+// A run is made of segments, one DBOS workflow each: segment 0 has the run's
+// id, segment k the id <run id>~k. A run parks (a waiting step returns a
+// *ParkError) by ending its segment; Resolve starts the next one at the step
+// that parked, with the exchange it had before that step.
+
+// RunInput is what a segment starts from.
+type RunInput struct {
+	Workflow string `json:"workflow"`
+	// StartStep is the top-level step the segment starts at (0 for the first
+	// segment), StartName its name then: a different name now means the
+	// workflow changed under the pending run.
+	StartStep int    `json:"start_step,omitempty"`
+	StartName string `json:"start_name,omitempty"`
+	// Snapshot is the exchange the segment starts with.
+	Snapshot   json.RawMessage `json:"snapshot"`
+	Resolution *Resolution     `json:"resolution,omitempty"`
+	Principal  string          `json:"principal,omitempty"`
+	TTLMillis  int64           `json:"ttl_ms,omitempty"`
+}
+
+// RunOutput is how a segment ended.
+type RunOutput struct {
+	State State `json:"state"`
+	Step  int   `json:"step"`
+}
+
+// stepResult is one top-level step's checkpoint: the exchange after it (the
+// run goes on), or the run's end at that step.
+type stepResult struct {
+	// Snapshot is the exchange after the step; when Failed, with the failure.
+	Snapshot json.RawMessage `json:"s,omitempty"`
+	// Failed: the step failed the run (its error handler did not recover).
+	Failed bool   `json:"f,omitempty"`
+	Error  string `json:"e,omitempty"`
+	// Park: the step parked the run on this wait.
+	Park *Wait `json:"park,omitempty"`
+}
+
+// segmentID is the DBOS workflow id of segment k of run.
+func segmentID(run string, k int) string {
+	if k == 0 {
+		return run
+	}
+	return run + "~" + strconv.Itoa(k)
+}
+
+// splitSegment is the run id and segment of a DBOS workflow id.
+func splitSegment(id string) (string, int) {
+	if i := strings.LastIndexByte(id, '~'); i >= 0 {
+		if k, err := strconv.Atoi(id[i+1:]); err == nil && k > 0 {
+			return id[:i], k
+		}
+	}
+	return id, 0
+}
+
+// ChangedError is the failure of a run whose workflow changed under it: the
+// step it had reached is no longer the same step.
+type ChangedError struct {
+	Step     int
+	Was, Now string
+}
+
+func (e *ChangedError) Error() string {
+	now := e.Now
+	if now == "" {
+		now = "no step"
+	}
+	return fmt.Sprintf("workflow changed under a pending run: its step %d was %q, it is now %s; finish or cancel pending runs before changing a durable workflow, or resume the run from its start",
+		e.Step, e.Was, quoteOr(now))
+}
+
+func quoteOr(s string) string {
+	if s == "no step" {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// interpret runs one segment of a run (the registered DBOS workflow).
+func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) {
+	wfID, err := dbos.GetWorkflowID(dctx)
+	if err != nil {
+		return RunOutput{}, err
+	}
+	runID, seg := splitSegment(wfID)
+	ec := rt.engine()
+	if ec == nil {
+		return RunOutput{}, errors.New("durable: the runtime is not launched")
+	}
+	w, ok := ec.Workflow(in.Workflow)
+	if !ok {
+		return rt.finish(dctx, runID, seg, in, nil, fmt.Errorf("workflow %q is no longer in the configuration", in.Workflow), 0)
+	}
+	if seg == 0 {
+		if err := rt.insertRun(dctx, runID, in, string(w.Kind)); err != nil {
+			return RunOutput{}, err
+		}
+	}
+	snap, err := exchange.DecodeSnapshot(in.Snapshot)
+	if err != nil {
+		return rt.finish(dctx, runID, seg, in, nil, fmt.Errorf("the run's input cannot be read: %w", err), in.StartStep)
+	}
+	ex := exchange.NewFromSnapshot(snap)
+	r := &stepRunner{rt: rt, dctx: dctx, run: runID, segment: seg, in: in, last: in.Snapshot, journaled: journaledSteps(w)}
+	ctx := engine.WithStepRunner(context.Context(dctx), r)
+	ctx = WithDurable(ctx, runID)
+	runErr := ec.RunUntilStop(ctx, in.Workflow, ex)
+	if r.fatal != nil {
+		if ownershipLost(r.fatal) || dctx.Err() != nil {
+			// Cancelled, shut down or taken over: nothing to record here.
+			return RunOutput{}, r.fatal
+		}
+		runErr = fmt.Errorf("durable store: %w", r.fatal)
+		ex = nil
+	}
+	if r.park != nil {
+		return rt.parkRun(dctx, runID, seg, r)
+	}
+	return rt.finish(dctx, runID, seg, in, ex, runErr, r.at)
+}
+
+// journaledSteps are the names of w's top-level steps that checkpoint their own
+// parts through a Journal ([Journaled]).
+func journaledSteps(w *engine.Workflow) map[string]bool {
+	var out map[string]bool
+	for _, p := range w.Processors {
+		if j, ok := p.(Journaled); ok && j.Journaled() {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[engine.StepName(p)] = true
+		}
+	}
+	return out
+}
+
+// Journaled is implemented by steps that checkpoint their own parts through
+// the [Journal] in their context (an agent: each model turn, each tool result).
+// Such a step is not one checkpoint: each of its journal entries is, and so is
+// the exchange it ends with.
+type Journaled interface {
+	Journaled() bool
+}
+
+// stepRunner is the engine.StepRunner of one segment.
+type stepRunner struct {
+	rt        *Runtime
+	dctx      dbos.Context
+	run       string
+	segment   int
+	in        RunInput
+	journaled map[string]bool
+
+	// last is the snapshot of the exchange before the step now running.
+	last json.RawMessage
+	// at is the index of the step now running.
+	at int
+	// park is set when a step parked the run: the exchange before it is
+	// parkSnap.
+	park     *Wait
+	parkName string
+	parkSnap json.RawMessage
+	fatal    error
+}
+
+var _ engine.StepRunner = (*stepRunner)(nil)
+
+func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchange.Exchange, run func(context.Context) error) error {
+	if i < r.in.StartStep {
+		return nil // ran in an earlier segment; ex is the exchange before StartStep
+	}
+	r.at = i
+	if i == r.in.StartStep && r.segment > 0 {
+		if r.in.StartName != "" && name != r.in.StartName {
+			return &ChangedError{Step: i, Was: r.in.StartName, Now: name}
+		}
+		if r.in.Resolution != nil {
+			ctx = WithResolution(ctx, *r.in.Resolution)
+		}
+	}
+	ctx = WithKey(ctx, fmt.Sprintf("%s/%d/0", r.run, i))
+	stepName := strconv.Itoa(i) + " " + name
+	var res stepResult
+	var err error
+	if r.journaled[name] {
+		// Its entries are steps of their own (DBOS does not nest steps), then
+		// the exchange it ended with is one more.
+		runErr := run(WithJournal(ctx, &journal{r: r, step: i}))
+		if r.fatal != nil {
+			return r.fatal
+		}
+		res, err = dbos.RunAsStep(r.dctx, func(context.Context) (stepResult, error) {
+			return r.result(ex, name, runErr), nil
+		}, dbos.WithStepName(stepName+" end"))
+	} else {
+		res, err = dbos.RunAsStep(r.dctx, func(context.Context) (stepResult, error) {
+			return r.result(ex, name, run(ctx)), nil
+		}, dbos.WithStepName(stepName))
+	}
+	if err != nil {
+		return r.storeFailed(name, err)
+	}
+	return r.apply(ex, name, res)
+}
+
+// result is the checkpoint of step name, which ended with err and left ex.
+func (r *stepRunner) result(ex *exchange.Exchange, name string, err error) stepResult {
+	var pe *ParkError
+	if errors.As(err, &pe) {
+		w := pe.Wait
+		return stepResult{Park: &w, Snapshot: r.last}
+	}
+	snap, encErr := exchange.TakeSnapshot(ex).Encode(r.rt.opts.MaxCheckpoint)
+	if encErr != nil {
+		msg := fmt.Sprintf("checkpoint of step %s: %v", name, encErr)
+		var big *exchange.SnapshotTooLargeError
+		if errors.As(encErr, &big) {
+			msg = fmt.Sprintf("checkpoint of step %s is %s, over helix.durable_max_checkpoint %s: keep large data out of the exchange (store it and pass a reference) or raise the limit",
+				name, exchange.FormatBytes(big.Size), exchange.FormatBytes(big.Limit))
+		}
+		return stepResult{Failed: true, Error: msg}
+	}
+	if err != nil {
+		return stepResult{Failed: true, Error: exchange.ClientMessage(err), Snapshot: snap}
+	}
+	return stepResult{Snapshot: snap}
+}
+
+// apply makes ex what the step's checkpoint recorded and returns the step's
+// outcome to the pipeline.
+func (r *stepRunner) apply(ex *exchange.Exchange, name string, res stepResult) error {
+	if res.Park != nil {
+		r.park, r.parkName, r.parkSnap = res.Park, name, res.Snapshot
+		return &ParkError{Wait: *res.Park}
+	}
+	if len(res.Snapshot) > 0 {
+		s, err := exchange.DecodeSnapshot(res.Snapshot)
+		if err != nil {
+			return fmt.Errorf("checkpoint of step %s cannot be read: %w", name, err)
+		}
+		s.Restore(ex)
+		r.last = res.Snapshot
+	}
+	if res.Failed {
+		err := ex.Exception()
+		if err == nil || len(res.Snapshot) == 0 {
+			err = &exchange.SnapshotError{Message: res.Error, Client: res.Error, Class: exchange.ClassFault, Status: 500}
+		}
+		ex.SetException(err)
+		return err
+	}
+	return nil
+}
+
+// storeFailed handles an error of DBOS itself around step name.
+func (r *stepRunner) storeFailed(name string, err error) error {
+	if unexpectedStep(err) {
+		// The run recorded another step at this point: the workflow changed.
+		return fmt.Errorf("workflow changed under a pending run at step %s (%v); finish or cancel pending runs before changing a durable workflow, or resume the run from its start", name, err)
+	}
+	r.fatal = err
+	return err
+}
+
+// unexpectedStep reports whether err is DBOS finding another step recorded
+// where the run now is.
+func unexpectedStep(err error) bool {
+	if errors.Is(err, dbos.ErrStepNondeterminism) {
+		return true
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if de, ok := e.(*dbos.Error); ok && de.Code == dbos.ErrorCodeUnexpectedStep {
+			return true
+		}
+	}
+	return false
+}
+
+// ownershipLost reports whether err means this execution may not go on: the
+// run was cancelled, or another execution owns it now.
+func ownershipLost(err error) bool {
+	return errors.Is(err, dbos.ErrWorkflowCancelled) || errors.Is(err, dbos.ErrConflictingWorkflowID)
+}
+
+// journal is the Journal of one journaled step: each entry is a DBOS step.
+type journal struct {
+	r    *stepRunner
+	step int
+	n    int
+}
+
+func (j *journal) Do(ctx context.Context, name string, fn func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	j.n++
+	type entry struct {
+		Value json.RawMessage `json:"v,omitempty"`
+		Error string          `json:"e,omitempty"`
+	}
+	e, err := dbos.RunAsStep(j.r.dctx, func(context.Context) (entry, error) {
+		v, err := fn(ctx)
+		if err != nil {
+			return entry{Error: err.Error()}, nil
+		}
+		return entry{Value: v}, nil
+	}, dbos.WithStepName(fmt.Sprintf("%d.%d %s", j.step, j.n, name)))
+	if err != nil {
+		if unexpectedStep(err) {
+			return nil, fmt.Errorf("workflow changed under a pending run: journal entry %d of step %d is not %q", j.n, j.step, name)
+		}
+		j.r.fatal = err
+		return nil, err
+	}
+	if e.Error != "" {
+		return nil, errors.New(e.Error)
+	}
+	return e.Value, nil
+}
+
+// finish records how the segment ended (completed or failed) and returns it.
+func (rt *Runtime) finish(dctx dbos.Context, runID string, seg int, in RunInput, ex *exchange.Exchange, runErr error, step int) (RunOutput, error) {
+	state := StateCompleted
+	var result json.RawMessage
+	msg := ""
+	if ex != nil {
+		// The run's result keeps no size limit of its own beyond the checkpoints'.
+		result, _ = exchange.TakeSnapshot(ex).Encode(0)
+	}
+	if runErr != nil {
+		state = StateFailed
+		msg = exchange.ClientMessage(runErr)
+		if ex == nil {
+			result, _ = (&exchange.Snapshot{Exception: &exchange.SnapshotError{Message: msg, Client: msg, Class: exchange.ClassFault, Status: 500}}).Encode(0)
+		}
+	}
+	if err := rt.endRun(dctx, runID, seg, state, step, result, msg); err != nil {
+		return RunOutput{}, err
+	}
+	rt.wake(runID)
+	return RunOutput{State: state, Step: step}, nil
+}
+
+// parkRun records that the segment parked and returns it.
+func (rt *Runtime) parkRun(dctx dbos.Context, runID string, seg int, r *stepRunner) (RunOutput, error) {
+	state := StateWaiting
+	if r.park.Kind == WaitApprove || r.park.Kind == WaitElicit {
+		state = StateInputRequired
+	}
+	if err := rt.parkInStore(dctx, runID, seg, state, r.at, r.parkName, r.park, r.parkSnap); err != nil {
+		return RunOutput{}, err
+	}
+	rt.wake(runID)
+	if run, err := rt.Get(context.WithoutCancel(dctx), runID); err == nil {
+		rt.mu.Lock()
+		hooks := append([]func(Run){}, rt.onPark...)
+		rt.mu.Unlock()
+		for _, f := range hooks {
+			f(run)
+		}
+	}
+	return RunOutput{State: state, Step: r.at}, nil
+}
+
+// RunDurable is the engine's hand-off (engine.DurableRunner): it starts the
+// run and waits for it, then leaves its result on ex. A run that parks
+// answers at once with where it is: {"run_id", "state", "wait"}.
+func (rt *Runtime) RunDurable(ctx context.Context, workflowID string, ex *exchange.Exchange) error {
+	run, err := rt.Start(ctx, workflowID, ex, StartOptions{RunID: RunIDFrom(ctx, workflowID, ex)})
+	if err != nil {
+		ex.SetException(err)
+		return err
+	}
+	if !run.State.Terminal() && run.Wait == nil {
+		if run, err = rt.Await(ctx, run.ID); err != nil {
+			ex.SetException(err)
+			return err
+		}
+	}
+	return applyRun(run, ex)
+}
+
+// applyRun leaves the end of run on ex.
+func applyRun(run Run, ex *exchange.Exchange) error {
+	ex.In().SetHeader(HeaderRunID, run.ID)
+	switch run.State {
+	case StateCompleted, StateFailed:
+		s, err := exchange.DecodeSnapshot(run.Result)
+		if err != nil {
+			err = fmt.Errorf("durable run %s: its result cannot be read: %w", run.ID, err)
+			ex.SetException(err)
+			return err
+		}
+		s.Restore(ex)
+		ex.In().SetHeader(HeaderRunID, run.ID)
+		if run.State == StateFailed {
+			if ex.Exception() == nil {
+				ex.SetException(&exchange.SnapshotError{Message: run.Error, Client: run.Error, Class: exchange.ClassFault, Status: 500})
+			}
+			return ex.Exception()
+		}
+		return nil
+	case StateCancelled:
+		err := fmt.Errorf("durable run %s was cancelled", run.ID)
+		ex.SetException(err)
+		return err
+	}
+	body := map[string]any{"run_id": run.ID, "state": string(run.State)}
+	if run.Wait != nil {
+		w := map[string]any{"kind": run.Wait.Kind}
+		if run.Wait.Message != "" {
+			w["message"] = run.Wait.Message
+		}
+		if !run.Wait.Due.IsZero() {
+			w["due"] = run.Wait.Due.UTC().Format(time.RFC3339)
+		}
+		body["wait"] = w
+	}
+	ex.In().SetBody(body)
+	return nil
+}
+
+// HeaderRunID is the header a durable run's result carries its run id in.
+const HeaderRunID = "HelixRunId"
+
+// HeaderIdempotencyKey is the inbound header (an HTTP trigger's request
+// header) whose value names the run: a repeat of the request with the same key
+// gets the first run's result instead of a second run.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// RunIDFrom is the run id an exchange of workflow asks for: its
+// Idempotency-Key header, made unique to the workflow; "" when it has none (a
+// new run).
+func RunIDFrom(_ context.Context, workflow string, ex *exchange.Exchange) string {
+	key := ex.In().HeaderString(HeaderIdempotencyKey)
+	if key == "" {
+		for k, v := range ex.In().Headers() {
+			if strings.EqualFold(k, HeaderIdempotencyKey) {
+				key, _ = v.(string)
+				break
+			}
+		}
+	}
+	if key == "" {
+		return ""
+	}
+	return workflow + ":" + key
+}
