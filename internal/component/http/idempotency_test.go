@@ -41,6 +41,8 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 		{"durable step", keyed, nil, "run-7/3/0"},
 		{"the user's own key", keyed, map[string]any{"Idempotency-Key": "mine"}, "mine"},
 		{"not durable", context.Background(), nil, ""},
+		{"the run's own key, from its trigger", durable.WithDurable(keyed, "wf:order-9"), map[string]any{"Idempotency-Key": "order-9"}, "run-7/3/0"},
+		{"the user's key in a run named by another", durable.WithDurable(keyed, "wf:order-9"), map[string]any{"Idempotency-Key": "mine"}, "mine"},
 	} {
 		ex := exchange.NewWithBody(exchange.InOut, map[string]any{"id": 1})
 		for k, v := range tc.headers {

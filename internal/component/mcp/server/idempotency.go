@@ -3,8 +3,11 @@ package server
 import (
 	"container/list"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"maps"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -12,6 +15,8 @@ import (
 
 	"github.com/arvenza/helix/internal/component/mcp/security"
 	"github.com/arvenza/helix/internal/durable"
+	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/engine"
 )
 
 // A tools/call carrying an idempotency key in its _meta (durable.MetaKey: Helix's
@@ -20,7 +25,9 @@ import (
 // racing the first call — gets the first call's result without the tool running
 // again. The server remembers the answers of the last maxAnswered keyed calls for
 // answeredFor, in memory: a repeat after this server restarted runs the tool
-// again. Calls without a key are not remembered.
+// again, unless the tool is durable: its run is named after the caller, tool and
+// key, and the durable store answers a repeat with that run's result after a
+// restart too. Calls without a key are not remembered.
 
 const (
 	maxAnswered = 4096
@@ -133,6 +140,28 @@ func answerCopy(res *sdk.CallToolResult) *sdk.CallToolResult {
 	return &c
 }
 
+// durableCallKey names the durable run of a keyed call: the same caller, tool
+// and key name the same run; anything else another. Hashed, so that no key can
+// reach into another caller's runs, or put characters in a run id that mean
+// something there.
+func durableCallKey(principal, tool, key string) string {
+	h := sha256.New()
+	for _, s := range []string{principal, tool, key} {
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	return "mcp-" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// durableWorkflows reports whether the workflow named id is durable.
+func durableWorkflows(hc *engine.Context) func(id string) bool {
+	return func(id string) bool {
+		w, ok := hc.Workflow(id)
+		return ok && w.Durable
+	}
+}
+
 func sdkCancelled() *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "the call was cancelled"}}}
 }
@@ -168,6 +197,12 @@ func (c *toolCaller) callKeyed(ctx context.Context, t *serverTool, req *sdk.Call
 		return c.call(ctx, t, req.Params.Arguments)
 	}
 	principal := callPrincipal(ctx, req.Extra, c.postContext)
+	if c.durableTool != nil && c.durableTool(t.t.ID) {
+		// A durable tool's run is named after the call: a repeat, even after
+		// this server restarted or on another replica sharing the store, gets
+		// that run's result (durable.RunIDFrom reads the header).
+		ctx = tool.WithHeaders(ctx, map[string]any{durable.HeaderIdempotencyKey: durableCallKey(principal, t.info.Name, key)})
+	}
 	return c.answered.do(ctx, principal, t.info.Name, key, func() (*sdk.CallToolResult, bool) {
 		res, asked := c.callAsked(ctx, t, req.Params.Arguments)
 		return res, !asked && ctx.Err() == nil

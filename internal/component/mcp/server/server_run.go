@@ -111,7 +111,8 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	resumes := !s.opts.Stateless && s.opts.Transport != "sse" && s.opts.HTTPTransport != HTTPTransportSDK
 	caller := &toolCaller{caller: tool.NewCaller(s.opts.Name), allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
 		gate: gate, postContext: s.posts.lookup, resumes: resumes, serverID: s.opts.ID, stats: &s.comp.calls,
-		tracer: tracerOf(s.comp.hc), network: networkOf(s.opts.Transport), answered: s.answeredCalls()}
+		tracer: tracerOf(s.comp.hc), network: networkOf(s.opts.Transport), answered: s.answeredCalls(),
+		durableTool: durableWorkflows(s.comp.hc)}
 	for _, t := range tools {
 		srv.AddTool(t.sdkTool(), caller.handler(t))
 	}

@@ -157,7 +157,9 @@ type toolCaller struct {
 	// answered remembers the answers of calls with an idempotency key
 	// (idempotency.go); nil: every call runs.
 	answered *answered
-	network  string // network.transport of the tracing spans
+	// durableTool reports whether a tool's workflow is durable (idempotency.go).
+	durableTool func(id string) bool
+	network     string // network.transport of the tracing spans
 }
 
 // outlivesPost reports whether req's answer can still reach the client after the
