@@ -79,4 +79,3 @@ func (n named) Name() string { return n.name }
 func (n named) Process(ctx context.Context, ex *exchange.Exchange) error {
 	return n.p.Process(ctx, ex)
 }
-
