@@ -154,6 +154,7 @@ var (
 	agentShape = Shape{Type: TypeObject, What: "an agent", Keys: append([]Key{
 		{Name: "id", Required: true, Shape: str("The agent's id, unique among workflows, tools, agents and pipelines; its MCP tool name.")},
 		{Name: "trigger", Shape: withDesc(triggerShape, "The trigger URI (http-server://…, direct://…), or {uri: URI}. The agent is an MCP tool either way.")},
+		{Name: "durable", Shape: Shape{Type: TypeBool, Description: "Checkpoint each model turn and tool result, so that a run cut off by a crash or a restart goes on where it was. Default false (helix.durable sets it for all)."}},
 	}, agentCommonKeys()...)}
 
 	agentStepShape = Shape{Type: TypeObject, What: "an agent step", Short: "ref", Keys: append(append([]Key{
@@ -180,6 +181,7 @@ func decodeAgent(d *Decoder, n *yaml.Node, p string) (AgentConfig, bool) {
 	}
 	a := agentFromValues(d, v)
 	a.ID = v.String("id")
+	a.Durable = v.Bool("durable")
 	if tn := v.NodeOf("trigger"); tn != nil {
 		a.Trigger, a.TriggerPos = decodeTrigger(d, tn, v.PathOf("trigger"))
 		a.TriggerRaw = triggerRaw(d, tn)

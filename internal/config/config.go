@@ -70,6 +70,19 @@ type HelixConfig struct {
 	// DataDir is helix.data_dir: where Helix keeps what it stores on disk
 	// (pipelines' embedded stores); "" means DefaultDataDir.
 	DataDir string
+	// Durable is helix.durable: every workflow, tool and agent is durable.
+	Durable bool
+	// DurableStore is helix.durable_store: the PostgreSQL URL of the store
+	// replicas share; "" means the embedded store under DataDir.
+	DurableStore string
+	// ReplicaID is helix.replica_id: which replica this is, for the runs it
+	// recovers; "" means the host name.
+	ReplicaID string
+	// DurableMaxCheckpoint is helix.durable_max_checkpoint in bytes: the
+	// largest checkpoint of one step; 0 means the default (4MiB).
+	DurableMaxCheckpoint int64
+	// DurablePos is where the helix durable keys are, for messages.
+	DurablePos Pos
 	// Cluster is helix.cluster: leader election among replicas (cluster.go).
 	Cluster ClusterConfig
 	// Tracing is helix.tracing: OpenTelemetry tracing (tracing.go).
@@ -303,6 +316,8 @@ type WorkflowConfig struct {
 	ErrorHandler *ErrorHandlerConfig
 	// OnError is on_error: how the workflow's failures are answered.
 	OnError *OnErrorConfig
+	// Durable is durable: true: each step's result is checkpointed.
+	Durable bool
 	Pos     Pos
 	// Path is the workflow's YAML path in its file, e.g. workflows[0].
 	Path string
@@ -352,7 +367,9 @@ type ToolConfig struct {
 	Input       []FieldConfig // ordered as in the YAML
 	Output      []FieldConfig
 	Steps       []StepConfig
-	Pos         Pos
+	// Durable is durable: true: each step's result is checkpointed.
+	Durable bool
+	Pos     Pos
 	// Path is the tool's YAML path in its file, e.g. tools[0].
 	Path string
 }
@@ -400,6 +417,9 @@ type AgentConfig struct {
 	MaxToolBytes         int64
 	Stream               bool
 	Memory               AgentMemoryConfig
+	// Durable (agents: entries) is durable: true: each model turn and tool
+	// result is checkpointed.
+	Durable bool
 	// Output, in an `agent:` step, is the JSON Schema the answer must match (the
 	// step's output: fields); empty: the enclosing tool's output schema, if any.
 	Output []FieldConfig

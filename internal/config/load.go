@@ -358,9 +358,19 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 		"cluster":          func(v *yaml.Node, p string) { decodeCluster(d, v, p, &h.Cluster) }, // cluster.go
 		"tracing":          func(v *yaml.Node, p string) { decodeTracing(d, v, p, &h.Tracing) }, // tracing.go
 		"data_dir": func(v *yaml.Node, p string) {
-			d.Doc(v, "Where Helix keeps what it stores on disk (the embedded stores of pipelines, under rag/<id>). Default .helix.")
+			d.Doc(v, "Where Helix keeps what it stores on disk (the embedded stores of pipelines, under rag/<id>; durable runs, durable.db). Default .helix.")
 			h.DataDir = d.String(v, p)
 		},
+		"durable": func(v *yaml.Node, p string) {
+			h.Durable = d.Bool(v, p)
+			h.DurablePos = d.Pos(v)
+		},
+		"durable_store": func(v *yaml.Node, p string) {
+			h.DurableStore = d.String(v, p)
+			checkDurableStore(d, v, p, h.DurableStore)
+		},
+		"replica_id":             func(v *yaml.Node, p string) { h.ReplicaID = d.String(v, p) },
+		"durable_max_checkpoint": func(v *yaml.Node, p string) { h.DurableMaxCheckpoint = d.ByteSize(v, p) },
 		"management": func(v *yaml.Node, p string) {
 			m := &h.Management
 			m.Pos = d.Pos(v)
@@ -628,6 +638,7 @@ func decodeWorkflow(d *Decoder, n *yaml.Node, path string) (WorkflowConfig, bool
 		"steps":         func(v *yaml.Node, p string) { w.Steps = d.Steps(v, p) },
 		"error_handler": func(v *yaml.Node, p string) { w.ErrorHandler = decodeErrorHandler(d, v, p) },
 		"on_error":      func(v *yaml.Node, p string) { w.OnError = decodeOnError(d, v, p) },
+		"durable":       func(v *yaml.Node, p string) { w.Durable = d.Bool(v, p) },
 	}, "id")
 	if ok && w.ID != "" && w.From == "" {
 		d.Warn(n, path, "workflow %q has no trigger: it is not exposed as an MCP tool and never runs", w.ID).Hint =
@@ -728,6 +739,7 @@ func decodeTool(d *Decoder, n *yaml.Node, path string) (ToolConfig, bool) {
 		"input":       func(v *yaml.Node, p string) { t.Input = decodeFields(d, v, p, 0) },
 		"output":      func(v *yaml.Node, p string) { t.Output = decodeFields(d, v, p, 0) },
 		"steps":       func(v *yaml.Node, p string) { t.Steps = d.Steps(v, p) },
+		"durable":     func(v *yaml.Node, p string) { t.Durable = d.Bool(v, p) },
 	}, "id", "description", "input", "output")
 	if ok && t.Description == "" {
 		if desc := mappingValue(d, n, "description"); desc != nil {
@@ -860,5 +872,17 @@ func checkHTTPTransport(d *Decoder, v *yaml.Node, p, t string) {
 	if t != "" && !oneOf(strings.ToLower(strings.TrimSpace(t)), "helix", "sdk") {
 		d.Errorf(v, p, "unknown http_transport %q", t).Hint = hintOr(DidYouMean(t, []string{"helix", "sdk"}),
 			"use helix (Helix's own Streamable HTTP, the default) or sdk (the go-sdk's stock handler)")
+	}
+}
+
+// checkDurableStore reports a helix.durable_store that is no database URL.
+func checkDurableStore(d *Decoder, v *yaml.Node, p, store string) {
+	if store == "" {
+		return
+	}
+	u, err := url.Parse(store)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		d.Errorf(v, p, "helix.durable_store must be a PostgreSQL URL").Hint =
+			"write postgres://user:${env:PGPASSWORD}@host:5432/db, or leave it out for the embedded store under helix.data_dir"
 	}
 }

@@ -129,7 +129,9 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 	r := &stepRunner{rt: rt, dctx: dctx, run: runID, segment: seg, in: in, last: in.Snapshot, journaled: journaledSteps(w)}
 	ctx := engine.WithStepRunner(context.Context(dctx), r)
 	ctx = WithDurable(ctx, runID)
-	runErr := ec.RunUntilStop(ctx, in.Workflow, ex)
+	// Run, not RunUntilStop: only the runtime's stop (which leaves the run
+	// pending, its step unrecorded) cuts a run off, never the engine's drain.
+	runErr := ec.Run(ctx, in.Workflow, ex)
 	if r.fatal != nil {
 		if ownershipLost(r.fatal) || dctx.Err() != nil {
 			// Cancelled, shut down or taken over: nothing to record here.

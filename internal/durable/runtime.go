@@ -71,6 +71,12 @@ type Runtime struct {
 	mu       sync.Mutex
 	ec       *engine.Context
 	launched bool
+	// ready is closed at Launch: a Start before it waits (a trigger may
+	// deliver before the runtime recovered its pending runs).
+	ready chan struct{}
+	// closed is closed at Shutdown: Await calls end.
+	closed   chan struct{}
+	shutdown sync.Once
 	onPark   []func(Run)
 	// waiters are the Await calls of this process, by run id: woken when a
 	// run of this process parks or ends (runs of other replicas are polled).
@@ -86,7 +92,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	rt := &Runtime{opts: opts, logger: opts.Logger.With("component", "durable"), waiters: map[string][]chan struct{}{}}
+	rt := &Runtime{opts: opts, logger: opts.Logger.With("component", "durable"), waiters: map[string][]chan struct{}{},
+		ready: make(chan struct{}), closed: make(chan struct{})}
 	cfg := dbos.Config{
 		AppName:            appName(opts.AppName),
 		ApplicationVersion: ApplicationVersion,
@@ -140,7 +147,32 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.dctx = dctx
 	rt.interpreter = rt.interpret
 	dbos.RegisterWorkflow(dctx, rt.interpreter, dbos.WithWorkflowName(interpreterName))
+	for _, ext := range registeredExtensions() {
+		if err := ext(rt, dctx); err != nil {
+			rt.closeDB()
+			return nil, err
+		}
+	}
 	return rt, nil
+}
+
+var (
+	extMu      sync.Mutex
+	extensions []Extension
+)
+
+// RegisterExtension adds ext to every runtime made from now on, before it
+// launches (the waits register their timer workflow so, in an init function).
+func RegisterExtension(ext Extension) {
+	extMu.Lock()
+	extensions = append(extensions, ext)
+	extMu.Unlock()
+}
+
+func registeredExtensions() []Extension {
+	extMu.Lock()
+	defer extMu.Unlock()
+	return append([]Extension(nil), extensions...)
 }
 
 // appName is name as DBOS accepts it (lower case letters, digits, - and _).
@@ -205,16 +237,36 @@ func (rt *Runtime) Launch(ec *engine.Context) error {
 	if err := dbos.Launch(rt.dctx); err != nil {
 		return fmt.Errorf("durable: %s", redactURL(err.Error(), rt.opts.Store))
 	}
+	close(rt.ready)
 	return rt.repairContinuations(context.Background())
 }
 
 // Shutdown stops running: runs in flight stay pending, for the next start (or
 // another replica) to take up.
 func (rt *Runtime) Shutdown(timeout time.Duration) {
-	if err := dbos.Shutdown(rt.dctx, timeout); err != nil {
-		rt.logger.Warn("durable: shutdown", "error", err)
+	rt.shutdown.Do(func() {
+		close(rt.closed)
+		if err := dbos.Shutdown(rt.dctx, timeout); err != nil {
+			rt.logger.Warn("durable: shutdown", "error", err)
+		}
+		rt.closeDB()
+	})
+}
+
+// ErrShutdown is the error of a call cut off because the runtime stopped: the
+// run goes on at the next start.
+var ErrShutdown = errors.New("durable: stopped; the run goes on from its last checkpoint at the next start")
+
+// launchedEngine waits for Launch and returns the engine.
+func (rt *Runtime) launchedEngine(ctx context.Context) (*engine.Context, error) {
+	select {
+	case <-rt.ready:
+		return rt.engine(), nil
+	case <-rt.closed:
+		return nil, ErrShutdown
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	rt.closeDB()
 }
 
 func (rt *Runtime) closeDB() {

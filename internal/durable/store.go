@@ -147,9 +147,9 @@ func (rt *Runtime) wake(runID string) {
 
 // Start starts workflow on ex as a durable run.
 func (rt *Runtime) Start(ctx context.Context, workflow string, ex *exchange.Exchange, opts StartOptions) (Run, error) {
-	ec := rt.engine()
-	if ec == nil {
-		return Run{}, errors.New("durable: the runtime is not launched")
+	ec, err := rt.launchedEngine(ctx)
+	if err != nil {
+		return Run{}, err
 	}
 	if _, ok := ec.Workflow(workflow); !ok {
 		return Run{}, fmt.Errorf("durable: no workflow with id %q", workflow)
@@ -207,6 +207,8 @@ func (rt *Runtime) Await(ctx context.Context, runID string) (Run, error) {
 		select {
 		case <-ctx.Done():
 			return run, ctx.Err()
+		case <-rt.closed:
+			return run, ErrShutdown
 		case <-woken:
 		case <-poll.C:
 		}

@@ -23,6 +23,7 @@ import (
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/netguard"
 	"github.com/arvenza/helix/internal/rag/pipeline"
@@ -106,6 +107,8 @@ type App struct {
 	// tracer is helix.tracing's provider and exporter (internal/tracing/export);
 	// nil when tracing is off.
 	tracer *export.Provider
+	// durable is the durable runtime (durable.go); nil when nothing is durable.
+	durable *durable.Runtime
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -169,16 +172,19 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	a.preparePipelines() // pipelines.go: rag-retrieve/rag-ingest steps and pipeline:// targets refer to them
 	for _, w := range cfg.Workflows {
 		if wf := a.buildWorkflow(w, triggers); wf != nil {
+			a.markDurable(wf, w.Durable) // durable.go
 			workflows = append(workflows, built{wf, w.Pos})
 		}
 	}
 	for _, t := range cfg.Tools {
 		if wf := a.buildTool(t); wf != nil {
+			a.markDurable(wf, t.Durable)
 			workflows = append(workflows, built{wf, t.Pos})
 		}
 	}
 	a.checkDuplicateBodies() // validate.go
 	for i, wf := range a.buildAgentWorkflows(triggers) {
+		a.markDurable(wf, a.agents[i].cfg.Durable)
 		workflows = append(workflows, built{wf, a.agents[i].cfg.Pos})
 	}
 	for i, wf := range a.buildPipelineWorkflows() {
@@ -286,7 +292,24 @@ func (a *App) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := a.openDurable(ctx); err != nil { // durable.go
+		a.state.Store(stateStopped)
+		_ = a.stopManagement(ctx)
+		_ = a.stopTracing(ctx)
+		a.closeSecurity()
+		return err
+	}
 	if err := a.hc.Start(ctx); err != nil {
+		a.stopDurableAt(0)()
+		a.state.Store(stateStopped)
+		_ = a.stopManagement(ctx)
+		_ = a.stopTracing(ctx)
+		a.closeSecurity()
+		return err
+	}
+	if err := a.launchDurable(); err != nil {
+		a.stopDurableAt(0)()
+		_ = a.hc.Stop(ctx)
 		a.state.Store(stateStopped)
 		_ = a.stopManagement(ctx)
 		_ = a.stopTracing(ctx)
@@ -324,7 +347,13 @@ func (a *App) Stop(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.ShutdownTimeout())
 	defer cancel()
+	drain := a.ShutdownTimeout()
+	if dl, ok := ctx.Deadline(); ok {
+		drain = time.Until(dl)
+	}
+	stopDurable := a.stopDurableAt(drain) // durable.go: runs cut off stay pending
 	err := a.hc.Stop(ctx)
+	stopDurable()
 	a.stopCluster() // after every trigger stopped: releases the leader lock
 	if mErr := a.stopManagement(ctx); mErr != nil {
 		err = errors.Join(err, mErr)

@@ -1,0 +1,81 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/durable"
+	"github.com/arvenza/helix/pkg/app"
+	"github.com/arvenza/helix/pkg/exchange"
+)
+
+// A durable workflow's exchange goes through the durable store (the run is
+// recorded, its reply is the run's result); a workflow not declared durable
+// does not; helix.durable makes every workflow durable.
+func TestDurableWorkflowRunsThroughTheStore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a := buildStart(t, `
+helix:
+  data_dir: `+dir+`
+workflows:
+  - id: orders
+    durable: true
+    trigger: direct://orders
+    steps:
+      - set-body: ${body} placed
+  - id: plain
+    trigger: direct://plain
+    steps:
+      - set-body: ${body} done
+`, quiet)
+	runs := durable.For(a.Context())
+	if runs == nil {
+		t.Fatal("no durable store attached")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ex := exchange.NewWithBody(exchange.InOut, "order 7")
+	if err := a.Context().Run(ctx, "orders", ex); err != nil {
+		t.Fatal(err)
+	}
+	id := ex.In().HeaderString(durable.HeaderRunID)
+	if ex.In().Body() != "order 7 placed" || id == "" {
+		t.Fatalf("reply %v, run id %q", ex.In().Body(), id)
+	}
+	run, err := runs.Get(ctx, id)
+	if err != nil || run.State != durable.StateCompleted || run.Workflow != "orders" || run.Kind != "workflow" {
+		t.Fatalf("run %+v, %v", run, err)
+	}
+	ex = exchange.NewWithBody(exchange.InOut, "x")
+	if err := a.Context().Run(ctx, "plain", ex); err != nil || ex.In().HeaderString(durable.HeaderRunID) != "" {
+		t.Fatalf("plain workflow: %v, headers %v", err, ex.In().Headers())
+	}
+	all, _ := runs.List(ctx, durable.Filter{})
+	if len(all) != 1 {
+		t.Fatalf("runs %+v", all)
+	}
+
+	cfg, err := config.LoadBytes("helix.yaml", []byte("helix:\n  durable: true\n  data_dir: "+t.TempDir()+"\nworkflows:\n  - id: w\n    trigger: direct://w\n    steps:\n      - log: x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := app.Build(cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wf, _ := b.Context().Workflow("w"); !wf.Durable {
+		t.Fatal("helix.durable did not make the workflow durable")
+	}
+}
+
+// An app without a durable workflow opens no store.
+func TestNoDurableStoreWithoutDurableWorkflows(t *testing.T) {
+	t.Parallel()
+	a := buildStart(t, "workflows:\n  - id: w\n    trigger: direct://w\n    steps:\n      - log: x\n", quiet)
+	if durable.For(a.Context()) != nil {
+		t.Fatal("a store was opened")
+	}
+}
