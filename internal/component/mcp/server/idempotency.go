@@ -74,8 +74,8 @@ func newAnswered() *answered {
 
 // do returns the remembered result of (principal, key), waiting for a call with
 // them still running; otherwise it runs call and remembers its result when final
-// is true (a call that ended with ctx, or stopped to ask its client, is no answer:
-// a repeat runs the tool).
+// is true (a call that stopped to ask its client is no answer: a repeat runs the
+// tool).
 func (a *answered) do(ctx context.Context, principal, tool, key string, call func() (res *sdk.CallToolResult, final bool)) *sdk.CallToolResult {
 	k := answerKey{principal, tool, key}
 	for {
@@ -204,7 +204,12 @@ func (c *toolCaller) callKeyed(ctx context.Context, t *serverTool, req *sdk.Call
 		ctx = tool.WithHeaders(ctx, map[string]any{durable.HeaderIdempotencyKey: durableCallKey(principal, t.info.Name, key)})
 	}
 	return c.answered.do(ctx, principal, t.info.Name, key, func() (*sdk.CallToolResult, bool) {
-		res, asked := c.callAsked(ctx, t, req.Params.Arguments)
-		return res, !asked && ctx.Err() == nil
+		// The call runs to its end even when its client goes away (a crashed
+		// caller is what keys are for): cut off, it might have caused its side
+		// effects without leaving an answer for the repeat. The server's stop
+		// still ends it.
+		run := context.WithoutCancel(ctx)
+		res, asked := c.callAsked(run, t, req.Params.Arguments)
+		return res, !asked
 	})
 }

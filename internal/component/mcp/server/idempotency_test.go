@@ -94,8 +94,8 @@ func TestKeyedCallsRacingRunOnce(t *testing.T) {
 	}
 }
 
-// A call that ended without an answer (its caller gave up) is not remembered:
-// the repeat runs the tool.
+// A call that ended without an answer (final false) is not remembered: the
+// repeat runs the tool.
 func TestAnsweredForgetsCallsWithoutAnAnswer(t *testing.T) {
 	t.Parallel()
 	a := newAnswered()
