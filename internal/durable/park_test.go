@@ -43,6 +43,9 @@ func TestParkedRunResolvesOnceAcrossARestart(t *testing.T) {
 	if body["state"] != "input_required" || id == "" {
 		t.Fatalf("parked run answered %v", ex.In().Body())
 	}
+	for deadline := time.Now().Add(5 * time.Second); parked.Load() == nil && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond) // OnPark runs in the run's goroutine
+	}
 	if r, _ := parked.Load().(durable.Run); r.ID != id || r.Wait == nil || r.Wait.Key != "q1" {
 		t.Fatalf("OnPark got %+v", parked.Load())
 	}

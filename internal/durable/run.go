@@ -126,6 +126,7 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 		return rt.finish(dctx, runID, seg, in, nil, fmt.Errorf("the run's input cannot be read: %w", err), in.StartStep)
 	}
 	ex := exchange.NewFromSnapshot(snap)
+	ex.In().SetHeader(HeaderRunID, runID) // ${header.HelixRunId} in the steps
 	r := &stepRunner{rt: rt, dctx: dctx, run: runID, segment: seg, in: in, last: in.Snapshot, journaled: journaledSteps(w)}
 	ctx := engine.WithStepRunner(context.Context(dctx), r)
 	ctx = WithDurable(ctx, runID)
@@ -374,7 +375,7 @@ func (rt *Runtime) parkRun(dctx dbos.Context, runID string, seg int, r *stepRunn
 	if err := rt.parkInStore(dctx, runID, seg, state, r.at, r.parkName, r.park, r.parkSnap); err != nil {
 		return RunOutput{}, err
 	}
-	rt.wake(runID)
+	// The hooks first: whoever awaits the run finds them done.
 	if run, err := rt.Get(context.WithoutCancel(dctx), runID); err == nil {
 		rt.mu.Lock()
 		hooks := append([]func(Run){}, rt.onPark...)
@@ -383,6 +384,7 @@ func (rt *Runtime) parkRun(dctx dbos.Context, runID string, seg int, r *stepRunn
 			f(run)
 		}
 	}
+	rt.wake(runID)
 	return RunOutput{State: state, Step: r.at}, nil
 }
 

@@ -36,12 +36,18 @@ type app struct {
 
 func startApp(t *testing.T, dir string, steps ...engine.Processor) *app {
 	t.Helper()
+	return startAppOn(t, dir, "", steps...)
+}
+
+// startAppOn is startApp on the store at url (PostgreSQL); "" is the embedded one.
+func startAppOn(t *testing.T, dir, url string, steps ...engine.Processor) *app {
+	t.Helper()
 	ec := engine.NewContext("t")
 	if err := ec.AddWorkflow(&engine.Workflow{ID: "wf", Processors: steps, Durable: true}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rt, err := durable.New(ctx, durable.Options{AppName: "t", DataDir: dir, MaxCheckpoint: 64 << 10})
+	rt, err := durable.New(ctx, durable.Options{AppName: "t", DataDir: dir, Store: url, ReplicaID: "r1", MaxCheckpoint: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +147,7 @@ func TestCheckpointOverTheLimitFailsTheRun(t *testing.T) {
 	a := startApp(t, t.TempDir(), big)
 	ex := exchange.NewWithBody(exchange.InOut, "in")
 	err := a.ec.Run(context.Background(), "wf", ex)
-	if err == nil || !strings.Contains(err.Error(), "checkpoint of step w.yaml:9:5 big is 100 KiB, over helix.durable_max_checkpoint 64 KiB") {
+	if err == nil || !strings.Contains(err.Error(), "checkpoint of step w.yaml:9:5 big is 100.1 KiB, over helix.durable_max_checkpoint 64 KiB") {
 		t.Fatalf("err %v", err)
 	}
 }
