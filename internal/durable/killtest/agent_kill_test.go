@@ -1,6 +1,7 @@
 package killtest
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -87,6 +88,30 @@ func TestKillNineDurableAgent(t *testing.T) {
 		}
 		return agenttest.Reply{Text: "done " + n + ": " + strings.Join(got, ",")}
 	})
+	// A kill cuts requests off halfway: the model (which checks every request
+	// it gets) sees only whole ones, as a provider would.
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, model.URL+r.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(front.Close)
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ Order, Part int }
 		data, _ := io.ReadAll(r.Body)
@@ -108,7 +133,7 @@ func TestKillNineDurableAgent(t *testing.T) {
 
 	dir := t.TempDir()
 	h := &Harness{t: t, Dir: dir, Addr: freeAddr(t), config: filepath.Join(dir, "helix.yaml")}
-	if err := os.WriteFile(h.config, []byte(fmt.Sprintf(agentYAML, dir, h.Addr, model.BaseURL(), sink.URL)), 0o600); err != nil {
+	if err := os.WriteFile(h.config, []byte(fmt.Sprintf(agentYAML, dir, h.Addr, front.URL+strings.TrimPrefix(model.BaseURL(), model.URL), sink.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
