@@ -1,6 +1,12 @@
 package durable
 
-import "context"
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/arvenza/helix/pkg/exchange"
+)
 
 // SubKey returns ctx carrying the idempotency key ctx carries with "/"+part
 // appended, or ctx itself when it carries none (the run is not durable). Steps
@@ -15,4 +21,28 @@ func SubKey(ctx context.Context, part string) context.Context {
 		return ctx
 	}
 	return WithKey(ctx, key+"/"+part)
+}
+
+// WithRedelivery returns ctx whose idempotency key counts the redeliveries of
+// ex: the key's redelivery part (<run id>/<step>/<redelivery>/…) becomes ex's
+// HelixRedeliveryCount. A failure the workflow's error handler retries is a new
+// attempt, whose side effects must not be taken for repeats of the failed one;
+// a step done again after a crash is the same attempt and keeps its key. ctx is
+// returned as it is outside a durable run and before any redelivery.
+func WithRedelivery(ctx context.Context, ex *exchange.Exchange) context.Context {
+	n, isInt := ex.In().Header(exchange.HeaderRedeliveryCount).(int)
+	if !isInt || n <= 0 {
+		return ctx
+	}
+	key, ok := KeyFrom(ctx)
+	run, inRun := RunID(ctx)
+	if !ok || !inRun || !strings.HasPrefix(key, run+"/") {
+		return ctx
+	}
+	parts := strings.SplitN(key[len(run)+1:], "/", 3) // step, redelivery, the rest
+	if len(parts) < 2 {
+		return ctx
+	}
+	parts[1] = strconv.Itoa(n)
+	return WithKey(ctx, run+"/"+strings.Join(parts, "/"))
 }

@@ -44,12 +44,15 @@ func TestTargetsInsideOneStepGetDistinctStableKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hc.Stop(context.Background()) })
-	runOnce := func(ctx context.Context) []string {
+	runOnce := func(ctx context.Context, redelivery ...int) []string {
 		t.Helper()
 		mu.Lock()
 		keys = nil
 		mu.Unlock()
 		ex := exchange.NewWithBody(exchange.InOut, []any{"a", "b"})
+		if len(redelivery) > 0 {
+			ex.In().SetHeader(exchange.HeaderRedeliveryCount, redelivery[0])
+		}
 		if err := engine.BuildPipeline(procs, nil, nil).Process(ctx, ex); err != nil {
 			t.Fatal(err)
 		}
@@ -67,6 +70,11 @@ func TestTargetsInsideOneStepGetDistinctStableKeys(t *testing.T) {
 	}
 	if again := runOnce(durable.WithKey(context.Background(), "run-1/0/0")); !slices.Equal(again, first) {
 		t.Fatalf("the step done again sent %q, the first time %q", again, first)
+	}
+	// A retry of the error handler is a new attempt: its keys differ.
+	retried := runOnce(durable.WithKey(durable.WithDurable(context.Background(), "run-1"), "run-1/0/0"), 1)
+	if retried[0] != "run-1/0/1/[0]/helix.yaml:7:15" || retried[3] != "run-1/0/1/[1]/helix.yaml:8:15" {
+		t.Fatalf("a redelivery sent %q", retried)
 	}
 	if plain := runOnce(context.Background()); !slices.Equal(plain, []string{"none", "none", "none", "none"}) {
 		t.Fatalf("outside a durable run: %q", plain)
