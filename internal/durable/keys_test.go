@@ -2,8 +2,10 @@ package durable_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -48,5 +50,34 @@ func TestStepsSeeTheirKeyAndRun(t *testing.T) {
 	}
 	if err != nil || len(got) != 2 || got[0] != "k/0/0 k k" || got[1] != "k/1/0 k k" {
 		t.Fatalf("%q %v", got, err)
+	}
+}
+
+// A step's checkpoint is named without its file's directory: the same
+// configuration started from another directory takes up its pending runs.
+func TestCheckpointNamesIgnoreTheDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var n atomic.Int32
+	entered := make(chan struct{})
+	var once sync.Once
+	block := step{name: "/srv/a/helix.yaml:4:5 slow", runs: &n, fn: func(ctx context.Context, ex *exchange.Exchange) error {
+		once.Do(func() { close(entered) })
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	a := startApp(t, dir, appendTo("/srv/a/helix.yaml:3:5 a", &n), block)
+	if _, err := a.rt.Start(context.Background(), "wf", exchange.NewWithBody(exchange.InOut, "in"), durable.StartOptions{RunID: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	a.stop()
+	var m atomic.Int32
+	b := startApp(t, dir, appendTo("helix.yaml:3:5 a", &m), appendTo("helix.yaml:4:5 slow", &m))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := b.rt.Await(ctx, "d")
+	if err != nil || run.State != durable.StateCompleted || m.Load() != 1 {
+		t.Fatalf("%+v %v, steps ran %d", run, err, m.Load())
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -163,5 +165,117 @@ func TestJournaledStepResumesAtItsEntry(t *testing.T) {
 	steps, _ := b.rt.Steps(ctx, "r")
 	if len(steps) != 3 {
 		t.Fatalf("steps %+v", steps)
+	}
+}
+
+// A failed run resumes from its last checkpoint: the step that failed runs
+// again, the steps before it do not.
+func TestResumeFailedRun(t *testing.T) {
+	t.Parallel()
+	var n0, n1 atomic.Int32
+	flaky := step{name: "w.yaml:4:5 flaky", runs: &n1, fn: func(_ context.Context, ex *exchange.Exchange) error {
+		if n1.Load() == 1 {
+			return errors.New("not yet")
+		}
+		ex.In().SetBody(ex.In().Body().(string) + "+flaky")
+		return nil
+	}}
+	a := startApp(t, t.TempDir(), appendTo("w.yaml:3:5 a", &n0), flaky)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "in"), durable.StartOptions{RunID: "f"})
+	if err == nil {
+		run, err = a.rt.Await(ctx, run.ID)
+	}
+	if err != nil || run.State != durable.StateFailed {
+		t.Fatalf("%+v %v", run, err)
+	}
+	if _, err := a.rt.Resume(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	run, err = a.rt.Await(ctx, "f")
+	if err != nil || run.State != durable.StateCompleted {
+		t.Fatalf("%+v %v", run, err)
+	}
+	s, _ := exchange.DecodeSnapshot(run.Result)
+	if s.Body != "in+w.yaml:3:5 a+flaky" || n0.Load() != 1 || n1.Load() != 2 {
+		t.Fatalf("body %v, steps ran %d and %d times", s.Body, n0.Load(), n1.Load())
+	}
+	if _, err := a.rt.Resume(ctx, "f"); err == nil {
+		t.Fatal("resumed a completed run")
+	}
+}
+
+// Cancelling a run in a step ends it: the step's context is cancelled, the
+// run is cancelled, and its step is not recorded as done.
+func TestCancelRunningRun(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int32
+	entered := make(chan struct{})
+	block := step{name: "w.yaml:4:5 slow", runs: &n, fn: func(ctx context.Context, ex *exchange.Exchange) error {
+		close(entered)
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	a := startApp(t, t.TempDir(), block)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := a.rt.Start(ctx, "wf", exchange.New(exchange.InOut), durable.StartOptions{RunID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	run, err := a.rt.Cancel(ctx, "c")
+	if err != nil || run.State != durable.StateCancelled {
+		t.Fatalf("%+v %v", run, err)
+	}
+	if run, err = a.rt.Await(ctx, "c"); err != nil || run.State != durable.StateCancelled {
+		t.Fatalf("%+v %v", run, err)
+	}
+	time.Sleep(100 * time.Millisecond) // the cancelled execution ends
+	if steps, _ := a.rt.Steps(ctx, "c"); len(steps) != 0 {
+		t.Fatalf("recorded %+v", steps)
+	}
+	if run, _ = a.rt.Get(ctx, "c"); run.State != durable.StateCancelled {
+		t.Fatalf("after the execution ended: %+v", run)
+	}
+}
+
+// Of many resolutions at once, exactly one wins; the run goes on once.
+func TestConcurrentResolutionsOneWins(t *testing.T) {
+	t.Parallel()
+	var n0, n1 atomic.Int32
+	a := startApp(t, t.TempDir(), approveStep(&n0), appendTo("w.yaml:5:5 c", &n1))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "in"), durable.StartOptions{RunID: "race"})
+	if err == nil {
+		run, err = a.rt.Await(ctx, run.ID)
+	}
+	if err != nil || run.State != durable.StateInputRequired {
+		t.Fatalf("%+v %v", run, err)
+	}
+	var wins, lost atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := a.rt.Resolve(ctx, "race", durable.Resolution{Kind: durable.ResolvedApproved, By: fmt.Sprint(i)})
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, durable.ErrNotWaiting):
+				lost.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 || lost.Load() != 19 {
+		t.Fatalf("%d won, %d lost", wins.Load(), lost.Load())
+	}
+	if run, err = a.rt.Await(ctx, "race"); err != nil || run.State != durable.StateCompleted || n1.Load() != 1 {
+		t.Fatalf("%+v %v, last step ran %d times", run, err, n1.Load())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
@@ -156,7 +157,7 @@ func journaledSteps(w *engine.Workflow) map[string]bool {
 			if out == nil {
 				out = map[string]bool{}
 			}
-			out[engine.StepName(p)] = true
+			out[stableName(engine.StepName(p))] = true
 		}
 	}
 	return out
@@ -198,6 +199,7 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 		return nil // ran in an earlier segment; ex is the exchange before StartStep
 	}
 	r.at = i
+	name = stableName(name)
 	if i == r.in.StartStep && r.segment > 0 {
 		if r.in.StartName != "" && name != r.in.StartName {
 			return &ChangedError{Step: i, Was: r.in.StartName, Now: name}
@@ -454,11 +456,21 @@ const HeaderRunID = "HelixRunId"
 // gets the first run's result instead of a second run.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-// RunIDFrom is the run id an exchange of workflow asks for: its
-// Idempotency-Key header, made unique to the workflow; "" when it has none (a
-// new run).
+// RunIDFrom is the run id an exchange of workflow asks for: the key its
+// trigger gave the delivery (RegisterRunKey: a Kafka record's topic, partition
+// and offset), else its Idempotency-Key header, made unique to the workflow; ""
+// when it has none (a new run).
 func RunIDFrom(_ context.Context, workflow string, ex *exchange.Exchange) string {
-	key := ex.In().HeaderString(HeaderIdempotencyKey)
+	key := ""
+	for _, f := range registeredRunKeys() {
+		if k, ok := f(ex); ok && k != "" {
+			key = k
+			break
+		}
+	}
+	if key == "" {
+		key = ex.In().HeaderString(HeaderIdempotencyKey)
+	}
 	if key == "" {
 		for k, v := range ex.In().Headers() {
 			if strings.EqualFold(k, HeaderIdempotencyKey) {
@@ -470,5 +482,43 @@ func RunIDFrom(_ context.Context, workflow string, ex *exchange.Exchange) string
 	if key == "" {
 		return ""
 	}
-	return workflow + ":" + key
+	// ~ marks a run's segments: it cannot be part of a run id.
+	return workflow + ":" + strings.ReplaceAll(key, "~", "-")
+}
+
+var (
+	runKeyMu sync.Mutex
+	runKeys  []func(*exchange.Exchange) (string, bool)
+)
+
+// RegisterRunKey lets a trigger name what makes one of its deliveries unique
+// (a Kafka record: topic/partition/offset), so that a delivery repeated after a
+// crash (the record read again before its offset was committed) finds the run
+// it started instead of starting another. f reads the exchange's headers; it is
+// asked only for the exchanges of durable workflows. Register in an init
+// function.
+func RegisterRunKey(f func(*exchange.Exchange) (string, bool)) {
+	runKeyMu.Lock()
+	runKeys = append(runKeys, f)
+	runKeyMu.Unlock()
+}
+
+func registeredRunKeys() []func(*exchange.Exchange) (string, bool) {
+	runKeyMu.Lock()
+	defer runKeyMu.Unlock()
+	return runKeys
+}
+
+// stableName is a step's name (/srv/app/helix.yaml:12:9 to) without the
+// directory of its file (helix.yaml:12:9 to): the same step whether Helix was
+// started with a relative or an absolute path, or from another directory.
+func stableName(name string) string {
+	pos, kind, _ := strings.Cut(name, " ")
+	if i := strings.LastIndexAny(pos, `/\`); i >= 0 {
+		pos = pos[i+1:]
+	}
+	if kind == "" {
+		return pos
+	}
+	return pos + " " + kind
 }

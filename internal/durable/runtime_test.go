@@ -218,3 +218,24 @@ func TestChangedWorkflowFailsThePendingRun(t *testing.T) {
 		t.Fatalf("run %+v, %v", run, err)
 	}
 }
+
+// An input too large to checkpoint is refused before any step runs, as the
+// caller's fault (413); one that holds what a checkpoint cannot keep, too (422).
+func TestInputThatCannotBeCheckpointed(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int32
+	a := startApp(t, t.TempDir(), appendTo("w.yaml:3:5 a", &n))
+	ex := exchange.NewWithBody(exchange.InOut, strings.Repeat("x", 65<<10))
+	err := a.ec.Run(context.Background(), "wf", ex)
+	if err == nil || exchange.HTTPStatus(err) != 413 || !strings.Contains(err.Error(), "over helix.durable_max_checkpoint 64 KiB") {
+		t.Fatalf("err %v (status %d)", err, exchange.HTTPStatus(err))
+	}
+	ex = exchange.NewWithBody(exchange.InOut, map[string]any{"c": make(chan int)})
+	err = a.ec.Run(context.Background(), "wf", ex)
+	if err == nil || exchange.HTTPStatus(err) != 422 || !strings.Contains(err.Error(), "body.c is a chan int") {
+		t.Fatalf("err %v", err)
+	}
+	if n.Load() != 0 {
+		t.Fatal("a step ran")
+	}
+}

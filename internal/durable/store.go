@@ -158,10 +158,10 @@ func (rt *Runtime) Start(ctx context.Context, workflow string, ex *exchange.Exch
 	if err != nil {
 		var big *exchange.SnapshotTooLargeError
 		if errors.As(err, &big) {
-			return Run{}, fmt.Errorf("the input of durable workflow %q is %s, over helix.durable_max_checkpoint %s", workflow,
-				exchange.FormatBytes(big.Size), exchange.FormatBytes(big.Limit))
+			return Run{}, &inputError{status: 413, msg: fmt.Sprintf("the input of durable workflow %q is %s, over helix.durable_max_checkpoint %s", workflow,
+				exchange.FormatBytes(big.Size), exchange.FormatBytes(big.Limit))}
 		}
-		return Run{}, fmt.Errorf("the input of durable workflow %q cannot be checkpointed: %w", workflow, err)
+		return Run{}, &inputError{status: 422, msg: fmt.Sprintf("the input of durable workflow %q cannot be checkpointed: %v", workflow, err)}
 	}
 	id := opts.RunID
 	if id == "" {
@@ -485,3 +485,13 @@ func (rt *Runtime) Resume(ctx context.Context, runID string) (Run, error) {
 	}
 	return rt.Get(ctx, runID)
 }
+
+// inputError is an input a durable run cannot start with: the caller's fault
+// (413 too large, 422 not data a checkpoint keeps).
+type inputError struct {
+	status int
+	msg    string
+}
+
+func (e *inputError) Error() string   { return e.msg }
+func (e *inputError) HTTPStatus() int { return e.status }

@@ -2,11 +2,14 @@ package app_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/durable"
+	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -77,5 +80,54 @@ func TestNoDurableStoreWithoutDurableWorkflows(t *testing.T) {
 	a := buildStart(t, "workflows:\n  - id: w\n    trigger: direct://w\n    steps:\n      - log: x\n", quiet)
 	if durable.For(a.Context()) != nil {
 		t.Fatal("a store was opened")
+	}
+}
+
+// A configuration with durable workflows is not reloaded in place: the new
+// application would take up the runs the old one is running.
+func TestReloadRefusedWithDurableWorkflows(t *testing.T) {
+	t.Parallel()
+	running := startBuilt(t, reloadApp(t, "v1", ""))
+	durableNext := reloadApp(t, "v2", "  - id: orders\n    durable: true\n    trigger: direct://orders\n    steps:\n      - set-body: x\n")
+	err := running.Handover(context.Background(), durableNext)
+	if !errors.Is(err, app.ErrReloadRefused) || !strings.Contains(err.Error(), "durable") {
+		t.Fatalf("handover to a durable configuration: %v", err)
+	}
+}
+
+// A durable tools: entry called as a tool (an MCP tools/call) runs as a
+// durable run; its structured result comes back from the run's record.
+func TestDurableToolCall(t *testing.T) {
+	t.Parallel()
+	a := buildStart(t, `
+helix:
+  data_dir: `+t.TempDir()+`
+tools:
+  - id: triple
+    description: triples n
+    durable: true
+    input: {n: integer}
+    output: {m: integer}
+    steps:
+      - transform:
+          starlang: '{"m": payload["n"] * 3}'
+`, quiet)
+	wf, _ := a.Context().Workflow("triple")
+	tl, err := tool.FromWorkflow(a.Context(), wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := tl.Invoke(ctx, map[string]any{"n": int64(14)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := res.Structured.(map[string]any); m["m"] != int64(42) {
+		t.Fatalf("result %#v", res.Structured)
+	}
+	runs, err := durable.For(a.Context()).List(ctx, durable.Filter{Workflow: "triple"})
+	if err != nil || len(runs) != 1 || runs[0].State != durable.StateCompleted || runs[0].Kind != "tool" {
+		t.Fatalf("runs %+v %v", runs, err)
 	}
 }

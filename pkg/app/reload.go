@@ -46,6 +46,11 @@ func (a *App) Handover(ctx context.Context, next *App) error {
 		if id := x.stdioServer(); id != "" {
 			return fmt.Errorf("%w: MCP server %s serves stdio, whose stream cannot be handed over to a new configuration; restart Helix instead", ErrReloadRefused, id)
 		}
+		// Two applications on one durable store would both take up the runs
+		// in flight (the new one recovers them while the old one runs them).
+		if x.anyDurable() {
+			return fmt.Errorf("%w: durable workflows run in this configuration, and two applications cannot share their store; restart Helix instead (pending runs go on after the restart)", ErrReloadRefused)
+		}
 	}
 	next.listeners = netguard.NewGeneration(a.listeners)
 	if err := next.Start(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/arvenza/helix/internal/jsonnum"
 	"github.com/arvenza/helix/internal/redact"
@@ -296,6 +297,17 @@ func RegisterSnapshotCodec[T any](tag string, encode func(T) (any, error), decod
 		decode: func(data any) (any, error) { return decode(data) },
 	}
 	codecByType[typ], codecByTag[tag] = c, c
+}
+
+// A time.Time (a component's timestamp) comes back as the same instant, in
+// UTC, to the nanosecond.
+func init() {
+	RegisterSnapshotCodec("time", func(t time.Time) (any, error) {
+		return t.UTC().Format(time.RFC3339Nano), nil
+	}, func(data any) (time.Time, error) {
+		s, _ := data.(string)
+		return time.Parse(time.RFC3339Nano, s)
+	})
 }
 
 // maxDepth bounds how deep a snapshot's values may nest.

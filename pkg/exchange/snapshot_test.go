@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -31,6 +32,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		"pt":    point{1, 2},
 		"list":  []any{"x", int64(7), nil, true, map[string]any{"\x00bytes": "not a tag"}},
 		"strs":  []string{"a", "b"},
+		"at":    time.Date(2026, 12, 5, 1, 2, 3, 4, time.UTC),
 	})
 	ex.In().SetHeader("Content-Type", "application/json")
 	ex.In().SetHeader("N", int64(9))
@@ -55,6 +57,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		"pt":    point{1, 2},
 		"list":  []any{"x", int64(7), nil, true, map[string]any{"\x00bytes": "not a tag"}},
 		"strs":  []any{"a", "b"},
+		"at":    time.Date(2026, 12, 5, 1, 2, 3, 4, time.UTC),
 	}
 	if !reflect.DeepEqual(got.In().Body(), wantBody) {
 		t.Errorf("body %#v\nwant %#v", got.In().Body(), wantBody)
