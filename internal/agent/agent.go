@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/report"
 	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/engine"
@@ -323,7 +324,7 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 			report.Progress(ctx, prog.next(res.Iterations), prog.total, fmt.Sprintf("agent %s: iteration %d: thinking", a.cfg.ID, res.Iterations))
 		}
 		mreq.Messages = msgs
-		resp, err := a.generate(ctx, mreq)
+		resp, err := a.modelTurn(ctx, res.Iterations, mreq) // journal.go
 		if err != nil {
 			return res, a.runError(ctx, err)
 		}
@@ -358,8 +359,11 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 			report.Progress(ctx, prog.next(res.Iterations), prog.total, fmt.Sprintf("agent %s: iteration %d: calling %s", a.cfg.ID, res.Iterations, strings.Join(names, ", ")))
 		}
 		run := turn.ToolCalls[:min(len(turn.ToolCalls), a.cfg.MaxToolCallsPerTurn)]
-		results, interrupt := a.callTools(ctx, tools, run)
+		results, interrupt, jerr := a.callTools(ctx, tools, res.Iterations, run)
 		res.ToolCalls += len(run)
+		if jerr != nil {
+			return res, a.runError(ctx, jerr)
+		}
 		if interrupt != nil {
 			// A tool stopped to ask the MCP client (engine.Interrupt): the agent
 			// stops too, so that the question reaches the client now.
@@ -483,17 +487,22 @@ func (a *Agent) refusedCall(c ToolCall) Message {
 // callTools runs the calls of one turn, concurrently when parallel tool calls are
 // on (at most MaxParallelToolCalls at a time), and returns their results in the
 // calls' order. It returns when every call has returned. interrupt is the first
-// engine.Interrupt a call's workflow stopped with (a question for the MCP client).
-func (a *Agent) callTools(ctx context.Context, tools *toolView, calls []ToolCall) (_ []Message, interrupt error) {
+// engine.Interrupt a call's workflow stopped with (a question for the MCP client);
+// failed is the durable run's journal failing (journal.go).
+func (a *Agent) callTools(ctx context.Context, tools *toolView, iteration int, calls []ToolCall) (_ []Message, interrupt, failed error) {
 	seen := &interrupts{}
 	ctx = context.WithValue(ctx, interruptsKey{}, seen)
 	defer func() { interrupt = seen.first() }()
+	if j := durable.JournalFrom(ctx); j != nil {
+		out, err := a.callToolsJournaled(ctx, j, tools, iteration, calls)
+		return out, nil, err
+	}
 	out := make([]Message, len(calls))
 	if !a.parallel || len(calls) == 1 {
 		for i, c := range calls {
-			out[i] = a.callTool(ctx, tools, c)
+			out[i] = a.callTool(toolCallContext(ctx, iteration, i), tools, c)
 		}
-		return out, nil
+		return out, nil, nil
 	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, a.cfg.MaxParallelToolCalls)
@@ -501,11 +510,11 @@ func (a *Agent) callTools(ctx context.Context, tools *toolView, calls []ToolCall
 		slots <- struct{}{} // waits while MaxParallelToolCalls calls run
 		wg.Go(func() {
 			defer func() { <-slots }()
-			out[i] = a.callTool(ctx, tools, c)
+			out[i] = a.callTool(toolCallContext(ctx, iteration, i), tools, c)
 		})
 	}
 	wg.Wait()
-	return out, nil
+	return out, nil, nil
 }
 
 // interrupts records the engine.Interrupt errors of one turn's tool calls.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/pkg/component"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -272,14 +274,16 @@ func (m *Multicast) start(ctx context.Context, i int, copy *exchange.Exchange, r
 	m.mu.Unlock()
 	go func() {
 		defer m.wg.Done()
-		resCh <- branchResult{index: i, ex: copy, err: runBranch(ctx, m.branches[i], copy)}
+		resCh <- branchResult{index: i, ex: copy, err: runBranch(ctx, i, m.branches[i], copy)}
 	}()
 	return nil
 }
 
-// runBranch runs one branch, turning a panic into an error: a branch runs on its own
-// goroutine, where the pipeline's recovery cannot reach it.
-func runBranch(ctx context.Context, p engine.Processor, ex *exchange.Exchange) (err error) {
+// runBranch runs branch (or element) i, turning a panic into an error: a branch runs
+// on its own goroutine, where the pipeline's recovery cannot reach it. The side
+// effects of a durable run's branch i carry the step's idempotency key with "[i]"
+// appended, so that two branches never share one.
+func runBranch(ctx context.Context, i int, p engine.Processor, ex *exchange.Exchange) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &engine.PanicError{Value: r, Stack: debug.Stack()}
@@ -288,7 +292,7 @@ func runBranch(ctx context.Context, p engine.Processor, ex *exchange.Exchange) (
 	if p == nil {
 		return nil
 	}
-	return engine.RunStep(ctx, p, ex)
+	return engine.RunStep(durable.SubKey(ctx, "["+strconv.Itoa(i)+"]"), p, ex)
 }
 
 // complete builds the collected list; results[i] is nil for branches that did not finish.

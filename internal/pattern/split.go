@@ -353,7 +353,7 @@ func (s *Split) startWorkers(ctx context.Context, workers int, jobs <-chan split
 			for j := range jobs {
 				err := ctx.Err()
 				if err == nil {
-					err = runBranch(ctx, s.steps, j.ex)
+					err = runBranch(ctx, j.index, s.steps, j.ex)
 				}
 				resCh <- splitResult{index: j.index, body: j.ex.In().Body(), err: err}
 			}

@@ -87,5 +87,5 @@ func buildTarget(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	if !bc.CheckEndpoint(d.Pos(uriNode), s.Path, raw, false) {
 		return nil, nil
 	}
-	return engine.NewTarget(bc.HC, raw).WithName(Name(s)), nil
+	return keyedTarget{engine.NewTarget(bc.HC, raw).WithName(Name(s)), s.Pos.String()}, nil // effectkey.go
 }

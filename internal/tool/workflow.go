@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -47,10 +48,17 @@ type headersKey struct{}
 
 // WithHeaders returns ctx carrying headers that the exchange of a workflow tool
 // called with it starts with, next to HelixMcpToolName and the others (the MCP
-// server passes what the request says about its client this way).
+// server passes what the request says about its client this way). Headers ctx
+// carries already stay, unless h sets them too.
 func WithHeaders(ctx context.Context, h map[string]any) context.Context {
 	if len(h) == 0 {
 		return ctx
+	}
+	if old, ok := ctx.Value(headersKey{}).(map[string]any); ok {
+		merged := make(map[string]any, len(old)+len(h))
+		maps.Copy(merged, old)
+		maps.Copy(merged, h)
+		h = merged
 	}
 	return context.WithValue(ctx, headersKey{}, h)
 }

@@ -11,6 +11,7 @@ import (
 	agentcomp "github.com/arvenza/helix/internal/component/agent"
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/management"
 	"github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/internal/tool"
@@ -203,6 +204,14 @@ type namedProcessor struct {
 }
 
 func (n namedProcessor) Name() string { return n.name }
+
+// Journaled passes on whether the step checkpoints its own parts in a durable
+// run (an agent: each model turn and tool result; durable.Journaled).
+func (n namedProcessor) Journaled() bool {
+	j, ok := n.p.(durable.Journaled)
+	return ok && j.Journaled()
+}
+
 func (n namedProcessor) Process(ctx context.Context, ex *exchange.Exchange) error {
 	return n.p.Process(ctx, ex)
 }

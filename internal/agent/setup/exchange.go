@@ -42,14 +42,11 @@ func (r *Runner) Process(ctx context.Context, ex *exchange.Exchange) error {
 
 // StepProcessor is the processor of an `agent:` step: the message is the body as
 // text (a JSON body, such as a tool's arguments, stays JSON).
-func (r *Runner) StepProcessor() engine.Processor {
-	return engine.ProcessorFunc(func(ctx context.Context, ex *exchange.Exchange) error {
-		req := agent.Request{Message: exchange.Stringify(ex.In().Body()), OutputSchema: r.output}
-		if strings.TrimSpace(req.Message) == "" {
-			return fmt.Errorf("agent %q: the message is empty (the body has no text)", r.id)
-		}
-		return r.process(ctx, ex, req)
-	})
+func (r *Runner) StepProcessor() engine.Processor { return stepProcessor{r} } // journaled.go
+
+// errEmptyMessage is the failure of an `agent:` step whose body has no text.
+func errEmptyMessage(id string) error {
+	return fmt.Errorf("agent %q: the message is empty (the body has no text)", id)
 }
 
 func (r *Runner) process(ctx context.Context, ex *exchange.Exchange, req agent.Request) error {

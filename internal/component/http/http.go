@@ -278,6 +278,7 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) (err erro
 	// The client span becomes the server's parent (replacing a traceparent copied
 	// from the exchange); with tracing off ctx has no span and nothing changes.
 	tracing.InjectHTTP(ctx, req.Header)
+	setIdempotencyKey(ctx, req.Header) // idempotency.go
 	resp, err := e.client.Do(req)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errTimeout) {

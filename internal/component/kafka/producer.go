@@ -92,6 +92,7 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	rec, err := p.record(ex.In())
 	if err == nil {
 		traceRecord(ctx, rec)
+		addIdempotencyKey(ctx, rec) // idempotency.go
 	}
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -30,6 +31,8 @@ type producer struct {
 	mu    sync.Mutex
 	pool  *pgxpool.Pool
 	types map[string][]uint32 // column type OIDs for insertMode=copy, by column list
+	// receiptsReady: the receipts table of durable steps exists (receipts.go).
+	receiptsReady bool
 }
 
 func (p *producer) Start(context.Context) error {
@@ -64,7 +67,12 @@ func (p *producer) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if pool == nil {
 		return fmt.Errorf("%s: producer not started", p.e.redacted)
 	}
-	err := p.process(ctx, pool, ex)
+	var err error
+	if key, ok := durable.KeyFrom(ctx); ok {
+		err = p.processOnce(ctx, pool, ex, key) // receipts.go
+	} else {
+		err = p.process(ctx, pool, ex)
+	}
 	if err != nil {
 		var se *sqlError
 		if !errors.As(err, &se) {
@@ -85,7 +93,7 @@ func (e *bodyError) Error() string   { return e.err.Error() }
 func (e *bodyError) Unwrap() error   { return e.err }
 func (e *bodyError) HTTPStatus() int { return 422 }
 
-func (p *producer) process(ctx context.Context, pool *pgxpool.Pool, ex *exchange.Exchange) error {
+func (p *producer) process(ctx context.Context, pool conn, ex *exchange.Exchange) error {
 	e := p.e
 	body := decodeBody(ex.In().Body())
 	switch e.op {
@@ -116,7 +124,7 @@ func (p *producer) process(ctx context.Context, pool *pgxpool.Pool, ex *exchange
 // database that came back is used without a failed exchange.
 // run executes sql with bound args and sets the row-count headers. With rows, the
 // statement's rows become the body (a list of row maps); without, the body is kept.
-func (p *producer) run(ctx context.Context, pool *pgxpool.Pool, ex *exchange.Exchange, sql string, args []any, rows bool) error {
+func (p *producer) run(ctx context.Context, pool conn, ex *exchange.Exchange, sql string, args []any, rows bool) error {
 	if !rows {
 		tag, err := retry(ctx, func() (pgconn.CommandTag, error) { return pool.Exec(ctx, sql, args...) })
 		if err != nil {
@@ -365,7 +373,7 @@ func (e *endpoint) checkColumns(cols []string) error {
 	return nil
 }
 
-func (p *producer) insert(ctx context.Context, pool *pgxpool.Pool, ex *exchange.Exchange, body any) error {
+func (p *producer) insert(ctx context.Context, pool conn, ex *exchange.Exchange, body any) error {
 	e := p.e
 	rows, single, err := rowsOf(body)
 	if err != nil {
@@ -517,7 +525,7 @@ func (p *producer) insert(ctx context.Context, pool *pgxpool.Pool, ex *exchange.
 
 // columnTypes returns the type OIDs of cols in the endpoint's table, asked once per
 // set of columns and remembered.
-func (p *producer) columnTypes(ctx context.Context, pool *pgxpool.Pool, cols []string) ([]uint32, error) {
+func (p *producer) columnTypes(ctx context.Context, pool conn, cols []string) ([]uint32, error) {
 	key := columnsKey(cols)
 	p.mu.Lock()
 	oids, ok := p.types[key]
@@ -571,6 +579,14 @@ func columnsKey(cols []string) string {
 	return b.String()
 }
 
+// conn is what the operations run on: the pool, or the transaction of a durable
+// step's statements and their receipt (receipts.go).
+type conn interface {
+	pgxQuerier
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
 // pgxQuerier is what a pool and a transaction share.
 type pgxQuerier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -579,7 +595,7 @@ type pgxQuerier interface {
 
 // change runs update and delete: the where= option with :name parameters from the
 // body map; for update, the body's other keys are the columns to set.
-func (p *producer) change(ctx context.Context, pool *pgxpool.Pool, ex *exchange.Exchange, body any) error {
+func (p *producer) change(ctx context.Context, pool conn, ex *exchange.Exchange, body any) error {
 	e := p.e
 	m, _ := body.(map[string]any)
 	if body != nil && m == nil {

@@ -297,7 +297,8 @@ func (c *Conn) callTool(ctx context.Context, name string, args map[string]any, t
 	ctx, call, endCall := c.beginCall(ctx) // answers.go
 	defer endCall()
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
-	c.askForLogs(params) // logging.go
+	c.askForLogs(params)            // logging.go
+	sendIdempotencyKey(ctx, params) // idempotency.go
 	if report.ProgressWanted(parent) {
 		// The exchange's caller wants progress: ask the server for its progress and
 		// pass it on while the call runs (progress.go).

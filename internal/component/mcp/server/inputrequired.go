@@ -17,7 +17,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/ask"
-	"github.com/arvenza/helix/internal/component/mcp/security"
 	"github.com/arvenza/helix/internal/component/mcp/server/requeststate"
 	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/engine"
@@ -336,20 +335,7 @@ type inputRequests struct {
 
 // principal is the authenticated caller of req ("" when none).
 func (ir *inputRequests) principal(ctx context.Context, extra *sdk.RequestExtra) string {
-	if extra != nil && ir.postContext != nil {
-		if pc := ir.postContext(extra.Header); pc != nil {
-			if p := security.PrincipalFromContext(pc); p != "" {
-				return p
-			}
-		}
-	}
-	if p := security.PrincipalFromContext(ctx); p != "" {
-		return p
-	}
-	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
-		return "token:" + extra.TokenInfo.UserID
-	}
-	return ""
+	return callPrincipal(ctx, extra, ir.postContext) // idempotency.go
 }
 
 // invalidParams is a JSON-RPC -32602 error.

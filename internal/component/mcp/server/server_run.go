@@ -51,19 +51,22 @@ type mcpServer struct {
 	comp *Component
 	opts Options
 
-	mu      sync.Mutex
-	tools   []*serverTool
-	params  map[string][]transport.ParamHeader // tool name → its x-mcp-header bindings
-	caller  *toolCaller
-	subs    *subscriptions
-	fast    *transport.FastToolCalls // nil unless Helix's transport answers tool calls itself
-	sdk     *sdk.Server
-	gate    *callGate
-	posts   postContexts
-	inputs  *inputRequests // made by the first build (inputRequests)
-	ln      net.Listener
-	httpSrv *http.Server
-	running bool
+	mu     sync.Mutex
+	tools  []*serverTool
+	params map[string][]transport.ParamHeader // tool name → its x-mcp-header bindings
+	caller *toolCaller
+	subs   *subscriptions
+	fast   *transport.FastToolCalls // nil unless Helix's transport answers tool calls itself
+	sdk    *sdk.Server
+	gate   *callGate
+	posts  postContexts
+	inputs *inputRequests // made by the first build (inputRequests)
+	// answered remembers keyed calls across builds (idempotency.go).
+	answeredOnce sync.Once
+	answered     *answered
+	ln           net.Listener
+	httpSrv      *http.Server
+	running      bool
 	// stopping is set by beginShutdown: new tool calls and new sessions are refused.
 	stopping atomic.Bool
 
@@ -114,7 +117,8 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	resumes := !s.opts.Stateless && s.opts.Transport != "sse" && s.opts.HTTPTransport != HTTPTransportSDK
 	caller := &toolCaller{caller: tool.NewCaller(s.opts.Name), allowed: s.opts.ToolAllowed, logger: s.opts.Logger,
 		gate: gate, postContext: s.posts.lookup, resumes: resumes, serverID: s.opts.ID, stats: &s.comp.calls,
-		tracer: tracerOf(s.comp.hc), network: networkOf(s.opts.Transport)}
+		tracer: tracerOf(s.comp.hc), network: networkOf(s.opts.Transport), answered: s.answeredCalls(),
+		durableTool: durableWorkflows(s.comp.hc)}
 	for _, t := range tools {
 		srv.AddTool(t.sdkTool(), caller.handler(t))
 	}
@@ -725,4 +729,11 @@ func (g *callGate) isClosed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.closed
+}
+
+// answeredCalls returns the server's memory of keyed calls, the same for every
+// build of its tools (a reload does not forget them).
+func (s *mcpServer) answeredCalls() *answered {
+	s.answeredOnce.Do(func() { s.answered = newAnswered() })
+	return s.answered
 }

@@ -160,7 +160,12 @@ type toolCaller struct {
 	serverID string
 	stats    *toolCallStats  // nil: not counted (NewSDKServer, tests)
 	tracer   *tracing.Tracer // nil: tracing off (tracing.go)
-	network  string          // network.transport of the tracing spans
+	// answered remembers the answers of calls with an idempotency key
+	// (idempotency.go); nil: every call runs.
+	answered *answered
+	// durableTool reports whether a tool's workflow is durable (idempotency.go).
+	durableTool func(id string) bool
+	network     string // network.transport of the tracing spans
 }
 
 // outlivesPost reports whether req's answer can still reach the client after the
@@ -202,11 +207,11 @@ func (c *toolCaller) handler(t *serverTool) sdk.ToolHandler {
 				h = req.Extra.Header
 			}
 			ctx, span := c.startCallSpan(ctx, t.info.Name, req.Params.Meta, h, req.Session, "")
-			res := c.call(ctx, t, req.Params.Arguments)
+			res := c.callKeyed(ctx, t, req) // idempotency.go
 			endCallSpan(span, res)
 			return finishInputCall(ctx, res) // inputrequired.go
 		}
-		return finishInputCall(ctx, c.call(ctx, t, req.Params.Arguments))
+		return finishInputCall(ctx, c.callKeyed(ctx, t, req))
 	}
 }
 
@@ -286,12 +291,18 @@ func resolveToolAliases(tools []*serverTool) sdk.Middleware {
 // call runs one tool call and counts it; the go-sdk handler and the fast path both
 // come through here, so each call is counted exactly once.
 func (c *toolCaller) call(ctx context.Context, t *serverTool, rawArgs json.RawMessage) *sdk.CallToolResult {
+	res, _ := c.callAsked(ctx, t, rawArgs)
+	return res
+}
+
+// callAsked is call, also reporting a call that stopped to ask its client.
+func (c *toolCaller) callAsked(ctx context.Context, t *serverTool, rawArgs json.RawMessage) (*sdk.CallToolResult, bool) {
 	res, asked := c.run(ctx, t, rawArgs)
 	if c.stats != nil {
 		// A call that stopped to ask its client (MCP 2026-07-28) did not fail.
 		c.stats.countersOf(t, c.serverID).count(res.IsError && !asked)
 	}
-	return res
+	return res, asked
 }
 
 // run runs the tool; asked reports a run that stopped on a question for the
