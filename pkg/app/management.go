@@ -63,7 +63,7 @@ func (a *App) buildManagement() {
 		Metrics:  a.metricsSnapshot,
 		Logger:   a.logger,
 		Limits:   listenerLimits(m.Listener),
-		Runs:     a.durableRuns, // durable_ops.go
+		Runs:     a.durableRuns,  // durable_ops.go
 		Routes:   a.waitRoutes(), // waits.go
 	})
 	for _, c := range append(replayBudgetCollectors(), a.durableCollectors()...) {
