@@ -279,3 +279,57 @@ func TestConcurrentResolutionsOneWins(t *testing.T) {
 		t.Fatalf("%+v %v, last step ran %d times", run, err, n1.Load())
 	}
 }
+
+// countedAgent is agentStep counting how often it is entered at all.
+type countedAgent struct {
+	agentStep
+	entered *atomic.Int32
+}
+
+func (s countedAgent) Process(ctx context.Context, ex *exchange.Exchange) error {
+	s.entered.Add(1)
+	return s.agentStep.Process(ctx, ex)
+}
+
+// A journaled step whose end was recorded is not entered again when its run
+// is taken up after a restart: what it does between its entries (an upstream
+// task's polling, a session's update) is done once.
+func TestRecordedJournaledStepIsNotEnteredAgain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var calls, n, entered atomic.Int32
+	cut := make(chan struct{})
+	blocking := step{name: "w.yaml:4:5 slow", runs: &n, fn: func(ctx context.Context, ex *exchange.Exchange) error {
+		select {
+		case <-cut:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+	agent := countedAgent{agentStep{step: step{name: "w.yaml:3:5 agent", runs: &n}, calls: &calls}, &entered}
+	a := startApp(t, dir, agent, blocking)
+	if _, err := a.rt.Start(context.Background(), "wf", exchange.NewWithBody(exchange.InOut, "in"), durable.StartOptions{RunID: "j"}); err != nil {
+		t.Fatal(err)
+	}
+	for n.Load() < 1 { // in the step after the journaled one
+		time.Sleep(5 * time.Millisecond)
+	}
+	a.stop()
+
+	close(cut)
+	b := startApp(t, dir, agent, blocking)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := b.rt.Await(ctx, "j")
+	if err != nil || run.State != durable.StateCompleted {
+		t.Fatalf("%+v %v", run, err)
+	}
+	if entered.Load() != 1 || calls.Load() != 2 {
+		t.Fatalf("the journaled step was entered %d times (its entries ran %d times), want 1 (2)", entered.Load(), calls.Load())
+	}
+	s, _ := exchange.DecodeSnapshot(run.Result)
+	if fmt.Sprint(s.Body) != `["turn" "tool"]` {
+		t.Fatalf("body %v", s.Body)
+	}
+}

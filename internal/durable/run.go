@@ -185,6 +185,9 @@ type stepRunner struct {
 	segment   int
 	in        RunInput
 	journaled map[string]bool
+	// recorded are the names of the steps the segment recorded, read when a
+	// journaled step is reached (recordedJournal); nil until then.
+	recorded []string
 
 	// last is the snapshot of the exchange before the step now running.
 	last json.RawMessage
@@ -223,7 +226,23 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 	if r.journaled[name] {
 		// Its entries are steps of their own (DBOS does not nest steps), then
 		// the exchange it ended with is one more.
-		runErr := run(WithJournal(ctx, &journal{r: r, step: i}))
+		var runErr error
+		if entries, done, err := r.recordedJournal(i, stepName+" end"); err != nil {
+			return r.storeFailed(name, err)
+		} else if done {
+			// Ended before: the step is not entered again (what it does
+			// between its entries would be done twice); its entries are
+			// replayed so that the end's checkpoint is found where it is.
+			for _, e := range entries {
+				if _, err := dbos.RunAsStep(r.dctx, func(context.Context) (json.RawMessage, error) {
+					return nil, fmt.Errorf("journal entry %s was recorded, yet not found", e)
+				}, dbos.WithStepName(e)); err != nil {
+					return r.storeFailed(name, err)
+				}
+			}
+		} else {
+			runErr = run(WithJournal(ctx, &journal{r: r, step: i}))
+		}
 		if r.fatal != nil {
 			return r.fatal
 		}
@@ -247,6 +266,35 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 		return r.storeFailed(name, err)
 	}
 	return r.apply(ex, name, res)
+}
+
+// recordedJournal reports whether the segment recorded the end of journaled
+// step i (its checkpoint named end) and, if so, the names of its journal
+// entries in order. The segment's recorded steps are read once, when the first
+// journaled step is reached, from outside the workflow (inside it, DBOS would
+// record the reading as a step of its own).
+func (r *stepRunner) recordedJournal(i int, end string) (entries []string, done bool, err error) {
+	if r.recorded == nil {
+		wfID := segmentID(r.run, r.segment)
+		steps, err := dbos.GetWorkflowSteps(r.rt.dctx, wfID, dbos.WithStepsLoadOutput(false))
+		if err != nil {
+			return nil, false, err
+		}
+		r.recorded = make([]string, 0, len(steps))
+		for _, s := range steps {
+			r.recorded = append(r.recorded, s.StepName)
+		}
+	}
+	prefix := strconv.Itoa(i) + "."
+	for _, n := range r.recorded {
+		switch {
+		case n == end:
+			return entries, true, nil
+		case strings.HasPrefix(n, prefix):
+			entries = append(entries, n)
+		}
+	}
+	return nil, false, nil
 }
 
 // result is the checkpoint of step name, which ended with err and left ex.

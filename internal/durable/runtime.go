@@ -146,7 +146,10 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		rt.closeDB()
 		return nil, err
 	}
-	dctx, err := dbos.NewContext(ctx, cfg)
+	// The runtime lives until Shutdown, not as long as the context the app was
+	// started with (often one bounded by a start timeout): its values are kept,
+	// its end is not.
+	dctx, err := dbos.NewContext(context.WithoutCancel(ctx), cfg)
 	unlock()
 	if err != nil {
 		rt.closeDB()

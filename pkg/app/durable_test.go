@@ -131,3 +131,42 @@ tools:
 		t.Fatalf("runs %+v %v", runs, err)
 	}
 }
+
+// The context an app is started with bounds the start only: a durable run
+// started after that context ended still runs (the runtime is not tied to it).
+func TestDurableRunsOutliveTheStartContext(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadBytes("helix.yaml", []byte(`
+helix:
+  data_dir: `+t.TempDir()+`
+workflows:
+  - id: orders
+    durable: true
+    trigger: direct://orders
+    steps:
+      - set-body: ${body} placed
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.Build(cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startCtx, cancelStart := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := a.Start(startCtx); err != nil {
+		t.Fatal(err)
+	}
+	cancelStart()
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = a.Stop(stopCtx)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ex := exchange.NewWithBody(exchange.InOut, "order 8")
+	if err := a.Context().Run(ctx, "orders", ex); err != nil || ex.In().Body() != "order 8 placed" {
+		t.Fatalf("run after the start context ended: %v, body %v", err, ex.In().Body())
+	}
+}
