@@ -252,7 +252,7 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("durable store: %w", err)
 	}
-	if r.State == StateWorking {
+	{
 		// Executions of the current segment: 1, plus one per recovery.
 		if ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(segmentID(runID, r.Segment)), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false)); err == nil && len(ws) == 1 {
 			r.Attempts = ws[0].Attempts
