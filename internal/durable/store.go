@@ -156,7 +156,7 @@ func (rt *Runtime) Start(ctx context.Context, workflow string, ex *exchange.Exch
 	if _, ok := ec.Workflow(workflow); !ok {
 		return Run{}, fmt.Errorf("durable: no workflow with id %q", workflow)
 	}
-	snap, err := exchange.TakeSnapshot(ex).Encode(rt.opts.MaxCheckpoint)
+	snap, err := checkpointOf(ex).Encode(rt.opts.MaxCheckpoint)
 	if err != nil {
 		var big *exchange.SnapshotTooLargeError
 		if errors.As(err, &big) {
