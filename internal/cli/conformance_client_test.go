@@ -79,8 +79,20 @@ func TestConformanceClientSuites(t *testing.T) {
 				t.Fatalf("the suite ran no scenario (%v)\n%s", exitErr, output)
 			}
 			var failed, passed []string
+			retried := false
 			for scenario, checks := range results {
-				if bad := failingChecks(checks); len(bad) > 0 {
+				bad := failingChecks(checks)
+				if len(bad) > 0 && !slices.Contains(expected, scenario) && onlyTimingWarnings(checks) {
+					// A timing check warns when the machine is busy (a client
+					// that reconnects late under load): run that scenario
+					// once more, alone.
+					again, _, _ := runConformanceClient(t, node, helix, []string{suite, "client", "--command", wrapper, "--scenario", scenario}, run.env)
+					if rerun := readClientRuns(t, again)[scenario]; len(rerun) > 0 && len(failingChecks(rerun)) == 0 {
+						t.Logf("%s warned on timing (%s), then passed alone", scenario, strings.Join(bad, "; "))
+						bad, retried = nil, true
+					}
+				}
+				if len(bad) > 0 {
 					failed = append(failed, scenario)
 					if !slices.Contains(expected, scenario) {
 						t.Errorf("%s fails:\n  %s", scenario, strings.Join(bad, "\n  "))
@@ -97,7 +109,7 @@ func TestConformanceClientSuites(t *testing.T) {
 					t.Errorf("the run no longer holds %s: take it out of testdata/conformance-client/%s.yaml", scenario, run.name)
 				}
 			}
-			if exitErr != nil && !t.Failed() {
+			if exitErr != nil && !t.Failed() && !retried {
 				t.Errorf("the suite failed (%v) where the checks match the baseline:\n%s", exitErr, output)
 			}
 			slices.Sort(passed)
@@ -199,6 +211,23 @@ func readClientRuns(t *testing.T, dir string) map[string][]conformanceCheck {
 
 // failingChecks returns the checks that fail a scenario, as the suite counts them
 // against a baseline: FAILURE and WARNING.
+// onlyTimingWarnings reports whether every failing check of a scenario is a
+// warning of a timing check (its id ends in "-timing").
+func onlyTimingWarnings(checks []conformanceCheck) bool {
+	n := 0
+	for _, c := range checks {
+		switch {
+		case c.Status == "FAILURE":
+			return false
+		case c.Status == "WARNING" && !strings.HasSuffix(c.ID, "-timing"):
+			return false
+		case c.Status == "WARNING":
+			n++
+		}
+	}
+	return n > 0
+}
+
 func failingChecks(checks []conformanceCheck) []string {
 	var bad []string
 	for _, c := range checks {

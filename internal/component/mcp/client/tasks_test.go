@@ -114,13 +114,14 @@ func TestTaskFailureIsAToolError(t *testing.T) {
 func TestTaskCancelledOnTimeout(t *testing.T) {
 	t.Parallel()
 	ws := taskServer(t, false, working)
-	c, err := NewConn(Config{Endpoint: ws.url, Timeout: 300 * time.Millisecond})
+	// Long enough for the connection and a first poll on a loaded machine.
+	c, err := NewConn(Config{Endpoint: ws.url, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	_, err = c.CallTool(context.Background(), "slow", nil)
-	if err == nil || !strings.Contains(err.Error(), "no answer within 300ms: task t-1 was cancelled (tasks/cancel) while working") {
+	if err == nil || !strings.Contains(err.Error(), "no answer within 2s: task t-1 was cancelled (tasks/cancel) while working") {
 		t.Fatalf("error %v, want the timeout and the cancelled task", err)
 	}
 	if n := len(ws.requests("tasks/cancel")); n != 1 {
