@@ -448,15 +448,23 @@ func (ts *taskServer) detailed(run durable.Run) detailedTask {
 }
 
 // result is the tool result of an ended run: what the call would have answered.
-// A failed run is a tool error (isError), as the same failure of a plain call;
-// a run whose end cannot be read (its tool is gone, its snapshot unreadable)
-// is a JSON-RPC error.
+// A run whose step failed is a tool error (isError), as the same failure of a
+// plain call; a run that failed in Helix itself (durable.Run.Internal: its
+// checkpoint could not be kept, a step panicked, its workflow changed) gave no
+// answer of the tool, and is a JSON-RPC internal error, as is a run whose end
+// cannot be read (its tool is gone, its snapshot unreadable).
 func (ts *taskServer) result(run durable.Run) (json.RawMessage, *jsonrpc.Error) {
 	switch run.State {
 	case durable.StateCancelled:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %s was cancelled", run.ID)}
 	case durable.StateFailed:
 		msg := run.Error
+		if run.Internal {
+			if msg == "" {
+				msg = "internal error"
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %s failed in the server: %s", run.ID, msg)}
+		}
 		if msg == "" {
 			msg = "the tool failed"
 		}
