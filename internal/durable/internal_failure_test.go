@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/durable"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -219,6 +220,37 @@ func TestAStoreWithoutTheInternalColumnGetsIt(t *testing.T) {
 		t.Fatalf("old run %+v, %v", old, err)
 	}
 	if run := runToEnd(t, a, "r1"); !run.Internal {
+		t.Fatalf("run %+v", run)
+	}
+}
+
+// The same on PostgreSQL: helix.helix_runs made before the column gets it.
+func TestPostgresStoreWithoutTheInternalColumnGetsIt(t *testing.T) {
+	t.Parallel()
+	url := testtools.PostgresDatabase(t)
+	testtools.PostgresExec(t, url, `CREATE SCHEMA IF NOT EXISTS helix`)
+	testtools.PostgresExec(t, url, `CREATE TABLE helix.helix_runs (
+		run_id TEXT PRIMARY KEY, workflow TEXT NOT NULL, kind TEXT NOT NULL DEFAULT '',
+		segment INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL, step INTEGER NOT NULL DEFAULT 0,
+		step_name TEXT NOT NULL DEFAULT '', wait TEXT, snapshot TEXT, resolution TEXT,
+		principal TEXT NOT NULL DEFAULT '', ttl_ms BIGINT NOT NULL DEFAULT 0,
+		created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, result TEXT, error TEXT NOT NULL DEFAULT '')`)
+	testtools.PostgresExec(t, url, `INSERT INTO helix.helix_runs (run_id, workflow, state, created_at, updated_at, error) VALUES ('old', 'wf', 'failed', 1, 1, 'no')`)
+
+	var n atomic.Int32
+	fail := step{name: "w.yaml:5:5 fail", runs: &n, fn: func(context.Context, *exchange.Exchange) error { return errors.New("said no") }}
+	panics := step{name: "w.yaml:6:5 boom", runs: &n, fn: func(context.Context, *exchange.Exchange) error { panic("boom") }}
+	a := startAppOn(t, t.TempDir(), url, panics)
+	old, err := a.rt.Get(context.Background(), "old")
+	if err != nil || old.State != durable.StateFailed || old.Internal {
+		t.Fatalf("old run %+v, %v", old, err)
+	}
+	if run := runToEnd(t, a, "pg-panics"); run.State != durable.StateFailed || !run.Internal {
+		t.Fatalf("run %+v", run)
+	}
+	a.stop()
+	b := startAppOn(t, t.TempDir(), url, fail)
+	if run := runToEnd(t, b, "pg-fails"); run.State != durable.StateFailed || run.Internal {
 		t.Fatalf("run %+v", run)
 	}
 }
