@@ -594,7 +594,13 @@ type taskFields struct {
 }
 
 func taskFieldsOf(run durable.Run) taskFields {
-	f := taskFields{TaskID: run.ID, Status: taskStatus(run.State), CreatedAt: stamp(run.CreatedAt),
+	status := taskStatus(run.State)
+	if run.State == durable.StateFailed && !run.Internal {
+		// The tool ran and said no: a tool error, completed with isError
+		// (detailed), also when the task is created after it ended already.
+		status = "completed"
+	}
+	f := taskFields{TaskID: run.ID, Status: status, CreatedAt: stamp(run.CreatedAt),
 		LastUpdatedAt: stamp(run.UpdatedAt), TTLMs: ttlMillis(run), PollIntervalMs: taskPollInterval.Milliseconds()}
 	if run.Wait != nil && run.Wait.Message != "" {
 		f.StatusMessage = run.Wait.Message
@@ -635,7 +641,8 @@ type legacyTask struct {
 
 func legacyTaskOf(run durable.Run) legacyTask {
 	f := taskFieldsOf(run)
-	return legacyTask{TaskID: f.TaskID, Status: f.Status, StatusMessage: f.StatusMessage, CreatedAt: f.CreatedAt,
+	// 2025-11-25 reports a tool that failed as a failed task.
+	return legacyTask{TaskID: f.TaskID, Status: taskStatus(run.State), StatusMessage: f.StatusMessage, CreatedAt: f.CreatedAt,
 		LastUpdatedAt: f.LastUpdatedAt, TTL: f.TTLMs, PollInterval: f.PollIntervalMs}
 }
 
