@@ -49,7 +49,8 @@ func startYAMLServer(t *testing.T, file string, env map[string]string) map[strin
 // template, prompts) and returns the address of its server.
 func startConformance(t *testing.T) string {
 	t.Helper()
-	addrs := startYAMLServer(t, "../../examples/conformance.yaml", map[string]string{"CONFORMANCE_PORT": "0"})
+	// The durable store of its tasks fixtures in the test's directory, not in the source tree.
+	addrs := startYAMLServer(t, "../../examples/conformance.yaml", map[string]string{"CONFORMANCE_PORT": "0", "CONFORMANCE_DATA_DIR": t.TempDir()})
 	addr := addrs["conformance"]
 	if addr == "" {
 		t.Fatalf("no conformance server in %v", addrs)

@@ -249,7 +249,13 @@ func printRun(w io.Writer, r durable.Run, steps []durable.StepRecord) error {
 	if r.Kind != "" {
 		fmt.Fprintf(tw, "kind\t%s\n", r.Kind)
 	}
-	fmt.Fprintf(tw, "state\t%s\n", r.State)
+	if r.State == durable.StateFailed && r.Internal {
+		// Not a step's failure: the run could not go on in Helix (its
+		// checkpoint, its store, its workflow, a panic); the error says which.
+		fmt.Fprintf(tw, "state\t%s in Helix itself, not in a step\n", r.State)
+	} else {
+		fmt.Fprintf(tw, "state\t%s\n", r.State)
+	}
 	if r.Wait != nil {
 		fmt.Fprintf(tw, "waits for\t%s\n", waitSummary(r.Wait))
 		if r.Wait.Key != "" {

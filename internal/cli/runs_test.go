@@ -257,8 +257,12 @@ func TestRunsBadFlags(t *testing.T) {
 func TestRunsShow(t *testing.T) {
 	t.Parallel()
 	m := newMemRuns()
+	// A run that failed in Helix itself says so.
+	m.runs["r4"] = durable.Run{ID: "r4", Workflow: "orders", Kind: "tool", State: durable.StateFailed, Step: 1, Attempts: 1, Internal: true,
+		CreatedAt: t0.Add(5 * time.Second), UpdatedAt: t0.Add(6 * time.Second),
+		Error: "checkpoint of step helix.yaml:12:9 transform is 2.0 MiB, over helix.durable_max_checkpoint 1.0 MiB"}
 	var all strings.Builder
-	for _, id := range []string{"r1", "r2", "r3"} {
+	for _, id := range []string{"r1", "r2", "r3", "r4"} {
 		code, out, errs := runRuns(t, m, "runs", "show", "a.yaml", id)
 		if code != ExitOK {
 			t.Fatalf("%s: exit %d: %s", id, code, errs)

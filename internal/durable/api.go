@@ -205,6 +205,13 @@ type Run struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// Error is the failure's message (failed).
 	Error string `json:"error,omitempty"`
+	// Internal is set on a run that failed in Helix itself rather than in
+	// one of its steps: a checkpoint over helix.durable_max_checkpoint or not
+	// encodable, an input that cannot be read, the store failing, the workflow
+	// changed or gone under the pending run, a step that panicked. Its steps
+	// gave no answer, so MCP Tasks shows it as failed with a JSON-RPC error
+	// where a run whose step failed is a tool error.
+	Internal bool `json:"internal,omitempty"`
 }
 
 // StartOptions tune [Runs.Start].

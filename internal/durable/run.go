@@ -60,6 +60,9 @@ type stepResult struct {
 	// Failed: the step failed the run (its error handler did not recover).
 	Failed bool   `json:"f,omitempty"`
 	Error  string `json:"e,omitempty"`
+	// Internal: it failed in Helix, not in the step's work (its checkpoint
+	// could not be kept, the step panicked); see Run.Internal.
+	Internal bool `json:"i,omitempty"`
 	// Park: the step parked the run on this wait.
 	Park *Wait `json:"park,omitempty"`
 }
@@ -118,7 +121,7 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 	}
 	w, ok := ec.Workflow(in.Workflow)
 	if !ok {
-		return rt.finish(dctx, runID, seg, in, nil, fmt.Errorf("workflow %q is no longer in the configuration", in.Workflow), 0)
+		return rt.finish(dctx, runID, seg, in, nil, fmt.Errorf("workflow %q is no longer in the configuration", in.Workflow), 0, true)
 	}
 	first := false // the first execution of the run (operate.go: traceContext)
 	if seg == 0 {
@@ -128,7 +131,7 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 	}
 	snap, err := exchange.DecodeSnapshot(in.Snapshot)
 	if err != nil {
-		return rt.finish(dctx, runID, seg, in, nil, fmt.Errorf("the run's input cannot be read: %w", err), in.StartStep)
+		return rt.finish(dctx, runID, seg, in, nil, fmt.Errorf("the run's input cannot be read: %w", err), in.StartStep, true)
 	}
 	ex := exchange.NewFromSnapshot(snap)
 	ex.In().SetHeader(HeaderRunID, runID) // ${header.HelixRunId} in the steps
@@ -147,11 +150,12 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 		}
 		runErr = fmt.Errorf("durable store: %w", r.fatal)
 		ex = nil
+		r.internal = true
 	}
 	if r.park != nil {
 		return rt.parkRun(dctx, runID, seg, r)
 	}
-	return rt.finish(dctx, runID, seg, in, ex, runErr, r.at)
+	return rt.finish(dctx, runID, seg, in, ex, runErr, r.at, r.internal || engine.IsPanic(runErr))
 }
 
 // journaledSteps are the names of w's top-level steps that checkpoint their own
@@ -199,6 +203,8 @@ type stepRunner struct {
 	parkName string
 	parkSnap json.RawMessage
 	fatal    error
+	// internal is set when the run ends failing in Helix itself (Run.Internal).
+	internal bool
 	// clock times checkpoints and resumptions for /metrics (operate.go).
 	clock runClock
 }
@@ -213,6 +219,7 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 	name = stableName(name)
 	if i == r.in.StartStep && r.segment > 0 {
 		if r.in.StartName != "" && name != r.in.StartName {
+			r.internal = true
 			return &ChangedError{Step: i, Was: r.in.StartName, Now: name}
 		}
 		if r.in.Resolution != nil {
@@ -312,10 +319,13 @@ func (r *stepRunner) result(ex *exchange.Exchange, name string, err error) stepR
 			msg = fmt.Sprintf("checkpoint of step %s is %s, over helix.durable_max_checkpoint %s: keep large data out of the exchange (store it and pass a reference) or raise the limit",
 				name, exchange.FormatBytes(big.Size), exchange.FormatBytes(big.Limit))
 		}
-		return stepResult{Failed: true, Error: msg}
+		return stepResult{Failed: true, Internal: true, Error: msg}
 	}
 	if err != nil {
-		return stepResult{Failed: true, Error: exchange.ClientMessage(err), Snapshot: snap}
+		// A panic is no answer of the step's work: a fault of Helix or of a
+		// component, as internal as a checkpoint that cannot be kept.
+		internal := engine.IsPanic(err) || errors.As(err, new(*journalChangedError))
+		return stepResult{Failed: true, Internal: internal, Error: exchange.ClientMessage(err), Snapshot: snap}
 	}
 	return stepResult{Snapshot: snap}
 }
@@ -330,12 +340,14 @@ func (r *stepRunner) apply(ex *exchange.Exchange, name string, res stepResult) e
 	if len(res.Snapshot) > 0 {
 		s, err := exchange.DecodeSnapshot(res.Snapshot)
 		if err != nil {
+			r.internal = true
 			return fmt.Errorf("checkpoint of step %s cannot be read: %w", name, err)
 		}
 		s.Restore(ex)
 		r.last = res.Snapshot
 	}
 	if res.Failed {
+		r.internal = res.Internal
 		err := ex.Exception()
 		if err == nil || len(res.Snapshot) == 0 {
 			err = &exchange.SnapshotError{Message: res.Error, Client: res.Error, Class: exchange.ClassFault, Status: 500}
@@ -350,6 +362,7 @@ func (r *stepRunner) apply(ex *exchange.Exchange, name string, res stepResult) e
 func (r *stepRunner) storeFailed(name string, err error) error {
 	if unexpectedStep(err) {
 		// The run recorded another step at this point: the workflow changed.
+		r.internal = true
 		return fmt.Errorf("workflow changed under a pending run at step %s (%v); finish or cancel pending runs before changing a durable workflow, or resume the run from its start", name, err)
 	}
 	r.fatal = err
@@ -398,7 +411,7 @@ func (j *journal) Do(ctx context.Context, name string, fn func(context.Context) 
 	}, dbos.WithStepName(fmt.Sprintf("%d.%d %s", j.step, j.n, name)))
 	if err != nil {
 		if unexpectedStep(err) {
-			return nil, fmt.Errorf("workflow changed under a pending run: journal entry %d of step %d is not %q", j.n, j.step, name)
+			return nil, &journalChangedError{msg: fmt.Sprintf("workflow changed under a pending run: journal entry %d of step %d is not %q", j.n, j.step, name)}
 		}
 		j.r.fatal = err
 		return nil, err
@@ -409,11 +422,23 @@ func (j *journal) Do(ctx context.Context, name string, fn func(context.Context) 
 	return e.Value, nil
 }
 
+// journalChangedError is a journal entry asked for under another name than
+// the run recorded: the workflow changed (a failure in Helix, not in the step).
+type journalChangedError struct{ msg string }
+
+func (e *journalChangedError) Error() string { return e.msg }
+
 // finish records how the segment ended (completed or failed) and returns it.
-func (rt *Runtime) finish(dctx dbos.Context, runID string, seg int, in RunInput, ex *exchange.Exchange, runErr error, step int) (RunOutput, error) {
+// internal: it failed in Helix itself (Run.Internal); its result is then the
+// failure alone, not an exchange no step finished with.
+func (rt *Runtime) finish(dctx dbos.Context, runID string, seg int, in RunInput, ex *exchange.Exchange, runErr error, step int, internal bool) (RunOutput, error) {
 	state := StateCompleted
 	var result json.RawMessage
 	msg := ""
+	internal = internal && runErr != nil
+	if internal {
+		ex = nil
+	}
 	if ex != nil {
 		// The run's result keeps no size limit of its own beyond the checkpoints'.
 		result, _ = checkpointOf(ex).Encode(0)
@@ -425,7 +450,7 @@ func (rt *Runtime) finish(dctx dbos.Context, runID string, seg int, in RunInput,
 			result, _ = (&exchange.Snapshot{Exception: &exchange.SnapshotError{Message: msg, Client: msg, Class: exchange.ClassFault, Status: 500}}).Encode(0)
 		}
 	}
-	if err := rt.endRun(dctx, runID, seg, state, step, result, msg); err != nil {
+	if err := rt.endRun(dctx, runID, seg, state, step, result, msg, internal); err != nil {
 		return RunOutput{}, err
 	}
 	rt.wake(runID)

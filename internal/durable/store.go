@@ -72,7 +72,8 @@ func (rt *Runtime) createTables(ctx context.Context) error {
 		created_at BIGINT NOT NULL,
 		updated_at BIGINT NOT NULL,
 		result TEXT,
-		error TEXT NOT NULL DEFAULT ''
+		error TEXT NOT NULL DEFAULT '',
+		internal_failure INTEGER NOT NULL DEFAULT 0
 	)`), rt.q(`CREATE INDEX IF NOT EXISTS helix_runs_state ON helix_runs (state)`))
 	if rt.pg {
 		// The index name must not be qualified in PostgreSQL.
@@ -82,6 +83,18 @@ func (rt *Runtime) createTables(ctx context.Context) error {
 		if _, err := rt.db.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("durable store: creating helix_runs: %w", err)
 		}
+	}
+	return rt.addInternalColumn(ctx)
+}
+
+// addInternalColumn adds internal_failure (Run.Internal) to a helix_runs
+// created before it had one.
+func (rt *Runtime) addInternalColumn(ctx context.Context) error {
+	if _, err := rt.db.ExecContext(ctx, rt.q(`SELECT internal_failure FROM helix_runs WHERE 1 = 0`)); err == nil {
+		return nil
+	}
+	if _, err := rt.db.ExecContext(ctx, rt.q(`ALTER TABLE helix_runs ADD COLUMN internal_failure INTEGER NOT NULL DEFAULT 0`)); err != nil {
+		return fmt.Errorf("durable store: adding internal_failure to helix_runs: %w", err)
 	}
 	return nil
 }
@@ -104,10 +117,10 @@ func (rt *Runtime) insertRun(ctx context.Context, runID string, in RunInput, kin
 }
 
 // endRun records that segment seg of the run ended the run.
-func (rt *Runtime) endRun(ctx context.Context, runID string, seg int, state State, step int, result json.RawMessage, msg string) error {
-	_, err := rt.db.ExecContext(context.WithoutCancel(ctx), rt.q(`UPDATE helix_runs SET state = ?, step = ?, result = ?, error = ?,
+func (rt *Runtime) endRun(ctx context.Context, runID string, seg int, state State, step int, result json.RawMessage, msg string, internal bool) error {
+	_, err := rt.db.ExecContext(context.WithoutCancel(ctx), rt.q(`UPDATE helix_runs SET state = ?, step = ?, result = ?, error = ?, internal_failure = ?,
 		wait = NULL, snapshot = NULL, updated_at = ? WHERE run_id = ? AND segment = ? AND state = ?`),
-		string(state), step, nullString(result), msg, now(), runID, seg, string(StateWorking))
+		string(state), step, nullString(result), msg, boolInt(internal), now(), runID, seg, string(StateWorking))
 	if err != nil {
 		return fmt.Errorf("durable store: recording the end of run %s: %w", runID, err)
 	}
@@ -127,6 +140,13 @@ func (rt *Runtime) parkInStore(ctx context.Context, runID string, seg int, state
 		return fmt.Errorf("durable store: parking run %s: %w", runID, err)
 	}
 	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func nullString(b []byte) any {
@@ -218,16 +238,17 @@ func (rt *Runtime) Await(ctx context.Context, runID string) (Run, error) {
 	}
 }
 
-const runColumns = `run_id, workflow, kind, segment, state, step, wait, principal, ttl_ms, created_at, updated_at, result, error`
+const runColumns = `run_id, workflow, kind, segment, state, step, wait, principal, ttl_ms, created_at, updated_at, result, error, internal_failure`
 
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var r Run
 	var state string
 	var wait, result sql.NullString
-	var ttl, created, updated int64
-	if err := row.Scan(&r.ID, &r.Workflow, &r.Kind, &r.Segment, &state, &r.Step, &wait, &r.Principal, &ttl, &created, &updated, &result, &r.Error); err != nil {
+	var ttl, created, updated, internal int64
+	if err := row.Scan(&r.ID, &r.Workflow, &r.Kind, &r.Segment, &state, &r.Step, &wait, &r.Principal, &ttl, &created, &updated, &result, &r.Error, &internal); err != nil {
 		return Run{}, err
 	}
+	r.Internal = internal != 0
 	r.State = State(state)
 	r.TTL = time.Duration(ttl) * time.Millisecond
 	r.CreatedAt, r.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
@@ -491,7 +512,7 @@ func (rt *Runtime) Resume(ctx context.Context, runID string) (Run, error) {
 	}); err != nil {
 		return run, fmt.Errorf("durable: resuming run %s: %w", runID, err)
 	}
-	if _, err := rt.db.ExecContext(ctx, rt.q(`UPDATE helix_runs SET state = ?, segment = ?, error = '', result = NULL, updated_at = ? WHERE run_id = ? AND segment = ?`),
+	if _, err := rt.db.ExecContext(ctx, rt.q(`UPDATE helix_runs SET state = ?, segment = ?, error = '', internal_failure = 0, result = NULL, updated_at = ? WHERE run_id = ? AND segment = ?`),
 		string(StateWorking), next, now(), runID, run.Segment); err != nil {
 		return run, fmt.Errorf("durable store: %w", err)
 	}

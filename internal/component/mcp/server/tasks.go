@@ -449,15 +449,23 @@ func (ts *taskServer) detailed(run durable.Run) detailedTask {
 }
 
 // result is the tool result of an ended run: what the call would have answered.
-// A failed run is a tool error (isError), as the same failure of a plain call;
-// a run whose end cannot be read (its tool is gone, its snapshot unreadable)
-// is a JSON-RPC error.
+// A run whose step failed is a tool error (isError), as the same failure of a
+// plain call; a run that failed in Helix itself (durable.Run.Internal: its
+// checkpoint could not be kept, a step panicked, its workflow changed) gave no
+// answer of the tool, and is a JSON-RPC internal error, as is a run whose end
+// cannot be read (its tool is gone, its snapshot unreadable).
 func (ts *taskServer) result(run durable.Run) (json.RawMessage, *jsonrpc.Error) {
 	switch run.State {
 	case durable.StateCancelled:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %s was cancelled", run.ID)}
 	case durable.StateFailed:
 		msg := run.Error
+		if run.Internal {
+			if msg == "" {
+				msg = "internal error"
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("task %s failed in the server: %s", run.ID, msg)}
+		}
 		if msg == "" {
 			msg = "the tool failed"
 		}
@@ -587,7 +595,13 @@ type taskFields struct {
 }
 
 func taskFieldsOf(run durable.Run) taskFields {
-	f := taskFields{TaskID: run.ID, Status: taskStatus(run.State), CreatedAt: stamp(run.CreatedAt),
+	status := taskStatus(run.State)
+	if run.State == durable.StateFailed && !run.Internal {
+		// The tool ran and said no: a tool error, completed with isError
+		// (detailed), also when the task is created after it ended already.
+		status = "completed"
+	}
+	f := taskFields{TaskID: run.ID, Status: status, CreatedAt: stamp(run.CreatedAt),
 		LastUpdatedAt: stamp(run.UpdatedAt), TTLMs: ttlMillis(run), PollIntervalMs: taskPollInterval.Milliseconds()}
 	if run.Wait != nil && run.Wait.Message != "" {
 		f.StatusMessage = run.Wait.Message
@@ -628,7 +642,8 @@ type legacyTask struct {
 
 func legacyTaskOf(run durable.Run) legacyTask {
 	f := taskFieldsOf(run)
-	return legacyTask{TaskID: f.TaskID, Status: f.Status, StatusMessage: f.StatusMessage, CreatedAt: f.CreatedAt,
+	// 2025-11-25 reports a tool that failed as a failed task.
+	return legacyTask{TaskID: f.TaskID, Status: taskStatus(run.State), StatusMessage: f.StatusMessage, CreatedAt: f.CreatedAt,
 		LastUpdatedAt: f.LastUpdatedAt, TTL: f.TTLMs, PollInterval: f.PollIntervalMs}
 }
 

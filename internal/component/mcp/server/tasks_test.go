@@ -237,6 +237,10 @@ func taskWorkflows(hc *engine.Context) []*engine.Workflow {
 		wf("failing", func(context.Context, *exchange.Exchange) error {
 			return errors.New("the job broke")
 		}),
+		// panics fails in Helix, not in its work (tasks_internal_test.go).
+		wf("panics", func(context.Context, *exchange.Exchange) error {
+			panic("a nil map")
+		}),
 		wf("confirm", func(ctx context.Context, ex *exchange.Exchange) error {
 			r, ok := durable.ResolutionFrom(ctx)
 			if !ok {
