@@ -31,6 +31,7 @@ const replicasYAML = `helix:
     addr: ${env:HELIX_TEST_MGMT}
   durable_store: %[1]s
   replica_id: ${env:HELIX_TEST_REPLICA}
+  data_dir: %[3]s
 workflows:
   - id: order
     durable: true
@@ -60,7 +61,7 @@ func TestThreeReplicasKillOne(t *testing.T) {
 		_, _ = io.Copy(w, r.Body)
 	}))
 	defer upstream.Close()
-	if err := os.WriteFile(file, fmt.Appendf(nil, replicasYAML, db, upstream.URL), 0o600); err != nil {
+	if err := os.WriteFile(file, fmt.Appendf(nil, replicasYAML, db, upstream.URL, t.TempDir()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	type replica struct {

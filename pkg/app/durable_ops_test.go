@@ -107,6 +107,7 @@ func TestExecutorLockHeldAndRetaken(t *testing.T) {
 helix:
   durable_store: `+db+`
   replica_id: lock-test
+  data_dir: `+t.TempDir()+`
 workflows:
   - id: w
     durable: true
