@@ -111,9 +111,6 @@ func buildAwait(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *con
 func (a *awaitStep) Name() string { return a.name }
 
 func (a *awaitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
-	if r, ok := durable.ResolutionFrom(ctx); ok {
-		return a.apply(ex, r)
-	}
 	wt := durable.Wait{Kind: durable.WaitAwait, Key: a.id, Source: a.from}
 	if a.from != "" {
 		key, err := uri.Expand(a.key, ex)
@@ -124,6 +121,10 @@ func (a *awaitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 			return fmt.Errorf("await: key %q is empty for this exchange: nothing to wait for", a.key)
 		}
 		wt.Key = key
+	}
+	// The key is the exchange's, as it was when the run parked: the same.
+	if r, ok := durable.ResolutionFor(ctx, wt.Key); ok {
+		return a.apply(ex, r)
 	}
 	if a.timeout > 0 {
 		wt.Due = time.Now().Add(a.timeout)
