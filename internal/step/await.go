@@ -111,6 +111,9 @@ func buildAwait(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *con
 func (a *awaitStep) Name() string { return a.name }
 
 func (a *awaitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
+	if r, ok := durable.ResolutionFrom(ctx); ok { // the run's only wait
+		return a.apply(ex, r)
+	}
 	wt := durable.Wait{Kind: durable.WaitAwait, Key: a.id, Source: a.from}
 	if a.from != "" {
 		key, err := uri.Expand(a.key, ex)
@@ -122,7 +125,8 @@ func (a *awaitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 		}
 		wt.Key = key
 	}
-	// The key is the exchange's, as it was when the run parked: the same.
+	// One of several waits: the key is the exchange's, the same as when the
+	// run parked (the step runs again on the exchange it had then).
 	if r, ok := durable.ResolutionFor(ctx, wt.Key); ok {
 		return a.apply(ex, r)
 	}
