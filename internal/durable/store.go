@@ -369,9 +369,11 @@ func (rt *Runtime) Resolve(ctx context.Context, runID string, res Resolution) (R
 func (rt *Runtime) resolveAt(ctx context.Context, runID string, want int, res Resolution) (Run, error) {
 	// A run waiting for several things at once records each answer; a lost
 	// race with another answer (the wait column changed under it) reads again.
+	// Each loss is another answer's win, so this ends within as many tries as
+	// the run has waits; the bound is a guard only.
 	for attempt := 0; ; attempt++ {
 		run, again, err := rt.resolveOnce(ctx, runID, want, res)
-		if !again || attempt >= 20 {
+		if !again || attempt >= 10000 {
 			return run, err
 		}
 	}

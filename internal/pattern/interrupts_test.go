@@ -38,7 +38,9 @@ func parksOn(err error) []string {
 // durable run parks once on all of them), still an interrupt.
 func TestMulticastJoinsTheInterruptsOfItsBranches(t *testing.T) {
 	ask := func(key string) engine.Processor {
-		return fn(func(context.Context, *exchange.Exchange) error { return durable.Park(durable.Wait{Kind: durable.WaitElicit, Key: key}) })
+		return fn(func(context.Context, *exchange.Exchange) error {
+			return durable.Park(durable.Wait{Kind: durable.WaitElicit, Key: key})
+		})
 	}
 	m := pattern.NewMulticast(engine.NewContext("t"), pattern.MulticastOptions{Parallel: true},
 		[]engine.Processor{ask("a"), failWith("boom"), ask("b")})
