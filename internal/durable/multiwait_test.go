@@ -184,3 +184,46 @@ func TestTimeoutOfOneOfTwoWaits(t *testing.T) {
 		t.Fatalf("after the answer: %+v %v", run, err)
 	}
 }
+
+// On PostgreSQL, two answers to a run's two questions at the same moment: both
+// are recorded (the one that loses the row's race reads it again) and the run
+// goes on once.
+func TestTwoWaitsAnsweredAtOnceOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := testtools.PostgresDatabase(t)
+	var before atomic.Int32
+	hc := engine.NewContext("build")
+	a := startAppOn(t, t.TempDir(), url, twoQuestions(t, hc, &before, "")...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range 5 {
+		id := "pg-race-" + string(rune('a'+i))
+		run, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "x"), durable.StartOptions{RunID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run, err = a.rt.Await(ctx, run.ID); err != nil || len(run.Waits) != 2 {
+			t.Fatalf("parked: %+v %v", run, err)
+		}
+		errs := make(chan error, 2)
+		for _, r := range []durable.Resolution{
+			{Kind: durable.ResolvedAnswered, Key: "name", Data: json.RawMessage(`{"name":"Ada"}`)},
+			{Kind: durable.ResolvedAnswered, Key: "confirm", Data: json.RawMessage(`{"confirm":true}`)},
+		} {
+			go func() { _, err := a.rt.Resolve(ctx, id, r); errs <- err }()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+		}
+		run, err = a.rt.Await(ctx, id)
+		s, _ := exchange.DecodeSnapshot(run.Result)
+		if err != nil || run.State != durable.StateCompleted || s.Body != "Ada True" {
+			t.Fatalf("%s: %+v %v %v", id, run, s.Body, err)
+		}
+	}
+	if before.Load() != 5 {
+		t.Errorf("the step before the waits ran %d times for 5 runs", before.Load())
+	}
+}
