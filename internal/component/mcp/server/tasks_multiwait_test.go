@@ -73,7 +73,9 @@ func TestTaskWithTwoQuestionsAtOnce(t *testing.T) {
 	update := func(id string, responses map[string]any) rpcReply {
 		return taskRPC(t, comp, nil, withTask, "tasks/update", map[string]any{"taskId": id, "inputResponses": responses})
 	}
-	accept := func(content map[string]any) map[string]any { return map[string]any{"action": "accept", "content": content} }
+	accept := func(content map[string]any) map[string]any {
+		return map[string]any{"action": "accept", "content": content}
+	}
 
 	id := createTask(t, comp, nil, "two", nil)
 	got := awaitTask(t, comp, nil, id, "input_required")
