@@ -197,7 +197,7 @@ type Run struct {
 	Wait *Wait `json:"wait,omitempty"`
 	// Waits lists every wait not answered yet when the run parked on several
 	// at once (parallel branches that each wait); Wait is the first of them.
-	// Empty when the run waits for one thing only.
+	// Empty when the run parked on one wait only.
 	Waits []Wait `json:"waits,omitempty"`
 	// Principal is who started the run (MCP Tasks shows a run only to it).
 	Principal string `json:"principal,omitempty"`
