@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/arvenza/helix/internal/durable"
+	helixstep "github.com/arvenza/helix/internal/step"
 	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -225,5 +227,55 @@ func TestTwoWaitsAnsweredAtOnceOnPostgres(t *testing.T) {
 	}
 	if before.Load() != 5 {
 		t.Errorf("the step before the waits ran %d times for 5 runs", before.Load())
+	}
+}
+
+// Two approve: steps in parallel branches each send their own link; each link
+// resolves its own wait only, once, and the run goes on after both.
+func TestTwoApprovalLinksAtOnce(t *testing.T) {
+	t.Parallel()
+	var base string
+	links := make(chan string, 4)
+	hc := engine.NewContext("build")
+	hc.AddComponent("capture", capture(func(ex *exchange.Exchange) { links <- ex.In().HeaderString(helixstep.HeaderApprovalURL) }))
+	steps := buildSteps(t, hc, `
+- multicast:
+    strategy: parallel
+    steps:
+      - approve: {id: legal, message: "Legal?", notify: [{target: "capture://chat"}]}
+      - approve: {id: finance, message: "Finance?", notify: [{target: "capture://chat"}]}
+- set-body: {constant: "approved by ${header.HelixApprovalBy}"}
+`)
+	a := startWaiting(t, t.TempDir(), steps, hc, &base)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "x"), durable.StartOptions{RunID: "links"}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := a.rt.Await(ctx, "links")
+	if err != nil || len(run.Waits) != 2 {
+		t.Fatalf("parked: %+v %v", run, err)
+	}
+	first, second := <-links, <-links
+	if first == second {
+		t.Fatalf("one link for two waits: %s", first)
+	}
+	if code, body := a.do(t, http.MethodPost, first, `{"decision":"approve"}`); code != 200 {
+		t.Fatalf("first link: %d %s", code, body)
+	}
+	if code, _ := a.do(t, http.MethodPost, first, `{"decision":"reject"}`); code != 410 {
+		t.Errorf("the first link again: %d, want 410", code)
+	}
+	if run, err = a.rt.Get(ctx, "links"); err != nil || run.State != durable.StateInputRequired || len(run.Waits) != 1 {
+		t.Fatalf("after one link: %+v %v", run, err)
+	}
+	if code, body := a.do(t, http.MethodGet, second, ""); code != 200 || !strings.Contains(body, "?") {
+		t.Fatalf("the second link shows %d %s", code, body)
+	}
+	if code, body := a.do(t, http.MethodPost, second, `{"decision":"approve"}`); code != 200 {
+		t.Fatalf("second link: %d %s", code, body)
+	}
+	if run, err = a.rt.Await(ctx, "links"); err != nil || run.State != durable.StateCompleted {
+		t.Fatalf("after both links: %+v %v", run, err)
 	}
 }
