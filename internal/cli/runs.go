@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/user"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -139,6 +140,15 @@ func parseStates(s string) ([]durable.State, error) {
 	return out, nil
 }
 
+// attemptsText is a run's executions of its segment, "-" where the store
+// did not count them (a list reads only the runs' own records).
+func attemptsText(n int) string {
+	if n <= 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
+
 func printRunTable(w io.Writer, list []durable.Run, limit int) error {
 	if len(list) == 0 {
 		_, err := fmt.Fprintln(w, "no runs")
@@ -147,8 +157,8 @@ func printRunTable(w io.Writer, list []durable.Run, limit int) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATE\tSTEP\tSEGMENT\tATTEMPTS\tUPDATED\tWAITS FOR")
 	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", terminalSafe(r.ID), terminalSafe(r.Workflow), r.State, r.Step,
-			r.Segment, r.Attempts, r.UpdatedAt.UTC().Format(time.RFC3339), waitSummary(r.Wait))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", terminalSafe(r.ID), terminalSafe(r.Workflow), r.State, r.Step,
+			r.Segment, attemptsText(r.Attempts), r.UpdatedAt.UTC().Format(time.RFC3339), waitSummary(r.Wait))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -250,7 +260,11 @@ func printRun(w io.Writer, r durable.Run, steps []durable.StepRecord) error {
 			fmt.Fprintf(tw, "wait key\t%s\n", terminalSafe(w.Key))
 		}
 	}
-	fmt.Fprintf(tw, "step\t%d (segment %d, attempt %d)\n", r.Step, r.Segment, r.Attempts)
+	if r.Attempts > 0 {
+		fmt.Fprintf(tw, "step\t%d (segment %d, attempt %d)\n", r.Step, r.Segment, r.Attempts)
+	} else {
+		fmt.Fprintf(tw, "step\t%d (segment %d)\n", r.Step, r.Segment)
+	}
 	if r.Principal != "" {
 		fmt.Fprintf(tw, "started by\t%s\n", terminalSafe(r.Principal))
 	}

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/arvenza/helix/internal/form"
 )
 
 // MaxCallbackBody bounds what a callback may POST (an await: body, an answer).
@@ -134,7 +134,7 @@ func resolutionOf(wt Wait, r *http.Request, body []byte) (Resolution, error) {
 			if err := json.Unmarshal(v.Content, &obj); err != nil {
 				return Resolution{}, errors.New("content must be a JSON object (the form's fields)")
 			}
-			if err := checkForm(wt.Schema, obj); err != nil {
+			if err := form.CheckRaw(wt.Schema, &obj); err != nil {
 				// Refused here, the answer can be sent again; let through, it
 				// would fail the run.
 				return Resolution{}, fmt.Errorf("content does not match the form: %v", err)
@@ -209,19 +209,3 @@ var waitPage = template.Must(template.New("wait").Parse(`<!doctype html>
 var donePage = template.Must(template.New("done").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>Helix</title></head><body><p>Done: {{.}}.</p></body></html>
 `))
-
-// checkForm validates an answer's content against the form's JSON schema.
-func checkForm(schema json.RawMessage, content map[string]any) error {
-	if len(schema) == 0 {
-		return nil
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return err
-	}
-	resolved, err := s.Resolve(nil)
-	if err != nil {
-		return err
-	}
-	return resolved.Validate(content)
-}

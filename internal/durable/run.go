@@ -315,7 +315,7 @@ func (r *stepRunner) result(ex *exchange.Exchange, name string, err error) stepR
 		}
 		return res
 	}
-	snap, encErr := exchange.TakeSnapshot(ex).Encode(r.rt.opts.MaxCheckpoint)
+	snap, encErr := checkpointOf(ex).Encode(r.rt.opts.MaxCheckpoint)
 	if encErr != nil {
 		msg := fmt.Sprintf("checkpoint of step %s: %v", name, encErr)
 		var big *exchange.SnapshotTooLargeError
@@ -427,7 +427,7 @@ func (rt *Runtime) finish(dctx dbos.Context, runID string, seg int, in RunInput,
 	msg := ""
 	if ex != nil {
 		// The run's result keeps no size limit of its own beyond the checkpoints'.
-		result, _ = exchange.TakeSnapshot(ex).Encode(0)
+		result, _ = checkpointOf(ex).Encode(0)
 	}
 	if runErr != nil {
 		state = StateFailed

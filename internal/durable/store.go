@@ -156,7 +156,7 @@ func (rt *Runtime) Start(ctx context.Context, workflow string, ex *exchange.Exch
 	if _, ok := ec.Workflow(workflow); !ok {
 		return Run{}, fmt.Errorf("durable: no workflow with id %q", workflow)
 	}
-	snap, err := exchange.TakeSnapshot(ex).Encode(rt.opts.MaxCheckpoint)
+	snap, err := checkpointOf(ex).Encode(rt.opts.MaxCheckpoint)
 	if err != nil {
 		var big *exchange.SnapshotTooLargeError
 		if errors.As(err, &big) {
@@ -255,7 +255,7 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("durable store: %w", err)
 	}
-	if r.State == StateWorking {
+	{
 		// Executions of the current segment: 1, plus one per recovery.
 		if ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(segmentID(runID, r.Segment)), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false)); err == nil && len(ws) == 1 {
 			r.Attempts = ws[0].Attempts

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/arvenza/helix/internal/ask"
 	"github.com/arvenza/helix/internal/durable"
+	"github.com/arvenza/helix/internal/form"
 )
 
 // An elicit: step of a durable run does not hold the run while the person
@@ -43,7 +42,7 @@ func (e *elicitStep) answerOf(r durable.Resolution) (*ask.ElicitAnswer, error) {
 		if !ok {
 			return nil, fmt.Errorf("the answer is a %T, not an object with the form's fields", content)
 		}
-		if err := checkForm(e.schema, &m); err != nil {
+		if err := form.Check(e.schema, &m); err != nil {
 			return nil, fmt.Errorf("the answer does not match the form: %w", err)
 		}
 		return &ask.ElicitAnswer{Action: ask.ActionAccept, Content: m}, nil
@@ -53,24 +52,4 @@ func (e *elicitStep) answerOf(r durable.Resolution) (*ask.ElicitAnswer, error) {
 		return nil, fmt.Errorf("nobody answered within %s", e.timeout)
 	}
 	return nil, fmt.Errorf("the wait ended with %q, which is no answer", r.Kind)
-}
-
-// checkForm validates content against the form's schema and applies its defaults.
-func checkForm(schema map[string]any, content *map[string]any) error {
-	raw, err := json.Marshal(schema)
-	if err != nil {
-		return err
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return err
-	}
-	resolved, err := s.Resolve(nil)
-	if err != nil {
-		return err
-	}
-	if err := resolved.Validate(*content); err != nil {
-		return err
-	}
-	return resolved.ApplyDefaults(content)
 }

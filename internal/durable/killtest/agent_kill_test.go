@@ -50,7 +50,7 @@ agents:
 `
 
 // agentRuns is how many questions the agent kill test asks.
-const agentRuns = 60
+const agentRuns = 100
 
 // A durable agent with three tool calls per run, killed (SIGKILL) at random
 // points under load and restarted: every question gets its answer, every run

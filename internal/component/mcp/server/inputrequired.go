@@ -12,12 +12,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/ask"
 	"github.com/arvenza/helix/internal/component/mcp/server/requeststate"
+	"github.com/arvenza/helix/internal/form"
 	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/engine"
 )
@@ -197,32 +197,11 @@ func (c *inputClient) Elicit(_ context.Context, q *ask.Elicitation) (*ask.Elicit
 		content = map[string]any{}
 	}
 	if q.Schema != nil {
-		if err := checkElicitContent(q.Schema, &content); err != nil {
+		if err := form.Check(q.Schema, &content); err != nil {
 			return nil, c.bad(id, "the content does not match the form's schema: %v", err)
 		}
 	}
 	return &ask.ElicitAnswer{Action: ask.ActionAccept, Content: content}, nil
-}
-
-// checkElicitContent validates content against schema and applies its defaults,
-// as the go-sdk does with the answer to an elicitation request.
-func checkElicitContent(schema map[string]any, content *map[string]any) error {
-	raw, err := json.Marshal(schema)
-	if err != nil {
-		return err
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return err
-	}
-	resolved, err := s.Resolve(nil)
-	if err != nil {
-		return err
-	}
-	if err := resolved.Validate(*content); err != nil {
-		return err
-	}
-	return resolved.ApplyDefaults(content)
 }
 
 func (c *inputClient) Sample(_ context.Context, q *ask.Sampling) (*ask.SampleAnswer, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/arvenza/helix/internal/component/mcp/security"
 	"github.com/arvenza/helix/internal/component/mcp/transport"
 	"github.com/arvenza/helix/internal/durable"
+	"github.com/arvenza/helix/internal/form"
 	"github.com/arvenza/helix/internal/tool"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -423,7 +424,7 @@ func resolutionOf(w durable.Wait, raw json.RawMessage) (durable.Resolution, *jso
 	}
 	var schema map[string]any
 	if len(w.Schema) > 0 && json.Unmarshal(w.Schema, &schema) == nil {
-		if err := checkElicitContent(schema, &content); err != nil {
+		if err := form.Check(schema, &content); err != nil {
 			return durable.Resolution{}, invalidParams(fmt.Sprintf("the answer to input request %q does not match the form: %v", inputRequestID(w), err))
 		}
 	}
