@@ -351,11 +351,7 @@ func (ts *taskServer) update(ctx context.Context, run durable.Run, raw json.RawM
 	// A run may wait for several answers at once (parallel branches): each
 	// response resolves its own wait, named by its key; the run goes on once
 	// all are answered. Every response is checked before any is recorded.
-	type answer struct {
-		w durable.Wait
-		r durable.Resolution
-	}
-	var answers []answer
+	var answers []durable.Resolution
 	for _, w := range runWaits(run) {
 		resp, ok := responses[inputRequestID(w)]
 		if !ok {
@@ -366,10 +362,10 @@ func (ts *taskServer) update(ctx context.Context, run durable.Run, raw json.RawM
 			return e
 		}
 		r.Key = w.Key
-		answers = append(answers, answer{w, r})
+		answers = append(answers, r)
 	}
-	for _, a := range answers {
-		if _, err := ts.runs.Resolve(ctx, run.ID, a.r); err != nil && !errors.Is(err, durable.ErrNotWaiting) {
+	for _, r := range answers {
+		if _, err := ts.runs.Resolve(ctx, run.ID, r); err != nil && !errors.Is(err, durable.ErrNotWaiting) {
 			return ts.storeError("tasks/update", run.ID, err)
 		}
 	}
