@@ -256,10 +256,14 @@ func printRun(w io.Writer, r durable.Run, steps []durable.StepRecord) error {
 	} else {
 		fmt.Fprintf(tw, "state\t%s\n", r.State)
 	}
-	if r.Wait != nil {
-		fmt.Fprintf(tw, "waits for\t%s\n", waitSummary(r.Wait))
-		if r.Wait.Key != "" {
-			fmt.Fprintf(tw, "wait key\t%s\n", terminalSafe(r.Wait.Key))
+	waits := r.Waits // several at once (parallel branches), else its one wait
+	if len(waits) == 0 && r.Wait != nil {
+		waits = []durable.Wait{*r.Wait}
+	}
+	for _, w := range waits {
+		fmt.Fprintf(tw, "waits for\t%s\n", waitSummary(&w))
+		if w.Key != "" {
+			fmt.Fprintf(tw, "wait key\t%s\n", terminalSafe(w.Key))
 		}
 	}
 	if r.Attempts > 0 {
@@ -394,7 +398,7 @@ func newRunsCancelCmd(open runStoreOpener) *cobra.Command {
 
 // newRunsResolveCmd is helix runs approve (approve true) or reject.
 func newRunsResolveCmd(open runStoreOpener, approve bool) *cobra.Command {
-	var data, by string
+	var data, by, waitKey string
 	verb, short := "reject", "Reject what a parked run waits for (an approve: step, or an elicit: form it declines)"
 	if approve {
 		verb, short = "approve", "Approve what a parked run waits for (an approve: step, or an elicit: form answered with --data)"
@@ -421,9 +425,15 @@ func newRunsResolveCmd(open runStoreOpener, approve bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if run, err = pickWait(run, waitKey); err != nil {
+				return err
+			}
 			res, err := resolutionFor(run, approve, raw)
 			if err != nil {
 				return err
+			}
+			if len(run.Waits) > 0 {
+				res.Key = run.Wait.Key // one of several: this one only
 			}
 			if by == "" {
 				by = cliPrincipal()
@@ -442,7 +452,32 @@ func newRunsResolveCmd(open runStoreOpener, approve bool) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&data, "data", "", "JSON the step receives with the decision (an elicit: form's answer)")
 	cmd.Flags().StringVar(&by, "by", "", "who decides, recorded with the run (default cli:<your user name>)")
+	cmd.Flags().StringVar(&waitKey, "wait", "", "the key of the wait to resolve, when the run waits for several at once (helix runs show lists them)")
 	return cmd
+}
+
+// pickWait returns run with Wait set to the wait key names among those the run
+// waits for (its only one when key is empty), or why there is none.
+func pickWait(run durable.Run, key string) (durable.Run, error) {
+	id := terminalSafe(run.ID)
+	if len(run.Waits) == 0 {
+		if key != "" && run.Wait != nil && run.Wait.Key != key {
+			return run, runtimeError(fmt.Errorf("run %s waits for %s %q, not %q", id, run.Wait.Kind, terminalSafe(run.Wait.Key), terminalSafe(key)))
+		}
+		return run, nil
+	}
+	keys := make([]string, len(run.Waits))
+	for i, w := range run.Waits {
+		if w.Key == key || key == "" && len(run.Waits) == 1 {
+			run.Wait = &w
+			return run, nil
+		}
+		keys[i] = terminalSafe(w.Key)
+	}
+	if key == "" {
+		return run, configError(fmt.Errorf("run %s waits for %d things at once (keys %s): say which with --wait KEY", id, len(run.Waits), strings.Join(keys, ", ")))
+	}
+	return run, runtimeError(fmt.Errorf("run %s waits for nothing with key %q (its keys: %s); it may have been answered already", id, terminalSafe(key), strings.Join(keys, ", ")))
 }
 
 // resolutionFor is the Resolution approve or reject gives the wait run is

@@ -114,6 +114,9 @@ type Resolution struct {
 	Data json.RawMessage `json:"data,omitempty"`
 	// By names who resolved it (an authenticated principal, "timer", a topic).
 	By string `json:"by,omitempty"`
+	// Key names the wait it ends (its Wait.Key) when the run waits for
+	// several at once; empty ends the run's only wait.
+	Key string `json:"key,omitempty"`
 }
 
 // ParkError is what a waiting step returns to park its durable run: the run's
@@ -192,6 +195,10 @@ type Run struct {
 	Step int `json:"step"`
 	// Wait is set while the run is parked.
 	Wait *Wait `json:"wait,omitempty"`
+	// Waits lists every wait not answered yet when the run parked on several
+	// at once (parallel branches that each wait); Wait is the first of them.
+	// Empty when the run parked on one wait only.
+	Waits []Wait `json:"waits,omitempty"`
 	// Principal is who started the run (MCP Tasks shows a run only to it).
 	Principal string `json:"principal,omitempty"`
 	// Attempts counts the executions of the current segment (1 + recoveries).

@@ -39,8 +39,11 @@ type RunInput struct {
 	// Snapshot is the exchange the segment starts with.
 	Snapshot   json.RawMessage `json:"snapshot"`
 	Resolution *Resolution     `json:"resolution,omitempty"`
-	Principal  string          `json:"principal,omitempty"`
-	TTLMillis  int64           `json:"ttl_ms,omitempty"`
+	// Answers are the resolutions by wait key when the segment before parked
+	// on several waits at once (Resolution is then the last of them).
+	Answers   map[string]Resolution `json:"answers,omitempty"`
+	Principal string                `json:"principal,omitempty"`
+	TTLMillis int64                 `json:"ttl_ms,omitempty"`
 	// Trace is the W3C traceparent of the span that started the run: its
 	// first execution continues that trace, later ones link to it.
 	Trace string `json:"trace,omitempty"`
@@ -63,8 +66,10 @@ type stepResult struct {
 	// Internal: it failed in Helix, not in the step's work (its checkpoint
 	// could not be kept, the step panicked); see Run.Internal.
 	Internal bool `json:"i,omitempty"`
-	// Park: the step parked the run on this wait.
-	Park *Wait `json:"park,omitempty"`
+	// Park: the step parked the run on this wait; Parks lists every wait
+	// when it parked on several at once (parallel branches).
+	Park  *Wait  `json:"park,omitempty"`
+	Parks []Wait `json:"parks,omitempty"`
 }
 
 // segmentID is the DBOS workflow id of segment k of run.
@@ -200,6 +205,7 @@ type stepRunner struct {
 	// park is set when a step parked the run: the exchange before it is
 	// parkSnap.
 	park     *Wait
+	parks    []Wait // every wait when more than one
 	parkName string
 	parkSnap json.RawMessage
 	fatal    error
@@ -222,7 +228,9 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 			r.internal = true
 			return &ChangedError{Step: i, Was: r.in.StartName, Now: name}
 		}
-		if r.in.Resolution != nil {
+		if len(r.in.Answers) > 0 {
+			ctx = WithResolutions(ctx, r.in.Answers)
+		} else if r.in.Resolution != nil {
 			ctx = WithResolution(ctx, *r.in.Resolution)
 		}
 	}
@@ -306,10 +314,13 @@ func (r *stepRunner) recordedJournal(i int, end string) (entries []string, done 
 
 // result is the checkpoint of step name, which ended with err and left ex.
 func (r *stepRunner) result(ex *exchange.Exchange, name string, err error) stepResult {
-	var pe *ParkError
-	if errors.As(err, &pe) {
-		w := pe.Wait
-		return stepResult{Park: &w, Snapshot: r.last}
+	if ws := parkWaits(err); len(ws) > 0 {
+		w := ws[0]
+		res := stepResult{Park: &w, Snapshot: r.last}
+		if len(ws) > 1 {
+			res.Parks = ws
+		}
+		return res
 	}
 	snap, encErr := checkpointOf(ex).Encode(r.rt.opts.MaxCheckpoint)
 	if encErr != nil {
@@ -334,7 +345,7 @@ func (r *stepRunner) result(ex *exchange.Exchange, name string, err error) stepR
 // outcome to the pipeline.
 func (r *stepRunner) apply(ex *exchange.Exchange, name string, res stepResult) error {
 	if res.Park != nil {
-		r.park, r.parkName, r.parkSnap = res.Park, name, res.Snapshot
+		r.park, r.parks, r.parkName, r.parkSnap = res.Park, res.Parks, name, res.Snapshot
 		return &ParkError{Wait: *res.Park}
 	}
 	if len(res.Snapshot) > 0 {
@@ -459,11 +470,17 @@ func (rt *Runtime) finish(dctx dbos.Context, runID string, seg int, in RunInput,
 
 // parkRun records that the segment parked and returns it.
 func (rt *Runtime) parkRun(dctx dbos.Context, runID string, seg int, r *stepRunner) (RunOutput, error) {
-	state := StateWaiting
-	if r.park.Kind == WaitApprove || r.park.Kind == WaitElicit {
-		state = StateInputRequired
+	waits := r.parks
+	if len(waits) == 0 {
+		waits = []Wait{*r.park}
 	}
-	if err := rt.parkInStore(dctx, runID, seg, state, r.at, r.parkName, r.park, r.parkSnap); err != nil {
+	state := StateWaiting
+	for _, w := range waits {
+		if w.Kind == WaitApprove || w.Kind == WaitElicit {
+			state = StateInputRequired // a person is asked, whatever else it waits for
+		}
+	}
+	if err := rt.parkInStore(dctx, runID, seg, state, r.at, r.parkName, newStoredWait(waits), r.parkSnap); err != nil {
 		return RunOutput{}, err
 	}
 	// The hooks first: whoever awaits the run finds them done.

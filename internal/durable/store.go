@@ -128,7 +128,7 @@ func (rt *Runtime) endRun(ctx context.Context, runID string, seg int, state Stat
 }
 
 // parkInStore records that segment seg parked the run at step.
-func (rt *Runtime) parkInStore(ctx context.Context, runID string, seg int, state State, step int, name string, w *Wait, snap json.RawMessage) error {
+func (rt *Runtime) parkInStore(ctx context.Context, runID string, seg int, state State, step int, name string, w storedWait, snap json.RawMessage) error {
 	wait, err := json.Marshal(w)
 	if err != nil {
 		return err
@@ -253,9 +253,12 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	r.TTL = time.Duration(ttl) * time.Millisecond
 	r.CreatedAt, r.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
 	if wait.Valid {
-		var w Wait
-		if json.Unmarshal([]byte(wait.String), &w) == nil {
+		if sw, err := decodeStoredWait(wait.String); err == nil {
+			w := sw.Wait
 			r.Wait = &w
+			if sw.multi() && !r.State.Terminal() {
+				r.Waits = sw.pending()
+			}
 		}
 	}
 	if result.Valid {
@@ -385,42 +388,97 @@ func (rt *Runtime) Resolve(ctx context.Context, runID string, res Resolution) (R
 // resolveAt is Resolve of the wait of segment want only (-1: any segment);
 // see ResolveSegment (wait_store.go).
 func (rt *Runtime) resolveAt(ctx context.Context, runID string, want int, res Resolution) (Run, error) {
+	// A run waiting for several things at once records each answer; a lost
+	// race with another answer (the wait column changed under it) reads again.
+	// Each loss is another answer's win, so this ends within as many tries as
+	// the run has waits; the bound is a guard only.
+	for attempt := 0; ; attempt++ {
+		run, again, err := rt.resolveOnce(ctx, runID, want, res)
+		if !again || attempt >= 10000 {
+			return run, err
+		}
+	}
+}
+
+// resolveOnce is one try of resolveAt; again: another resolution of the same
+// run changed its waits meanwhile, try again.
+func (rt *Runtime) resolveOnce(ctx context.Context, runID string, want int, res Resolution) (_ Run, again bool, _ error) {
 	var state, name string
 	var seg, step int
 	var snap, wait sql.NullString
 	err := rt.db.QueryRowContext(ctx, rt.q(`SELECT state, segment, step, step_name, snapshot, wait FROM helix_runs WHERE run_id = ?`), runID).
 		Scan(&state, &seg, &step, &name, &snap, &wait)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, ErrNotFound
+		return Run{}, false, ErrNotFound
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("durable store: %w", err)
+		return Run{}, false, fmt.Errorf("durable store: %w", err)
 	}
 	if State(state) != StateInputRequired && State(state) != StateWaiting || want >= 0 && seg != want {
-		return Run{}, ErrNotWaiting
+		return Run{}, false, ErrNotWaiting
+	}
+	sw, err := decodeStoredWait(wait.String)
+	if !wait.Valid || err != nil {
+		return Run{}, false, errNoWait
+	}
+	var answers map[string]Resolution
+	newWait := wait.String
+	if sw.multi() {
+		next, r, all, err := sw.answer(res)
+		if err != nil {
+			return Run{}, false, err
+		}
+		res = r
+		b, err := json.Marshal(next)
+		if err != nil {
+			return Run{}, false, err
+		}
+		newWait = string(b)
+		if !all {
+			// Recorded; the run stays parked for the waits left. Compared
+			// with the wait column read: of two answers at once, one
+			// writes, the other reads again.
+			done, err := rt.db.ExecContext(ctx, rt.q(`UPDATE helix_runs SET wait = ?, updated_at = ?
+				WHERE run_id = ? AND segment = ? AND state IN (?, ?) AND wait = ?`),
+				newWait, now(), runID, seg, string(StateInputRequired), string(StateWaiting), wait.String)
+			if err != nil {
+				return Run{}, false, fmt.Errorf("durable store: %w", err)
+			}
+			if n, _ := done.RowsAffected(); n != 1 {
+				return Run{}, true, ErrNotWaiting
+			}
+			run, err := rt.Get(ctx, runID)
+			return run, false, err
+		}
+		answers = next.Answers
+	} else if res.Key != "" && sw.Key != "" && res.Key != sw.Key {
+		return Run{}, false, fmt.Errorf("%w: it waits for %s %q, not %q", ErrNotWaiting, sw.Kind, sw.Key, res.Key)
 	}
 	resJSON, err := json.Marshal(res)
 	if err != nil {
-		return Run{}, err
+		return Run{}, false, err
 	}
 	// The claim: of two resolutions, one moves the run to its next segment.
-	claimed, err := rt.db.ExecContext(ctx, rt.q(`UPDATE helix_runs SET state = ?, segment = ?, resolution = ?, updated_at = ?
-		WHERE run_id = ? AND segment = ? AND state IN (?, ?)`),
-		string(StateWorking), seg+1, string(resJSON), now(), runID, seg, string(StateInputRequired), string(StateWaiting))
+	claimed, err := rt.db.ExecContext(ctx, rt.q(`UPDATE helix_runs SET state = ?, segment = ?, resolution = ?, wait = ?, updated_at = ?
+		WHERE run_id = ? AND segment = ? AND state IN (?, ?) AND wait = ?`),
+		string(StateWorking), seg+1, string(resJSON), newWait, now(), runID, seg, string(StateInputRequired), string(StateWaiting), wait.String)
 	if err != nil {
-		return Run{}, fmt.Errorf("durable store: %w", err)
+		return Run{}, false, fmt.Errorf("durable store: %w", err)
 	}
 	if n, _ := claimed.RowsAffected(); n != 1 {
-		return Run{}, ErrNotWaiting
+		// Another resolution came first: for a set, it may have answered
+		// another wait only (read again); for one wait, it won.
+		return Run{}, sw.multi(), ErrNotWaiting
 	}
 	wf, err := rt.workflowOf(ctx, runID)
 	if err != nil {
-		return Run{}, err
+		return Run{}, false, err
 	}
-	if err := rt.continueRun(runID, seg+1, RunInput{Workflow: wf, StartStep: step, StartName: name, Snapshot: json.RawMessage(snap.String), Resolution: &res}); err != nil {
-		return Run{}, err
+	if err := rt.continueRun(runID, seg+1, RunInput{Workflow: wf, StartStep: step, StartName: name, Snapshot: json.RawMessage(snap.String), Resolution: &res, Answers: answers}); err != nil {
+		return Run{}, false, err
 	}
-	return rt.Get(ctx, runID)
+	run, err := rt.Get(ctx, runID)
+	return run, false, err
 }
 
 func (rt *Runtime) workflowOf(ctx context.Context, runID string) (string, error) {
@@ -445,7 +503,7 @@ func (rt *Runtime) continueRun(runID string, seg int, in RunInput) error {
 // repairContinuations starts the segments whose resolution was claimed but
 // which a crash kept from starting (claimed, then killed before RunWorkflow).
 func (rt *Runtime) repairContinuations(ctx context.Context) error {
-	rows, err := rt.db.QueryContext(ctx, rt.q(`SELECT run_id, workflow, segment, step, step_name, snapshot, resolution FROM helix_runs
+	rows, err := rt.db.QueryContext(ctx, rt.q(`SELECT run_id, workflow, segment, step, step_name, snapshot, resolution, wait FROM helix_runs
 		WHERE state = ? AND segment > 0 AND resolution IS NOT NULL`), string(StateWorking))
 	if err != nil {
 		return fmt.Errorf("durable store: %w", err)
@@ -458,8 +516,8 @@ func (rt *Runtime) repairContinuations(ctx context.Context) error {
 	var todo []pending
 	for rows.Next() {
 		var p pending
-		var snap, res sql.NullString
-		if err := rows.Scan(&p.id, &p.in.Workflow, &p.seg, &p.in.StartStep, &p.in.StartName, &snap, &res); err != nil {
+		var snap, res, wait sql.NullString
+		if err := rows.Scan(&p.id, &p.in.Workflow, &p.seg, &p.in.StartStep, &p.in.StartName, &snap, &res, &wait); err != nil {
 			rows.Close()
 			return fmt.Errorf("durable store: %w", err)
 		}
@@ -467,6 +525,9 @@ func (rt *Runtime) repairContinuations(ctx context.Context) error {
 		var r Resolution
 		if json.Unmarshal([]byte(res.String), &r) == nil {
 			p.in.Resolution = &r
+		}
+		if sw, err := decodeStoredWait(wait.String); wait.Valid && err == nil && sw.multi() {
+			p.in.Answers = sw.Answers
 		}
 		todo = append(todo, p)
 	}

@@ -37,7 +37,7 @@ type Waits struct {
 
 	mu       sync.Mutex
 	memory   map[string]*memoryWaiter // nonce → waiter of a run that is not durable
-	timers   map[string]*time.Timer   // run id → the timer of its current wait
+	timers   map[timerKey]*time.Timer // the timer of each wait of a parked run
 	awaited  map[awaitKey]parkedAt    // (source, key) → the durable run that waits for it
 	inbox    map[awaitKey][]inboxItem // records that came before anyone waited for them
 	inboxN   int                      // records in inbox, expired ones included
@@ -84,7 +84,7 @@ func NewWaits(o WaitsOptions) (*Waits, error) {
 	}
 	w := &Waits{secret: append([]byte(nil), o.Secret...), baseURL: strings.TrimRight(o.BaseURL, "/"), runs: o.Runs,
 		log: o.Logger, inboxTTL: o.InboxTTL, now: o.Now,
-		memory: map[string]*memoryWaiter{}, timers: map[string]*time.Timer{},
+		memory: map[string]*memoryWaiter{}, timers: map[timerKey]*time.Timer{},
 		awaited: map[awaitKey]parkedAt{}, inbox: map[awaitKey][]inboxItem{}, inboxMax: maxInbox}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
@@ -331,10 +331,16 @@ func (w *Waits) parkedRun(ctx context.Context, t token) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	if run.State.Terminal() || run.Wait == nil || run.Wait.Kind != t.Kind || run.Wait.Key != t.Key {
+	if run.State.Terminal() || run.Wait == nil {
 		return Run{}, ErrGone
 	}
-	return run, nil
+	for _, wt := range pendingWaits(run) {
+		if wt.Kind == t.Kind && wt.Key == t.Key {
+			run.Wait = &wt // the wait the token names, of those the run waits for
+			return run, nil
+		}
+	}
+	return Run{}, ErrGone
 }
 
 // ResolveToken resolves the wait a callback token names with r (what the
@@ -361,6 +367,7 @@ func (w *Waits) ResolveToken(ctx context.Context, tok string, r Resolution) (Wai
 	if err != nil {
 		return Wait{}, err
 	}
+	r.Key = t.Key
 	if err := w.resolveRun(ctx, run, r); err != nil {
 		return Wait{}, err
 	}
@@ -404,16 +411,26 @@ type SegmentResolver interface {
 // store decides who was first. ErrGone when it was not this one.
 func (w *Waits) resolveRun(ctx context.Context, run Run, r Resolution) error {
 	var err error
+	var after Run
 	if sr, ok := w.runs.(SegmentResolver); ok {
-		_, err = sr.ResolveSegment(ctx, run.ID, run.Segment, r)
+		after, err = sr.ResolveSegment(ctx, run.ID, run.Segment, r)
 	} else {
-		_, err = w.runs.Resolve(ctx, run.ID, r)
+		after, err = w.runs.Resolve(ctx, run.ID, r)
 	}
 	if errors.Is(err, ErrNotWaiting) || errors.Is(err, ErrNotFound) {
 		return ErrGone
 	}
 	if err == nil {
-		w.forget(run.ID)
+		if len(after.Waits) > 0 && after.Segment == run.Segment {
+			// Other waits of the run are still open: only this one is over.
+			key := r.Key
+			if key == "" && run.Wait != nil {
+				key = run.Wait.Key
+			}
+			w.forgetWait(run.ID, key)
+		} else {
+			w.forget(run.ID)
+		}
 	}
 	return err
 }
@@ -447,11 +464,18 @@ func (w *Waits) Parked(ctx context.Context, run Run) {
 	if run.Wait == nil || run.State.Terminal() {
 		return
 	}
-	wt := *run.Wait
+	for _, wt := range pendingWaits(run) {
+		w.parkedOn(ctx, run, wt)
+	}
+}
+
+// parkedOn arms the timer of one wait of a parked run, or takes the record an
+// await: waits for (see Parked).
+func (w *Waits) parkedOn(ctx context.Context, run Run, wt Wait) {
 	if wt.Kind == WaitAwait && wt.Source != "" {
 		k := awaitKey{wt.Source, wt.Key}
 		if data, ok := w.takeInbox(k); ok {
-			if err := w.resolveRun(ctx, run, Resolution{Kind: ResolvedReceived, Data: data, By: wt.Source}); err != nil && !errors.Is(err, ErrGone) {
+			if err := w.resolveRun(ctx, run, Resolution{Kind: ResolvedReceived, Data: data, By: wt.Source, Key: wt.Key}); err != nil && !errors.Is(err, ErrGone) {
 				w.log.Warn("durable: an await: could not take the record that came before it parked", "run", run.ID, "error", err)
 				_ = w.putInbox(k, data) // keep it for the next try (it fit before)
 			} else {
@@ -463,32 +487,37 @@ func (w *Waits) Parked(ctx context.Context, run Run) {
 		w.mu.Unlock()
 	}
 	if !wt.Due.IsZero() {
-		w.arm(run.ID, run.Segment, wt.Due)
+		w.arm(run.ID, run.Segment, wt.Key, wt.Due)
 	}
 }
 
-// arm starts the timer of a parked run; a timer that was armed for it before
-// (an earlier wait, or the same one told twice) is replaced.
-func (w *Waits) arm(runID string, segment int, due time.Time) {
-	fire := func() { w.fire(runID, segment) }
+// timerKey names the timer of one wait of a run: a run waiting for several
+// things at once has one timer per wait, each ending its own wait only.
+type timerKey struct{ run, wait string }
+
+// arm starts the timer of the wait key of a parked run; a timer that was armed
+// for it before (an earlier wait, or the same one told twice) is replaced.
+func (w *Waits) arm(runID string, segment int, key string, due time.Time) {
+	fire := func() { w.fire(runID, segment, key) }
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return
 	}
-	if t, ok := w.timers[runID]; ok {
+	tk := timerKey{runID, key}
+	if t, ok := w.timers[tk]; ok {
 		t.Stop()
 	}
-	w.timers[runID] = time.AfterFunc(due.Sub(w.now()), fire)
+	w.timers[tk] = time.AfterFunc(due.Sub(w.now()), fire)
 }
 
 // fire resolves the run with a timeout if it still waits for the wait the
 // timer was armed for; an approval that came first makes it a no-op.
-func (w *Waits) fire(runID string, segment int) {
+func (w *Waits) fire(runID string, segment int, key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	w.mu.Lock()
-	delete(w.timers, runID)
+	delete(w.timers, timerKey{runID, key})
 	w.mu.Unlock()
 	run, err := w.runs.Get(ctx, runID)
 	// The segment names the wait: a run that went on and parked again is in a
@@ -496,7 +525,11 @@ func (w *Waits) fire(runID string, segment int) {
 	if err != nil || run.Wait == nil || run.Segment != segment || run.State.Terminal() {
 		return
 	}
-	err = w.resolveRun(ctx, run, Resolution{Kind: ResolvedTimeout, By: "timer"})
+	res := Resolution{Kind: ResolvedTimeout, By: "timer"}
+	if len(run.Waits) > 0 {
+		res.Key = key // one of several waits: its timeout ends it only
+	}
+	err = w.resolveRun(ctx, run, res)
 	if err != nil && !errors.Is(err, ErrGone) {
 		w.log.Warn("durable: a timer could not resolve its run; the next start or sweep tries again", "run", runID, "error", err)
 	}
@@ -506,14 +539,26 @@ func (w *Waits) fire(runID string, segment int) {
 func (w *Waits) forget(runID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if t, ok := w.timers[runID]; ok {
-		t.Stop()
-		delete(w.timers, runID)
+	for tk, t := range w.timers {
+		if tk.run == runID {
+			t.Stop()
+			delete(w.timers, tk)
+		}
 	}
 	for k, p := range w.awaited {
 		if p.run == runID {
 			delete(w.awaited, k)
 		}
+	}
+}
+
+// forgetWait drops the timer of one wait of a run that still waits for others.
+func (w *Waits) forgetWait(runID, key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.timers[timerKey{runID, key}]; ok {
+		t.Stop()
+		delete(w.timers, timerKey{runID, key})
 	}
 }
 
@@ -597,7 +642,7 @@ func (w *Waits) Deliver(ctx context.Context, source, key string, data json.RawMe
 	if parked && w.runs != nil {
 		run, err := w.runs.Get(ctx, p.run)
 		if err == nil && run.Segment == p.segment {
-			err = w.resolveRun(ctx, run, Resolution{Kind: ResolvedReceived, Data: data, By: source})
+			err = w.resolveRun(ctx, run, Resolution{Kind: ResolvedReceived, Data: data, By: source, Key: key})
 		}
 		if err == nil {
 			return nil

@@ -300,14 +300,16 @@ func (m *Multicast) complete(ex *exchange.Exchange, results []*branchResult, tim
 	list := make([]any, 0, len(results))
 	var missing, failed []any
 	var firstErr error
+	var interrupts []error
 	succeeded := 0
 	for i, r := range results {
 		switch {
 		case r == nil:
 			missing = append(missing, i)
 		case engine.IsInterrupt(r.err):
-			// Never tolerated as a failed branch: the caller must see it.
-			return fmt.Errorf("%s: branch %d: %w", m.name, i, r.err)
+			// Never tolerated as a failed branch: the caller must see it, and
+			// every branch's (a durable run parks on all their waits at once).
+			interrupts = append(interrupts, fmt.Errorf("%s: branch %d: %w", m.name, i, r.err))
 		case r.err != nil:
 			failed = append(failed, i)
 			if firstErr == nil {
@@ -317,6 +319,12 @@ func (m *Multicast) complete(ex *exchange.Exchange, results []*branchResult, tim
 			succeeded++
 			list = append(list, r.ex.In().Body())
 		}
+	}
+	if len(interrupts) == 1 {
+		return interrupts[0]
+	}
+	if len(interrupts) > 1 {
+		return errors.Join(interrupts...)
 	}
 	if firstErr != nil && (!m.aggregate || succeeded == 0) {
 		return firstErr

@@ -270,10 +270,11 @@ func (s *Split) run(ctx context.Context, ex *exchange.Exchange, elems, results [
 	defer close(jobs)
 
 	var failed []splitResult
-	// interrupt is the first element's engine.Interrupt (a question for the MCP
-	// client): the other elements still run, so that their questions are asked in
-	// the same answer, and then it ends the split whatever stop_on_error says.
-	var interrupt error
+	// interrupts are the elements' engine.Interrupts (a question for the MCP
+	// client, a durable run's wait): the other elements still run, so that their
+	// questions are asked in the same answer (a durable run parks on all their
+	// waits at once), and then they end the split whatever stop_on_error says.
+	var interrupts []error
 	next, finished := 0, 0
 	var job splitJob
 	prepared := false
@@ -306,9 +307,7 @@ func (s *Split) run(ctx context.Context, ex *exchange.Exchange, elems, results [
 				return nil, err
 			}
 			if engine.IsInterrupt(r.err) {
-				if interrupt == nil {
-					interrupt = &ElementError{Index: r.index, Err: r.err}
-				}
+				interrupts = append(interrupts, &ElementError{Index: r.index, Err: r.err})
 				continue
 			}
 			if !s.opts.ContinueOnError {
@@ -319,8 +318,15 @@ func (s *Split) run(ctx context.Context, ex *exchange.Exchange, elems, results [
 		case <-s.stopCtx.Done():
 		}
 	}
-	if interrupt != nil {
-		return nil, interrupt
+	if len(interrupts) > 0 {
+		// In element order, so that the first is the same whoever finished first.
+		sort.Slice(interrupts, func(i, j int) bool {
+			return interrupts[i].(*ElementError).Index < interrupts[j].(*ElementError).Index
+		})
+		if len(interrupts) == 1 {
+			return nil, interrupts[0]
+		}
+		return nil, errors.Join(interrupts...)
 	}
 	sort.Slice(failed, func(i, j int) bool { return failed[i].index < failed[j].index })
 	return failed, nil

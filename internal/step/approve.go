@@ -84,7 +84,7 @@ func (a *approveStep) Name() string     { return a.name }
 func (a *approveStep) AsksClient() bool { return true }
 
 func (a *approveStep) Process(ctx context.Context, ex *exchange.Exchange) error {
-	if r, ok := durable.ResolutionFrom(ctx); ok {
+	if r, ok := durable.ResolutionFor(ctx, a.id); ok {
 		return a.apply(ex, r)
 	}
 	msg, err := uri.Expand(a.message, ex)

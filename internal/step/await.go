@@ -111,7 +111,7 @@ func buildAwait(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *con
 func (a *awaitStep) Name() string { return a.name }
 
 func (a *awaitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
-	if r, ok := durable.ResolutionFrom(ctx); ok {
+	if r, ok := durable.ResolutionFrom(ctx); ok { // the run's only wait
 		return a.apply(ex, r)
 	}
 	wt := durable.Wait{Kind: durable.WaitAwait, Key: a.id, Source: a.from}
@@ -124,6 +124,11 @@ func (a *awaitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
 			return fmt.Errorf("await: key %q is empty for this exchange: nothing to wait for", a.key)
 		}
 		wt.Key = key
+	}
+	// One of several waits: the key is the exchange's, the same as when the
+	// run parked (the step runs again on the exchange it had then).
+	if r, ok := durable.ResolutionFor(ctx, wt.Key); ok {
+		return a.apply(ex, r)
 	}
 	if a.timeout > 0 {
 		wt.Due = time.Now().Add(a.timeout)

@@ -91,7 +91,7 @@ func (e *elicitStep) Name() string     { return e.name }
 func (e *elicitStep) AsksClient() bool { return true }
 
 func (e *elicitStep) Process(ctx context.Context, ex *exchange.Exchange) error {
-	if r, ok := durable.ResolutionFrom(ctx); ok { // a durable run, answered
+	if r, ok := durable.ResolutionFor(ctx, e.id); ok { // a durable run, answered
 		ans, err := e.answerOf(r)
 		if err != nil {
 			return fmt.Errorf("elicit: %w", err)

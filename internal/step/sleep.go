@@ -51,7 +51,7 @@ func (s *sleepStep) Process(ctx context.Context, _ *exchange.Exchange) error {
 // waitUntil waits until t: a durable run parks on a timer, another waits in
 // memory. A step that runs again after its timer fired goes on at once.
 func waitUntil(ctx context.Context, kind string, t time.Time) error {
-	if _, resumed := durable.ResolutionFrom(ctx); resumed {
+	if _, resumed := durable.ResolutionFor(ctx, ""); resumed { // a sleep's wait has no key
 		return nil
 	}
 	d := time.Until(t)

@@ -285,7 +285,6 @@ var alpha20251125ExpectedFailures = map[string]string{}
 // too, so that this list (and docs/mcp-server.md) stays true.
 var alphaExpectedFailures = map[string]string{
 	// The tasks extension (not scored): the fixture's tasks are durable workflows.
-	"tasks-mrtr-input":       "multi_input, two questions pending at once in one task, has no fixture: a durable run waits on one question at a time",
 	"tasks-mrtr-composition": "test_tool_with_task, input-required rounds and then a task, has no fixture: elicit: in a durable workflow parks the task instead of answering input-required",
 }
 

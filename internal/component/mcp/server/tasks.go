@@ -348,16 +348,38 @@ func (ts *taskServer) update(ctx context.Context, run durable.Run, raw json.RawM
 	if run.State != durable.StateInputRequired || run.Wait == nil {
 		return nil
 	}
-	resp, ok := responses[inputRequestID(*run.Wait)]
-	if !ok {
-		return nil
+	// A run may wait for several answers at once (parallel branches): each
+	// response resolves its own wait, named by its key; the run goes on once
+	// all are answered. Every response is checked before any is recorded.
+	var answers []durable.Resolution
+	for _, w := range runWaits(run) {
+		resp, ok := responses[inputRequestID(w)]
+		if !ok {
+			continue
+		}
+		r, e := resolutionOf(w, resp)
+		if e != nil {
+			return e
+		}
+		r.Key = w.Key
+		answers = append(answers, r)
 	}
-	r, e := resolutionOf(*run.Wait, resp)
-	if e != nil {
-		return e
+	for _, r := range answers {
+		if _, err := ts.runs.Resolve(ctx, run.ID, r); err != nil && !errors.Is(err, durable.ErrNotWaiting) {
+			return ts.storeError("tasks/update", run.ID, err)
+		}
 	}
-	if _, err := ts.runs.Resolve(ctx, run.ID, r); err != nil && !errors.Is(err, durable.ErrNotWaiting) {
-		return ts.storeError("tasks/update", run.ID, err)
+	return nil
+}
+
+// runWaits are the waits of a parked run not answered yet: several when its
+// parallel branches each wait, else its one wait.
+func runWaits(run durable.Run) []durable.Wait {
+	if len(run.Waits) > 0 {
+		return run.Waits
+	}
+	if run.Wait != nil {
+		return []durable.Wait{*run.Wait}
 	}
 	return nil
 }
@@ -416,19 +438,27 @@ func inputRequestID(w durable.Wait) string {
 	return w.Kind
 }
 
-// waitInputRequests are the requests of a run parked on a question for a person.
-func waitInputRequests(w *durable.Wait) map[string]any {
-	if w == nil || (w.Kind != durable.WaitElicit && w.Kind != durable.WaitApprove) {
-		return nil
+// waitInputRequests are the requests of a run parked on questions for a
+// person: one per question not answered yet.
+func waitInputRequests(run durable.Run) map[string]any {
+	var out map[string]any
+	for _, w := range runWaits(run) {
+		if w.Kind != durable.WaitElicit && w.Kind != durable.WaitApprove {
+			continue
+		}
+		schema := w.Schema
+		if w.Kind == durable.WaitApprove || len(schema) == 0 {
+			schema = approveSchema
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		out[inputRequestID(w)] = map[string]any{
+			"method": "elicitation/create",
+			"params": map[string]any{"mode": "form", "message": w.Message, "requestedSchema": schema},
+		}
 	}
-	schema := w.Schema
-	if w.Kind == durable.WaitApprove || len(schema) == 0 {
-		schema = approveSchema
-	}
-	return map[string]any{inputRequestID(*w): map[string]any{
-		"method": "elicitation/create",
-		"params": map[string]any{"mode": "form", "message": w.Message, "requestedSchema": schema},
-	}}
+	return out
 }
 
 // detailed is the 2026-07-28 tasks/get answer (DetailedTask).
@@ -436,7 +466,7 @@ func (ts *taskServer) detailed(run durable.Run) detailedTask {
 	d := detailedTask{ResultType: "complete", taskFields: taskFieldsOf(run)}
 	switch d.Status {
 	case "input_required":
-		d.InputRequests = waitInputRequests(run.Wait)
+		d.InputRequests = waitInputRequests(run)
 	case "completed", "failed":
 		res, e := ts.result(run)
 		if e != nil {
