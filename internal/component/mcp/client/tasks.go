@@ -223,6 +223,7 @@ func (c *Conn) awaitTask(ctx context.Context, tool string, tk *task, keep func()
 	wait := max(time.Duration(tk.PollIntervalMs)*time.Millisecond, taskPollMin)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	var unreachableSince time.Time // the first of the polls in a row that got no answer
 	for {
 		select {
 		case <-ctx.Done():
@@ -238,9 +239,23 @@ func (c *Conn) awaitTask(ctx context.Context, tool string, tk *task, keep func()
 			if ctx.Err() != nil {
 				continue // cancelled above
 			}
+			var m *momentaryError
+			if errors.As(err, &m) {
+				// The server is restarting, or a replica is taking over: the
+				// task lives in its store, so polling goes on for a while.
+				if unreachableSince.IsZero() {
+					unreachableSince = time.Now()
+				}
+				if time.Since(unreachableSince) < taskUnreachableMax {
+					wait = min(max(wait*2, taskPollMin), taskPollMax)
+					timer.Reset(wait)
+					continue
+				}
+			}
 			c.cancelTask(ctx, tk.TaskID)
 			return nil, fmt.Errorf("task %s: tasks/get: %w", tk.TaskID, err)
 		}
+		unreachableSince = time.Time{}
 		var st task
 		if err := json.Unmarshal(next, &st); err != nil {
 			c.cancelTask(ctx, tk.TaskID)
@@ -270,6 +285,17 @@ func (c *Conn) awaitTask(ctx context.Context, tool string, tk *task, keep func()
 		timer.Reset(wait)
 	}
 }
+
+// taskUnreachableMax is how long polls may go unanswered in a row (a server
+// restarting, a replica taking over) before the call gives up on its task.
+const taskUnreachableMax = time.Minute
+
+// momentaryError is a task request that got no answer from the server (no
+// connection, or an HTTP status saying to come back later).
+type momentaryError struct{ err error }
+
+func (e *momentaryError) Error() string { return e.err.Error() }
+func (e *momentaryError) Unwrap() error { return e.err }
 
 func describeTask(tk *task) string {
 	if tk.StatusMessage != "" {
@@ -337,9 +363,13 @@ func (c *Conn) taskRequest(ctx context.Context, method, id string) (json.RawMess
 	}
 	resp, err := c.httpc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, &momentaryError{err}
 	}
 	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return nil, &momentaryError{fmt.Errorf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))}
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
 	if err != nil {
 		return nil, err

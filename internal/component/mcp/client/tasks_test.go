@@ -317,3 +317,43 @@ func TestDurableRunKeepsAPlainAnswer(t *testing.T) {
 		t.Fatalf("tools/call sent %d times, want once", n)
 	}
 }
+
+// TestTaskPollingOutlastsARestart: polls that get no answer for a while (the
+// server restarting, HTTP 503 from its proxy) do not end the call: the task
+// lives in the server's store, and polling goes on until it answers.
+func TestTaskPollingOutlastsARestart(t *testing.T) {
+	t.Parallel()
+	var gets atomic.Int64
+	ws := newWireServer(t, nil, func(w http.ResponseWriter, r *http.Request, msg *wireMsg) bool {
+		switch msg.Method {
+		case methodDiscover:
+			writeResult(w, msg.ID, map[string]any{"resultType": "complete", "supportedVersions": []string{protocolModern},
+				"capabilities": map[string]any{"tools": map[string]any{}, "extensions": map[string]any{tasksExtension: map[string]any{}}},
+				"serverInfo":   map[string]any{"name": "tasks", "version": "1"}})
+		case "tools/call":
+			writeResult(w, msg.ID, map[string]any{"resultType": "task", "taskId": "t-1", "status": "working",
+				"createdAt": "2026-12-05T00:00:00Z", "lastUpdatedAt": "2026-12-05T00:00:00Z", "ttlMs": 60000, "pollIntervalMs": 1})
+		case "tasks/get":
+			if gets.Add(1) <= 3 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return true
+			}
+			writeResult(w, msg.ID, map[string]any{"taskId": "t-1", "status": "completed",
+				"result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "done after the restart"}}}})
+		case "tasks/cancel":
+			t.Error("the task was cancelled")
+			writeResult(w, msg.ID, map[string]any{"resultType": "complete"})
+		default:
+			return false
+		}
+		return true
+	})
+	c := newModernConn(t, ws)
+	res, err := c.CallTool(context.Background(), "slow", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := BodyFromResult(res); got != "done after the restart" || gets.Load() != 4 {
+		t.Fatalf("result %v after %d polls", got, gets.Load())
+	}
+}
