@@ -83,7 +83,7 @@ func buildElicit(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 		continues: strings.EqualFold(v.String("on_decline"), "continue")}
 	st.askSettings = decodeAskSettings(d, v, st.name, "answer")
 	if st.beforeTask = v.Bool("before_task"); st.beforeTask && (bc.depth != 1 || !bc.leading) {
-		d.Errorf(v.NodeOf("before_task"), v.PathOf("before_task"), "before_task: only the leading top-level steps of a workflow may ask before the task is created").Hint =
+		d.Errorf(v.NodeOf("before_task"), v.PathOf("before_task"), "only the leading top-level steps of a workflow may ask before the task is created").Hint =
 			"move this elicit: to the start of the workflow's steps (after any other before_task elicit:), or remove before_task"
 	}
 	CheckPlaceholders(d, v.NodeOf("message"), v.PathOf("message"), st.message)
