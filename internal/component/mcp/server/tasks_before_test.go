@@ -131,4 +131,11 @@ func TestTaskAsksBeforeItIsCreated(t *testing.T) {
 	if run.Segment != 0 {
 		t.Fatalf("the run parked (segment %d) though answered before it started", run.Segment)
 	}
+
+	// A plain call (no tasks extension) of the optional task tool asks nothing
+	// before: its durable run parks on the question, as any elicit: does.
+	r = taskRPC(t, comp, nil, noCaps, "tools/call", map[string]any{"name": "hello", "arguments": map[string]any{"title": "Dr"}})
+	if r.Error != nil || r.Result["resultType"] == "input_required" || r.Result["taskId"] != nil || !strings.Contains(fmt.Sprint(r.Result["content"]), "input_required") {
+		t.Fatalf("a plain call: %+v %v", r.Error, r.Result)
+	}
 }
