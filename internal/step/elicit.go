@@ -51,7 +51,7 @@ func init() {
 			askIntoKey("the accepted answer", "the answer becomes"),
 			{Name: "before_task", Shape: config.Shape{Type: config.TypeBool, Default: false,
 				Description: "In a call of a durable workflow's tool run as an MCP task (2026-07-28, tasks extension), ask this question in the call itself (input-required rounds) before the task is created, instead of parking the task (input_required, answered by tasks/update). " +
-					"Only the leading top-level steps of a workflow may say so. A call that is not a task asks it as any elicit: does."}},
+					"Only the leading top-level steps of a workflow may say so. Any other call asks it as any elicit: does (a durable run parks on it)."}},
 		}},
 		Build: buildElicit,
 	})
