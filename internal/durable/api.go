@@ -228,6 +228,10 @@ type StartOptions struct {
 	RunID     string
 	Principal string
 	TTL       time.Duration
+	// Answers are the resolutions, by wait key, of the questions asked
+	// before the run started (an MCP task's input-required rounds): the
+	// first segment's waiting steps with those keys take them and do not park.
+	Answers map[string]Resolution
 }
 
 // Filter selects runs for [Runs.List].

@@ -233,6 +233,9 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 		} else if r.in.Resolution != nil {
 			ctx = WithResolution(ctx, *r.in.Resolution)
 		}
+	} else if r.segment == 0 && len(r.in.Answers) > 0 {
+		// Answered before the run started (StartOptions.Answers).
+		ctx = WithResolutions(ctx, r.in.Answers)
 	}
 	ctx = WithKey(ctx, fmt.Sprintf("%s/%d/0", r.run, i))
 	stepName := strconv.Itoa(i) + " " + name

@@ -196,7 +196,7 @@ func (rt *Runtime) Start(ctx context.Context, workflow string, ex *exchange.Exch
 		return Run{}, fmt.Errorf("durable: run id %q has a ~, which marks a run's segments", id)
 	}
 	in := RunInput{Workflow: workflow, Snapshot: snap, Principal: opts.Principal, TTLMillis: opts.TTL.Milliseconds(),
-		Trace: tracing.SpanRef(ctx)}
+		Trace: tracing.SpanRef(ctx), Answers: opts.Answers}
 	// A second start with the same id gets the first run (DBOS: ReturnExisting).
 	if _, err := dbos.RunWorkflow(rt.dctx, rt.interpreter, in, dbos.WithWorkflowID(id)); err != nil {
 		return Run{}, fmt.Errorf("durable: starting run %s: %s", id, redactURL(err.Error(), rt.opts.Store))

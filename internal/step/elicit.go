@@ -49,6 +49,9 @@ func init() {
 			{Name: "on_decline", Shape: config.Shape{Type: config.TypeString, Default: "fail", Enum: []string{"fail", "continue"},
 				Description: "What a decline or cancel does: fail the step (\"the user declined …\") or continue with the body unchanged (check header HelixElicitAction)."}},
 			askIntoKey("the accepted answer", "the answer becomes"),
+			{Name: "before_task", Shape: config.Shape{Type: config.TypeBool, Default: false,
+				Description: "In a call of a durable workflow's tool run as an MCP task (2026-07-28, tasks extension), ask this question in the call itself (input-required rounds) before the task is created, instead of parking the task (input_required, answered by tasks/update). " +
+					"Only the leading top-level steps of a workflow may say so. Any other call asks it as any elicit: does (a durable run parks on it)."}},
 		}},
 		Build: buildElicit,
 	})
@@ -69,6 +72,8 @@ type elicitStep struct {
 	message   string
 	schema    map[string]any
 	continues bool // on_decline: continue
+	// beforeTask: asked in the call before its task is created (durable.BeforeTask).
+	beforeTask bool
 }
 
 var _ ask.Asker = (*elicitStep)(nil)
@@ -77,6 +82,10 @@ func buildElicit(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 	st := &elicitStep{name: Name(s), message: v.String("message"),
 		continues: strings.EqualFold(v.String("on_decline"), "continue")}
 	st.askSettings = decodeAskSettings(d, v, st.name, "answer")
+	if st.beforeTask = v.Bool("before_task"); st.beforeTask && (bc.depth != 1 || !bc.leading) {
+		d.Errorf(v.NodeOf("before_task"), v.PathOf("before_task"), "only the leading top-level steps of a workflow may ask before the task is created").Hint =
+			"move this elicit: to the start of the workflow's steps (after any other before_task elicit:), or remove before_task"
+	}
 	CheckPlaceholders(d, v.NodeOf("message"), v.PathOf("message"), st.message)
 	st.schema = map[string]any{"type": "object", "properties": map[string]any{}}
 	if sc := v.Get("schema"); sc != nil {

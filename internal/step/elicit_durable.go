@@ -8,6 +8,8 @@ import (
 	"github.com/arvenza/helix/internal/ask"
 	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/form"
+	"github.com/arvenza/helix/pkg/exchange"
+	"github.com/arvenza/helix/pkg/uri"
 )
 
 // An elicit: step of a durable run does not hold the run while the person
@@ -52,4 +54,24 @@ func (e *elicitStep) answerOf(r durable.Resolution) (*ask.ElicitAnswer, error) {
 		return nil, fmt.Errorf("nobody answered within %s", e.timeout)
 	}
 	return nil, fmt.Errorf("the wait ended with %q, which is no answer", r.Kind)
+}
+
+var _ durable.BeforeTask = (*elicitStep)(nil)
+
+// BeforeTaskWait is the question a before_task: elicit asks in the call that
+// would create the task: the wait it would park on, keyed the same, so that
+// the answer it starts the run with resolves this step.
+func (e *elicitStep) BeforeTaskWait(ex *exchange.Exchange) (durable.Wait, bool, error) {
+	if !e.beforeTask {
+		return durable.Wait{}, false, nil
+	}
+	msg, err := uri.Expand(e.message, ex)
+	if err != nil {
+		return durable.Wait{}, false, fmt.Errorf("elicit: message: %w", err)
+	}
+	schema, err := json.Marshal(e.schema)
+	if err != nil {
+		return durable.Wait{}, false, fmt.Errorf("elicit: schema: %w", err)
+	}
+	return durable.Wait{Kind: durable.WaitElicit, Key: e.id, Message: msg, Schema: schema}, true, nil
 }

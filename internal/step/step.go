@@ -110,6 +110,11 @@ type BuildContext struct {
 	next     []config.StepConfig
 	consumed int
 
+	// leading is true while every top-level step built so far in the
+	// workflow asks before the task (elicit: before_task), which only
+	// such leading steps may.
+	leading bool
+
 	depth      int             // nesting of BuildSteps calls; 0 between workflows
 	vars       map[string]bool // variables set by the enrich steps built so far in this workflow
 	enrichVars map[string]bool // … in any workflow
@@ -214,16 +219,24 @@ func BuildSteps(bc *BuildContext, steps []config.StepConfig) []engine.Processor 
 	// Builders of composite steps call BuildSteps for their nested lists: keep the
 	// enclosing list's lookahead intact for them.
 	savedNext, savedConsumed := bc.next, bc.consumed
-	if bc.depth == 0 {
+	top := bc.depth == 0
+	if top {
 		bc.vars = map[string]bool{} // a new workflow: no variables yet
+		bc.leading = true
 	}
 	bc.depth++
 	defer func() { bc.next, bc.consumed = savedNext, savedConsumed; bc.depth-- }()
 	out := make([]engine.Processor, 0, len(steps))
 	for i := 0; i < len(steps); i++ {
 		bc.next, bc.consumed = steps[i+1:], 0
-		if p := Build(bc, steps[i]); p != nil {
+		p := Build(bc, steps[i])
+		if p != nil {
 			out = append(out, p)
+		}
+		if top {
+			if b, ok := p.(*elicitStep); !ok || !b.beforeTask {
+				bc.leading = false
+			}
 		}
 		i += bc.consumed
 	}

@@ -283,10 +283,7 @@ var alpha20251125ExpectedFailures = map[string]string{}
 // that fail against examples/conformance.yaml's server, and why. Every other
 // scenario of the set passes; a listed one that starts to pass fails the test
 // too, so that this list (and docs/mcp-server.md) stays true.
-var alphaExpectedFailures = map[string]string{
-	// The tasks extension (not scored): the fixture's tasks are durable workflows.
-	"tasks-mrtr-composition": "test_tool_with_task, input-required rounds and then a task, has no fixture: elicit: in a durable workflow parks the task instead of answering input-required",
-}
+var alphaExpectedFailures = map[string]string{}
 
 // TestConformanceAlphaAgainstHelix runs the alpha suite's requirement sets of both
 // protocol eras, in parallel, against one server: the same URL answers

@@ -21,6 +21,7 @@ import (
 	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/form"
 	"github.com/arvenza/helix/internal/tool"
+	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -72,6 +73,9 @@ type taskServer struct {
 	decode func(json.RawMessage) (*exchange.Exchange, error)
 	caller *tool.Caller
 	logger *slog.Logger
+	// workflow looks a workflow up by id, for the questions its task tool
+	// asks before the task (tasks_before.go); nil: none are asked.
+	workflow func(id string) (*engine.Workflow, bool)
 }
 
 var _ transport.Tasks = (*taskServer)(nil)
@@ -239,13 +243,23 @@ func (ts *taskServer) start(ctx context.Context, t *serverTool, p *taskParams, w
 	if refused != nil {
 		return completeResult(sdkResult(*refused), !legacy), nil, true
 	}
+	var answers map[string]durable.Resolution
+	if !legacy {
+		var asked any
+		var e *jsonrpc.Error
+		if answers, asked, e = ts.beforeTask(task, p); e != nil {
+			return nil, e, true
+		} else if asked != nil {
+			return asked, nil, true
+		}
+	}
 	id, err := newTaskID()
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "cannot make a task id: " + err.Error()}, true
 	}
 	// The run outlives the request that starts it.
 	run, err := ts.runs.Start(context.WithoutCancel(ctx), task.Workflow, task.Exchange,
-		durable.StartOptions{RunID: id, Principal: who, TTL: ttl})
+		durable.StartOptions{RunID: id, Principal: who, TTL: ttl, Answers: answers})
 	if err != nil {
 		ts.logger.Error("mcp task: cannot start the durable run", "tool", t.info.Name, "workflow", task.Workflow, "error", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("cannot start tool %s as a task; try again later", t.info.Name)}, true
@@ -710,7 +724,7 @@ func (s *mcpServer) offerTasks(sopts *sdk.ServerOptions, tools []*serverTool) ma
 	s.mu.Lock()
 	if s.tasks == nil {
 		s.tasks = &taskServer{runs: runs, tools: s.currentTaskTools, decode: decodeRunResult,
-			caller: tool.NewCaller(s.opts.Name), logger: s.opts.Logger}
+			caller: tool.NewCaller(s.opts.Name), logger: s.opts.Logger, workflow: s.comp.hc.Workflow}
 	}
 	s.mu.Unlock()
 	return byName
