@@ -199,19 +199,15 @@ func newRunsShowCmd(open runStoreOpener) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			files, id := args[:len(args)-1], args[len(args)-1]
-			store, closeStore, err := open(cmd, files)
+			id := args[len(args)-1]
+			store, run, closeStore, err := openRun(cmd, open, args)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
-			run, err := getRun(cmd, store, id)
-			if err != nil {
-				return err
-			}
 			steps, err := store.Steps(cmd.Context(), id)
 			if err != nil {
-				return runtimeError(fmt.Errorf("run %s: read its steps: %w", id, err))
+				return runtimeError(fmt.Errorf("run %s: read its steps: %w", terminalSafe(id), err))
 			}
 			if out == runsJSON {
 				if steps == nil {
@@ -231,6 +227,22 @@ func newRunsShowCmd(open runStoreOpener) *cobra.Command {
 
 // getRun reads a run, turning "no such run" into a usage error that says where
 // to look.
+// openRun opens the store of the files args name (all but the last) and reads
+// the run the last names.
+func openRun(cmd *cobra.Command, open runStoreOpener, args []string) (durable.Runs, durable.Run, func(), error) {
+	files, id := args[:len(args)-1], args[len(args)-1]
+	store, closeStore, err := open(cmd, files)
+	if err != nil {
+		return nil, durable.Run{}, nil, err
+	}
+	run, err := getRun(cmd, store, id)
+	if err != nil {
+		closeStore()
+		return nil, durable.Run{}, nil, err
+	}
+	return store, run, closeStore, nil
+}
+
 func getRun(cmd *cobra.Command, store durable.Runs, id string) (durable.Run, error) {
 	run, err := store.Get(cmd.Context(), id)
 	if errors.Is(err, durable.ErrNotFound) {
@@ -333,16 +345,12 @@ func newRunsResumeCmd(open runStoreOpener) *cobra.Command {
 		Short: "Run a failed, cancelled or stuck durable run again from its last checkpoint",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			files, id := args[:len(args)-1], args[len(args)-1]
-			store, closeStore, err := open(cmd, files)
+			id := args[len(args)-1]
+			store, run, closeStore, err := openRun(cmd, open, args)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
-			run, err := getRun(cmd, store, id)
-			if err != nil {
-				return err
-			}
 			switch {
 			case run.State == durable.StateCompleted:
 				return runtimeError(fmt.Errorf("run %s completed: there is nothing to resume", terminalSafe(id)))
@@ -373,16 +381,12 @@ func newRunsCancelCmd(open runStoreOpener) *cobra.Command {
 		Short: "Cancel a durable run that has not ended (the step in flight finishes, no later step starts)",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			files, id := args[:len(args)-1], args[len(args)-1]
-			store, closeStore, err := open(cmd, files)
+			id := args[len(args)-1]
+			store, run, closeStore, err := openRun(cmd, open, args)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
-			run, err := getRun(cmd, store, id)
-			if err != nil {
-				return err
-			}
 			if run.State.Terminal() {
 				return runtimeError(fmt.Errorf("run %s has ended already (%s): there is nothing to cancel", terminalSafe(id), run.State))
 			}

@@ -276,8 +276,10 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("durable store: %w", err)
 	}
-	{
-		// Executions of the current segment: 1, plus one per recovery.
+	if r.State == StateWorking {
+		// Executions of the current segment: 1, plus one per recovery. Only
+		// while it works: Await reads every run it waits for here, and an
+		// ended run's reply need not wait for one more query.
 		if ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(segmentID(runID, r.Segment)), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false)); err == nil && len(ws) == 1 {
 			r.Attempts = ws[0].Attempts
 		}
