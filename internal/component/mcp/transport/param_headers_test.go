@@ -133,3 +133,20 @@ func TestMcpParamHeaders(t *testing.T) {
 		t.Fatalf("header twice: %d", resp.StatusCode)
 	}
 }
+
+// An Mcp-Name that does not match a huge name in the body is refused with an
+// error that quotes both cut short: the answer does not echo megabytes back.
+func TestMcpNameMismatchQuotesShort(t *testing.T) {
+	t.Parallel()
+	url := routeServer(t, false)
+	huge := strings.Repeat("a", 1<<20)
+	body := `{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"` + huge + `","arguments":{},` + newEraMeta + `}}`
+	r := send(t, http.MethodPost, url, newEraHeaders("tools/call", "route"), body)
+	a := parseAnswer(t, r.body)
+	if r.status != http.StatusBadRequest || a.Error == nil || a.Error.Code != sdk.CodeHeaderMismatch || !strings.Contains(a.Error.Message, "does not match") {
+		t.Fatalf("%d %.300s, want 400 and -32020", r.status, r.body)
+	}
+	if len(r.body) > 4096 {
+		t.Fatalf("the error is %d bytes long, want the names cut short", len(r.body))
+	}
+}

@@ -635,7 +635,7 @@ func (h *StreamableHandler) checkStatelessHeaders(hdr http.Header, req *jsonrpc.
 	}
 	if !equal {
 		want, _ := stringField(raw)
-		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match %q", mcpNameHeader, name, want)}
+		return &jsonrpc.Error{Code: sdk.CodeHeaderMismatch, Message: fmt.Sprintf("%s header %q does not match %q", mcpNameHeader, cut(name, 256), cut(want, 256))}
 	}
 	if req.Method == "tools/call" && h.paramHeaders != nil {
 		return checkParamHeaders(hdr, req.Params, h.paramHeaders(name))
