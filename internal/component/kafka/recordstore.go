@@ -1,0 +1,53 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/arvenza/helix/internal/recordstore"
+	"github.com/arvenza/helix/pkg/uri"
+)
+
+var _ recordstore.Opener = (*Component)(nil)
+
+// OpenRecordStore opens a topic for records (an audit trail) with the options of
+// a kafka:// target (brokers, SASL, TLS, acks, idempotent …): each record is one
+// Kafka record whose key is the record's id and whose value is its JSON. Write
+// returns when the brokers acknowledged the whole batch; a batch sent again after
+// a failure may put a record on the topic twice (same key): consumers, or a
+// compacted topic, keep it once.
+func (c *Component) OpenRecordStore(u *uri.URI, _ recordstore.Options) (recordstore.Store, error) {
+	ep, err := c.CreateEndpoint(u)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
+	}
+	e := ep.(*endpoint)
+	p := &producer{e: e}
+	if err := p.Start(context.Background()); err != nil {
+		return nil, err
+	}
+	return &recordTopic{p: p}, nil
+}
+
+type recordTopic struct{ p *producer }
+
+func (t *recordTopic) Write(ctx context.Context, recs []recordstore.Record) error {
+	t.p.mu.RLock()
+	cl := t.p.cl
+	t.p.mu.RUnlock()
+	if cl == nil {
+		return fmt.Errorf("kafka %s: the record store is closed", t.p.e.redacted())
+	}
+	out := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		out[i] = &kgo.Record{Topic: t.p.e.topic, Key: []byte(r.ID), Value: r.JSON}
+	}
+	if err := cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
+		return fmt.Errorf("kafka: send to topic %s: %w", t.p.e.topic, err)
+	}
+	return nil
+}
+
+func (t *recordTopic) Close(ctx context.Context) error { return t.p.Stop(ctx) }
