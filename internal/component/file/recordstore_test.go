@@ -107,8 +107,8 @@ func TestRecordStoreRotates(t *testing.T) {
 func TestRecordStoreRefusesBadAddresses(t *testing.T) {
 	dir := t.TempDir()
 	for raw, want := range map[string]string{
-		"file://" + filepath.ToSlash(dir):                          "is a directory",
-		"file:///":                                                 "name the file",
+		"file://" + filepath.ToSlash(dir): "is a directory",
+		"file:///":                        "name the file",
 		"file://" + filepath.ToSlash(dir) + "/a.jsonl?delete=true": "option delete does not apply",
 	} {
 		u, _ := uri.Parse(raw)
