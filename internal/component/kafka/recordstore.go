@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -31,7 +32,14 @@ func (c *Component) OpenRecordStore(u *uri.URI, _ recordstore.Options) (recordst
 	return &recordTopic{p: p}, nil
 }
 
-type recordTopic struct{ p *producer }
+type recordTopic struct {
+	p *producer
+	// pending is closed when every record of the last batch has its answer. A
+	// Write whose context ended leaves its records with the client (franz-go
+	// does not take back a buffered record); the next Write waits for them
+	// first, so abandoned records never pile up while the brokers are away.
+	pending chan struct{}
+}
 
 func (t *recordTopic) Write(ctx context.Context, recs []recordstore.Record) error {
 	t.p.mu.RLock()
@@ -40,12 +48,45 @@ func (t *recordTopic) Write(ctx context.Context, recs []recordstore.Record) erro
 	if cl == nil {
 		return fmt.Errorf("kafka %s: the record store is closed", t.p.e.redacted())
 	}
-	out := make([]*kgo.Record, len(recs))
-	for i, r := range recs {
-		out[i] = &kgo.Record{Topic: t.p.e.topic, Key: []byte(r.ID), Value: r.JSON}
+	if t.pending != nil {
+		select {
+		case <-t.pending:
+		case <-ctx.Done():
+			return fmt.Errorf("kafka: send to topic %s: the records of an earlier write are not acknowledged yet: %w", t.p.e.topic, ctx.Err())
+		}
 	}
-	if err := cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
-		return fmt.Errorf("kafka: send to topic %s: %w", t.p.e.topic, err)
+	done := make(chan struct{})
+	t.pending = done
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	wg.Add(len(recs))
+	for _, r := range recs {
+		rec := &kgo.Record{Topic: t.p.e.topic, Key: []byte(r.ID), Value: r.JSON}
+		cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("kafka: send to topic %s: %w", t.p.e.topic, ctx.Err())
+	}
+	if firstErr != nil {
+		return fmt.Errorf("kafka: send to topic %s: %w", t.p.e.topic, firstErr)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -110,7 +111,8 @@ func fakeEngine(st *fakeStore) *engine.Context {
 }
 
 func fastOptions(dir string) Options {
-	return Options{DataDir: dir, RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond, WriteTimeout: time.Second}
+	return Options{DataDir: dir, RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond, WriteTimeout: time.Second,
+		Logger: slog.New(slog.DiscardHandler)}
 }
 
 func newFake(t *testing.T, st *fakeStore, dir string, o Options) *Auditor {
@@ -139,3 +141,5 @@ func closeWithin(t *testing.T, a *Auditor, d time.Duration) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
