@@ -146,7 +146,8 @@ func New(hc *engine.Context, server string, cfg *config.AuditConfig, opts Option
 	}
 	store, sink, err := openStore(hc, cfg, logger)
 	if err != nil {
-		return nil, fmt.Errorf("%s.sink: %w", where, err)
+		// The sink URI may hold a password: the error shows it masked.
+		return nil, fmt.Errorf("%s.sink: %s", where, scrubText(err.Error()))
 	}
 	sp, err := newSpool(filepath.Join(opts.DataDir, "audit"), server)
 	if err != nil {

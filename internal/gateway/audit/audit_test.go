@@ -339,11 +339,15 @@ func TestBadConfiguration(t *testing.T) {
 		{config.AuditConfig{Sink: "nosuch://x"}, "helix.yaml:12:7: audit.sink: no component for nosuch://"},
 		{config.AuditConfig{Sink: "plain://x"}, "helix.yaml:12:7: audit.sink: the plain:// component cannot keep audit records"},
 		{config.AuditConfig{Sink: "not a uri"}, "helix.yaml:12:7: audit.sink: invalid endpoint URI"},
+		{config.AuditConfig{Sink: "nosuch://user:hunter2hunter2@db/x?password=hunter3hunter3%zz"}, "helix.yaml:12:7: audit.sink: invalid endpoint URI"},
 	} {
 		tc.cfg.Pos = pos
 		_, err := New(hc, "gw", &tc.cfg, fastOptions(t.TempDir()))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want it to start %q", tc.cfg, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter") {
+			t.Errorf("the error shows a password: %v", err)
 		}
 	}
 	if _, err := New(hc, "gw", nil, Options{}); err == nil {
