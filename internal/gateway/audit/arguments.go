@@ -21,6 +21,14 @@ const (
 	ArgumentsNone     = "none"     // nothing
 )
 
+// Bounds of what a record keeps, so that one call with megabytes of arguments
+// or a long upstream error cannot make a record every sink refuses (Kafka's
+// brokers take 1 MB by default) and stall the records behind it.
+const (
+	maxArgumentsBytes = 64 << 10
+	maxErrorBytes     = 4 << 10
+)
+
 // applyArguments sets a record's Arguments and ArgumentsDigest from the raw
 // arguments the core passed, as the setting says.
 func applyArguments(setting string, raw json.RawMessage) (args json.RawMessage, digest string) {
@@ -29,6 +37,12 @@ func applyArguments(setting string, raw json.RawMessage) (args json.RawMessage, 
 	}
 	sum := sha256.Sum256(raw)
 	digest = hex.EncodeToString(sum[:])
+	if setting == ArgumentsFull || setting == ArgumentsRedacted {
+		if len(raw) > maxArgumentsBytes {
+			note, _ := json.Marshal(fmt.Sprintf("[%d bytes, more than the %d an audit record keeps; see arguments_digest]", len(raw), maxArgumentsBytes))
+			return note, digest
+		}
+	}
 	switch setting {
 	case ArgumentsFull:
 		if !json.Valid(raw) {
@@ -87,12 +101,22 @@ const hidden = "[redacted]"
 const minTokenLen = 8
 
 // scrubText hides credentials in free text (an error message): bearer and basic
-// credentials, URL passwords and query values, and the process's known secrets.
+// credentials, URL passwords and query values, and the process's known secrets;
+// and cuts it to maxErrorBytes.
 func scrubText(s string) string {
 	if s == "" {
 		return s
 	}
-	return redact.Text(bearerPattern.ReplaceAllString(s, "$1 "+hidden))
+	// Hidden first, cut after: a cut through a credential would leave a part of it.
+	s = redact.Text(bearerPattern.ReplaceAllString(s, "$1 "+hidden))
+	if len(s) > maxErrorBytes {
+		cut := maxErrorBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + fmt.Sprintf(" … (%d bytes more)", len(s)-cut)
+	}
+	return s
 }
 
 // scrubRecord hides the caller's own token wherever it appears in an encoded

@@ -202,6 +202,9 @@ func openStore(hc *engine.Context, cfg *config.AuditConfig, logger *slog.Logger)
 // in a full queue, then spools r; after Close it spools r, delivered at the
 // next start. r is copied: the caller may reuse it.
 func (a *Auditor) Record(ctx context.Context, r *gateway.Record) {
+	if r == nil {
+		return
+	}
 	rec := a.prepare(ctx, r)
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -239,7 +242,14 @@ func (a *Auditor) prepare(ctx context.Context, r *gateway.Record) recordstore.Re
 	if c.Principal == "" {
 		c.Principal = "anonymous"
 	}
+	token := ""
+	if p := gateway.PrincipalFrom(ctx); p != nil {
+		token = p.Token
+	}
 	c.Arguments, c.ArgumentsDigest = applyArguments(a.arguments, r.Arguments)
+	if len(token) >= minTokenLen {
+		c.Error = strings.ReplaceAll(c.Error, token, hidden)
+	}
 	c.Error = scrubText(c.Error)
 	b, err := json.Marshal(&c)
 	if err != nil {
@@ -247,10 +257,6 @@ func (a *Auditor) prepare(ctx context.Context, r *gateway.Record) recordstore.Re
 		// keep the record without them rather than lose it.
 		c.Arguments = nil
 		b, _ = json.Marshal(&c)
-	}
-	token := ""
-	if p := gateway.PrincipalFrom(ctx); p != nil {
-		token = p.Token
 	}
 	return recordstore.Record{ID: c.ID, JSON: scrubRecord(b, token)}
 }

@@ -363,3 +363,41 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// A record stays small enough for any sink: megabytes of arguments become a
+// note (the digest still covers them), a long error is cut — after the
+// credentials in it are hidden, so that no cut leaves a part of one.
+func TestHugeArgumentsAndErrorsAreBounded(t *testing.T) {
+	const token = "tok-0123456789abcdef0123456789"
+	big := json.RawMessage(`{"blob":"` + strings.Repeat("x", 5<<20) + `"}`)
+	for _, setting := range []string{ArgumentsFull, ArgumentsRedacted} {
+		st := newFakeStore()
+		a, err := New(fakeEngine(st), "gw", &config.AuditConfig{Sink: "fake://x", Arguments: setting}, fastOptions(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := gateway.WithPrincipal(context.Background(), &gateway.Principal{Token: token})
+		// The token straddles the point where the error is cut.
+		errText := strings.Repeat("e", maxErrorBytes-10) + token + strings.Repeat("z", 100<<10)
+		a.Record(ctx, &gateway.Record{ID: "1", Outcome: gateway.OutcomeError, Arguments: big, Error: errText})
+		closeWithin(t, a, 5*time.Second)
+		got := st.order[0]
+		if len(got) > 2*maxArgumentsBytes {
+			t.Errorf("%s: record of %d bytes", setting, len(got))
+		}
+		if strings.Contains(got, token[:8]) {
+			t.Errorf("%s: a part of the token is in the record", setting)
+		}
+		var r gateway.Record
+		if err := json.Unmarshal([]byte(got), &r); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(big)
+		if r.ArgumentsDigest != hex.EncodeToString(sum[:]) || !strings.Contains(string(r.Arguments), "more than") {
+			t.Errorf("%s: arguments %.100s digest %s", setting, r.Arguments, r.ArgumentsDigest)
+		}
+		if !strings.Contains(r.Error, "bytes more)") {
+			t.Errorf("%s: long error not cut: %d bytes", setting, len(r.Error))
+		}
+	}
+}

@@ -116,6 +116,7 @@ func (p *privatePostgres) kill(t *testing.T) {
 // PostgreSQL killed while two principals' calls are being recorded, then
 // restarted: every record is in the table exactly once.
 func TestPostgresKilledMidRunLosesNothing(t *testing.T) {
+	t.Parallel()
 	pg := startPrivatePostgres(t)
 	hc := engine.NewContext("audit-test")
 	hc.AddComponent("postgres", postgres.New(nil))

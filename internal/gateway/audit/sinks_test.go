@@ -110,6 +110,7 @@ func keys(t *testing.T, brokers []string, topic string, n int) map[string]int {
 // lose nothing: once they answer again, every record of both principals is on
 // the topic, keyed by its id.
 func TestKafkaSinkFailingMidRunLosesNothing(t *testing.T) {
+	t.Parallel()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +167,7 @@ func TestKafkaSinkFailingMidRunLosesNothing(t *testing.T) {
 // it did not take is spooled at shutdown and delivered at the next start, to a
 // new cluster on the same address.
 func TestKafkaSinkClosedSpoolsAndNextStartDelivers(t *testing.T) {
+	t.Parallel()
 	port := testtools.FreePort(t)
 	first, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
 	if err != nil {

@@ -25,7 +25,7 @@ type spool struct {
 	path    string
 	sending string
 
-	mu      sync.Mutex
+	mu      *sync.Mutex // shared by every spool of path in the process (see spoolLocks)
 	pending bool // path holds records (as far as this process knows)
 	// stuck: a spool file could not be read or removed; it is not tried again
 	// in this run (it would be tried in a loop) and its records stay on disk.
@@ -37,11 +37,21 @@ func newSpool(dir, server string) (*spool, error) {
 		return nil, fmt.Errorf("audit spool: create %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, fileName(server)+".spool")
-	s := &spool{path: path, sending: path + ".sending"}
+	s := &spool{path: path, sending: path + ".sending", mu: spoolLock(path)}
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
 		s.pending = true
 	}
 	return s, nil
+}
+
+// spoolLocks hold one lock per spool path: after a configuration reload the
+// old server's auditor may still spool while the new one takes the file to
+// deliver it, and a record appended to a file being renamed must not be lost.
+var spoolLocks sync.Map // path → *sync.Mutex
+
+func spoolLock(path string) *sync.Mutex {
+	mu, _ := spoolLocks.LoadOrStore(path, &sync.Mutex{})
+	return mu.(*sync.Mutex)
 }
 
 // fileName makes a server id safe as a file name.
