@@ -26,7 +26,7 @@ type spool struct {
 	sending string
 
 	mu      *sync.Mutex // shared by every spool of path in the process (see spoolLocks)
-	pending bool // path holds records (as far as this process knows)
+	pending bool        // path holds records (as far as this process knows)
 	// stuck: a spool file could not be read or removed; it is not tried again
 	// in this run (it would be tried in a loop) and its records stay on disk.
 	stuck bool
