@@ -119,8 +119,9 @@ func scrubText(s string) string {
 	return s
 }
 
-// scrubRecord hides the caller's own token wherever it appears in an encoded
-// record (in full arguments, say) and bearer credentials in it.
+// scrubRecord hides the caller's own token wherever it appears in JSON (full
+// arguments) and bearer credentials in it; the JSON stays valid (neither can
+// span a quote).
 func scrubRecord(b []byte, token string) []byte {
 	if len(token) >= minTokenLen {
 		b = bytes.ReplaceAll(b, []byte(token), []byte(hidden))

@@ -247,6 +247,11 @@ func (a *Auditor) prepare(ctx context.Context, r *gateway.Record) recordstore.Re
 		token = p.Token
 	}
 	c.Arguments, c.ArgumentsDigest = applyArguments(a.arguments, r.Arguments)
+	if a.arguments == ArgumentsFull {
+		// Only full arguments and the error are free text a credential can be
+		// in; the other fields are the gateway's own names and ids.
+		c.Arguments = scrubRecord(c.Arguments, token)
+	}
 	if len(token) >= minTokenLen {
 		c.Error = strings.ReplaceAll(c.Error, token, hidden)
 	}
@@ -258,7 +263,7 @@ func (a *Auditor) prepare(ctx context.Context, r *gateway.Record) recordstore.Re
 		c.Arguments = nil
 		b, _ = json.Marshal(&c)
 	}
-	return recordstore.Record{ID: c.ID, JSON: scrubRecord(b, token)}
+	return recordstore.Record{ID: c.ID, JSON: b}
 }
 
 func newID() string {
