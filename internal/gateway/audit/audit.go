@@ -128,13 +128,9 @@ func New(hc *engine.Context, server string, cfg *config.AuditConfig, opts Option
 	if cfg.Pos.IsValid() {
 		where = cfg.Pos.String() + ": audit"
 	}
-	arguments := cfg.Arguments
-	switch arguments {
-	case "":
-		arguments = ArgumentsDigest
-	case ArgumentsDigest, ArgumentsRedacted, ArgumentsFull, ArgumentsNone:
-	default:
-		return nil, fmt.Errorf("%s.arguments: %q is not a setting; write digest, redacted, full or none", where, cfg.Arguments)
+	arguments, err := argumentsSetting(where, cfg.Arguments)
+	if err != nil {
+		return nil, err
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -163,7 +159,38 @@ func New(hc *engine.Context, server string, cfg *config.AuditConfig, opts Option
 	return a, nil
 }
 
-// openStore opens the sink cfg.Sink names.
+// Validate checks cfg as New would, without starting anything or touching
+// the data dir: for a configuration check (helix validate).
+func Validate(hc *engine.Context, cfg *config.AuditConfig) error {
+	if cfg == nil {
+		return errors.New("audit: no audit: configuration")
+	}
+	where := "audit"
+	if cfg.Pos.IsValid() {
+		where = cfg.Pos.String() + ": audit"
+	}
+	if _, err := argumentsSetting(where, cfg.Arguments); err != nil {
+		return err
+	}
+	store, _, err := openStore(hc, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return fmt.Errorf("%s.sink: %s", where, scrubText(err.Error()))
+	}
+	return store.Close(context.Background())
+}
+
+func argumentsSetting(where, s string) (string, error) {
+	switch s {
+	case "":
+		return ArgumentsDigest, nil
+	case ArgumentsDigest, ArgumentsRedacted, ArgumentsFull, ArgumentsNone:
+		return s, nil
+	}
+	return "", fmt.Errorf("%s.arguments: %q is not a setting; write digest, redacted, full or none", where, s)
+}
+
+// openStore opens the sink cfg.Sink names. Opening checks the URI and starts
+// nothing (the stores connect at their first write).
 func openStore(hc *engine.Context, cfg *config.AuditConfig, logger *slog.Logger) (recordstore.Store, string, error) {
 	sink := strings.TrimSpace(cfg.Sink)
 	if sink == "" || sink == SinkLog {

@@ -342,7 +342,11 @@ func TestBadConfiguration(t *testing.T) {
 		{config.AuditConfig{Sink: "nosuch://user:hunter2hunter2@db/x?password=hunter3hunter3%zz"}, "helix.yaml:12:7: audit.sink: invalid endpoint URI"},
 	} {
 		tc.cfg.Pos = pos
+		verr := Validate(hc, &tc.cfg)
 		_, err := New(hc, "gw", &tc.cfg, fastOptions(t.TempDir()))
+		if verr == nil || err == nil || verr.Error() != err.Error() {
+			t.Errorf("Validate says %v, New says %v", verr, err)
+		}
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want it to start %q", tc.cfg, err, tc.want)
 		}
@@ -401,3 +405,4 @@ func TestHugeArgumentsAndErrorsAreBounded(t *testing.T) {
 		}
 	}
 }
+
