@@ -405,4 +405,3 @@ func TestHugeArgumentsAndErrorsAreBounded(t *testing.T) {
 		}
 	}
 }
-
