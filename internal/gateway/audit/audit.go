@@ -59,6 +59,11 @@ type Options struct {
 	// RetryMin and RetryMax bound the backoff between writes while the sink
 	// fails (defaults 100ms and 5s).
 	RetryMin, RetryMax time.Duration
+
+	// stuckGrace is how long Close waits, after its context ended, for a write
+	// that does not honour its context (a hung file system) before it spools
+	// that write's records itself (default 2s).
+	stuckGrace time.Duration
 }
 
 func (o *Options) defaults() {
@@ -82,6 +87,9 @@ func (o *Options) defaults() {
 	}
 	if o.RetryMax < o.RetryMin {
 		o.RetryMax = max(5*time.Second, o.RetryMin)
+	}
+	if o.stuckGrace <= 0 {
+		o.stuckGrace = 2 * time.Second
 	}
 }
 
@@ -111,6 +119,12 @@ type Auditor struct {
 	closeErr  error
 	spoolErr  error // the first failed spooling (a record then only in the log)
 	spoolErrs sync.Mutex
+
+	// inflight is the batch being written; abandoned says Close spooled it
+	// because the write did not return (see stuckGrace).
+	inflightMu sync.Mutex
+	inflight   []recordstore.Record
+	abandoned  bool
 }
 
 var _ gateway.Auditor = (*Auditor)(nil)
@@ -368,9 +382,24 @@ func (a *Auditor) deliver(batch []recordstore.Record) bool {
 			a.toSpool(batch)
 			return false
 		}
+		a.inflightMu.Lock()
+		if a.abandoned {
+			a.inflightMu.Unlock()
+			a.toSpool(batch)
+			return false
+		}
+		a.inflight = batch
+		a.inflightMu.Unlock()
 		ctx, cancel := context.WithTimeout(a.runCtx, a.opts.WriteTimeout)
 		err := a.store.Write(ctx, batch)
 		cancel()
+		a.inflightMu.Lock()
+		a.inflight = nil
+		abandoned := a.abandoned
+		a.inflightMu.Unlock()
+		if abandoned {
+			return err == nil // Close spooled the batch already
+		}
 		if err == nil {
 			a.count.written.Add(float64(len(batch)))
 			if failing {
@@ -437,6 +466,25 @@ func (a *Auditor) deliverSpool() {
 	}
 }
 
+// abandonWriter spools, in Close, what a writer stuck in a write that does not
+// honour its context holds: the batch being written and the rest of the queue.
+// Should the write return later and succeed, those records are delivered
+// twice (the sinks keep a record delivered twice once or with its id).
+func (a *Auditor) abandonWriter() {
+	a.logger.Error("audit sink does not return from a write; its records and the queue are spooled")
+	a.inflightMu.Lock()
+	batch := a.inflight
+	a.inflight = nil
+	a.abandoned = true
+	a.inflightMu.Unlock()
+	a.toSpool(batch)
+	var rest []recordstore.Record
+	for r := range a.queue {
+		rest = append(rest, r)
+	}
+	a.toSpool(rest)
+}
+
 // Close stops taking records into the queue, delivers what is queued, and
 // when ctx ends first spools what the sink has not acknowledged (delivered at
 // the next start). It returns an error only when a record could be neither
@@ -452,7 +500,11 @@ func (a *Auditor) Close(ctx context.Context) error {
 		case <-a.done:
 		case <-ctx.Done():
 			a.abort()
-			<-a.done
+			select {
+			case <-a.done:
+			case <-time.After(a.opts.stuckGrace):
+				a.abandonWriter()
+			}
 		}
 		a.abort()
 		a.spoolErrs.Lock()

@@ -405,3 +405,44 @@ func TestHugeArgumentsAndErrorsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// A write that does not honour its context (a hung file system) does not hold
+// Close: after a grace period Close spools the write's records and the queue.
+func TestCloseSpoolsAWriteThatHangs(t *testing.T) {
+	dir := t.TempDir()
+	st := newFakeStore()
+	st.held = make(chan struct{})
+	st.ignoreCtx = true
+	defer close(st.held)
+	o := fastOptions(dir)
+	o.stuckGrace = 50 * time.Millisecond
+	a := newFake(t, st, dir, o)
+	for i := range 20 {
+		a.Record(context.Background(), rec(fmt.Sprint("r", i), "alice"))
+	}
+	testtools.Eventually(t, "a write is under way", func() bool {
+		a.inflightMu.Lock()
+		defer a.inflightMu.Unlock()
+		return a.inflight != nil
+	})
+	start := time.Now()
+	closeWithin(t, a, 50*time.Millisecond)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "audit", "gw.spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r gateway.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		seen[r.ID] = true
+	}
+	if len(seen) != 20 {
+		t.Errorf("spool holds %d of the 20 records", len(seen))
+	}
+}
