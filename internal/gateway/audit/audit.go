@@ -37,6 +37,11 @@ const (
 	DefaultKeepFiles    = 10
 )
 
+// stillFailingEvery is how often the warning of a sink that keeps refusing
+// records is repeated (a table of another shape, a topic the credentials may
+// not write: nothing is dropped, so someone must act).
+const stillFailingEvery = time.Minute
+
 // Options tune an Auditor; the zero value is usable.
 type Options struct {
 	// DataDir is helix.data_dir: the spool is <DataDir>/audit/<server>.spool.
@@ -376,7 +381,7 @@ func (a *Auditor) run() {
 // reports whether the sink took the batch.
 func (a *Auditor) deliver(batch []recordstore.Record) bool {
 	delay := a.opts.RetryMin
-	failing := false
+	failing, attempts, warned := false, 0, time.Time{}
 	for {
 		if a.runCtx.Err() != nil {
 			a.toSpool(batch)
@@ -411,10 +416,13 @@ func (a *Auditor) deliver(batch []recordstore.Record) bool {
 			continue // spooled above
 		}
 		a.count.retried.Add(float64(len(batch)))
-		if !failing {
-			// One warning per outage, not one per attempt.
-			a.logger.Warn("audit sink refuses records; retrying, the records are kept", "records", len(batch), "error", scrubText(err.Error()))
-			failing = true
+		attempts++
+		if !failing || time.Since(warned) >= stillFailingEvery {
+			// One warning when the outage starts and a reminder now and then,
+			// not one per attempt.
+			a.logger.Warn("audit sink refuses records; retrying, the records are kept", "records", len(batch), "attempts", attempts,
+				"queued", len(a.queue), "error", scrubText(err.Error()))
+			failing, warned = true, time.Now()
 		}
 		select {
 		case <-time.After(delay):
