@@ -446,3 +446,21 @@ func TestCloseSpoolsAWriteThatHangs(t *testing.T) {
 		t.Errorf("spool holds %d of the 20 records", len(seen))
 	}
 }
+
+// Two auditors of one server (the old one of a reloaded configuration still
+// closing): what the old one spools, the new one delivers in the same run.
+func TestSpoolOfAnOldAuditorIsDelivered(t *testing.T) {
+	dir := t.TempDir()
+	up := newFakeStore()
+	fresh := newFake(t, up, dir, Options{})
+	down := newFakeStore()
+	down.setDown(true)
+	old := newFake(t, down, dir, Options{})
+	for i := range 10 {
+		old.Record(context.Background(), rec(fmt.Sprint("old", i), "alice"))
+	}
+	closeWithin(t, old, 50*time.Millisecond)
+	fresh.Record(context.Background(), rec("new", "bob")) // wakes the writer
+	testtools.Eventually(t, "the old auditor's spool is delivered", func() bool { d, _ := up.count(); return d == 11 })
+	closeWithin(t, fresh, 5*time.Second)
+}
