@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/arvenza/helix/internal/config"
@@ -57,7 +58,8 @@ type Options struct {
 	// BatchSize is the most records written to the sink at once (default 256).
 	BatchSize int
 	// EnqueueWait is how long Record waits for room in a full queue before it
-	// spools the record instead (default 50ms).
+	// spools the record instead (default 50ms); while the queue stays full,
+	// records are spooled without waiting.
 	EnqueueWait time.Duration
 	// WriteTimeout bounds one write to the sink (default 10s).
 	WriteTimeout time.Duration
@@ -114,6 +116,10 @@ type Auditor struct {
 	mu     sync.RWMutex
 	closed bool
 	queue  chan recordstore.Record
+	// overflowing: a record found the queue full and was spooled, and none has
+	// found room since. waits counts the calls that waited for room.
+	overflowing atomic.Bool
+	waits       atomic.Int64
 
 	// runCtx is cancelled when Close's context ends: writes in progress stop and
 	// what is left goes to the spool.
@@ -257,15 +263,25 @@ func (a *Auditor) Record(ctx context.Context, r *gateway.Record) {
 	if !a.closed {
 		select {
 		case a.queue <- rec:
+			if a.overflowing.Load() {
+				a.overflowing.Store(false)
+			}
 			return
 		default:
 		}
-		t := time.NewTimer(a.opts.EnqueueWait)
-		defer t.Stop()
-		select {
-		case a.queue <- rec:
-			return
-		case <-t.C:
+		// A full queue: the first call waits a little for room; while the
+		// queue stays full, the calls after it spool at once rather than each
+		// pay the wait.
+		if !a.overflowing.Load() {
+			a.waits.Add(1)
+			t := time.NewTimer(a.opts.EnqueueWait)
+			defer t.Stop()
+			select {
+			case a.queue <- rec:
+				return
+			case <-t.C:
+				a.overflowing.Store(true)
+			}
 		}
 	}
 	a.toSpool([]recordstore.Record{rec})

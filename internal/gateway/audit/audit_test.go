@@ -283,6 +283,9 @@ func TestFullQueueSpoolsAndNothingIsDropped(t *testing.T) {
 		}()
 	}
 	wg.Wait() // Record returned 100 times while the sink held every write
+	if w := a.waits.Load(); w > 8 {
+		t.Errorf("%d calls waited for room in the full queue; once it is known full, calls spool at once", w)
+	}
 	if got := counterValue(t, m.spooled.WithLabelValues("gw", "fake")); got < 90 {
 		t.Fatalf("spooled = %v with a held sink and a queue of 2, want most of 100", got)
 	}
