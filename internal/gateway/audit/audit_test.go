@@ -467,3 +467,24 @@ func TestSpoolOfAnOldAuditorIsDelivered(t *testing.T) {
 	testtools.Eventually(t, "the old auditor's spool is delivered", func() bool { d, _ := up.count(); return d == 11 })
 	closeWithin(t, fresh, 5*time.Second)
 }
+
+// A log whose level hides info lines would drop the log sink's lines: the
+// records are refused and kept instead (spooled at shutdown), with a warning.
+func TestLogSinkBelowTheLogLevelKeepsRecords(t *testing.T) {
+	dir := t.TempDir()
+	var buf testtools.SyncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	o := fastOptions(dir)
+	o.Logger = logger
+	a, err := New(nil, "gw", &config.AuditConfig{Sink: "log"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Record(context.Background(), rec("1", "alice"))
+	testtools.Eventually(t, "the warning", func() bool { return strings.Contains(buf.String(), "log level hides") })
+	closeWithin(t, a, 50*time.Millisecond)
+	b, err := os.ReadFile(filepath.Join(dir, "audit", "gw.spool"))
+	if err != nil || !strings.Contains(string(b), `"id":"1"`) {
+		t.Errorf("the record is not in the spool (%v): %s", err, b)
+	}
+}
