@@ -75,10 +75,10 @@ func headerThroughStack(t *testing.T, is *testIssuer, c gateway.Credentials, tok
 	}
 	t.Cleanup(stack.Close)
 	var (
-		h   http.Header
-		key string
+		h    http.Header
+		key  string
 		herr error
-		ran bool
+		ran  bool
 	)
 	handler := stack.Middleware(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		ran = true
