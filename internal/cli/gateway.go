@@ -121,18 +121,20 @@ func runGatewayAdd(cmd *cobra.Command, f gatewayAddFlags, prefixSet bool, args [
 		}
 	}
 
+	// The edit is made in memory first, so that a file it cannot edit is
+	// reported before the server is contacted.
+	item = append([]string{"id: " + yamlString(name)}, item...)
+	line, written, err := edit.addUpstream(entry, item)
+	if err != nil {
+		return configError(err)
+	}
+
 	found, err := discoverUpstream(cmd, conn)
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "%s: %s\n", name, found)
-
-	item = append([]string{"id: " + yamlString(name)}, item...)
-	line, written, err := edit.addUpstream(entry, item)
-	if err != nil {
-		return configError(err)
-	}
 	if err := writeFileKeepingMode(f.file, edit.bytes()); err != nil {
 		return runtimeError(err)
 	}
@@ -185,6 +187,9 @@ func gatewayAddPlan(f gatewayAddFlags, prefixSet bool, args []string) ([]string,
 			return nil, cfg, errors.New("usage: helix gateway add NAME URL (or NAME --command 'COMMAND ARGS…')")
 		}
 		transport := f.transport
+		if transport == mcpserver.TransportStdio {
+			return nil, cfg, errors.New("--transport stdio: give the command to start with --command instead of a URL")
+		}
 		if transport == "" {
 			transport = mcpserver.TransportHTTP
 		}

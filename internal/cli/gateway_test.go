@@ -157,6 +157,9 @@ func TestGatewayAddCreatesTheGatewayEntry(t *testing.T) {
 			"mcps:\n- id: tools\n  addr: \"127.0.0.1:0\"\n- id: gateway\n  upstreams:\n    - id: tickets\n      url: " + url + "\n"},
 		{"an entry called gateway", "mcps:\n  - id: gateway\n    addr: \"127.0.0.1:0\"\n",
 			"mcps:\n  - id: gateway\n    addr: \"127.0.0.1:0\"\n    upstreams:\n      - id: tickets\n        url: " + url + "\n"},
+		{"an empty upstreams key", "mcps:\n  - id: gw   # the gateway\n    upstreams:   # none yet\n    addr: \"127.0.0.1:0\"\n",
+			"mcps:\n  - id: gw   # the gateway\n    upstreams:   # none yet\n      - id: tickets\n        url: " + url + "\n    addr: \"127.0.0.1:0\"\n"},
+		{"an empty mcps key", "mcps:\nworkflows: []\n", "mcps:\n  - id: gateway\n    upstreams:\n      - id: tickets\n        url: " + url + "\nworkflows: []\n"},
 		{"windows line ends", "mcps:\r\n  - id: gateway # here\r\n", "mcps:\r\n  - id: gateway # here\r\n    upstreams:\r\n      - id: tickets\r\n        url: " + url + "\r\n"},
 	}
 	for _, tc := range cases {
@@ -285,8 +288,9 @@ func TestGatewayAddErrors(t *testing.T) {
 		{"header with a secret", "", []string{"x", url, "--header", "Authorization=Bearer abc"}, ExitConfig, "use --bearer-env VAR"},
 		{"bad header", "", []string{"x", url, "--header", "novalue"}, ExitConfig, `--header "novalue": use Name=value`},
 		{"bad transport", "", []string{"x", url, "--transport", "grpc"}, ExitConfig, `--transport "grpc"`},
-		{"not YAML", "mcps: [\n", []string{"x", url}, ExitConfig, "is not valid YAML"},
-		{"flow upstreams", "mcps:\n  - id: gw\n    upstreams: []\n", []string{"x", url}, ExitConfig, "upstreams: of mcps[0] is not a block list"},
+		{"not YAML", "mcps: [\n", []string{"x", closed.URL + "/mcp"}, ExitConfig, "is not valid YAML"},
+		{"flow upstreams, found before connecting", "mcps:\n  - id: gw\n    upstreams: []\n", []string{"x", closed.URL + "/mcp"}, ExitConfig, "upstreams: of mcps[0] is not a block list"},
+		{"stdio transport with a URL", "", []string{"x", url, "--transport", "stdio"}, ExitConfig, "give the command to start with --command"},
 		{"a list document", "- a\n", []string{"x", url}, ExitConfig, "the document is not a mapping"},
 	}
 	for _, tc := range cases {

@@ -91,6 +91,25 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
+// mapKey returns the key node of key in mapping m; nil when absent.
+func mapKey(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i]
+		}
+	}
+	return nil
+}
+
+// isEmptyValue reports whether v is a key's empty value ("upstreams:" and
+// nothing else on the line but a comment).
+func isEmptyValue(v *yaml.Node) bool {
+	return v.Kind == yaml.ScalarNode && v.Tag == "!!null" && v.Value == ""
+}
+
 // serverEntry is one MCP server entry of the file.
 type serverEntry struct {
 	node *yaml.Node // the entry's mapping
@@ -198,6 +217,11 @@ func (e *yamlEdit) addUpstream(entry *serverEntry, item []string) (int, []string
 		block := append([]string{strings.Repeat(" ", keyIndent) + "upstreams:"}, listItem(keyIndent+2, item)...)
 		return e.insertAfter(entry.node, keyIndent, block)
 	}
+	if isEmptyValue(seq) {
+		key := mapKey(entry.node, "upstreams")
+		block := listItem(key.Column+1, item)
+		return e.insert(key.Line, block), block, nil
+	}
 	if seq.Kind != yaml.SequenceNode || seq.Style&yaml.FlowStyle != 0 || len(seq.Content) == 0 {
 		return 0, nil, fmt.Errorf("%s:%d: upstreams: of %s is not a block list (- id: …): write it as one so that helix gateway add can add to it", e.file, seq.Line, entry.path)
 	}
@@ -225,6 +249,11 @@ func (e *yamlEdit) addGatewayEntry(item []string) (int, []string, error) {
 			return at + 1, block[1:], nil
 		}
 		return at, block, nil
+	}
+	if isEmptyValue(mcps) {
+		key := mapKey(e.root, "mcps")
+		block := listItem(key.Column+1, entry)
+		return e.insert(key.Line, block), block, nil
 	}
 	if mcps.Kind != yaml.SequenceNode || mcps.Style&yaml.FlowStyle != 0 || len(mcps.Content) == 0 {
 		return 0, nil, fmt.Errorf("%s:%d: mcps: is not a block list (- id: …): write it as one so that helix gateway add can add to it", e.file, mcps.Line)
