@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/gateway"
 	"github.com/arvenza/helix/internal/redact"
 )
@@ -136,3 +137,55 @@ func isBasicCredential(s string) bool {
 
 // redactURL masks a URL's password and query values for a message.
 func redactURL(raw string) string { return redact.URL(raw) }
+
+// Secrets lists the secrets of an upstream's configuration, for Scrub: the
+// values of its headers: and of the secret keys of its auth: block (token, key,
+// client_secret, password, private keys and workload tokens, nested ones too;
+// not type, URLs, client ids or file names) and token_exchange.client_secret.
+// An upstream's OAuth token endpoint may echo the client secret in an error.
+func Secrets(cfg config.UpstreamConfig) []string {
+	var out []string
+	for _, v := range cfg.Headers {
+		out = append(out, v)
+	}
+	if cfg.Auth != nil {
+		out = appendSecretValues(out, cfg.Auth.Values)
+	}
+	if te := cfg.TokenExchange; te != nil && te.ClientSecret != "" {
+		out = append(out, te.ClientSecret)
+	}
+	return out
+}
+
+// appendSecretValues adds the string values under secret keys of m, walking
+// nested mappings.
+func appendSecretValues(out []string, m map[string]any) []string {
+	for k, v := range m {
+		switch v := v.(type) {
+		case map[string]any:
+			out = appendSecretValues(out, v)
+		case string:
+			if isSecretKey(k) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// isSecretKey says whether an auth: key holds a credential: its name speaks of
+// a token, key, secret or password and it is no file name, URL, type or header name.
+func isSecretKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, notSecret := range []string{"_file", "_url", "_type", "_alg"} {
+		if strings.HasSuffix(k, notSecret) {
+			return false
+		}
+	}
+	for _, secret := range []string{"token", "key", "secret", "password"} {
+		if strings.Contains(k, secret) {
+			return true
+		}
+	}
+	return false
+}

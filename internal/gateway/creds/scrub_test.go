@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/gateway"
 )
 
@@ -139,5 +140,66 @@ func TestScrubAToolErrorEchoingTheHeader(t *testing.T) {
 	}
 	if got := ScrubText(string(raw), HeaderSecrets(h)...); strings.Contains(got, upstreamToken) || !json.Valid([]byte(got)) {
 		t.Fatalf("scrubbed result %s", got)
+	}
+}
+
+func TestSecretsOfAnUpstream(t *testing.T) {
+	t.Parallel()
+	cfg := config.UpstreamConfig{
+		Headers: map[string]string{"X-Api-Key": "hdr-secret-1"},
+		Auth: &config.UpstreamAuth{Values: map[string]any{
+			"type": "oauth2", "token_url": "https://auth.test/token", "client_id": "gw-client",
+			"client_secret": "auth-secret-2", "private_key_file": "/etc/key.pem",
+			"enterprise": map[string]any{"id_token": "nested-secret-3"},
+		}},
+		TokenExchange: &config.TokenExchangeConfig{ClientSecret: "sts-secret-4"},
+	}
+	got := strings.Join(Secrets(cfg), " ")
+	for _, want := range []string{"hdr-secret-1", "auth-secret-2", "nested-secret-3", "sts-secret-4"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Secrets misses %s: %q", want, got)
+		}
+	}
+	for _, not := range []string{"oauth2", "https://auth.test/token", "gw-client", "/etc/key.pem"} {
+		if strings.Contains(got, not) {
+			t.Errorf("Secrets takes %s, which is no secret: %q", not, got)
+		}
+	}
+}
+
+// An upstream whose OAuth token endpoint (the gateway's own auth: oauth2
+// block) fails and echoes the client secret it got: the error, scrubbed with
+// the upstream's Secrets, does not show it.
+func TestScrubAnOAuthErrorEchoingTheClientSecret(t *testing.T) {
+	t.Parallel()
+	const secret = "oauth-client-secret-77"
+	tokenEndpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		_, pass, _ := r.BasicAuth()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":"invalid_client","error_description":"secret %s%s is wrong"}`, pass, r.PostForm.Get("client_secret"))
+	}))
+	t.Cleanup(tokenEndpoint.Close)
+	upstream := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(upstream.Close)
+	cfg := config.UpstreamConfig{ID: "u", URL: upstream.URL, Auth: &config.UpstreamAuth{Values: map[string]any{
+		"type": "oauth2", "token_url": tokenEndpoint.URL, "client_id": "gw", "client_secret": secret,
+	}}}
+	conn, err := mcpclient.NewConn(mcpclient.Config{Endpoint: upstream.URL, Logger: slog.New(slog.DiscardHandler),
+		Auth: &mcpclient.AuthConfig{Type: mcpclient.AuthOAuth2, TokenURL: tokenEndpoint.URL, ClientID: "gw", ClientSecret: secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = conn.ListTools(context.Background())
+	if err == nil {
+		t.Fatal("no error from a failing token endpoint")
+	}
+	if !strings.Contains(err.Error(), secret) {
+		t.Fatalf("the client's error does not echo the secret (%v): the test shows nothing", err)
+	}
+	if got := Scrub(err, Secrets(cfg)...).Error(); strings.Contains(got, secret) {
+		t.Fatalf("scrubbed error shows the client secret: %q", got)
 	}
 }
