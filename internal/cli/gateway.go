@@ -327,6 +327,9 @@ func explainDiscovery(err error, cfg mcpclient.Config) error {
 // writeFileKeepingMode replaces file with data through a temporary file in the
 // same directory (a crash leaves the old file whole), keeping its permissions.
 func writeFileKeepingMode(file string, data []byte) error {
+	if target, err := filepath.EvalSymlinks(file); err == nil {
+		file = target // a linked configuration stays linked
+	}
 	mode := fs.FileMode(0o644)
 	if st, err := os.Stat(file); err == nil {
 		mode = st.Mode().Perm()

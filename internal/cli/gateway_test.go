@@ -291,6 +291,7 @@ func TestGatewayAddErrors(t *testing.T) {
 		{"not YAML", "mcps: [\n", []string{"x", closed.URL + "/mcp"}, ExitConfig, "is not valid YAML"},
 		{"flow upstreams, found before connecting", "mcps:\n  - id: gw\n    upstreams: []\n", []string{"x", closed.URL + "/mcp"}, ExitConfig, "upstreams: of mcps[0] is not a block list"},
 		{"stdio transport with a URL", "", []string{"x", url, "--transport", "stdio"}, ExitConfig, "give the command to start with --command"},
+		{"two documents", "mcps: []\n---\nworkflows: []\n", []string{"x", closed.URL + "/mcp"}, ExitConfig, "more than one YAML document"},
 		{"a list document", "- a\n", []string{"x", url}, ExitConfig, "the document is not a mapping"},
 	}
 	for _, tc := range cases {
@@ -330,5 +331,31 @@ func TestGatewayAddStdio(t *testing.T) {
 	ups := upstreamsOf(t, file, "gateway")
 	if len(ups) != 1 || ups[0].Command != node || len(ups[0].Args) != 2 || ups[0].Args[0] != script || ups[0].Prefix == nil || *ups[0].Prefix != "" {
 		t.Fatalf("upstreams as loaded: %+v", ups)
+	}
+}
+
+func TestGatewayAddKeepsASymlinkedFileLinked(t *testing.T) {
+	t.Parallel()
+	url := startUpstream(t, nil)
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.yaml")
+	if err := os.WriteFile(real, []byte("mcps:\n  - id: gateway\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "helix.yaml")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	if code, out, errOut := execute(t, "gateway", "add", "tickets", url, "--file", link); code != ExitOK {
+		t.Fatalf("exit %d %s %s", code, out, errOut)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("helix.yaml is no longer a link: %v %v", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(real); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("real.yaml's mode: %v %v", fi.Mode(), err)
+	}
+	if !strings.Contains(readFile(t, real), "- id: tickets") {
+		t.Fatalf("the linked file was not edited:\n%s", readFile(t, real))
 	}
 }

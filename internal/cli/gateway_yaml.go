@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"errors"
 	"fmt"
 	"sort"
@@ -35,9 +37,13 @@ func parseYAMLEdit(file string, data []byte) (*yamlEdit, error) {
 	if text != "" {
 		e.lines = strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	var doc, second yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s is not valid YAML: %v (fix it, then run helix gateway add again)", file, err)
+	}
+	if err := dec.Decode(&second); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s holds more than one YAML document (---): helix gateway add edits a file of one", file)
 	}
 	switch {
 	case doc.Kind == 0: // empty, or comments only
