@@ -3,9 +3,9 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
