@@ -359,3 +359,22 @@ func TestGatewayAddKeepsASymlinkedFileLinked(t *testing.T) {
 		t.Fatalf("the linked file was not edited:\n%s", readFile(t, real))
 	}
 }
+
+func TestGatewayAddSSE(t *testing.T) {
+	t.Parallel()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "legacy", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "ping"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{}, nil, nil
+	})
+	hs := httptest.NewServer(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	file := writeTemp(t, "mcps:\n  - id: gateway\n")
+	code, stdout, stderr := execute(t, "gateway", "add", "legacy", hs.URL+"/sse", "--transport", "sse", "--file", file)
+	if code != ExitOK || !strings.HasPrefix(stdout, "legacy: 1 tool (protocol ") {
+		t.Fatalf("exit %d %s %s", code, stdout, stderr)
+	}
+	ups := upstreamsOf(t, file, "gateway")
+	if len(ups) != 1 || ups[0].Transport != "sse" || ups[0].URL != hs.URL+"/sse" {
+		t.Fatalf("upstreams as loaded: %+v", ups)
+	}
+}
