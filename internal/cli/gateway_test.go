@@ -78,8 +78,6 @@ func withoutLines(text string, from, n int) string {
 	return strings.Join(append(lines[:from-1:from-1], lines[from-1+n:]...), "\n")
 }
 
-var addedAt = regexp.MustCompile(`line (\d+):\n`)
-
 func TestGatewayAddAppendsToTheGatewayKeepingTheFile(t *testing.T) {
 	t.Parallel()
 	url := startUpstream(t, nil)
