@@ -35,7 +35,7 @@ const CodeRefused = -32001
 // Options tune Credentials; the zero value is ready.
 type Options struct {
 	// HTTPClient calls the token exchange endpoint; nil means a client with a
-	// 10-second timeout.
+	// 10-second timeout that follows no redirect.
 	HTTPClient *http.Client
 	// Now is the clock of the exchange cache; nil means time.Now.
 	Now func() time.Time

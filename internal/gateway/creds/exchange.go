@@ -100,7 +100,12 @@ func newExchange(cfg config.UpstreamConfig, opts Options) *exchange {
 		inflight: map[[32]byte]*flight{},
 	}
 	if e.client == nil {
-		e.client = &http.Client{Timeout: defaultExchangeTimeout}
+		e.client = &http.Client{
+			Timeout: defaultExchangeTimeout,
+			// A redirect would re-send the form (the caller's token, perhaps the
+			// client secret) to wherever the token service points: never follow.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
 	}
 	if e.now == nil {
 		e.now = time.Now

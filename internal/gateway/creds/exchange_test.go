@@ -391,3 +391,21 @@ func TestExchangeCacheIsBounded(t *testing.T) {
 		t.Fatalf("cache holds %d tokens, limit 3", n)
 	}
 }
+
+func TestExchangeFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
+	elsewhere := newSTS(t)
+	s := newSTS(t)
+	s.answer = func(w http.ResponseWriter, _ string) {
+		w.Header().Set("Location", elsewhere.srv.URL+"/token")
+		w.WriteHeader(http.StatusTemporaryRedirect) // 307 would re-send the form
+	}
+	c := newExchangeCreds(t, s, nil)
+	_, err := c.Header(context.Background(), caller("alice-subject-token-xyz"))
+	if err == nil || !strings.Contains(err.Error(), "failed (HTTP 307)") {
+		t.Fatalf("err = %v, want the redirect reported", err)
+	}
+	if n := elsewhere.requests.Load(); n != 0 {
+		t.Fatalf("the caller's token was sent where the redirect pointed (%d requests)", n)
+	}
+}
