@@ -100,31 +100,13 @@ func runGatewayAdd(cmd *cobra.Command, f gatewayAddFlags, prefixSet bool, args [
 		return configError(err)
 	}
 
-	// Read and check the file before connecting: a duplicate is found at once.
+	// The file is read and the edit made in memory before the server is
+	// contacted: a duplicate or a file it cannot edit is reported at once.
 	data, err := os.ReadFile(f.file)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return configError(err)
 	}
-	edit, err := parseYAMLEdit(f.file, data)
-	if err != nil {
-		return configError(err)
-	}
-	entry, err := edit.pickServer(f.server)
-	if err != nil {
-		return configError(err)
-	}
-	if entry != nil {
-		for _, id := range upstreamIDs(entry.node) {
-			if id == name {
-				return configError(fmt.Errorf("%s already has an upstream %q in %s: choose another NAME, or edit or remove that entry", f.file, name, entry.path))
-			}
-		}
-	}
-
-	// The edit is made in memory first, so that a file it cannot edit is
-	// reported before the server is contacted.
-	item = append([]string{"id: " + yamlString(name)}, item...)
-	line, written, err := edit.addUpstream(entry, item)
+	added, err := addUpstreamToFile(f.file, data, f.server, name, item)
 	if err != nil {
 		return configError(err)
 	}
@@ -135,18 +117,11 @@ func runGatewayAdd(cmd *cobra.Command, f gatewayAddFlags, prefixSet bool, args [
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "%s: %s\n", name, found)
-	if err := writeFileKeepingMode(f.file, edit.bytes()); err != nil {
+	if err := writeFileKeepingMode(f.file, added.data); err != nil {
 		return runtimeError(err)
 	}
-	where := "a new mcps: entry gateway"
-	if entry != nil {
-		where = entry.path
-		if entry.id != "" {
-			where += " (" + entry.id + ")"
-		}
-	}
-	fmt.Fprintf(out, "Added to %s in %s, line %d:\n", where, f.file, line)
-	for _, l := range written {
+	fmt.Fprintf(out, "Added to %s in %s, line %d:\n", added.where, f.file, added.line)
+	for _, l := range added.lines {
 		fmt.Fprintln(out, terminalSafe(l))
 	}
 	return nil

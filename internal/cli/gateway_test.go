@@ -376,3 +376,30 @@ func TestGatewayAddSSE(t *testing.T) {
 		t.Fatalf("upstreams as loaded: %+v", ups)
 	}
 }
+
+// checkAdded is the last guard before the file is written: it refuses a result
+// that is not the old file plus the one upstream.
+func TestGatewayAddChecksItsOwnEdit(t *testing.T) {
+	t.Parallel()
+	before := "mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n"
+	edit, err := parseYAMLEdit("f.yaml", []byte(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := edit.pickServer("")
+	if err != nil || entry == nil {
+		t.Fatal(entry, err)
+	}
+	for after, want := range map[string]string{
+		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n      - id: new\n":         "",
+		"mcps:\n  - id: gw\n    addr: CHANGED\n    upstreams:\n      - id: old\n      - id: new\n":   "other values changed",
+		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n":                        "the last upstream is not new",
+		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n    - id: new\n":           "the result is not YAML",
+		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n      - id: new\n  - x\n": "other values changed",
+	} {
+		err := checkAdded([]byte(before), []byte(after), entry, "new")
+		if (want == "" && err != nil) || (want != "" && (err == nil || !strings.Contains(err.Error(), want))) {
+			t.Errorf("after\n%s: err = %v, want %q", after, err, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -17,6 +18,141 @@ import (
 // columns) and the new lines are inserted into the original text, so comments,
 // blank lines, quoting and key order stay as the user wrote them. Re-encoding
 // the document would lose or move them.
+
+// addedUpstream is the result of addUpstreamToFile.
+type addedUpstream struct {
+	data  []byte   // the new file
+	line  int      // 1-based line of the first line written
+	lines []string // the lines written
+	where string   // "mcps[1] (gw)", "a new mcps: entry gateway"
+}
+
+// addUpstreamToFile adds upstream name (item: its lines after "id: name",
+// unindented) to the server entry of data that pickServer chooses. It checks its
+// own work: the new file must read as the old one plus the upstream, else
+// nothing is written and the error shows the lines to add by hand.
+func addUpstreamToFile(file string, data []byte, server, name string, item []string) (*addedUpstream, error) {
+	edit, err := parseYAMLEdit(file, data)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := edit.pickServer(server)
+	if err != nil {
+		return nil, err
+	}
+	where := "a new mcps: entry gateway"
+	if entry != nil {
+		for _, id := range upstreamIDs(entry.node) {
+			if id == name {
+				return nil, fmt.Errorf("%s already has an upstream %q in %s: choose another NAME, or edit or remove that entry", file, name, entry.path)
+			}
+		}
+		where = entry.path
+		if entry.id != "" {
+			where += " (" + entry.id + ")"
+		}
+	}
+	item = append([]string{"id: " + yamlString(name)}, item...)
+	line, written, err := edit.addUpstream(entry, item)
+	if err != nil {
+		return nil, err
+	}
+	out := edit.bytes()
+	if err := checkAdded(data, out, entry, name); err != nil {
+		return nil, fmt.Errorf("%s: helix gateway add could not add the upstream without changing the rest of the file (%v): add these lines to the server's upstreams: by hand:\n%s", file, err, strings.Join(listItem(0, item), "\n"))
+	}
+	return &addedUpstream{data: out, line: line, lines: written, where: where}, nil
+}
+
+// checkAdded reports whether after reads as before with one more upstream, name,
+// in entry's upstreams: (entry nil: in a new last mcps: entry "gateway").
+func checkAdded(before, after []byte, entry *serverEntry, name string) error {
+	var old, cur map[string]any
+	if err := yaml.Unmarshal(before, &old); err != nil {
+		return err
+	}
+	if err := yaml.Unmarshal(after, &cur); err != nil {
+		return fmt.Errorf("the result is not YAML: %v", err)
+	}
+	if old == nil {
+		old = map[string]any{}
+	}
+	var list []any
+	var parent map[string]any
+	if entry == nil {
+		mcps, _ := cur["mcps"].([]any)
+		if len(mcps) == 0 {
+			return errors.New("no mcps: entry was made")
+		}
+		parent, _ = mcps[len(mcps)-1].(map[string]any)
+		if parent == nil || parent["id"] != "gateway" {
+			return errors.New("the new mcps: entry is not the last")
+		}
+		list, _ = parent["upstreams"].([]any)
+		if len(parent) != 2 {
+			return errors.New("the new mcps: entry has other keys")
+		}
+		if len(mcps) == 1 {
+			if v, ok := old["mcps"]; ok {
+				cur["mcps"] = v // null before
+			} else {
+				delete(cur, "mcps")
+			}
+		} else {
+			cur["mcps"] = mcps[:len(mcps)-1]
+		}
+	} else {
+		parent = entryAt(cur, entry.path)
+		if parent == nil {
+			return fmt.Errorf("%s is gone", entry.path)
+		}
+		list, _ = parent["upstreams"].([]any)
+		if len(list) > 0 {
+			if had := entryAt(old, entry.path); had != nil {
+				if v, ok := had["upstreams"]; ok && v == nil {
+					parent["upstreams"] = nil // an empty key before
+				} else if !ok {
+					delete(parent, "upstreams")
+				} else {
+					parent["upstreams"] = list[:len(list)-1]
+				}
+			}
+		}
+	}
+	if len(list) == 0 {
+		return errors.New("no upstream was added")
+	}
+	last, _ := list[len(list)-1].(map[string]any)
+	if last == nil || last["id"] != name {
+		return fmt.Errorf("the last upstream is not %s", name)
+	}
+	if !reflect.DeepEqual(old, cur) {
+		return errors.New("other values changed")
+	}
+	return nil
+}
+
+// entryAt returns the server entry at path (mcps[1], helix.mcp.servers[0]) of
+// a decoded file; nil when there is none.
+func entryAt(doc map[string]any, path string) map[string]any {
+	var listPath []string
+	var index int
+	if _, err := fmt.Sscanf(path[strings.LastIndexByte(path, '[')+1:], "%d]", &index); err != nil {
+		return nil
+	}
+	listPath = strings.Split(path[:strings.LastIndexByte(path, '[')], ".")
+	var cur any = doc
+	for _, k := range listPath {
+		m, _ := cur.(map[string]any)
+		cur = m[k]
+	}
+	list, _ := cur.([]any)
+	if index < 0 || index >= len(list) {
+		return nil
+	}
+	m, _ := list[index].(map[string]any)
+	return m
+}
 
 // yamlEdit is a configuration file being edited.
 type yamlEdit struct {
@@ -244,17 +380,13 @@ func (e *yamlEdit) addGatewayEntry(item []string) (int, []string, error) {
 	if mcps == nil {
 		block := append([]string{"mcps:"}, listItem(2, entry)...)
 		i := len(e.lines)
-		for i > 0 && strings.TrimSpace(e.lines[i-1]) == "" {
-			i--
+		if i > 0 && strings.TrimSpace(e.lines[i-1]) != "" {
+			// A blank line sets the new section off (the file's own trailing
+			// blank lines do when it has some).
+			at := e.insert(i, append([]string{""}, block...))
+			return at + 1, block, nil
 		}
-		if i > 0 {
-			block = append([]string{""}, block...) // a blank line before the new section
-		}
-		at := e.insert(i, block)
-		if i > 0 {
-			return at + 1, block[1:], nil
-		}
-		return at, block, nil
+		return e.insert(i, block), block, nil
 	}
 	if isEmptyValue(mcps) {
 		key := mapKey(e.root, "mcps")
