@@ -391,10 +391,10 @@ func TestGatewayAddChecksItsOwnEdit(t *testing.T) {
 		t.Fatal(entry, err)
 	}
 	for after, want := range map[string]string{
-		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n      - id: new\n":         "",
-		"mcps:\n  - id: gw\n    addr: CHANGED\n    upstreams:\n      - id: old\n      - id: new\n":   "other values changed",
-		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n":                        "the last upstream is not new",
-		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n    - id: new\n":           "the result is not YAML",
+		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n      - id: new\n":        "",
+		"mcps:\n  - id: gw\n    addr: CHANGED\n    upstreams:\n      - id: old\n      - id: new\n":  "other values changed",
+		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n":                         "the last upstream is not new",
+		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n    - id: new\n":          "the result is not YAML",
 		"mcps:\n  - id: gw\n    addr: a\n    upstreams:\n      - id: old\n      - id: new\n  - x\n": "other values changed",
 	} {
 		err := checkAdded([]byte(before), []byte(after), entry, "new")
