@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"path"
 	"slices"
+	"strings"
 
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/gateway"
@@ -29,32 +31,17 @@ func matches(m *config.PrincipalMatch, p *gateway.Principal) bool {
 	return false
 }
 
-// glob matches name against pattern, where * stands for any run of characters
-// (a resource URI's slashes too) and ? for one character; anything else is
-// itself.
+// glob matches name against pattern with path.Match's syntax (* ? [class]
+// and \ escapes, as the config checks them), except that * also crosses '/':
+// a resource URI's slashes are ordinary characters, so "file:///srv/*" covers
+// every file under /srv. An invalid pattern matches nothing (New refuses it).
 func glob(pattern, name string) bool {
-	// Iterative matching with one backtrack point: linear in practice, never
-	// exponential however many stars a pattern has.
-	p, n := 0, 0
-	star, mark := -1, 0
-	for n < len(name) {
-		switch {
-		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
-			p++
-			n++
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, n
-			p++
-		case star >= 0:
-			p = star + 1
-			mark++
-			n = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
+	ok, err := path.Match(strings.ReplaceAll(pattern, "/", "\x00"), strings.ReplaceAll(name, "/", "\x00"))
+	return err == nil && ok
+}
+
+// checkGlob says what is wrong with a pattern.
+func checkGlob(pattern string) error {
+	_, err := path.Match(pattern, "")
+	return err
 }

@@ -101,6 +101,8 @@ func New(server string, rules []config.PolicyConfig, opts Options) (Guard, error
 		for j, t := range pc.Tools {
 			if t == "" {
 				fail(pc, i, fmt.Sprintf(".tools[%d]", j), "is empty")
+			} else if err := checkGlob(t); err != nil {
+				fail(pc, i, fmt.Sprintf(".tools[%d]", j), "%q is not a valid glob: %v", t, err)
 			}
 		}
 		for key, m := range map[string]*config.PrincipalMatch{".allow": pc.Allow, ".deny": pc.Deny} {

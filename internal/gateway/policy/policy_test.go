@@ -461,6 +461,7 @@ func TestBadRulesAtTheirPositions(t *testing.T) {
 		{config.PolicyConfig{Tools: []string{"a"}, Quota: "5/s", Pos: at(7)}, "gw.yaml:7:9: policies[0].quota: quota \"5/s\": a quota's window"},
 		{config.PolicyConfig{Tools: []string{"a"}, Allow: &config.PrincipalMatch{}, Pos: at(8)}, "policies[0].allow: names no principals"},
 		{config.PolicyConfig{Tools: []string{"a"}, Pos: at(9)}, "policies[0]: does nothing"},
+		{config.PolicyConfig{Tools: []string{"a", "b["}, Rate: "1/s", Pos: at(9)}, `gw.yaml:9:9: policies[0].tools[1]: "b[" is not a valid glob`},
 		{config.PolicyConfig{Tools: []string{"a"}, Arguments: "x = 1\nif x\n  pass\n", ArgumentsPos: config.Pos{File: "gw.yaml", Line: 12, Col: 11}, Pos: at(10)},
 			"policies[0].arguments: gw.yaml:13:"},
 		{config.PolicyConfig{Tools: []string{"a"}, Result: "result = redact(reslt, 'x')\n", ResultPos: config.Pos{File: "gw.yaml", Line: 15, Col: 11}, Pos: at(14)},
@@ -534,6 +535,12 @@ func TestGlob(t *testing.T) {
 		{"a*b*c*d*e*f", strings.Repeat("a", 200), false},
 		{"exact", "exact", true},
 		{"exact", "exactly", false},
+		{"get_[ab]", "get_b", true},
+		{"get_[ab]", "get_c", false},
+		{"résumé.?", "résumé.é", true},
+		{`a\*`, "a*", true},
+		{`a\*`, "ab", false},
+		{"[", "[", false}, // invalid: matches nothing
 	} {
 		if got := glob(tc.pattern, tc.name); got != tc.want {
 			t.Errorf("glob(%q, %q) = %v", tc.pattern, tc.name, got)
