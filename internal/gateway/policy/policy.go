@@ -8,6 +8,8 @@ package policy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -262,7 +264,7 @@ func (g *guard) Before(ctx context.Context, c *gateway.Call) error {
 		if r.rate == nil {
 			continue
 		}
-		key := "r" + strconv.Itoa(r.index) + ":" + lengthPrefixed(c.Name) + who
+		key := "r" + strconv.Itoa(r.index) + ":" + keyName(c.Name) + who
 		if ok, wait := g.counters.take(ctx, key, *r.rate); !ok {
 			return &gateway.Refusal{Code: CodeRateLimited, Reason: gateway.OutcomeRateLimited, RetryAfter: wait,
 				Message: fmt.Sprintf("rate limit of %s for %s exceeded; try again in %s", r.rate, c.Name, roundUp(wait))}
@@ -274,7 +276,7 @@ func (g *guard) Before(ctx context.Context, c *gateway.Call) error {
 		}
 		start := now.Truncate(r.quota.Window) // whole windows since the Unix epoch
 		end := start.Add(r.quota.Window)
-		key := "q" + strconv.Itoa(r.index) + ":" + lengthPrefixed(c.Name) + who
+		key := "q" + strconv.Itoa(r.index) + ":" + keyName(c.Name) + who
 		if n := g.counters.count(ctx, key, start, end); n > r.quota.N {
 			wait := end.Sub(now)
 			return &gateway.Refusal{Code: CodeRateLimited, Reason: gateway.OutcomeRateLimited, RetryAfter: wait,
@@ -287,7 +289,7 @@ func (g *guard) Before(ctx context.Context, c *gateway.Call) error {
 		}
 		out, refused := r.args.run(ctx, c.Name, p, c.Arguments)
 		if refused != nil {
-			return g.refused(c, "argument", refused, jsonrpc.CodeInvalidParams)
+			return g.refused(ctx, c, "argument", refused, jsonrpc.CodeInvalidParams)
 		}
 		c.Arguments = out
 	}
@@ -333,7 +335,7 @@ func (g *guard) After(ctx context.Context, c *gateway.Call, result json.RawMessa
 		}
 		out, refused := r.result.run(ctx, c.Name, c.Principal, result)
 		if refused != nil {
-			return nil, g.refused(c, "output", refused, jsonrpc.CodeInternalError)
+			return nil, g.refused(ctx, c, "output", refused, jsonrpc.CodeInternalError)
 		}
 		result = out
 	}
@@ -357,9 +359,17 @@ func (g *guard) Timeout(c *gateway.Call) time.Duration {
 // refused turns a guard's refusal into the client's answer. reject(msg) tells
 // the client msg; any other failure of the script is logged with its position
 // and the client is told only that the guard failed, nothing of the script.
-func (g *guard) refused(c *gateway.Call, which string, r *guardRefusal, code int64) error {
+func (g *guard) refused(ctx context.Context, c *gateway.Call, which string, r *guardRefusal, code int64) error {
 	if r.msg != "" {
 		return &gateway.Refusal{Code: code, Message: r.msg, Reason: gateway.OutcomeGuard}
+	}
+	if err := ctx.Err(); err != nil {
+		// The call ended while its guard ran: no fault of the script's.
+		reason := gateway.OutcomeCancelled
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = gateway.OutcomeTimeout
+		}
+		return &gateway.Refusal{Code: code, Reason: reason, Message: fmt.Sprintf("the call of %s ended during its %s guard: %v", c.Name, which, err)}
 	}
 	g.log.Warn("gateway "+which+" guard failed", "server", g.server, "name", c.Name, "principal", principalName(c.Principal), "error", r.err.Error())
 	return &gateway.Refusal{Code: code, Reason: gateway.OutcomeGuard,
@@ -402,8 +412,20 @@ func principalName(p *gateway.Principal) string {
 	return "anonymous"
 }
 
-// lengthPrefixed keeps keys unambiguous whatever a name contains.
-func lengthPrefixed(s string) string { return strconv.Itoa(len(s)) + ":" + s }
+// maxKeyName is the longest name kept as itself in a bucket's key; a longer
+// one (a caller may send any name) is replaced by its digest, so that keys in
+// memory and in Redis stay small.
+const maxKeyName = 256
+
+// keyName is name as part of a key: length-prefixed, so that keys stay
+// unambiguous whatever a name contains, or its SHA-256 when it is long.
+func keyName(name string) string {
+	if len(name) > maxKeyName {
+		sum := sha256.Sum256([]byte(name))
+		return "#" + hex.EncodeToString(sum[:])
+	}
+	return strconv.Itoa(len(name)) + ":" + name
+}
 
 // roundUp renders d rounded up to a whole second (at least one).
 func roundUp(d time.Duration) time.Duration {
