@@ -59,6 +59,11 @@ type rule struct {
 	limit  time.Duration
 }
 
+// maxLoggedError bounds a guard's error in the log.
+const maxLoggedError = 300
+
+var _ gateway.Guard = (*guard)(nil)
+
 type guard struct {
 	server   string
 	rules    []*rule
@@ -371,7 +376,10 @@ func (g *guard) refused(ctx context.Context, c *gateway.Call, which string, r *g
 		}
 		return &gateway.Refusal{Code: code, Reason: reason, Message: fmt.Sprintf("the call of %s ended during its %s guard: %v", c.Name, which, err)}
 	}
-	g.log.Warn("gateway "+which+" guard failed", "server", g.server, "name", c.Name, "principal", principalName(c.Principal), "error", r.err.Error())
+	// The error says where in the script and what; cut short, since the
+	// interpreter's messages may quote values of the call.
+	g.log.Warn("gateway "+which+" guard failed", "server", g.server, "name", c.Name, "principal", principalName(c.Principal),
+		"error", cut(r.err.Error(), maxLoggedError))
 	return &gateway.Refusal{Code: code, Reason: gateway.OutcomeGuard,
 		Message: fmt.Sprintf("the %s guard of %s failed; the gateway's log says why", which, c.Name)}
 }
