@@ -109,7 +109,9 @@ func IdentityFromContext(ctx context.Context) *Identity {
 	if id, ok := ctx.Value(identityKey{}).(*Identity); ok {
 		return id
 	}
-	if c := ClaimsFromContext(ctx); c != nil && c.Subject != "" {
+	// Claims the stack verified carry their issuer; those WithTokenInfo made up
+	// from a foreign token info (a user id only) name nobody policies know.
+	if c := ClaimsFromContext(ctx); c != nil && c.Issuer != "" && c.Subject != "" {
 		return &Identity{ID: oauthPrincipalID(c.Issuer, c.Subject), Name: c.Subject, Roles: c.Roles, Scopes: c.Scopes}
 	}
 	return nil

@@ -95,3 +95,18 @@ func TestOAuthIdentityWithRoles(t *testing.T) {
 		})
 	}
 }
+
+// Claims in a context (without the stack's Identity) give an identity without
+// the token; a token info the stack did not make gives none.
+func TestIdentityFromClaimsAlone(t *testing.T) {
+	c := &Claims{Issuer: testIssuer, Subject: "alice", Roles: []string{"support"}, Scopes: []string{"mcp"}}
+	ctx := WithTokenInfo(context.Background(), &auth.TokenInfo{UserID: "x", Extra: map[string]any{tokenInfoClaimsKey: c}})
+	id := IdentityFromContext(ctx)
+	if id == nil || id.Name != "alice" || id.ID != oauthPrincipalID(testIssuer, "alice") || id.Token != "" || !slices.Equal(id.Roles, c.Roles) {
+		t.Errorf("identity %+v", id)
+	}
+	foreign := WithTokenInfo(context.Background(), &auth.TokenInfo{UserID: "someone", Scopes: []string{"mcp"}})
+	if id := IdentityFromContext(foreign); id != nil {
+		t.Errorf("a foreign token info gave %+v", id)
+	}
+}
