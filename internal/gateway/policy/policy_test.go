@@ -360,8 +360,10 @@ func TestRateAndQuotaSharedThroughRedis(t *testing.T) {
 		{Tools: []string{"github.search"}, Rate: "2/minute"},
 		{Tools: []string{"github.create_issue"}, Quota: "3/hour"},
 	}
-	a := mustGuard(t, rules, Options{RateLimitStore: r.URL, Clock: clock.Now})
-	b := mustGuard(t, rules, Options{RateLimitStore: r.URL, Clock: clock.Now})
+	// A generous store timeout: on a busy machine a slow answer must not look
+	// like an outage (which would decide with each guard's own counts).
+	a := mustGuard(t, rules, Options{RateLimitStore: r.URL, Clock: clock.Now, storeTimeout: time.Minute})
+	b := mustGuard(t, rules, Options{RateLimitStore: r.URL, Clock: clock.Now, storeTimeout: time.Minute})
 	ctx := context.Background()
 	steps := []struct {
 		g    Guard
@@ -392,7 +394,7 @@ func TestRateAndQuotaSharedThroughRedis(t *testing.T) {
 		}
 	}
 	// Another server's policies count apart, with the same store.
-	other, err := New("other", rules, Options{RateLimitStore: r.URL, Clock: clock.Now})
+	other, err := New("other", rules, Options{RateLimitStore: r.URL, Clock: clock.Now, storeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
