@@ -39,6 +39,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// modernServers are the test servers of the 2026-07-28 era.
+var (
+	modernMu      sync.Mutex
+	modernServers = map[*sdk.Server]bool{}
+)
+
 type textArgs struct {
 	Text string `json:"text,omitempty"`
 }
@@ -48,6 +54,11 @@ type textArgs struct {
 // process exits: stdio only) and count (counts its runs in runs).
 func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: versions})
+	if versions == nil {
+		modernMu.Lock()
+		modernServers[srv] = true
+		modernMu.Unlock()
+	}
 	text := func(s string) *sdk.CallToolResult {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 	}
@@ -71,10 +82,14 @@ func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server 
 }
 
 // httpUpstream serves srv over Streamable HTTP; wrap, when set, sees every
-// request first.
+// request first. A server of the 2026-07-28 era (no versions narrowed) is
+// stateless: the go-sdk serves that era only so.
 func httpUpstream(t *testing.T, srv *sdk.Server, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
-	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	modernMu.Lock()
+	modern := modernServers[srv]
+	modernMu.Unlock()
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: modern})
 	if wrap != nil {
 		h = wrap(h)
 	}
