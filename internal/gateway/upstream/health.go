@@ -48,9 +48,9 @@ func (p *Pool) Status() Status {
 	defer p.mu.Unlock()
 	st := Status{Upstream: p.cfg.ID, Transport: p.transport, Sessions: p.mode, ProtocolVersion: p.protocol, LastError: p.lastErr}
 	for _, ep := range p.endpoints {
-		st.Endpoints = append(st.Endpoints, EndpointStatus{URL: redact.URL(ep.url), Healthy: ep.healthy, LastError: ep.lastErr})
+		st.Endpoints = append(st.Endpoints, EndpointStatus{URL: ep.shown, Healthy: ep.healthy, LastError: ep.lastErr})
 		if ep.healthy && !st.Healthy {
-			st.Healthy, st.Endpoint = true, redact.URL(ep.url)
+			st.Healthy, st.Endpoint = true, ep.shown
 		}
 		if !ep.healthy && ep.lastErr != "" {
 			st.LastError = ep.lastErr
@@ -100,9 +100,9 @@ func (p *Pool) setHealth(ep *endpoint, err error) {
 	}
 	switch {
 	case was && err != nil:
-		p.log.Warn("upstream unhealthy", "upstream", p.cfg.ID, "endpoint", redact.URL(ep.url), "error", lastErr, "sessions_moved", len(lost))
+		p.log.Warn("upstream unhealthy", "upstream", p.cfg.ID, "endpoint", ep.shown, "error", lastErr, "sessions_moved", len(lost))
 	case !was && err == nil:
-		p.log.Info("upstream healthy", "upstream", p.cfg.ID, "endpoint", redact.URL(ep.url))
+		p.log.Info("upstream healthy", "upstream", p.cfg.ID, "endpoint", ep.shown)
 	}
 }
 

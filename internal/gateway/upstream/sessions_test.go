@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -167,5 +171,63 @@ func TestSessionCapEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	if again := field(mustCall(t, p, gateway.SessionKey{Principal: "alice"}, "whoami"), 1); again == alice {
 		t.Errorf("alice's evicted process %s still serves", alice)
+	}
+}
+
+// A caller that gives up while its session opens fails alone: the others
+// waiting for the same session get it, and it is opened once.
+func TestCallerGivingUpDoesNotFailTheOthers(t *testing.T) {
+	var inits atomic.Int32
+	slow := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rpcMethod(r) == "initialize" {
+				inits.Add(1)
+				time.Sleep(200 * time.Millisecond)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	ts := httpUpstream(t, testServer("s", legacyVersions, nil), slow)
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Health: config.HealthConfig{Interval: -1}})
+	key := gateway.SessionKey{Downstream: "d"}
+	impatient, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := p.Session(impatient, key, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the impatient caller got %v, want its deadline", err)
+	}
+	if _, err := p.Session(context.Background(), key, nil); err != nil {
+		t.Fatalf("the patient caller: %v", err)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("%d sessions opened, want 1", n)
+	}
+}
+
+// Status, logs and errors never show a URL's secrets.
+func TestStatusMasksSecrets(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() + "/mcp?token=s3cret-value"
+	_ = l.Close()
+	logs := &logBuffer{}
+	p, err := New(config.UpstreamConfig{ID: "u", URL: dead, Health: config.HealthConfig{Interval: -1}}, nil, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	_, err = p.Session(context.Background(), gateway.SessionKey{}, nil)
+	if err == nil {
+		t.Fatal("a session to a closed port opened")
+	}
+	st := p.Status()
+	if st.Healthy || st.LastError == "" {
+		t.Errorf("status %+v, want unhealthy with the error", st)
+	}
+	for what, s := range map[string]string{"error": err.Error(), "status": fmt.Sprintf("%+v", st), "log": logs.String()} {
+		if strings.Contains(s, "s3cret-value") {
+			t.Errorf("the %s shows the URL's token: %s", what, s)
+		}
 	}
 }
