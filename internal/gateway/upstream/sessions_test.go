@@ -231,3 +231,67 @@ func TestStatusMasksSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A slow upstream is bounded by the upstream's timeout, and a call that timed
+// out is not sent again.
+func TestSlowUpstreamTimesOutWithoutRetry(t *testing.T) {
+	var runs atomic.Int64
+	ts := httpUpstream(t, testServer("s", legacyVersions, &runs), nil)
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Timeout: 200 * time.Millisecond, Health: config.HealthConfig{Interval: -1}})
+	mustCall(t, p, gateway.SessionKey{}, "echo") // the session is open: only the call is timed
+	_, err := callText(context.Background(), p, gateway.SessionKey{}, "slow", nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the deadline", err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the slow tool ran %d times, want 1", n)
+	}
+}
+
+// Close lets the calls in flight finish (their answers are not lost), ends
+// the sessions being opened, and refuses what comes after.
+func TestCloseDrainsCallsAndEndsOpens(t *testing.T) {
+	ts := httpUpstream(t, testServer("s", legacyVersions, nil), func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rpcMethod(r) == "initialize" && r.Header.Get("X-Stall") != "" {
+				<-r.Context().Done() // an upstream that never answers the handshake
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	p, err := New(config.UpstreamConfig{ID: "u", URL: ts.URL, Health: config.HealthConfig{Interval: -1}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, p, gateway.SessionKey{Downstream: "busy"}, "echo")
+	type outcome struct {
+		out string
+		err error
+	}
+	slow, stalled := make(chan outcome, 1), make(chan error, 1)
+	go func() {
+		out, err := callText(context.Background(), p, gateway.SessionKey{Downstream: "busy"}, "slow", nil)
+		slow <- outcome{out, err}
+	}()
+	go func() {
+		ctx := gateway.WithUpstreamHeader(context.Background(), http.Header{"X-Stall": {"1"}})
+		_, err := p.Session(ctx, gateway.SessionKey{Downstream: "stalled"}, nil)
+		stalled <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // both under way
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-slow; o.err != nil || o.out != "slow" {
+		t.Errorf("the call in flight during Close: %q, %v; want its answer", o.out, o.err)
+	}
+	if err := <-stalled; err == nil {
+		t.Error("a session being opened during Close opened")
+	}
+	if _, err := p.Session(context.Background(), gateway.SessionKey{}, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Session after Close: %v, want ErrClosed", err)
+	}
+}
