@@ -326,3 +326,38 @@ func TestSSEUpstream(t *testing.T) {
 		t.Errorf("status %+v, want healthy with one session", st)
 	}
 }
+
+// headerRT sets one header on every request (a client built by the core).
+type headerRT struct{ k, v string }
+
+func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.k, h.v)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// With the core's own HTTP client, its headers go with every request and the
+// call's own headers with the call's; the client given is not changed.
+func TestWithHTTPClient(t *testing.T) {
+	seen := make(chan http.Header, 10)
+	ts := httpUpstream(t, testServer("s", nil, nil), func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rpcMethod(r) == "tools/call" {
+				seen <- r.Header.Clone()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	hc := &http.Client{Transport: headerRT{"Authorization", "Bearer core"}}
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Health: config.HealthConfig{Interval: -1}}, WithHTTPClient(hc))
+	ctx := gateway.WithUpstreamHeader(context.Background(), http.Header{"X-Caller": {"bob"}})
+	if _, err := callText(ctx, p, gateway.SessionKey{}, "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-seen; h.Get("Authorization") != "Bearer core" || h.Get("X-Caller") != "bob" {
+		t.Errorf("headers %v", h)
+	}
+	if _, ok := hc.Transport.(headerRT); !ok {
+		t.Errorf("the given client's transport was replaced by %T", hc.Transport)
+	}
+}

@@ -75,6 +75,13 @@ func WithOnReopen(f func(key gateway.SessionKey, s *sdk.ClientSession)) Option {
 // stays open (default DefaultIdleTimeout; <= 0 keeps them until released).
 func WithIdleTimeout(d time.Duration) Option { return func(p *Pool) { p.idleTimeout = d } }
 
+// WithHTTPClient makes the pool send its HTTP requests with c, which carries
+// the upstream's headers: and auth: already (the gateway's core builds it);
+// New's auth then only serves the oauth2 discover and login forms, whose
+// handler the SDK's transport calls. The pool adds each call's own headers
+// and its tracking on top of c's transport.
+func WithHTTPClient(c *http.Client) Option { return func(p *Pool) { p.httpc = c } }
+
 // WithMaxSessions caps the open sessions (default DefaultMaxSessions).
 func WithMaxSessions(n int) Option { return func(p *Pool) { p.maxSessions = n } }
 
@@ -161,16 +168,26 @@ func New(cfg config.UpstreamConfig, auth *client.AuthConfig, logger *slog.Logger
 		if cfg.Command != "" {
 			return nil, fmt.Errorf("upstream %s: command is set with transport %s; a stdio upstream has no url", where, p.transport)
 		}
-		header := http.Header{}
-		for k, v := range cfg.Headers {
-			header.Set(k, v)
+		var base http.RoundTripper
+		if p.httpc == nil {
+			header := http.Header{}
+			for k, v := range cfg.Headers {
+				header.Set(k, v)
+			}
+			httpc, own, err := client.NewAuthHTTPClient(header, auth)
+			if err != nil {
+				return nil, fmt.Errorf("upstream %s: %w", where, err)
+			}
+			p.httpc, p.base, base = httpc, own, own
+		} else {
+			c := *p.httpc // the caller's client stays as it was
+			p.httpc = &c
+			base = c.Transport
+			if base == nil {
+				base = http.DefaultTransport
+			}
 		}
-		httpc, base, err := client.NewAuthHTTPClient(header, auth)
-		if err != nil {
-			return nil, fmt.Errorf("upstream %s: %w", where, err)
-		}
-		httpc.Transport = &upstreamTransport{base: httpc.Transport}
-		p.httpc, p.base = httpc, base
+		p.httpc.Transport = &upstreamTransport{base: orDefault(p.httpc.Transport)}
 		for _, u := range append([]string{cfg.URL}, cfg.Replicas...) {
 			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 				return nil, fmt.Errorf("upstream %s: %q is not an http or https URL", where, redact.URL(u))
@@ -563,4 +580,12 @@ func (p *Pool) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("upstream %s: closing sessions: %w", p.cfg.ID, ctx.Err())
 	}
+}
+
+// orDefault is rt, or http.DefaultTransport for nil (as http.Client reads it).
+func orDefault(rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		return http.DefaultTransport
+	}
+	return rt
 }
