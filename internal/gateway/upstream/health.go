@@ -234,14 +234,26 @@ func (p *Pool) checkStdio() {
 	}
 }
 
+// forgetAfter is how many idle timeouts a lost session's entry is kept for a
+// reopen that tells onReopen.
+const forgetAfter = 6
+
 // closeIdle closes the per-client and per-principal sessions unused for the
 // idle timeout. Their entries stay, marked lost: a later use reopens them and
 // tells onReopen, as for any lost session.
 func (p *Pool) closeIdle() {
-	cutoff := time.Now().Add(-p.idleTimeout)
+	now := time.Now()
+	cutoff := now.Add(-p.idleTimeout)
+	forget := now.Add(-forgetAfter * p.idleTimeout)
 	var idle []*sdk.ClientSession
 	p.mu.Lock()
 	for k, e := range p.sessions {
+		if e.dead && e.inflight == 0 && e.lastUsed.Before(forget) {
+			// Lost long ago and not used since (a downstream session that ended
+			// without Release): forgotten, so that entries do not pile up.
+			delete(p.sessions, k)
+			continue
+		}
 		if k == (gateway.SessionKey{}) || e.s == nil || e.dead || e.inflight > 0 || e.lastUsed.After(cutoff) {
 			continue
 		}

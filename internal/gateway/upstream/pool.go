@@ -392,7 +392,9 @@ func (p *Pool) makeRoomLocked(key gateway.SessionKey) error {
 	if lru == nil {
 		return fmt.Errorf("upstream %s: all %d sessions are busy; try again shortly (or raise the session cap)", p.cfg.ID, p.maxSessions)
 	}
-	delete(p.sessions, lru.key)
+	// Marked lost rather than forgotten: its next use reopens it and tells
+	// onReopen, as for any lost session.
+	lru.dead = true
 	go func() { _ = lru.s.Close() }()
 	return nil
 }

@@ -295,3 +295,17 @@ func TestCloseDrainsCallsAndEndsOpens(t *testing.T) {
 		t.Errorf("Session after Close: %v, want ErrClosed", err)
 	}
 }
+
+// The entries of sessions lost long ago and never used again are forgotten.
+func TestLostEntriesForgotten(t *testing.T) {
+	ts := httpUpstream(t, testServer("s", legacyVersions, nil), nil)
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Health: config.HealthConfig{Interval: -1}}, WithIdleTimeout(20*time.Millisecond))
+	for i := range 5 {
+		mustCall(t, p, gateway.SessionKey{Downstream: fmt.Sprint("gone-", i)}, "echo")
+	}
+	eventually(t, "the entries to be forgotten", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.sessions) == 0
+	})
+}
