@@ -195,7 +195,7 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		rec.Arguments = c.Arguments
 	}
 	finish := func(outcome string, err error, res any) {
-		rec.Time, rec.Outcome = time.Now().UTC(), outcome
+		rec.Time, rec.Outcome = c.Started.UTC(), outcome
 		rec.LatencyMS = float64(time.Since(c.Started).Microseconds()) / 1000
 		rec.Arguments = c.Arguments // as the argument guard left them
 		if err != nil {
