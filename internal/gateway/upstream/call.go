@@ -74,6 +74,12 @@ func (p *Pool) call(ctx context.Context, key gateway.SessionKey, opts func() *sd
 		if err == nil {
 			return nil
 		}
+		if t.answerTooLarge() {
+			// The SDK's connection fails on an answer it cannot read: the
+			// session is gone, the call is not sent again.
+			p.markLost(key, e.s)
+			return fmt.Errorf("upstream %s: %w (over %d bytes); it was not relayed", p.cfg.ID, ErrTooLarge, p.maxResponse)
+		}
 		if ctx.Err() != nil {
 			return err // the caller gave up (or the timeout passed)
 		}
