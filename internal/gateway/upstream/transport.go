@@ -99,8 +99,8 @@ type tracker struct {
 	mu       sync.Mutex
 	tooLarge bool  // an answer passed the pool's bound
 	wrote    bool  // a request may have reached the server
-	status int   // the last HTTP status answered; 0: none
-	err    error // the last transport error
+	status   int   // the last HTTP status answered; 0: none
+	err      error // the last transport error
 }
 
 type trackerKey struct{}
