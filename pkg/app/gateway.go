@@ -8,6 +8,7 @@ import (
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/internal/gateway/upstream"
 	"github.com/arvenza/helix/internal/management"
 )
 
@@ -59,6 +60,9 @@ func (a *App) buildGateway(opts *mcpserver.Options, s config.MCPServerConfig) {
 			}
 			return mcpclient.HTTPClientFor(h, auths[u.ID])
 		},
+		// Sessions with health checks, failover across replicas: and retries
+		// only where a call cannot have run (internal/gateway/upstream).
+		NewPool:  upstream.Factory(a.logger),
 		Policies: len(gc.Policies),
 		Logger:   a.logger,
 	})
