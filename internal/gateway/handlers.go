@@ -260,3 +260,54 @@ func asMap(v any) map[string]any {
 	_ = json.Unmarshal(b, &m)
 	return m
 }
+
+// Reopened is what a Pool calls (upstream.WithOnReopen) when a session of
+// upstream id replaces one that was lost: the new session gets what the lost
+// one carried, the logging level of its downstream session and, for the
+// shared session, the resource subscriptions.
+func (g *Gateway) Reopened(id string) func(key SessionKey, cs *sdk.ClientSession) {
+	return func(key SessionKey, cs *sdk.ClientSession) {
+		var up *upstream
+		for _, u := range g.ups {
+			if u.cfg.ID == id {
+				up = u
+			}
+		}
+		if up == nil || cs == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), up.timeout)
+		defer cancel()
+		var level sdk.LoggingLevel
+		var uris []string
+		g.relay.mu.Lock()
+		if key.Downstream != "" {
+			for ss, l := range g.relay.downLevel {
+				if ss.ID() == key.Downstream {
+					level = l
+				}
+			}
+		}
+		if key == (SessionKey{}) {
+			for uri, n := range g.relay.subs {
+				if n > 0 {
+					uris = append(uris, uri)
+				}
+			}
+		}
+		g.relay.mu.Unlock()
+		if level != "" {
+			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
+			_ = cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: level})
+		}
+		for _, uri := range uris {
+			if g.resourceOwner(uri) != up {
+				continue
+			}
+			if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+				g.logger.Warn("gateway: resubscribing after a lost upstream session failed", "server", g.opts.ServerID,
+					"upstream", id, "uri", uri, "error", err)
+			}
+		}
+	}
+}
