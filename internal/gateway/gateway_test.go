@@ -306,6 +306,7 @@ func TestGatewayRelaysProgressLoggingElicitationSamplingAndCancel(t *testing.T) 
 			progress = append(progress, req.Params.Message+":"+req.Params.ProgressToken.(string))
 			mu.Unlock()
 		},
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
 			mu.Lock()
 			logs = append(logs, req.Params.Data.(string))
@@ -314,7 +315,9 @@ func TestGatewayRelaysProgressLoggingElicitationSamplingAndCancel(t *testing.T) 
 		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann:" + req.Params.Message}}, nil
 		},
+		//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		CreateMessageHandler: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 			return &sdk.CreateMessageResult{Model: "m", Role: "assistant", Content: &sdk.TextContent{Text: "sampled"}}, nil
 		},
 	})

@@ -20,8 +20,10 @@ func audienceOf(req sdk.Request) string { return server.AudienceOf(req) }
 func (g *Gateway) clientOptions(up *upstream) func() *sdk.ClientOptions {
 	return func() *sdk.ClientOptions {
 		return &sdk.ClientOptions{
-			ElicitationHandler:          g.elicit,
-			CreateMessageHandler:        g.sample,
+			ElicitationHandler: g.elicit,
+			//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
+			CreateMessageHandler: g.sample,
+			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 			LoggingMessageHandler:       g.logMessage,
 			ProgressNotificationHandler: g.progress,
 			ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
@@ -115,6 +117,8 @@ func (g *Gateway) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elic
 }
 
 // sample relays an upstream's sampling request like elicit.
+//
+//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 func (g *Gateway) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 	cs, _ := req.GetSession().(*sdk.ClientSession)
 	f := g.relay.current(cs)
@@ -142,6 +146,8 @@ func newEraSession(ss *sdk.ServerSession) bool {
 
 // setLevel relays a downstream session's logging/setLevel to the upstream
 // sessions that serve it alone, and remembers it for the ones it opens later.
+//
+//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 func (g *Gateway) setLevel(ctx context.Context, ss *sdk.ServerSession, level sdk.LoggingLevel) {
 	if ss == nil {
 		return
@@ -184,7 +190,8 @@ func (g *Gateway) applyLevel(ctx context.Context, ss *sdk.ServerSession, cs *sdk
 }
 
 type levelKey struct {
-	cs    *sdk.ClientSession
+	cs *sdk.ClientSession
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	level sdk.LoggingLevel
 }
 
@@ -278,6 +285,7 @@ func (g *Gateway) Reopened(id string) func(key SessionKey, cs *sdk.ClientSession
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), up.timeout)
 		defer cancel()
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		var level sdk.LoggingLevel
 		var uris []string
 		g.relay.mu.Lock()

@@ -27,8 +27,9 @@ import (
 // upstream session serves, the progress tokens it handed out and the
 // subscriptions it holds.
 type relayState struct {
-	mu        sync.Mutex
-	ups       map[*sdk.ClientSession]*upSession
+	mu  sync.Mutex
+	ups map[*sdk.ClientSession]*upSession
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	downLevel map[*sdk.ServerSession]sdk.LoggingLevel // levels set by downstream sessions
 	downUps   map[*sdk.ServerSession]map[*sdk.ClientSession]bool
 	progress  map[string]*inflight // the gateway's progress token → call
@@ -55,6 +56,7 @@ type inflight struct {
 
 func (r *relayState) init() {
 	r.ups = map[*sdk.ClientSession]*upSession{}
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	r.downLevel = map[*sdk.ServerSession]sdk.LoggingLevel{}
 	r.downUps = map[*sdk.ServerSession]map[*sdk.ClientSession]bool{}
 	r.progress = map[string]*inflight{}
