@@ -373,6 +373,7 @@ func (g *Gateway) Middleware() sdk.Middleware {
 			switch method {
 			case "logging/setLevel":
 				ss, _ := req.GetSession().(*sdk.ServerSession)
+				//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 				if p, ok := req.GetParams().(*sdk.SetLoggingLevelParams); ok && p != nil {
 					g.setLevel(ctx, ss, p.Level)
 				}

@@ -27,8 +27,9 @@ import (
 // upstream session serves, the progress tokens it handed out and the
 // subscriptions it holds.
 type relayState struct {
-	mu        sync.Mutex
-	ups       map[*sdk.ClientSession]*upSession
+	mu  sync.Mutex
+	ups map[*sdk.ClientSession]*upSession
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	downLevel map[*sdk.ServerSession]sdk.LoggingLevel // levels set by downstream sessions
 	downUps   map[*sdk.ServerSession]map[*sdk.ClientSession]bool
 	progress  map[string]*inflight // the gateway's progress token → call
@@ -55,6 +56,7 @@ type inflight struct {
 
 func (r *relayState) init() {
 	r.ups = map[*sdk.ClientSession]*upSession{}
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	r.downLevel = map[*sdk.ServerSession]sdk.LoggingLevel{}
 	r.downUps = map[*sdk.ServerSession]map[*sdk.ClientSession]bool{}
 	r.progress = map[string]*inflight{}
@@ -239,20 +241,22 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("upstream %s: no credentials for this caller", rq.up.cfg.ID)}
 	}
 	cctx = WithUpstreamHeader(cctx, h)
-	cs, err := rq.up.pool.Session(cctx, rq.up.sessionKey(rq.req, c.Principal), g.clientOptions(rq.up))
-	if err != nil {
-		outcome, cerr := g.failure(ctx, cctx, rq, err)
-		finish(outcome, err, nil)
-		return nil, cerr
-	}
-	c.UpstreamSession = cs.ID()
-	rec.UpstreamSession = c.UpstreamSession
-	f := &inflight{ctx: ctx, extra: rq.req.GetExtra(), token: rq.token}
-	f.ss, _ = rq.req.GetSession().(*sdk.ServerSession)
-	ptok, end := g.relay.begin(cs, f)
-	g.applyLevel(cctx, f.ss, cs)
-	res, err := run(cctx, cs, ptok)
-	end()
+	// Through the pool's Call (callOn): a request that failed before it could
+	// reach the upstream goes again on a new session, one that may have run
+	// does not.
+	var res any
+	err = callOn(cctx, rq.up.pool, rq.up.sessionKey(rq.req, c.Principal), g.clientOptions(rq.up), func(cctx context.Context, cs *sdk.ClientSession) error {
+		c.UpstreamSession = cs.ID()
+		rec.UpstreamSession = c.UpstreamSession
+		f := &inflight{ctx: ctx, extra: rq.req.GetExtra(), token: rq.token}
+		f.ss, _ = rq.req.GetSession().(*sdk.ServerSession)
+		ptok, end := g.relay.begin(cs, f)
+		defer end()
+		g.applyLevel(cctx, f.ss, cs)
+		var err error
+		res, err = run(cctx, cs, ptok)
+		return err
+	})
 	if err != nil {
 		outcome, cerr := g.failure(ctx, cctx, rq, err)
 		finish(outcome, err, nil)
@@ -296,6 +300,11 @@ func (g *Gateway) failure(ctx, cctx context.Context, rq *relayed, err error) (st
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return OutcomeTimeout, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("upstream %s did not answer in time", rq.up.cfg.ID)}
+	}
+	if msg, ok := explanation(err); ok {
+		return OutcomeError, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
+	}
+	switch {
 	case errors.As(err, &werr):
 		return OutcomeError, &jsonrpc.Error{Code: werr.Code, Message: werr.Message, Data: werr.Data}
 	}

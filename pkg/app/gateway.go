@@ -73,13 +73,17 @@ func (a *App) buildGateway(opts *mcpserver.Options, s config.MCPServerConfig) {
 			return audit.New(a.hc, s.ID, gc.Audit, audit.Options{DataDir: a.cfg.Helix.DataDir, Logger: a.logger})
 		}
 	}
-	g, err := gateway.New(gateway.Options{
+	var g *gateway.Gateway
+	g, err = gateway.New(gateway.Options{
 		ServerID:    s.ID,
 		Upstreams:   gc.Upstreams,
 		Guard:       guard,
 		OpenAuditor: openAuditor,
 		Credentials: func(u config.UpstreamConfig) (gateway.Credentials, error) { return creds.New(u, creds.Options{}) },
-		NewPool:     upstream.Factory(a.logger),
+		NewPool: func(u config.UpstreamConfig, hc *http.Client) (gateway.Pool, error) {
+			// Pools are made when the server starts, once g is set.
+			return upstream.Factory(a.logger, upstream.WithOnReopen(g.Reopened(u.ID)))(u, hc)
+		},
 		Principal: func(rctx context.Context, _ http.Header) *gateway.Principal {
 			if rctx == nil {
 				return &gateway.Principal{}
