@@ -83,11 +83,14 @@ func securityConfig(id string, s config.Security, logger *slog.Logger) security.
 		ServerID:       id,
 		Logger:         logger,
 	}
+	for _, who := range s.APIKeyPrincipals {
+		c.APIKeyPrincipals = append(c.APIKeyPrincipals, security.KeyPrincipal{Name: who.Name, Roles: who.Roles})
+	}
 	c.AuthFailureLimit, c.AuthFailureWindow = s.AuthFailureLimit, s.AuthFailureWindow
 	c.RateLimitStoreFallback = s.RateLimitStoreFallback
 	if a := s.Auth; a != nil {
 		c.Auth = &security.OAuthConfig{Issuer: a.Issuer, Audience: a.Audience, JWKSURL: a.JWKSURL,
-			Scopes: a.Scopes, ResourceURL: a.ResourceURL}
+			Scopes: a.Scopes, ResourceURL: a.ResourceURL, RolesClaim: a.RolesClaim}
 	}
 	return c
 }
