@@ -42,7 +42,7 @@ func checkTSTranscript(t *testing.T, tr transcript) {
 		"tools/call image":      `"mimeType":"image/png"`,
 		"tools/call structured": `"structuredContent":{`,
 		"tools/call error":      `"isError":true`,
-		"progress":              `"progress":[1,2,3]`,
+		"progress":              `"progress":"steps 1, 2 … in order"`,
 		"sampling":              `sampled answer`,
 		"elicitation":           `Ada Lovelace`,
 		"roots":                 `file:///srv/interop`,
