@@ -27,7 +27,7 @@ func tsClient(t *testing.T, prefix string, target ...string) transcript {
 	}
 	tr := transcript{}
 	for op, v := range raw {
-		tr[op] = createdAt.ReplaceAllString(string(v), "")
+		tr[op] = canonical(op, v)
 	}
 	return tr
 }
@@ -53,7 +53,7 @@ func checkTSTranscript(t *testing.T, tr transcript) {
 		"completion/complete":   `["Engineering"]`,
 		"cancel":                `"aborted"`,
 		"ping after cancel":     `{}`,
-		"requests":              `{"samples":1,"elicits":1}`,
+		"requests":              `{"elicits":1,"samples":1}`,
 	} {
 		if !strings.Contains(tr[op], want) {
 			t.Errorf("%s: %s, want it to contain %s", op, tr[op], want)
@@ -68,30 +68,37 @@ func TestTypeScriptClientThroughGateway(t *testing.T) {
 	}
 	node := testtools.Node(t)
 	everything := testtools.NPMBin(t, "mcp-server-everything")
-	t.Run("server-everything stdio", func(t *testing.T) {
-		t.Parallel()
-		direct := tsClient(t, "", "stdio", node, everything, "stdio")
-		checkTSTranscript(t, direct)
-		through := tsClient(t, "", "http", stdioEverythingGateway(t, ""))
-		checkTSTranscript(t, through)
-		compareTranscripts(t, direct, through)
-	})
-	t.Run("server-everything http", func(t *testing.T) {
-		t.Parallel()
-		direct := tsClient(t, "", "http", startEverythingHTTP(t))
-		checkTSTranscript(t, direct)
-		through := tsClient(t, "", "http", startGateway(t, startEverythingHTTP(t), ""))
-		checkTSTranscript(t, through)
-		compareTranscripts(t, direct, through)
-	})
-	t.Run("go-sdk server", func(t *testing.T) {
-		t.Parallel()
-		up, url := startGoUpstream(t)
-		direct := tsClient(t, "", "http", url)
-		checkTSTranscript(t, direct)
-		through := tsClient(t, "", "http", startGateway(t, url, ""))
-		checkTSTranscript(t, through)
-		compareTranscripts(t, direct, through)
-		testtools.Eventually(t, "the go-sdk server's call to be cancelled through the gateway", func() bool { return up.cancelledCalls() >= 2 })
-	})
+	for _, up := range []struct {
+		name string
+		// start returns how the client reaches the upstream itself, and the
+		// gateway in front of it.
+		start func(t *testing.T) (direct []string, gateway string)
+	}{
+		{name: "server-everything stdio", start: func(t *testing.T) ([]string, string) {
+			return []string{"stdio", node, everything, "stdio"}, stdioEverythingGateway(t, "")
+		}},
+		{name: "server-everything http", start: func(t *testing.T) ([]string, string) {
+			return []string{"http", startEverythingHTTP(t)}, startGateway(t, startEverythingHTTP(t), "")
+		}},
+		{name: "go-sdk server", start: func(t *testing.T) ([]string, string) {
+			up, url := startGoUpstream(t)
+			t.Cleanup(func() {
+				if !t.Failed() {
+					// The gateway cancelled the upstream's call when the client aborted it.
+					waitFor(t, "cancellation of the go-sdk server's call through the gateway", func() bool { return up.cancelledCalls() >= 2 })
+				}
+			})
+			return []string{"http", url}, startGateway(t, url, "")
+		}},
+	} {
+		t.Run(up.name, func(t *testing.T) {
+			t.Parallel()
+			directTarget, gateway := up.start(t)
+			direct := tsClient(t, "", directTarget...)
+			checkTSTranscript(t, direct)
+			through := tsClient(t, "", "http", gateway)
+			checkTSTranscript(t, through)
+			compareTranscripts(t, "ts|2025-11-25|"+up.name, direct, through)
+		})
+	}
 }
