@@ -41,15 +41,59 @@ var conformanceScenarios = []string{
 // through the gateway although they pass straight to the fixture server, and
 // why. A listed scenario that passes fails the test, so that the list stays
 // true; an unlisted one that fails fails it too.
-var gatewayExpectedFailures = map[string]string{}
+var gatewayExpectedFailures = map[string]string{
+	"tools-call-with-logging":  relayEra + "no log message of the call reaches the client (\"No log notifications received\")",
+	"tools-call-with-progress": relayEra + "no progress notification of the call reaches the client (\"No progress notifications received\")",
+}
+
+// relayEra: the fixture server speaks MCP 2026-07-28, so the gateway's client
+// stays on it; the notifications of such a call are not relayed to a client
+// of 2025-11-25 (server-everything, which speaks only 2025-11-25, has its
+// progress and log messages relayed).
+const relayEra = "the gateway's session with the fixture server is a 2026-07-28 one (no initialize): "
 
 // alphaGatewayExpectedFailures are, per requirement set of the suite's
 // pre-release, the scenarios that fail through the gateway and not straight
 // to the fixture server, and why.
 var alphaGatewayExpectedFailures = map[string]map[string]string{
-	"2025-11-25": {},
-	"2026-07-28": {},
+	"2025-11-25": {
+		"tools-call-with-logging": relayEra + "no log message of the call reaches the client",
+	},
+	"2026-07-28": {
+		"http-custom-header-server-validation": "the gateway does not check the Mcp-Param-* headers of a call against its arguments " +
+			"(400 for invalid characters, -32020 for a mismatch) before relaying it",
+		"input-required-result-basic-elicitation":       noInputRequired,
+		"input-required-result-basic-list-roots":        noInputRequired,
+		"input-required-result-basic-sampling":          noInputRequired,
+		"input-required-result-capability-check":        noInputRequired,
+		"input-required-result-multi-round":             noInputRequired,
+		"input-required-result-multiple-input-requests": noInputRequired,
+		"input-required-result-request-state":           noInputRequired,
+		"input-required-result-result-type":             noInputRequired,
+		"input-required-result-tampered-state":          noInputRequired,
+		"input-required-result-non-tool-request":        "a prompts/get that asks the client fails: \"upstream upstream could not be reached\"",
+		"server-stateless": "a call whose upstream asks a client that declared no elicitation is refused with -32600, not -32021 " +
+			"(MissingRequiredClientCapability, HTTP 400)",
+		"tasks-capability-negotiation": noTasks,
+		"tasks-dispatch-and-envelope":  noTasks,
+		"tasks-lifecycle":              noTasks,
+		"tasks-mrtr-composition":       noTasks,
+		"tasks-mrtr-input":             noTasks,
+		"tasks-request-headers":        noTasks,
+		"tasks-request-state-removal":  noTasks,
+		"tasks-wire-fields":            noTasks,
+		"tools-call-with-progress": "the last progress notification of a call comes after its result, and is dropped " +
+			"(\"Expected at least 3 progress notifications, got 2\")",
+	},
 }
+
+// Reasons shared by several entries.
+const (
+	noInputRequired = "the gateway does not turn an upstream's input_required result (or its request to the client) into an " +
+		"input_required result for a 2026-07-28 client: \"the gateway has no client call in flight on this session to ask\""
+	noTasks = "the gateway does not relay MCP Tasks: it advertises no tasks extension, answers tasks/* with -32601, and calls " +
+		"task-only tools without the client's tasks capability"
+)
 
 type conformanceCheck struct {
 	ID           string `json:"id"`

@@ -89,7 +89,7 @@ func TestInspectorThroughGateway(t *testing.T) {
 				// The target goes last: a stdio command after "--".
 				direct, directExit := inspector(t, append(append(append([]string{}, op.args...), "--format", "json"), up.direct...)...)
 				through, throughExit := inspector(t, append(append([]string{}, op.args...), "--format", "json", "--transport", "http", "--server-url", up.gateway)...)
-				direct, through = createdAt.ReplaceAllString(direct, ""), createdAt.ReplaceAllString(through, "")
+				direct, through = canonical(op.name, []byte(direct)), canonical(op.name, []byte(through))
 				if directExit != op.exit || !strings.Contains(direct, op.want) {
 					t.Errorf("straight to the upstream: exit %d, want %d; output lacks %s:\n%s", directExit, op.exit, op.want, direct)
 				}
