@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -34,14 +35,17 @@ func testCtx(t *testing.T) context.Context {
 
 // fakeUpstream is an in-process go-sdk MCP server over Streamable HTTP.
 type fakeUpstream struct {
-	srv *sdk.Server
-	url string
+	srv   *sdk.Server
+	url   string
+	inits atomic.Int32 // sessions opened (initialize requests)
+	subs  atomic.Int32 // resources/subscribe requests
 }
 
 func startUpstream(t *testing.T, name string, setup func(*sdk.Server)) *fakeUpstream {
 	t.Helper()
+	up := &fakeUpstream{}
 	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, &sdk.ServerOptions{
-		SubscribeHandler:   func(context.Context, *sdk.SubscribeRequest) error { return nil },
+		SubscribeHandler:   func(context.Context, *sdk.SubscribeRequest) error { up.subs.Add(1); return nil },
 		UnsubscribeHandler: func(context.Context, *sdk.UnsubscribeRequest) error { return nil },
 		CompletionHandler: func(_ context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
 			return &sdk.CompleteResult{Completion: sdk.CompletionResultDetails{
@@ -50,16 +54,18 @@ func startUpstream(t *testing.T, name string, setup func(*sdk.Server)) *fakeUpst
 	})
 	setup(srv)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	up.srv = srv
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if debugUp {
-			b, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(strings.NewReader(string(b)))
-			println("UP", r.Method, r.Header.Get("Mcp-Protocol-Version"), r.Header.Get("Mcp-Session-Id"), string(b))
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		if strings.Contains(string(b), `"method":"initialize"`) {
+			up.inits.Add(1)
 		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	return &fakeUpstream{srv: srv, url: hs.URL}
+	up.url = hs.URL
+	return up
 }
 
 type echoArgs struct {
@@ -121,8 +127,6 @@ func echoServer(srv *sdk.Server) {
 		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: "item " + req.Params.URI}}}, nil
 	})
 }
-
-var debugUp = false
 
 var cancelled = make(chan struct{}, 4)
 
@@ -275,6 +279,10 @@ func TestGatewayServesTwoUpstreamsBesideHelixTools(t *testing.T) {
 			}
 		})
 	}
+	// One session for discovery (and 2026-07-28 calls), one for the legacy client.
+	if n := a.inits.Load(); n != 2 {
+		t.Errorf("upstream a saw %d sessions, want 2", n)
+	}
 	out := rec.outcomes()
 	if out["a.echo"] != gateway.OutcomeOK || out["a.fail"] != gateway.OutcomeToolError || out["a.broken"] != gateway.OutcomeError {
 		t.Errorf("audit outcomes = %v", out)
@@ -298,6 +306,7 @@ func TestGatewayRelaysProgressLoggingElicitationSamplingAndCancel(t *testing.T) 
 			progress = append(progress, req.Params.Message+":"+req.Params.ProgressToken.(string))
 			mu.Unlock()
 		},
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
 			mu.Lock()
 			logs = append(logs, req.Params.Data.(string))
@@ -306,7 +315,9 @@ func TestGatewayRelaysProgressLoggingElicitationSamplingAndCancel(t *testing.T) 
 		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann:" + req.Params.Message}}, nil
 		},
+		//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		CreateMessageHandler: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 			return &sdk.CreateMessageResult{Model: "m", Role: "assistant", Content: &sdk.TextContent{Text: "sampled"}}, nil
 		},
 	})
@@ -488,5 +499,29 @@ func TestGatewayNameClashStopsTheStart(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `"echo"`) || !strings.Contains(err.Error(), "workflow echo") || !strings.Contains(err.Error(), "upstream a") {
 		t.Errorf("error = %v", err)
+	}
+}
+
+// A session that replaces a lost one gets the subscriptions the lost one held.
+func TestGatewayReopenedSessionResubscribes(t *testing.T) {
+	t.Parallel()
+	a := startUpstream(t, "a", echoServer)
+	comp, g := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http"}}})
+	cs := connect(t, comp, "/mcp", "2025-11-25", nil)
+	if err := cs.Subscribe(testCtx(t), &sdk.SubscribeParams{URI: "memo://a"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.subs.Load(); n != 1 {
+		t.Fatalf("upstream subscriptions = %d", n)
+	}
+	fresh, err := sdk.NewClient(&sdk.Implementation{Name: "x", Version: "1"}, nil).Connect(testCtx(t),
+		&sdk.StreamableClientTransport{Endpoint: a.url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	g.Reopened("a")(gateway.SessionKey{}, fresh)
+	if n := a.subs.Load(); n != 2 {
+		t.Fatalf("upstream subscriptions after the reopen = %d, want 2", n)
 	}
 }

@@ -27,8 +27,9 @@ import (
 // upstream session serves, the progress tokens it handed out and the
 // subscriptions it holds.
 type relayState struct {
-	mu        sync.Mutex
-	ups       map[*sdk.ClientSession]*upSession
+	mu  sync.Mutex
+	ups map[*sdk.ClientSession]*upSession
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	downLevel map[*sdk.ServerSession]sdk.LoggingLevel // levels set by downstream sessions
 	downUps   map[*sdk.ServerSession]map[*sdk.ClientSession]bool
 	progress  map[string]*inflight // the gateway's progress token → call
@@ -55,6 +56,7 @@ type inflight struct {
 
 func (r *relayState) init() {
 	r.ups = map[*sdk.ClientSession]*upSession{}
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	r.downLevel = map[*sdk.ServerSession]sdk.LoggingLevel{}
 	r.downUps = map[*sdk.ServerSession]map[*sdk.ClientSession]bool{}
 	r.progress = map[string]*inflight{}
@@ -164,7 +166,9 @@ func (up *upstream) sessionKey(req sdk.Request, p *Principal) SessionKey {
 		}
 		return SessionKey{Principal: ck}
 	}
-	if ss, _ := req.GetSession().(*sdk.ServerSession); ss != nil && ss.ID() != "" {
+	// A 2026-07-28 request stands alone (its session, if any, lives for one
+	// request): it shares the upstream's session.
+	if ss, _ := req.GetSession().(*sdk.ServerSession); ss != nil && ss.ID() != "" && !newEraSession(ss) {
 		return SessionKey{Downstream: ss.ID(), Principal: ck}
 	}
 	return SessionKey{Principal: ck}
@@ -193,7 +197,7 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		rec.Arguments = c.Arguments
 	}
 	finish := func(outcome string, err error, res any) {
-		rec.Time, rec.Outcome = time.Now().UTC(), outcome
+		rec.Time, rec.Outcome = c.Started.UTC(), outcome
 		rec.LatencyMS = float64(time.Since(c.Started).Microseconds()) / 1000
 		rec.Arguments = c.Arguments // as the argument guard left them
 		if err != nil {

@@ -46,6 +46,11 @@ func (e *MayHaveRunError) Unwrap() error { return e.Err }
 // tells what happened to them).
 func (p *Pool) Call(ctx context.Context, key gateway.SessionKey, opts func() *sdk.ClientOptions,
 	f func(ctx context.Context, s *sdk.ClientSession) error) error {
+	return masked(p.call(ctx, key, opts, f))
+}
+
+func (p *Pool) call(ctx context.Context, key gateway.SessionKey, opts func() *sdk.ClientOptions,
+	f func(ctx context.Context, s *sdk.ClientSession) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.timeout)

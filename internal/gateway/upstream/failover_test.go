@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -267,5 +268,96 @@ func TestStdioCommandMissing(t *testing.T) {
 	}
 	if st := p.Status(); st.Healthy || st.LastError == "" {
 		t.Errorf("status %+v, want unhealthy with the error", st)
+	}
+}
+
+// An upstream that restarted forgets its sessions and answers 404 for them:
+// the request was not processed, so it goes again on a new session (the core
+// is told), and the tool runs once.
+func TestSessionForgottenByRestartedUpstreamIsReopened(t *testing.T) {
+	var runs atomic.Int64
+	srv := testServer("s", legacyVersions, &runs)
+	var current atomic.Pointer[http.Handler]
+	fresh := func() {
+		var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+		current.Store(&h)
+	}
+	fresh()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close) // after the pool's, which ends its streams
+	var reopened atomic.Int32
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Health: config.HealthConfig{Interval: -1}},
+		WithOnReopen(func(gateway.SessionKey, *sdk.ClientSession) { reopened.Add(1) }))
+	key := gateway.SessionKey{Downstream: "d"}
+	before := field(mustCall(t, p, key, "whoami"), 2)
+	fresh() // the "restart": a handler that knows no session
+	mustCall(t, p, key, "count")
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want 1", n)
+	}
+	if after := field(mustCall(t, p, key, "whoami"), 2); after == before {
+		t.Errorf("still session %s", before)
+	}
+	if reopened.Load() != 1 {
+		t.Errorf("onReopen called %d times, want 1", reopened.Load())
+	}
+}
+
+// An SSE upstream (the 2024-11-05 transport) is served like the others.
+func TestSSEUpstream(t *testing.T) {
+	srv := testServer("sse", legacyVersions, nil)
+	ts := httptest.NewServer(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(ts.Close) // after the pool's, which ends its stream
+	p := newPool(t, config.UpstreamConfig{ID: "old", URL: ts.URL, Transport: "sse",
+		Health: config.HealthConfig{Interval: 20 * time.Millisecond, Timeout: time.Second}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The first call's context ends with it; the session must outlive it.
+	first, err := callText(ctx, p, gateway.SessionKey{}, "echo", map[string]any{"text": "one"})
+	cancel()
+	if err != nil || first != "one" {
+		t.Fatalf("first call: %q, %v", first, err)
+	}
+	if out := mustCall(t, p, gateway.SessionKey{}, "whoami"); field(out, 0) != "sse" {
+		t.Errorf("whoami answered %q", out)
+	}
+	time.Sleep(60 * time.Millisecond) // a few health checks
+	if st := p.Status(); !st.Healthy || st.OpenSessions != 1 {
+		t.Errorf("status %+v, want healthy with one session", st)
+	}
+}
+
+// headerRT sets one header on every request (a client built by the core).
+type headerRT struct{ k, v string }
+
+func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.k, h.v)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// With the core's own HTTP client, its headers go with every request and the
+// call's own headers with the call's; the client given is not changed.
+func TestWithHTTPClient(t *testing.T) {
+	seen := make(chan http.Header, 10)
+	ts := httpUpstream(t, testServer("s", nil, nil), func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rpcMethod(r) == "tools/call" {
+				seen <- r.Header.Clone()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	hc := &http.Client{Transport: headerRT{"Authorization", "Bearer core"}}
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Health: config.HealthConfig{Interval: -1}}, WithHTTPClient(hc))
+	ctx := gateway.WithUpstreamHeader(context.Background(), http.Header{"X-Caller": {"bob"}})
+	if _, err := callText(ctx, p, gateway.SessionKey{}, "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-seen; h.Get("Authorization") != "Bearer core" || h.Get("X-Caller") != "bob" {
+		t.Errorf("headers %v", h)
+	}
+	if _, ok := hc.Transport.(headerRT); !ok {
+		t.Errorf("the given client's transport was replaced by %T", hc.Transport)
 	}
 }

@@ -48,9 +48,9 @@ func (p *Pool) Status() Status {
 	defer p.mu.Unlock()
 	st := Status{Upstream: p.cfg.ID, Transport: p.transport, Sessions: p.mode, ProtocolVersion: p.protocol, LastError: p.lastErr}
 	for _, ep := range p.endpoints {
-		st.Endpoints = append(st.Endpoints, EndpointStatus{URL: redact.URL(ep.url), Healthy: ep.healthy, LastError: ep.lastErr})
+		st.Endpoints = append(st.Endpoints, EndpointStatus{URL: ep.shown, Healthy: ep.healthy, LastError: ep.lastErr})
 		if ep.healthy && !st.Healthy {
-			st.Healthy, st.Endpoint = true, redact.URL(ep.url)
+			st.Healthy, st.Endpoint = true, ep.shown
 		}
 		if !ep.healthy && ep.lastErr != "" {
 			st.LastError = ep.lastErr
@@ -100,9 +100,9 @@ func (p *Pool) setHealth(ep *endpoint, err error) {
 	}
 	switch {
 	case was && err != nil:
-		p.log.Warn("upstream unhealthy", "upstream", p.cfg.ID, "endpoint", redact.URL(ep.url), "error", lastErr, "sessions_moved", len(lost))
+		p.log.Warn("upstream unhealthy", "upstream", p.cfg.ID, "endpoint", ep.shown, "error", lastErr, "sessions_moved", len(lost))
 	case !was && err == nil:
-		p.log.Info("upstream healthy", "upstream", p.cfg.ID, "endpoint", redact.URL(ep.url))
+		p.log.Info("upstream healthy", "upstream", p.cfg.ID, "endpoint", ep.shown)
 	}
 }
 
@@ -234,14 +234,26 @@ func (p *Pool) checkStdio() {
 	}
 }
 
+// forgetAfter is how many idle timeouts a lost session's entry is kept for a
+// reopen that tells onReopen.
+const forgetAfter = 6
+
 // closeIdle closes the per-client and per-principal sessions unused for the
 // idle timeout. Their entries stay, marked lost: a later use reopens them and
 // tells onReopen, as for any lost session.
 func (p *Pool) closeIdle() {
-	cutoff := time.Now().Add(-p.idleTimeout)
+	now := time.Now()
+	cutoff := now.Add(-p.idleTimeout)
+	forget := now.Add(-forgetAfter * p.idleTimeout)
 	var idle []*sdk.ClientSession
 	p.mu.Lock()
 	for k, e := range p.sessions {
+		if e.dead && e.inflight == 0 && e.lastUsed.Before(forget) {
+			// Lost long ago and not used since (a downstream session that ended
+			// without Release): forgotten, so that entries do not pile up.
+			delete(p.sessions, k)
+			continue
+		}
 		if k == (gateway.SessionKey{}) || e.s == nil || e.dead || e.inflight > 0 || e.lastUsed.After(cutoff) {
 			continue
 		}

@@ -51,7 +51,8 @@ type textArgs struct {
 
 // testServer is an MCP server with the tools the tests call: whoami (the
 // server's name, its process id and the session's id), echo, exit (the
-// process exits: stdio only) and count (counts its runs in runs).
+// process exits: stdio only), slow (1s, or until cancelled) and count (slow
+// and count count their runs in runs).
 func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: versions})
 	if versions == nil {
@@ -71,6 +72,16 @@ func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server 
 	sdk.AddTool(srv, &sdk.Tool{Name: "exit"}, func(context.Context, *sdk.CallToolRequest, textArgs) (*sdk.CallToolResult, any, error) {
 		os.Exit(3)
 		return nil, nil, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "slow"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ textArgs) (*sdk.CallToolResult, any, error) {
+		if runs != nil {
+			runs.Add(1)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+		return text("slow"), nil, nil
 	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "count"}, func(context.Context, *sdk.CallToolRequest, textArgs) (*sdk.CallToolResult, any, error) {
 		if runs != nil {
