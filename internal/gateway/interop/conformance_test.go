@@ -57,7 +57,8 @@ const relayEra = "the gateway's session with the fixture server is a 2026-07-28 
 // to the fixture server, and why.
 var alphaGatewayExpectedFailures = map[string]map[string]string{
 	"2025-11-25": {
-		"tools-call-with-logging": relayEra + "no log message of the call reaches the client",
+		"tools-call-with-logging":  relayEra + "no log message of the call reaches the client",
+		"tools-call-with-progress": lastProgress,
 	},
 	"2026-07-28": {
 		"http-custom-header-server-validation": "the gateway does not check the Mcp-Param-* headers of a call against its arguments " +
@@ -82,13 +83,16 @@ var alphaGatewayExpectedFailures = map[string]map[string]string{
 		"tasks-request-headers":        noTasks,
 		"tasks-request-state-removal":  noTasks,
 		"tasks-wire-fields":            noTasks,
-		"tools-call-with-progress": "the last progress notification of a call comes after its result, and is dropped " +
-			"(\"Expected at least 3 progress notifications, got 2\")",
+		"tools-call-with-progress":     lastProgress,
 	},
 }
 
 // Reasons shared by several entries.
 const (
+	// sometimes starts the reason of a scenario that fails in some runs only: it may pass.
+	sometimes    = "sometimes: "
+	lastProgress = sometimes + "the last progress notification of a call can come after its result, and is then dropped " +
+		"(\"Expected at least 3 progress notifications, got 2\")"
 	noInputRequired = "the gateway does not turn an upstream's input_required result (or its request to the client) into an " +
 		"input_required result for a 2026-07-28 client: \"the gateway has no client call in flight on this session to ask\""
 	noTasks = "the gateway does not relay MCP Tasks: it advertises no tasks extension, answers tasks/* with -32601, and calls " +
@@ -181,6 +185,8 @@ func compareConformance(t *testing.T, label string, direct, through map[string][
 		switch {
 		case len(directBad) > 0:
 			t.Logf("%s: %s fails straight to the fixture server too: %s", label, scenario, strings.Join(directBad, "; "))
+		case len(bad) == 0 && isExpected && strings.HasPrefix(reason, sometimes):
+			passed = append(passed, scenario)
 		case len(bad) == 0 && isExpected:
 			t.Errorf("%s: %s passes through the gateway now: take it out of the expected failures and docs/gateway.md", label, scenario)
 		case len(bad) > 0 && !isExpected:

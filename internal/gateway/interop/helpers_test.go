@@ -9,6 +9,7 @@ package interop
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,15 +123,37 @@ mcps:
 func yamlQuote(s string) string { return fmt.Sprintf("%q", s) }
 
 // startEverythingHTTP runs server-everything's Streamable HTTP transport on a
-// free port and returns its MCP endpoint.
+// free port and returns its MCP endpoint. A port another test took between
+// FreePort and the server's listen makes the server exit: it is started again
+// on another port.
 func startEverythingHTTP(t *testing.T) string {
 	t.Helper()
 	node := testtools.Node(t)
 	bin := testtools.NPMBin(t, "mcp-server-everything")
-	port := testtools.FreePort(t)
-	p := start(t, false, []string{fmt.Sprintf("PORT=%d", port)}, node, bin, "streamableHttp")
-	p.listening(t, port)
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	for attempt := 1; ; attempt++ {
+		port := testtools.FreePort(t)
+		p := start(t, false, []string{fmt.Sprintf("PORT=%d", port)}, node, bin, "streamableHttp")
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		started := time.Now()
+		for {
+			if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+				_ = conn.Close()
+				return fmt.Sprintf("http://%s/mcp", addr)
+			}
+			select {
+			case <-p.exited:
+				if attempt == 3 {
+					t.Fatalf("server-everything exited before it listened, three times:\n%s", p.logs.String())
+				}
+			case <-time.After(50 * time.Millisecond):
+				if time.Since(started) > testtools.StartupBound {
+					t.Fatalf("server-everything did not listen on %s:\n%s", addr, p.logs.String())
+				}
+				continue
+			}
+			break
+		}
+	}
 }
 
 // serveConformance runs `helix mcp serve examples/conformance.yaml` on a free

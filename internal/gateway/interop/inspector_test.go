@@ -93,7 +93,15 @@ func TestInspectorThroughGateway(t *testing.T) {
 				if directExit != op.exit || !strings.Contains(direct, op.want) {
 					t.Errorf("straight to the upstream: exit %d, want %d; output lacks %s:\n%s", directExit, op.exit, op.want, direct)
 				}
-				if throughExit != directExit || through != direct {
+				label := "inspector|2025-11-25|" + up.name
+				reason, known := knownDifference(label, op.name)
+				same := throughExit == directExit && through == direct
+				switch {
+				case !same && known:
+					t.Logf("differs through the gateway, as known: %s", reason)
+				case same && known:
+					t.Errorf("comes out the same through the gateway now: take it out of knownDifferences (%s) and docs/gateway.md", reason)
+				case !same:
 					t.Errorf("through the gateway (exit %d):\n%s\nstraight to the upstream (exit %d):\n%s", throughExit, through, directExit, direct)
 				}
 			})

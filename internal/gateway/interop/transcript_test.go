@@ -68,8 +68,10 @@ var eraFields = []string{"resultType", "ttlMs", "cacheScope"}
 func canonicalValue(v any, listing bool) any {
 	switch x := v.(type) {
 	case map[string]any:
-		if x["hasMore"] == false {
-			delete(x, "hasMore")
+		for _, k := range []string{"hasMore", "required"} { // false is their default
+			if x[k] == false {
+				delete(x, k)
+			}
 		}
 		for _, k := range eraFields {
 			delete(x, k)
@@ -123,9 +125,10 @@ var knownDifferences = map[string]string{
 		"(during a call or after initialize) nor pass notifications/roots/list_changed on",
 	"*|2025-11-25|*|resources/subscribe": "resources/subscribe of a URI of an upstream's resource template " +
 		"(demo://resource/dynamic/text/1) is refused with \"resource not found\": the gateway routes subscriptions by listed resource URIs only, not by templates",
-	"go|2025-11-25|*|resources/unsubscribe":             "as resources/subscribe: a templated URI is not routed to its upstream",
-	"ts|2025-11-25|server-everything stdio|elicitation": elicitDefaults,
-	"ts|2025-11-25|server-everything http|elicitation":  elicitDefaults,
+	"inspector|2025-11-25|server-everything http|tools/list":  toolExecution,
+	"inspector|2025-11-25|server-everything stdio|tools/list": toolExecution,
+	"ts|2025-11-25|server-everything stdio|elicitation":       elicitDefaults,
+	"ts|2025-11-25|server-everything http|elicitation":        elicitDefaults,
 	"go|2026-07-28|*|sampling": "on 2026-07-28 the gateway does not turn an upstream's sampling/createMessage into an input_required result: " +
 		"the upstream is refused (\"the client's protocol version takes no sampling requests during a call\")",
 	"go|2026-07-28|*|elicitation": "on 2026-07-28 the gateway does not turn an upstream's elicitation/create into an input_required result: " +
@@ -140,6 +143,8 @@ var knownDifferences = map[string]string{
 
 // Reasons shared by several entries of knownDifferences.
 const (
+	toolExecution = "the gateway's tools/list leaves out each tool's execution field ({\"taskSupport\": \"forbidden\"}): " +
+		"it serves the upstream's tools as the go-sdk's Tool, which has no such field"
 	elicitDefaults = "the gateway asks the client through the go-sdk's ServerSession.Elicit, which fills the form's defaults into the " +
 		"client's answer: the upstream gets values the user never gave (firstLine, integer, number …); the go-sdk client fills them itself, so only the TypeScript client shows it"
 	pingMeta = "the go-sdk client (2026-07-28) sends ping without _meta, and the gateway's MCP server refuses it with 400 " +
