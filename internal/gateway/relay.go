@@ -255,6 +255,17 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 	g.applyLevel(cctx, f.ss, cs)
 	res, err := run(cctx, cs, ptok)
 	end()
+	if err != nil && g.opts.Scrub != nil {
+		err = g.opts.Scrub(rq.up.cfg, h, err)
+	}
+	if tr, ok := res.(*sdk.CallToolResult); ok && tr != nil && tr.IsError && g.opts.Scrub != nil {
+		// An upstream may quote the credentials it refused in its error text.
+		for _, c := range tr.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				tc.Text = g.opts.Scrub(rq.up.cfg, h, errors.New(tc.Text)).Error()
+			}
+		}
+	}
 	if err != nil {
 		outcome, cerr := g.failure(ctx, cctx, rq, err)
 		finish(outcome, err, nil)
@@ -279,7 +290,7 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		}
 	}
 	outcome := OutcomeOK
-	if tr, ok := res.(*sdk.CallToolResult); ok && tr.IsError {
+	if tr, ok := res.(*sdk.CallToolResult); ok && tr != nil && tr.IsError {
 		outcome = OutcomeToolError
 	}
 	finish(outcome, nil, res)
