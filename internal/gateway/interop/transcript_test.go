@@ -131,8 +131,6 @@ var knownDifferences = map[string]string{
 	"ts|2025-11-25|server-everything http|elicitation":        elicitDefaults,
 	"go|2026-07-28|*|sampling": "on 2026-07-28 the gateway does not turn an upstream's sampling/createMessage into an input_required result: " +
 		"the upstream is refused (\"the client's protocol version takes no sampling requests during a call\")",
-	"go|2026-07-28|*|elicitation": "on 2026-07-28 the gateway does not turn an upstream's elicitation/create into an input_required result: " +
-		"the upstream is refused (\"the gateway has no client call in flight on this session to ask\")",
 	"go|2026-07-28|*|ping":              pingMeta,
 	"go|2026-07-28|*|ping after cancel": pingMeta,
 	"go|2026-07-28|server-everything http|completion/complete": "a 2026-07-28 (sessionless) completion/complete to an HTTP upstream fails: " +
