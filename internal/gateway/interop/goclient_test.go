@@ -40,10 +40,12 @@ func connectGo(t *testing.T, transport sdk.Transport, era string) *goClient {
 	t.Helper()
 	c := &goClient{}
 	client := sdk.NewClient(&sdk.Implementation{Name: "interop-go", Version: "1.0.0"}, &sdk.ClientOptions{
+		//lint:ignore SA1019 the gateway relays sampling, logging and roots, still offered by MCP; the test drives them
 		CreateMessageHandler: func(_ context.Context, r *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 			c.mu.Lock()
 			c.samples++
 			c.mu.Unlock()
+			//lint:ignore SA1019 the gateway relays sampling, logging and roots, still offered by MCP; the test drives them
 			return &sdk.CreateMessageResult{Role: "assistant", Model: "interop-model", Content: &sdk.TextContent{Text: "sampled answer"}}, nil
 		},
 		ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
@@ -52,6 +54,7 @@ func connectGo(t *testing.T, transport sdk.Transport, era string) *goClient {
 			c.mu.Unlock()
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada Lovelace"}}, nil
 		},
+		//lint:ignore SA1019 the gateway relays sampling, logging and roots, still offered by MCP; the test drives them
 		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -64,6 +67,7 @@ func connectGo(t *testing.T, transport sdk.Transport, era string) *goClient {
 			c.updated = append(c.updated, r.Params.URI)
 		},
 	})
+	//lint:ignore SA1019 the gateway relays sampling, logging and roots, still offered by MCP; the test drives them
 	client.AddRoots(&sdk.Root{Name: "interop", URI: "file:///srv/interop"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -252,6 +256,7 @@ func sessionNotifications(t *testing.T, c *goClient, tr transcript, prefix, labe
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s := c.session
+	//lint:ignore SA1019 the gateway relays sampling, logging and roots, still offered by MCP; the test drives them
 	tr.put(t, "logging/setLevel", "ok", s.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}))
 	c.call(t, tr, "toggle logging", prefix+"toggle-simulated-logging", nil)
 	waitFor(t, "log message from the upstream", func() bool { logs, _, _, _ := c.counts(); return logs > 0 })

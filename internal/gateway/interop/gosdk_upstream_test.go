@@ -142,6 +142,7 @@ func (u *goUpstream) addTools() {
 		})
 	s.AddTool(&sdk.Tool{Name: "toggle-simulated-logging", Description: "Sends a log message", InputSchema: object("")},
 		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			//lint:ignore SA1019 the gateway relays sampling, logging and roots, still offered by MCP; the test drives them
 			_ = r.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "error", Data: "Error-level message"})
 			return text("Started simulated, random-leveled logging"), nil
 		})
@@ -168,7 +169,9 @@ func (u *goUpstream) addTools() {
 			if bad := args(r, &a); bad != nil {
 				return bad, nil
 			}
+			//lint:ignore SA1019 the gateway relays sampling, logging and roots, still offered by MCP; the test drives them
 			res, err := r.Session.CreateMessage(ctx, &sdk.CreateMessageParams{
+				//lint:ignore SA1019 the gateway relays sampling, logging and roots, still offered by MCP; the test drives them
 				Messages:  []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "Resource trigger-sampling-request context: " + a.Prompt}}},
 				MaxTokens: a.MaxTokens, SystemPrompt: "You are a helpful test server.",
 			})
@@ -192,6 +195,7 @@ func (u *goUpstream) addTools() {
 		})
 	s.AddTool(&sdk.Tool{Name: "get-roots-list", Description: "Lists the client's roots", InputSchema: object("")},
 		func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			//lint:ignore SA1019 the gateway relays sampling, logging and roots, still offered by MCP; the test drives them
 			res, err := r.Session.ListRoots(ctx, nil)
 			if err != nil {
 				return nil, err
