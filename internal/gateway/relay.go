@@ -257,6 +257,19 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		res, err = run(cctx, cs, ptok)
 		return err
 	})
+	var upstreamErr *jsonrpc.Error
+	if errors.As(err, &upstreamErr) && g.opts.Scrub != nil {
+		// What the upstream said (the pool's own explanations carry no secrets).
+		err = g.opts.Scrub(rq.up.cfg, h, upstreamErr)
+	}
+	if tr, ok := res.(*sdk.CallToolResult); ok && tr != nil && tr.IsError && g.opts.Scrub != nil {
+		// An upstream may quote the credentials it refused in its error text.
+		for _, c := range tr.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				tc.Text = g.opts.Scrub(rq.up.cfg, h, errors.New(tc.Text)).Error()
+			}
+		}
+	}
 	if err != nil {
 		outcome, cerr := g.failure(ctx, cctx, rq, err)
 		finish(outcome, err, nil)
@@ -281,7 +294,7 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		}
 	}
 	outcome := OutcomeOK
-	if tr, ok := res.(*sdk.CallToolResult); ok && tr.IsError {
+	if tr, ok := res.(*sdk.CallToolResult); ok && tr != nil && tr.IsError {
 		outcome = OutcomeToolError
 	}
 	finish(outcome, nil, res)
