@@ -207,7 +207,9 @@ func TestRelayHandlesTheStream(t *testing.T) {
 	up := serve(t, u)
 	var notes []string
 	relay := New(Options{
-		Notify: func(_ context.Context, method string, params json.RawMessage) { notes = append(notes, method+" "+string(params)) },
+		Notify: func(_ context.Context, method string, params json.RawMessage) {
+			notes = append(notes, method+" "+string(params))
+		},
 		Ask: func(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"roots":[]}`), nil
 		},
