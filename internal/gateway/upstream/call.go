@@ -1,0 +1,98 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/internal/redact"
+)
+
+// MayHaveRunError is a request that failed after it may have reached the
+// upstream (the connection dropped after it was written, the upstream died
+// while answering): it was not sent again, since the tool may have run.
+type MayHaveRunError struct {
+	Upstream string
+	Err      error
+}
+
+func (e *MayHaveRunError) Error() string {
+	return fmt.Sprintf("upstream %s: the request may have reached the server before the connection failed, so it was not sent again (it may have run; check before retrying): %s",
+		e.Upstream, redact.Text(e.Err.Error()))
+}
+
+func (e *MayHaveRunError) Unwrap() error { return e.Err }
+
+// Call runs f on the session serving key (opened as Session does), bounded by
+// the upstream's timeout. When f fails before its request could have reached
+// the upstream (a refused connection, a 503, a session the upstream forgot,
+// a stdio process that had exited) the session is given up and f runs again
+// on a new one, on the next healthy endpoint: at most once per endpoint and
+// once more. A failure after the request may have reached the upstream is a
+// *MayHaveRunError and is not retried; an answer of the upstream (a JSON-RPC
+// error) is returned as it is.
+//
+// f must make its requests with the context it is given (that is how the pool
+// tells what happened to them).
+func (p *Pool) Call(ctx context.Context, key gateway.SessionKey, opts func() *sdk.ClientOptions,
+	f func(ctx context.Context, s *sdk.ClientSession) error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.timeout)
+		defer cancel()
+	}
+	attempts := len(p.endpoints) + 1
+	var last error
+	for range attempts {
+		e, err := p.acquire(ctx, key, opts)
+		if err != nil {
+			if last != nil {
+				return fmt.Errorf("%w (after: %v)", err, redact.Text(last.Error()))
+			}
+			return err
+		}
+		t := &tracker{}
+		err = f(withTracker(ctx, t), e.s)
+		p.mu.Lock()
+		e.inflight--
+		p.mu.Unlock()
+		if err == nil {
+			return nil
+		}
+		var answer *jsonrpc.Error
+		if errors.As(err, &answer) || ctx.Err() != nil {
+			return err // the upstream answered, or the caller gave up
+		}
+		wrote, status := t.state()
+		sessionMissing := errors.Is(err, sdk.ErrSessionMissing)
+		switch {
+		case status == http.StatusServiceUnavailable:
+			// Answered without being processed: the endpoint is not serving.
+			p.setHealth(e.endpoint, err)
+		case sessionMissing:
+			// The upstream refused the request for its session id: it forgot the
+			// session (restarted); the request was not processed.
+		case !wrote:
+			// Nothing was sent. A transport error is the endpoint failing
+			// (refused, unreachable); without one the session's connection had
+			// already ended.
+			if terr := t.transportErr(); terr != nil {
+				p.setHealth(e.endpoint, terr)
+			}
+		default:
+			if errors.Is(err, sdk.ErrConnectionClosed) {
+				p.markLost(key, e.s)
+			}
+			return &MayHaveRunError{Upstream: p.cfg.ID, Err: err}
+		}
+		p.markLost(key, e.s)
+		last = err
+		p.log.Warn("upstream request did not reach the server; retrying on a new session", "upstream", p.cfg.ID, "error", redact.Text(err.Error()))
+	}
+	return fmt.Errorf("upstream %s: no endpoint took the request after %d attempts: %w", p.cfg.ID, attempts, last)
+}

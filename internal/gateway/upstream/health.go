@@ -1,0 +1,244 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/component/mcp/client"
+	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/internal/redact"
+)
+
+// Status is what the pool knows of its upstream.
+type Status struct {
+	Upstream  string
+	Transport string
+	Sessions  string // the sharing mode
+	// Healthy is true while some endpoint is healthy; Endpoint is the one new
+	// sessions go to (for stdio: the command line).
+	Healthy  bool
+	Endpoint string
+	// LastError is the last failure seen (health check or connect); "" when none.
+	LastError string
+	// OpenSessions are the sessions open now; Processes the stdio processes
+	// running (one per session).
+	OpenSessions int
+	Processes    int
+	// ProtocolVersion is what the last session opened negotiated.
+	ProtocolVersion string
+	Endpoints       []EndpointStatus
+}
+
+// EndpointStatus is the health of one address of the upstream.
+type EndpointStatus struct {
+	URL       string
+	Healthy   bool
+	LastError string
+}
+
+// Status reports the upstream's health and sessions. URLs are shown with their
+// passwords and query values masked.
+func (p *Pool) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Status{Upstream: p.cfg.ID, Transport: p.transport, Sessions: p.mode, ProtocolVersion: p.protocol, LastError: p.lastErr}
+	for _, ep := range p.endpoints {
+		st.Endpoints = append(st.Endpoints, EndpointStatus{URL: redact.URL(ep.url), Healthy: ep.healthy, LastError: ep.lastErr})
+		if ep.healthy && !st.Healthy {
+			st.Healthy, st.Endpoint = true, redact.URL(ep.url)
+		}
+		if !ep.healthy && ep.lastErr != "" {
+			st.LastError = ep.lastErr
+		}
+	}
+	for _, e := range p.sessions {
+		if e.s != nil && !e.dead {
+			st.OpenSessions++
+		}
+	}
+	if p.transport == TransportStdio {
+		st.Processes = st.OpenSessions
+		st.Endpoint = p.endpoints[0].url
+	}
+	return st
+}
+
+// setHealth records the outcome of a health check or a connect at ep (err nil:
+// healthy), logs a change, and when an http or sse endpoint turns unhealthy
+// gives up the sessions open there: their next use reopens them on a healthy
+// endpoint (and tells onReopen).
+func (p *Pool) setHealth(ep *endpoint, err error) {
+	if ep == nil {
+		return
+	}
+	p.mu.Lock()
+	was := ep.healthy
+	ep.healthy = err == nil
+	ep.lastErr = ""
+	if err != nil {
+		ep.lastErr = redact.Text(err.Error())
+		p.lastErr = ep.lastErr
+	}
+	var lost []*sdk.ClientSession
+	if was && err != nil && p.transport != TransportStdio {
+		for _, e := range p.sessions {
+			if e.endpoint == ep && e.s != nil && !e.dead {
+				e.dead = true
+				lost = append(lost, e.s)
+			}
+		}
+	}
+	p.mu.Unlock()
+	for _, s := range lost {
+		go func() { _ = s.Close() }()
+	}
+	switch {
+	case was && err != nil:
+		p.log.Warn("upstream unhealthy", "upstream", p.cfg.ID, "endpoint", redact.URL(ep.url), "error", ep.lastErr, "sessions_moved", len(lost))
+	case !was && err == nil:
+		p.log.Info("upstream healthy", "upstream", p.cfg.ID, "endpoint", redact.URL(ep.url))
+	}
+}
+
+// maintain runs the health checks every interval (none when interval < 0)
+// and closes idle sessions, until the pool closes.
+func (p *Pool) maintain(interval time.Duration) {
+	defer p.wg.Done()
+	var health, idle <-chan time.Time
+	if interval > 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		health = t.C
+	}
+	if p.idleTimeout > 0 {
+		t := time.NewTicker(max(p.idleTimeout/4, 10*time.Millisecond))
+		defer t.Stop()
+		idle = t.C
+	}
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-health:
+			p.checkHealth()
+		case <-idle:
+			p.closeIdle()
+		}
+	}
+}
+
+// healthTimeout is Health.Timeout or its default.
+func (p *Pool) healthTimeout() time.Duration {
+	if p.cfg.Health.Timeout > 0 {
+		return p.cfg.Health.Timeout
+	}
+	return DefaultHealthTimeout
+}
+
+// checkHealth pings every endpoint (http, sse: on a session of the check's
+// own) or every open stdio session.
+func (p *Pool) checkHealth() {
+	if p.transport == TransportStdio {
+		p.checkStdio()
+		return
+	}
+	for _, ep := range p.endpoints {
+		if p.ctx.Err() != nil {
+			return
+		}
+		p.setHealth(ep, p.probe(ep))
+	}
+}
+
+// probe pings ep on the health check's session, opening it when needed. An
+// upstream that answers the connect with a refusal of its own (401 for a
+// gateway without credentials of its own, say) is up: that is all a health
+// check asks.
+func (p *Pool) probe(ep *endpoint) error {
+	ctx, cancel := context.WithTimeout(p.ctx, p.healthTimeout())
+	defer cancel()
+	if ep.probe == nil {
+		c := sdk.NewClient(&sdk.Implementation{Name: client.Name, Version: client.Version}, nil)
+		t := &tracker{}
+		var s *sdk.ClientSession
+		var err error
+		if p.transport == TransportSSE {
+			s, err = c.Connect(withTracker(ctx, t), &lifetimeTransport{inner: &sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc}, parent: p.ctx}, nil)
+		} else {
+			s, err = c.Connect(withTracker(ctx, t), &sdk.StreamableClientTransport{Endpoint: ep.url, HTTPClient: p.httpc,
+				OAuthHandler: ep.oauth, DisableStandaloneSSE: true}, nil)
+		}
+		if err != nil {
+			if _, status := t.state(); status >= 400 && status < 500 && ctx.Err() == nil {
+				return nil
+			}
+			return err
+		}
+		ep.probe = s
+	}
+	err := ep.probe.Ping(ctx, nil)
+	if err != nil {
+		_ = ep.probe.Close()
+		ep.probe = nil
+		if errors.Is(err, context.DeadlineExceeded) {
+			return errors.New("ping: no answer within " + p.healthTimeout().String())
+		}
+	}
+	return err
+}
+
+// checkStdio pings the open stdio sessions; one that does not answer is given
+// up (its process killed) and reopened on next use.
+func (p *Pool) checkStdio() {
+	p.mu.Lock()
+	var open []*entry
+	for _, e := range p.sessions {
+		if e.s != nil && !e.dead {
+			open = append(open, e)
+		}
+	}
+	p.mu.Unlock()
+	var failed error
+	for _, e := range open {
+		ctx, cancel := context.WithTimeout(p.ctx, p.healthTimeout())
+		err := e.s.Ping(ctx, nil)
+		cancel()
+		if err != nil && p.ctx.Err() == nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = errors.New("ping: no answer within " + p.healthTimeout().String())
+			}
+			failed = err
+			p.log.Warn("upstream process does not answer ping; it is restarted on next use", "upstream", p.cfg.ID, "error", redact.Text(err.Error()))
+			p.markLost(e.key, e.s)
+		}
+	}
+	if len(open) > 0 && p.ctx.Err() == nil {
+		p.setHealth(p.endpoints[0], failed)
+	}
+}
+
+// closeIdle closes the per-client and per-principal sessions unused for the
+// idle timeout. Their entries stay, marked lost: a later use reopens them and
+// tells onReopen, as for any lost session.
+func (p *Pool) closeIdle() {
+	cutoff := time.Now().Add(-p.idleTimeout)
+	var idle []*sdk.ClientSession
+	p.mu.Lock()
+	for k, e := range p.sessions {
+		if k == (gateway.SessionKey{}) || e.s == nil || e.dead || e.inflight > 0 || e.lastUsed.After(cutoff) {
+			continue
+		}
+		e.dead = true
+		idle = append(idle, e.s)
+	}
+	p.mu.Unlock()
+	for _, s := range idle {
+		_ = s.Close()
+	}
+	if len(idle) > 0 {
+		p.log.Debug("upstream idle sessions closed", "upstream", p.cfg.ID, "count", len(idle))
+	}
+}
