@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/plainjson"
 )
@@ -58,6 +59,9 @@ type Upstream struct {
 	// upstream's configured headers and the caller's credentials
 	// (gateway.Credentials). Never logged, never part of an error.
 	Header http.Header
+	// Client sends the requests of this upstream (the upstream pool's, with its
+	// auth); nil means the relay's.
+	Client *http.Client
 }
 
 // Options configure a Relay.
@@ -196,7 +200,11 @@ func (r *Relay) post(ctx context.Context, up *Upstream, body []byte) (*http.Resp
 	if up.ProtocolVersion != "" {
 		req.Header.Set(headerProtocol, up.ProtocolVersion)
 	}
-	resp, err := r.hc.Do(req)
+	hc := up.Client
+	if hc == nil {
+		hc = r.hc
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -230,7 +238,8 @@ func answerStatus(resp *http.Response) error {
 	case http.StatusNotFound:
 		// The upstream does not know the session: it refused the call unread.
 		drain(resp.Body)
-		return fmt.Errorf("%w: the upstream no longer knows the session (HTTP 404)", ErrNotRun)
+		// sdk.ErrSessionMissing too: the upstream pool opens a new session on it.
+		return fmt.Errorf("%w: the upstream no longer knows the session (HTTP 404): %w", ErrNotRun, sdk.ErrSessionMissing)
 	}
 	var snippet [200]byte
 	n, _ := io.ReadFull(resp.Body, snippet[:])
