@@ -52,6 +52,10 @@ func (t *target) Set(s string) error {
 
 // pairResult is one target's side of a pair run; times are microseconds.
 type pairResult struct {
+	// Kind is "pair": summarize, which reads closed-loop results, skips it.
+	Kind string `json:"kind"`
+	// Side is "a" (the base) or "b".
+	Side  string `json:"side"`
 	Label string `json:"label"`
 	Mode  string `json:"mode"` // "open-loop"
 	// Rate is the rate asked for; Achieved the calls per second of the
@@ -239,6 +243,7 @@ func runPair(ctx context.Context, cfg pairConfig) ([2]*pairResult, error) {
 	steal := stealPct(st0, st1)
 	for i, side := range sides {
 		out[i] = side.result(cfg, cfg.Targets[i].Label, winStart, winEnd, steal)
+		out[i].Side = string(rune('a' + i))
 	}
 	return out, nil
 }
@@ -280,7 +285,7 @@ func (p *pairSide) result(cfg pairConfig, label string, winStart, winEnd time.Ti
 	slices.Sort(due)
 	secs := cfg.Duration.Seconds() / 2 // the target's slices
 	return &pairResult{
-		Label: label, Mode: "open-loop", Rate: cfg.Rate, Seconds: secs,
+		Kind: "pair", Label: label, Mode: "open-loop", Rate: cfg.Rate, Seconds: secs,
 		Achieved: float64(len(sent)) / secs, Requests: int64(len(sent)),
 		Errors: p.errs.n, ErrorSamples: p.errs.samples, Late: p.late.Load(),
 		P50us: micros(percentile(sent, 0.5)), P90us: micros(percentile(sent, 0.9)),
