@@ -14,6 +14,8 @@
 #   ROUNDS=3 DURATION=5s RATE=2000 scripts/bench-gateway.sh
 #   PIN=1 scripts/bench-gateway.sh                     # load tool on CPU 0, servers on CPU 1 (taskset)
 #   GATEWAY_YAML=my.yaml scripts/bench-gateway.sh      # another gateway configuration
+#   GATEWAY=peer scripts/bench-gateway.sh              # bench/gatewaypeer (the relay in miniature) instead of helix
+#   GATEWAY=peer-decoding scripts/bench-gateway.sh     # the same, relaying every call through the go-sdk client session
 #
 # On a 2-core machine the load tool, the gateway and the upstream share the
 # cores (and with PIN=1 the gateway and the upstream share one): every figure
@@ -32,6 +34,7 @@ SLICE=${SLICE:-100ms}
 WORKERS=${WORKERS:-64}
 CLIENTS=${CLIENTS:-16}
 GATEWAY_YAML=${GATEWAY_YAML:-bench/gateway.yaml}
+GATEWAY=${GATEWAY:-helix}
 PIN=${PIN:-}
 GO=${GO:-go}
 
@@ -55,7 +58,7 @@ fi
 
 echo "== build"
 scripts/bench-gomod.sh
-(cd bench && $GO build -o "$bin/mcpload" ./mcpload)
+(cd bench && $GO build -o "$bin/mcpload" ./mcpload && $GO build -o "$bin/gatewaypeer" ./gatewaypeer)
 $GO build -o "$bin/helix" ./cmd/helix
 (cd bench/peers && $GO build -o "$bin/" ./gosdk)
 
@@ -64,6 +67,7 @@ $GO build -o "$bin/helix" ./cmd/helix
 	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "go: $($GO version)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with changes)')"
+	echo "gateway: $GATEWAY"
 	echo "rounds=$ROUNDS duration=$DURATION warmup=$WARMUP rate=$RATE slice=$SLICE workers=$WORKERS clients=$CLIENTS pin=${PIN:-no}"
 } | tee "$OUT/machine.txt"
 
@@ -73,7 +77,12 @@ $server_cpu "$bin/gosdk" -addr 127.0.0.1:3102 >"$OUT/upstream.log" 2>&1 &
 upstream_pid=$!
 pids+=($!)
 "$bin/mcpload" wait -url "$upstream_url" -timeout 60s || { cat "$OUT/upstream.log"; exit 1; }
-HELIX_BENCH_ADDR=127.0.0.1:3110 UPSTREAM_URL=$upstream_url $server_cpu "$bin/helix" mcp serve "$GATEWAY_YAML" >"$OUT/gateway.log" 2>&1 &
+case $GATEWAY in
+helix) HELIX_BENCH_ADDR=127.0.0.1:3110 UPSTREAM_URL=$upstream_url $server_cpu "$bin/helix" mcp serve "$GATEWAY_YAML" >"$OUT/gateway.log" 2>&1 & ;;
+peer) $server_cpu "$bin/gatewaypeer" -addr 127.0.0.1:3110 -upstream "$upstream_url" >"$OUT/gateway.log" 2>&1 & ;;
+peer-decoding) $server_cpu "$bin/gatewaypeer" -addr 127.0.0.1:3110 -upstream "$upstream_url" -fast=false >"$OUT/gateway.log" 2>&1 & ;;
+*) echo "GATEWAY=$GATEWAY: want helix, peer or peer-decoding" >&2; exit 2 ;;
+esac
 gateway_pid=$!
 pids+=($!)
 "$bin/mcpload" wait -url "$gateway_url" -timeout 60s || { cat "$OUT/gateway.log"; exit 1; }
