@@ -59,7 +59,7 @@ fi
 echo "== build"
 scripts/bench-gomod.sh
 (cd bench && $GO build -o "$bin/mcpload" ./mcpload && $GO build -o "$bin/gatewaypeer" ./gatewaypeer)
-$GO build -o "$bin/helix" ./cmd/helix
+[[ $GATEWAY == helix ]] && $GO build -o "$bin/helix" ./cmd/helix
 (cd bench/peers && $GO build -o "$bin/" ./gosdk)
 
 {
