@@ -174,6 +174,9 @@ func (r *Relay) CallTool(ctx context.Context, up *Upstream, name string, args js
 	var reply Reply
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		reply, err = r.readStream(ctx, up, br, ourID)
+		if err == nil {
+			finishStream(br, resp.Body)
+		}
 	} else {
 		reply, err = r.readJSON(br, ourID)
 	}
@@ -335,6 +338,20 @@ func (r *Relay) readStream(ctx context.Context, up *Upstream, br *bufio.Reader, 
 			}
 		}
 	}
+}
+
+// streamEndWait is how long the relay waits, after the call's response, for
+// the upstream to end the stream, as the protocol asks it to: only a stream
+// read to its end lets the connection serve the next call. An upstream that
+// keeps the stream open longer loses the connection instead.
+const streamEndWait = time.Second
+
+// finishStream reads the rest of a stream whose response was read, so that
+// its connection goes back to the pool.
+func finishStream(br *bufio.Reader, body io.ReadCloser) {
+	stop := time.AfterFunc(streamEndWait, func() { body.Close() })
+	defer stop.Stop()
+	_, _ = io.Copy(io.Discard, io.LimitReader(br, 64<<10))
 }
 
 // readLine returns one line of br without its line ending, at most max bytes.

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,5 +281,38 @@ func TestRelayRefusesBadAnswers(t *testing.T) {
 	_, err = New(Options{}).CallTool(testCtx(t), &Upstream{URL: "http://" + addr + "/mcp?key=secret"}, "t", nil)
 	if !errors.Is(err, ErrNotRun) || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("unreachable upstream: %v", err)
+	}
+}
+
+// TestRelayKeepsTheConnection: calls answered with event streams reuse one
+// keep-alive connection: the relay reads each stream to its end.
+func TestRelayKeepsTheConnection(t *testing.T) {
+	t.Parallel()
+	u := &scriptedUpstream{stream: func(id string) string {
+		return "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"content\":[]}}\n\n"
+	}}
+	// The upstream ends each stream a moment after the response, as a go-sdk
+	// server does once its handler returns (the sleep is that moment).
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.ServeHTTP(w, r)
+		w.(http.Flusher).Flush()
+		time.Sleep(20 * time.Millisecond)
+	}))
+	var conns atomic.Int32
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	relay := New(Options{})
+	for range 5 {
+		if _, err := relay.CallTool(testCtx(t), &Upstream{URL: ts.URL}, "t", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections for 5 calls one after the other, want 1", n)
 	}
 }
