@@ -18,6 +18,7 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -34,7 +35,14 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:3111", "listen address")
 	upURL := flag.String("upstream", "", "the upstream's Streamable HTTP endpoint")
 	fast := flag.Bool("fast", true, "relay plain tools/call with the fast relay (false: decode through the go-sdk client session)")
+	debug := flag.String("debug", "", "address of /debug/pprof/ (none when empty)")
 	flag.Parse()
+	if *debug != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		go func() { log.Println(http.ListenAndServe(*debug, mux)) }()
+	}
 	if err := run(*addr, *upURL, *fast); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewaypeer:", err)
 		os.Exit(1)

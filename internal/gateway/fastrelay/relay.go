@@ -157,18 +157,15 @@ func (r *Relay) CallTool(ctx context.Context, up *Upstream, name string, args js
 	if err := answerStatus(resp); err != nil {
 		return Reply{}, err
 	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		// The body's read does not watch ctx once the answer started: close it
-		// when ctx ends, and tell the upstream.
-		select {
-		case <-ctx.Done():
-			resp.Body.Close()
-			r.cancel(up, ourID)
-		case <-done:
-		}
-	}()
+	// The body's read does not watch ctx once the answer started: close it
+	// when ctx ends, and tell the upstream. AfterFunc's stop tells a call
+	// that ended first from one that was cancelled, which a select on two
+	// ready channels would not.
+	stop := context.AfterFunc(ctx, func() {
+		resp.Body.Close()
+		r.cancel(up, ourID)
+	})
+	defer stop()
 	br := r.reader(resp.Body)
 	defer r.putReader(br)
 	var reply Reply

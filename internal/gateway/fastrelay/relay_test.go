@@ -316,3 +316,27 @@ func TestRelayKeepsTheConnection(t *testing.T) {
 		t.Fatalf("%d connections for 5 calls one after the other, want 1", n)
 	}
 }
+
+// TestRelayCancelsOnlyRunningCalls: a context that ends after the call's
+// answer was read withdraws nothing on the upstream.
+func TestRelayCancelsOnlyRunningCalls(t *testing.T) {
+	t.Parallel()
+	u := &scriptedUpstream{stream: func(id string) string {
+		return "data: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"content\":[]}}\n\n"
+	}}
+	up := serve(t, u)
+	relay := New(Options{})
+	for range 50 {
+		ctx, cancel := context.WithCancel(testCtx(t))
+		_, err := relay.CallTool(ctx, up, "t", nil)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An observation window: a withdrawal would be posted within it.
+	time.Sleep(100 * time.Millisecond)
+	if m := u.messages(); len(m) != 0 {
+		t.Fatalf("%d messages posted after completed calls, first %s", len(m), m[0])
+	}
+}
