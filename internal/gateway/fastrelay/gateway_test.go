@@ -34,10 +34,15 @@ func miniGateway(t testing.TB, upURL string, raw bool, relayed *atomic.Int64) st
 		return cs.CallTool(ctx, &sdk.CallToolParams{Name: call.Name, Arguments: call.Args})
 	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "gateway", Version: "1"}, nil)
-	srv.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		srv.AddTool(tool, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return decoding(ctx, &transport.ToolCall{Name: req.Params.Name, Args: req.Params.Arguments})
 		})
+	}
 	fast := transport.NewFastToolCalls(func(ctx context.Context, _ *http.Request, call *transport.ToolCall) (*sdk.CallToolResult, error) {
 		return decoding(ctx, call)
 	}, nil)
@@ -46,7 +51,9 @@ func miniGateway(t testing.TB, upURL string, raw bool, relayed *atomic.Int64) st
 		up := &Upstream{URL: upURL, SessionID: cs.ID(), ProtocolVersion: cs.InitializeResult().ProtocolVersion}
 		fast.AnswerRaw(func(ctx context.Context, _ *http.Request, call *transport.ToolCall) (json.RawMessage, bool, error) {
 			relayed.Add(1)
-			r, err := relay.CallTool(ctx, up, call.Name, call.Args)
+			perCall := *up
+			perCall.Ask = AskSession(call.Session)
+			r, err := relay.CallTool(ctx, &perCall, call.Name, call.Args)
 			if err != nil {
 				return nil, true, err
 			}

@@ -62,6 +62,9 @@ type Upstream struct {
 	// Client sends the requests of this upstream (the upstream pool's, with its
 	// auth); nil means the relay's.
 	Client *http.Client
+	// Ask, when set, answers this call's requests to the client instead of
+	// Options.Ask: AskSession of the caller's downstream session.
+	Ask func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Options configure a Relay.
@@ -378,7 +381,9 @@ func (r *Relay) answer(ctx context.Context, up *Upstream, m *message) {
 	body := append([]byte(`{"jsonrpc":"2.0","id":`), m.ID...)
 	var res json.RawMessage
 	err := error(&jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the gateway does not relay " + m.Method + " on this call"})
-	if r.ask != nil {
+	if ask := up.Ask; ask != nil {
+		res, err = ask(ctx, m.Method, m.Params)
+	} else if r.ask != nil {
 		res, err = r.ask(ctx, m.Method, m.Params)
 	}
 	if err != nil {

@@ -38,6 +38,17 @@ func goSDKUpstream(t testing.TB, jsonAnswers bool) (url string, waiting, cancell
 	sdk.AddTool(srv, &sdk.Tool{Name: "fail"}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 		return nil, nil, errors.New("it failed")
 	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "roots"}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		roots, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		var uris []string
+		for _, r := range roots.Roots {
+			uris = append(uris, r.URI)
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Join(uris, " ")}}}, nil, nil
+	})
 	gone, started := make(chan struct{}), make(chan struct{})
 	sdk.AddTool(srv, &sdk.Tool{Name: "wait"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 		close(started)
