@@ -11,11 +11,12 @@
 #       ratio gateway/upstream.
 #
 #   scripts/bench-gateway.sh                           # 5 rounds, 3000 calls/s, 10 s each
-#   ROUNDS=3 DURATION=5s RATE=2000 scripts/bench-gateway.sh
+#   ROUNDS=3 DURATION=5s RATE="3000 1000" scripts/bench-gateway.sh   # open loop at each rate
 #   PIN=1 scripts/bench-gateway.sh                     # load tool on CPU 0, servers on CPU 1 (taskset)
 #   GATEWAY_YAML=my.yaml scripts/bench-gateway.sh      # another gateway configuration
 #   GATEWAY=peer scripts/bench-gateway.sh              # bench/gatewaypeer (the relay in miniature) instead of helix
 #   GATEWAY=peer-decoding scripts/bench-gateway.sh     # the same, relaying every call through the go-sdk client session
+#   SUMMARY_ONLY=1 OUT=bench/results/x scripts/bench-gateway.sh   # the summary of an earlier run again
 #
 # On a 2-core machine the load tool, the gateway and the upstream share the
 # cores (and with PIN=1 the gateway and the upstream share one): every figure
@@ -56,6 +57,29 @@ if [[ -n $PIN ]]; then
 	load_cpu="taskset -c 0" server_cpu="taskset -c 1"
 fi
 
+summarize() {
+	{
+		echo "## Open loop (each round, and the medians over the rounds, at each rate)"
+		echo
+		echo "| calls/s | round | upstream p50 µs | gateway p50 µs | added p50 µs | upstream p99 µs | gateway p99 µs | added p99 µs | late calls (upstream/gateway) | steal % |"
+		echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		jq -rs 'def median: sort | if length%2==1 then .[length/2|floor] else (.[length/2-1]+.[length/2])/2 end;
+			group_by(.rate)[] | (group_by(.round) | map({a: (map(select(.side=="a"))[0]), b: (map(select(.side=="b"))[0])})) as $rs |
+			($rs[] | "| \(.a.rate) | \(.a.round) | \(.a.p50_us|round) | \(.b.p50_us|round) | \((.b.p50_us-.a.p50_us)|round) | \(.a.p99_us|round) | \(.b.p99_us|round) | \((.b.p99_us-.a.p99_us)|round) | \(.a.late)/\(.b.late) | \(.a.steal_pct*10|round/10) |"),
+			"| \($rs[0].a.rate) | median | \($rs|map(.a.p50_us)|median|round) | \($rs|map(.b.p50_us)|median|round) | \($rs|map(.b.p50_us-.a.p50_us)|median|round) | \($rs|map(.a.p99_us)|median|round) | \($rs|map(.b.p99_us)|median|round) | \($rs|map(.b.p99_us-.a.p99_us)|median|round) | | |"' "$OUT/pair.jsonl"
+		echo
+		echo "## Closed loop, $CLIENTS clients (throughput relative to the upstream)"
+		echo
+		"$bin/mcpload" summarize -base upstream "$OUT/saturation.jsonl"
+	} | tee "$OUT/summary.md"
+}
+
+if [[ -n ${SUMMARY_ONLY:-} ]]; then
+	(cd bench && $GO build -o "$bin/mcpload" ./mcpload)
+	summarize
+	exit 0
+fi
+
 echo "== build"
 scripts/bench-gomod.sh
 (cd bench && $GO build -o "$bin/mcpload" ./mcpload && $GO build -o "$bin/gatewaypeer" ./gatewaypeer)
@@ -87,10 +111,12 @@ gateway_pid=$!
 pids+=($!)
 "$bin/mcpload" wait -url "$gateway_url" -timeout 60s || { cat "$OUT/gateway.log"; exit 1; }
 
-echo "== (a) open loop, $RATE calls/s, $ROUNDS rounds x $DURATION (each target half of it)"
-for ((r = 1; r <= ROUNDS; r++)); do
-	$load_cpu "$bin/mcpload" pair -a "upstream=$upstream_url" -b "gateway=$gateway_url" -rate "$RATE" -slice "$SLICE" \
-		-duration "$DURATION" -warmup "$WARMUP" -workers "$WORKERS" -round "$r" -json "$OUT/pair.jsonl"
+for rate in $RATE; do
+	echo "== (a) open loop, $rate calls/s, $ROUNDS rounds x $DURATION (each target half of it)"
+	for ((r = 1; r <= ROUNDS; r++)); do
+		$load_cpu "$bin/mcpload" pair -a "upstream=$upstream_url" -b "gateway=$gateway_url" -rate "$rate" -slice "$SLICE" \
+			-duration "$DURATION" -warmup "$WARMUP" -workers "$WORKERS" -round "$r" -json "$OUT/pair.jsonl" || true
+	done
 done
 
 echo "== (b) closed loop, $CLIENTS clients, $ROUNDS rounds x $DURATION per target"
@@ -104,19 +130,5 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	done
 done
 
-{
-	echo "## Open loop at $RATE calls/s (medians over $ROUNDS rounds)"
-	echo
-	echo "| round | upstream p50 µs | gateway p50 µs | added p50 µs | upstream p99 µs | gateway p99 µs | added p99 µs | late calls (upstream/gateway) | steal % |"
-	echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-	jq -rs 'group_by(.round)[] | (map(select(.side=="a"))[0]) as $a | (map(select(.side=="b"))[0]) as $b |
-		"| \($a.round) | \($a.p50_us|round) | \($b.p50_us|round) | \(($b.p50_us-$a.p50_us)|round) | \($a.p99_us|round) | \($b.p99_us|round) | \(($b.p99_us-$a.p99_us)|round) | \($a.late)/\($b.late) | \($a.steal_pct*10|round/10) |"' "$OUT/pair.jsonl"
-	jq -rs 'def median: sort | if length%2==1 then .[length/2|floor] else (.[length/2-1]+.[length/2])/2 end;
-		group_by(.round) | map({a: (map(select(.side=="a"))[0]), b: (map(select(.side=="b"))[0])}) |
-		"| median | \(map(.a.p50_us)|median|round) | \(map(.b.p50_us)|median|round) | \(map(.b.p50_us-.a.p50_us)|median|round) | \(map(.a.p99_us)|median|round) | \(map(.b.p99_us)|median|round) | \(map(.b.p99_us-.a.p99_us)|median|round) | | |"' "$OUT/pair.jsonl"
-	echo
-	echo "## Closed loop, $CLIENTS clients (throughput relative to the upstream)"
-	echo
-	"$bin/mcpload" summarize -base upstream "$OUT/saturation.jsonl"
-} | tee "$OUT/summary.md"
+summarize
 echo "results in $OUT"
