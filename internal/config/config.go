@@ -173,7 +173,10 @@ type MCPServerConfig struct {
 	// RequestState is request_state: the sealed requestState of MCP 2026-07-28
 	// input-required results; nil means the defaults (a random per-process key).
 	RequestState *RequestStateConfig
-	Pos          Pos
+	// Gateway is the entry's gateway part (upstreams:, audiences:, policies:,
+	// audit:; see gateway.go); nil when it has none.
+	Gateway *GatewayConfig
+	Pos     Pos
 	// Path is the entry's YAML path in its file: helix.mcp.servers[0] or mcps[1].
 	Path string
 }

@@ -67,7 +67,7 @@ func decodeMCPServer(d *Decoder, n *yaml.Node, path string, list mcpServerList) 
 		fields["workflows"] = expose("workflows", true)
 	}
 	before := len(d.Errors())
-	ok := d.Mapping(n, path, what, securityFields(d, &s.Security, sessionLimitFields(d, &s.SessionLimits, fields)), required...)
+	ok := d.Mapping(n, path, what, gatewayFields(d, &s.Gateway, securityFields(d, &s.Security, sessionLimitFields(d, &s.SessionLimits, fields))), required...)
 	if list == topLevelMCPs {
 		// Keys of the other spelling get a hint that says where they belong.
 		for _, e := range d.Errors()[before:] {

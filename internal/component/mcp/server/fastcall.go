@@ -19,6 +19,7 @@ import (
 type fastCaller struct {
 	caller *toolCaller
 	tools  map[string]*serverTool // by tool name and by alias (workflow id)
+	ext    *ExtensionHost         // the extension's tools (gateway.go); nil: none
 }
 
 func newFastCaller(caller *toolCaller, tools []*serverTool) *fastCaller {
@@ -37,6 +38,11 @@ func newFastCaller(caller *toolCaller, tools []*serverTool) *fastCaller {
 func (f *fastCaller) call(ctx context.Context, r *http.Request, tc *transport.ToolCall) (*sdk.CallToolResult, error) {
 	t := f.tools[tc.Name]
 	if t == nil {
+		if f.ext != nil {
+			if h, ok := f.ext.tool(tc.Name); ok {
+				return f.ext.callFast(ctx, r, tc, h)
+			}
+		}
 		return nil, unknownToolError(tc.Name)
 	}
 	// ToolAllowed finds the caller's token in ctx, as withCallerToken puts it there

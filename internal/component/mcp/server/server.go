@@ -178,6 +178,12 @@ type Options struct {
 	// RequestState configures the sealed requestState of MCP 2026-07-28
 	// input-required results (inputrequired.go).
 	RequestState RequestStateOptions
+	// Extension, when set, serves primitives besides the workflows: a gateway's
+	// upstream tools, prompts, resources and completions (gateway.go).
+	Extension Extension
+	// Audiences are virtual servers on the same listener, each at its path with
+	// the subset of tools and prompts its globs match (gateway.go); http only.
+	Audiences []Audience
 }
 
 // RequestStateOptions configure the requestState a server hands MCP 2026-07-28

@@ -59,6 +59,8 @@ type mcpServer struct {
 	fast   *transport.FastToolCalls // nil unless Helix's transport answers tool calls itself
 	sdk    *sdk.Server
 	gate   *callGate
+	ext    *ExtensionHost // nil without an Extension
+	aud    *audiences     // nil without Audiences
 	posts  postContexts
 	inputs *inputRequests // made by the first build (inputRequests)
 	// answered remembers keyed calls across builds (idempotency.go).
@@ -110,6 +112,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	}
 	taskTools := s.offerTasks(sopts, tools)
 	s.primitiveOptions(sopts, set, subs)
+	s.extensionOptions(sopts)
 	srv := sdk.NewServer(s.implementation(), sopts)
 	subs.notify = func(uri string) { s.resourceUpdated(context.Background(), uri) }
 	gate := newCallGate()
@@ -134,9 +137,14 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	if s.opts.ToolAllowed != nil {
 		srv.AddReceivingMiddleware(hideDisallowedTools(s.opts.ToolAllowed), hidePrimitives(s.opts.ToolAllowed))
 	}
+	if s.opts.Extension != nil {
+		if mw := s.opts.Extension.Middleware(); mw != nil {
+			srv.AddReceivingMiddleware(mw)
+		}
+	}
 	// Registered last, so outermost: they see requests as the client sent them, as
 	// they do on the fast path (fastcall.go).
-	srv.AddReceivingMiddleware(s.opts.ReceivingMiddleware...)
+	srv.AddReceivingMiddleware(s.receivingMiddleware()...)
 	s.mu.Lock()
 	params := map[string][]transport.ParamHeader{}
 	for _, t := range tools {
@@ -229,6 +237,9 @@ func (s *mcpServer) start(ctx context.Context) error {
 	s.mu.Lock()
 	s.sdk, s.gate = srv, gate
 	s.mu.Unlock()
+	if err := s.attachExtension(ctx, srv); err != nil {
+		return err
+	}
 	if s.opts.Transport == TransportStdio {
 		s.startStdio()
 	} else if err := s.startHTTP(ctx); err != nil {
@@ -329,7 +340,9 @@ func (s *mcpServer) httpHandler() http.Handler {
 		} else {
 			if s.opts.FastToolCallsOn() {
 				s.mu.Lock()
-				topts.Fast = transport.NewFastToolCalls(newFastCaller(s.caller, s.tools).call, s.opts.ReceivingMiddleware)
+				fc := newFastCaller(s.caller, s.tools)
+				fc.ext = s.ext
+				topts.Fast = transport.NewFastToolCalls(fc.call, s.receivingMiddleware())
 				topts.Fast.Exclude(askingTools(s.comp.hc, s.tools)...) // client_requests.go
 				topts.Fast.AnswerNewEra(s.implementation())
 				s.fast = topts.Fast
@@ -338,6 +351,9 @@ func (s *mcpServer) httpHandler() http.Handler {
 			streamable = transport.NewStreamableHandler(s.sdk, &topts)
 		}
 		h := s.posts.track(streamable)
+		if s.aud != nil {
+			h = s.aud.tag(h)
+		}
 		mux.Handle("/mcp", h)
 		mux.Handle("/", h)
 	} else {
@@ -532,6 +548,11 @@ func (s *mcpServer) stop(ctx context.Context) error {
 	s.mu.Unlock()
 	if subs != nil {
 		subs.close()
+	}
+	if s.opts.Extension != nil {
+		if err := s.opts.Extension.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	s.opts.Logger.Info("mcp server stopped", "id", s.opts.ID)
 	return errors.Join(errs...)

@@ -1,0 +1,261 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/ask"
+	"github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/component/mcp/transport"
+)
+
+func audienceOf(req sdk.Request) string { return server.AudienceOf(req) }
+
+// clientOptions are the handlers of an upstream's sessions: what the upstream
+// sends is relayed to the downstream session it belongs to.
+func (g *Gateway) clientOptions(up *upstream) func() *sdk.ClientOptions {
+	return func() *sdk.ClientOptions {
+		return &sdk.ClientOptions{
+			ElicitationHandler:          g.elicit,
+			CreateMessageHandler:        g.sample,
+			LoggingMessageHandler:       g.logMessage,
+			ProgressNotificationHandler: g.progress,
+			ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+				g.refresh(up, true, false, false)
+			},
+			PromptListChangedHandler: func(context.Context, *sdk.PromptListChangedRequest) {
+				g.refresh(up, false, true, false)
+			},
+			ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) {
+				g.refresh(up, false, false, true)
+			},
+			ResourceUpdatedHandler: func(ctx context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+				if g.host != nil && req.Params != nil {
+					_ = g.host.ResourceUpdated(context.WithoutCancel(ctx), req.Params)
+				}
+			},
+		}
+	}
+}
+
+// progress relays an upstream's progress to the call it belongs to, under
+// the downstream's own token.
+func (g *Gateway) progress(ctx context.Context, req *sdk.ProgressNotificationClientRequest) {
+	if req.Params == nil {
+		return
+	}
+	tok, _ := req.Params.ProgressToken.(string)
+	g.relay.mu.Lock()
+	f := g.relay.progress[tok]
+	g.relay.mu.Unlock()
+	if f == nil || f.ss == nil {
+		return
+	}
+	p := *req.Params
+	p.ProgressToken = f.token
+	_ = f.ss.NotifyProgress(transport.RelatedTo(f.ctx, f.extra), &p)
+}
+
+// logMessage relays an upstream's log message to the downstream sessions its
+// session serves: the call in flight's, else every one it served. Each
+// downstream session's own level (logging/setLevel) applies.
+func (g *Gateway) logMessage(ctx context.Context, req *sdk.LoggingMessageRequest) {
+	cs, _ := req.GetSession().(*sdk.ClientSession)
+	if cs == nil || req.Params == nil {
+		return
+	}
+	if f := g.relay.current(cs); f != nil && f.ss != nil {
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
+		_ = f.ss.Log(transport.RelatedTo(f.ctx, f.extra), req.Params)
+		return
+	}
+	for _, ss := range g.relay.downstreams(cs) {
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
+		if err := ss.Log(context.WithoutCancel(ctx), req.Params); err != nil && errors.Is(err, sdk.ErrConnectionClosed) {
+			g.relay.forget(ss)
+		}
+	}
+}
+
+// errNoCaller answers an upstream's request that no call in flight can take.
+var errNoCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+	Message: "the gateway has no client call in flight on this session to ask"}
+
+// elicit relays an upstream's elicitation to the client whose call is in
+// flight: verbatim to a session that speaks it, through the server's ask
+// mechanism otherwise (MCP 2026-07-28 clients answer input requests).
+func (g *Gateway) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	cs, _ := req.GetSession().(*sdk.ClientSession)
+	f := g.relay.current(cs)
+	if f == nil {
+		return nil, errNoCaller
+	}
+	if f.ss != nil && !f.newEra() {
+		return f.ss.Elicit(transport.RelatedTo(f.ctx, f.extra), req.Params)
+	}
+	c := ask.FromContext(f.ctx)
+	if c == nil || req.Params == nil {
+		return nil, errNoCaller
+	}
+	q := &ask.Elicitation{Message: req.Params.Message}
+	if m, ok := req.Params.RequestedSchema.(map[string]any); ok {
+		q.Schema = m
+	} else if req.Params.RequestedSchema != nil {
+		q.Schema = asMap(req.Params.RequestedSchema)
+	}
+	a, err := c.Elicit(f.ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.ElicitResult{Action: a.Action, Content: a.Content}, nil
+}
+
+// sample relays an upstream's sampling request like elicit.
+func (g *Gateway) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	cs, _ := req.GetSession().(*sdk.ClientSession)
+	f := g.relay.current(cs)
+	if f == nil {
+		return nil, errNoCaller
+	}
+	if f.ss != nil && !f.newEra() {
+		//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
+		return f.ss.CreateMessage(transport.RelatedTo(f.ctx, f.extra), req.Params)
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: "the client's protocol version takes no sampling requests during a call"}
+}
+
+// newEra reports whether the call's client speaks MCP 2026-07-28 or later,
+// where a server asks through input requests instead of requests of its own.
+func (f *inflight) newEra() bool {
+	if f.ss == nil {
+		return true
+	}
+	ip := f.ss.InitializeParams()
+	return ip == nil || ip.ProtocolVersion >= "2026-07-28"
+}
+
+// setLevel relays a downstream session's logging/setLevel to the upstream
+// sessions that serve it alone, and remembers it for the ones it opens later.
+func (g *Gateway) setLevel(ctx context.Context, ss *sdk.ServerSession, level sdk.LoggingLevel) {
+	if ss == nil {
+		return
+	}
+	g.relay.mu.Lock()
+	g.relay.downLevel[ss] = level
+	var own []*sdk.ClientSession
+	for cs := range g.relay.downUps[ss] {
+		if us := g.relay.ups[cs]; us != nil && len(us.downs) == 1 {
+			own = append(own, cs)
+		}
+	}
+	g.relay.mu.Unlock()
+	for _, cs := range own {
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
+		_ = cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: level})
+	}
+}
+
+// applyLevel sets, on an upstream session first used for ss alone, the level
+// ss asked for before.
+func (g *Gateway) applyLevel(ctx context.Context, ss *sdk.ServerSession, cs *sdk.ClientSession) {
+	if ss == nil {
+		return
+	}
+	g.relay.mu.Lock()
+	level, set := g.relay.downLevel[ss]
+	us := g.relay.ups[cs]
+	alone := us != nil && len(us.downs) == 1
+	key := levelKey{cs, level}
+	done := g.relay.levels[key]
+	if set && alone && !done {
+		g.relay.levels[key] = true
+	}
+	g.relay.mu.Unlock()
+	if set && alone && !done {
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
+		_ = cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: level})
+	}
+}
+
+type levelKey struct {
+	cs    *sdk.ClientSession
+	level sdk.LoggingLevel
+}
+
+// Subscribe relays resources/subscribe of an upstream resource: the gateway
+// subscribes once per URI on the upstream's shared session; the go-sdk
+// server tracks which downstream sessions asked.
+func (g *Gateway) Subscribe(ctx context.Context, req *sdk.SubscribeRequest) (bool, error) {
+	if req.Params == nil {
+		return false, nil
+	}
+	up := g.resourceOwner(req.Params.URI)
+	if up == nil {
+		return false, nil
+	}
+	g.relay.mu.Lock()
+	g.relay.subs[req.Params.URI]++
+	first := g.relay.subs[req.Params.URI] == 1
+	g.relay.mu.Unlock()
+	if !first {
+		return true, nil
+	}
+	cs, err := g.discoverySession(ctx, up)
+	if err == nil {
+		err = cs.Subscribe(ctx, &sdk.SubscribeParams{URI: req.Params.URI})
+	}
+	if err != nil {
+		g.relay.mu.Lock()
+		g.relay.subs[req.Params.URI]--
+		g.relay.mu.Unlock()
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			return true, &jsonrpc.Error{Code: werr.Code, Message: werr.Message}
+		}
+		return true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream " + up.cfg.ID + " could not be reached"}
+	}
+	return true, nil
+}
+
+// Unsubscribe relays resources/unsubscribe when the last subscriber leaves.
+func (g *Gateway) Unsubscribe(ctx context.Context, req *sdk.UnsubscribeRequest) (bool, error) {
+	if req.Params == nil {
+		return false, nil
+	}
+	up := g.resourceOwner(req.Params.URI)
+	if up == nil {
+		return false, nil
+	}
+	g.relay.mu.Lock()
+	n := g.relay.subs[req.Params.URI]
+	if n > 0 {
+		n--
+		g.relay.subs[req.Params.URI] = n
+	}
+	if n == 0 {
+		delete(g.relay.subs, req.Params.URI)
+	}
+	g.relay.mu.Unlock()
+	if n == 0 {
+		if cs, err := g.discoverySession(ctx, up); err == nil {
+			_ = cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: req.Params.URI})
+		}
+	}
+	return true, nil
+}
+
+// asMap is v as decoded JSON (a schema given as a struct).
+func asMap(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
