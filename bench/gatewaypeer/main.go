@@ -1,8 +1,7 @@
 // Command gatewaypeer is the gateway's relay in miniature, built from the
 // gateway's own parts: Helix's Streamable HTTP transport serving the tools of
 // one upstream, reached through the upstream pool (internal/gateway/upstream),
-// each call relayed either by the fast relay (internal/gateway/fastrelay,
-// under fastrelay.Govern) or by decoding through the go-sdk client session.
+// each call relayed either by the fast relay (internal/gateway/fastrelay) or by decoding through the go-sdk client session.
 // It measures the relay where a full helix gateway is not at hand; the
 // benchmark script runs it as another target (BENCHMARKS.md says which figures
 // come from it).
@@ -97,23 +96,21 @@ func run(addr, upURL string, fast bool) error {
 	if fast {
 		relay := fastrelay.New(fastrelay.Options{})
 		fastCalls.AnswerRaw(func(ctx context.Context, _ *http.Request, call *transport.ToolCall) (json.RawMessage, bool, error) {
-			c := &gateway.Call{Server: "gatewaypeer", Principal: &gateway.Principal{}, Upstream: "up", Method: gateway.MethodCallTool,
-				Kind: gateway.KindTool, Name: call.Name, UpstreamName: call.Name, Arguments: call.Args, Started: time.Now()}
-			res, err := fastrelay.Govern(ctx, nil, nil, c, func(ctx context.Context, args json.RawMessage) (fastrelay.Reply, error) {
-				var reply fastrelay.Reply
-				err := pool.Call(ctx, key(call.Session), nil, func(ctx context.Context, cs *sdk.ClientSession) error {
-					url, hc, ok := pool.FastRoute(cs)
-					if !ok {
-						return fmt.Errorf("no fast route to the upstream")
-					}
-					c.UpstreamSession = cs.ID()
-					var err error
-					reply, err = relay.CallTool(ctx, &fastrelay.Upstream{URL: url, Client: hc, SessionID: cs.ID(),
-						ProtocolVersion: cs.InitializeResult().ProtocolVersion}, c.UpstreamName, args)
-					return err
-				})
-				return reply, err
+			var reply fastrelay.Reply
+			err := pool.Call(ctx, key(call.Session), nil, func(ctx context.Context, cs *sdk.ClientSession) error {
+				url, hc, ok := pool.FastRoute(cs)
+				if !ok {
+					return fmt.Errorf("no fast route to the upstream")
+				}
+				var err error
+				reply, err = relay.CallTool(ctx, &fastrelay.Upstream{URL: url, Client: hc, SessionID: cs.ID(),
+					ProtocolVersion: cs.InitializeResult().ProtocolVersion}, call.Name, call.Args)
+				return err
 			})
+			if err == nil && reply.Error != nil {
+				err = reply.Error
+			}
+			res := reply.Result
 			return res, true, err
 		})
 	}

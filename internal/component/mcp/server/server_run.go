@@ -345,6 +345,7 @@ func (s *mcpServer) httpHandler() http.Handler {
 				topts.Fast = transport.NewFastToolCalls(fc.call, s.receivingMiddleware())
 				topts.Fast.Exclude(askingTools(s.comp.hc, s.tools)...) // client_requests.go
 				topts.Fast.AnswerNewEra(s.implementation())
+				s.answerRaw(topts.Fast) // gateway_fast.go
 				s.fast = topts.Fast
 				s.mu.Unlock()
 			}
