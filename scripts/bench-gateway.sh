@@ -14,8 +14,8 @@
 #   ROUNDS=3 DURATION=5s RATE="3000 1000" scripts/bench-gateway.sh   # open loop at each rate
 #   PIN=1 scripts/bench-gateway.sh                     # load tool on CPU 0, servers on CPU 1 (taskset)
 #   GATEWAY_YAML=my.yaml scripts/bench-gateway.sh      # another gateway configuration
-#   GATEWAY=peer scripts/bench-gateway.sh              # bench/gatewaypeer (the relay in miniature) instead of helix
-#   GATEWAY=peer-decoding scripts/bench-gateway.sh     # the same, relaying every call through the go-sdk client session
+#   GATEWAY=peer scripts/bench-gateway.sh              # bench/gatewaypeer (the gateway without YAML) instead of helix
+#   GATEWAY=peer-decoding scripts/bench-gateway.sh     # the same with the fast path off: every call decoded through the go-sdk client session
 #   SUMMARY_ONLY=1 OUT=bench/results/x scripts/bench-gateway.sh   # the summary of an earlier run again
 #
 # On a 2-core machine the load tool, the gateway and the upstream share the
