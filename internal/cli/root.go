@@ -102,6 +102,7 @@ assistants as Model Context Protocol tools.`,
 	root.PersistentFlags().String("log-level", "", "log level: debug, info, warn or error (default info, or helix.log_level)")
 	root.AddCommand(newRunCmd(), newValidateCmd(), newVersionCmd(), newComponentsCmd(), newSchemaCmd(), newRAGCmd())
 	root.AddCommand(newTestCmd(), newInitCmd())
+	root.AddCommand(newGatewayCmd())          // gateway.go
 	root.AddCommand(newRunsCmd(openRunStore)) // runs.go
 
 	mcp := &cobra.Command{

@@ -258,9 +258,13 @@ type SessionLimits struct {
 
 // Security is the HTTP protection of one MCP server (shared by helix.mcp.servers and mcps).
 type Security struct {
-	APIKeys        []string
-	TrustedProxies []string
-	RateLimit      int // requests per minute per client; 0 = unlimited
+	APIKeys []string
+	// APIKeyPrincipals name the caller of each key (same index as APIKeys): an
+	// api_keys entry written as a mapping {key, name, roles}; zero for a plain
+	// string. Gateway policies match these names and roles.
+	APIKeyPrincipals []APIKeyPrincipal
+	TrustedProxies   []string
+	RateLimit        int // requests per minute per client; 0 = unlimited
 	// RateLimitStore is rate_limit_store: the redis:// or rediss:// URL of the Redis
 	// that replicas share their rate-limit buckets in (its shape is checked at load
 	// time); "" means each process limits alone. It may hold a password: never log it.
@@ -299,7 +303,17 @@ type OAuthConfig struct {
 	// ResourceURL is the server's public MCP URL announced in the protected-resource
 	// metadata (and the default audience); empty means derived from each request.
 	ResourceURL string
-	Pos         Pos
+	// RolesClaim is roles_claim: the token claim that lists the caller's roles
+	// (a list of strings or one space-separated string); "" means "roles".
+	RolesClaim string
+	Pos        Pos
+}
+
+// APIKeyPrincipal is who an API key stands for: the name and roles that gateway
+// policies match (an api_keys entry {key, name, roles}).
+type APIKeyPrincipal struct {
+	Name  string
+	Roles []string
 }
 
 // WorkflowConfig is one entry of `workflows:`.

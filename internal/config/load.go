@@ -444,7 +444,7 @@ func sessionLimitFields(d *Decoder, l *SessionLimits, f Fields) Fields {
 
 // securityFields adds the keys of [Security] to f.
 func securityFields(d *Decoder, s *Security, f Fields) Fields {
-	f["api_keys"] = func(v *yaml.Node, p string) { s.APIKeys = d.Strings(v, p) }
+	f["api_keys"] = func(v *yaml.Node, p string) { s.APIKeys, s.APIKeyPrincipals = d.apiKeys(v, p) }
 	f["trusted_proxies"] = func(v *yaml.Node, p string) { s.TrustedProxies = d.Strings(v, p) }
 	f["proxy_protocol"] = func(v *yaml.Node, p string) { s.ProxyProtocol = d.Bool(v, p) }
 	f["rate_limit"] = func(v *yaml.Node, p string) {
@@ -495,6 +495,7 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 			"audience":     func(v *yaml.Node, p string) { a.Audience = d.String(v, p) },
 			"jwks_url":     func(v *yaml.Node, p string) { a.JWKSURL = d.String(v, p) },
 			"resource_url": func(v *yaml.Node, p string) { a.ResourceURL = d.String(v, p) },
+			"roles_claim":  func(v *yaml.Node, p string) { a.RolesClaim = d.String(v, p) },
 			"scopes": func(v *yaml.Node, p string) {
 				pairs, _ := d.Pairs(v, p, "auth.scopes")
 				a.Scopes = map[string][]string{}
@@ -507,6 +508,43 @@ func securityFields(d *Decoder, s *Security, f Fields) Fields {
 		}
 	}
 	return listenerFields(d, &s.Listener, f)
+}
+
+// apiKeys decodes api_keys: a list whose entries are keys ("${env:KEY}") or
+// mappings {key, name, roles} naming who the key stands for; a single key may
+// be written without the list. The principals have the keys' indexes.
+func (d *Decoder) apiKeys(v *yaml.Node, p string) ([]string, []APIKeyPrincipal) {
+	if d.desc == nil {
+		v = d.Resolve(v)
+		if IsNull(v) {
+			return nil, nil
+		}
+	}
+	if v != nil && v.Kind == yaml.ScalarNode {
+		return []string{d.String(v, p)}, []APIKeyPrincipal{{}}
+	}
+	items, ok := d.Sequence(v, p, "api_keys")
+	if !ok {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(items))
+	principals := make([]APIKeyPrincipal, 0, len(items))
+	for i, item := range items {
+		ip := IndexPath(p, i)
+		if item.Kind != yaml.MappingNode {
+			keys, principals = append(keys, d.String(item, ip)), append(principals, APIKeyPrincipal{})
+			continue
+		}
+		var key string
+		var who APIKeyPrincipal
+		d.Mapping(item, ip, "api_key", Fields{
+			"key":   func(v *yaml.Node, p string) { key = d.String(v, p) },
+			"name":  func(v *yaml.Node, p string) { who.Name = d.String(v, p) },
+			"roles": func(v *yaml.Node, p string) { who.Roles = d.Strings(v, p) },
+		}, "key")
+		keys, principals = append(keys, key), append(principals, who)
+	}
+	return keys, principals
 }
 
 // listenerFields adds the connection limits of an HTTP listener to f. Omitted or

@@ -75,6 +75,10 @@ var settingDocs = map[string]string{
 	"auth.jwks_url":     "Where the issuer's signing keys are fetched; default from the issuer's metadata.",
 	"auth.resource_url": "This server's public MCP URL, announced in the protected-resource metadata.",
 	"auth.scopes":       "Tool name (or *) → the scopes a token needs to call it.",
+	"auth.roles_claim":  "The token claim listing the caller's roles, which gateway policies match; default roles.",
+	"api_key.key":       "The key; write it as ${env:NAME}.",
+	"api_key.name":      "Who the key stands for: the principal name gateway policies match.",
+	"api_key.roles":     "The roles of the key's principal, which gateway policies match.",
 }
 
 // mcpServerDocs describe the keys of an MCP server entry, in helix.mcp.servers and
@@ -94,7 +98,7 @@ var mcpServerDocs = map[string]string{
 	"max_sessions":               "Open sessions at most; the one idle longest is closed. 0 the default (10000), -1 no limit.",
 	"max_sessions_per_principal": "Open sessions of one client (API key, token subject or address) at most. 0 the default (1000), -1 no limit.",
 	"max_concurrent_calls":       "Requests of one session (Streamable HTTP) running at once; more, in a batch or parallel POSTs, wait. 0 the default (64), -1 no limit.",
-	"api_keys":                   "Accepted API keys (Authorization: Bearer or X-API-Key); write them as ${env:NAME}.",
+	"api_keys":                   "Accepted API keys (Authorization: Bearer or X-API-Key); write them as ${env:NAME}, or as {key, name, roles} to name the caller.",
 	"trusted_proxies":            "Addresses (CIDR) whose requests skip the API key check and whose X-Forwarded-For is believed; their connections are not capped by max_connections_per_ip.",
 	"proxy_protocol":             "Read a PROXY protocol header (HAProxy send-proxy, nginx proxy_protocol) from trusted_proxies: the client it names is capped per address, rate-limited and logged. Default false.",
 	"rate_limit":                 "Requests per minute per client; 0 unlimited.",

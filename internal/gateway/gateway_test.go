@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -34,8 +35,9 @@ func testCtx(t *testing.T) context.Context {
 
 // fakeUpstream is an in-process go-sdk MCP server over Streamable HTTP.
 type fakeUpstream struct {
-	srv *sdk.Server
-	url string
+	srv   *sdk.Server
+	url   string
+	inits atomic.Int32 // sessions opened (initialize requests)
 }
 
 func startUpstream(t *testing.T, name string, setup func(*sdk.Server)) *fakeUpstream {
@@ -50,16 +52,18 @@ func startUpstream(t *testing.T, name string, setup func(*sdk.Server)) *fakeUpst
 	})
 	setup(srv)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	up := &fakeUpstream{srv: srv}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if debugUp {
-			b, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(strings.NewReader(string(b)))
-			println("UP", r.Method, r.Header.Get("Mcp-Protocol-Version"), r.Header.Get("Mcp-Session-Id"), string(b))
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		if strings.Contains(string(b), `"method":"initialize"`) {
+			up.inits.Add(1)
 		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	return &fakeUpstream{srv: srv, url: hs.URL}
+	up.url = hs.URL
+	return up
 }
 
 type echoArgs struct {
@@ -121,8 +125,6 @@ func echoServer(srv *sdk.Server) {
 		return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, Text: "item " + req.Params.URI}}}, nil
 	})
 }
-
-var debugUp = false
 
 var cancelled = make(chan struct{}, 4)
 
@@ -274,6 +276,10 @@ func TestGatewayServesTwoUpstreamsBesideHelixTools(t *testing.T) {
 				t.Fatal("an excluded tool was called")
 			}
 		})
+	}
+	// One session for discovery (and 2026-07-28 calls), one for the legacy client.
+	if n := a.inits.Load(); n != 2 {
+		t.Errorf("upstream a saw %d sessions, want 2", n)
 	}
 	out := rec.outcomes()
 	if out["a.echo"] != gateway.OutcomeOK || out["a.fail"] != gateway.OutcomeToolError || out["a.broken"] != gateway.OutcomeError {

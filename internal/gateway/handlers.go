@@ -131,11 +131,12 @@ func (g *Gateway) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*s
 
 // newEra reports whether the call's client speaks MCP 2026-07-28 or later,
 // where a server asks through input requests instead of requests of its own.
-func (f *inflight) newEra() bool {
-	if f.ss == nil {
-		return true
-	}
-	ip := f.ss.InitializeParams()
+func (f *inflight) newEra() bool { return f.ss == nil || newEraSession(f.ss) }
+
+// newEraSession reports whether ss speaks MCP 2026-07-28 or later (or was
+// never initialized: a sessionless request's).
+func newEraSession(ss *sdk.ServerSession) bool {
+	ip := ss.InitializeParams()
 	return ip == nil || ip.ProtocolVersion >= "2026-07-28"
 }
 

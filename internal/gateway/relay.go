@@ -165,7 +165,9 @@ func (up *upstream) sessionKey(req sdk.Request, p *Principal) SessionKey {
 		}
 		return SessionKey{Principal: ck}
 	}
-	if ss, _ := req.GetSession().(*sdk.ServerSession); ss != nil && ss.ID() != "" {
+	// A 2026-07-28 request stands alone (its session, if any, lives for one
+	// request): it shares the upstream's session.
+	if ss, _ := req.GetSession().(*sdk.ServerSession); ss != nil && ss.ID() != "" && !newEraSession(ss) {
 		return SessionKey{Downstream: ss.ID(), Principal: ck}
 	}
 	return SessionKey{Principal: ck}

@@ -99,6 +99,30 @@ type MCPServer struct {
 	// repeated here), and Prompts its prompts.
 	Resources []Resource `json:"resources"`
 	Prompts   []Prompt   `json:"prompts"`
+	// Gateway describes the upstreams the server fronts; nil without upstreams:.
+	Gateway *Gateway `json:"gateway,omitempty"`
+}
+
+// Gateway is the gateway part of an MCP server: its upstreams, their state
+// and what each serves, its audiences and how many policies govern it.
+type Gateway struct {
+	Upstreams []GatewayUpstream `json:"upstreams"`
+	Audiences []string          `json:"audiences,omitempty"`
+	Policies  int               `json:"policies"`
+}
+
+// GatewayUpstream is one upstream of a gateway.
+type GatewayUpstream struct {
+	ID        string `json:"id"`
+	Transport string `json:"transport"`
+	// Endpoint is the upstream's URL (credentials masked) or its command.
+	Endpoint string `json:"endpoint"`
+	// Reached says whether its tools were listed; Error is the last failure.
+	Reached   bool   `json:"reached"`
+	Error     string `json:"error,omitempty"`
+	Tools     int    `json:"tools"`
+	Prompts   int    `json:"prompts"`
+	Resources int    `json:"resources"`
 }
 
 // Resource is one resource (URI) or resource template (URITemplate) of an MCP

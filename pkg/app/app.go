@@ -10,6 +10,7 @@ package app
 import (
 	"context"
 	"errors"
+	"github.com/arvenza/helix/internal/gateway"
 	"io"
 	"log/slog"
 	"os"
@@ -82,6 +83,8 @@ type App struct {
 	// their live stacks exist from Start to Stop.
 	security     []*serverSecurity
 	securityByID map[string]*serverSecurity
+	// gateways are the gateways of the servers with upstreams:, by server id (gateway.go).
+	gateways map[string]*gateway.Gateway
 	// mgmt is the management server (nil when helix.management.enabled is false).
 	mgmt  *management.Server
 	state atomic.Int32 // stateBuilt … stateStopped, for /readyz

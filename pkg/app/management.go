@@ -192,7 +192,10 @@ func (a *App) manifestServer(si mcpserver.Info) management.MCPServer {
 	for _, t := range a.ListedTools(si) {
 		ms.Tools = append(ms.Tools, t.Name)
 	}
-	ms.Resources, ms.Prompts = a.manifestPrimitives(si) // resources.go
+	ms.Resources, ms.Prompts = a.manifestPrimitives(si)           // resources.go
+	if ms.Gateway = a.manifestGateway(si.ID); ms.Gateway != nil { // gateway.go
+		ms.Tools = append(ms.Tools, a.gateways[si.ID].Tools()...)
+	}
 	return ms
 }
 

@@ -33,6 +33,7 @@ func (a *App) buildMCP() {
 		prims.selectPrimitives(&opts, func(id string) bool { _, ok := a.workflowPos(id); return ok })
 		a.warnListenerOnStdio(opts.Transport, s.Listener, s.Pos, s.Path)
 		a.applySecurity(&opts, s.Security, s.Pos, s.Path)
+		a.buildGateway(&opts, s) // gateway.go
 		a.addMCPServer(comp, opts, s.Pos, s.Path)
 	}
 }

@@ -220,3 +220,24 @@ func TestRateLimitStoreTwoProcesses(t *testing.T) {
 		t.Errorf("answers across the two processes: %v, want [200 200 429 429] (2 per minute shared)", codes)
 	}
 }
+
+// Gateway policies with rate: or quota: keep their buckets in rate_limit_store:
+// the store is not idle without rate_limit then.
+func TestRateLimitStoreOfGatewayPolicies(t *testing.T) {
+	a, err := loadYAML(fourWorkflows + `
+mcps:
+  - id: gw
+    addr: "127.0.0.1:0"
+    rate_limit_store: redis://127.0.0.1:6379
+    policies:
+      - { tools: ["*"], quota: 100/day }
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range a.Config().Warnings {
+		if strings.Contains(w.Error(), "rate_limit_store has no effect") {
+			t.Errorf("warning: %v", w)
+		}
+	}
+}

@@ -83,11 +83,14 @@ func securityConfig(id string, s config.Security, logger *slog.Logger) security.
 		ServerID:       id,
 		Logger:         logger,
 	}
+	for _, who := range s.APIKeyPrincipals {
+		c.APIKeyPrincipals = append(c.APIKeyPrincipals, security.KeyPrincipal{Name: who.Name, Roles: who.Roles})
+	}
 	c.AuthFailureLimit, c.AuthFailureWindow = s.AuthFailureLimit, s.AuthFailureWindow
 	c.RateLimitStoreFallback = s.RateLimitStoreFallback
 	if a := s.Auth; a != nil {
 		c.Auth = &security.OAuthConfig{Issuer: a.Issuer, Audience: a.Audience, JWKSURL: a.JWKSURL,
-			Scopes: a.Scopes, ResourceURL: a.ResourceURL}
+			Scopes: a.Scopes, ResourceURL: a.ResourceURL, RolesClaim: a.RolesClaim}
 	}
 	return c
 }
@@ -114,7 +117,7 @@ func (a *App) applySecurity(opts *mcpserver.Options, s config.Security, pos conf
 			return
 		}
 	}
-	if s.RateLimitStore != "" && s.RateLimit == 0 {
+	if s.RateLimitStore != "" && s.RateLimit == 0 && !a.gatewayLimits(path) {
 		a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: s.RateLimitStorePos, Path: path + ".rate_limit_store",
 			Msg:  "rate_limit_store has no effect: rate_limit is 0 (off)",
 			Hint: "set rate_limit to the requests per minute per client that the replicas share"})
@@ -329,4 +332,20 @@ func beyondLoopback(addr string) bool {
 		return true // "" or a host name
 	}
 	return !ip.Unmap().IsLoopback()
+}
+
+// gatewayLimits reports whether the gateway policies of the server at path
+// have a rate: or quota:, which rate_limit_store holds as well.
+func (a *App) gatewayLimits(path string) bool {
+	for _, m := range a.cfg.MCPServers() {
+		if m.Path != path || m.Gateway == nil {
+			continue
+		}
+		for _, p := range m.Gateway.Policies {
+			if p.Rate != "" || p.Quota != "" {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -13,6 +13,11 @@ import (
 	"github.com/arvenza/helix/internal/redact"
 )
 
+// rejectedByTransport is the go-sdk's marker for an error of the HTTP
+// exchange rather than an answer of the server (its code; errors.Is compares
+// codes).
+var rejectedByTransport = &jsonrpc.Error{Code: -32005}
+
 // MayHaveRunError is a request that failed after it may have reached the
 // upstream (the connection dropped after it was written, the upstream died
 // while answering): it was not sent again, since the tool may have run.
@@ -41,6 +46,11 @@ func (e *MayHaveRunError) Unwrap() error { return e.Err }
 // tells what happened to them).
 func (p *Pool) Call(ctx context.Context, key gateway.SessionKey, opts func() *sdk.ClientOptions,
 	f func(ctx context.Context, s *sdk.ClientSession) error) error {
+	return masked(p.call(ctx, key, opts, f))
+}
+
+func (p *Pool) call(ctx context.Context, key gateway.SessionKey, opts func() *sdk.ClientOptions,
+	f func(ctx context.Context, s *sdk.ClientSession) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.timeout)
@@ -64,27 +74,35 @@ func (p *Pool) Call(ctx context.Context, key gateway.SessionKey, opts func() *sd
 		if err == nil {
 			return nil
 		}
+		if ctx.Err() != nil {
+			return err // the caller gave up (or the timeout passed)
+		}
 		var answer *jsonrpc.Error
-		if errors.As(err, &answer) || ctx.Err() != nil {
-			return err // the upstream answered, or the caller gave up
+		rejected := errors.Is(err, rejectedByTransport)
+		if errors.As(err, &answer) && !rejected {
+			return err // the upstream answered
 		}
 		wrote, status := t.state()
-		sessionMissing := errors.Is(err, sdk.ErrSessionMissing)
 		switch {
-		case status == http.StatusServiceUnavailable:
-			// Answered without being processed: the endpoint is not serving.
-			p.setHealth(e.endpoint, err)
-		case sessionMissing:
-			// The upstream refused the request for its session id: it forgot the
-			// session (restarted); the request was not processed.
-		case !wrote:
-			// Nothing was sent. A transport error is the endpoint failing
-			// (refused, unreachable); without one the session's connection had
-			// already ended.
+		case !wrote || status == http.StatusServiceUnavailable:
+			// Never sent, or answered 503 without being processed. A transport
+			// error or a 503 is the endpoint failing; without either the
+			// session's connection had already ended.
 			if terr := t.transportErr(); terr != nil {
 				p.setHealth(e.endpoint, terr)
+			} else if status == http.StatusServiceUnavailable {
+				p.setHealth(e.endpoint, err)
 			}
+		case errors.Is(err, sdk.ErrSessionMissing):
+			// The upstream refused the request for its session id: it forgot
+			// the session (restarted); the request was not processed.
+		case status >= 400 && status < 500:
+			// Refused without being processed (a bad request, no access): the
+			// same request would be refused again.
+			return err
 		default:
+			// Written, and no answer that says it did not run (the connection
+			// dropped, a 5xx, a process that died).
 			if errors.Is(err, sdk.ErrConnectionClosed) {
 				p.markLost(key, e.s)
 			}

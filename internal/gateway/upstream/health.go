@@ -3,8 +3,10 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/component/mcp/client"
@@ -46,9 +48,9 @@ func (p *Pool) Status() Status {
 	defer p.mu.Unlock()
 	st := Status{Upstream: p.cfg.ID, Transport: p.transport, Sessions: p.mode, ProtocolVersion: p.protocol, LastError: p.lastErr}
 	for _, ep := range p.endpoints {
-		st.Endpoints = append(st.Endpoints, EndpointStatus{URL: redact.URL(ep.url), Healthy: ep.healthy, LastError: ep.lastErr})
+		st.Endpoints = append(st.Endpoints, EndpointStatus{URL: ep.shown, Healthy: ep.healthy, LastError: ep.lastErr})
 		if ep.healthy && !st.Healthy {
-			st.Healthy, st.Endpoint = true, redact.URL(ep.url)
+			st.Healthy, st.Endpoint = true, ep.shown
 		}
 		if !ep.healthy && ep.lastErr != "" {
 			st.LastError = ep.lastErr
@@ -82,6 +84,7 @@ func (p *Pool) setHealth(ep *endpoint, err error) {
 		ep.lastErr = redact.Text(err.Error())
 		p.lastErr = ep.lastErr
 	}
+	lastErr := ep.lastErr
 	var lost []*sdk.ClientSession
 	if was && err != nil && p.transport != TransportStdio {
 		for _, e := range p.sessions {
@@ -97,9 +100,9 @@ func (p *Pool) setHealth(ep *endpoint, err error) {
 	}
 	switch {
 	case was && err != nil:
-		p.log.Warn("upstream unhealthy", "upstream", p.cfg.ID, "endpoint", redact.URL(ep.url), "error", ep.lastErr, "sessions_moved", len(lost))
+		p.log.Warn("upstream unhealthy", "upstream", p.cfg.ID, "endpoint", ep.shown, "error", lastErr, "sessions_moved", len(lost))
 	case !was && err == nil:
-		p.log.Info("upstream healthy", "upstream", p.cfg.ID, "endpoint", redact.URL(ep.url))
+		p.log.Info("upstream healthy", "upstream", p.cfg.ID, "endpoint", ep.shown)
 	}
 }
 
@@ -153,10 +156,11 @@ func (p *Pool) checkHealth() {
 	}
 }
 
-// probe pings ep on the health check's session, opening it when needed. An
-// upstream that answers the connect with a refusal of its own (401 for a
-// gateway without credentials of its own, say) is up: that is all a health
-// check asks.
+// probe checks ep: a ping on the health check's own session, opened when
+// needed. A server of the 2026-07-28 era has no ping and no session: opening
+// one (its server/discover) is the check, every time. An upstream that
+// answers the connect with a refusal of its own (401 for a gateway without
+// credentials of its own, say) is up: that is all a health check asks.
 func (p *Pool) probe(ep *endpoint) error {
 	ctx, cancel := context.WithTimeout(p.ctx, p.healthTimeout())
 	defer cancel()
@@ -175,7 +179,11 @@ func (p *Pool) probe(ep *endpoint) error {
 			if _, status := t.state(); status >= 400 && status < 500 && ctx.Err() == nil {
 				return nil
 			}
-			return err
+			return noAnswer(err, p.healthTimeout())
+		}
+		if s.InitializeResult().ProtocolVersion >= protocol20260728 {
+			_ = s.Close()
+			return nil
 		}
 		ep.probe = s
 	}
@@ -183,9 +191,17 @@ func (p *Pool) probe(ep *endpoint) error {
 	if err != nil {
 		_ = ep.probe.Close()
 		ep.probe = nil
-		if errors.Is(err, context.DeadlineExceeded) {
-			return errors.New("ping: no answer within " + p.healthTimeout().String())
-		}
+	}
+	return noAnswer(err, p.healthTimeout())
+}
+
+// protocol20260728 is the first protocol version without sessions and ping.
+const protocol20260728 = "2026-07-28"
+
+// noAnswer says what a deadline error of a health check means.
+func noAnswer(err error, timeout time.Duration) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %s (health timeout)", timeout)
 	}
 	return err
 }
@@ -204,12 +220,10 @@ func (p *Pool) checkStdio() {
 	var failed error
 	for _, e := range open {
 		ctx, cancel := context.WithTimeout(p.ctx, p.healthTimeout())
-		err := e.s.Ping(ctx, nil)
+		err := alive(ctx, e.s)
 		cancel()
 		if err != nil && p.ctx.Err() == nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				err = errors.New("ping: no answer within " + p.healthTimeout().String())
-			}
+			err = noAnswer(err, p.healthTimeout())
 			failed = err
 			p.log.Warn("upstream process does not answer ping; it is restarted on next use", "upstream", p.cfg.ID, "error", redact.Text(err.Error()))
 			p.markLost(e.key, e.s)
@@ -220,14 +234,26 @@ func (p *Pool) checkStdio() {
 	}
 }
 
+// forgetAfter is how many idle timeouts a lost session's entry is kept for a
+// reopen that tells onReopen.
+const forgetAfter = 6
+
 // closeIdle closes the per-client and per-principal sessions unused for the
 // idle timeout. Their entries stay, marked lost: a later use reopens them and
 // tells onReopen, as for any lost session.
 func (p *Pool) closeIdle() {
-	cutoff := time.Now().Add(-p.idleTimeout)
+	now := time.Now()
+	cutoff := now.Add(-p.idleTimeout)
+	forget := now.Add(-forgetAfter * p.idleTimeout)
 	var idle []*sdk.ClientSession
 	p.mu.Lock()
 	for k, e := range p.sessions {
+		if e.dead && e.inflight == 0 && e.lastUsed.Before(forget) {
+			// Lost long ago and not used since (a downstream session that ended
+			// without Release): forgotten, so that entries do not pile up.
+			delete(p.sessions, k)
+			continue
+		}
 		if k == (gateway.SessionKey{}) || e.s == nil || e.dead || e.inflight > 0 || e.lastUsed.After(cutoff) {
 			continue
 		}
@@ -241,4 +267,19 @@ func (p *Pool) closeIdle() {
 	if len(idle) > 0 {
 		p.log.Debug("upstream idle sessions closed", "upstream", p.cfg.ID, "count", len(idle))
 	}
+}
+
+// alive checks an open session: ping for the legacy protocol; a session of
+// the 2026-07-28 era (no ping) lists tools instead, the cheapest request
+// every server of that era answers, and any answer (an error too) counts.
+func alive(ctx context.Context, s *sdk.ClientSession) error {
+	if s.InitializeResult().ProtocolVersion < protocol20260728 {
+		return s.Ping(ctx, nil)
+	}
+	_, err := s.ListTools(ctx, nil)
+	var answer *jsonrpc.Error
+	if errors.As(err, &answer) && !errors.Is(err, rejectedByTransport) {
+		return nil
+	}
+	return err
 }

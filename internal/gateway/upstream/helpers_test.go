@@ -39,15 +39,27 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// modernServers are the test servers of the 2026-07-28 era.
+var (
+	modernMu      sync.Mutex
+	modernServers = map[*sdk.Server]bool{}
+)
+
 type textArgs struct {
 	Text string `json:"text,omitempty"`
 }
 
 // testServer is an MCP server with the tools the tests call: whoami (the
 // server's name, its process id and the session's id), echo, exit (the
-// process exits: stdio only) and count (counts its runs in runs).
+// process exits: stdio only), slow (1s, or until cancelled) and count (slow
+// and count count their runs in runs).
 func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: versions})
+	if versions == nil {
+		modernMu.Lock()
+		modernServers[srv] = true
+		modernMu.Unlock()
+	}
 	text := func(s string) *sdk.CallToolResult {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 	}
@@ -61,6 +73,16 @@ func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server 
 		os.Exit(3)
 		return nil, nil, nil
 	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "slow"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ textArgs) (*sdk.CallToolResult, any, error) {
+		if runs != nil {
+			runs.Add(1)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+		return text("slow"), nil, nil
+	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "count"}, func(context.Context, *sdk.CallToolRequest, textArgs) (*sdk.CallToolResult, any, error) {
 		if runs != nil {
 			runs.Add(1)
@@ -71,10 +93,14 @@ func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server 
 }
 
 // httpUpstream serves srv over Streamable HTTP; wrap, when set, sees every
-// request first.
+// request first. A server of the 2026-07-28 era (no versions narrowed) is
+// stateless: the go-sdk serves that era only so.
 func httpUpstream(t *testing.T, srv *sdk.Server, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
-	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	modernMu.Lock()
+	modern := modernServers[srv]
+	modernMu.Unlock()
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: modern})
 	if wrap != nil {
 		h = wrap(h)
 	}

@@ -75,6 +75,13 @@ func WithOnReopen(f func(key gateway.SessionKey, s *sdk.ClientSession)) Option {
 // stays open (default DefaultIdleTimeout; <= 0 keeps them until released).
 func WithIdleTimeout(d time.Duration) Option { return func(p *Pool) { p.idleTimeout = d } }
 
+// WithHTTPClient makes the pool send its HTTP requests with c, which carries
+// the upstream's headers: and auth: already (the gateway's core builds it);
+// New's auth then only serves the oauth2 discover and login forms, whose
+// handler the SDK's transport calls. The pool adds each call's own headers
+// and its tracking on top of c's transport.
+func WithHTTPClient(c *http.Client) Option { return func(p *Pool) { p.httpc = c } }
+
 // WithMaxSessions caps the open sessions (default DefaultMaxSessions).
 func WithMaxSessions(n int) Option { return func(p *Pool) { p.maxSessions = n } }
 
@@ -108,6 +115,7 @@ type Pool struct {
 // command.
 type endpoint struct {
 	url     string
+	shown   string // url as logs, errors and Status show it (passwords, query values, secrets masked)
 	oauth   sdkauth.OAuthHandler
 	healthy bool
 	lastErr string
@@ -160,16 +168,26 @@ func New(cfg config.UpstreamConfig, auth *client.AuthConfig, logger *slog.Logger
 		if cfg.Command != "" {
 			return nil, fmt.Errorf("upstream %s: command is set with transport %s; a stdio upstream has no url", where, p.transport)
 		}
-		header := http.Header{}
-		for k, v := range cfg.Headers {
-			header.Set(k, v)
+		var base http.RoundTripper
+		if p.httpc == nil {
+			header := http.Header{}
+			for k, v := range cfg.Headers {
+				header.Set(k, v)
+			}
+			httpc, own, err := client.NewAuthHTTPClient(header, auth)
+			if err != nil {
+				return nil, fmt.Errorf("upstream %s: %w", where, err)
+			}
+			p.httpc, p.base, base = httpc, own, own
+		} else {
+			c := *p.httpc // the caller's client stays as it was
+			p.httpc = &c
+			base = c.Transport
+			if base == nil {
+				base = http.DefaultTransport
+			}
 		}
-		httpc, base, err := client.NewAuthHTTPClient(header, auth)
-		if err != nil {
-			return nil, fmt.Errorf("upstream %s: %w", where, err)
-		}
-		httpc.Transport = &upstreamTransport{base: httpc.Transport}
-		p.httpc, p.base = httpc, base
+		p.httpc.Transport = &upstreamTransport{base: orDefault(p.httpc.Transport)}
 		for _, u := range append([]string{cfg.URL}, cfg.Replicas...) {
 			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 				return nil, fmt.Errorf("upstream %s: %q is not an http or https URL", where, redact.URL(u))
@@ -178,7 +196,7 @@ func New(cfg config.UpstreamConfig, auth *client.AuthConfig, logger *slog.Logger
 			if err != nil {
 				return nil, fmt.Errorf("upstream %s: %w", where, err)
 			}
-			p.endpoints = append(p.endpoints, &endpoint{url: u, oauth: oh, healthy: true})
+			p.endpoints = append(p.endpoints, &endpoint{url: u, shown: redact.Secrets(redact.URL(u)), oauth: oh, healthy: true})
 		}
 	case TransportStdio:
 		if cfg.Command == "" {
@@ -187,7 +205,8 @@ func New(cfg config.UpstreamConfig, auth *client.AuthConfig, logger *slog.Logger
 		if cfg.URL != "" || len(cfg.Replicas) > 0 {
 			return nil, fmt.Errorf("upstream %s: url/replicas are set with transport stdio; use transport: http or sse for a server at a URL", where)
 		}
-		p.endpoints = []*endpoint{{url: strings.Join(append([]string{cfg.Command}, cfg.Args...), " "), healthy: true}}
+		line := strings.Join(append([]string{cfg.Command}, cfg.Args...), " ")
+		p.endpoints = []*endpoint{{url: line, shown: redact.Text(line), healthy: true}}
 	default:
 		return nil, fmt.Errorf("upstream %s: unknown transport %q (use http, sse or stdio)", where, cfg.Transport)
 	}
@@ -288,44 +307,65 @@ func (p *Pool) acquire(ctx context.Context, key gateway.SessionKey, opts func() 
 		}
 		ne := &entry{key: key, ready: make(chan struct{}), lastUsed: time.Now(), inflight: 1}
 		p.sessions[key] = ne
+		p.wg.Add(1) // under mu: Close, which waits, cannot have begun
 		p.mu.Unlock()
-
-		s, ep, err := p.open(ctx, opts)
-		if err == nil && reopen && p.onReopen != nil {
-			p.onReopen(key, s)
+		// The session is opened apart from the caller: a caller that gives up
+		// must not fail the others waiting for the same session. It keeps the
+		// caller's values (its upstream headers: under per-principal sharing
+		// the session opens with the caller's credentials).
+		go p.openEntry(context.WithoutCancel(ctx), ne, reopen, opts)
+		select {
+		case <-ne.ready:
+		case <-ctx.Done():
+			p.mu.Lock()
+			ne.inflight--
+			p.mu.Unlock()
+			return nil, fmt.Errorf("upstream %s: waiting for the session to open: %w", p.cfg.ID, ctx.Err())
 		}
-		p.mu.Lock()
-		ne.s, ne.endpoint, ne.err = s, ep, err
-		if err != nil {
-			if p.sessions[key] == ne {
-				delete(p.sessions, key)
-			}
-			p.lastErr = redact.Text(err.Error())
-		} else {
-			p.protocol = s.InitializeResult().ProtocolVersion
-			if p.closed || p.sessions[key] != ne {
-				// Closed or released while opening: nobody may use it.
-				ne.err = fmt.Errorf("upstream %s: %w", p.cfg.ID, ErrClosed)
-				if p.sessions[key] == ne {
-					delete(p.sessions, key)
-				}
-				p.mu.Unlock()
-				close(ne.ready)
-				_ = s.Close()
-				return nil, ne.err
-			}
+		if ne.err != nil {
+			return nil, ne.err
+		}
+		return ne, nil
+	}
+}
+
+// openEntry opens the session of ne and closes ne.ready.
+func (p *Pool) openEntry(ctx context.Context, ne *entry, reopen bool, opts func() *sdk.ClientOptions) {
+	defer p.wg.Done()
+	key := ne.key
+	s, ep, err := p.open(ctx, opts)
+	if err == nil && reopen && p.onReopen != nil {
+		p.onReopen(key, s)
+	}
+	p.mu.Lock()
+	ne.s, ne.endpoint, ne.err = s, ep, err
+	if err != nil {
+		if p.sessions[key] == ne {
+			delete(p.sessions, key)
+		}
+		p.lastErr = redact.Text(err.Error())
+		p.mu.Unlock()
+		close(ne.ready)
+		return
+	}
+	p.protocol = s.InitializeResult().ProtocolVersion
+	if p.closed || p.sessions[key] != ne {
+		// Closed or released while opening: nobody may use it.
+		ne.err = fmt.Errorf("upstream %s: %w", p.cfg.ID, ErrClosed)
+		if p.sessions[key] == ne {
+			delete(p.sessions, key)
 		}
 		p.mu.Unlock()
 		close(ne.ready)
-		if err != nil {
-			return nil, err
-		}
-		p.wg.Add(1)
-		go p.watch(ne)
-		if reopen {
-			p.log.Info("upstream session reopened", "upstream", p.cfg.ID, "endpoint", redact.URL(ep.url))
-		}
-		return ne, nil
+		_ = s.Close()
+		return
+	}
+	p.mu.Unlock()
+	close(ne.ready)
+	p.wg.Add(1)
+	go p.watch(ne)
+	if reopen {
+		p.log.Info("upstream session reopened", "upstream", p.cfg.ID, "endpoint", ep.shown)
 	}
 }
 
@@ -352,7 +392,9 @@ func (p *Pool) makeRoomLocked(key gateway.SessionKey) error {
 	if lru == nil {
 		return fmt.Errorf("upstream %s: all %d sessions are busy; try again shortly (or raise the session cap)", p.cfg.ID, p.maxSessions)
 	}
-	delete(p.sessions, lru.key)
+	// Marked lost rather than forgotten: its next use reopens it and tells
+	// onReopen, as for any lost session.
+	lru.dead = true
 	go func() { _ = lru.s.Close() }()
 	return nil
 }
@@ -377,7 +419,7 @@ func (p *Pool) open(ctx context.Context, opts func() *sdk.ClientOptions) (*sdk.C
 			p.setHealth(ep, nil)
 			return s, ep, nil
 		}
-		err = fmt.Errorf("upstream %s at %s: %w", p.cfg.ID, redact.URL(ep.url), err)
+		err = masked(fmt.Errorf("upstream %s at %s: %w", p.cfg.ID, ep.shown, err))
 		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
@@ -540,4 +582,12 @@ func (p *Pool) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("upstream %s: closing sessions: %w", p.cfg.ID, ctx.Err())
 	}
+}
+
+// orDefault is rt, or http.DefaultTransport for nil (as http.Client reads it).
+func orDefault(rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		return http.DefaultTransport
+	}
+	return rt
 }

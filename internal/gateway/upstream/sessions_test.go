@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,4 +172,140 @@ func TestSessionCapEvictsLeastRecentlyUsed(t *testing.T) {
 	if again := field(mustCall(t, p, gateway.SessionKey{Principal: "alice"}, "whoami"), 1); again == alice {
 		t.Errorf("alice's evicted process %s still serves", alice)
 	}
+}
+
+// A caller that gives up while its session opens fails alone: the others
+// waiting for the same session get it, and it is opened once.
+func TestCallerGivingUpDoesNotFailTheOthers(t *testing.T) {
+	var inits atomic.Int32
+	slow := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rpcMethod(r) == "initialize" {
+				inits.Add(1)
+				time.Sleep(200 * time.Millisecond)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	ts := httpUpstream(t, testServer("s", legacyVersions, nil), slow)
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Health: config.HealthConfig{Interval: -1}})
+	key := gateway.SessionKey{Downstream: "d"}
+	impatient, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := p.Session(impatient, key, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the impatient caller got %v, want its deadline", err)
+	}
+	if _, err := p.Session(context.Background(), key, nil); err != nil {
+		t.Fatalf("the patient caller: %v", err)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("%d sessions opened, want 1", n)
+	}
+}
+
+// Status, logs and errors never show a URL's secrets.
+func TestStatusMasksSecrets(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() + "/mcp?token=s3cret-value"
+	_ = l.Close()
+	logs := &logBuffer{}
+	p, err := New(config.UpstreamConfig{ID: "u", URL: dead, Health: config.HealthConfig{Interval: -1}}, nil, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	_, err = p.Session(context.Background(), gateway.SessionKey{}, nil)
+	if err == nil {
+		t.Fatal("a session to a closed port opened")
+	}
+	st := p.Status()
+	if st.Healthy || st.LastError == "" {
+		t.Errorf("status %+v, want unhealthy with the error", st)
+	}
+	for what, s := range map[string]string{"error": err.Error(), "status": fmt.Sprintf("%+v", st), "log": logs.String()} {
+		if strings.Contains(s, "s3cret-value") {
+			t.Errorf("the %s shows the URL's token: %s", what, s)
+		}
+	}
+}
+
+// A slow upstream is bounded by the upstream's timeout, and a call that timed
+// out is not sent again.
+func TestSlowUpstreamTimesOutWithoutRetry(t *testing.T) {
+	var runs atomic.Int64
+	ts := httpUpstream(t, testServer("s", legacyVersions, &runs), nil)
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Timeout: 200 * time.Millisecond, Health: config.HealthConfig{Interval: -1}})
+	mustCall(t, p, gateway.SessionKey{}, "echo") // the session is open: only the call is timed
+	_, err := callText(context.Background(), p, gateway.SessionKey{}, "slow", nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the deadline", err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the slow tool ran %d times, want 1", n)
+	}
+}
+
+// Close lets the calls in flight finish (their answers are not lost), ends
+// the sessions being opened, and refuses what comes after.
+func TestCloseDrainsCallsAndEndsOpens(t *testing.T) {
+	ts := httpUpstream(t, testServer("s", legacyVersions, nil), func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rpcMethod(r) == "initialize" && r.Header.Get("X-Stall") != "" {
+				<-r.Context().Done() // an upstream that never answers the handshake
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	p, err := New(config.UpstreamConfig{ID: "u", URL: ts.URL, Health: config.HealthConfig{Interval: -1}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, p, gateway.SessionKey{Downstream: "busy"}, "echo")
+	type outcome struct {
+		out string
+		err error
+	}
+	slow, stalled := make(chan outcome, 1), make(chan error, 1)
+	go func() {
+		out, err := callText(context.Background(), p, gateway.SessionKey{Downstream: "busy"}, "slow", nil)
+		slow <- outcome{out, err}
+	}()
+	go func() {
+		ctx := gateway.WithUpstreamHeader(context.Background(), http.Header{"X-Stall": {"1"}})
+		_, err := p.Session(ctx, gateway.SessionKey{Downstream: "stalled"}, nil)
+		stalled <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // both under way
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-slow; o.err != nil || o.out != "slow" {
+		t.Errorf("the call in flight during Close: %q, %v; want its answer", o.out, o.err)
+	}
+	if err := <-stalled; err == nil {
+		t.Error("a session being opened during Close opened")
+	}
+	if _, err := p.Session(context.Background(), gateway.SessionKey{}, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Session after Close: %v, want ErrClosed", err)
+	}
+}
+
+// The entries of sessions lost long ago and never used again are forgotten.
+func TestLostEntriesForgotten(t *testing.T) {
+	ts := httpUpstream(t, testServer("s", legacyVersions, nil), nil)
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Health: config.HealthConfig{Interval: -1}}, WithIdleTimeout(20*time.Millisecond))
+	for i := range 5 {
+		mustCall(t, p, gateway.SessionKey{Downstream: fmt.Sprint("gone-", i)}, "echo")
+	}
+	eventually(t, "the entries to be forgotten", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.sessions) == 0
+	})
 }

@@ -225,3 +225,27 @@ func stderrLogger(log *slog.Logger, upstream string) io.WriteCloser {
 	}()
 	return pw
 }
+
+// maskedError is err with the secrets in its text masked (URLs' passwords
+// and query values, the process's secret set): net/http quotes the URL of a
+// failed request, and an upstream's URL may carry a key. errors.Is and As
+// still see err.
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// masked returns err with its text masked; nil for nil.
+func masked(err error) error {
+	if err == nil {
+		return nil
+	}
+	var m *maskedError
+	if errors.As(err, &m) && m == err {
+		return err
+	}
+	return &maskedError{msg: redact.Text(err.Error()), err: err}
+}

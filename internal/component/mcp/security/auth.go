@@ -41,7 +41,9 @@ func (s *Stack) matchKey(candidate string) int {
 // validated claims.
 type principal struct {
 	id     string // "key#0", "sub:alice", "ip:203.0.113.7"
+	key    int    // the API key's index; -1 for others
 	claims *Claims
+	token  string // the verified bearer token of claims; a secret
 }
 
 // bearerToken extracts the token of "Authorization: Bearer <token>"; the
@@ -58,7 +60,7 @@ func bearerToken(r *http.Request) string {
 // trusted proxy are never refused here (the gateway authenticated them), but
 // credentials they carry are still honoured for identity and scopes.
 func (s *Stack) authenticate(w http.ResponseWriter, r *http.Request, q request) (principal, bool) {
-	anon := principal{id: q.clientKey()}
+	anon := principal{id: q.clientKey(), key: -1}
 	if len(s.keys) == 0 && s.oauth == nil {
 		// No auth configured: presented keys are meaningless and must not
 		// select a rate-limit bucket, or a client could mint fresh buckets.
@@ -72,7 +74,7 @@ func (s *Stack) authenticate(w http.ResponseWriter, r *http.Request, q request) 
 	// spent does not say which header carried a valid key.
 	i1, i2 := s.matchKey(bearer), s.matchKey(apiKey)
 	if i := max(i1, i2); i >= 0 {
-		return principal{id: keyPrincipalID(i)}, true
+		return principal{id: keyPrincipalID(i), key: i}, true
 	}
 
 	reason := "missing credentials"
@@ -83,7 +85,7 @@ func (s *Stack) authenticate(w http.ResponseWriter, r *http.Request, q request) 
 	if s.oauth != nil && bearer != "" {
 		claims, err := s.oauth.verify(r.Context(), bearer)
 		if err == nil {
-			return principal{id: oauthPrincipalID(claims.Issuer, claims.Subject), claims: claims}, true
+			return principal{id: oauthPrincipalID(claims.Issuer, claims.Subject), key: -1, claims: claims, token: bearer}, true
 		}
 		tokenErr = err
 		reason = "invalid token: " + tokenRefusal(err)
@@ -109,7 +111,7 @@ func (s *Stack) authenticate(w http.ResponseWriter, r *http.Request, q request) 
 		attrs = append(attrs, "error", tokenErr.Error())
 	}
 	s.rejectAt(level, w, r, q, http.StatusUnauthorized, reason, attrs...)
-	return principal{}, false
+	return principal{key: -1}, false
 }
 
 // tokenRefusal says to the client why its token was refused. A token whose key
@@ -150,10 +152,12 @@ func challengeText(s string) string {
 // Claims are the validated claims of a JWT bearer token. The middleware puts
 // them into the request context; [ClaimsFromContext] reads them back.
 type Claims struct {
-	Issuer    string
-	Subject   string
-	Audience  []string
-	Scopes    []string
+	Issuer   string
+	Subject  string
+	Audience []string
+	Scopes   []string
+	// Roles are the values of the roles claim (OAuthConfig.RolesClaim).
+	Roles     []string
 	ExpiresAt time.Time
 	// Raw holds every claim as decoded from the token.
 	Raw map[string]any
@@ -175,13 +179,21 @@ func WithTokenInfo(ctx context.Context, ti *auth.TokenInfo) context.Context {
 		return ctx
 	}
 	if c, ok := ti.Extra[tokenInfoClaimsKey].(*Claims); ok {
-		return context.WithValue(ctx, claimsKey{}, c)
+		ctx = context.WithValue(ctx, claimsKey{}, c)
+		if id, ok := ti.Extra[tokenInfoIdentityKey].(*Identity); ok {
+			ctx = withIdentity(ctx, id)
+		}
+		return ctx
 	}
 	return context.WithValue(ctx, claimsKey{}, &Claims{Subject: ti.UserID, Scopes: ti.Scopes, ExpiresAt: ti.Expiration})
 }
 
-// tokenInfoClaimsKey is where the full Claims travel inside auth.TokenInfo.
-const tokenInfoClaimsKey = "helix.claims"
+// tokenInfoClaimsKey is where the full Claims travel inside auth.TokenInfo,
+// tokenInfoIdentityKey the Identity (with the token, for the gateway).
+const (
+	tokenInfoClaimsKey   = "helix.claims"
+	tokenInfoIdentityKey = "helix.identity"
+)
 
 // serveWithClaims hands the request on with the claims in its context, both
 // under our key and as a go-sdk auth.TokenInfo. The latter is what the SDK
@@ -190,12 +202,13 @@ const tokenInfoClaimsKey = "helix.claims"
 // is refused. The SDK keeps that context key private; its own
 // RequireBearerToken middleware is the only way to set it, so it is fed the
 // token we already verified.
-func (s *Stack) serveWithClaims(w http.ResponseWriter, r *http.Request, next http.Handler, c *Claims) {
+func (s *Stack) serveWithClaims(w http.ResponseWriter, r *http.Request, next http.Handler, p principal) {
+	c := p.claims
 	ti := &auth.TokenInfo{
 		Scopes:     c.Scopes,
 		Expiration: c.ExpiresAt,
 		UserID:     oauthPrincipalID(c.Issuer, c.Subject), // unambiguous, like the principal
-		Extra:      map[string]any{tokenInfoClaimsKey: c},
+		Extra:      map[string]any{tokenInfoClaimsKey: c, tokenInfoIdentityKey: IdentityFromContext(r.Context())},
 	}
 	r = r.WithContext(context.WithValue(r.Context(), claimsKey{}, c))
 	verified := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) { return ti, nil }

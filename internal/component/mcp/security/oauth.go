@@ -1,6 +1,7 @@
 package security
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -59,6 +60,7 @@ type oauthVerifier struct {
 	audience    string
 	resourceURL string
 	scopes      []string // scopes_supported
+	rolesClaim  []string // the path of the roles claim: ["roles"], ["realm_access", "roles"]
 	jwks        *jwksCache
 	parser      *jwt.Parser
 	now         func() time.Time
@@ -101,6 +103,7 @@ func newOAuthVerifier(c OAuthConfig, client *http.Client, now func() time.Time, 
 		audience:    aud,
 		resourceURL: strings.TrimSuffix(c.ResourceURL, "/"),
 		scopes:      scopes,
+		rolesClaim:  strings.Split(cmp.Or(c.RolesClaim, "roles"), "."),
 		jwks:        newJWKSCache(c.JWKSURL, client, now, maxWait),
 		now:         now,
 	}
@@ -213,7 +216,34 @@ func (v *oauthVerifier) verify(ctx context.Context, raw string) (*Claims, error)
 		c.ExpiresAt = exp.Time
 	}
 	c.Scopes = scopesOf(mc)
+	c.Roles = rolesOf(mc, v.rolesClaim)
 	return c, nil
+}
+
+// rolesOf reads the roles claim at path (a list of strings, or one
+// space-separated string); nil when the token has none.
+func rolesOf(mc jwt.MapClaims, path []string) []string {
+	var v any = map[string]any(mc)
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	switch v := v.(type) {
+	case string:
+		return strings.Fields(v)
+	case []any:
+		var out []string
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // scopesOf reads "scope" (RFC 8693/9068: space-separated string) and "scp"

@@ -2,6 +2,8 @@ package security
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 )
@@ -50,4 +52,67 @@ func isKeyPrincipal(id string) bool { return strings.HasPrefix(id, "key#") }
 func PrincipalFromContext(ctx context.Context) string {
 	id, _ := ctx.Value(principalKey{}).(string)
 	return id
+}
+
+// Identity is who a request acts as, as policies see it: the principal id, the
+// name and roles of its API key entry or the subject and roles claim of its
+// token, the token's scopes, and the bearer token itself for a gateway that
+// passes it on or exchanges it. Token is a secret: Identity's String and
+// LogValue leave it out; never log it, never put it in an error.
+type Identity struct {
+	ID     string
+	Name   string
+	Roles  []string
+	Scopes []string
+	Token  string
+}
+
+func (i *Identity) String() string {
+	return fmt.Sprintf("id=%s name=%s roles=%v scopes=%v", i.ID, i.Name, i.Roles, i.Scopes)
+}
+
+// LogValue keeps the token out of structured logs.
+func (i *Identity) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("id", i.ID), slog.String("name", i.Name),
+		slog.Any("roles", i.Roles), slog.Any("scopes", i.Scopes))
+}
+
+type identityKey struct{}
+
+func withIdentity(ctx context.Context, id *Identity) context.Context {
+	if id == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// identity is what the stack knows of p; nil for a caller without credentials.
+func (s *Stack) identity(p principal) *Identity {
+	switch {
+	case p.key >= 0:
+		id := &Identity{ID: p.id}
+		if p.key < len(s.keyWho) {
+			id.Name, id.Roles = s.keyWho[p.key].Name, s.keyWho[p.key].Roles
+		}
+		return id
+	case p.claims != nil:
+		return &Identity{ID: p.id, Name: p.claims.Subject, Roles: p.claims.Roles, Scopes: p.claims.Scopes, Token: p.token}
+	}
+	return nil
+}
+
+// IdentityFromContext returns who the request of ctx acts as: what the stack
+// put in the HTTP request's context, or what [WithTokenInfo] restored from the
+// go-sdk's token info (claims without an identity give one without the token).
+// It returns nil for a request without credentials.
+func IdentityFromContext(ctx context.Context) *Identity {
+	if id, ok := ctx.Value(identityKey{}).(*Identity); ok {
+		return id
+	}
+	// Claims the stack verified carry their issuer; those WithTokenInfo made up
+	// from a foreign token info (a user id only) name nobody policies know.
+	if c := ClaimsFromContext(ctx); c != nil && c.Issuer != "" && c.Subject != "" {
+		return &Identity{ID: oauthPrincipalID(c.Issuer, c.Subject), Name: c.Subject, Roles: c.Roles, Scopes: c.Scopes}
+	}
+	return nil
 }

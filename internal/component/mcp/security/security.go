@@ -30,6 +30,10 @@ type Config struct {
 	// "X-API-Key: <key>". The caller resolves ${env:…} before calling New; an
 	// empty entry is an error because it almost always is an unset variable.
 	APIKeys []string
+	// APIKeyPrincipals name the caller of each key, by index into APIKeys
+	// (shorter or nil: the rest are nameless). The name and roles reach the
+	// request's context ([IdentityFromContext]) for gateway policies.
+	APIKeyPrincipals []KeyPrincipal
 	// TrustedProxies are IP addresses or CIDR prefixes of gateways. A request
 	// whose direct peer is listed skips authentication, and only for such a
 	// request is X-Forwarded-For believed when identifying the client.
@@ -98,6 +102,16 @@ type OAuthConfig struct {
 	// announced in the protected-resource metadata. When empty it is derived
 	// from each request's scheme, Host and path.
 	ResourceURL string
+	// RolesClaim is the claim that lists the caller's roles (Claims.Roles): a
+	// list of strings or one space-separated string; a dotted name walks into
+	// nested objects (realm_access.roles). "" means "roles".
+	RolesClaim string
+}
+
+// KeyPrincipal is who an API key stands for.
+type KeyPrincipal struct {
+	Name  string
+	Roles []string
 }
 
 // Stack is the security middleware of one MCP server. Build it with [New];
@@ -108,6 +122,7 @@ type Stack struct {
 	log     *slog.Logger
 	maxBody int64 // < 0: unlimited
 	keys    []keyDigest
+	keyWho  []KeyPrincipal // by key index; shorter than keys when not all are named
 	proxies []netip.Prefix
 	cors    *corsPolicy
 	tools   toolFilter
@@ -188,6 +203,10 @@ func newStack(cfg Config, o options) (*Stack, error) {
 		}
 		s.keys = append(s.keys, digestKey(k))
 	}
+	if len(cfg.APIKeyPrincipals) > len(cfg.APIKeys) {
+		errs = append(errs, fmt.Errorf("%d api key principals for %d api_keys", len(cfg.APIKeyPrincipals), len(cfg.APIKeys)))
+	}
+	s.keyWho = cfg.APIKeyPrincipals
 	proxies, err := parseProxies(cfg.TrustedProxies)
 	if err != nil {
 		errs = append(errs, err)
@@ -434,9 +453,9 @@ func (s *Stack) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 
 	// The MCP transports bind sessions to this principal (PrincipalFromContext).
-	r = r.WithContext(withPrincipal(r.Context(), p))
+	r = r.WithContext(withIdentity(withPrincipal(r.Context(), p), s.identity(p)))
 	if p.claims != nil {
-		s.serveWithClaims(w, r, next, p.claims)
+		s.serveWithClaims(w, r, next, p)
 		return
 	}
 	next.ServeHTTP(w, r)

@@ -61,8 +61,9 @@ type Limiter struct {
 }
 
 // bucketScript takes one token from the bucket KEYS[1]. ARGV[1] is the limit per
-// minute (the refill per minute and the burst), ARGV[2] the time in microseconds
-// or "" for the server's clock. It answers {1, 0} when a token was taken and {0,
+// period (the refill per period and the burst), ARGV[2] the time in microseconds
+// or "" for the server's clock, ARGV[3] the period in seconds (absent: a minute,
+// the MCP server's rate_limit; [Store.Take] passes others). It answers {1, 0} when a token was taken and {0,
 // wait} when none is left, wait being the nanoseconds until the next token.
 //
 // The arithmetic is golang.org/x/time/rate's (AllowN and TokensAt), operation for
@@ -76,7 +77,7 @@ type Limiter struct {
 var bucketScript = redis.NewScript(`
 if redis.replicate_commands then redis.replicate_commands() end
 local burst = tonumber(ARGV[1])
-local rate = burst / 60
+local rate = burst / (tonumber(ARGV[3]) or 60)
 local now
 if ARGV[2] ~= '' then
   now = tonumber(ARGV[2])
@@ -113,7 +114,20 @@ func New(o Options) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout := o.Timeout
+	client, timeout := newClient(opts, o.Timeout)
+	return &Limiter{
+		client:    client,
+		perMinute: strconv.Itoa(o.PerMinute),
+		namespace: o.Namespace,
+		timeout:   timeout,
+		clock:     o.Clock,
+		redacted:  Redact(o.URL),
+	}, nil
+}
+
+// newClient makes the client of opts with every wait bounded by timeout (0:
+// DefaultTimeout), which it returns.
+func newClient(opts *redis.Options, timeout time.Duration) (*redis.Client, time.Duration) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -126,14 +140,7 @@ func New(o Options) (*Limiter, error) {
 	opts.DisableIdentity = true // no CLIENT SETINFO round trip when connecting
 	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	quietDriver.Do(func() { redis.SetLogger(debugLogger{}) })
-	return &Limiter{
-		client:    redis.NewClient(opts),
-		perMinute: strconv.Itoa(o.PerMinute),
-		namespace: o.Namespace,
-		timeout:   timeout,
-		clock:     o.Clock,
-		redacted:  Redact(o.URL),
-	}, nil
+	return redis.NewClient(opts), timeout
 }
 
 // quietDriver routes go-redis's own log lines (one per failed dial: a line a

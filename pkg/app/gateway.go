@@ -1,0 +1,98 @@
+package app
+
+import (
+	"net/http"
+	"strings"
+
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/internal/management"
+)
+
+// buildGateway makes the gateway of a server entry with upstreams: (see
+// docs/gateway.md) and hooks it into the server's options: the upstreams'
+// tools, prompts and resources are served beside the server's own, its
+// audiences: are virtual servers on the same listener. Bad auth: blocks are
+// configuration errors at their position.
+func (a *App) buildGateway(opts *mcpserver.Options, s config.MCPServerConfig) {
+	gc := s.Gateway
+	if gc == nil {
+		return
+	}
+	for _, au := range gc.Audiences {
+		opts.Audiences = append(opts.Audiences, mcpserver.Audience{Path: au.Path, Names: au.Tools})
+	}
+	if len(gc.Upstreams) == 0 {
+		return
+	}
+	if opts.Transport == mcpserver.TransportStdio && len(gc.Audiences) > 0 {
+		a.cfg.Warnings = append(a.cfg.Warnings, &config.Error{Pos: s.Pos, Path: s.Path + ".audiences",
+			Msg: "audiences are paths on an HTTP listener; a stdio server serves none of them"})
+	}
+	auths := map[string]*mcpclient.AuthConfig{}
+	ok := true
+	for _, u := range gc.Upstreams {
+		if u.Auth == nil {
+			continue
+		}
+		auth, err := mcpclient.ParseAuth(u.Auth.Values)
+		if err != nil {
+			a.errs = append(a.errs, &config.Error{Pos: u.Auth.Pos, Path: u.Path + ".auth",
+				Msg: strings.TrimPrefix(err.Error(), "auth: ")})
+			ok = false
+			continue
+		}
+		auths[u.ID] = auth
+	}
+	if !ok {
+		return
+	}
+	g, err := gateway.New(gateway.Options{
+		ServerID:  s.ID,
+		Upstreams: gc.Upstreams,
+		HTTPClient: func(u config.UpstreamConfig) (*http.Client, error) {
+			h := http.Header{}
+			for k, v := range u.Headers {
+				h.Set(k, v)
+			}
+			return mcpclient.HTTPClientFor(h, auths[u.ID])
+		},
+		Policies: len(gc.Policies),
+		Logger:   a.logger,
+	})
+	if err != nil {
+		a.errs = append(a.errs, &config.Error{Pos: s.Pos, Path: s.Path + ".upstreams", Msg: err.Error()})
+		return
+	}
+	opts.Extension = g
+	if a.gateways == nil {
+		a.gateways = map[string]*gateway.Gateway{}
+	}
+	a.gateways[s.ID] = g
+}
+
+// manifestGateway describes the gateway of server id for the manifest; nil
+// when it has none.
+func (a *App) manifestGateway(id string) *management.Gateway {
+	g := a.gateways[id]
+	if g == nil {
+		return nil
+	}
+	st := g.Status()
+	mg := &management.Gateway{Policies: st.Policies}
+	for _, u := range st.Upstreams {
+		mg.Upstreams = append(mg.Upstreams, management.GatewayUpstream{ID: u.ID, Transport: u.Transport,
+			Endpoint: u.Endpoint, Reached: u.Reached, Error: u.Error, Tools: u.Tools, Prompts: u.Prompts,
+			Resources: u.Resources + u.Templates})
+	}
+	for _, s := range a.cfg.MCPServers() {
+		if s.ID == id && s.Gateway != nil {
+			for _, au := range s.Gateway.Audiences {
+				mg.Audiences = append(mg.Audiences, au.Path)
+			}
+		}
+	}
+	return mg
+}

@@ -1,0 +1,111 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type gwArgs struct {
+	Text string `json:"text"`
+}
+
+// upstreamWithToken is a go-sdk MCP server over HTTP that answers only
+// requests carrying token as a bearer token and header X-Team: support.
+func upstreamWithToken(t *testing.T, token string) (url string, refused *atomic.Int32) {
+	t.Helper()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "up", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "echo"}, func(_ context.Context, _ *sdk.CallToolRequest, a gwArgs) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "up:" + a.Text}}}, nil, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	refused = &atomic.Int32{}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token || r.Header.Get("X-Team") != "support" {
+			refused.Add(1)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp", refused
+}
+
+func TestGatewayFromYAML(t *testing.T) {
+	t.Parallel()
+	url, refused := upstreamWithToken(t, "up-secret")
+	a := startYAML(t, `
+workflows:
+  - id: greet
+    trigger: direct://greet
+    steps: []
+mcps:
+  - id: gw
+    addr: "127.0.0.1:0"
+    upstreams:
+      - id: up
+        url: `+url+`
+        headers: { X-Team: support }
+        auth: { type: bearer, token: up-secret }
+    audiences:
+      - { path: /mcp/support, tools: ["up.*"] }
+`)
+	cs := mcpSession(t, a, "gw")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range lt.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"greet", "up.echo"}) {
+		t.Fatalf("tools = %v", names)
+	}
+	if text, isErr := callTool(t, cs, "up.echo", map[string]any{"text": "hi"}); text != "up:hi" || isErr {
+		t.Fatalf("up.echo = %q %v", text, isErr)
+	}
+	if n := refused.Load(); n != 0 {
+		t.Errorf("the upstream refused %d requests: auth: or headers: were not sent", n)
+	}
+	// The manifest's server entry shows the gateway.
+	for _, s := range a.Manifest().MCPServers {
+		if s.ID != "gw" {
+			continue
+		}
+		if s.Gateway == nil || len(s.Gateway.Upstreams) != 1 || !s.Gateway.Upstreams[0].Reached || s.Gateway.Upstreams[0].Tools != 1 ||
+			!slices.Contains(s.Tools, "up.echo") || s.Gateway.Audiences[0] != "/mcp/support" {
+			t.Errorf("manifest gateway = %+v (tools %v)", s.Gateway, s.Tools)
+		}
+		if strings.Contains(s.Gateway.Upstreams[0].Endpoint, "secret") {
+			t.Errorf("manifest shows a secret: %s", s.Gateway.Upstreams[0].Endpoint)
+		}
+	}
+}
+
+func TestGatewayBadAuthIsAConfigError(t *testing.T) {
+	t.Parallel()
+	_, err := buildYAML(t, `
+mcps:
+  - id: gw
+    addr: "127.0.0.1:0"
+    upstreams:
+      - id: up
+        url: http://127.0.0.1:1/mcp
+        auth: { type: magic }
+`)
+	if err == nil || !strings.Contains(err.Error(), "helix.yaml:8:15: mcps[0].upstreams[0].auth:") {
+		t.Fatalf("error = %v", err)
+	}
+}
