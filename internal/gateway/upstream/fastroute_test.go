@@ -51,7 +51,9 @@ func TestFastRouteThroughThePool(t *testing.T) {
 	var mu sync.Mutex
 	var seen []http.Header
 	var forget atomic.Bool
-	ts := httpUpstream(t, testServer("http", nil, nil), func(h http.Handler) http.Handler {
+	// A stateful upstream of the protocols before 2026-07-28: the ones the fast
+	// relay serves.
+	ts := httpUpstream(t, testServer("http", []string{"2025-11-25", "2025-06-18"}, nil), func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if rpcMethod(r) == "tools/call" {
 				mu.Lock()
