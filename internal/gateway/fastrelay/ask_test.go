@@ -40,6 +40,7 @@ func TestAskSessionAsksTheCaller(t *testing.T) {
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": req.Params.Message + "!"}}, nil
 		},
 	})
+	//lint:ignore SA1019 MCP roots are what is relayed
 	c.AddRoots(&sdk.Root{URI: "file:///caller/project"})
 	cs, err := c.Connect(testCtx(t), &sdk.StreamableClientTransport{Endpoint: ts.URL}, nil)
 	if err != nil {

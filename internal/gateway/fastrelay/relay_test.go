@@ -39,6 +39,7 @@ func goSDKUpstream(t testing.TB, jsonAnswers bool) (url string, waiting, cancell
 		return nil, nil, errors.New("it failed")
 	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "roots"}, func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+		//lint:ignore SA1019 MCP roots are what the upstream asks for
 		roots, err := req.Session.ListRoots(ctx, nil)
 		if err != nil {
 			return nil, nil, err
