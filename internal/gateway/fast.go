@@ -67,10 +67,19 @@ func (g *Gateway) CallToolRaw(ctx context.Context, r *http.Request, tc *transpor
 		url, hc, ok := router.FastRoute(cs)
 		if !ok || cs.InitializeResult() == nil || cs.InitializeResult().ProtocolVersion >= newEraVersion {
 			// The call runs either way: through the session.
-			return cs.CallTool(ctx, &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments})
+			return cs.CallTool(ctx, &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments, Meta: forwardMeta(tc.CallMeta(), "")})
 		}
-		reply, err := rawRelay.CallTool(ctx, &fastrelay.Upstream{URL: url, Client: hc, SessionID: cs.ID(),
-			ProtocolVersion: cs.InitializeResult().ProtocolVersion, Ask: fastrelay.AskSession(tc.Session)}, upstreamName, c.Arguments)
+		target := &fastrelay.Upstream{URL: url, Client: hc, SessionID: cs.ID(),
+			ProtocolVersion: cs.InitializeResult().ProtocolVersion, Ask: fastrelay.AskSession(tc.Session)}
+		// The _meta the decoding relay sends: the caller's trace context.
+		// (forwardMeta leaves out the protocol's keys and progress tokens.)
+		if meta := forwardMeta(tc.CallMeta(), ""); meta != nil {
+			var err error
+			if target.Meta, err = json.Marshal(meta); err != nil {
+				return nil, err
+			}
+		}
+		reply, err := rawRelay.CallTool(ctx, target, upstreamName, c.Arguments)
 		if err != nil {
 			return nil, err
 		}

@@ -219,3 +219,32 @@ func TestFastRelayIsGoverned(t *testing.T) {
 		}
 	}
 }
+
+// TestFastRelayForwardsTraceContext: the caller's trace context in _meta
+// reaches the upstream on the fast relay, as on the decoding one.
+func TestFastRelayForwardsTraceContext(t *testing.T) {
+	t.Parallel()
+	var seen atomic.Value
+	srv := sdk.NewServer(&sdk.Implementation{Name: "up", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo"}, func(_ context.Context, req *sdk.CallToolRequest, _ echoArgs) (*sdk.CallToolResult, any, error) {
+		seen.Store(fmt.Sprint(req.Params.Meta["traceparent"]))
+		return &sdk.CallToolResult{}, nil, nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	var raw atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		if bytes.Contains(b, []byte(`"id":"hx-`)) {
+			raw.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	s := openRaw(t, fastGateway(t, ts.URL, true, gateway.Options{}))
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	s.post(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up.echo","arguments":{"text":"x"},"_meta":{"traceparent":"`+tp+`"}}}`)
+	if raw.Load() != 1 || seen.Load() != tp {
+		t.Fatalf("fast relay calls %d, traceparent upstream %v", raw.Load(), seen.Load())
+	}
+}

@@ -62,6 +62,9 @@ type Upstream struct {
 	// Client sends the requests of this upstream (the upstream pool's, with its
 	// auth); nil means the relay's.
 	Client *http.Client
+	// Meta is the params._meta the call carries upstream (the caller's trace
+	// context), JSON; empty for none.
+	Meta json.RawMessage
 	// Ask, when set, answers this call's requests to the client instead of
 	// Options.Ask: AskSession of the caller's downstream session.
 	Ask func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
@@ -134,13 +137,17 @@ var ErrNotRun = errors.New("the call did not reach the upstream")
 // returned.
 func (r *Relay) CallTool(ctx context.Context, up *Upstream, name string, args json.RawMessage) (Reply, error) {
 	id := r.next.Add(1)
-	body := make([]byte, 0, len(name)+len(args)+96)
+	body := make([]byte, 0, len(name)+len(args)+len(up.Meta)+96)
 	// A string id never meets the integer ids of the go-sdk client session that
 	// shares the upstream session.
 	body = append(body, `{"jsonrpc":"2.0","id":"hx-`...)
 	body = strconv.AppendUint(body, id, 10)
 	body = append(body, `","method":"tools/call","params":{"name":`...)
 	body = plainjson.AppendString(body, name)
+	if len(up.Meta) > 0 {
+		body = append(body, `,"_meta":`...)
+		body = append(body, up.Meta...)
+	}
 	if len(bytes.TrimSpace(args)) > 0 {
 		body = append(body, `,"arguments":`...)
 		body = append(body, args...)

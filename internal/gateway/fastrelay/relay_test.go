@@ -352,3 +352,31 @@ func TestRelayCancelsOnlyRunningCalls(t *testing.T) {
 		t.Fatalf("%d messages posted after completed calls, first %s", len(m), m[0])
 	}
 }
+
+// TestRelayForwardsMeta: the call's _meta (the caller's trace context) goes
+// upstream with it.
+func TestRelayForwardsMeta(t *testing.T) {
+	t.Parallel()
+	var body []byte
+	up := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		var m message
+		_ = json.Unmarshal(body, &m)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"content":[]}}`)
+	}))
+	up.Meta = json.RawMessage(`{"traceparent":"00-abc-def-01"}`)
+	if _, err := New(Options{}).CallTool(testCtx(t), up, "t", json.RawMessage(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Params struct {
+			Name      string          `json:"name"`
+			Meta      json.RawMessage `json:"_meta"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(body, &sent); err != nil || sent.Params.Name != "t" || string(sent.Params.Meta) != `{"traceparent":"00-abc-def-01"}` || string(sent.Params.Arguments) != `{"a":1}` {
+		t.Fatalf("sent %s (%v)", body, err)
+	}
+}
