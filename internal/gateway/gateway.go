@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/component/mcp/security"
 	"github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 )
@@ -39,6 +40,9 @@ type Options struct {
 	HTTPClient func(config.UpstreamConfig) (*http.Client, error)
 	Guard      Guard
 	Auditor    Auditor
+	// OpenAuditor, when set, makes the Auditor when the server starts (an
+	// auditor holds a queue and a spool while it runs); it wins over Auditor.
+	OpenAuditor func() (Auditor, error)
 	// Credentials makes the Credentials of each upstream.
 	Credentials func(config.UpstreamConfig) (Credentials, error)
 	// Principal names the caller of a request from the HTTP request's context
@@ -134,25 +138,9 @@ func New(o Options) (*Gateway, error) {
 				up.sessions = config.SessionsShared
 			}
 		}
-		var hc *http.Client
-		if uc.Transport != config.UpstreamStdio {
-			var err error
-			if o.HTTPClient != nil {
-				hc, err = o.HTTPClient(uc)
-			} else {
-				hc, err = plainHTTPClient(uc)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("upstream %s: %w", uc.ID, err)
-			}
-		}
-		pool, err := g.opts.NewPool(uc, hc)
-		if err != nil {
-			return nil, fmt.Errorf("upstream %s: %w", uc.ID, err)
-		}
-		up.pool = pool
 		up.creds = GatewayCredentials{}
 		if o.Credentials != nil {
+			var err error
 			if up.creds, err = o.Credentials(uc); err != nil {
 				return nil, fmt.Errorf("upstream %s: credentials: %w", uc.ID, err)
 			}
@@ -160,6 +148,39 @@ func New(o Options) (*Gateway, error) {
 		g.ups = append(g.ups, up)
 	}
 	return g, nil
+}
+
+// open makes what the gateway holds while it runs (started at Attach, so that
+// building a configuration only to check it opens nothing): each upstream's
+// session pool and the auditor.
+func (g *Gateway) open() error {
+	if g.opts.OpenAuditor != nil {
+		a, err := g.opts.OpenAuditor()
+		if err != nil {
+			return err
+		}
+		g.audit = a
+	}
+	for _, up := range g.ups {
+		var hc *http.Client
+		if up.cfg.Transport != config.UpstreamStdio {
+			var err error
+			if g.opts.HTTPClient != nil {
+				hc, err = g.opts.HTTPClient(up.cfg)
+			} else {
+				hc, err = plainHTTPClient(up.cfg)
+			}
+			if err != nil {
+				return fmt.Errorf("upstream %s: %w", up.cfg.ID, err)
+			}
+		}
+		pool, err := g.opts.NewPool(up.cfg, hc)
+		if err != nil {
+			return fmt.Errorf("upstream %s: %w", up.cfg.ID, err)
+		}
+		up.pool = pool
+	}
+	return nil
 }
 
 // plainHTTPClient carries an upstream's headers: (auth: needs the mcp://
@@ -197,6 +218,9 @@ func (t *staticHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 func (g *Gateway) Attach(ctx context.Context, host *server.ExtensionHost) error {
 	g.host = host
 	g.ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if err := g.open(); err != nil {
+		return err
+	}
 	errs := make([]error, len(g.ups))
 	var wg sync.WaitGroup
 	for i, up := range g.ups {
@@ -272,12 +296,20 @@ func (g *Gateway) Close(ctx context.Context) error {
 	g.bg.Wait()
 	var errs []error
 	for _, up := range g.ups {
+		if up.pool == nil {
+			continue
+		}
 		if err := up.pool.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("upstream %s: %w", up.cfg.ID, err))
 		}
 	}
 	if err := g.audit.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("audit: %w", err))
+	}
+	if c, ok := g.guard.(interface{ Close() error }); ok {
+		if err := c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("policies: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -341,6 +373,7 @@ func (g *Gateway) Middleware() sdk.Middleware {
 			switch method {
 			case "logging/setLevel":
 				ss, _ := req.GetSession().(*sdk.ServerSession)
+				//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 				if p, ok := req.GetParams().(*sdk.SetLoggingLevelParams); ok && p != nil {
 					g.setLevel(ctx, ss, p.Level)
 				}
@@ -434,6 +467,12 @@ func (g *Gateway) principal(req sdk.Request) *Principal {
 	var rctx context.Context
 	if g.host != nil {
 		rctx = g.host.RequestContext(req)
+	}
+	if rctx == nil && req != nil {
+		// No HTTP request to read (SSE posts, stdio): the go-sdk's token info.
+		if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+			rctx = security.WithTokenInfo(context.Background(), ex.TokenInfo)
+		}
 	}
 	p := g.opts.Principal(rctx, h)
 	if p == nil {

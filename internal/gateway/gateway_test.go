@@ -38,12 +38,14 @@ type fakeUpstream struct {
 	srv   *sdk.Server
 	url   string
 	inits atomic.Int32 // sessions opened (initialize requests)
+	subs  atomic.Int32 // resources/subscribe requests
 }
 
 func startUpstream(t *testing.T, name string, setup func(*sdk.Server)) *fakeUpstream {
 	t.Helper()
+	up := &fakeUpstream{}
 	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, &sdk.ServerOptions{
-		SubscribeHandler:   func(context.Context, *sdk.SubscribeRequest) error { return nil },
+		SubscribeHandler:   func(context.Context, *sdk.SubscribeRequest) error { up.subs.Add(1); return nil },
 		UnsubscribeHandler: func(context.Context, *sdk.UnsubscribeRequest) error { return nil },
 		CompletionHandler: func(_ context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
 			return &sdk.CompleteResult{Completion: sdk.CompletionResultDetails{
@@ -52,7 +54,7 @@ func startUpstream(t *testing.T, name string, setup func(*sdk.Server)) *fakeUpst
 	})
 	setup(srv)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
-	up := &fakeUpstream{srv: srv}
+	up.srv = srv
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(strings.NewReader(string(b)))
@@ -304,6 +306,7 @@ func TestGatewayRelaysProgressLoggingElicitationSamplingAndCancel(t *testing.T) 
 			progress = append(progress, req.Params.Message+":"+req.Params.ProgressToken.(string))
 			mu.Unlock()
 		},
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
 			mu.Lock()
 			logs = append(logs, req.Params.Data.(string))
@@ -312,7 +315,9 @@ func TestGatewayRelaysProgressLoggingElicitationSamplingAndCancel(t *testing.T) 
 		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann:" + req.Params.Message}}, nil
 		},
+		//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		CreateMessageHandler: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 			return &sdk.CreateMessageResult{Model: "m", Role: "assistant", Content: &sdk.TextContent{Text: "sampled"}}, nil
 		},
 	})
@@ -494,5 +499,29 @@ func TestGatewayNameClashStopsTheStart(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `"echo"`) || !strings.Contains(err.Error(), "workflow echo") || !strings.Contains(err.Error(), "upstream a") {
 		t.Errorf("error = %v", err)
+	}
+}
+
+// A session that replaces a lost one gets the subscriptions the lost one held.
+func TestGatewayReopenedSessionResubscribes(t *testing.T) {
+	t.Parallel()
+	a := startUpstream(t, "a", echoServer)
+	comp, g := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http"}}})
+	cs := connect(t, comp, "/mcp", "2025-11-25", nil)
+	if err := cs.Subscribe(testCtx(t), &sdk.SubscribeParams{URI: "memo://a"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.subs.Load(); n != 1 {
+		t.Fatalf("upstream subscriptions = %d", n)
+	}
+	fresh, err := sdk.NewClient(&sdk.Implementation{Name: "x", Version: "1"}, nil).Connect(testCtx(t),
+		&sdk.StreamableClientTransport{Endpoint: a.url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	g.Reopened("a")(gateway.SessionKey{}, fresh)
+	if n := a.subs.Load(); n != 2 {
+		t.Fatalf("upstream subscriptions after the reopen = %d, want 2", n)
 	}
 }

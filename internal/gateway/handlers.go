@@ -20,8 +20,10 @@ func audienceOf(req sdk.Request) string { return server.AudienceOf(req) }
 func (g *Gateway) clientOptions(up *upstream) func() *sdk.ClientOptions {
 	return func() *sdk.ClientOptions {
 		return &sdk.ClientOptions{
-			ElicitationHandler:          g.elicit,
-			CreateMessageHandler:        g.sample,
+			ElicitationHandler: g.elicit,
+			//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
+			CreateMessageHandler: g.sample,
+			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 			LoggingMessageHandler:       g.logMessage,
 			ProgressNotificationHandler: g.progress,
 			ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
@@ -115,6 +117,8 @@ func (g *Gateway) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elic
 }
 
 // sample relays an upstream's sampling request like elicit.
+//
+//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 func (g *Gateway) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 	cs, _ := req.GetSession().(*sdk.ClientSession)
 	f := g.relay.current(cs)
@@ -142,6 +146,8 @@ func newEraSession(ss *sdk.ServerSession) bool {
 
 // setLevel relays a downstream session's logging/setLevel to the upstream
 // sessions that serve it alone, and remembers it for the ones it opens later.
+//
+//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 func (g *Gateway) setLevel(ctx context.Context, ss *sdk.ServerSession, level sdk.LoggingLevel) {
 	if ss == nil {
 		return
@@ -184,7 +190,8 @@ func (g *Gateway) applyLevel(ctx context.Context, ss *sdk.ServerSession, cs *sdk
 }
 
 type levelKey struct {
-	cs    *sdk.ClientSession
+	cs *sdk.ClientSession
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	level sdk.LoggingLevel
 }
 
@@ -259,4 +266,56 @@ func asMap(v any) map[string]any {
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
 	return m
+}
+
+// Reopened is what a Pool calls (upstream.WithOnReopen) when a session of
+// upstream id replaces one that was lost: the new session gets what the lost
+// one carried, the logging level of its downstream session and, for the
+// shared session, the resource subscriptions.
+func (g *Gateway) Reopened(id string) func(key SessionKey, cs *sdk.ClientSession) {
+	return func(key SessionKey, cs *sdk.ClientSession) {
+		var up *upstream
+		for _, u := range g.ups {
+			if u.cfg.ID == id {
+				up = u
+			}
+		}
+		if up == nil || cs == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), up.timeout)
+		defer cancel()
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
+		var level sdk.LoggingLevel
+		var uris []string
+		g.relay.mu.Lock()
+		if key.Downstream != "" {
+			for ss, l := range g.relay.downLevel {
+				if ss.ID() == key.Downstream {
+					level = l
+				}
+			}
+		}
+		if key == (SessionKey{}) {
+			for uri, n := range g.relay.subs {
+				if n > 0 {
+					uris = append(uris, uri)
+				}
+			}
+		}
+		g.relay.mu.Unlock()
+		if level != "" {
+			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
+			_ = cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: level})
+		}
+		for _, uri := range uris {
+			if g.resourceOwner(uri) != up {
+				continue
+			}
+			if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+				g.logger.Warn("gateway: resubscribing after a lost upstream session failed", "server", g.opts.ServerID,
+					"upstream", id, "uri", uri, "error", err)
+			}
+		}
+	}
 }

@@ -28,8 +28,9 @@ import (
 // upstream session serves, the progress tokens it handed out and the
 // subscriptions it holds.
 type relayState struct {
-	mu        sync.Mutex
-	ups       map[*sdk.ClientSession]*upSession
+	mu  sync.Mutex
+	ups map[*sdk.ClientSession]*upSession
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	downLevel map[*sdk.ServerSession]sdk.LoggingLevel // levels set by downstream sessions
 	downUps   map[*sdk.ServerSession]map[*sdk.ClientSession]bool
 	progress  map[string]*inflight // the gateway's progress token → call
@@ -56,6 +57,7 @@ type inflight struct {
 
 func (r *relayState) init() {
 	r.ups = map[*sdk.ClientSession]*upSession{}
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	r.downLevel = map[*sdk.ServerSession]sdk.LoggingLevel{}
 	r.downUps = map[*sdk.ServerSession]map[*sdk.ClientSession]bool{}
 	r.progress = map[string]*inflight{}
@@ -196,7 +198,7 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		rec.Arguments = c.Arguments
 	}
 	finish := func(outcome string, err error, res any) {
-		rec.Time, rec.Outcome = time.Now().UTC(), outcome
+		rec.Time, rec.Outcome = c.Started.UTC(), outcome
 		rec.LatencyMS = float64(time.Since(c.Started).Microseconds()) / 1000
 		rec.Arguments = c.Arguments // as the argument guard left them
 		if err != nil {

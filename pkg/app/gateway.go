@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -8,7 +9,12 @@ import (
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/internal/gateway/audit"
+	"github.com/arvenza/helix/internal/gateway/creds"
+	"github.com/arvenza/helix/internal/gateway/policy"
+	"github.com/arvenza/helix/internal/gateway/upstream"
 	"github.com/arvenza/helix/internal/management"
+	"github.com/arvenza/helix/internal/starlang"
 )
 
 // buildGateway makes the gateway of a server entry with upstreams: (see
@@ -46,12 +52,44 @@ func (a *App) buildGateway(opts *mcpserver.Options, s config.MCPServerConfig) {
 		}
 		auths[u.ID] = auth
 	}
+	for _, u := range gc.Upstreams {
+		if errs := creds.Check(u); len(errs) > 0 {
+			a.errs = append(a.errs, errs...)
+			ok = false
+		}
+	}
+	guard, err := policy.New(s.ID, gc.Policies, policy.Options{RateLimitStore: s.Security.RateLimitStore,
+		Starlang: &starlang.Options{MaxMemory: a.cfg.Helix.StarlangMaxMemory}, Logger: a.logger})
+	if err != nil {
+		a.errs = append(a.errs, config.AsErrors(err, s.Pos, s.Path+".policies")...)
+		ok = false
+	}
 	if !ok {
 		return
 	}
-	g, err := gateway.New(gateway.Options{
-		ServerID:  s.ID,
-		Upstreams: gc.Upstreams,
+	var openAuditor func() (gateway.Auditor, error)
+	if gc.Audit != nil {
+		openAuditor = func() (gateway.Auditor, error) {
+			return audit.New(a.hc, s.ID, gc.Audit, audit.Options{DataDir: a.cfg.Helix.DataDir, Logger: a.logger})
+		}
+	}
+	var g *gateway.Gateway
+	g, err = gateway.New(gateway.Options{
+		ServerID:    s.ID,
+		Upstreams:   gc.Upstreams,
+		Guard:       guard,
+		OpenAuditor: openAuditor,
+		Credentials: func(u config.UpstreamConfig) (gateway.Credentials, error) { return creds.New(u, creds.Options{}) },
+		NewPool: func(u config.UpstreamConfig, hc *http.Client) (gateway.Pool, error) {
+			// Pools are made when the server starts, once g is set.
+			return upstream.Factory(a.logger, upstream.WithOnReopen(g.Reopened(u.ID)))(u, hc)
+		},
+		Principal: func(rctx context.Context, _ http.Header) *gateway.Principal {
+			if rctx == nil {
+				return &gateway.Principal{}
+			}
+			return policy.PrincipalFromContext(rctx)
+		},
 		HTTPClient: func(u config.UpstreamConfig) (*http.Client, error) {
 			h := http.Header{}
 			for k, v := range u.Headers {

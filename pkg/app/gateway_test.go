@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,6 +13,10 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/testtools"
+	"github.com/arvenza/helix/pkg/app"
 )
 
 type gwArgs struct {
@@ -107,5 +113,105 @@ mcps:
 `)
 	if err == nil || !strings.Contains(err.Error(), "helix.yaml:8:15: mcps[0].upstreams[0].auth:") {
 		t.Fatalf("error = %v", err)
+	}
+}
+
+// bearerSession connects to server id of a with an API key.
+func bearerSession(t *testing.T, a *app.App, id, key string) *sdk.ClientSession {
+	t.Helper()
+	hc := &http.Client{Transport: &bearer{key: key}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: serverURL(t, a, id) + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+type bearer struct{ key string }
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Two principals through one gateway: the policy lets alice (role support)
+// call the upstream's tools and hides them from mallory; every call is audited
+// with its principal and outcome, and the upstream's token never reaches a
+// client or the audit.
+func TestGatewayPoliciesAndAuditFromYAML(t *testing.T) {
+	t.Parallel()
+	url, _ := upstreamWithToken(t, "up-secret")
+	logs := &syncBuffer{}
+	cfg, err := config.LoadBytes("helix.yaml", []byte(`
+workflows:
+  - id: greet
+    trigger: direct://greet
+    steps: []
+mcps:
+  - id: gw
+    addr: "127.0.0.1:0"
+    api_keys:
+      - { key: alice-key-0123456789, name: alice, roles: [support] }
+      - { key: mallory-key-0123456789, name: mallory }
+    upstreams:
+      - id: up
+        url: `+url+`
+        headers: { X-Team: support }
+        auth: { type: bearer, token: up-secret }
+    policies:
+      - tools: ["up.*"]
+        allow: { roles: [support] }
+    audit: { sink: log, arguments: full }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := quiet
+	opts.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	cfg.Helix.DataDir = t.TempDir() // the audit's spool
+	a, err := app.Build(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBuilt(t, a)
+	alice := bearerSession(t, a, "gw", "alice-key-0123456789")
+	if text, isErr := callTool(t, alice, "up.echo", map[string]any{"text": "a"}); text != "up:a" || isErr {
+		t.Fatalf("alice: %q %v", text, isErr)
+	}
+	mallory := bearerSession(t, a, "gw", "mallory-key-0123456789")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lt, err := mallory.ListTools(ctx, nil)
+	if err != nil || len(lt.Tools) != 1 || lt.Tools[0].Name != "greet" {
+		t.Fatalf("mallory sees %+v (%v)", lt, err)
+	}
+	if _, isErr := callTool(t, mallory, "up.echo", map[string]any{"text": "m"}); !isErr {
+		t.Fatal("mallory's call went through")
+	}
+	testtools.Eventually(t, "both calls audited", func() bool {
+		s := logs.String()
+		return strings.Contains(s, `"principal":"alice"`) && strings.Contains(s, `"principal":"mallory"`)
+	})
+	var outcomes []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"msg":"audit"`) {
+			var rec struct{ Principal, Outcome, Name string }
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatal(err)
+			}
+			outcomes = append(outcomes, rec.Principal+":"+rec.Name+":"+rec.Outcome)
+		}
+	}
+	slices.Sort(outcomes)
+	if !slices.Equal(outcomes, []string{"alice:up.echo:ok", "mallory:up.echo:denied"}) {
+		t.Errorf("audit = %v", outcomes)
+	}
+	if strings.Contains(logs.String(), "up-secret") {
+		t.Error("the upstream's token is in the log")
 	}
 }
