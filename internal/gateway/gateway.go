@@ -48,6 +48,10 @@ type Options struct {
 	// Principal names the caller of a request from the HTTP request's context
 	// (nil outside HTTP) and headers.
 	Principal func(rctx context.Context, h http.Header) *Principal
+	// Scrub, when set, takes the upstream's credentials out of what it says
+	// back (errors, tool error texts): sent are the headers the call carried.
+	// creds.Scrub is the one pkg/app sets.
+	Scrub func(u config.UpstreamConfig, sent http.Header, err error) error
 	// Policies is how many policies the Guard has, for Status.
 	Policies int
 	Logger   *slog.Logger

@@ -244,20 +244,35 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("upstream %s: no credentials for this caller", rq.up.cfg.ID)}
 	}
 	cctx = WithUpstreamHeader(cctx, h)
-	cs, err := rq.up.pool.Session(cctx, rq.up.sessionKey(rq.req, c.Principal), g.clientOptions(rq.up))
-	if err != nil {
-		outcome, cerr := g.failure(ctx, cctx, rq, err)
-		finish(outcome, err, nil)
-		return nil, cerr
+	// Through the pool's Call (callOn): a request that failed before it could
+	// reach the upstream goes again on a new session, one that may have run
+	// does not.
+	var res any
+	err = callOn(cctx, rq.up.pool, rq.up.sessionKey(rq.req, c.Principal), g.clientOptions(rq.up), func(cctx context.Context, cs *sdk.ClientSession) error {
+		c.UpstreamSession = cs.ID()
+		rec.UpstreamSession = c.UpstreamSession
+		f := &inflight{ctx: ctx, extra: rq.req.GetExtra(), token: rq.token}
+		f.ss, _ = rq.req.GetSession().(*sdk.ServerSession)
+		ptok, end := g.relay.begin(cs, f)
+		defer end()
+		g.applyLevel(cctx, f.ss, cs)
+		var err error
+		res, err = run(cctx, cs, ptok)
+		return err
+	})
+	var upstreamErr *jsonrpc.Error
+	if errors.As(err, &upstreamErr) && g.opts.Scrub != nil {
+		// What the upstream said (the pool's own explanations carry no secrets).
+		err = g.opts.Scrub(rq.up.cfg, h, upstreamErr)
 	}
-	c.UpstreamSession = cs.ID()
-	rec.UpstreamSession = c.UpstreamSession
-	f := &inflight{ctx: ctx, extra: rq.req.GetExtra(), token: rq.token}
-	f.ss, _ = rq.req.GetSession().(*sdk.ServerSession)
-	ptok, end := g.relay.begin(cs, f)
-	g.applyLevel(cctx, f.ss, cs)
-	res, err := run(cctx, cs, ptok)
-	end()
+	if tr, ok := res.(*sdk.CallToolResult); ok && tr != nil && tr.IsError && g.opts.Scrub != nil {
+		// An upstream may quote the credentials it refused in its error text.
+		for _, c := range tr.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				tc.Text = g.opts.Scrub(rq.up.cfg, h, errors.New(tc.Text)).Error()
+			}
+		}
+	}
 	if err != nil {
 		outcome, cerr := g.failure(ctx, cctx, rq, err)
 		finish(outcome, err, nil)
@@ -282,7 +297,7 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		}
 	}
 	outcome := OutcomeOK
-	if tr, ok := res.(*sdk.CallToolResult); ok && tr.IsError {
+	if tr, ok := res.(*sdk.CallToolResult); ok && tr != nil && tr.IsError {
 		outcome = OutcomeToolError
 	} else if raw, ok := res.(json.RawMessage); ok && fastrelay.IsToolError(raw) {
 		outcome = OutcomeToolError
@@ -303,6 +318,11 @@ func (g *Gateway) failure(ctx, cctx context.Context, rq *relayed, err error) (st
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return OutcomeTimeout, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("upstream %s did not answer in time", rq.up.cfg.ID)}
+	}
+	if msg, ok := explanation(err); ok {
+		return OutcomeError, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
+	}
+	switch {
 	case errors.As(err, &werr):
 		return OutcomeError, &jsonrpc.Error{Code: werr.Code, Message: werr.Message, Data: werr.Data}
 	}

@@ -97,6 +97,9 @@ func (a *App) buildGateway(opts *mcpserver.Options, s config.MCPServerConfig) {
 			}
 			return mcpclient.HTTPClientFor(h, auths[u.ID])
 		},
+		Scrub: func(u config.UpstreamConfig, sent http.Header, err error) error {
+			return creds.Scrub(err, append(creds.Secrets(u), creds.HeaderSecrets(sent)...)...)
+		},
 		Policies: len(gc.Policies),
 		Logger:   a.logger,
 	})

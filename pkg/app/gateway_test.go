@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/config"
@@ -30,6 +32,14 @@ func upstreamWithToken(t *testing.T, token string) (url string, refused *atomic.
 	srv := sdk.NewServer(&sdk.Implementation{Name: "up", Version: "1"}, nil)
 	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "echo"}, func(_ context.Context, _ *sdk.CallToolRequest, a gwArgs) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "up:" + a.Text}}}, nil, nil
+	})
+	// An upstream that quotes the credentials it received, in an error and in a
+	// tool error.
+	srv.AddTool(&sdk.Tool{Name: "leak", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return nil, &jsonrpc.Error{Code: -32050, Message: "you sent " + req.Extra.Header.Get("Authorization")}
+	})
+	srv.AddTool(&sdk.Tool{Name: "leak_result", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "token " + token + " refused"}}}, nil
 	})
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
 	refused = &atomic.Int32{}
@@ -76,11 +86,20 @@ mcps:
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"greet", "up.echo"}) {
+	if !slices.Equal(names, []string{"greet", "up.echo", "up.leak", "up.leak_result"}) {
 		t.Fatalf("tools = %v", names)
 	}
 	if text, isErr := callTool(t, cs, "up.echo", map[string]any{"text": "hi"}); text != "up:hi" || isErr {
 		t.Fatalf("up.echo = %q %v", text, isErr)
+	}
+	// The upstream's token never reaches the client.
+	_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "up.leak", Arguments: map[string]any{}})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != -32050 || strings.Contains(werr.Message, "up-secret") {
+		t.Errorf("leak: %v", err)
+	}
+	if text, isErr := callTool(t, cs, "up.leak_result", map[string]any{}); !isErr || strings.Contains(text, "up-secret") || !strings.Contains(text, "refused") {
+		t.Errorf("leak_result: %q", text)
 	}
 	if n := refused.Load(); n != 0 {
 		t.Errorf("the upstream refused %d requests: auth: or headers: were not sent", n)
@@ -90,7 +109,7 @@ mcps:
 		if s.ID != "gw" {
 			continue
 		}
-		if s.Gateway == nil || len(s.Gateway.Upstreams) != 1 || !s.Gateway.Upstreams[0].Reached || s.Gateway.Upstreams[0].Tools != 1 ||
+		if s.Gateway == nil || len(s.Gateway.Upstreams) != 1 || !s.Gateway.Upstreams[0].Reached || s.Gateway.Upstreams[0].Tools != 3 ||
 			!slices.Contains(s.Tools, "up.echo") || s.Gateway.Audiences[0] != "/mcp/support" {
 			t.Errorf("manifest gateway = %+v (tools %v)", s.Gateway, s.Tools)
 		}

@@ -66,7 +66,7 @@ func (a *App) buildManagement() {
 		Runs:     a.durableRuns,  // durable_ops.go
 		Routes:   a.waitRoutes(), // waits.go
 	})
-	for _, c := range append(replayBudgetCollectors(), a.durableCollectors()...) {
+	for _, c := range append(append(replayBudgetCollectors(), a.durableCollectors()...), auditMetrics.Collectors()...) {
 		if err := a.mgmt.Register(c); err != nil {
 			a.errs = append(a.errs, &config.Error{Pos: m.Pos, Path: "helix.management", Msg: err.Error()})
 		}

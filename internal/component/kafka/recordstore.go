@@ -24,12 +24,9 @@ func (c *Component) OpenRecordStore(u *uri.URI, _ recordstore.Options) (recordst
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Spec.Redact(u.Raw), err)
 	}
-	e := ep.(*endpoint)
-	p := &producer{e: e}
-	if err := p.Start(context.Background()); err != nil {
-		return nil, err
-	}
-	return &recordTopic{p: p}, nil
+	// The client is made at the first Write: opening a store only checks the
+	// URI, so that validating a configuration starts nothing.
+	return &recordTopic{p: &producer{e: ep.(*endpoint)}}, nil
 }
 
 type recordTopic struct {
@@ -39,14 +36,23 @@ type recordTopic struct {
 	// does not take back a buffered record); the next Write waits for them
 	// first, so abandoned records never pile up while the brokers are away.
 	pending chan struct{}
+	closed  bool
 }
 
 func (t *recordTopic) Write(ctx context.Context, recs []recordstore.Record) error {
+	if t.closed {
+		return fmt.Errorf("kafka %s: the record store is closed", t.p.e.redacted())
+	}
 	t.p.mu.RLock()
 	cl := t.p.cl
 	t.p.mu.RUnlock()
 	if cl == nil {
-		return fmt.Errorf("kafka %s: the record store is closed", t.p.e.redacted())
+		if err := t.p.Start(ctx); err != nil {
+			return err
+		}
+		t.p.mu.RLock()
+		cl = t.p.cl
+		t.p.mu.RUnlock()
 	}
 	if t.pending != nil {
 		select {
@@ -91,4 +97,7 @@ func (t *recordTopic) Write(ctx context.Context, recs []recordstore.Record) erro
 	return nil
 }
 
-func (t *recordTopic) Close(ctx context.Context) error { return t.p.Stop(ctx) }
+func (t *recordTopic) Close(ctx context.Context) error {
+	t.closed = true
+	return t.p.Stop(ctx)
+}

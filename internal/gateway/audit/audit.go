@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/arvenza/helix/internal/config"
@@ -37,6 +38,11 @@ const (
 	DefaultKeepFiles    = 10
 )
 
+// stillFailingEvery is how often the warning of a sink that keeps refusing
+// records is repeated (a table of another shape, a topic the credentials may
+// not write: nothing is dropped, so someone must act).
+const stillFailingEvery = time.Minute
+
 // Options tune an Auditor; the zero value is usable.
 type Options struct {
 	// DataDir is helix.data_dir: the spool is <DataDir>/audit/<server>.spool.
@@ -52,13 +58,19 @@ type Options struct {
 	// BatchSize is the most records written to the sink at once (default 256).
 	BatchSize int
 	// EnqueueWait is how long Record waits for room in a full queue before it
-	// spools the record instead (default 50ms).
+	// spools the record instead (default 50ms); while the queue stays full,
+	// records are spooled without waiting.
 	EnqueueWait time.Duration
 	// WriteTimeout bounds one write to the sink (default 10s).
 	WriteTimeout time.Duration
 	// RetryMin and RetryMax bound the backoff between writes while the sink
 	// fails (defaults 100ms and 5s).
 	RetryMin, RetryMax time.Duration
+
+	// stuckGrace is how long Close waits, after its context ended, for a write
+	// that does not honour its context (a hung file system) before it spools
+	// that write's records itself (default 2s).
+	stuckGrace time.Duration
 }
 
 func (o *Options) defaults() {
@@ -83,6 +95,9 @@ func (o *Options) defaults() {
 	if o.RetryMax < o.RetryMin {
 		o.RetryMax = max(5*time.Second, o.RetryMin)
 	}
+	if o.stuckGrace <= 0 {
+		o.stuckGrace = 2 * time.Second
+	}
 }
 
 // Auditor is the gateway.Auditor of one gateway server.
@@ -101,6 +116,10 @@ type Auditor struct {
 	mu     sync.RWMutex
 	closed bool
 	queue  chan recordstore.Record
+	// overflowing: a record found the queue full and was spooled, and none has
+	// found room since. waits counts the calls that waited for room.
+	overflowing atomic.Bool
+	waits       atomic.Int64
 
 	// runCtx is cancelled when Close's context ends: writes in progress stop and
 	// what is left goes to the spool.
@@ -111,6 +130,12 @@ type Auditor struct {
 	closeErr  error
 	spoolErr  error // the first failed spooling (a record then only in the log)
 	spoolErrs sync.Mutex
+
+	// inflight is the batch being written; abandoned says Close spooled it
+	// because the write did not return (see stuckGrace).
+	inflightMu sync.Mutex
+	inflight   []recordstore.Record
+	abandoned  bool
 }
 
 var _ gateway.Auditor = (*Auditor)(nil)
@@ -128,13 +153,9 @@ func New(hc *engine.Context, server string, cfg *config.AuditConfig, opts Option
 	if cfg.Pos.IsValid() {
 		where = cfg.Pos.String() + ": audit"
 	}
-	arguments := cfg.Arguments
-	switch arguments {
-	case "":
-		arguments = ArgumentsDigest
-	case ArgumentsDigest, ArgumentsRedacted, ArgumentsFull, ArgumentsNone:
-	default:
-		return nil, fmt.Errorf("%s.arguments: %q is not a setting; write digest, redacted, full or none", where, cfg.Arguments)
+	arguments, err := argumentsSetting(where, cfg.Arguments)
+	if err != nil {
+		return nil, err
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -163,7 +184,38 @@ func New(hc *engine.Context, server string, cfg *config.AuditConfig, opts Option
 	return a, nil
 }
 
-// openStore opens the sink cfg.Sink names.
+// Validate checks cfg as New would, without starting anything or touching
+// the data dir: for a configuration check (helix validate).
+func Validate(hc *engine.Context, cfg *config.AuditConfig) error {
+	if cfg == nil {
+		return errors.New("audit: no audit: configuration")
+	}
+	where := "audit"
+	if cfg.Pos.IsValid() {
+		where = cfg.Pos.String() + ": audit"
+	}
+	if _, err := argumentsSetting(where, cfg.Arguments); err != nil {
+		return err
+	}
+	store, _, err := openStore(hc, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return fmt.Errorf("%s.sink: %s", where, scrubText(err.Error()))
+	}
+	return store.Close(context.Background())
+}
+
+func argumentsSetting(where, s string) (string, error) {
+	switch s {
+	case "":
+		return ArgumentsDigest, nil
+	case ArgumentsDigest, ArgumentsRedacted, ArgumentsFull, ArgumentsNone:
+		return s, nil
+	}
+	return "", fmt.Errorf("%s.arguments: %q is not a setting; write digest, redacted, full or none", where, s)
+}
+
+// openStore opens the sink cfg.Sink names. Opening checks the URI and starts
+// nothing (the stores connect at their first write).
 func openStore(hc *engine.Context, cfg *config.AuditConfig, logger *slog.Logger) (recordstore.Store, string, error) {
 	sink := strings.TrimSpace(cfg.Sink)
 	if sink == "" || sink == SinkLog {
@@ -211,15 +263,25 @@ func (a *Auditor) Record(ctx context.Context, r *gateway.Record) {
 	if !a.closed {
 		select {
 		case a.queue <- rec:
+			if a.overflowing.Load() {
+				a.overflowing.Store(false)
+			}
 			return
 		default:
 		}
-		t := time.NewTimer(a.opts.EnqueueWait)
-		defer t.Stop()
-		select {
-		case a.queue <- rec:
-			return
-		case <-t.C:
+		// A full queue: the first call waits a little for room; while the
+		// queue stays full, the calls after it spool at once rather than each
+		// pay the wait.
+		if !a.overflowing.Load() {
+			a.waits.Add(1)
+			t := time.NewTimer(a.opts.EnqueueWait)
+			defer t.Stop()
+			select {
+			case a.queue <- rec:
+				return
+			case <-t.C:
+				a.overflowing.Store(true)
+			}
 		}
 	}
 	a.toSpool([]recordstore.Record{rec})
@@ -335,15 +397,30 @@ func (a *Auditor) run() {
 // reports whether the sink took the batch.
 func (a *Auditor) deliver(batch []recordstore.Record) bool {
 	delay := a.opts.RetryMin
-	failing := false
+	failing, attempts, warned := false, 0, time.Time{}
 	for {
 		if a.runCtx.Err() != nil {
 			a.toSpool(batch)
 			return false
 		}
+		a.inflightMu.Lock()
+		if a.abandoned {
+			a.inflightMu.Unlock()
+			a.toSpool(batch)
+			return false
+		}
+		a.inflight = batch
+		a.inflightMu.Unlock()
 		ctx, cancel := context.WithTimeout(a.runCtx, a.opts.WriteTimeout)
 		err := a.store.Write(ctx, batch)
 		cancel()
+		a.inflightMu.Lock()
+		a.inflight = nil
+		abandoned := a.abandoned
+		a.inflightMu.Unlock()
+		if abandoned {
+			return err == nil // Close spooled the batch already
+		}
 		if err == nil {
 			a.count.written.Add(float64(len(batch)))
 			if failing {
@@ -355,10 +432,13 @@ func (a *Auditor) deliver(batch []recordstore.Record) bool {
 			continue // spooled above
 		}
 		a.count.retried.Add(float64(len(batch)))
-		if !failing {
-			// One warning per outage, not one per attempt.
-			a.logger.Warn("audit sink refuses records; retrying, the records are kept", "records", len(batch), "error", scrubText(err.Error()))
-			failing = true
+		attempts++
+		if !failing || time.Since(warned) >= stillFailingEvery {
+			// One warning when the outage starts and a reminder now and then,
+			// not one per attempt.
+			a.logger.Warn("audit sink refuses records; retrying, the records are kept", "records", len(batch), "attempts", attempts,
+				"queued", len(a.queue), "error", scrubText(err.Error()))
+			failing, warned = true, time.Now()
 		}
 		select {
 		case <-time.After(delay):
@@ -410,6 +490,25 @@ func (a *Auditor) deliverSpool() {
 	}
 }
 
+// abandonWriter spools, in Close, what a writer stuck in a write that does not
+// honour its context holds: the batch being written and the rest of the queue.
+// Should the write return later and succeed, those records are delivered
+// twice (the sinks keep a record delivered twice once or with its id).
+func (a *Auditor) abandonWriter() {
+	a.logger.Error("audit sink does not return from a write; its records and the queue are spooled")
+	a.inflightMu.Lock()
+	batch := a.inflight
+	a.inflight = nil
+	a.abandoned = true
+	a.inflightMu.Unlock()
+	a.toSpool(batch)
+	var rest []recordstore.Record
+	for r := range a.queue {
+		rest = append(rest, r)
+	}
+	a.toSpool(rest)
+}
+
 // Close stops taking records into the queue, delivers what is queued, and
 // when ctx ends first spools what the sink has not acknowledged (delivered at
 // the next start). It returns an error only when a record could be neither
@@ -425,7 +524,11 @@ func (a *Auditor) Close(ctx context.Context) error {
 		case <-a.done:
 		case <-ctx.Done():
 			a.abort()
-			<-a.done
+			select {
+			case <-a.done:
+			case <-time.After(a.opts.stuckGrace):
+				a.abandonWriter()
+			}
 		}
 		a.abort()
 		a.spoolErrs.Lock()

@@ -283,6 +283,9 @@ func TestFullQueueSpoolsAndNothingIsDropped(t *testing.T) {
 		}()
 	}
 	wg.Wait() // Record returned 100 times while the sink held every write
+	if w := a.waits.Load(); w > 8 {
+		t.Errorf("%d calls waited for room in the full queue; once it is known full, calls spool at once", w)
+	}
 	if got := counterValue(t, m.spooled.WithLabelValues("gw", "fake")); got < 90 {
 		t.Fatalf("spooled = %v with a held sink and a queue of 2, want most of 100", got)
 	}
@@ -342,7 +345,11 @@ func TestBadConfiguration(t *testing.T) {
 		{config.AuditConfig{Sink: "nosuch://user:hunter2hunter2@db/x?password=hunter3hunter3%zz"}, "helix.yaml:12:7: audit.sink: invalid endpoint URI"},
 	} {
 		tc.cfg.Pos = pos
+		verr := Validate(hc, &tc.cfg)
 		_, err := New(hc, "gw", &tc.cfg, fastOptions(t.TempDir()))
+		if verr == nil || err == nil || verr.Error() != err.Error() {
+			t.Errorf("Validate says %v, New says %v", verr, err)
+		}
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want it to start %q", tc.cfg, err, tc.want)
 		}
@@ -399,5 +406,85 @@ func TestHugeArgumentsAndErrorsAreBounded(t *testing.T) {
 		if !strings.Contains(r.Error, "bytes more)") {
 			t.Errorf("%s: long error not cut: %d bytes", setting, len(r.Error))
 		}
+	}
+}
+
+// A write that does not honour its context (a hung file system) does not hold
+// Close: after a grace period Close spools the write's records and the queue.
+func TestCloseSpoolsAWriteThatHangs(t *testing.T) {
+	dir := t.TempDir()
+	st := newFakeStore()
+	st.held = make(chan struct{})
+	st.ignoreCtx = true
+	defer close(st.held)
+	o := fastOptions(dir)
+	o.stuckGrace = 50 * time.Millisecond
+	a := newFake(t, st, dir, o)
+	for i := range 20 {
+		a.Record(context.Background(), rec(fmt.Sprint("r", i), "alice"))
+	}
+	testtools.Eventually(t, "a write is under way", func() bool {
+		a.inflightMu.Lock()
+		defer a.inflightMu.Unlock()
+		return a.inflight != nil
+	})
+	start := time.Now()
+	closeWithin(t, a, 50*time.Millisecond)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "audit", "gw.spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r gateway.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		seen[r.ID] = true
+	}
+	if len(seen) != 20 {
+		t.Errorf("spool holds %d of the 20 records", len(seen))
+	}
+}
+
+// Two auditors of one server (the old one of a reloaded configuration still
+// closing): what the old one spools, the new one delivers in the same run.
+func TestSpoolOfAnOldAuditorIsDelivered(t *testing.T) {
+	dir := t.TempDir()
+	up := newFakeStore()
+	fresh := newFake(t, up, dir, Options{})
+	down := newFakeStore()
+	down.setDown(true)
+	old := newFake(t, down, dir, Options{})
+	for i := range 10 {
+		old.Record(context.Background(), rec(fmt.Sprint("old", i), "alice"))
+	}
+	closeWithin(t, old, 50*time.Millisecond)
+	fresh.Record(context.Background(), rec("new", "bob")) // wakes the writer
+	testtools.Eventually(t, "the old auditor's spool is delivered", func() bool { d, _ := up.count(); return d == 11 })
+	closeWithin(t, fresh, 5*time.Second)
+}
+
+// A log whose level hides info lines would drop the log sink's lines: the
+// records are refused and kept instead (spooled at shutdown), with a warning.
+func TestLogSinkBelowTheLogLevelKeepsRecords(t *testing.T) {
+	dir := t.TempDir()
+	var buf testtools.SyncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	o := fastOptions(dir)
+	o.Logger = logger
+	a, err := New(nil, "gw", &config.AuditConfig{Sink: "log"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Record(context.Background(), rec("1", "alice"))
+	testtools.Eventually(t, "the warning", func() bool { return strings.Contains(buf.String(), "log level hides") })
+	closeWithin(t, a, 50*time.Millisecond)
+	b, err := os.ReadFile(filepath.Join(dir, "audit", "gw.spool"))
+	if err != nil || !strings.Contains(string(b), `"id":"1"`) {
+		t.Errorf("the record is not in the spool (%v): %s", err, b)
 	}
 }

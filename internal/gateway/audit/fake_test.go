@@ -19,13 +19,15 @@ import (
 
 // fakeStore keeps what it is given, or fails while down, or blocks while held.
 type fakeStore struct {
-	mu      sync.Mutex
-	down    bool
-	held    chan struct{} // non-nil: Write waits for it to close (or ctx)
-	writes  int
-	records map[string]int // id → times written
-	order   []string
-	closed  bool
+	mu   sync.Mutex
+	down bool
+	held chan struct{} // non-nil: Write waits for it to close (or ctx)
+	// ignoreCtx: a held Write waits for held alone, as a hung system call would.
+	ignoreCtx bool
+	writes    int
+	records   map[string]int // id → times written
+	order     []string
+	closed    bool
 }
 
 func newFakeStore() *fakeStore { return &fakeStore{records: map[string]int{}} }
@@ -38,9 +40,11 @@ func (s *fakeStore) setDown(v bool) {
 
 func (s *fakeStore) Write(ctx context.Context, recs []recordstore.Record) error {
 	s.mu.Lock()
-	held := s.held
+	held, ignoreCtx := s.held, s.ignoreCtx
 	s.mu.Unlock()
-	if held != nil {
+	if held != nil && ignoreCtx {
+		<-held
+	} else if held != nil {
 		select {
 		case <-held:
 		case <-ctx.Done():

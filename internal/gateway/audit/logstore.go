@@ -3,17 +3,26 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 
 	"github.com/arvenza/helix/internal/gateway"
 	"github.com/arvenza/helix/internal/recordstore"
 )
 
-// logStore writes one structured log line per record (sink: log). A log line
-// is acknowledged as soon as it is written: the log's own shipping is beyond it.
+// logStore writes one structured log line per record (sink: log), at info
+// level. A log line is acknowledged as soon as it is written: the log's own
+// shipping is beyond it.
 type logStore struct{ logger *slog.Logger }
 
+// errLogLevelHidesAudit refuses records the log would drop: they stay queued
+// (and spooled at shutdown) until the level shows them.
+var errLogLevelHidesAudit = errors.New("the log level hides info lines, so audit lines would be dropped; set helix.log_level (or --log-level) to info or debug, or choose another audit sink")
+
 func (s logStore) Write(ctx context.Context, recs []recordstore.Record) error {
+	if !s.logger.Enabled(ctx, slog.LevelInfo) {
+		return errLogLevelHidesAudit
+	}
 	for _, r := range recs {
 		var rec gateway.Record
 		if err := json.Unmarshal(r.JSON, &rec); err != nil {

@@ -114,7 +114,8 @@ func (p *privatePostgres) kill(t *testing.T) {
 }
 
 // PostgreSQL killed while two principals' calls are being recorded, then
-// restarted: every record is in the table exactly once.
+// restarted: every record is in the table exactly once. Then a shutdown while
+// it is down: the records are spooled, and the next start delivers them.
 func TestPostgresKilledMidRunLosesNothing(t *testing.T) {
 	t.Parallel()
 	pg := startPrivatePostgres(t)
@@ -180,5 +181,35 @@ func TestPostgresKilledMidRunLosesNothing(t *testing.T) {
 		if got[p] != [2]int{n, n} {
 			t.Errorf("%s: %d rows of %d ids, want %d once each", p, got[p][0], got[p][1], n)
 		}
+	}
+	conn.Close(ctx)
+
+	// A shutdown while the database is down spools; the next start delivers.
+	pg.kill(t)
+	a, err = New(hc, "gw", &config.AuditConfig{Sink: pg.url + "?table=audit&connectTimeout=1s"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		a.Record(context.Background(), recordFor("carol", i))
+	}
+	closeWithin(t, a, 300*time.Millisecond)
+	pg.start(t)
+	a, err = New(hc, "gw", &config.AuditConfig{Sink: pg.url + "?table=audit&connectTimeout=1s"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeWithin(t, a, 30*time.Second) // delivers the spool first
+	conn, err = pgx.Connect(ctx, pg.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var c, d int
+	if err := conn.QueryRow(ctx, "SELECT count(*), count(DISTINCT id) FROM audit WHERE principal = 'carol'").Scan(&c, &d); err != nil {
+		t.Fatal(err)
+	}
+	if c != 50 || d != 50 {
+		t.Errorf("carol: %d rows of %d ids after the restart, want 50 once each", c, d)
 	}
 }

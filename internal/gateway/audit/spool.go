@@ -106,6 +106,11 @@ func (s *spool) hasPending() bool {
 	if s.pending {
 		return true
 	}
+	// Another auditor of the same server (before a reload) may have spooled.
+	if fi, err := os.Stat(s.path); err == nil && fi.Size() > 0 {
+		s.pending = true
+		return true
+	}
 	_, err := os.Stat(s.sending)
 	return err == nil
 }

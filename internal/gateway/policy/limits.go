@@ -15,7 +15,13 @@ type Rate struct {
 	Per time.Duration
 }
 
-func (r Rate) String() string { return strconv.Itoa(r.N) + "/" + unitName(r.Per) }
+func (r Rate) String() string {
+	unit := map[time.Duration]string{time.Second: "s", time.Minute: "m", time.Hour: "h"}[r.Per]
+	if unit == "" {
+		unit = r.Per.String()
+	}
+	return strconv.Itoa(r.N) + "/" + unit
+}
 
 // Quota is a policy's quota: at most N calls per principal and tool in each
 // fixed window of length Window. Windows start at whole multiples of Window
@@ -37,8 +43,6 @@ var units = map[string]time.Duration{
 
 func unitName(d time.Duration) string {
 	switch d {
-	case time.Second:
-		return "s"
 	case time.Minute:
 		return "minute"
 	case time.Hour:

@@ -43,6 +43,9 @@ type Options struct {
 	Clock func() time.Time
 	// Logger receives guard script failures and store warnings; nil: slog.Default().
 	Logger *slog.Logger
+	// storeTimeout bounds one decision of the store (0: its default); tests on
+	// a busy machine lengthen it so that a slow answer is not an outage.
+	storeTimeout time.Duration
 }
 
 // rule is one compiled entry of policies:.
@@ -192,6 +195,7 @@ func scriptPos(p, rule config.Pos) config.Pos {
 type storeOptions struct {
 	url, namespace string
 	clock          func() time.Time
+	timeout        time.Duration
 }
 
 // openStore opens a rate_limit_store; nil in a build without the Redis client.
@@ -206,7 +210,8 @@ func newShared(server string, opts Options, now func() time.Time, log *slog.Logg
 	if openStore == nil {
 		return nil, errors.New("rate_limit_store: this build has no Redis client")
 	}
-	st, err := openStore(storeOptions{url: opts.RateLimitStore, namespace: "helix:gateway:" + server + ":", clock: opts.Clock})
+	st, err := openStore(storeOptions{url: opts.RateLimitStore, namespace: "helix:gateway:" + server + ":", clock: opts.Clock,
+		timeout: opts.storeTimeout})
 	if err != nil {
 		return nil, err
 	}

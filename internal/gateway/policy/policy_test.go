@@ -360,8 +360,10 @@ func TestRateAndQuotaSharedThroughRedis(t *testing.T) {
 		{Tools: []string{"github.search"}, Rate: "2/minute"},
 		{Tools: []string{"github.create_issue"}, Quota: "3/hour"},
 	}
-	a := mustGuard(t, rules, Options{RateLimitStore: r.URL, Clock: clock.Now})
-	b := mustGuard(t, rules, Options{RateLimitStore: r.URL, Clock: clock.Now})
+	// A generous store timeout: on a busy machine a slow answer must not look
+	// like an outage (which would decide with each guard's own counts).
+	a := mustGuard(t, rules, Options{RateLimitStore: r.URL, Clock: clock.Now, storeTimeout: time.Minute})
+	b := mustGuard(t, rules, Options{RateLimitStore: r.URL, Clock: clock.Now, storeTimeout: time.Minute})
 	ctx := context.Background()
 	steps := []struct {
 		g    Guard
@@ -392,7 +394,7 @@ func TestRateAndQuotaSharedThroughRedis(t *testing.T) {
 		}
 	}
 	// Another server's policies count apart, with the same store.
-	other, err := New("other", rules, Options{RateLimitStore: r.URL, Clock: clock.Now})
+	other, err := New("other", rules, Options{RateLimitStore: r.URL, Clock: clock.Now, storeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,6 +498,16 @@ func TestRedactRefusesWhatWouldBlowUp(t *testing.T) {
 
 func TestParseRateAndQuota(t *testing.T) {
 	t.Parallel()
+	for in, want := range map[string]string{"10/second": "10/s", "5/minute": "5/m", "1/hour": "1/h"} {
+		if r, err := ParseRate(in); err != nil || r.String() != want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %s", in, r, err, want)
+		}
+	}
+	for in, want := range map[string]string{"10/d": "10/day", "5/m": "5/minute", "1/h": "1/hour"} {
+		if q, err := ParseQuota(in); err != nil || q.String() != want {
+			t.Errorf("ParseQuota(%q) = %v, %v; want %s", in, q, err, want)
+		}
+	}
 	for in, want := range map[string]Rate{"10/s": {10, time.Second}, "600/minute": {600, time.Minute}, " 5 / h ": {5, time.Hour},
 		"1_000/m": {1000, time.Minute}} {
 		if got, err := ParseRate(in); err != nil || got != want {

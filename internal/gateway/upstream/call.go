@@ -33,6 +33,26 @@ func (e *MayHaveRunError) Error() string {
 
 func (e *MayHaveRunError) Unwrap() error { return e.Err }
 
+// Explain is what the gateway tells the client (gateway.Explained): the same,
+// without the transport's words (which may name the upstream's address).
+func (e *MayHaveRunError) Explain() string {
+	return fmt.Sprintf("upstream %s: the connection failed after the request was sent, so it was not sent again (it may have run; check before retrying)", e.Upstream)
+}
+
+// TooLargeError is an answer over the pool's bound (WithMaxResponseBytes).
+type TooLargeError struct {
+	Upstream string
+	Limit    int64
+}
+
+func (e *TooLargeError) Error() string   { return e.Explain() }
+func (e *TooLargeError) Is(t error) bool { return t == ErrTooLarge }
+
+// Explain is what the gateway tells the client (gateway.Explained).
+func (e *TooLargeError) Explain() string {
+	return fmt.Sprintf("upstream %s: %v (over %d bytes); it was not relayed", e.Upstream, ErrTooLarge, e.Limit)
+}
+
 // Call runs f on the session serving key (opened as Session does), bounded by
 // the upstream's timeout. When f fails before its request could have reached
 // the upstream (a refused connection, a 503, a session the upstream forgot,
@@ -74,6 +94,12 @@ func (p *Pool) call(ctx context.Context, key gateway.SessionKey, opts func() *sd
 		if err == nil {
 			return nil
 		}
+		if t.answerTooLarge() {
+			// The SDK's connection fails on an answer it cannot read: the
+			// session is gone, the call is not sent again.
+			p.markLost(key, e.s)
+			return &TooLargeError{Upstream: p.cfg.ID, Limit: p.maxResponse}
+		}
 		if ctx.Err() != nil {
 			return err // the caller gave up (or the timeout passed)
 		}
@@ -114,3 +140,10 @@ func (p *Pool) call(ctx context.Context, key gateway.SessionKey, opts func() *sd
 	}
 	return fmt.Errorf("upstream %s: no endpoint took the request after %d attempts: %w", p.cfg.ID, attempts, last)
 }
+
+// The gateway shows these errors' explanations to clients.
+var (
+	_ gateway.Explained = (*MayHaveRunError)(nil)
+	_ gateway.Explained = (*TooLargeError)(nil)
+	_ gateway.Caller    = (*Pool)(nil)
+)

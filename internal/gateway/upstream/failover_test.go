@@ -1,8 +1,12 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -359,5 +363,42 @@ func TestWithHTTPClient(t *testing.T) {
 	}
 	if _, ok := hc.Transport.(headerRT); !ok {
 		t.Errorf("the given client's transport was replaced by %T", hc.Transport)
+	}
+}
+
+// An answer larger than the pool's bound fails its call with an error that
+// says so, unread beyond the bound; the session is reopened for the next call.
+func TestAnswerTooLarge(t *testing.T) {
+	big := strings.Repeat("x", 2<<20)
+	huge := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+					Params struct {
+						Name string `json:"name"`
+					} `json:"params"`
+				}
+				_ = json.Unmarshal(body, &m)
+				if m.Method == "tools/call" && m.Params.Name == "big" {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, m.ID, big)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	ts := httpUpstream(t, testServer("s", nil, nil), huge)
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Health: config.HealthConfig{Interval: -1}}, WithMaxResponseBytes(1<<20))
+	_, err := callText(context.Background(), p, gateway.SessionKey{}, "big", nil)
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "1048576 bytes") {
+		t.Fatalf("got %v, want ErrTooLarge naming the bound", err)
+	}
+	if out := mustCall(t, p, gateway.SessionKey{}, "echo"); out != "" {
+		t.Errorf("the next call answered %q", out)
 	}
 }

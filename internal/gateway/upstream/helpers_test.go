@@ -51,7 +51,8 @@ type textArgs struct {
 
 // testServer is an MCP server with the tools the tests call: whoami (the
 // server's name, its process id and the session's id), echo, exit (the
-// process exits: stdio only), slow (1s, or until cancelled) and count (slow
+// process exits: stdio only), slow (1s, or until cancelled), stderr
+// (writes its text to stderr) and count (slow
 // and count count their runs in runs).
 func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: versions})
@@ -82,6 +83,10 @@ func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server 
 		case <-time.After(time.Second):
 		}
 		return text("slow"), nil, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "stderr"}, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (*sdk.CallToolResult, any, error) {
+		fmt.Fprintln(os.Stderr, a.Text)
+		return text("written"), nil, nil
 	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "count"}, func(context.Context, *sdk.CallToolRequest, textArgs) (*sdk.CallToolResult, any, error) {
 		if runs != nil {

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -82,6 +83,17 @@ func WithIdleTimeout(d time.Duration) Option { return func(p *Pool) { p.idleTime
 // and its tracking on top of c's transport.
 func WithHTTPClient(c *http.Client) Option { return func(p *Pool) { p.httpc = c } }
 
+// WithMaxResponseBytes bounds one answer of the upstream (default the mcp://
+// client's, client.DefaultMaxResponseBytes): a larger one fails its call,
+// unread beyond the bound.
+func WithMaxResponseBytes(n int64) Option {
+	return func(p *Pool) {
+		if n > 0 {
+			p.maxResponse = n
+		}
+	}
+}
+
 // WithMaxSessions caps the open sessions (default DefaultMaxSessions).
 func WithMaxSessions(n int) Option { return func(p *Pool) { p.maxSessions = n } }
 
@@ -98,6 +110,7 @@ type Pool struct {
 	onReopen    func(gateway.SessionKey, *sdk.ClientSession)
 	idleTimeout time.Duration
 	maxSessions int
+	maxResponse int64
 
 	ctx    context.Context // the pool's lifetime: ends with Close
 	cancel context.CancelFunc
@@ -142,7 +155,7 @@ func New(cfg config.UpstreamConfig, auth *client.AuthConfig, logger *slog.Logger
 		logger = slog.Default()
 	}
 	p := &Pool{cfg: cfg, log: logger, timeout: cfg.Timeout, idleTimeout: DefaultIdleTimeout,
-		maxSessions: DefaultMaxSessions, sessions: map[gateway.SessionKey]*entry{}}
+		maxSessions: DefaultMaxSessions, maxResponse: client.DefaultMaxResponseBytes, sessions: map[gateway.SessionKey]*entry{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -187,7 +200,7 @@ func New(cfg config.UpstreamConfig, auth *client.AuthConfig, logger *slog.Logger
 				base = http.DefaultTransport
 			}
 		}
-		p.httpc.Transport = &upstreamTransport{base: orDefault(p.httpc.Transport)}
+		p.httpc.Transport = &upstreamTransport{base: orDefault(p.httpc.Transport), limit: p.maxResponse}
 		for _, u := range append([]string{cfg.URL}, cfg.Replicas...) {
 			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 				return nil, fmt.Errorf("upstream %s: %q is not an http or https URL", where, redact.URL(u))
@@ -452,14 +465,15 @@ func (p *Pool) candidates() []*endpoint {
 func (p *Pool) connect(ctx context.Context, c *sdk.Client, ep *endpoint) (*sdk.ClientSession, error) {
 	switch p.transport {
 	case TransportHTTP:
-		return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ep.url, HTTPClient: p.httpc, OAuthHandler: ep.oauth}, nil)
+		return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ep.url, HTTPClient: p.httpc, OAuthHandler: ep.oauth,
+			MaxEventSize: p.eventLimit()}, nil)
 	case TransportSSE:
-		t := &lifetimeTransport{inner: &sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc}, parent: p.ctx}
+		t := &lifetimeTransport{inner: &sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc, MaxEventSize: p.eventLimit()}, parent: p.ctx}
 		return c.Connect(ctx, t, nil)
 	}
 	stderr := stderrLogger(p.log, p.cfg.ID)
 	cmd := stdioCommand(p.cfg.Command, p.cfg.Args, p.cfg.Env, stderr)
-	t, kill := newStdioTransport(cmd, p.cfg.ID)
+	t, kill := newStdioTransport(cmd, p.maxResponse, p.cfg.ID)
 	s, err := c.Connect(ctx, t, nil)
 	if err != nil {
 		// A server that started but failed the handshake must not linger.
@@ -590,4 +604,10 @@ func orDefault(rt http.RoundTripper) http.RoundTripper {
 		return http.DefaultTransport
 	}
 	return rt
+}
+
+// eventLimit is the SDK transports' bound on one SSE event: the pool's bound
+// on an answer, plus room for the event's framing.
+func (p *Pool) eventLimit() int {
+	return int(min(p.maxResponse, math.MaxInt32-1<<10)) + 1<<10
 }

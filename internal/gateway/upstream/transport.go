@@ -29,6 +29,9 @@ import (
 // happened to it, so that Call knows whether it may send the request again.
 type upstreamTransport struct {
 	base http.RoundTripper
+	// limit bounds a JSON answer to a POST (an SSE answer is bounded per
+	// event by the SDK transport's MaxEventSize).
+	limit int64
 }
 
 func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -55,15 +58,49 @@ func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return nil, err
 	}
 	tr.setStatus(resp.StatusCode)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: t.limit, exceeded: tr.setTooLarge}
+	}
 	return resp, nil
+}
+
+// ErrTooLarge is an upstream's answer larger than the pool's bound.
+var ErrTooLarge = errors.New("the upstream's answer is larger than the gateway accepts")
+
+// limitedBody fails a read past left bytes (without buffering them) and
+// reports it once.
+type limitedBody struct {
+	io.ReadCloser
+	left     int64
+	exceeded func()
+	once     sync.Once
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the limit from a longer one.
+		var one [1]byte
+		if n, _ := b.ReadCloser.Read(one[:]); n == 0 {
+			return 0, io.EOF
+		}
+		b.once.Do(b.exceeded)
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // tracker follows the requests of one call attempt through the transport.
 type tracker struct {
-	mu     sync.Mutex
-	wrote  bool  // a request may have reached the server
-	status int   // the last HTTP status answered; 0: none
-	err    error // the last transport error
+	mu       sync.Mutex
+	tooLarge bool  // an answer passed the pool's bound
+	wrote    bool  // a request may have reached the server
+	status   int   // the last HTTP status answered; 0: none
+	err      error // the last transport error
 }
 
 type trackerKey struct{}
@@ -93,6 +130,18 @@ func (t *tracker) setErr(err error) {
 	t.mu.Lock()
 	t.err = err
 	t.mu.Unlock()
+}
+
+func (t *tracker) setTooLarge() {
+	t.mu.Lock()
+	t.tooLarge = true
+	t.mu.Unlock()
+}
+
+func (t *tracker) answerTooLarge() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.tooLarge
 }
 
 func (t *tracker) transportErr() error {
@@ -196,8 +245,8 @@ func stdioCommand(command string, args []string, env map[string]string, stderr i
 
 // newStdioTransport is the client's stdio transport (process group killed on
 // close) with calls tracked.
-func newStdioTransport(cmd *exec.Cmd, name string) (sdk.Transport, func()) {
-	t, kill := client.NewStdioTransport(cmd, 0, name)
+func newStdioTransport(cmd *exec.Cmd, limit int64, name string) (sdk.Transport, func()) {
+	t, kill := client.NewStdioTransport(cmd, limit, name)
 	return &trackedTransport{inner: t}, kill
 }
 

@@ -110,11 +110,31 @@ func (h *ExtensionHost) AddTool(t *sdk.Tool, handler sdk.ToolHandler) (err error
 			err = fmt.Errorf("tool %q cannot be served: %v", t.Name, r)
 		}
 	}()
-	h.srv.AddTool(t, handler)
+	h.srv.AddTool(t, withInputRequests(handler))
 	h.mu.Lock()
 	h.tools[t.Name], h.infos[t.Name] = handler, t
 	h.mu.Unlock()
 	return nil
+}
+
+// withInputRequests answers a 2026-07-28 call whose run asked the client
+// something (through the call's input-required client) with those questions,
+// as Helix's own tools do (finishInputCall); the retry brings the answers.
+func withInputRequests(handler sdk.ToolHandler) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		res, err := handler(ctx, req)
+		if _, asked := ctx.Value(inputCallKey{}).(*inputCall); !asked {
+			return res, err
+		}
+		out, ferr := finishInputCall(ctx, res)
+		switch {
+		case ferr != nil:
+			return nil, ferr
+		case out != res:
+			return out, nil // questions pending
+		}
+		return res, err
+	}
 }
 
 // checkInputSchema is the go-sdk's condition on a tool's input schema, checked
@@ -469,7 +489,14 @@ func (s *mcpServer) attachExtension(ctx context.Context, srv *sdk.Server) error 
 	s.mu.Lock()
 	host := newExtensionHost(s, srv, s.tools)
 	s.ext = host
+	inputs := s.inputs
 	s.mu.Unlock()
+	if inputs != nil {
+		// An upstream tool may ask the client something: a 2026-07-28 call gets
+		// an input-required client like a Helix tool that asks.
+		asks := func(name string) bool { _, ok := host.tool(name); return ok }
+		inputs.alsoAsks.Store(&asks)
+	}
 	if err := s.opts.Extension.Attach(ctx, host); err != nil {
 		// The server will not run: let go of what the extension opened.
 		_ = s.opts.Extension.Close(context.WithoutCancel(ctx))
@@ -477,6 +504,23 @@ func (s *mcpServer) attachExtension(ctx context.Context, srv *sdk.Server) error 
 	}
 	return nil
 }
+
+// slowPath says which calls of extension tools the fast path leaves to the
+// go-sdk session: those of MCP 2026-07-28 and later, whose questions to the
+// client (an upstream's elicitation) are asked through input-required results,
+// which only the session's path (askClient) can give. Older sessions are asked
+// directly, on the fast path too.
+func (h *ExtensionHost) slowPath(name, version string) bool {
+	if version < newEraProtocol {
+		return false
+	}
+	_, ok := h.tool(name)
+	return ok
+}
+
+// newEraProtocol is the first protocol version that asks clients through
+// input-required results.
+const newEraProtocol = "2026-07-28"
 
 // callFast runs an extension tool for the tools/call fast path, with the request
 // the go-sdk session would have handed it.

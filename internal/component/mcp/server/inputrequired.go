@@ -303,6 +303,9 @@ type inputRequests struct {
 	// set at each build: calls of the others need no input-required client nor
 	// checkpoints unless they bring answers or a state.
 	asking atomic.Pointer[map[string]bool]
+	// alsoAsks, when set, names more tools that may ask: an extension's, which
+	// come and go while the server runs (gateway.go).
+	alsoAsks atomic.Pointer[func(name string) bool]
 	// postContext returns the context of the HTTP POST carrying a call (nil: none),
 	// where the security stack put the principal.
 	postContext func(http.Header) context.Context
@@ -345,6 +348,12 @@ type inputRequest struct {
 }
 
 // setAsking records the tools whose workflows ask.
+// extensionAsks reports whether name is a tool of the server's extension.
+func (ir *inputRequests) extensionAsks(name string) bool {
+	f := ir.alsoAsks.Load()
+	return f != nil && (*f)(name)
+}
+
 func (ir *inputRequests) setAsking(names []string) {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -355,7 +364,7 @@ func (ir *inputRequests) setAsking(names []string) {
 
 // beginTool is begin for a tools/call.
 func (ir *inputRequests) beginTool(ctx context.Context, cr *sdk.CallToolRequest) (context.Context, error) {
-	if m := ir.asking.Load(); m != nil && !(*m)[cr.Params.Name] && cr.Params.RequestState == "" && len(cr.Params.InputResponses) == 0 {
+	if m := ir.asking.Load(); m != nil && !(*m)[cr.Params.Name] && !ir.extensionAsks(cr.Params.Name) && cr.Params.RequestState == "" && len(cr.Params.InputResponses) == 0 {
 		return ctx, nil // a tool that never asks: nothing to set up
 	}
 	return ir.begin(ctx, inputRequest{method: "tools/call", target: cr.Params.Name, arguments: cr.Params.Arguments,

@@ -344,6 +344,9 @@ func (s *mcpServer) httpHandler() http.Handler {
 				fc.ext = s.ext
 				topts.Fast = transport.NewFastToolCalls(fc.call, s.receivingMiddleware())
 				topts.Fast.Exclude(askingTools(s.comp.hc, s.tools)...) // client_requests.go
+				if s.ext != nil {
+					topts.Fast.ExcludeWhen(s.ext.slowPath) // gateway.go
+				}
 				topts.Fast.AnswerNewEra(s.implementation())
 				s.answerRaw(topts.Fast) // gateway_fast.go
 				s.fast = topts.Fast

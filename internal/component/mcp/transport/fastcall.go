@@ -93,6 +93,9 @@ type FastToolCalls struct {
 	// sampling): the fast path answers with the result only, so they take the SDK
 	// path. Set by Exclude before serving, read-only afterwards.
 	excluded map[string]bool
+	// excludeWhen, when set, sends more calls through the session: those of
+	// tools that change while the server runs (ExcludeWhen).
+	excludeWhen func(name, version string) bool
 	// serverInfo is the server's identity, which a 2026-07-28 result names in its
 	// _meta; nil leaves 2026-07-28 calls to the SDK. Set by AnswerNewEra before
 	// serving, read-only afterwards.
@@ -129,6 +132,18 @@ func (f *FastToolCalls) Exclude(names ...string) {
 	for _, n := range names {
 		f.excluded[n] = true
 	}
+}
+
+// ExcludeWhen sends the calls for which exclude answers true through the
+// go-sdk session, as Exclude does for a fixed list: for tools added while the
+// server runs (a gateway's upstream tools), whose calls may ask the client
+// something. exclude gets the tool name and the call's protocol version. Call
+// it before the handler serves.
+func (f *FastToolCalls) ExcludeWhen(exclude func(name, version string) bool) { f.excludeWhen = exclude }
+
+// excludes reports whether a call of the named tool takes the session's path.
+func (f *FastToolCalls) excludes(name, version string) bool {
+	return f.excluded[name] || (f.excludeWhen != nil && f.excludeWhen(name, version))
 }
 
 // NewFastToolCalls returns the fast path of a server whose tools call runs, with
@@ -222,7 +237,7 @@ func (f *FastToolCalls) matchDecoded(req *jsonrpc.Request, params []byte, versio
 			return nil
 		}
 	}
-	if _, ok := fields["name"]; !ok || f.excluded[fc.Name] || (fc.newEra() && fc.Meta == nil && fc.lazyMeta == nil) {
+	if _, ok := fields["name"]; !ok || f.excludes(fc.Name, version) || (fc.newEra() && fc.Meta == nil && fc.lazyMeta == nil) {
 		return nil
 	}
 	return fc

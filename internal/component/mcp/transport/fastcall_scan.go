@@ -85,7 +85,7 @@ func (f *FastToolCalls) takeCall(id jsonrpc.ID, name, args, meta []byte, version
 			return nil, true
 		}
 	}
-	if f.excluded[fc.Name] {
+	if f.excludes(fc.Name, version) {
 		return nil, true
 	}
 	return fc, true

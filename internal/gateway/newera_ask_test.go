@@ -1,0 +1,38 @@
+package gateway_test
+
+import (
+	"context"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/gateway"
+)
+
+func TestGatewayNewEraClientAnswersUpstreamElicitation(t *testing.T) {
+	t.Parallel()
+	a := startUpstream(t, "a", func(srv *sdk.Server) {
+		sdk.AddTool(srv, &sdk.Tool{Name: "ask"}, func(ctx context.Context, req *sdk.CallToolRequest, _ echoArgs) (*sdk.CallToolResult, any, error) {
+			er, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return nil, nil, err
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: er.Action + ":" + er.Content["name"].(string)}}}, nil, nil
+		})
+	})
+	comp, _ := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http"}}})
+	cs := connect(t, comp, "/mcp", "", &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "neo"}}, nil
+		},
+	})
+	res, err := cs.CallTool(testCtx(t), &sdk.CallToolParams{Name: "a.ask", Arguments: map[string]any{"text": ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(res); got != "accept:neo" {
+		t.Errorf("result = %q (isError %v)", got, res.IsError)
+	}
+}
