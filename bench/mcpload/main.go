@@ -12,6 +12,7 @@
 //	mcpload sessions -url http://127.0.0.1:3000/mcp -n 10000 -pid 1234 -idle 10s
 //	mcpload wait -url http://127.0.0.1:3000/mcp -timeout 60s
 //	mcpload summarize -base limit results.jsonl
+//	mcpload pair -a direct=http://127.0.0.1:3102/mcp -b gateway=http://127.0.0.1:3110/mcp -rate 3000
 package main
 
 import (
@@ -63,8 +64,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return waitCmd(ctx, args, out)
 	case "summarize":
 		return summarizeCmd(args, out)
+	case "pair":
+		return pairCmd(ctx, args, out)
 	default:
-		return fmt.Errorf("unknown subcommand %q (want run, startup, sessions, wait or summarize)", cmd)
+		return fmt.Errorf("unknown subcommand %q (want run, pair, startup, sessions, wait or summarize)", cmd)
 	}
 }
 

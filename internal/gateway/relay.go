@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/gateway/fastrelay"
 	"github.com/arvenza/helix/internal/redact"
 )
 
@@ -203,7 +204,9 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		if err != nil {
 			rec.Error = redact.URLsIn(err.Error())
 		}
-		if res != nil {
+		if raw, ok := res.(json.RawMessage); ok { // the fast relay's result (fast.go)
+			rec.ResultBytes = len(raw)
+		} else if res != nil {
 			if b, mErr := json.Marshal(res); mErr == nil {
 				rec.ResultBytes = len(b)
 			}
@@ -295,6 +298,8 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 	}
 	outcome := OutcomeOK
 	if tr, ok := res.(*sdk.CallToolResult); ok && tr != nil && tr.IsError {
+		outcome = OutcomeToolError
+	} else if raw, ok := res.(json.RawMessage); ok && fastrelay.IsToolError(raw) {
 		outcome = OutcomeToolError
 	}
 	finish(outcome, nil, res)

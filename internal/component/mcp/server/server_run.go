@@ -348,6 +348,7 @@ func (s *mcpServer) httpHandler() http.Handler {
 					topts.Fast.ExcludeWhen(s.ext.slowPath) // gateway.go
 				}
 				topts.Fast.AnswerNewEra(s.implementation())
+				s.answerRaw(topts.Fast) // gateway_fast.go
 				s.fast = topts.Fast
 				s.mu.Unlock()
 			}

@@ -101,6 +101,9 @@ type FastToolCalls struct {
 	// serving, read-only afterwards.
 	serverInfo *sdk.Implementation
 	newEraHead []byte // the start of a plain 2026-07-28 result; nil: none
+	// raw answers calls with results encoded already (fastcall_raw.go); nil:
+	// none. Set by AnswerRaw before serving, read-only afterwards.
+	raw RawCallTool
 }
 
 // AnswerNewEra lets the fast path answer 2026-07-28 calls too (fastcall_era.go),
@@ -281,6 +284,9 @@ func traceMeta(raw json.RawMessage) (sdk.Meta, bool) {
 // SDK would send: the tool result, or for an unknown tool the SDK's invalid-params
 // error.
 func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) fastReply {
+	if reply, ok := f.runRaw(ctx, r, fc); ok {
+		return reply
+	}
 	var res *sdk.CallToolResult
 	var err error
 	if len(f.middleware) == 0 {

@@ -1,0 +1,76 @@
+// Command gatewaypeer is Helix's gateway without the YAML: a Helix MCP server
+// (internal/component/mcp/server, Helix's transport) whose Extension is the
+// gateway (internal/gateway) in front of one upstream, with the defaults a
+// gateway entry gets (every call allowed, no audit, the gateway's own
+// credentials, per-client upstream sessions). -fast=false turns the server's
+// tools/call fast path off, so that every call is relayed by decoding through
+// the go-sdk client session. The benchmark script runs it where a helix
+// binary that serves gateway YAML is not at hand (BENCHMARKS.md says which
+// figures come from it).
+//
+//	gatewaypeer -addr 127.0.0.1:3111 -upstream http://127.0.0.1:3102/mcp [-fast=false]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"syscall"
+
+	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/pkg/engine"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:3111", "listen address")
+	upURL := flag.String("upstream", "", "the upstream's Streamable HTTP endpoint")
+	fast := flag.Bool("fast", true, "the server's tools/call fast path, and with it the fast relay (false: every call decoded through the go-sdk client session)")
+	debug := flag.String("debug", "", "address of /debug/pprof/ (none when empty)")
+	flag.Parse()
+	if *debug != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		go func() { log.Println(http.ListenAndServe(*debug, mux)) }()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *addr, *upURL, *fast); err != nil {
+		fmt.Fprintln(os.Stderr, "gatewaypeer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, addr, upURL string, fast bool) error {
+	if upURL == "" {
+		return fmt.Errorf("-upstream is required")
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	empty := ""
+	g, err := gateway.New(gateway.Options{ServerID: "gateway", Logger: logger,
+		Upstreams: []config.UpstreamConfig{{ID: "up", URL: upURL, Prefix: &empty}}})
+	if err != nil {
+		return err
+	}
+	hc := engine.NewContext("gatewaypeer")
+	hc.SetLogger(logger)
+	comp := mcpserver.New(hc)
+	hc.AddComponent("mcp-server", comp)
+	if err := comp.AddServer(mcpserver.Options{ID: "gateway", Addr: addr, Extension: g, FastToolCalls: &fast}); err != nil {
+		return err
+	}
+	if err := hc.Start(ctx); err != nil {
+		return err
+	}
+	log.Printf("gateway on http://%s/mcp in front of %s (fast path: %v)", addr, upURL, fast)
+	<-ctx.Done()
+	return hc.Stop(context.Background())
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Gateway benchmark, side by side in one run (see BENCHMARKS.md, "Gateway"):
+# one upstream (the go-sdk echo server of bench/peers) and a helix gateway in
+# front of it (bench/gateway.yaml); the load tool measures both targets in the
+# same run:
+#   (a) open loop at RATE calls/s, the targets alternating every SLICE
+#       (mcpload pair): latency p50/p99 straight to the upstream and through the
+#       gateway; the added latency is the difference;
+#   (b) closed loop at CLIENTS concurrent clients, the targets alternating
+#       round by round (mcpload run): saturation throughput of each, and the
+#       ratio gateway/upstream.
+#
+#   scripts/bench-gateway.sh                           # 5 rounds, 3000 calls/s, 10 s each
+#   ROUNDS=3 DURATION=5s RATE="3000 1000" scripts/bench-gateway.sh   # open loop at each rate
+#   PIN=1 scripts/bench-gateway.sh                     # load tool on CPU 0, servers on CPU 1 (taskset)
+#   GATEWAY_YAML=my.yaml scripts/bench-gateway.sh      # another gateway configuration
+#   GATEWAY=peer scripts/bench-gateway.sh              # bench/gatewaypeer (the gateway without YAML) instead of helix
+#   GATEWAY=peer-decoding scripts/bench-gateway.sh     # the same with the fast path off: every call decoded through the go-sdk client session
+#   SUMMARY_ONLY=1 OUT=bench/results/x scripts/bench-gateway.sh   # the summary of an earlier run again
+#
+# On a 2-core machine the load tool, the gateway and the upstream share the
+# cores (and with PIN=1 the gateway and the upstream share one): every figure
+# is of that machine, and the load tool's own CPU per call is printed with the
+# closed-loop results so that it can be accounted for.
+#
+# Results go to $OUT (default bench/results/gateway-<timestamp>): pair.jsonl,
+# saturation.jsonl, summary.md and the servers' logs.
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-2s}
+RATE=${RATE:-3000}
+SLICE=${SLICE:-100ms}
+WORKERS=${WORKERS:-64}
+CLIENTS=${CLIENTS:-16}
+GATEWAY_YAML=${GATEWAY_YAML:-bench/gateway.yaml}
+GATEWAY=${GATEWAY:-helix}
+PIN=${PIN:-}
+GO=${GO:-go}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+OUT=${OUT:-bench/results/gateway-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+bin=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$bin"
+}
+trap cleanup EXIT
+
+load_cpu="" server_cpu=""
+if [[ -n $PIN ]]; then
+	load_cpu="taskset -c 0" server_cpu="taskset -c 1"
+fi
+
+summarize() {
+	{
+		echo "## Open loop (each round, and the medians over the rounds, at each rate)"
+		echo
+		echo "| calls/s | round | upstream p50 µs | gateway p50 µs | added p50 µs | upstream p99 µs | gateway p99 µs | added p99 µs | late calls (upstream/gateway) | steal % |"
+		echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		jq -rs 'def median: sort | if length%2==1 then .[length/2|floor] else (.[length/2-1]+.[length/2])/2 end;
+			group_by(.rate)[] | (group_by(.round) | map({a: (map(select(.side=="a"))[0]), b: (map(select(.side=="b"))[0])})) as $rs |
+			($rs[] | "| \(.a.rate) | \(.a.round) | \(.a.p50_us|round) | \(.b.p50_us|round) | \((.b.p50_us-.a.p50_us)|round) | \(.a.p99_us|round) | \(.b.p99_us|round) | \((.b.p99_us-.a.p99_us)|round) | \(.a.late)/\(.b.late) | \(.a.steal_pct*10|round/10) |"),
+			"| \($rs[0].a.rate) | median | \($rs|map(.a.p50_us)|median|round) | \($rs|map(.b.p50_us)|median|round) | \($rs|map(.b.p50_us-.a.p50_us)|median|round) | \($rs|map(.a.p99_us)|median|round) | \($rs|map(.b.p99_us)|median|round) | \($rs|map(.b.p99_us-.a.p99_us)|median|round) | | |"' "$OUT/pair.jsonl"
+		echo
+		echo "## Closed loop, $CLIENTS clients (throughput relative to the upstream)"
+		echo
+		"$bin/mcpload" summarize -base upstream "$OUT/saturation.jsonl"
+	} | tee "$OUT/summary.md"
+}
+
+if [[ -n ${SUMMARY_ONLY:-} ]]; then
+	(cd bench && $GO build -o "$bin/mcpload" ./mcpload)
+	summarize
+	exit 0
+fi
+
+echo "== build"
+scripts/bench-gomod.sh
+(cd bench && $GO build -o "$bin/mcpload" ./mcpload && $GO build -o "$bin/gatewaypeer" ./gatewaypeer)
+[[ $GATEWAY == helix ]] && $GO build -o "$bin/helix" ./cmd/helix
+(cd bench/peers && $GO build -o "$bin/" ./gosdk)
+
+{
+	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "go: $($GO version)"
+	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with changes)')"
+	echo "gateway: $GATEWAY"
+	echo "rounds=$ROUNDS duration=$DURATION warmup=$WARMUP rate=$RATE slice=$SLICE workers=$WORKERS clients=$CLIENTS pin=${PIN:-no}"
+} | tee "$OUT/machine.txt"
+
+upstream_url=http://127.0.0.1:3102/mcp
+gateway_url=http://127.0.0.1:3110/mcp
+$server_cpu "$bin/gosdk" -addr 127.0.0.1:3102 >"$OUT/upstream.log" 2>&1 &
+upstream_pid=$!
+pids+=($!)
+"$bin/mcpload" wait -url "$upstream_url" -timeout 60s || { cat "$OUT/upstream.log"; exit 1; }
+case $GATEWAY in
+helix) HELIX_BENCH_ADDR=127.0.0.1:3110 UPSTREAM_URL=$upstream_url $server_cpu "$bin/helix" mcp serve "$GATEWAY_YAML" >"$OUT/gateway.log" 2>&1 & ;;
+peer) $server_cpu "$bin/gatewaypeer" -addr 127.0.0.1:3110 -upstream "$upstream_url" >"$OUT/gateway.log" 2>&1 & ;;
+peer-decoding) $server_cpu "$bin/gatewaypeer" -addr 127.0.0.1:3110 -upstream "$upstream_url" -fast=false >"$OUT/gateway.log" 2>&1 & ;;
+*) echo "GATEWAY=$GATEWAY: want helix, peer or peer-decoding" >&2; exit 2 ;;
+esac
+gateway_pid=$!
+pids+=($!)
+"$bin/mcpload" wait -url "$gateway_url" -timeout 60s || { cat "$OUT/gateway.log"; exit 1; }
+
+for rate in $RATE; do
+	echo "== (a) open loop, $rate calls/s, $ROUNDS rounds x $DURATION (each target half of it)"
+	for ((r = 1; r <= ROUNDS; r++)); do
+		$load_cpu "$bin/mcpload" pair -a "upstream=$upstream_url" -b "gateway=$gateway_url" -rate "$rate" -slice "$SLICE" \
+			-duration "$DURATION" -warmup "$WARMUP" -workers "$WORKERS" -round "$r" -json "$OUT/pair.jsonl" || true
+	done
+done
+
+echo "== (b) closed loop, $CLIENTS clients, $ROUNDS rounds x $DURATION per target"
+for ((r = 1; r <= ROUNDS; r++)); do
+	order=(upstream gateway)
+	((r % 2 == 0)) && order=(gateway upstream)
+	for n in "${order[@]}"; do
+		if [[ $n == upstream ]]; then u=$upstream_url p=$upstream_pid; else u=$gateway_url p=$gateway_pid; fi
+		$load_cpu "$bin/mcpload" run -label "$n" -url "$u" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" \
+			-pid "$p" -round "$r" -json "$OUT/saturation.jsonl"
+	done
+done
+
+summarize
+echo "results in $OUT"
