@@ -476,6 +476,7 @@ func (g *Gateway) Complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.
 	res, err := g.do(ctx, &relayed{up: up, req: req, call: c}, func(ctx context.Context, cs *sdk.ClientSession, _ string) (any, error) {
 		p := *req.Params
 		p.Ref = &ref
+		p.Meta = forwardMeta(req.Params.Meta, "") // the client's protocol version is not the upstream session's
 		return cs.Complete(ctx, &p)
 	}, func(raw json.RawMessage) (any, error) {
 		var r sdk.CompleteResult
