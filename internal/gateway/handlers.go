@@ -54,7 +54,11 @@ func (g *Gateway) progress(ctx context.Context, req *sdk.ProgressNotificationCli
 	g.relay.mu.Lock()
 	f := g.relay.progress[tok]
 	g.relay.mu.Unlock()
-	if f == nil || f.ss == nil {
+	if f == nil {
+		return
+	}
+	defer g.relay.count.done(tok)
+	if f.ss == nil {
 		return
 	}
 	p := *req.Params

@@ -37,6 +37,7 @@ type relayState struct {
 	levels    map[levelKey]bool    // levels set on upstream sessions by applyLevel
 	seq       atomic.Uint64
 	prefix    string // of the gateway's progress tokens, random per process
+	count     progressCount
 }
 
 // upSession is one upstream session as the relay sees it.
@@ -65,6 +66,7 @@ func (r *relayState) init() {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	r.prefix = "gw-" + hex.EncodeToString(b[:]) + "-"
+	r.count.init()
 }
 
 // begin records a call in flight on cs and returns the progress token to send
@@ -255,6 +257,10 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		g.applyLevel(cctx, f.ss, cs)
 		var err error
 		res, err = run(cctx, cs, ptok)
+		if ptok != "" {
+			// The client hears every progress the upstream sent before its answer first.
+			g.relay.count.drain(ctx, ptok)
+		}
 		return err
 	})
 	var upstreamErr *jsonrpc.Error
