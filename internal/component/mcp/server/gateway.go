@@ -200,8 +200,33 @@ func (h *ExtensionHost) AddPrompt(p *sdk.Prompt, handler sdk.PromptHandler) erro
 			return fmt.Errorf("the prompt name %q is both Helix's prompt and an upstream's; rename one, or give the upstream a prefix", p.Name)
 		}
 	}
-	h.srv.AddPrompt(p, handler)
+	h.srv.AddPrompt(p, promptWithInputRequests(handler))
 	return nil
+}
+
+// promptWithInputRequests is withInputRequests for an extension's prompts/get.
+func promptWithInputRequests(handler sdk.PromptHandler) sdk.PromptHandler {
+	return func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		res, err := handler(ctx, req)
+		if out, asked, ierr := finishInputPrompt(ctx); asked {
+			return out, ierr
+		}
+		return res, err
+	}
+}
+
+// resourceWithInputRequests is withInputRequests for an extension's resources/read.
+func resourceWithInputRequests(handler sdk.ResourceHandler) sdk.ResourceHandler {
+	return func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		res, err := handler(ctx, req)
+		if pending, state, asked, ierr := finishInputRequest(ctx); asked {
+			if ierr != nil {
+				return nil, ierr
+			}
+			return &sdk.ReadResourceResult{InputRequests: pending, RequestState: state}, nil
+		}
+		return res, err
+	}
 }
 
 // RemovePrompts stops serving the named extension prompts.
@@ -221,7 +246,7 @@ func (h *ExtensionHost) AddResource(r *sdk.Resource, handler sdk.ResourceHandler
 			return fmt.Errorf("resource %s is both Helix's resource and an upstream's", r.URI)
 		}
 	}
-	h.srv.AddResource(r, handler)
+	h.srv.AddResource(r, resourceWithInputRequests(handler))
 	return nil
 }
 
@@ -236,7 +261,7 @@ func (h *ExtensionHost) AddResourceTemplate(t *sdk.ResourceTemplate, handler sdk
 	if _, err := uritemplate.New(t.URITemplate); err != nil {
 		return fmt.Errorf("URI template %q is invalid: %v", t.URITemplate, err)
 	}
-	h.srv.AddResourceTemplate(t, handler)
+	h.srv.AddResourceTemplate(t, resourceWithInputRequests(handler))
 	return nil
 }
 
