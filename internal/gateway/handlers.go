@@ -19,6 +19,9 @@ func (g *Gateway) clientOptions(up *upstream) func() *sdk.ClientOptions {
 	return func() *sdk.ClientOptions {
 		return &sdk.ClientOptions{
 			ElicitationHandler: g.elicit,
+			// An upstream's input-required results are answered by the relay
+			// (roundTrips, era2026.go), under the upstream's own ids.
+			MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
 			//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 			CreateMessageHandler: g.sample,
 			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it

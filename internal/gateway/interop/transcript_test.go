@@ -129,8 +129,6 @@ var knownDifferences = map[string]string{
 	"inspector|2025-11-25|server-everything stdio|tools/list": toolExecution,
 	"ts|2025-11-25|server-everything stdio|elicitation":       elicitDefaults,
 	"ts|2025-11-25|server-everything http|elicitation":        elicitDefaults,
-	"go|2026-07-28|*|sampling": "on 2026-07-28 the gateway does not turn an upstream's sampling/createMessage into an input_required result: " +
-		"the upstream is refused (\"the client's protocol version takes no sampling requests during a call\")",
 }
 
 // Reasons shared by several entries of knownDifferences.
