@@ -2,6 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
 
 	"testing"
 
@@ -78,5 +84,50 @@ func TestGatewayNewEraClientAnswersUpstreamSamplingAndPromptQuestions(t *testing
 	}
 	if got := pr.Messages[0].Content.(*sdk.TextContent).Text; got != "hello neo" {
 		t.Errorf("prompt = %q", got)
+	}
+}
+
+// The Mcp-Param-* headers of a 2026-07-28 call of an upstream's tool are
+// checked against its arguments (the x-mcp-header annotations of the
+// upstream's input schema) before the call is relayed, as for Helix's own
+// tools: a mismatch is refused with -32020 and does not reach the upstream.
+func TestGatewayChecksParamHeadersOfUpstreamTools(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	a := startUpstream(t, "a", func(srv *sdk.Server) {
+		srv.AddTool(&sdk.Tool{Name: "locate", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				calls.Add(1)
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "found"}}}, nil
+			})
+	})
+	comp, _ := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http"}}})
+	post := func(region string) string {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a.locate","arguments":{"region":"us"},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},` +
+			`"io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, "http://"+comp.Addr("gw").String()+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "a.locate")
+		req.Header.Set("Mcp-Param-Region", region)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}
+	if got := post("eu"); !strings.Contains(got, "-32020") {
+		t.Errorf("a mismatched Mcp-Param-Region header: %s", got)
+	}
+	if calls.Load() != 0 {
+		t.Errorf("the refused call reached the upstream")
+	}
+	if got := post("us"); !strings.Contains(got, "found") {
+		t.Errorf("a matching Mcp-Param-Region header: %s", got)
 	}
 }

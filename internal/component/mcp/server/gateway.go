@@ -65,10 +65,15 @@ type ExtensionHost struct {
 	own   map[string]string // the server's own tool names → their workflow ids
 	tools map[string]sdk.ToolHandler
 	infos map[string]*sdk.Tool
+	// params are the x-mcp-header bindings of the tools' input schemas: the
+	// transport checks a call's Mcp-Param-* headers against them before the
+	// call is relayed, as for the server's own tools.
+	params map[string][]transport.ParamHeader
 }
 
 func newExtensionHost(s *mcpServer, srv *sdk.Server, own []*serverTool) *ExtensionHost {
-	h := &ExtensionHost{s: s, srv: srv, own: map[string]string{}, tools: map[string]sdk.ToolHandler{}, infos: map[string]*sdk.Tool{}}
+	h := &ExtensionHost{s: s, srv: srv, own: map[string]string{}, tools: map[string]sdk.ToolHandler{}, infos: map[string]*sdk.Tool{},
+		params: map[string][]transport.ParamHeader{}}
 	for _, t := range own {
 		h.own[t.info.Name] = t.info.WorkflowID
 	}
@@ -103,6 +108,11 @@ func (h *ExtensionHost) AddTool(t *sdk.Tool, handler sdk.ToolHandler) (err error
 	if err := checkInputSchema(t); err != nil {
 		return err
 	}
+	schema, _ := json.Marshal(t.InputSchema) // checkInputSchema marshalled it
+	params, err := transport.ParamHeaders(schema)
+	if err != nil {
+		return fmt.Errorf("tool %q: %w", t.Name, err)
+	}
 	// The go-sdk panics on a tool it cannot serve, before it takes any lock: an
 	// upstream's odd tool must not take the gateway down.
 	defer func() {
@@ -112,7 +122,7 @@ func (h *ExtensionHost) AddTool(t *sdk.Tool, handler sdk.ToolHandler) (err error
 	}()
 	h.srv.AddTool(t, withInputRequests(handler))
 	h.mu.Lock()
-	h.tools[t.Name], h.infos[t.Name] = handler, t
+	h.tools[t.Name], h.infos[t.Name], h.params[t.Name] = handler, t, params
 	h.mu.Unlock()
 	return nil
 }
@@ -162,6 +172,7 @@ func (h *ExtensionHost) RemoveTools(names ...string) {
 		if _, ok := h.tools[n]; ok {
 			delete(h.tools, n)
 			delete(h.infos, n)
+			delete(h.params, n)
 			gone = append(gone, n)
 		}
 	}
@@ -180,6 +191,13 @@ func (h *ExtensionHost) Tools() []string {
 		out = append(out, n)
 	}
 	return out
+}
+
+// paramHeaders returns the x-mcp-header bindings of the extension's tool name.
+func (h *ExtensionHost) paramHeaders(name string) []transport.ParamHeader {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.params[name]
 }
 
 // tool returns the extension's tool named name, for the fast path.
