@@ -61,8 +61,6 @@ var alphaGatewayExpectedFailures = map[string]map[string]string{
 		"tools-call-with-progress": lastProgress,
 	},
 	"2026-07-28": {
-		"http-custom-header-server-validation": "the gateway does not check the Mcp-Param-* headers of a call against its arguments " +
-			"(400 for invalid characters, -32020 for a mismatch) before relaying it",
 		"tasks-capability-negotiation": noTasks,
 		"tasks-dispatch-and-envelope":  noTasks,
 		"tasks-lifecycle":              noTasks,
