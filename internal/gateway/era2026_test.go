@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -129,5 +132,78 @@ func TestGatewayChecksParamHeadersOfUpstreamTools(t *testing.T) {
 	}
 	if got := post("us"); !strings.Contains(got, "found") {
 		t.Errorf("a matching Mcp-Param-Region header: %s", got)
+	}
+}
+
+// An upstream of 2026-07-28 answers a call with input requests (three at
+// once, under its own ids): a 2026-07-28 client gets them under those ids and
+// its retry's answers reach the upstream; a 2025-11-25 client is asked by
+// requests on its session. The upstream sees the same answers either way.
+func TestGatewayRelaysUpstreamInputRequests(t *testing.T) {
+	t.Parallel()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "new", Version: "1"}, nil)
+	srv.AddTool(&sdk.Tool{Name: "plan", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			r := req.Params.InputResponses
+			if r == nil {
+				return &sdk.CallToolResult{RequestState: "round-1", InputRequests: sdk.InputRequestMap{
+					"user_name": &sdk.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
+						"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}},
+					//lint:ignore SA1019 the test drives sampling through the gateway on purpose
+					"summary": &sdk.CreateMessageParams{MaxTokens: 5, Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "sum"}}}},
+					//lint:ignore SA1019 the test drives roots through the gateway on purpose
+					"dirs": &sdk.ListRootsParams{},
+				}}, nil
+			}
+			if req.Params.RequestState != "round-1" {
+				return nil, fmt.Errorf("requestState %q", req.Params.RequestState)
+			}
+			b, _ := json.Marshal(r)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}, nil
+		})
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(hs.Close)
+	comp, _ := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: hs.URL, Transport: "http"}}})
+	answers := &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "neo"}}, nil
+		},
+		//lint:ignore SA1019 the test drives sampling through the gateway on purpose
+		CreateMessageHandler: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			//lint:ignore SA1019 the test drives sampling through the gateway on purpose
+			return &sdk.CreateMessageResult{Role: "assistant", Model: "m1", Content: &sdk.TextContent{Text: "short"}}, nil
+		},
+	}
+	// A 2026-07-28 client that answers by itself sees the upstream's ids.
+	own := *answers
+	own.MultiRoundTrip = &sdk.MultiRoundTripOptions{Disabled: true}
+	raw := connect(t, comp, "/mcp", "", &own)
+	first, err := raw.CallTool(testCtx(t), &sdk.CallToolParams{Name: "a.plan", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := slices.Sorted(maps.Keys(first.InputRequests)); !first.NeedsInput() || first.RequestState == "" || !slices.Equal(ids, []string{"dirs", "summary", "user_name"}) {
+		t.Errorf("input requests %v (needs input %v, state %q), want the upstream's ids dirs, summary, user_name", ids, first.NeedsInput(), first.RequestState)
+	}
+	for _, era := range []string{"", "2025-11-25"} {
+		client := sdk.NewClient(&sdk.Implementation{Name: "client", Version: "1"}, answers)
+		//lint:ignore SA1019 the test drives roots through the gateway on purpose
+		client.AddRoots(&sdk.Root{URI: "file:///work"})
+		cs, err := client.Connect(testCtx(t), &sdk.StreamableClientTransport{Endpoint: "http://" + comp.Addr("gw").String() + "/mcp", MaxRetries: -1},
+			&sdk.ClientSessionOptions{ProtocolVersion: era})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(testCtx(t), &sdk.CallToolParams{Name: "a.plan", Arguments: map[string]any{}})
+		_ = cs.Close()
+		if err != nil {
+			t.Fatalf("era %q: %v", era, err)
+		}
+		got := text(res)
+		for _, want := range []string{`"user_name":{"action":"accept","content":{"name":"neo"}}`, `"summary":{`, `"short"`, `"dirs":{"roots":[{"uri":"file:///work"}]}`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("era %q: the upstream got %s, want %s in it", era, got, want)
+			}
+		}
 	}
 }
