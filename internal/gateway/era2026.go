@@ -145,9 +145,11 @@ func (f *inflight) answerInput(id string, q sdk.InputRequest) (sdk.InputResponse
 			return f.ss.Elicit(ctx, p)
 		//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		case *sdk.CreateMessageWithToolsParams:
+			//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 			return f.ss.CreateMessageWithTools(ctx, p)
 		//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		case *sdk.ListRootsParams:
+			//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
 			return f.ss.ListRoots(ctx, p)
 		}
 		return nil, fmt.Errorf("input request %q: %T is no question the gateway relays", id, q)
