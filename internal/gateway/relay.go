@@ -347,7 +347,7 @@ func (g *Gateway) toolHandler(up *upstream, served, upstreamName string) sdk.Too
 		c := g.newCall(req, up, MethodCallTool, KindTool, served, upstreamName, args)
 		rq := &relayed{up: up, req: req, call: c, token: req.Params.GetProgressToken()}
 		res, err := g.do(ctx, rq, func(ctx context.Context, cs *sdk.ClientSession, ptok string) (any, error) {
-			p := &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments, Meta: forwardMeta(req.Params.Meta, ptok)}
+			p := &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments, Meta: g.withLogLevel(forwardMeta(req.Params.Meta, ptok), req, cs)}
 			return cs.CallTool(ctx, p)
 		}, func(raw json.RawMessage) (any, error) {
 			var r sdk.CallToolResult
@@ -377,7 +377,7 @@ func (g *Gateway) promptHandler(up *upstream, served, upstreamName string) sdk.P
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompt arguments must be strings"}
 				}
 			}
-			return cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: upstreamName, Arguments: a, Meta: forwardMeta(req.Params.Meta, "")})
+			return cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: upstreamName, Arguments: a, Meta: g.withLogLevel(forwardMeta(req.Params.Meta, ""), req, cs)})
 		}, func(raw json.RawMessage) (any, error) {
 			var r sdk.GetPromptResult
 			return &r, json.Unmarshal(raw, &r)
@@ -396,7 +396,7 @@ func (g *Gateway) resourceHandler(up *upstream) sdk.ResourceHandler {
 		uri := req.Params.URI
 		c := g.newCall(req, up, MethodReadResource, KindResource, uri, uri, nil)
 		res, err := g.do(ctx, &relayed{up: up, req: req, call: c}, func(ctx context.Context, cs *sdk.ClientSession, _ string) (any, error) {
-			return cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri, Meta: forwardMeta(req.Params.Meta, "")})
+			return cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri, Meta: g.withLogLevel(forwardMeta(req.Params.Meta, ""), req, cs)})
 		}, func(raw json.RawMessage) (any, error) {
 			var r sdk.ReadResourceResult
 			return &r, json.Unmarshal(raw, &r)
