@@ -16,6 +16,7 @@ func (g *Gateway) withLogLevel(m sdk.Meta, req sdk.Request, cs *sdk.ClientSessio
 	}
 	var level any
 	if p := req.GetParams(); p != nil {
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		level = p.GetMeta()[sdk.MetaKeyLogLevel]
 	}
 	if level == nil {
@@ -34,6 +35,7 @@ func (g *Gateway) withLogLevel(m sdk.Meta, req sdk.Request, cs *sdk.ClientSessio
 	for k, v := range m {
 		out[k] = v
 	}
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	out[sdk.MetaKeyLogLevel] = level
 	return out
 }
