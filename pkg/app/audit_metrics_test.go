@@ -2,10 +2,12 @@ package app_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/gateway"
@@ -18,12 +20,14 @@ import (
 func TestAuditMetricsOnTheManagementListener(t *testing.T) {
 	t.Parallel()
 	au, err := audit.New(nil, "audit-metrics-test", &config.AuditConfig{Sink: audit.SinkLog}, audit.Options{DataDir: t.TempDir(), Metrics: app.AuditMetrics,
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	au.Record(context.Background(), &gateway.Record{ID: "1", Method: gateway.MethodCallTool, Name: "t", Outcome: gateway.OutcomeOK})
-	if err := au.Close(context.Background()); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := au.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	a := startSecure(t, `

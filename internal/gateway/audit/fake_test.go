@@ -128,7 +128,11 @@ func newFake(t *testing.T, st *fakeStore, dir string, o Options) *Auditor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.Close(ctx)
+	})
 	return a
 }
 
