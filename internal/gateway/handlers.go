@@ -196,6 +196,9 @@ func (g *Gateway) Subscribe(ctx context.Context, req *sdk.SubscribeRequest) (boo
 	if up == nil {
 		return false, nil
 	}
+	if own, err := g.subscribeOwn(ctx, req, up, req.Params.URI, true); own {
+		return true, err
+	}
 	g.relay.mu.Lock()
 	g.relay.subs[req.Params.URI]++
 	first := g.relay.subs[req.Params.URI] == 1
@@ -228,6 +231,9 @@ func (g *Gateway) Unsubscribe(ctx context.Context, req *sdk.UnsubscribeRequest) 
 	up := g.resourceOwner(req.Params.URI)
 	if up == nil {
 		return false, nil
+	}
+	if own, err := g.subscribeOwn(ctx, req, up, req.Params.URI, false); own {
+		return true, err
 	}
 	g.relay.mu.Lock()
 	n := g.relay.subs[req.Params.URI]
@@ -282,6 +288,7 @@ func (g *Gateway) Reopened(id string) func(key SessionKey, cs *sdk.ClientSession
 				}
 			}
 		}
+		uris = append(uris, g.relay.ownURIs(key)...)
 		g.relay.mu.Unlock()
 		if level != "" {
 			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it

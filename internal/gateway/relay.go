@@ -38,6 +38,7 @@ type relayState struct {
 	seq       atomic.Uint64
 	prefix    string // of the gateway's progress tokens, random per process
 	count     progressCount
+	own       map[SessionKey]map[string]bool // subscriptions held on per-client upstream sessions
 }
 
 // upSession is one upstream session as the relay sees it.
@@ -147,6 +148,9 @@ func (r *relayState) forget(ss *sdk.ServerSession) {
 	}
 	delete(r.downUps, ss)
 	delete(r.downLevel, ss)
+	if ss.ID() != "" {
+		r.dropOwn(ss.ID())
+	}
 }
 
 // callID is a unique id of one call (audit records are keyed by it).

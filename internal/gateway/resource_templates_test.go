@@ -47,3 +47,40 @@ func TestGatewaySubscribesToTemplatedResources(t *testing.T) {
 		t.Error("a URI no upstream names was subscribed to")
 	}
 }
+
+// With per-client upstream sessions each client's subscription is held on
+// its own upstream session (where the upstream tracks it and where its calls
+// run), and a session that replaces a lost one subscribes again.
+func TestGatewaySubscribesOnTheClientsOwnUpstreamSession(t *testing.T) {
+	t.Parallel()
+	a := startUpstream(t, "a", echoServer)
+	comp, g := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http"}}})
+	ctx := testCtx(t)
+	c1 := connect(t, comp, "/mcp", "2025-11-25", nil)
+	c2 := connect(t, comp, "/mcp", "2025-11-25", nil)
+	for _, cs := range []*sdk.ClientSession{c1, c2} {
+		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "memo://a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := a.subs.Load(); n != 2 {
+		t.Fatalf("upstream subscriptions = %d, want one per client's session", n)
+	}
+	fresh, err := sdk.NewClient(&sdk.Implementation{Name: "x", Version: "1"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: a.url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	g.Reopened("a")(gateway.SessionKey{Downstream: c1.ID()}, fresh)
+	if n := a.subs.Load(); n != 3 {
+		t.Fatalf("upstream subscriptions after the reopen = %d, want 3", n)
+	}
+	if err := c2.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: "memo://a"}); err != nil {
+		t.Fatal(err)
+	}
+	g.Reopened("a")(gateway.SessionKey{Downstream: c2.ID()}, fresh)
+	if n := a.subs.Load(); n != 3 {
+		t.Fatalf("an unsubscribed session subscribed again after a reopen: %d subscriptions", n)
+	}
+}

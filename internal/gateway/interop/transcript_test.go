@@ -123,8 +123,6 @@ func sortKey(v any) string {
 var knownDifferences = map[string]string{
 	"*|*|*|roots": "the gateway answers an upstream's roots/list itself, with no roots: it does not ask the downstream client " +
 		"(during a call or after initialize) nor pass notifications/roots/list_changed on",
-	"*|2025-11-25|*|resources/subscribe": "resources/subscribe of a URI of an upstream's resource template " +
-		"(demo://resource/dynamic/text/1) is refused with \"resource not found\": the gateway routes subscriptions by listed resource URIs only, not by templates",
 	"inspector|2025-11-25|server-everything http|tools/list":  toolExecution,
 	"inspector|2025-11-25|server-everything stdio|tools/list": toolExecution,
 	"ts|2025-11-25|server-everything stdio|elicitation":       elicitDefaults,
