@@ -177,6 +177,7 @@ func (g *Gateway) open() error {
 			if err != nil {
 				return fmt.Errorf("upstream %s: %w", up.cfg.ID, err)
 			}
+			hc = g.relay.count.countingClient(hc, g.relay.prefix)
 		}
 		pool, err := g.opts.NewPool(up.cfg, hc)
 		if err != nil {
@@ -456,8 +457,12 @@ func (g *Gateway) promptOwner(name string) *upstream {
 
 func (g *Gateway) resourceOwner(uri string) *upstream {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.resources[uri]
+	up := g.resources[uri]
+	g.mu.Unlock()
+	if up == nil {
+		up = g.templateOwner(uri)
+	}
+	return up
 }
 
 // principal is the caller of req.

@@ -506,7 +506,7 @@ func TestGatewayNameClashStopsTheStart(t *testing.T) {
 func TestGatewayReopenedSessionResubscribes(t *testing.T) {
 	t.Parallel()
 	a := startUpstream(t, "a", echoServer)
-	comp, g := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http"}}})
+	comp, g := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http", Sessions: config.SessionsShared}}})
 	cs := connect(t, comp, "/mcp", "2025-11-25", nil)
 	if err := cs.Subscribe(testCtx(t), &sdk.SubscribeParams{URI: "memo://a"}); err != nil {
 		t.Fatal(err)
