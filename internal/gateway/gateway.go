@@ -65,6 +65,8 @@ type Gateway struct {
 	audit  Auditor
 	logger *slog.Logger
 	ups    []*upstream
+	// tasks are the MCP Tasks the gateway relayed, by id (tasks.go).
+	tasks taskTable
 
 	host   *server.ExtensionHost // set by Attach
 	ctx    context.Context       // ends at Close: background discovery and refreshes

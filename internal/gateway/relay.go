@@ -187,6 +187,10 @@ type relayed struct {
 	req   sdk.Request
 	call  *Call
 	token any // the downstream's progress token
+	// followUp marks a request about a task a relayed call created
+	// (tasks.go): the policy judged that call, and a client polling its task
+	// must not spend the tool's rate limit.
+	followUp bool
 }
 
 // do runs one relayed request: policy, credentials, the upstream session, the
@@ -219,7 +223,7 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		}
 		g.audit.Record(context.WithoutCancel(ctx), rec)
 	}
-	if err := g.guard.Before(ctx, c); err != nil {
+	if err := g.guardBefore(ctx, rq); err != nil {
 		var ref *Refusal
 		if errors.As(err, &ref) {
 			finish(ref.Reason, err, nil)

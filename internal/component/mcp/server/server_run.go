@@ -111,6 +111,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		},
 	}
 	taskTools := s.offerTasks(sopts, tools)
+	s.offerRelayedTasks(sopts)
 	s.primitiveOptions(sopts, set, subs)
 	s.extensionOptions(sopts)
 	srv := sdk.NewServer(s.implementation(), sopts)
