@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -78,9 +81,11 @@ func taskUpstream(t *testing.T) (url string, gets *atomic.Int32) {
 // for both and could not tell them apart); alice reads her task. A request
 // that does not declare the tasks extension is refused with -32021, and a
 // call that does not declare it runs as a plain call.
-func TestRelayedTasksStayWithTheirCaller(t *testing.T) {
-	t.Parallel()
-	url, gets := taskUpstream(t)
+// taskGateway starts a gateway in front of url behind API keys alice-key and
+// bob-key; post sends one 2026-07-28 request with a key, meta the request's
+// _meta with extra members.
+func taskGateway(t *testing.T, url string, opts gateway.Options) (post func(key, method, name, params string) map[string]json.RawMessage, meta func(extra string) string) {
+	t.Helper()
 	stack, err := security.New(security.Config{ServerID: "gw", APIKeys: []string{"alice-key", "bob-key"},
 		APIKeyPrincipals: []security.KeyPrincipal{{Name: "alice"}, {Name: "bob"}}})
 	if err != nil {
@@ -89,8 +94,9 @@ func TestRelayedTasksStayWithTheirCaller(t *testing.T) {
 	t.Cleanup(stack.Close)
 	hc := engine.NewContext("gw")
 	hc.SetLogger(slog.New(slog.DiscardHandler))
-	g, err := gateway.New(gateway.Options{ServerID: "gw", Logger: slog.New(slog.DiscardHandler),
-		Upstreams: []config.UpstreamConfig{{ID: "up", URL: url, Prefix: str("up.")}}})
+	opts.ServerID, opts.Logger = "gw", slog.New(slog.DiscardHandler)
+	opts.Upstreams = []config.UpstreamConfig{{ID: "up", URL: url, Prefix: str("up.")}}
+	g, err := gateway.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,9 +110,7 @@ func TestRelayedTasksStayWithTheirCaller(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = hc.Stop(context.Background()) })
 	endpoint := "http://" + comp.Addr("gw").String() + "/mcp"
-
-	const declares = `"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
-	post := func(key, method, name, params string) map[string]json.RawMessage {
+	post = func(key, method, name, params string) map[string]json.RawMessage {
 		t.Helper()
 		body := `{"jsonrpc":"2.0","id":7,"method":"` + method + `","params":` + params + `}`
 		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, endpoint, strings.NewReader(body))
@@ -130,10 +134,20 @@ func TestRelayedTasksStayWithTheirCaller(t *testing.T) {
 		}
 		return out
 	}
-	meta := func(extra string) string {
+	meta = func(extra string) string {
 		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}` + extra + `}`
 	}
-	created := post("alice-key", "tools/call", "up.job", `{"name":"up.job","arguments":{},`+meta(","+declares)+`}`)
+	return post, meta
+}
+
+// declaresTasks are the _meta members declaring the tasks extension.
+const declaresTasks = `,"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+
+func TestRelayedTasksStayWithTheirCaller(t *testing.T) {
+	t.Parallel()
+	url, gets := taskUpstream(t)
+	post, meta := taskGateway(t, url, gateway.Options{})
+	created := post("alice-key", "tools/call", "up.job", `{"name":"up.job","arguments":{},`+meta(declaresTasks)+`}`)
 	var task struct {
 		ResultType string `json:"resultType"`
 		TaskID     string `json:"taskId"`
@@ -142,7 +156,7 @@ func TestRelayedTasksStayWithTheirCaller(t *testing.T) {
 		t.Fatalf("alice's task-augmented call: %s %s", created["result"], created["error"])
 	}
 	get := func(key, id string) map[string]json.RawMessage {
-		return post(key, "tasks/get", id, `{"taskId":"`+id+`",`+meta(","+declares)+`}`)
+		return post(key, "tasks/get", id, `{"taskId":"`+id+`",`+meta(declaresTasks)+`}`)
 	}
 	foreign, missing := get("bob-key", task.TaskID), get("bob-key", "task-none")
 	var e struct {
@@ -171,5 +185,91 @@ func TestRelayedTasksStayWithTheirCaller(t *testing.T) {
 	plain := post("alice-key", "tools/call", "up.job", `{"name":"up.job","arguments":{},`+meta(`,"io.modelcontextprotocol/clientCapabilities":{}`)+`}`)
 	if !strings.Contains(string(plain["result"]), "done at once") {
 		t.Errorf("a call without the tasks extension: %s %s", plain["result"], plain["error"])
+	}
+}
+
+// countingGuard allows everything and counts Before per method; it wants the
+// result of the tools named guarded.
+type countingGuard struct {
+	guarded string
+	mu      sync.Mutex
+	before  map[string]int
+}
+
+func (g *countingGuard) Visible(context.Context, *gateway.Principal, gateway.Kind, string) bool {
+	return true
+}
+
+func (g *countingGuard) Before(_ context.Context, c *gateway.Call) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.before[c.Method]++
+	return nil
+}
+
+func (g *countingGuard) WantsResult(c *gateway.Call) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return c.Name == g.guarded
+}
+
+func (g *countingGuard) After(_ context.Context, _ *gateway.Call, res json.RawMessage) (json.RawMessage, error) {
+	return res, nil
+}
+
+func (g *countingGuard) Timeout(*gateway.Call) time.Duration { return 0 }
+
+// methodAuditor keeps the methods and outcomes it is given.
+type methodAuditor struct {
+	mu   sync.Mutex
+	recs []string
+}
+
+func (a *methodAuditor) Record(_ context.Context, r *gateway.Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.recs = append(a.recs, r.Method+" "+r.Outcome)
+}
+
+func (a *methodAuditor) Close(context.Context) error { return nil }
+
+// The policy judges the call that creates a task, not the polls that follow
+// it (they must not spend the tool's rate limit); every request is audited;
+// a tool whose result a policy reads runs without a task.
+func TestRelayedTasksAreGoverned(t *testing.T) {
+	t.Parallel()
+	url, _ := taskUpstream(t)
+	guard := &countingGuard{before: map[string]int{}}
+	audit := &methodAuditor{}
+	post, meta := taskGateway(t, url, gateway.Options{Guard: guard, Auditor: audit})
+	created := post("alice-key", "tools/call", "up.job", `{"name":"up.job","arguments":{},`+meta(declaresTasks)+`}`)
+	var task struct {
+		TaskID string `json:"taskId"`
+	}
+	if err := json.Unmarshal(created["result"], &task); err != nil || task.TaskID == "" {
+		t.Fatalf("a task-augmented call: %s %s", created["result"], created["error"])
+	}
+	for range 2 {
+		if got := post("alice-key", "tasks/get", task.TaskID, `{"taskId":"`+task.TaskID+`",`+meta(declaresTasks)+`}`); got["result"] == nil {
+			t.Fatalf("tasks/get: %s", got["error"])
+		}
+	}
+	guard.mu.Lock()
+	if guard.before["tools/call"] != 1 || guard.before["tasks/get"] != 0 {
+		t.Errorf("the policy judged %v, want the one tools/call", guard.before)
+	}
+	guard.mu.Unlock()
+	audit.mu.Lock()
+	if want := []string{"tools/call ok", "tasks/get ok", "tasks/get ok"}; !slices.Equal(audit.recs, want) {
+		t.Errorf("audit records %v, want %v", audit.recs, want)
+	}
+	audit.mu.Unlock()
+
+	guard.mu.Lock()
+	guard.guarded = "up.job"
+	guard.mu.Unlock()
+	plain := post("alice-key", "tools/call", "up.job", `{"name":"up.job","arguments":{},`+meta(declaresTasks)+`}`)
+	if !strings.Contains(string(plain["result"]), "done at once") {
+		t.Errorf("a call of a tool whose result a policy reads: %s %s", plain["result"], plain["error"])
 	}
 }
