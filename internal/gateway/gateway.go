@@ -177,6 +177,7 @@ func (g *Gateway) open() error {
 			if err != nil {
 				return fmt.Errorf("upstream %s: %w", up.cfg.ID, err)
 			}
+			hc = g.relay.count.countingClient(hc, g.relay.prefix)
 		}
 		pool, err := g.opts.NewPool(up.cfg, hc)
 		if err != nil {

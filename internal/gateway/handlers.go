@@ -2,13 +2,11 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/internal/ask"
 	"github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/component/mcp/transport"
 )
@@ -21,6 +19,9 @@ func (g *Gateway) clientOptions(up *upstream) func() *sdk.ClientOptions {
 	return func() *sdk.ClientOptions {
 		return &sdk.ClientOptions{
 			ElicitationHandler: g.elicit,
+			// An upstream's input-required results are answered by the relay
+			// (roundTrips, era2026.go), under the upstream's own ids.
+			MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
 			//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 			CreateMessageHandler: g.sample,
 			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
@@ -54,7 +55,11 @@ func (g *Gateway) progress(ctx context.Context, req *sdk.ProgressNotificationCli
 	g.relay.mu.Lock()
 	f := g.relay.progress[tok]
 	g.relay.mu.Unlock()
-	if f == nil || f.ss == nil {
+	if f == nil {
+		return
+	}
+	defer g.relay.count.done(tok)
+	if f.ss == nil {
 		return
 	}
 	p := *req.Params
@@ -99,21 +104,7 @@ func (g *Gateway) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elic
 	if f.ss != nil && !f.newEra() {
 		return f.ss.Elicit(transport.RelatedTo(f.ctx, f.extra), req.Params)
 	}
-	c := ask.FromContext(f.ctx)
-	if c == nil || req.Params == nil {
-		return nil, errNoCaller
-	}
-	q := &ask.Elicitation{Message: req.Params.Message}
-	if m, ok := req.Params.RequestedSchema.(map[string]any); ok {
-		q.Schema = m
-	} else if req.Params.RequestedSchema != nil {
-		q.Schema = asMap(req.Params.RequestedSchema)
-	}
-	a, err := c.Elicit(f.ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	return &sdk.ElicitResult{Action: a.Action, Content: a.Content}, nil
+	return f.elicitNewEra(req.Params) // era2026.go
 }
 
 // sample relays an upstream's sampling request like elicit.
@@ -129,8 +120,7 @@ func (g *Gateway) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*s
 		//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		return f.ss.CreateMessage(transport.RelatedTo(f.ctx, f.extra), req.Params)
 	}
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-		Message: "the client's protocol version takes no sampling requests during a call"}
+	return f.sampleNewEra(req.Params) // era2026.go
 }
 
 // newEra reports whether the call's client speaks MCP 2026-07-28 or later,
@@ -255,17 +245,6 @@ func (g *Gateway) Unsubscribe(ctx context.Context, req *sdk.UnsubscribeRequest) 
 		}
 	}
 	return true, nil
-}
-
-// asMap is v as decoded JSON (a schema given as a struct).
-func asMap(v any) map[string]any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
 }
 
 // Reopened is what a Pool calls (upstream.WithOnReopen) when a session of

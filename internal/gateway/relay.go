@@ -37,6 +37,7 @@ type relayState struct {
 	levels    map[levelKey]bool    // levels set on upstream sessions by applyLevel
 	seq       atomic.Uint64
 	prefix    string // of the gateway's progress tokens, random per process
+	count     progressCount
 }
 
 // upSession is one upstream session as the relay sees it.
@@ -65,6 +66,7 @@ func (r *relayState) init() {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	r.prefix = "gw-" + hex.EncodeToString(b[:]) + "-"
+	r.count.init()
 }
 
 // begin records a call in flight on cs and returns the progress token to send
@@ -255,6 +257,10 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		g.applyLevel(cctx, f.ss, cs)
 		var err error
 		res, err = run(cctx, cs, ptok)
+		if ptok != "" {
+			// The client hears every progress the upstream sent before its answer first.
+			g.relay.count.drain(ctx, ptok)
+		}
 		return err
 	})
 	var upstreamErr *jsonrpc.Error
@@ -337,12 +343,20 @@ func (g *Gateway) newCall(req sdk.Request, up *upstream, method string, kind Kin
 // toolHandler relays tools/call of one upstream tool.
 func (g *Gateway) toolHandler(up *upstream, served, upstreamName string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		hctx := ctx // the downstream call's, where its questions go (roundTrips)
 		args := req.Params.Arguments
 		c := g.newCall(req, up, MethodCallTool, KindTool, served, upstreamName, args)
 		rq := &relayed{up: up, req: req, call: c, token: req.Params.GetProgressToken()}
 		res, err := g.do(ctx, rq, func(ctx context.Context, cs *sdk.ClientSession, ptok string) (any, error) {
 			p := &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments, Meta: forwardMeta(req.Params.Meta, ptok)}
-			return cs.CallTool(ctx, p)
+			return roundTrips(downstream(hctx, req), func(answers sdk.InputResponseMap, state string) (*sdk.CallToolResult, sdk.InputRequestMap, string, error) {
+				p.InputResponses, p.RequestState = answers, state // era2026.go
+				r, err := cs.CallTool(ctx, p)
+				if err != nil || r == nil {
+					return r, nil, "", err
+				}
+				return r, r.InputRequests, r.RequestState, nil
+			})
 		}, func(raw json.RawMessage) (any, error) {
 			var r sdk.CallToolResult
 			return &r, json.Unmarshal(raw, &r)
@@ -362,6 +376,7 @@ func (g *Gateway) toolHandler(up *upstream, served, upstreamName string) sdk.Too
 // promptHandler relays prompts/get of one upstream prompt.
 func (g *Gateway) promptHandler(up *upstream, served, upstreamName string) sdk.PromptHandler {
 	return func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		hctx := ctx // the downstream call's, where its questions go (roundTrips)
 		args, _ := json.Marshal(req.Params.Arguments)
 		c := g.newCall(req, up, MethodGetPrompt, KindPrompt, served, upstreamName, args)
 		res, err := g.do(ctx, &relayed{up: up, req: req, call: c}, func(ctx context.Context, cs *sdk.ClientSession, _ string) (any, error) {
@@ -371,7 +386,15 @@ func (g *Gateway) promptHandler(up *upstream, served, upstreamName string) sdk.P
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompt arguments must be strings"}
 				}
 			}
-			return cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: upstreamName, Arguments: a, Meta: forwardMeta(req.Params.Meta, "")})
+			p := &sdk.GetPromptParams{Name: upstreamName, Arguments: a, Meta: forwardMeta(req.Params.Meta, "")}
+			return roundTrips(downstream(hctx, req), func(answers sdk.InputResponseMap, state string) (*sdk.GetPromptResult, sdk.InputRequestMap, string, error) {
+				p.InputResponses, p.RequestState = answers, state // era2026.go
+				r, err := cs.GetPrompt(ctx, p)
+				if err != nil || r == nil {
+					return r, nil, "", err
+				}
+				return r, r.InputRequests, r.RequestState, nil
+			})
 		}, func(raw json.RawMessage) (any, error) {
 			var r sdk.GetPromptResult
 			return &r, json.Unmarshal(raw, &r)
@@ -387,10 +410,19 @@ func (g *Gateway) promptHandler(up *upstream, served, upstreamName string) sdk.P
 // templates.
 func (g *Gateway) resourceHandler(up *upstream) sdk.ResourceHandler {
 	return func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		hctx := ctx // the downstream call's, where its questions go (roundTrips)
 		uri := req.Params.URI
 		c := g.newCall(req, up, MethodReadResource, KindResource, uri, uri, nil)
 		res, err := g.do(ctx, &relayed{up: up, req: req, call: c}, func(ctx context.Context, cs *sdk.ClientSession, _ string) (any, error) {
-			return cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri, Meta: forwardMeta(req.Params.Meta, "")})
+			p := &sdk.ReadResourceParams{URI: uri, Meta: forwardMeta(req.Params.Meta, "")}
+			return roundTrips(downstream(hctx, req), func(answers sdk.InputResponseMap, state string) (*sdk.ReadResourceResult, sdk.InputRequestMap, string, error) {
+				p.InputResponses, p.RequestState = answers, state // era2026.go
+				r, err := cs.ReadResource(ctx, p)
+				if err != nil || r == nil {
+					return r, nil, "", err
+				}
+				return r, r.InputRequests, r.RequestState, nil
+			})
 		}, func(raw json.RawMessage) (any, error) {
 			var r sdk.ReadResourceResult
 			return &r, json.Unmarshal(raw, &r)
@@ -476,6 +508,7 @@ func (g *Gateway) Complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.
 	res, err := g.do(ctx, &relayed{up: up, req: req, call: c}, func(ctx context.Context, cs *sdk.ClientSession, _ string) (any, error) {
 		p := *req.Params
 		p.Ref = &ref
+		p.Meta = forwardMeta(req.Params.Meta, "") // the client's protocol version is not the upstream session's
 		return cs.Complete(ctx, &p)
 	}, func(raw json.RawMessage) (any, error) {
 		var r sdk.CompleteResult

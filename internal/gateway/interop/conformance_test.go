@@ -61,16 +61,6 @@ var alphaGatewayExpectedFailures = map[string]map[string]string{
 		"tools-call-with-progress": lastProgress,
 	},
 	"2026-07-28": {
-		"http-custom-header-server-validation": "the gateway does not check the Mcp-Param-* headers of a call against its arguments " +
-			"(400 for invalid characters, -32020 for a mismatch) before relaying it",
-		"input-required-result-basic-elicitation":       noInputRequired,
-		"input-required-result-basic-list-roots":        noInputRequired,
-		"input-required-result-basic-sampling":          noInputRequired,
-		"input-required-result-capability-check":        noInputRequired,
-		"input-required-result-multiple-input-requests": noInputRequired,
-		"input-required-result-non-tool-request":        "a prompts/get that asks the client fails: \"upstream upstream could not be reached\"",
-		"server-stateless": "a call whose upstream asks a client that declared no elicitation is refused with -32600, not -32021 " +
-			"(MissingRequiredClientCapability, HTTP 400)",
 		"tasks-capability-negotiation": noTasks,
 		"tasks-dispatch-and-envelope":  noTasks,
 		"tasks-lifecycle":              noTasks,
@@ -89,8 +79,6 @@ const (
 	sometimes    = "sometimes: "
 	lastProgress = sometimes + "the last progress notification of a call can come after its result, and is then dropped " +
 		"(\"Expected at least 3 progress notifications, got 2\")"
-	noInputRequired = "the gateway answers a 2026-07-28 client's call with input_required results for an upstream's " +
-		"elicitation, but not in this scenario (sampling, roots, several questions at once): the call fails instead"
 	noTasks = "the gateway does not relay MCP Tasks: it advertises no tasks extension, answers tasks/* with -32601, and calls " +
 		"task-only tools without the client's tasks capability"
 )

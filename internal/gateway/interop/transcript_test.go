@@ -129,14 +129,6 @@ var knownDifferences = map[string]string{
 	"inspector|2025-11-25|server-everything stdio|tools/list": toolExecution,
 	"ts|2025-11-25|server-everything stdio|elicitation":       elicitDefaults,
 	"ts|2025-11-25|server-everything http|elicitation":        elicitDefaults,
-	"go|2026-07-28|*|sampling": "on 2026-07-28 the gateway does not turn an upstream's sampling/createMessage into an input_required result: " +
-		"the upstream is refused (\"the client's protocol version takes no sampling requests during a call\")",
-	"go|2026-07-28|*|ping":              pingMeta,
-	"go|2026-07-28|*|ping after cancel": pingMeta,
-	"go|2026-07-28|server-everything http|completion/complete": "a 2026-07-28 (sessionless) completion/complete to an HTTP upstream fails: " +
-		"\"upstream upstream could not be reached\"",
-	"go|2026-07-28|go-sdk server|completion/complete": "a 2026-07-28 (sessionless) completion/complete to an HTTP upstream fails: " +
-		"the go-sdk server answers \"protocol version \\\"2026-07-28\\\" is not supported by this server\"",
 }
 
 // Reasons shared by several entries of knownDifferences.
@@ -145,8 +137,9 @@ const (
 		"it serves the upstream's tools as the go-sdk's Tool, which has no such field"
 	elicitDefaults = "the gateway asks the client through the go-sdk's ServerSession.Elicit, which fills the form's defaults into the " +
 		"client's answer: the upstream gets values the user never gave (firstLine, integer, number …); the go-sdk client fills them itself, so only the TypeScript client shows it"
-	pingMeta = "the go-sdk client (2026-07-28) sends ping without _meta, and the gateway's MCP server refuses it with 400 " +
-		"\"missing or invalid _meta field io.modelcontextprotocol/protocolVersion\"; the upstreams answer it"
+	// notInProtocol is the outcome of an operation the run's protocol does
+	// not have (ping on 2026-07-28): it is not compared.
+	notInProtocol = "not in the protocol"
 )
 
 // expected reports whether the checks of op apply to the run label: not when
@@ -188,6 +181,8 @@ func compareTranscripts(t *testing.T, label string, direct, gateway transcript) 
 	for _, op := range slices.Sorted(maps.Keys(direct)) {
 		reason, known := knownDifference(label, op)
 		switch {
+		case gateway[op] == notInProtocol && !known:
+			t.Logf("%s is not in the protocol of the run through the gateway", op)
 		case gateway[op] != direct[op] && !known:
 			t.Errorf("%s differs through the gateway:\n  direct:  %s\n  gateway: %s", op, direct[op], gateway[op])
 		case gateway[op] != direct[op]:

@@ -377,20 +377,7 @@ func (c *Conn) answerSampling(ctx context.Context, req *sdk.CreateMessageRequest
 	if err != nil {
 		return nil, answerFailed(err)
 	}
-	//lint:ignore SA1019 sampling: deprecated in MCP 2026-07-28, still offered to servers in the window
-	res := &sdk.CreateMessageResult{Model: ans.Model, StopReason: ans.StopReason, Role: sdk.Role(ans.Message.Role)}
-	if res.Role == "" {
-		res.Role = "assistant"
-	}
-	switch {
-	case ans.Message.Data == nil:
-		res.Content = &sdk.TextContent{Text: ans.Message.Text}
-	case strings.HasPrefix(ans.Message.MIMEType, "audio/"):
-		res.Content = &sdk.AudioContent{Data: ans.Message.Data, MIMEType: ans.Message.MIMEType}
-	default:
-		res.Content = &sdk.ImageContent{Data: ans.Message.Data, MIMEType: ans.Message.MIMEType}
-	}
-	return res, nil
+	return SamplingResult(ans), nil
 }
 
 // samplingQuestion is p as a question, after the bounds a hostile server could

@@ -65,10 +65,15 @@ type ExtensionHost struct {
 	own   map[string]string // the server's own tool names → their workflow ids
 	tools map[string]sdk.ToolHandler
 	infos map[string]*sdk.Tool
+	// params are the x-mcp-header bindings of the tools' input schemas: the
+	// transport checks a call's Mcp-Param-* headers against them before the
+	// call is relayed, as for the server's own tools.
+	params map[string][]transport.ParamHeader
 }
 
 func newExtensionHost(s *mcpServer, srv *sdk.Server, own []*serverTool) *ExtensionHost {
-	h := &ExtensionHost{s: s, srv: srv, own: map[string]string{}, tools: map[string]sdk.ToolHandler{}, infos: map[string]*sdk.Tool{}}
+	h := &ExtensionHost{s: s, srv: srv, own: map[string]string{}, tools: map[string]sdk.ToolHandler{}, infos: map[string]*sdk.Tool{},
+		params: map[string][]transport.ParamHeader{}}
 	for _, t := range own {
 		h.own[t.info.Name] = t.info.WorkflowID
 	}
@@ -103,6 +108,11 @@ func (h *ExtensionHost) AddTool(t *sdk.Tool, handler sdk.ToolHandler) (err error
 	if err := checkInputSchema(t); err != nil {
 		return err
 	}
+	schema, _ := json.Marshal(t.InputSchema) // checkInputSchema marshalled it
+	params, err := transport.ParamHeaders(schema)
+	if err != nil {
+		return fmt.Errorf("tool %q: %w", t.Name, err)
+	}
 	// The go-sdk panics on a tool it cannot serve, before it takes any lock: an
 	// upstream's odd tool must not take the gateway down.
 	defer func() {
@@ -112,7 +122,7 @@ func (h *ExtensionHost) AddTool(t *sdk.Tool, handler sdk.ToolHandler) (err error
 	}()
 	h.srv.AddTool(t, withInputRequests(handler))
 	h.mu.Lock()
-	h.tools[t.Name], h.infos[t.Name] = handler, t
+	h.tools[t.Name], h.infos[t.Name], h.params[t.Name] = handler, t, params
 	h.mu.Unlock()
 	return nil
 }
@@ -162,6 +172,7 @@ func (h *ExtensionHost) RemoveTools(names ...string) {
 		if _, ok := h.tools[n]; ok {
 			delete(h.tools, n)
 			delete(h.infos, n)
+			delete(h.params, n)
 			gone = append(gone, n)
 		}
 	}
@@ -182,6 +193,13 @@ func (h *ExtensionHost) Tools() []string {
 	return out
 }
 
+// paramHeaders returns the x-mcp-header bindings of the extension's tool name.
+func (h *ExtensionHost) paramHeaders(name string) []transport.ParamHeader {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.params[name]
+}
+
 // tool returns the extension's tool named name, for the fast path.
 func (h *ExtensionHost) tool(name string) (sdk.ToolHandler, bool) {
 	h.mu.Lock()
@@ -200,8 +218,33 @@ func (h *ExtensionHost) AddPrompt(p *sdk.Prompt, handler sdk.PromptHandler) erro
 			return fmt.Errorf("the prompt name %q is both Helix's prompt and an upstream's; rename one, or give the upstream a prefix", p.Name)
 		}
 	}
-	h.srv.AddPrompt(p, handler)
+	h.srv.AddPrompt(p, promptWithInputRequests(handler))
 	return nil
+}
+
+// promptWithInputRequests is withInputRequests for an extension's prompts/get.
+func promptWithInputRequests(handler sdk.PromptHandler) sdk.PromptHandler {
+	return func(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
+		res, err := handler(ctx, req)
+		if out, asked, ierr := finishInputPrompt(ctx); asked {
+			return out, ierr
+		}
+		return res, err
+	}
+}
+
+// resourceWithInputRequests is withInputRequests for an extension's resources/read.
+func resourceWithInputRequests(handler sdk.ResourceHandler) sdk.ResourceHandler {
+	return func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+		res, err := handler(ctx, req)
+		if pending, state, asked, ierr := finishInputRequest(ctx); asked {
+			if ierr != nil {
+				return nil, ierr
+			}
+			return &sdk.ReadResourceResult{InputRequests: pending, RequestState: state}, nil
+		}
+		return res, err
+	}
 }
 
 // RemovePrompts stops serving the named extension prompts.
@@ -221,7 +264,7 @@ func (h *ExtensionHost) AddResource(r *sdk.Resource, handler sdk.ResourceHandler
 			return fmt.Errorf("resource %s is both Helix's resource and an upstream's", r.URI)
 		}
 	}
-	h.srv.AddResource(r, handler)
+	h.srv.AddResource(r, resourceWithInputRequests(handler))
 	return nil
 }
 
@@ -236,7 +279,7 @@ func (h *ExtensionHost) AddResourceTemplate(t *sdk.ResourceTemplate, handler sdk
 	if _, err := uritemplate.New(t.URITemplate); err != nil {
 		return fmt.Errorf("URI template %q is invalid: %v", t.URITemplate, err)
 	}
-	h.srv.AddResourceTemplate(t, handler)
+	h.srv.AddResourceTemplate(t, resourceWithInputRequests(handler))
 	return nil
 }
 

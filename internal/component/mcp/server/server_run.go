@@ -388,8 +388,13 @@ func (s *mcpServer) transportOptions() transport.Options {
 // an unknown tool: the session answers that call).
 func (s *mcpServer) paramHeaders(name string) []transport.ParamHeader {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.params[name]
+	own, ok := s.params[name]
+	ext := s.ext
+	s.mu.Unlock()
+	if ok || ext == nil {
+		return own
+	}
+	return ext.paramHeaders(name) // an upstream's tool (gateway.go)
 }
 
 func (s *mcpServer) startStdio() {
