@@ -457,8 +457,12 @@ func (g *Gateway) promptOwner(name string) *upstream {
 
 func (g *Gateway) resourceOwner(uri string) *upstream {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.resources[uri]
+	up := g.resources[uri]
+	g.mu.Unlock()
+	if up == nil {
+		up = g.templateOwner(uri)
+	}
+	return up
 }
 
 // principal is the caller of req.

@@ -348,7 +348,7 @@ func (g *Gateway) toolHandler(up *upstream, served, upstreamName string) sdk.Too
 		c := g.newCall(req, up, MethodCallTool, KindTool, served, upstreamName, args)
 		rq := &relayed{up: up, req: req, call: c, token: req.Params.GetProgressToken()}
 		res, err := g.do(ctx, rq, func(ctx context.Context, cs *sdk.ClientSession, ptok string) (any, error) {
-			p := &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments, Meta: forwardMeta(req.Params.Meta, ptok)}
+			p := &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments, Meta: g.withLogLevel(forwardMeta(req.Params.Meta, ptok), req, cs)}
 			return roundTrips(downstream(hctx, req), func(answers sdk.InputResponseMap, state string) (*sdk.CallToolResult, sdk.InputRequestMap, string, error) {
 				p.InputResponses, p.RequestState = answers, state // era2026.go
 				r, err := cs.CallTool(ctx, p)
@@ -386,7 +386,7 @@ func (g *Gateway) promptHandler(up *upstream, served, upstreamName string) sdk.P
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompt arguments must be strings"}
 				}
 			}
-			p := &sdk.GetPromptParams{Name: upstreamName, Arguments: a, Meta: forwardMeta(req.Params.Meta, "")}
+			p := &sdk.GetPromptParams{Name: upstreamName, Arguments: a, Meta: g.withLogLevel(forwardMeta(req.Params.Meta, ""), req, cs)}
 			return roundTrips(downstream(hctx, req), func(answers sdk.InputResponseMap, state string) (*sdk.GetPromptResult, sdk.InputRequestMap, string, error) {
 				p.InputResponses, p.RequestState = answers, state // era2026.go
 				r, err := cs.GetPrompt(ctx, p)
@@ -414,7 +414,7 @@ func (g *Gateway) resourceHandler(up *upstream) sdk.ResourceHandler {
 		uri := req.Params.URI
 		c := g.newCall(req, up, MethodReadResource, KindResource, uri, uri, nil)
 		res, err := g.do(ctx, &relayed{up: up, req: req, call: c}, func(ctx context.Context, cs *sdk.ClientSession, _ string) (any, error) {
-			p := &sdk.ReadResourceParams{URI: uri, Meta: forwardMeta(req.Params.Meta, "")}
+			p := &sdk.ReadResourceParams{URI: uri, Meta: g.withLogLevel(forwardMeta(req.Params.Meta, ""), req, cs)}
 			return roundTrips(downstream(hctx, req), func(answers sdk.InputResponseMap, state string) (*sdk.ReadResourceResult, sdk.InputRequestMap, string, error) {
 				p.InputResponses, p.RequestState = answers, state // era2026.go
 				r, err := cs.ReadResource(ctx, p)
