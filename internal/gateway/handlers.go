@@ -16,8 +16,16 @@ func audienceOf(req sdk.Request) string { return server.AudienceOf(req) }
 // clientOptions are the handlers of an upstream's sessions: what the upstream
 // sends is relayed to the downstream session it belongs to.
 func (g *Gateway) clientOptions(up *upstream) func() *sdk.ClientOptions {
+	return g.clientOptionsFor(up, nil)
+}
+
+// clientOptionsFor are clientOptions for a session opened for the downstream
+// session ss alone (nil: a session clients share); it declares the roots
+// capability as ss did (clienthook.go).
+func (g *Gateway) clientOptionsFor(up *upstream, ss *sdk.ServerSession) func() *sdk.ClientOptions {
 	return func() *sdk.ClientOptions {
-		return &sdk.ClientOptions{
+		return withClientMiddleware(&sdk.ClientOptions{
+			Capabilities: rootsCapability(ss),
 			ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 				return g.elicit(ctx, up, req)
 			},
@@ -47,7 +55,7 @@ func (g *Gateway) clientOptions(up *upstream) func() *sdk.ClientOptions {
 					_ = g.host.ResourceUpdated(context.WithoutCancel(ctx), req.Params)
 				}
 			},
-		}
+		}, g.rootsMiddleware(up))
 	}
 }
 

@@ -233,7 +233,7 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 	// does not.
 	var res any
 	key := rq.up.sessionKey(rq.req, c.Principal)
-	err = callOn(cctx, rq.up.pool, key, g.clientOptions(rq.up), func(cctx context.Context, cs *sdk.ClientSession) error {
+	err = callOn(cctx, rq.up.pool, key, g.sessionOptions(rq.up, key, rq.req), func(cctx context.Context, cs *sdk.ClientSession) error {
 		c.UpstreamSession = cs.ID()
 		rec.UpstreamSession = c.UpstreamSession
 		f := &inflight{ctx: ctx, extra: rq.req.GetExtra(), token: rq.token, perClient: key.Downstream != ""}
