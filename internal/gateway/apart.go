@@ -94,6 +94,7 @@ func (g *Gateway) releaseWhenGone(up *upstream, ss *sdk.ServerSession, key Sessi
 		delete(g.relay.held, ss)
 		g.relay.mu.Unlock()
 		g.relay.forget(ss)
+		g.roots.forget(ss)
 		for k := range keys {
 			k.up.pool.Release(k.key)
 		}

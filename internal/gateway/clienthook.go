@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,12 +17,18 @@ import (
 // the pools receiving middleware: registered against the options it returns,
 // taken back by NewUpstreamClient when a pool creates the Client.
 
-var clientMiddleware sync.Map // *sdk.ClientOptions -> []sdk.Middleware
+var clientSetups sync.Map // *sdk.ClientOptions -> clientSetup
 
-// withClientMiddleware registers mw for the Client NewUpstreamClient creates
+// clientSetup is what NewUpstreamClient does to a Client besides its options.
+type clientSetup struct {
+	receiving []sdk.Middleware
+	created   func(*sdk.Client) // nil: nothing to tell
+}
+
+// withClientSetup registers setup for the Client NewUpstreamClient creates
 // with opts.
-func withClientMiddleware(opts *sdk.ClientOptions, mw ...sdk.Middleware) *sdk.ClientOptions {
-	clientMiddleware.Store(opts, mw)
+func withClientSetup(opts *sdk.ClientOptions, setup clientSetup) *sdk.ClientOptions {
+	clientSetups.Store(opts, setup)
 	return opts
 }
 
@@ -33,8 +40,12 @@ func NewUpstreamClient(impl *sdk.Implementation, opts *sdk.ClientOptions) *sdk.C
 	if opts == nil {
 		return c
 	}
-	if mw, ok := clientMiddleware.LoadAndDelete(opts); ok {
-		c.AddReceivingMiddleware(mw.([]sdk.Middleware)...)
+	if v, ok := clientSetups.LoadAndDelete(opts); ok {
+		setup := v.(clientSetup)
+		c.AddReceivingMiddleware(setup.receiving...)
+		if setup.created != nil {
+			setup.created(c)
+		}
 	}
 	return c
 }
@@ -116,4 +127,51 @@ func (g *Gateway) sessionOptions(up *upstream, key SessionKey, req sdk.Request) 
 		return g.clientOptions(up)
 	}
 	return g.clientOptionsFor(up, ss)
+}
+
+// rootsState holds the go-sdk Clients of the upstream sessions opened for
+// one downstream session alone, to tell them when that client's roots change.
+type rootsState struct {
+	mu      sync.Mutex
+	clients map[*sdk.ServerSession][]*sdk.Client
+}
+
+func (r *rootsState) add(ss *sdk.ServerSession, c *sdk.Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clients == nil {
+		r.clients = map[*sdk.ServerSession][]*sdk.Client{}
+	}
+	r.clients[ss] = append(r.clients[ss], c)
+}
+
+func (r *rootsState) forget(ss *sdk.ServerSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.clients, ss)
+}
+
+// rootsChanged passes a client's notifications/roots/list_changed on to the
+// upstream sessions opened for it alone. The go-sdk Client sends that
+// notification when its own roots change; the gateway's Clients never serve
+// their own list (rootsMiddleware answers roots/list), so adding a root to
+// one is how the notification is sent, on that Client's one session.
+func (g *Gateway) rootsChanged(ss *sdk.ServerSession) {
+	g.roots.mu.Lock()
+	clients := slices.Clone(g.roots.clients[ss])
+	g.roots.mu.Unlock()
+	for _, c := range clients {
+		//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
+		c.AddRoots(&sdk.Root{URI: "helix-gateway:roots-changed"})
+	}
+}
+
+// upstreamClientSetup is the setup of an upstream session's Client: roots
+// relayed, and for a session of ss alone its roots changes passed on.
+func (g *Gateway) upstreamClientSetup(up *upstream, ss *sdk.ServerSession) clientSetup {
+	setup := clientSetup{receiving: []sdk.Middleware{g.rootsMiddleware(up)}}
+	if ss != nil {
+		setup.created = func(c *sdk.Client) { g.roots.add(ss, c) }
+	}
+	return setup
 }

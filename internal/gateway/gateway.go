@@ -82,6 +82,7 @@ type Gateway struct {
 	prompts   map[string]*upstream // served prompt name → upstream
 
 	relay relayState
+	roots rootsState // clienthook.go
 }
 
 var _ server.Extension = (*Gateway)(nil)
@@ -385,6 +386,10 @@ func (g *Gateway) Middleware() sdk.Middleware {
 				return res, err
 			}
 			switch method {
+			case "notifications/roots/list_changed":
+				if ss, _ := req.GetSession().(*sdk.ServerSession); ss != nil {
+					g.rootsChanged(ss)
+				}
 			case "logging/setLevel":
 				ss, _ := req.GetSession().(*sdk.ServerSession)
 				//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it

@@ -24,7 +24,7 @@ func (g *Gateway) clientOptions(up *upstream) func() *sdk.ClientOptions {
 // capability as ss did (clienthook.go).
 func (g *Gateway) clientOptionsFor(up *upstream, ss *sdk.ServerSession) func() *sdk.ClientOptions {
 	return func() *sdk.ClientOptions {
-		return withClientMiddleware(&sdk.ClientOptions{
+		return withClientSetup(&sdk.ClientOptions{
 			Capabilities: rootsCapability(ss),
 			ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 				return g.elicit(ctx, up, req)
@@ -55,7 +55,7 @@ func (g *Gateway) clientOptionsFor(up *upstream, ss *sdk.ServerSession) func() *
 					_ = g.host.ResourceUpdated(context.WithoutCancel(ctx), req.Params)
 				}
 			},
-		}, g.rootsMiddleware(up))
+		}, g.upstreamClientSetup(up, ss))
 	}
 }
 

@@ -2,9 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -65,11 +68,17 @@ func rootsClient(t *testing.T, addr string, roots ...string) (*sdk.ClientSession
 func TestGatewayRelaysRootsToTheClient(t *testing.T) {
 	t.Parallel()
 	var sessions sync.Map
-	a := startUpstream(t, "a", rootsServer(&sessions))
-	comp, _ := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http"}}})
+	changed := make(chan *sdk.ServerSession, 10)
+	srv := sdk.NewServer(&sdk.Implementation{Name: "a", Version: "1"}, &sdk.ServerOptions{
+		RootsListChangedHandler: func(_ context.Context, req *sdk.RootsListChangedRequest) { changed <- req.Session },
+	})
+	rootsServer(&sessions)(srv)
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	comp, _ := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: hs.URL, Transport: "http"}}})
 	addr := comp.Addr("gw").String()
 	ctx := testCtx(t)
-	c1, _ := rootsClient(t, addr, "file:///one", "file:///two")
+	c1, client1 := rootsClient(t, addr, "file:///one", "file:///two")
 	c2, _ := rootsClient(t, addr, "file:///other")
 	for cs, want := range map[*sdk.ClientSession]string{c1: "file:///one,file:///two", c2: "file:///other"} {
 		// With a progress token the call takes the decoding relay (the fast
@@ -101,6 +110,28 @@ func TestGatewayRelaysRootsToTheClient(t *testing.T) {
 	})
 	if len(got) != 2 || !(got[0] == "file:///other" || got[1] == "file:///other") {
 		t.Errorf("roots outside a call = %q, want each client's own", got)
+	}
+
+	// A client's changed roots: its upstream session is told, and lists them anew.
+	//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
+	client1.AddRoots(&sdk.Root{URI: "file:///three"})
+	select {
+	case ss := <-changed:
+		//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
+		res, err := ss.ListRoots(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rootURIs(res); got != "file:///one,file:///three,file:///two" {
+			t.Errorf("roots after the change = %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("notifications/roots/list_changed did not reach the upstream")
+	}
+	select {
+	case <-changed:
+		t.Error("the other client's upstream session was told of roots that are not its client's")
+	default:
 	}
 
 	// A client without roots: the upstream session declares none.
