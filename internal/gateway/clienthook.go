@@ -167,9 +167,9 @@ func (g *Gateway) rootsChanged(ss *sdk.ServerSession) {
 }
 
 // upstreamClientSetup is the setup of an upstream session's Client: roots
-// relayed, and for a session of ss alone its roots changes passed on.
+// relayed, elicitation answered raw (rawanswer.go), and for a session of ss alone its roots changes passed on.
 func (g *Gateway) upstreamClientSetup(up *upstream, ss *sdk.ServerSession) clientSetup {
-	setup := clientSetup{receiving: []sdk.Middleware{g.rootsMiddleware(up)}}
+	setup := clientSetup{receiving: []sdk.Middleware{g.rootsMiddleware(up), rawElicitMiddleware}}
 	if ss != nil {
 		setup.created = func(c *sdk.Client) { g.roots.add(ss, c) }
 	}

@@ -123,10 +123,16 @@ func (g *Gateway) elicit(ctx context.Context, up *upstream, req *sdk.ElicitReque
 	if f == nil {
 		return nil, errNoCaller
 	}
+	// The answer as the client gave it goes upstream (rawanswer.go).
+	raw := rawAnswerFrom(ctx)
 	if f.ss != nil && !f.newEra() {
-		return f.ss.Elicit(transport.RelatedTo(f.ctx, f.extra), req.Params)
+		return f.ss.Elicit(withRawAnswer(transport.RelatedTo(f.ctx, f.extra), raw), req.Params)
 	}
-	return f.elicitNewEra(req.Params) // era2026.go
+	res, err := f.elicitNewEra(req.Params) // era2026.go
+	if err == nil {
+		raw.set(res, false)
+	}
+	return res, err
 }
 
 // sample relays an upstream's sampling request like elicit.
