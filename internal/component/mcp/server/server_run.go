@@ -142,6 +142,9 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		if mw := s.opts.Extension.Middleware(); mw != nil {
 			srv.AddReceivingMiddleware(mw)
 		}
+		if se, ok := s.opts.Extension.(SendingExtension); ok {
+			srv.AddSendingMiddleware(se.SendingMiddleware())
+		}
 	}
 	// Registered last, so outermost: they see requests as the client sent them, as
 	// they do on the fast path (fastcall.go).
