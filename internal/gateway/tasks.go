@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -52,29 +53,69 @@ type relayedTask struct {
 	owner string
 	// served and upstreamName name the tool that created it.
 	served, upstreamName string
+	// expires is when the upstream may forget the task (its ttlMs): the
+	// gateway forgets it then too, so that the table does not grow without end.
+	expires time.Time
 }
+
+// Bounds of the task table.
+const (
+	// maxTaskTTL is how long the gateway remembers a task at most (also one
+	// whose upstream gave no ttlMs).
+	maxTaskTTL = 24 * time.Hour
+	// taskPruneAt is the size of the table from which a new task first makes
+	// it drop the expired ones.
+	taskPruneAt = 1024
+)
 
 // taskTable maps the ids of the tasks the gateway relayed to their owners.
 type taskTable struct {
-	mu    sync.Mutex
-	tasks map[string]relayedTask
+	mu        sync.Mutex
+	tasks     map[string]relayedTask
+	now       func() time.Time // time.Now; tests set it
+	pruneNext int              // the size at which put next drops expired tasks
 }
 
-func (t *taskTable) put(id string, rt relayedTask) {
+func (t *taskTable) clock() time.Time {
+	if t.now != nil {
+		return t.now()
+	}
+	return time.Now()
+}
+
+// put remembers task id for ttl (capped at maxTaskTTL; 0 means the cap).
+func (t *taskTable) put(id string, rt relayedTask, ttl time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.tasks == nil {
 		t.tasks = map[string]relayedTask{}
 	}
+	now := t.clock()
+	if ttl <= 0 || ttl > maxTaskTTL {
+		ttl = maxTaskTTL
+	}
+	rt.expires = now.Add(ttl)
+	if len(t.tasks) >= max(t.pruneNext, taskPruneAt) {
+		for k, v := range t.tasks {
+			if !now.Before(v.expires) {
+				delete(t.tasks, k)
+			}
+		}
+		t.pruneNext = 2 * len(t.tasks)
+	}
 	t.tasks[id] = rt
 }
 
-// get returns the task id of owner; ok is false for an unknown id and for
-// another caller's task alike.
+// get returns the task id of owner; ok is false for an unknown id, an expired
+// one and another caller's task alike.
 func (t *taskTable) get(id, owner string) (relayedTask, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	rt, ok := t.tasks[id]
+	if ok && !t.clock().Before(rt.expires) {
+		delete(t.tasks, id)
+		return relayedTask{}, false
+	}
 	if !ok || rt.owner != owner {
 		return relayedTask{}, false
 	}
@@ -192,9 +233,11 @@ func (g *Gateway) startTask(ctx context.Context, req *transport.TaskRequest, p *
 		var created struct {
 			ResultType string `json:"resultType"`
 			TaskID     string `json:"taskId"`
+			TTLMs      int64  `json:"ttlMs"`
 		}
 		if json.Unmarshal(raw, &created) == nil && created.ResultType == "task" && created.TaskID != "" {
-			g.tasks.put(created.TaskID, relayedTask{up: up, owner: c.Principal.ID, served: p.Name, upstreamName: upstreamName})
+			ttl := time.Duration(min(created.TTLMs, int64(maxTaskTTL/time.Millisecond))) * time.Millisecond
+			g.tasks.put(created.TaskID, relayedTask{up: up, owner: c.Principal.ID, served: p.Name, upstreamName: upstreamName}, ttl)
 		}
 	}
 	return taskAnswer(res, err)
@@ -319,6 +362,9 @@ func readTaskAnswer(resp *http.Response) (any, error) {
 			switch {
 			case bytes.HasPrefix(line, []byte("data:")):
 				data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
+				if len(data) > maxTaskAnswer {
+					return nil, errors.New("the upstream's answer is too large")
+				}
 			case len(line) == 0 && len(data) > 0:
 				if res, ok, err := taskResponse(data); ok {
 					return res, err
