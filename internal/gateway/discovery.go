@@ -69,7 +69,13 @@ func (g *Gateway) discover(ctx context.Context, up *upstream) error {
 	} else {
 		up.lastErr, up.discovered = "", true
 	}
+	found := fmt.Sprintf("gateway upstream %s: %d tools, %d prompts, %d resources, %d resource templates (protocol %s)",
+		up.cfg.ID, len(up.tools), len(up.prompts), len(up.resources), len(up.templates), up.protocol)
 	up.mu.Unlock()
+	if err == nil {
+		// What a new user wants to see first: the upstream answered, and what it serves.
+		g.logger.Info(found, "server", g.opts.ServerID, "upstream", up.cfg.ID)
+	}
 	return err
 }
 
@@ -81,6 +87,9 @@ func (g *Gateway) discoverKinds(ctx context.Context, up *upstream, tools, prompt
 	caps := &sdk.ServerCapabilities{}
 	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		caps = ir.Capabilities
+		up.mu.Lock()
+		up.protocol = ir.ProtocolVersion
+		up.mu.Unlock()
 	}
 	if tools && caps.Tools != nil {
 		list, err := listAll(ctx, func(ctx context.Context, cursor string) ([]*sdk.Tool, string, error) {

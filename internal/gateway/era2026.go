@@ -142,7 +142,12 @@ func (f *inflight) answerInput(id string, q sdk.InputRequest) (sdk.InputResponse
 		ctx := transport.RelatedTo(f.ctx, f.extra)
 		switch p := q.(type) {
 		case *sdk.ElicitParams:
-			return f.ss.Elicit(ctx, p)
+			raw := &rawAnswer{} // the client's answer as it gave it (rawanswer.go)
+			res, err := f.ss.Elicit(withRawAnswer(ctx, raw), p)
+			if r := raw.get(); err == nil && r != nil {
+				return r, nil
+			}
+			return res, err
 		//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		case *sdk.CreateMessageWithToolsParams:
 			//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it

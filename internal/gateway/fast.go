@@ -70,7 +70,7 @@ func (g *Gateway) CallToolRaw(ctx context.Context, r *http.Request, tc *transpor
 			return cs.CallTool(ctx, &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments, Meta: forwardMeta(tc.CallMeta(), "")})
 		}
 		target := &fastrelay.Upstream{URL: url, Client: hc, SessionID: cs.ID(),
-			ProtocolVersion: cs.InitializeResult().ProtocolVersion, Ask: fastrelay.AskSession(tc.Session)}
+			ProtocolVersion: cs.InitializeResult().ProtocolVersion, Ask: askRaw(fastrelay.AskSession(tc.Session))}
 		// The _meta the decoding relay sends: the caller's trace context.
 		// (forwardMeta leaves out the protocol's keys and progress tokens.)
 		if meta := forwardMeta(tc.CallMeta(), ""); meta != nil {

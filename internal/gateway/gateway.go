@@ -15,6 +15,7 @@ import (
 	"github.com/arvenza/helix/internal/component/mcp/security"
 	"github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/redact"
 )
 
 // Defaults of the gateway.
@@ -65,6 +66,8 @@ type Gateway struct {
 	audit  Auditor
 	logger *slog.Logger
 	ups    []*upstream
+	// tasks are the MCP Tasks the gateway relayed, by id (tasks.go).
+	tasks taskTable
 
 	host   *server.ExtensionHost // set by Attach
 	ctx    context.Context       // ends at Close: background discovery and refreshes
@@ -81,6 +84,7 @@ type Gateway struct {
 	prompts   map[string]*upstream // served prompt name → upstream
 
 	relay relayState
+	roots rootsState // clienthook.go
 }
 
 var _ server.Extension = (*Gateway)(nil)
@@ -101,7 +105,8 @@ type upstream struct {
 	templates  map[string]bool
 	discovered bool
 	lastErr    string
-	refreshing bool // a refresh runs; another was asked for when again is set
+	protocol   string // negotiated by the discovery session
+	refreshing bool   // a refresh runs; another was asked for when again is set
 	again      bool
 }
 
@@ -244,8 +249,9 @@ func (g *Gateway) Attach(ctx context.Context, host *server.ExtensionHost) error 
 			return fmt.Errorf("upstream %s: %w", g.ups[i].cfg.ID, err)
 		}
 		if err != nil {
-			g.logger.Warn("gateway: upstream not reached; trying again in the background", "server", g.opts.ServerID,
-				"upstream", g.ups[i].cfg.ID, "error", err)
+			g.logger.Warn(fmt.Sprintf("gateway upstream %s: not reached; trying again in the background", g.ups[i].cfg.ID),
+				"server", g.opts.ServerID, "upstream", g.ups[i].cfg.ID, "error", redact.URLsIn(err.Error()),
+				"hint", "check the upstream's url or command, and its auth: or headers: (helix gateway add NAME URL tries one)")
 			g.rediscover(g.ups[i])
 		}
 	}
@@ -282,8 +288,7 @@ func (g *Gateway) rediscover(up *upstream) {
 			err := g.discover(dctx, up)
 			cancel()
 			if err == nil {
-				g.logger.Info("gateway: upstream reached", "server", g.opts.ServerID, "upstream", up.cfg.ID)
-				return
+				return // discover said what it found
 			}
 		}
 	})
@@ -331,6 +336,10 @@ type UpstreamStatus struct {
 	Prompts   int    `json:"prompts"`
 	Resources int    `json:"resources"`
 	Templates int    `json:"templates"`
+	// Sessions: the upstream sessions open now (stdio: processes); Protocol:
+	// the version the upstream negotiated. Known when the pool can tell.
+	Sessions int    `json:"sessions"`
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // Status describes the gateway's upstreams and policies.
@@ -345,8 +354,11 @@ func (g *Gateway) Status() Status {
 	for _, up := range g.ups {
 		up.mu.Lock()
 		s := UpstreamStatus{ID: up.cfg.ID, Transport: up.cfg.Transport, Endpoint: endpointOf(up.cfg), Reached: up.discovered,
-			Error: up.lastErr, Tools: len(up.tools), Prompts: len(up.prompts), Resources: len(up.resources), Templates: len(up.templates)}
+			Error: up.lastErr, Protocol: up.protocol, Tools: len(up.tools), Prompts: len(up.prompts), Resources: len(up.resources), Templates: len(up.templates)}
 		up.mu.Unlock()
+		if sc, ok := up.pool.(sessionCounter); ok {
+			s.Sessions = sc.OpenSessions()
+		}
 		st.Upstreams = append(st.Upstreams, s)
 	}
 	return st
@@ -376,6 +388,10 @@ func (g *Gateway) Middleware() sdk.Middleware {
 				return res, err
 			}
 			switch method {
+			case "notifications/roots/list_changed":
+				if ss, _ := req.GetSession().(*sdk.ServerSession); ss != nil {
+					g.rootsChanged(ss)
+				}
 			case "logging/setLevel":
 				ss, _ := req.GetSession().(*sdk.ServerSession)
 				//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it

@@ -16,16 +16,30 @@ func audienceOf(req sdk.Request) string { return server.AudienceOf(req) }
 // clientOptions are the handlers of an upstream's sessions: what the upstream
 // sends is relayed to the downstream session it belongs to.
 func (g *Gateway) clientOptions(up *upstream) func() *sdk.ClientOptions {
+	return g.clientOptionsFor(up, nil)
+}
+
+// clientOptionsFor are clientOptions for a session opened for the downstream
+// session ss alone (nil: a session clients share); it declares the roots
+// capability as ss did (clienthook.go).
+func (g *Gateway) clientOptionsFor(up *upstream, ss *sdk.ServerSession) func() *sdk.ClientOptions {
 	return func() *sdk.ClientOptions {
-		return &sdk.ClientOptions{
-			ElicitationHandler: g.elicit,
+		return withClientSetup(&sdk.ClientOptions{
+			Capabilities: rootsCapability(ss),
+			ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				return g.elicit(ctx, up, req)
+			},
 			// An upstream's input-required results are answered by the relay
 			// (roundTrips, era2026.go), under the upstream's own ids.
 			MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
 			//lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
-			CreateMessageHandler: g.sample,
+			CreateMessageHandler: func(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+				return g.sample(ctx, up, req)
+			},
 			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
-			LoggingMessageHandler:       g.logMessage,
+			LoggingMessageHandler: func(ctx context.Context, req *sdk.LoggingMessageRequest) {
+				g.logMessage(ctx, up, req)
+			},
 			ProgressNotificationHandler: g.progress,
 			ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 				g.refresh(up, true, false, false)
@@ -41,7 +55,7 @@ func (g *Gateway) clientOptions(up *upstream) func() *sdk.ClientOptions {
 					_ = g.host.ResourceUpdated(context.WithoutCancel(ctx), req.Params)
 				}
 			},
-		}
+		}, g.upstreamClientSetup(up, ss))
 	}
 }
 
@@ -67,25 +81,30 @@ func (g *Gateway) progress(ctx context.Context, req *sdk.ProgressNotificationCli
 	_ = f.ss.NotifyProgress(transport.RelatedTo(f.ctx, f.extra), &p)
 }
 
-// logMessage relays an upstream's log message to the downstream sessions its
-// session serves: the call in flight's, else every one it served. Each
-// downstream session's own level (logging/setLevel) applies.
-func (g *Gateway) logMessage(ctx context.Context, req *sdk.LoggingMessageRequest) {
+// logMessage relays an upstream's log message to the one client it belongs
+// to: the client whose calls are in flight on its session, else the client
+// the session was opened for alone (sessions: per-client). A message no one
+// client owns goes to the gateway's log, never to every client (apart.go).
+// Each downstream session's own level (logging/setLevel) applies.
+func (g *Gateway) logMessage(ctx context.Context, up *upstream, req *sdk.LoggingMessageRequest) {
 	cs, _ := req.GetSession().(*sdk.ClientSession)
 	if cs == nil || req.Params == nil {
 		return
 	}
-	if f := g.relay.current(cs); f != nil && f.ss != nil {
+	f, _ := g.relay.owner(cs)
+	if f != nil && f.ss != nil {
 		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		_ = f.ss.Log(transport.RelatedTo(f.ctx, f.extra), req.Params)
 		return
 	}
-	for _, ss := range g.relay.downstreams(cs) {
+	if ss := g.relay.soleDownstream(cs); f == nil && ss != nil {
 		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		if err := ss.Log(context.WithoutCancel(ctx), req.Params); err != nil && errors.Is(err, sdk.ErrConnectionClosed) {
 			g.relay.forget(ss)
 		}
+		return
 	}
+	g.logUnattributed(ctx, up, req.Params)
 }
 
 // errNoCaller answers an upstream's request that no call in flight can take.
@@ -95,24 +114,36 @@ var errNoCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 // elicit relays an upstream's elicitation to the client whose call is in
 // flight: verbatim to a session that speaks it, through the server's ask
 // mechanism otherwise (MCP 2026-07-28 clients answer input requests).
-func (g *Gateway) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+func (g *Gateway) elicit(ctx context.Context, up *upstream, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 	cs, _ := req.GetSession().(*sdk.ClientSession)
-	f := g.relay.current(cs)
+	f, ambiguous := g.relay.owner(cs)
+	if ambiguous {
+		return nil, g.ambiguousRequest(up, "elicitation/create")
+	}
 	if f == nil {
 		return nil, errNoCaller
 	}
+	// The answer as the client gave it goes upstream (rawanswer.go).
+	raw := rawAnswerFrom(ctx)
 	if f.ss != nil && !f.newEra() {
-		return f.ss.Elicit(transport.RelatedTo(f.ctx, f.extra), req.Params)
+		return f.ss.Elicit(withRawAnswer(transport.RelatedTo(f.ctx, f.extra), raw), req.Params)
 	}
-	return f.elicitNewEra(req.Params) // era2026.go
+	res, err := f.elicitNewEra(req.Params) // era2026.go
+	if err == nil {
+		raw.set(res, false)
+	}
+	return res, err
 }
 
 // sample relays an upstream's sampling request like elicit.
 //
 //lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
-func (g *Gateway) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+func (g *Gateway) sample(ctx context.Context, up *upstream, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 	cs, _ := req.GetSession().(*sdk.ClientSession)
-	f := g.relay.current(cs)
+	f, ambiguous := g.relay.owner(cs)
+	if ambiguous {
+		return nil, g.ambiguousRequest(up, "sampling/createMessage")
+	}
 	if f == nil {
 		return nil, errNoCaller
 	}

@@ -91,7 +91,7 @@ func (p *directPool) Session(ctx context.Context, key SessionKey, opts func() *s
 	p.sessions[key] = e
 	p.mu.Unlock()
 	// The session outlives the call that opened it.
-	e.cs, e.err = sdk.NewClient(&sdk.Implementation{Name: "helix-gateway", Version: "1.0.0"}, opts()).
+	e.cs, e.err = NewUpstreamClient(&sdk.Implementation{Name: "helix-gateway", Version: "1.0.0"}, opts()).
 		Connect(context.WithoutCancel(ctx), p.transport(), nil)
 	close(e.ready)
 	if e.err != nil {

@@ -33,9 +33,10 @@ type relayState struct {
 	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	downLevel map[*sdk.ServerSession]sdk.LoggingLevel // levels set by downstream sessions
 	downUps   map[*sdk.ServerSession]map[*sdk.ClientSession]bool
-	progress  map[string]*inflight // the gateway's progress token → call
-	subs      map[string]int       // resource URI → downstream subscriptions
-	levels    map[levelKey]bool    // levels set on upstream sessions by applyLevel
+	progress  map[string]*inflight                    // the gateway's progress token → call
+	subs      map[string]int                          // resource URI → downstream subscriptions
+	levels    map[levelKey]bool                       // levels set on upstream sessions by applyLevel
+	held      map[*sdk.ServerSession]map[heldKey]bool // per-client upstream sessions to release (apart.go)
 	seq       atomic.Uint64
 	prefix    string // of the gateway's progress tokens, random per process
 	count     progressCount
@@ -46,6 +47,8 @@ type relayState struct {
 type upSession struct {
 	calls []*inflight                 // in flight, oldest first
 	downs map[*sdk.ServerSession]bool // downstream sessions it served
+	// perClient: opened for one downstream session alone (apart.go)
+	perClient bool
 }
 
 // inflight is one call relayed to an upstream session.
@@ -55,6 +58,8 @@ type inflight struct {
 	extra *sdk.RequestExtra
 	token any // the downstream's progress token; nil: none
 	ptok  string
+	// perClient: the upstream session is this downstream session's alone
+	perClient bool
 }
 
 func (r *relayState) init() {
@@ -79,7 +84,7 @@ func (r *relayState) begin(cs *sdk.ClientSession, f *inflight) (string, func()) 
 	defer r.mu.Unlock()
 	us := r.ups[cs]
 	if us == nil {
-		us = &upSession{downs: map[*sdk.ServerSession]bool{}}
+		us = &upSession{downs: map[*sdk.ServerSession]bool{}, perClient: f.perClient}
 		r.ups[cs] = us
 	}
 	us.calls = append(us.calls, f)
@@ -109,33 +114,6 @@ func (r *relayState) begin(cs *sdk.ClientSession, f *inflight) (string, func()) 
 			delete(r.progress, f.ptok)
 		}
 	}
-}
-
-// current is the call an upstream's request on cs belongs to: the newest in
-// flight (the protocol does not say which call a request serves; with
-// per-client sessions every candidate is the same client's).
-func (r *relayState) current(cs *sdk.ClientSession) *inflight {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if us := r.ups[cs]; us != nil && len(us.calls) > 0 {
-		return us.calls[len(us.calls)-1]
-	}
-	return nil
-}
-
-// downstreams are the downstream sessions cs served that are still connected.
-func (r *relayState) downstreams(cs *sdk.ClientSession) []*sdk.ServerSession {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	us := r.ups[cs]
-	if us == nil {
-		return nil
-	}
-	out := make([]*sdk.ServerSession, 0, len(us.downs))
-	for ss := range us.downs {
-		out = append(out, ss)
-	}
-	return out
 }
 
 // forget drops a downstream session that has gone.
@@ -187,6 +165,10 @@ type relayed struct {
 	req   sdk.Request
 	call  *Call
 	token any // the downstream's progress token
+	// followUp marks a request about a task a relayed call created
+	// (tasks.go): the policy judged that call, and a client polling its task
+	// must not spend the tool's rate limit.
+	followUp bool
 }
 
 // do runs one relayed request: policy, credentials, the upstream session, the
@@ -219,7 +201,7 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 		}
 		g.audit.Record(context.WithoutCancel(ctx), rec)
 	}
-	if err := g.guard.Before(ctx, c); err != nil {
+	if err := g.guardBefore(ctx, rq); err != nil {
 		var ref *Refusal
 		if errors.As(err, &ref) {
 			finish(ref.Reason, err, nil)
@@ -254,13 +236,17 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 	// reach the upstream goes again on a new session, one that may have run
 	// does not.
 	var res any
-	err = callOn(cctx, rq.up.pool, rq.up.sessionKey(rq.req, c.Principal), g.clientOptions(rq.up), func(cctx context.Context, cs *sdk.ClientSession) error {
+	key := rq.up.sessionKey(rq.req, c.Principal)
+	err = callOn(cctx, rq.up.pool, key, g.sessionOptions(rq.up, key, rq.req), func(cctx context.Context, cs *sdk.ClientSession) error {
 		c.UpstreamSession = cs.ID()
 		rec.UpstreamSession = c.UpstreamSession
-		f := &inflight{ctx: ctx, extra: rq.req.GetExtra(), token: rq.token}
+		f := &inflight{ctx: ctx, extra: rq.req.GetExtra(), token: rq.token, perClient: key.Downstream != ""}
 		f.ss, _ = rq.req.GetSession().(*sdk.ServerSession)
 		ptok, end := g.relay.begin(cs, f)
 		defer end()
+		if f.perClient && f.ss != nil {
+			g.releaseWhenGone(rq.up, f.ss, key)
+		}
 		g.applyLevel(cctx, f.ss, cs)
 		var err error
 		res, err = run(cctx, cs, ptok)

@@ -26,7 +26,7 @@ func (g *Gateway) subscribeOwn(ctx context.Context, req sdk.Request, up *upstrea
 	}
 	cctx, cancel := context.WithTimeout(WithUpstreamHeader(WithPrincipal(ctx, p), h), up.timeout)
 	defer cancel()
-	cs, err := up.pool.Session(cctx, key, g.clientOptions(up))
+	cs, err := up.pool.Session(cctx, key, g.sessionOptions(up, key, req))
 	if err == nil {
 		if ss, _ := req.GetSession().(*sdk.ServerSession); ss != nil {
 			g.relay.serves(cs, ss)

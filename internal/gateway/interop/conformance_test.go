@@ -48,24 +48,13 @@ var gatewayExpectedFailures = map[string]string{}
 // to the fixture server, and why.
 var alphaGatewayExpectedFailures = map[string]map[string]string{
 	"2025-11-25": {},
-	"2026-07-28": {
-		"tasks-capability-negotiation": noTasks,
-		"tasks-dispatch-and-envelope":  noTasks,
-		"tasks-lifecycle":              noTasks,
-		"tasks-mrtr-composition":       noTasks,
-		"tasks-mrtr-input":             noTasks,
-		"tasks-request-headers":        noTasks,
-		"tasks-request-state-removal":  noTasks,
-		"tasks-wire-fields":            noTasks,
-	},
+	"2026-07-28": {},
 }
 
 // Reasons shared by several entries.
 const (
 	// sometimes starts the reason of a scenario that fails in some runs only: it may pass.
 	sometimes = "sometimes: "
-	noTasks   = "the gateway does not relay MCP Tasks: it advertises no tasks extension, answers tasks/* with -32601, and calls " +
-		"task-only tools without the client's tasks capability"
 )
 
 type conformanceCheck struct {

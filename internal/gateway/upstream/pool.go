@@ -424,7 +424,7 @@ func (p *Pool) open(ctx context.Context, opts func() *sdk.ClientOptions) (*sdk.C
 	if opts != nil {
 		copts = opts()
 	}
-	c := sdk.NewClient(&sdk.Implementation{Name: client.Name, Version: client.Version}, copts)
+	c := gateway.NewUpstreamClient(&sdk.Implementation{Name: client.Name, Version: client.Version}, copts)
 	var errs []error
 	for _, ep := range p.candidates() {
 		s, err := p.connect(ctx, c, ep)

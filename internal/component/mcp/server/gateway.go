@@ -47,6 +47,14 @@ type Extension interface {
 	Close(ctx context.Context) error
 }
 
+// SendingExtension is an Extension that also has sending middleware of the
+// go-sdk server (for what it sends the client on behalf of its primitives:
+// the gateway sees the client's raw answers to the requests it relays).
+type SendingExtension interface {
+	Extension
+	SendingMiddleware() sdk.Middleware
+}
+
 // Audience is a virtual server on the server's listener: requests to Path (and
 // below it) see only the tools and prompts whose names match one of Names
 // (globs, path.Match), and sessions opened there stay there.

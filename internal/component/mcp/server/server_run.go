@@ -111,6 +111,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 		},
 	}
 	taskTools := s.offerTasks(sopts, tools)
+	s.offerRelayedTasks(sopts)
 	s.primitiveOptions(sopts, set, subs)
 	s.extensionOptions(sopts)
 	srv := sdk.NewServer(s.implementation(), sopts)
@@ -140,6 +141,9 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	if s.opts.Extension != nil {
 		if mw := s.opts.Extension.Middleware(); mw != nil {
 			srv.AddReceivingMiddleware(mw)
+		}
+		if se, ok := s.opts.Extension.(SendingExtension); ok {
+			srv.AddSendingMiddleware(se.SendingMiddleware())
 		}
 	}
 	// Registered last, so outermost: they see requests as the client sent them, as

@@ -742,6 +742,9 @@ func (s *mcpServer) currentTaskTools() map[string]*serverTool {
 func (s *mcpServer) taskRequests() transport.Tasks {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if relay := s.taskRelay(); relay != nil {
+		return &relayedTasks{own: s.tasks, relay: relay}
+	}
 	if s.tasks == nil {
 		return nil
 	}
