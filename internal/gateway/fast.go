@@ -66,8 +66,11 @@ func (g *Gateway) CallToolRaw(ctx context.Context, r *http.Request, tc *transpor
 	res, err := g.do(ctx, rq, func(ctx context.Context, cs *sdk.ClientSession, _ string) (any, error) {
 		url, hc, ok := router.FastRoute(cs)
 		if !ok || cs.InitializeResult() == nil || cs.InitializeResult().ProtocolVersion >= newEraVersion {
-			// The call runs either way: through the session.
-			return cs.CallTool(ctx, &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments, Meta: forwardMeta(tc.CallMeta(), "")})
+			// The call runs either way: through the session, answering the
+			// upstream's input-required rounds as the decoding relay does (the
+			// upstream sessions' own round trips are off: era2026.go).
+			p := &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments, Meta: g.withLogLevel(forwardMeta(tc.CallMeta(), ""), req, cs)}
+			return callToolRounds(ctx, downstream(ctx, req), cs, p)
 		}
 		target := &fastrelay.Upstream{URL: url, Client: hc, SessionID: cs.ID(),
 			ProtocolVersion: cs.InitializeResult().ProtocolVersion, Ask: askRaw(fastrelay.AskSession(tc.Session))}

@@ -344,14 +344,7 @@ func (g *Gateway) toolHandler(up *upstream, served, upstreamName string) sdk.Too
 		rq := &relayed{up: up, req: req, call: c, token: req.Params.GetProgressToken()}
 		res, err := g.do(ctx, rq, func(ctx context.Context, cs *sdk.ClientSession, ptok string) (any, error) {
 			p := &sdk.CallToolParams{Name: upstreamName, Arguments: c.Arguments, Meta: g.withLogLevel(forwardMeta(req.Params.Meta, ptok), req, cs)}
-			return roundTrips(downstream(hctx, req), func(answers sdk.InputResponseMap, state string) (*sdk.CallToolResult, sdk.InputRequestMap, string, error) {
-				p.InputResponses, p.RequestState = answers, state // era2026.go
-				r, err := cs.CallTool(ctx, p)
-				if err != nil || r == nil {
-					return r, nil, "", err
-				}
-				return r, r.InputRequests, r.RequestState, nil
-			})
+			return callToolRounds(ctx, downstream(hctx, req), cs, p)
 		}, func(raw json.RawMessage) (any, error) {
 			var r sdk.CallToolResult
 			return &r, json.Unmarshal(raw, &r)
@@ -366,6 +359,22 @@ func (g *Gateway) toolHandler(up *upstream, served, upstreamName string) sdk.Too
 		}
 		return res.(*sdk.CallToolResult), nil
 	}
+}
+
+// callToolRounds calls an upstream tool on cs until its result asks nothing
+// more, answering each round's input requests from f's client (era2026.go).
+// Both relays of tools/call use it: the upstream sessions' own round trips are
+// off, so a call made any other way would hand the client an upstream's
+// input-required result it cannot use.
+func callToolRounds(ctx context.Context, f *inflight, cs *sdk.ClientSession, p *sdk.CallToolParams) (*sdk.CallToolResult, error) {
+	return roundTrips(f, func(answers sdk.InputResponseMap, state string) (*sdk.CallToolResult, sdk.InputRequestMap, string, error) {
+		p.InputResponses, p.RequestState = answers, state
+		r, err := cs.CallTool(ctx, p)
+		if err != nil || r == nil {
+			return r, nil, "", err
+		}
+		return r, r.InputRequests, r.RequestState, nil
+	})
 }
 
 // promptHandler relays prompts/get of one upstream prompt.
