@@ -35,13 +35,14 @@ func (r *relayState) owner(cs *sdk.ClientSession) (f *inflight, ambiguous bool) 
 	return newest, false
 }
 
-// soleDownstream is the downstream session cs was opened for alone
-// (sessions: per-client), nil for a session that serves several clients.
+// soleDownstream is the one downstream session cs has served (opened for it
+// alone, sessions: per-client, or no other client has used it yet: a call's
+// log messages can come after its result), nil once it served several.
 func (r *relayState) soleDownstream(cs *sdk.ClientSession) *sdk.ServerSession {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	us := r.ups[cs]
-	if us == nil || !us.perClient || len(us.downs) != 1 {
+	if us == nil || len(us.downs) != 1 {
 		return nil
 	}
 	for ss := range us.downs {
