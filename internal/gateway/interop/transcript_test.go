@@ -121,6 +121,8 @@ func sortKey(v any) string {
 // where each part may be "*". A listed outcome that comes out the same fails
 // the test, so that the list (and docs/gateway.md) stays true.
 var knownDifferences = map[string]string{
+	"*|2026-07-28|*|roots": "an upstream's roots/list request during a call of a 2026-07-28 client is answered by the gateway's own client, " +
+		"with no roots: the gateway does not yet ask that client through an input request",
 	"inspector|2025-11-25|server-everything http|tools/list":  toolExecution,
 	"inspector|2025-11-25|server-everything stdio|tools/list": toolExecution,
 }
