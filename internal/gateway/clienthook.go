@@ -123,7 +123,9 @@ func rootsCapability(ss *sdk.ServerSession) *sdk.ClientCapabilities {
 		return &sdk.ClientCapabilities{}
 	}
 	// The go-sdk sets RootsV2 from a client's "roots" however it was spelled.
+	//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	if r := ip.Capabilities.RootsV2; r != nil {
+		//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		return &sdk.ClientCapabilities{RootsV2: &sdk.RootCapabilities{ListChanged: r.ListChanged}}
 	}
 	return &sdk.ClientCapabilities{}
