@@ -65,6 +65,11 @@ func (g *Gateway) rootsMiddleware(up *upstream) sdk.Middleware {
 				//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
 				p = &sdk.ListRootsParams{}
 			}
+			if f, _ := g.relay.owner(cs); f != nil && f.newEra() {
+				// Not relayed to a 2026-07-28 client yet: asking it ends the
+				// call with an input request the client answers by calling again.
+				return next(ctx, method, req)
+			}
 			return g.listRoots(ctx, up, cs, p)
 		}
 	}
@@ -109,11 +114,18 @@ func rootsCapability(ss *sdk.ServerSession) *sdk.ClientCapabilities {
 		return nil
 	}
 	ip := ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil {
+	if newEraSession(ss) {
+		// A 2026-07-28 client declares no capabilities up front: it is asked
+		// for roots through input requests, as for the go-sdk's default.
+		return nil
+	}
+	if ip.Capabilities == nil {
 		return &sdk.ClientCapabilities{}
 	}
 	// The go-sdk sets RootsV2 from a client's "roots" however it was spelled.
+	//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
 	if r := ip.Capabilities.RootsV2; r != nil {
+		//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		return &sdk.ClientCapabilities{RootsV2: &sdk.RootCapabilities{ListChanged: r.ListChanged}}
 	}
 	return &sdk.ClientCapabilities{}

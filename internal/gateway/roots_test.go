@@ -70,6 +70,7 @@ func TestGatewayRelaysRootsToTheClient(t *testing.T) {
 	var sessions sync.Map
 	changed := make(chan *sdk.ServerSession, 10)
 	srv := sdk.NewServer(&sdk.Implementation{Name: "a", Version: "1"}, &sdk.ServerOptions{
+		//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		RootsListChangedHandler: func(_ context.Context, req *sdk.RootsListChangedRequest) { changed <- req.Session },
 	})
 	rootsServer(&sessions)(srv)
@@ -97,6 +98,7 @@ func TestGatewayRelaysRootsToTheClient(t *testing.T) {
 	var got []string
 	sessions.Range(func(k, _ any) bool {
 		ss := k.(*sdk.ServerSession)
+		//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		if r := ss.InitializeParams().Capabilities.RootsV2; r == nil || !r.ListChanged {
 			t.Errorf("upstream session declares roots %+v, want its client's (listChanged)", r)
 		}
@@ -145,6 +147,7 @@ func TestGatewayRelaysRootsToTheClient(t *testing.T) {
 		t.Errorf("roots of a client that has none = %q (error %v), want what the client answers: none", got, res.IsError)
 	}
 	sessions.Range(func(k, _ any) bool {
+		//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		if r := k.(*sdk.ServerSession).InitializeParams().Capabilities.RootsV2; r != nil {
 			t.Errorf("the upstream session of a client without roots declares roots %+v", r)
 		}
