@@ -81,30 +81,34 @@ func (g *Gateway) progress(ctx context.Context, req *sdk.ProgressNotificationCli
 	_ = f.ss.NotifyProgress(transport.RelatedTo(f.ctx, f.extra), &p)
 }
 
-// logMessage relays an upstream's log message to the one client it belongs
-// to: the client whose calls are in flight on its session, else the client
-// the session was opened for alone (sessions: per-client). A message no one
-// client owns goes to the gateway's log, never to every client (apart.go).
+// logMessage relays an upstream's log message to the one client its session
+// has served (sessions: per-client, or a shared session no other client has
+// used yet), related to that client's call in flight when there is one. A
+// session that has served several clients sends its log messages to the
+// gateway's log, never to a client (apart.go).
 // Each downstream session's own level (logging/setLevel) applies.
 func (g *Gateway) logMessage(ctx context.Context, up *upstream, req *sdk.LoggingMessageRequest) {
 	cs, _ := req.GetSession().(*sdk.ClientSession)
 	if cs == nil || req.Params == nil {
 		return
 	}
-	f, _ := g.relay.owner(cs)
-	if f != nil && f.ss != nil {
+	// Only a session that has served one client relays its log messages: the
+	// go-sdk hands notifications over apart from results, so a message may be
+	// handled after its call ended, while another client's call is in flight.
+	ss := g.relay.soleDownstream(cs)
+	if ss == nil {
+		g.logUnattributed(ctx, up, req.Params)
+		return
+	}
+	if f, _ := g.relay.owner(cs); f != nil && f.ss == ss {
 		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
 		_ = f.ss.Log(transport.RelatedTo(f.ctx, f.extra), req.Params)
 		return
 	}
-	if ss := g.relay.soleDownstream(cs); f == nil && ss != nil {
-		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
-		if err := ss.Log(context.WithoutCancel(ctx), req.Params); err != nil && errors.Is(err, sdk.ErrConnectionClosed) {
-			g.relay.forget(ss)
-		}
-		return
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed for clients that use it
+	if err := ss.Log(context.WithoutCancel(ctx), req.Params); err != nil && errors.Is(err, sdk.ErrConnectionClosed) {
+		g.relay.forget(ss)
 	}
-	g.logUnattributed(ctx, up, req.Params)
 }
 
 // errNoCaller answers an upstream's request that no call in flight can take.
