@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -99,11 +100,20 @@ func (g *Gateway) listRoots(ctx context.Context, up *upstream, cs *sdk.ClientSes
 		return r, nil
 	}
 	if ss := g.relay.soleDownstream(cs); ss != nil && !newEraSession(ss) {
+		// Outside a call nothing else ends the question: a client that never
+		// answers (one that went away, a CLI that exits) must not hold the
+		// upstream session, nor the server's stop, for ever.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rootsOutsideCallTimeout)
+		defer cancel()
 		//lint:ignore SA1019 MCP roots: deprecated in protocol 2026-07-28, still relayed for clients that use it
-		return ss.ListRoots(context.WithoutCancel(ctx), p)
+		return ss.ListRoots(ctx, p)
 	}
 	return nil, errNoCaller
 }
+
+// rootsOutsideCallTimeout bounds an upstream's roots/list relayed to a client
+// outside any call of it.
+const rootsOutsideCallTimeout = 10 * time.Second
 
 // rootsCapability is what an upstream session declares of roots: for a
 // session of one client (ss), what that client declared; for a session
