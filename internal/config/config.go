@@ -57,7 +57,10 @@ type HelixConfig struct {
 	Name       string
 	MCP        MCPSection
 	Management ManagementConfig
-	LogLevel   string // helix.log_level: debug|info|warn|error
+	// Console is helix.console: the web console on the management listener
+	// (console.go).
+	Console  ConsoleConfig
+	LogLevel string // helix.log_level: debug|info|warn|error
 	// StarlangMaxMemory is the allocation budget of one Starlang evaluation in bytes
 	// (helix.starlang_max_memory: 64MiB, 128MB or plain bytes); 0 means the default.
 	StarlangMaxMemory int64
