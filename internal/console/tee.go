@@ -3,8 +3,8 @@ package console
 import (
 	"context"
 
-	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/engine"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // Tee returns one tracer that calls each non-nil tracer of ts in order (the
