@@ -65,6 +65,7 @@ func (a *App) buildManagement() {
 		Limits:   listenerLimits(m.Listener),
 		Runs:     a.durableRuns,  // durable_ops.go
 		Routes:   a.waitRoutes(), // waits.go
+		Console:  a.buildConsole(addr), // console.go
 	})
 	for _, c := range append(append(replayBudgetCollectors(), a.durableCollectors()...), auditMetrics.Collectors()...) {
 		if err := a.mgmt.Register(c); err != nil {
