@@ -219,8 +219,8 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	a.buildDurableOps() // durable_ops.go: before the management server registers its metrics
 	a.buildManagement()
 	a.consoleWithoutManagement() // console.go
-	a.lintWorkflows()     // warnings, validate.go
-	a.warnOpenListeners() // warnings, security.go
+	a.lintWorkflows()            // warnings, validate.go
+	a.warnOpenListeners()        // warnings, security.go
 	if len(a.errs) > 0 {
 		return nil, a.errs.Sorted()
 	}

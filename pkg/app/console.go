@@ -69,7 +69,7 @@ func (a *App) buildConsole(addr string) http.Handler {
 	}
 	if !loopback && !c.HasAuth() {
 		a.errs = append(a.errs, &config.Error{Pos: c.Pos, Path: "helix.console",
-			Msg: fmt.Sprintf("the console is enabled on the management address %s, which is not loopback, without helix.console.auth: anyone who reaches the address would see every workflow and exchange", addr),
+			Msg:  fmt.Sprintf("the console is enabled on the management address %s, which is not loopback, without helix.console.auth: anyone who reaches the address would see every workflow and exchange", addr),
 			Hint: "add helix.console.auth.api_keys (a key per user; roles: [operator] to act) or auth.oauth, or set helix.console.enabled: false"})
 		return nil
 	}
