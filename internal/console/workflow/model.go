@@ -233,6 +233,9 @@ func (b *builder) fill(n *Node, v *yaml.Node, depth int) {
 		} else {
 			n.Branches = append(n.Branches, Branch{Label: "no match: go on"})
 		}
+		if n.Label == "" {
+			n.Label = itoa(len(n.Branches)) + " branches"
+		}
 	case "multicast":
 		n.FanOut = get(v, "strategy").Value == "parallel"
 		steps := deref(get(v, "steps"))
@@ -247,6 +250,12 @@ func (b *builder) fill(n *Node, v *yaml.Node, depth int) {
 					s.Path = n.Path + ".steps[" + itoa(i) + "]"
 					n.Branches = append(n.Branches, Branch{Label: label, Steps: []*Node{s}})
 				}
+			}
+		}
+		if n.Label == "" {
+			n.Label = itoa(len(n.Branches)) + " branches"
+			if n.FanOut {
+				n.Label += ", in parallel"
 			}
 		}
 	default:

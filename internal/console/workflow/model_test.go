@@ -152,7 +152,7 @@ func TestBranchesFanOutAndFailure(t *testing.T) {
 		t.Fatalf("router = %+v", g)
 	}
 	choice := g.Steps[0]
-	if len(choice.Branches) != 3 {
+	if len(choice.Branches) != 3 || choice.Label != "3 branches" {
 		t.Fatalf("choice branches = %+v", choice.Branches)
 	}
 	if l := choice.Branches[0].Label; !strings.HasPrefix(l, `when payload["amount"] >= 1000`) || !strings.HasSuffix(l, "…") || len([]rune(l)) > 45 {
@@ -168,7 +168,7 @@ func TestBranchesFanOutAndFailure(t *testing.T) {
 		t.Errorf("otherwise = %+v", b)
 	}
 	mc := g.Steps[1]
-	if !mc.FanOut || len(mc.Branches) != 2 || mc.Branches[1].Steps[0].Label != "two" {
+	if !mc.FanOut || len(mc.Branches) != 2 || mc.Label != "2 branches, in parallel" || mc.Branches[1].Steps[0].Label != "two" {
 		t.Errorf("multicast = %+v", mc)
 	}
 	if sp := g.Steps[2]; len(sp.Branches) != 1 || sp.Branches[0].Label != "for each element" || sp.Branches[0].Steps[0].Label != "item" {

@@ -105,7 +105,7 @@ func TestDetailDrawsTheGraphWithCounts(t *testing.T) {
 		t.Fatalf("%d %s", code, body)
 	}
 	for _, want := range []string{
-		"<svg", `aria-label="step 1: choice, at b.yaml:11:9, 7 runs · 0 errors · p99`,
+		"<svg", `aria-label="step 1: choice 3 branches, at b.yaml:11:9, 7 runs · 0 errors · p99`,
 		`aria-label="step 4: frobnicate, at b.yaml:32:9, 7 runs · 2 errors · p99`,
 		`aria-label="trigger direct://in, at`, "7 runs · 2 errors",
 		"when payload[&#34;amount&#34;] &gt;= 1000", // the edge label, escaped
