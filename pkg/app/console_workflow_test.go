@@ -120,6 +120,11 @@ func TestConsoleWorkflowPagesInABrowser(t *testing.T) {
 		t.Errorf("phone: %q", l)
 	}
 	noPageErrors(t, b, "/workflows/greet-http at 390 px")
+	b.Visit(base + "/workflows")
+	if width, err := browsertest.Get(b, 10*time.Second, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || width > 390 {
+		t.Errorf("at 390 px the list is %d px wide (%v)", width, err)
+	}
+	noPageErrors(t, b, "/workflows at 390 px")
 }
 
 // noPageErrors fails when the browser reported errors, but for the missing

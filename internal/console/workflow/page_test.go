@@ -281,3 +281,18 @@ func BenchmarkDetailPage(b *testing.B) {
 		fetchPage(b, srv, "/console/workflows/router?node=3")
 	}
 }
+
+// The list of a thousand workflows, filtered, as the console renders it.
+func BenchmarkListPageOfAThousand(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("workflows:\n")
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&sb, "  - id: wf-%04d\n    trigger: direct://in-%04d\n    steps:\n      - log: x\n      - target: direct://in-%04d\n", i, i, (i+1)%1000)
+	}
+	src := newTestSource(b, "many.yaml", sb.String())
+	srv := serve(b, src)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fetchPage(b, srv, "/console/workflows?q=wf-0&page=3")
+	}
+}
