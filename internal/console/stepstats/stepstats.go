@@ -1,0 +1,206 @@
+// Package stepstats counts, per workflow and per top-level step, how many
+// exchanges ran, how many failed and how long they took, for the console's
+// workflow pages. It is an engine.Tracer: the engine calls it around every
+// exchange and every top-level step (nested steps, inside choice branches or
+// multicast, are not traced by the engine).
+//
+// Cost: the set of counters is fixed when the Stats is made (one entry per
+// declared workflow and step), so a lookup takes no lock and memory never grows
+// with traffic; a step adds atomic increments and no allocation.
+package stepstats
+
+import (
+	"context"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/arvenza/helix/pkg/exchange"
+)
+
+// Def declares one workflow to count: its kind ("workflow", "tool", "agent",
+// "pipeline"), its id and the number of its top-level steps.
+type Def struct {
+	Kind, ID string
+	Steps    int
+}
+
+// Stats is the tracer; make it with New.
+type Stats struct {
+	byKey map[key]*counters
+}
+
+type key struct{ kind, id string }
+
+type counters struct {
+	exchange Counter
+	steps    []Counter
+}
+
+// New returns a Stats counting the workflows of defs. Exchanges of workflows
+// not in defs are not counted.
+func New(defs []Def) *Stats {
+	s := &Stats{byKey: make(map[key]*counters, len(defs))}
+	for _, d := range defs {
+		n := d.Steps
+		if n < 0 {
+			n = 0
+		}
+		s.byKey[key{d.Kind, d.ID}] = &counters{steps: make([]Counter, n)}
+	}
+	return s
+}
+
+type ctxKey struct{}
+
+// run is one exchange in flight. The top-level steps of one exchange run one
+// after the other, so one step start time per exchange is enough.
+type run struct {
+	c         *counters
+	start     time.Time
+	stepStart time.Time
+	step      int
+	endStep   func(error)
+}
+
+// StartExchange implements engine.Tracer.
+func (s *Stats) StartExchange(ctx context.Context, kind, id, _ string, _ *exchange.Exchange) (context.Context, func(error)) {
+	c := s.byKey[key{kind, id}]
+	if c == nil {
+		// Not ours: hide an outer exchange's run so that this one's steps are
+		// not counted against it (a direct:// call into an undeclared workflow).
+		if ctx.Value(ctxKey{}) != nil {
+			ctx = context.WithValue(ctx, ctxKey{}, (*run)(nil))
+		}
+		return ctx, noop
+	}
+	r := &run{c: c, start: time.Now(), step: -1}
+	r.endStep = r.finishStep
+	return context.WithValue(ctx, ctxKey{}, r), r.finish
+}
+
+func (r *run) finish(err error) { r.c.exchange.Observe(time.Since(r.start), err != nil) }
+
+func (r *run) finishStep(err error) {
+	if r.step >= 0 && r.step < len(r.c.steps) {
+		r.c.steps[r.step].Observe(time.Since(r.stepStart), err != nil)
+	}
+}
+
+// StartStep implements engine.Tracer.
+func (s *Stats) StartStep(ctx context.Context, _ string, index int, _ *exchange.Exchange) (context.Context, func(error)) {
+	r, _ := ctx.Value(ctxKey{}).(*run)
+	if r == nil || index < 0 || index >= len(r.c.steps) {
+		return ctx, noop
+	}
+	r.step, r.stepStart = index, time.Now()
+	return ctx, r.endStep
+}
+
+func noop(error) {}
+
+// Snapshot is one workflow's counts.
+type Snapshot struct {
+	Exchange Summary
+	Steps    []Summary
+}
+
+// Get returns the counts of a workflow; ok is false when it is not counted.
+func (s *Stats) Get(kind, id string) (Snapshot, bool) {
+	c := s.byKey[key{kind, id}]
+	if c == nil {
+		return Snapshot{}, false
+	}
+	out := Snapshot{Exchange: c.exchange.Summary(), Steps: make([]Summary, len(c.steps))}
+	for i := range c.steps {
+		out.Steps[i] = c.steps[i].Summary()
+	}
+	return out, true
+}
+
+// bounds are the upper bounds of the latency buckets: 1µs doubling up to about
+// 70 minutes; a last bucket takes everything longer. A quantile is reported as
+// its bucket's upper bound, so it is at most twice the true value.
+var bounds = func() []time.Duration {
+	var b []time.Duration
+	for d := time.Microsecond; d < 72*time.Minute; d *= 2 {
+		b = append(b, d)
+	}
+	return b
+}()
+
+// Counter counts runs, failures and a latency histogram with atomics.
+type Counter struct {
+	count, errors atomic.Uint64
+	buckets       [40]atomic.Uint64 // len(bounds)+1 ≤ 40, checked by a test
+	last          atomic.Int64      // unix nanoseconds of the last run
+}
+
+// Observe records one run that took d.
+func (c *Counter) Observe(d time.Duration, failed bool) {
+	c.count.Add(1)
+	if failed {
+		c.errors.Add(1)
+	}
+	c.buckets[bucket(d)].Add(1)
+	c.last.Store(time.Now().UnixNano())
+}
+
+func bucket(d time.Duration) int {
+	if d <= bounds[0] {
+		return 0
+	}
+	// bounds[i] = 1µs·2^i: the bucket is ⌈log2(d/1µs)⌉.
+	i := int(math.Ceil(math.Log2(float64(d) / float64(time.Microsecond))))
+	if i > len(bounds) {
+		return len(bounds)
+	}
+	// Float rounding at an exact power of two.
+	if i > 0 && i < len(bounds) && d <= bounds[i-1] {
+		i--
+	}
+	return i
+}
+
+// Summary is what a page shows of a Counter.
+type Summary struct {
+	Count, Errors uint64
+	// P50 and P99 are upper bounds of the buckets holding the quantiles; zero
+	// without runs. Slower than the last bound reads as the last bound.
+	P50, P99 time.Duration
+	Last     time.Time
+}
+
+// Summary reads c (each field atomically; the whole is not one instant).
+func (c *Counter) Summary() Summary {
+	var hist [40]uint64
+	var total uint64
+	for i := 0; i <= len(bounds); i++ {
+		hist[i] = c.buckets[i].Load()
+		total += hist[i]
+	}
+	s := Summary{Count: c.count.Load(), Errors: c.errors.Load()}
+	if n := c.last.Load(); n != 0 {
+		s.Last = time.Unix(0, n)
+	}
+	s.P50, s.P99 = quantile(hist[:len(bounds)+1], total, 0.50), quantile(hist[:len(bounds)+1], total, 0.99)
+	return s
+}
+
+func quantile(hist []uint64, total uint64, q float64) time.Duration {
+	if total == 0 {
+		return 0
+	}
+	rank := uint64(math.Ceil(q * float64(total)))
+	var seen uint64
+	for i, n := range hist {
+		seen += n
+		if seen >= rank {
+			if i >= len(bounds) {
+				return bounds[len(bounds)-1]
+			}
+			return bounds[i]
+		}
+	}
+	return bounds[len(bounds)-1]
+}
