@@ -380,3 +380,31 @@ func TestRelayForwardsMeta(t *testing.T) {
 		t.Fatalf("sent %s (%v)", body, err)
 	}
 }
+
+// TestRelayFollowsRedirects: an upstream that redirects the call (as a server
+// moved to another path does) is followed as the HTTP client follows it, with
+// the call's body and headers; the call runs once.
+func TestRelayFollowsRedirects(t *testing.T) {
+	t.Parallel()
+	u := &scriptedUpstream{stream: func(id string) string {
+		return "data: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"content\":[]}}\n\n"
+	}}
+	var calls atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/new", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/new", func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		u.ServeHTTP(w, r)
+	})
+	up := serve(t, mux)
+	up.URL += "/old"
+	got, err := New(Options{}).CallTool(testCtx(t), up, "t", json.RawMessage(`{"a":1}`))
+	if err != nil || string(got.Result) != `{"content":[]}` {
+		t.Fatalf("call: %v %s", err, got.Result)
+	}
+	if n := calls.Load(); n != 1 || u.header.Get("Mcp-Session-Id") != "s-1" || u.header.Get("Authorization") != "Bearer upstream-secret" {
+		t.Fatalf("%d calls at the new address, headers %v", n, u.header)
+	}
+}
