@@ -273,6 +273,10 @@ func TestRelayRefusesBadAnswers(t *testing.T) {
 		{"too many data lines", &scriptedUpstream{stream: func(id string) string { return strings.Repeat("data: "+big[:100]+"\n", 20) }}, "exceeds 1024 bytes", false},
 		{"stream ends", &scriptedUpstream{stream: func(string) string { return "data: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n" }}, "ended before", false},
 		{"event not JSON", &scriptedUpstream{stream: func(string) string { return "data: [[[\n\n" }}, "not JSON-RPC", false},
+		{"truncated JSON", &scriptedUpstream{ctype: "application/json", stream: func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[` }}, "not JSON-RPC", false},
+		{"truncated event", &scriptedUpstream{stream: func(id string) string { return `data: {"jsonrpc":"2.0","id":` + id + `,"result":{` }}, "ended before", false},
+		{"batch answer", &scriptedUpstream{ctype: "application/json", stream: func(id string) string { return `[{"jsonrpc":"2.0","id":` + id + `,"result":{}}]` }}, "not JSON-RPC", false},
+		{"error of another type", &scriptedUpstream{stream: func(id string) string { return "data: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"error\":\"no\"}\n\n" }}, "not JSON-RPC", false},
 		{"unknown session", &scriptedUpstream{status: http.StatusNotFound}, "no longer knows the session", true},
 		{"bad request", &scriptedUpstream{status: http.StatusBadRequest}, "HTTP 400", true},
 		{"server error", &scriptedUpstream{status: http.StatusBadGateway}, "HTTP 502", false},
@@ -406,5 +410,25 @@ func TestRelayFollowsRedirects(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 || u.header.Get("Mcp-Session-Id") != "s-1" || u.header.Get("Authorization") != "Bearer upstream-secret" {
 		t.Fatalf("%d calls at the new address, headers %v", n, u.header)
+	}
+}
+
+// TestRelayNotificationsKeepTheirParams: the params handed to Notify stay as
+// the upstream sent them after the relay reads the next messages of the
+// stream (the relay reuses its buffer for each message).
+func TestRelayNotificationsKeepTheirParams(t *testing.T) {
+	t.Parallel()
+	u := &scriptedUpstream{stream: func(id string) string {
+		return "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"first\"}}\n\n" +
+			"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"2nd!!\"}}\n\n" +
+			"data: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"content\":[]}}\n\n"
+	}}
+	var kept []json.RawMessage
+	relay := New(Options{Notify: func(_ context.Context, _ string, params json.RawMessage) { kept = append(kept, params) }})
+	if _, err := relay.CallTool(testCtx(t), serve(t, u), "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 2 || string(kept[0]) != `{"data":"first"}` || string(kept[1]) != `{"data":"2nd!!"}` {
+		t.Fatalf("params kept: %q", kept)
 	}
 }
