@@ -13,9 +13,12 @@
 #   scripts/bench-gateway.sh                           # 5 rounds, 3000 calls/s, 10 s each
 #   ROUNDS=3 DURATION=5s RATE="3000 1000" scripts/bench-gateway.sh   # open loop at each rate
 #   PIN=1 scripts/bench-gateway.sh                     # load tool on CPU 0, servers on CPU 1 (taskset)
+#   UPSTREAM_PORT=3302 GATEWAY_PORT=3310 DEBUG_PORT=3311 scripts/bench-gateway.sh   # other loopback ports
 #   GATEWAY_YAML=my.yaml scripts/bench-gateway.sh      # another gateway configuration
 #   GATEWAY=peer scripts/bench-gateway.sh              # bench/gatewaypeer (the gateway without YAML) instead of helix
 #   GATEWAY=peer-decoding scripts/bench-gateway.sh     # the same with the fast path off: every call decoded through the go-sdk client session
+#   GATEWAY=peer PROFILE=1 scripts/bench-gateway.sh    # also the gateway's CPU and allocation profiles (first
+#                                                      # closed-loop round) and its allocations per call
 #   SUMMARY_ONLY=1 OUT=bench/results/x scripts/bench-gateway.sh   # the summary of an earlier run again
 #
 # On a 2-core machine the load tool, the gateway and the upstream share the
@@ -37,6 +40,8 @@ CLIENTS=${CLIENTS:-16}
 GATEWAY_YAML=${GATEWAY_YAML:-bench/gateway.yaml}
 GATEWAY=${GATEWAY:-helix}
 PIN=${PIN:-}
+PROFILE=${PROFILE:-}
+UPSTREAM_PORT=${UPSTREAM_PORT:-3102} GATEWAY_PORT=${GATEWAY_PORT:-3110} DEBUG_PORT=${DEBUG_PORT:-3111}
 GO=${GO:-go}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,21 +100,36 @@ scripts/bench-gomod.sh
 	echo "rounds=$ROUNDS duration=$DURATION warmup=$WARMUP rate=$RATE slice=$SLICE workers=$WORKERS clients=$CLIENTS pin=${PIN:-no}"
 } | tee "$OUT/machine.txt"
 
-upstream_url=http://127.0.0.1:3102/mcp
-gateway_url=http://127.0.0.1:3110/mcp
-$server_cpu "$bin/gosdk" -addr 127.0.0.1:3102 >"$OUT/upstream.log" 2>&1 &
+upstream_addr=127.0.0.1:$UPSTREAM_PORT gateway_addr=127.0.0.1:$GATEWAY_PORT
+upstream_url=http://$upstream_addr/mcp
+gateway_url=http://$gateway_addr/mcp
+# alive fails when a server exited (a port already taken): the load tool would
+# otherwise measure whatever else answers there.
+alive() { kill -0 "$1" 2>/dev/null || { echo "$2 exited:" >&2; cat "$3" >&2; exit 1; }; }
+$server_cpu "$bin/gosdk" -addr "$upstream_addr" >"$OUT/upstream.log" 2>&1 &
 upstream_pid=$!
 pids+=($!)
 "$bin/mcpload" wait -url "$upstream_url" -timeout 60s || { cat "$OUT/upstream.log"; exit 1; }
+alive "$upstream_pid" upstream "$OUT/upstream.log"
+# gatewaypeer serves pprof and expvar on -debug: helix has no such endpoint.
+debug_addr=127.0.0.1:$DEBUG_PORT peer_debug=() memstats=()
+if [[ $GATEWAY == peer* ]]; then
+	peer_debug=(-debug "$debug_addr")
+	memstats=(-memstats "http://$debug_addr/debug/vars")
+elif [[ -n $PROFILE ]]; then
+	echo "PROFILE=1 needs GATEWAY=peer or peer-decoding (helix serves no pprof)" >&2
+	exit 2
+fi
 case $GATEWAY in
-helix) HELIX_BENCH_ADDR=127.0.0.1:3110 UPSTREAM_URL=$upstream_url $server_cpu "$bin/helix" mcp serve "$GATEWAY_YAML" >"$OUT/gateway.log" 2>&1 & ;;
-peer) $server_cpu "$bin/gatewaypeer" -addr 127.0.0.1:3110 -upstream "$upstream_url" >"$OUT/gateway.log" 2>&1 & ;;
-peer-decoding) $server_cpu "$bin/gatewaypeer" -addr 127.0.0.1:3110 -upstream "$upstream_url" -fast=false >"$OUT/gateway.log" 2>&1 & ;;
+helix) HELIX_BENCH_ADDR=$gateway_addr UPSTREAM_URL=$upstream_url $server_cpu "$bin/helix" mcp serve "$GATEWAY_YAML" >"$OUT/gateway.log" 2>&1 & ;;
+peer) $server_cpu "$bin/gatewaypeer" -addr "$gateway_addr" -upstream "$upstream_url" "${peer_debug[@]}" >"$OUT/gateway.log" 2>&1 & ;;
+peer-decoding) $server_cpu "$bin/gatewaypeer" -addr "$gateway_addr" -upstream "$upstream_url" -fast=false "${peer_debug[@]}" >"$OUT/gateway.log" 2>&1 & ;;
 *) echo "GATEWAY=$GATEWAY: want helix, peer or peer-decoding" >&2; exit 2 ;;
 esac
 gateway_pid=$!
 pids+=($!)
 "$bin/mcpload" wait -url "$gateway_url" -timeout 60s || { cat "$OUT/gateway.log"; exit 1; }
+alive "$gateway_pid" gateway "$OUT/gateway.log"
 
 for rate in $RATE; do
 	echo "== (a) open loop, $rate calls/s, $ROUNDS rounds x $DURATION (each target half of it)"
@@ -124,9 +144,23 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	order=(upstream gateway)
 	((r % 2 == 0)) && order=(gateway upstream)
 	for n in "${order[@]}"; do
-		if [[ $n == upstream ]]; then u=$upstream_url p=$upstream_pid; else u=$gateway_url p=$gateway_pid; fi
+		extra=()
+		if [[ $n == upstream ]]; then u=$upstream_url p=$upstream_pid; else u=$gateway_url p=$gateway_pid extra=("${memstats[@]}"); fi
+		prof=""
+		if [[ -n $PROFILE && $n == gateway && $r == 1 ]]; then
+			# The profile covers the measured window (after the warm-up).
+			secs=$(($(sed 's/s$//' <<<"$DURATION") - 1))
+			(sleep "${WARMUP%s}" && curl -fsS -o "$OUT/gateway-cpu.pb.gz" "http://$debug_addr/debug/pprof/profile?seconds=$secs") &
+			prof=$!
+		fi
 		$load_cpu "$bin/mcpload" run -label "$n" -url "$u" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" \
-			-pid "$p" -round "$r" -json "$OUT/saturation.jsonl"
+			-pid "$p" "${extra[@]}" -round "$r" -json "$OUT/saturation.jsonl"
+		if [[ -n $prof ]]; then
+			wait "$prof" || echo "no CPU profile" >&2
+			curl -fsS -o "$OUT/gateway-allocs.pb.gz" "http://$debug_addr/debug/pprof/allocs" || echo "no allocation profile" >&2
+			$GO tool pprof -top -cum -nodecount=60 "$bin/gatewaypeer" "$OUT/gateway-cpu.pb.gz" >"$OUT/gateway-cpu-top.txt" 2>/dev/null || true
+			$GO tool pprof -top -nodecount=40 -sample_index=alloc_space "$bin/gatewaypeer" "$OUT/gateway-allocs.pb.gz" >"$OUT/gateway-allocs-top.txt" 2>/dev/null || true
+		fi
 	done
 done
 

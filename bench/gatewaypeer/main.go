@@ -2,7 +2,8 @@
 // (internal/component/mcp/server, Helix's transport) whose Extension is the
 // gateway (internal/gateway) in front of one upstream, with the defaults a
 // gateway entry gets (every call allowed, no audit, the gateway's own
-// credentials, per-client upstream sessions). -fast=false turns the server's
+// credentials, per-client upstream sessions, the upstream pool and HTTP client
+// of pkg/app). -debug serves pprof and expvar for profiling the gateway. -fast=false turns the server's
 // tools/call fast path off, so that every call is relayed by decoding through
 // the go-sdk client session. The benchmark script runs it where a helix
 // binary that serves gateway YAML is not at hand (BENCHMARKS.md says which
@@ -13,6 +14,7 @@ package main
 
 import (
 	"context"
+	"expvar"
 	"flag"
 	"fmt"
 	"log"
@@ -23,9 +25,11 @@ import (
 	"os/signal"
 	"syscall"
 
+	mcpclient "github.com/arvenza/helix/internal/component/mcp/client"
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/internal/gateway/upstream"
 	"github.com/arvenza/helix/pkg/engine"
 )
 
@@ -39,6 +43,8 @@ func main() {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		// The memstats mcpload -memstats reads: the gateway's allocations per call.
+		mux.Handle("/debug/vars", expvar.Handler())
 		go func() { log.Println(http.ListenAndServe(*debug, mux)) }()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -55,8 +61,14 @@ func run(ctx context.Context, addr, upURL string, fast bool) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	empty := ""
+	// The upstream pool and HTTP client pkg/app gives a gateway entry: the
+	// mcp client's keep-alive transport, health checks, per-client sessions.
 	g, err := gateway.New(gateway.Options{ServerID: "gateway", Logger: logger,
-		Upstreams: []config.UpstreamConfig{{ID: "up", URL: upURL, Prefix: &empty}}})
+		Upstreams: []config.UpstreamConfig{{ID: "up", URL: upURL, Prefix: &empty}},
+		NewPool:   upstream.Factory(logger),
+		HTTPClient: func(config.UpstreamConfig) (*http.Client, error) {
+			return mcpclient.HTTPClientFor(nil, nil)
+		}})
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func (g *Gateway) CallToolRaw(ctx context.Context, r *http.Request, tc *transpor
 				return nil, err
 			}
 		}
-		reply, err := rawRelay.CallTool(ctx, target, upstreamName, c.Arguments)
+		reply, err := rawRelay.CallTool(context.WithValue(ctx, fastRelayKey{}, true), target, upstreamName, c.Arguments)
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +110,15 @@ func (g *Gateway) CallToolRaw(ctx context.Context, r *http.Request, tc *transpor
 	}
 	return nil, true, nil
 }
+
+// fastRelayKey marks the context of a fast-relayed call's requests. The
+// progress watch of the pool's client (progress_order.go) passes their
+// streams by: the call carries no progress token, and the fast relay reads
+// the stream itself and relays none of its notifications, so the watch's
+// count would wait for progress no client hears.
+type fastRelayKey struct{}
+
+func fastRelayed(ctx context.Context) bool { return ctx.Value(fastRelayKey{}) != nil }
 
 // newEraVersion is the protocol from which an upstream's results carry the
 // upstream's own identity in _meta: such results go through the go-sdk

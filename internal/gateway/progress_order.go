@@ -116,7 +116,7 @@ func (w *progressWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	resp, err := base.RoundTrip(r)
-	if err != nil || resp.Body == nil || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	if err != nil || resp.Body == nil || fastRelayed(r.Context()) || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return resp, err
 	}
 	resp.Body = &eventWatch{ReadCloser: resp.Body, w: w}

@@ -24,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,7 +40,7 @@ import (
 // Header names of the MCP Streamable HTTP transport.
 const (
 	headerSession  = "Mcp-Session-Id"
-	headerProtocol = "MCP-Protocol-Version"
+	headerProtocol = "Mcp-Protocol-Version" // MCP-Protocol-Version, as http.Header keys are written
 )
 
 // DefaultMaxMessageBytes bounds one message the upstream sends on a call's
@@ -193,28 +194,39 @@ func (r *Relay) CallTool(ctx context.Context, up *Upstream, name string, args js
 	return reply, err
 }
 
+// The request headers every message to an upstream carries. The slices are
+// shared by every request: nothing on the way changes a request's headers in
+// place (a RoundTripper that adds some works on a copy of the request).
+var (
+	contentTypeJSON = []string{"application/json"}
+	acceptBoth      = []string{"application/json, text/event-stream"}
+)
+
 // post sends one message to the upstream session.
 func (r *Relay) post(ctx context.Context, up *Upstream, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, up.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("upstream request: %w", err)
 	}
+	// The header map is made once with every member, not grown by Set.
+	h := make(http.Header, len(up.Header)+4)
 	for k, v := range up.Header {
-		req.Header[k] = v
+		h[k] = v
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	h["Content-Type"] = contentTypeJSON
+	h["Accept"] = acceptBoth
 	if up.SessionID != "" {
-		req.Header.Set(headerSession, up.SessionID)
+		h[headerSession] = []string{up.SessionID}
 	}
 	if up.ProtocolVersion != "" {
-		req.Header.Set(headerProtocol, up.ProtocolVersion)
+		h[headerProtocol] = []string{up.ProtocolVersion}
 	}
+	req.Header = h
 	hc := up.Client
 	if hc == nil {
 		hc = r.hc
 	}
-	resp, err := hc.Do(req)
+	resp, err := send(hc, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -229,13 +241,47 @@ func (r *Relay) post(ctx context.Context, up *Upstream, body []byte) (*http.Resp
 	return resp, nil
 }
 
+// send is hc.Do(req) without the client's own work for each request (a copy
+// of the headers for redirects, the redirect loop) when the client adds
+// nothing else to a request: no timeout and no cookie jar. Its transport,
+// with the upstream's credentials and limits, is what sends the request
+// either way. A redirect, which the upstream answers without running the
+// call, is followed by hc.Do with the request again, under the client's
+// redirect rules.
+func send(hc *http.Client, req *http.Request) (*http.Response, error) {
+	if hc.Timeout > 0 || hc.Jar != nil {
+		return hc.Do(req)
+	}
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		if resp.Header.Get("Location") == "" {
+			return resp, nil // hc.Do too answers such a redirect as it is
+		}
+		drain(resp.Body)
+		resp.Body.Close()
+		again := req.Clone(req.Context())
+		if again.Body, err = req.GetBody(); err != nil {
+			return nil, err
+		}
+		return hc.Do(again)
+	}
+	return resp, nil
+}
+
 // unwrapURL drops the *url.Error around err, whose text repeats the URL (which
 // may carry credentials in its query).
 func unwrapURL(err error) error {
-	if u, ok := err.(interface{ Unwrap() error }); ok {
-		if inner := u.Unwrap(); inner != nil {
-			return inner
-		}
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
 	}
 	return err
 }
@@ -288,8 +334,8 @@ func (r *Relay) readJSON(br *bufio.Reader, ourID []byte) (Reply, error) {
 	if len(data) > r.maxMsg {
 		return Reply{}, fmt.Errorf("the upstream's answer exceeds %d bytes", r.maxMsg)
 	}
-	var m message
-	if err := json.Unmarshal(data, &m); err != nil {
+	m, err := parseMessage(data)
+	if err != nil {
 		return Reply{}, fmt.Errorf("the upstream's answer is not JSON-RPC: %v", err)
 	}
 	if !m.isResponse() || !bytes.Equal(m.ID, ourID) {
@@ -326,24 +372,25 @@ func (r *Relay) readStream(ctx context.Context, up *Upstream, br *bufio.Reader, 
 		if len(data) == 0 {
 			continue
 		}
-		var m message
-		if err := json.Unmarshal(data, &m); err != nil {
+		m, err := parseMessage(data)
+		if err != nil {
 			return Reply{}, fmt.Errorf("a message of the upstream's event stream is not JSON-RPC: %v", err)
 		}
-		data = data[:0]
 		switch {
 		case m.isResponse() && bytes.Equal(m.ID, ourID):
-			return m.reply()
+			return m.reply() // data is not used again: the result may share it
 		case m.isResponse():
 			// Another call's response does not belong on this stream: ignore it,
 			// as the go-sdk client ignores a response it did not wait for.
 		case len(m.ID) > 0:
+			m.ID, m.Params = bytes.Clone(m.ID), bytes.Clone(m.Params) // data is used again
 			r.answer(ctx, up, &m)
 		default:
 			if r.notify != nil {
-				r.notify(ctx, m.Method, m.Params)
+				r.notify(ctx, m.Method, bytes.Clone(m.Params))
 			}
 		}
+		data = data[:0]
 	}
 }
 
@@ -358,7 +405,13 @@ const streamEndWait = time.Second
 func finishStream(br *bufio.Reader, body io.ReadCloser) {
 	stop := time.AfterFunc(streamEndWait, func() { body.Close() })
 	defer stop.Stop()
-	_, _ = io.Copy(io.Discard, io.LimitReader(br, 64<<10))
+	for left := 64 << 10; left > 0; {
+		if _, err := br.Peek(1); err != nil {
+			return
+		}
+		n, _ := br.Discard(min(br.Buffered(), left))
+		left -= n
+	}
 }
 
 // readLine returns one line of br without its line ending, at most max bytes.

@@ -273,6 +273,10 @@ func TestRelayRefusesBadAnswers(t *testing.T) {
 		{"too many data lines", &scriptedUpstream{stream: func(id string) string { return strings.Repeat("data: "+big[:100]+"\n", 20) }}, "exceeds 1024 bytes", false},
 		{"stream ends", &scriptedUpstream{stream: func(string) string { return "data: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n" }}, "ended before", false},
 		{"event not JSON", &scriptedUpstream{stream: func(string) string { return "data: [[[\n\n" }}, "not JSON-RPC", false},
+		{"truncated JSON", &scriptedUpstream{ctype: "application/json", stream: func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[` }}, "not JSON-RPC", false},
+		{"truncated event", &scriptedUpstream{stream: func(id string) string { return `data: {"jsonrpc":"2.0","id":` + id + `,"result":{` }}, "ended before", false},
+		{"batch answer", &scriptedUpstream{ctype: "application/json", stream: func(id string) string { return `[{"jsonrpc":"2.0","id":` + id + `,"result":{}}]` }}, "not JSON-RPC", false},
+		{"error of another type", &scriptedUpstream{stream: func(id string) string { return "data: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"error\":\"no\"}\n\n" }}, "not JSON-RPC", false},
 		{"unknown session", &scriptedUpstream{status: http.StatusNotFound}, "no longer knows the session", true},
 		{"bad request", &scriptedUpstream{status: http.StatusBadRequest}, "HTTP 400", true},
 		{"server error", &scriptedUpstream{status: http.StatusBadGateway}, "HTTP 502", false},
@@ -378,5 +382,53 @@ func TestRelayForwardsMeta(t *testing.T) {
 	}
 	if err := json.Unmarshal(body, &sent); err != nil || sent.Params.Name != "t" || string(sent.Params.Meta) != `{"traceparent":"00-abc-def-01"}` || string(sent.Params.Arguments) != `{"a":1}` {
 		t.Fatalf("sent %s (%v)", body, err)
+	}
+}
+
+// TestRelayFollowsRedirects: an upstream that redirects the call (as a server
+// moved to another path does) is followed as the HTTP client follows it, with
+// the call's body and headers; the call runs once.
+func TestRelayFollowsRedirects(t *testing.T) {
+	t.Parallel()
+	u := &scriptedUpstream{stream: func(id string) string {
+		return "data: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"content\":[]}}\n\n"
+	}}
+	var calls atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/new", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/new", func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		u.ServeHTTP(w, r)
+	})
+	up := serve(t, mux)
+	up.URL += "/old"
+	got, err := New(Options{}).CallTool(testCtx(t), up, "t", json.RawMessage(`{"a":1}`))
+	if err != nil || string(got.Result) != `{"content":[]}` {
+		t.Fatalf("call: %v %s", err, got.Result)
+	}
+	if n := calls.Load(); n != 1 || u.header.Get("Mcp-Session-Id") != "s-1" || u.header.Get("Authorization") != "Bearer upstream-secret" {
+		t.Fatalf("%d calls at the new address, headers %v", n, u.header)
+	}
+}
+
+// TestRelayNotificationsKeepTheirParams: the params handed to Notify stay as
+// the upstream sent them after the relay reads the next messages of the
+// stream (the relay reuses its buffer for each message).
+func TestRelayNotificationsKeepTheirParams(t *testing.T) {
+	t.Parallel()
+	u := &scriptedUpstream{stream: func(id string) string {
+		return "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"first\"}}\n\n" +
+			"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"2nd!!\"}}\n\n" +
+			"data: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"content\":[]}}\n\n"
+	}}
+	var kept []json.RawMessage
+	relay := New(Options{Notify: func(_ context.Context, _ string, params json.RawMessage) { kept = append(kept, params) }})
+	if _, err := relay.CallTool(testCtx(t), serve(t, u), "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 2 || string(kept[0]) != `{"data":"first"}` || string(kept[1]) != `{"data":"2nd!!"}` {
+		t.Fatalf("params kept: %q", kept)
 	}
 }
