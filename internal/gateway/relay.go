@@ -307,7 +307,6 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 // error (kept: code and message), or it could not be reached (said in words
 // without the upstream's URL or headers).
 func (g *Gateway) failure(ctx, cctx context.Context, rq *relayed, err error) (string, error) {
-	var werr *jsonrpc.Error
 	switch {
 	case ctx.Err() != nil:
 		return OutcomeCancelled, ctx.Err()
@@ -318,8 +317,7 @@ func (g *Gateway) failure(ctx, cctx context.Context, rq *relayed, err error) (st
 	if msg, ok := explanation(err); ok {
 		return OutcomeError, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 	}
-	switch {
-	case errors.As(err, &werr):
+	if werr, ok := upstreamAnswer(err); ok {
 		return OutcomeError, &jsonrpc.Error{Code: werr.Code, Message: werr.Message, Data: werr.Data}
 	}
 	g.logger.Warn("gateway: upstream request failed", "server", g.opts.ServerID, "upstream", rq.up.cfg.ID,

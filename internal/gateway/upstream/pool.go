@@ -429,7 +429,7 @@ func (p *Pool) open(ctx context.Context, opts func() *sdk.ClientOptions) (*sdk.C
 	for _, ep := range p.candidates() {
 		s, err := p.connect(ctx, c, ep)
 		if err == nil {
-			p.setHealth(ep, nil)
+			p.setHealth(ep, nil, false)
 			return s, ep, nil
 		}
 		err = masked(fmt.Errorf("upstream %s at %s: %w", p.cfg.ID, ep.shown, err))
@@ -437,7 +437,7 @@ func (p *Pool) open(ctx context.Context, opts func() *sdk.ClientOptions) (*sdk.C
 		if ctx.Err() != nil {
 			break
 		}
-		p.setHealth(ep, err)
+		p.setHealth(ep, err, false)
 	}
 	return nil, nil, errors.Join(errs...)
 }
