@@ -97,7 +97,8 @@ func (a *App) buildGateway(opts *mcpserver.Options, s config.MCPServerConfig) {
 			for k, v := range u.Headers {
 				h.Set(k, v)
 			}
-			return mcpclient.HTTPClientFor(h, auths[u.ID])
+			c, _, err := mcpclient.NewAuthHTTPClient(h, auths[u.ID])
+			return c, err
 		},
 		Scrub: func(u config.UpstreamConfig, sent http.Header, err error) error {
 			return creds.Scrub(err, append(creds.Secrets(u), creds.HeaderSecrets(sent)...)...)

@@ -174,7 +174,7 @@ func (p *Pool) probe(ep *endpoint) error {
 		var s *sdk.ClientSession
 		var err error
 		if p.transport == TransportSSE {
-			s, err = c.Connect(withTracker(ctx, t), &lifetimeTransport{inner: &sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc}, parent: p.ctx}, nil)
+			s, err = c.Connect(withTracker(ctx, t), client.NewSessionScopedTransport(&sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc}, p.ctx), nil)
 		} else {
 			s, err = c.Connect(withTracker(ctx, t), &sdk.StreamableClientTransport{Endpoint: ep.url, HTTPClient: p.httpc,
 				OAuthHandler: ep.oauth, DisableStandaloneSSE: true}, nil)

@@ -485,7 +485,7 @@ func (p *Pool) connect(ctx context.Context, c *sdk.Client, ep *endpoint) (*sdk.C
 		return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ep.url, HTTPClient: p.httpc, OAuthHandler: ep.oauth,
 			MaxEventSize: p.eventLimit()}, nil)
 	case TransportSSE:
-		t := &lifetimeTransport{inner: &sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc, MaxEventSize: p.eventLimit()}, parent: p.ctx}
+		t := client.NewSessionScopedTransport(&sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc, MaxEventSize: p.eventLimit()}, p.ctx)
 		return c.Connect(ctx, t, nil)
 	}
 	stderr := stderrLogger(p.log, p.cfg.ID)
