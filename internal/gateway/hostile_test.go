@@ -109,20 +109,7 @@ func hostileGateway(t *testing.T, url string, fast bool) *mcpserver.Component {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp := mcpserver.New(hc)
-	hc.AddComponent("mcp-server", comp)
-	if err := comp.AddServer(mcpserver.Options{ID: "gw", Addr: "127.0.0.1:0", Extension: g, FastToolCalls: &fast}); err != nil {
-		t.Fatal(err)
-	}
-	if err := hc.Start(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := hc.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return comp
+	return serveGateway(t, hc, g, mcpserver.Options{FastToolCalls: &fast})
 }
 
 // TestGatewaySurvivesAHostileUpstream: an upstream that answers garbage,

@@ -10,9 +10,11 @@ import (
 	"github.com/arvenza/helix/internal/gateway"
 )
 
-func TestGatewayNewEraClientAnswersUpstreamElicitation(t *testing.T) {
-	t.Parallel()
-	a := startUpstream(t, "a", func(srv *sdk.Server) {
+// askingUpstream offers ask, which asks the client for a name (elicitation)
+// and answers "<action>:<name>".
+func askingUpstream(t *testing.T) *fakeUpstream {
+	t.Helper()
+	return startUpstream(t, "a", func(srv *sdk.Server) {
 		sdk.AddTool(srv, &sdk.Tool{Name: "ask"}, func(ctx context.Context, req *sdk.CallToolRequest, _ echoArgs) (*sdk.CallToolResult, any, error) {
 			er, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
 				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
@@ -22,6 +24,11 @@ func TestGatewayNewEraClientAnswersUpstreamElicitation(t *testing.T) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: er.Action + ":" + er.Content["name"].(string)}}}, nil, nil
 		})
 	})
+}
+
+func TestGatewayNewEraClientAnswersUpstreamElicitation(t *testing.T) {
+	t.Parallel()
+	a := askingUpstream(t)
 	comp, _ := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http"}}})
 	cs := connect(t, comp, "/mcp", "", &sdk.ClientOptions{
 		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
@@ -42,16 +49,7 @@ func TestGatewayNewEraClientAnswersUpstreamElicitation(t *testing.T) {
 // as an error), and its retry with the answer as ok.
 func TestGatewayAuditsACallStoppedOnAQuestion(t *testing.T) {
 	t.Parallel()
-	a := startUpstream(t, "a", func(srv *sdk.Server) {
-		sdk.AddTool(srv, &sdk.Tool{Name: "ask"}, func(ctx context.Context, req *sdk.CallToolRequest, _ echoArgs) (*sdk.CallToolResult, any, error) {
-			er, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "name?", RequestedSchema: map[string]any{
-				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
-			if err != nil {
-				return nil, nil, err
-			}
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: er.Action}}}, nil, nil
-		})
-	})
+	a := askingUpstream(t)
 	rec := &recorder{}
 	comp, _ := gatewayServer(t, gateway.Options{Auditor: rec, Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http"}}})
 	cs := connect(t, comp, "/mcp", "", &sdk.ClientOptions{
