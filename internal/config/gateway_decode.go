@@ -33,39 +33,15 @@ func gatewayFields(d *Decoder, gw **GatewayConfig, f Fields) Fields {
 	}
 	f["upstreams"] = func(v *yaml.Node, p string) {
 		g := get()
-		items, _ := d.Sequence(v, p, "upstreams")
-		seen := map[string]int{}
-		for i, it := range items {
-			u, ok := decodeUpstream(d, it, IndexPath(p, i))
-			if !ok {
-				continue
-			}
-			if first, dup := seen[u.ID]; dup {
-				d.Errorf(it, IndexPath(p, i), "upstream id %q is used twice (first at line %d)", u.ID, first).Hint =
-					"give each upstream its own id: it names the upstream in prefixes, logs and audit records"
-				continue
-			}
-			seen[u.ID] = u.Pos.Line
-			g.Upstreams = append(g.Upstreams, u)
-		}
+		g.Upstreams = append(g.Upstreams, decodeUniqueList(d, v, p, "upstreams", decodeUpstream,
+			func(u UpstreamConfig) (string, int) { return u.ID, u.Pos.Line }, "upstream id %q is used twice (first at line %d)",
+			"give each upstream its own id: it names the upstream in prefixes, logs and audit records")...)
 	}
 	f["audiences"] = func(v *yaml.Node, p string) {
 		g := get()
-		items, _ := d.Sequence(v, p, "audiences")
-		seen := map[string]int{}
-		for i, it := range items {
-			a, ok := decodeAudience(d, it, IndexPath(p, i))
-			if !ok {
-				continue
-			}
-			if first, dup := seen[a.Path]; dup {
-				d.Errorf(it, IndexPath(p, i), "audience path %q is used twice (first at line %d)", a.Path, first).Hint =
-					"each audience is a virtual server of its own: give it its own path"
-				continue
-			}
-			seen[a.Path] = a.Pos.Line
-			g.Audiences = append(g.Audiences, a)
-		}
+		g.Audiences = append(g.Audiences, decodeUniqueList(d, v, p, "audiences", decodeAudience,
+			func(a AudienceConfig) (string, int) { return a.Path, a.Pos.Line }, "audience path %q is used twice (first at line %d)",
+			"each audience is a virtual server of its own: give it its own path")...)
 	}
 	f["policies"] = func(v *yaml.Node, p string) {
 		g := get()
@@ -73,6 +49,30 @@ func gatewayFields(d *Decoder, gw **GatewayConfig, f Fields) Fields {
 	}
 	f["audit"] = func(v *yaml.Node, p string) { get().Audit = decodeAudit(d, v, p) }
 	return f
+}
+
+// decodeUniqueList is decodeList for items that must differ in a key (an
+// upstream's id, an audience's path): an item whose key an earlier one has is
+// an error (dup, with the key and the first one's line, and hint) and left out.
+func decodeUniqueList[T any](d *Decoder, v *yaml.Node, p, name string, decode func(*Decoder, *yaml.Node, string) (T, bool),
+	key func(T) (string, int), dup, hint string) []T {
+	items, _ := d.Sequence(v, p, name)
+	seen := map[string]int{}
+	var out []T
+	for i, it := range items {
+		x, ok := decode(d, it, IndexPath(p, i))
+		if !ok {
+			continue
+		}
+		k, line := key(x)
+		if first, twice := seen[k]; twice {
+			d.Errorf(it, IndexPath(p, i), dup, k, first).Hint = hint
+			continue
+		}
+		seen[k] = line
+		out = append(out, x)
+	}
+	return out
 }
 
 // upstreamIDPattern is what an upstream id may be: it becomes part of served

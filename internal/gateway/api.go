@@ -143,6 +143,11 @@ const (
 	OutcomeError       = "error"        // the upstream answered a JSON-RPC error or could not be reached
 	OutcomeTimeout     = "timeout"
 	OutcomeCancelled   = "cancelled" // the client cancelled it
+	// OutcomeInputRequired: the call stopped on a question (elicitation,
+	// sampling, roots) its 2026-07-28 client has yet to answer; the client was
+	// answered with the question and calls again with the answer, which is
+	// audited as a call of its own.
+	OutcomeInputRequired = "input_required"
 )
 
 // Record is one audited call.

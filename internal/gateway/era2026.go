@@ -26,7 +26,7 @@ import (
 
 // elicitNewEra asks p of the 2026-07-28 client whose call f is.
 func (f *inflight) elicitNewEra(p *sdk.ElicitParams) (*sdk.ElicitResult, error) {
-	c := ask.FromContext(f.ctx)
+	c := f.asker()
 	if c == nil || p == nil {
 		return nil, errNoCaller
 	}
@@ -52,7 +52,7 @@ func (f *inflight) elicitNewEra(p *sdk.ElicitParams) (*sdk.ElicitResult, error) 
 //
 //lint:ignore SA1019 MCP sampling: deprecated in protocol 2026-07-28, still relayed for clients that use it
 func (f *inflight) sampleNewEra(p *sdk.CreateMessageParams) (*sdk.CreateMessageResult, error) {
-	c := ask.FromContext(f.ctx)
+	c := f.asker()
 	if c == nil || p == nil {
 		return nil, errNoCaller
 	}
@@ -159,7 +159,7 @@ func (f *inflight) answerInput(id string, q sdk.InputRequest) (sdk.InputResponse
 		}
 		return nil, fmt.Errorf("input request %q: %T is no question the gateway relays", id, q)
 	}
-	c := ask.FromContext(f.ctx)
+	c := f.asker()
 	if c == nil {
 		return nil, errNoCaller
 	}
@@ -211,4 +211,45 @@ func (f *inflight) answerInput(id string, q sdk.InputRequest) (sdk.InputResponse
 		return res, nil
 	}
 	return nil, fmt.Errorf("input request %q: %T is no question the gateway relays", id, q)
+}
+
+// asker is the ask.Client of f's 2026-07-28 client (nil: none), marking f
+// stopped when a question goes out as an input request not yet answered, so
+// that the call is audited as input_required rather than as the error the
+// upstream makes of the refusal.
+func (f *inflight) asker() ask.Client {
+	c := ask.FromContext(f.ctx)
+	if c == nil {
+		return nil
+	}
+	return markingAsker{Client: c, f: f}
+}
+
+type markingAsker struct {
+	ask.Client
+	f *inflight
+}
+
+func (m markingAsker) note(err error) {
+	if errors.Is(err, ask.ErrInputRequired) {
+		m.f.stopped.Store(true)
+	}
+}
+
+func (m markingAsker) Elicit(ctx context.Context, q *ask.Elicitation) (*ask.ElicitAnswer, error) {
+	a, err := m.Client.Elicit(ctx, q)
+	m.note(err)
+	return a, err
+}
+
+func (m markingAsker) Sample(ctx context.Context, q *ask.Sampling) (*ask.SampleAnswer, error) {
+	a, err := m.Client.Sample(ctx, q)
+	m.note(err)
+	return a, err
+}
+
+func (m markingAsker) Roots(ctx context.Context, q *ask.RootsQuestion) ([]ask.Root, error) {
+	a, err := m.Client.Roots(ctx, q)
+	m.note(err)
+	return a, err
 }

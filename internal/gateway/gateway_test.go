@@ -171,9 +171,17 @@ func gatewayServer(t *testing.T, opts gateway.Options, audiences ...mcpserver.Au
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveGateway(t, hc, g, mcpserver.Options{Audiences: audiences}), g
+}
+
+// serveGateway starts hc with an MCP server "gw" on a free port whose
+// Extension is g (server holds the other options), stopped when the test ends.
+func serveGateway(t *testing.T, hc *engine.Context, g *gateway.Gateway, server mcpserver.Options) *mcpserver.Component {
+	t.Helper()
 	comp := mcpserver.New(hc)
 	hc.AddComponent("mcp-server", comp)
-	if err := comp.AddServer(mcpserver.Options{ID: "gw", Addr: "127.0.0.1:0", Extension: g, Audiences: audiences}); err != nil {
+	server.ID, server.Addr, server.Extension = "gw", "127.0.0.1:0", g
+	if err := comp.AddServer(server); err != nil {
 		t.Fatal(err)
 	}
 	if err := hc.Start(testCtx(t)); err != nil {
@@ -184,7 +192,7 @@ func gatewayServer(t *testing.T, opts gateway.Options, audiences ...mcpserver.Au
 			t.Errorf("stop: %v", err)
 		}
 	})
-	return comp, g
+	return comp
 }
 
 func connect(t *testing.T, comp *mcpserver.Component, path, version string, opts *sdk.ClientOptions) *sdk.ClientSession {

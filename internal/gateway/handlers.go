@@ -249,8 +249,7 @@ func (g *Gateway) Subscribe(ctx context.Context, req *sdk.SubscribeRequest) (boo
 		g.relay.mu.Lock()
 		g.relay.subs[req.Params.URI]--
 		g.relay.mu.Unlock()
-		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
+		if werr, ok := upstreamAnswer(err); ok {
 			return true, &jsonrpc.Error{Code: werr.Code, Message: werr.Message}
 		}
 		return true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream " + up.cfg.ID + " could not be reached"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -33,6 +34,23 @@ func callOn(ctx context.Context, p Pool, key SessionKey, opts func() *sdk.Client
 type Explained interface {
 	error
 	Explain() string
+}
+
+// codeRejectedByTransport is the go-sdk client's code for a request its
+// transport could not deliver or read the answer of (no connection, an HTTP
+// error): it is no answer of the upstream, and its message says nothing a
+// client could act on.
+const codeRejectedByTransport = -32005
+
+// upstreamAnswer is the JSON-RPC error the upstream answered, when err holds
+// one (not the SDK's transport failure, which the client is told as "could
+// not be reached").
+func upstreamAnswer(err error) (*jsonrpc.Error, bool) {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) && werr.Code != codeRejectedByTransport {
+		return werr, true
+	}
+	return nil, false
 }
 
 // explanation is the client's message for err, when a pool explained it.

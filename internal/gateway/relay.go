@@ -60,6 +60,9 @@ type inflight struct {
 	ptok  string
 	// perClient: the upstream session is this downstream session's alone
 	perClient bool
+	// stopped: a question of the upstream went to the 2026-07-28 client as an
+	// input request it has yet to answer; the call ends there (asker).
+	stopped atomic.Bool
 }
 
 func (r *relayState) init() {
@@ -236,12 +239,14 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 	// reach the upstream goes again on a new session, one that may have run
 	// does not.
 	var res any
+	var asked *inflight // the last attempt's
 	key := rq.up.sessionKey(rq.req, c.Principal)
 	err = callOn(cctx, rq.up.pool, key, g.sessionOptions(rq.up, key, rq.req), func(cctx context.Context, cs *sdk.ClientSession) error {
 		c.UpstreamSession = cs.ID()
 		rec.UpstreamSession = c.UpstreamSession
 		f := &inflight{ctx: ctx, extra: rq.req.GetExtra(), token: rq.token, perClient: key.Downstream != ""}
 		f.ss, _ = rq.req.GetSession().(*sdk.ServerSession)
+		asked = f
 		ptok, end := g.relay.begin(cs, f)
 		defer end()
 		if f.perClient && f.ss != nil {
@@ -268,6 +273,15 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 				tc.Text = g.opts.Scrub(rq.up.cfg, h, errors.New(tc.Text)).Error()
 			}
 		}
+	}
+	if asked != nil && asked.stopped.Load() {
+		// Not a failure: the server answers the client with the questions,
+		// whatever the upstream made of the refusal to answer them now.
+		finish(OutcomeInputRequired, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
 	}
 	if err != nil {
 		outcome, cerr := g.failure(ctx, cctx, rq, err)
@@ -307,7 +321,6 @@ func (g *Gateway) do(ctx context.Context, rq *relayed, run func(ctx context.Cont
 // error (kept: code and message), or it could not be reached (said in words
 // without the upstream's URL or headers).
 func (g *Gateway) failure(ctx, cctx context.Context, rq *relayed, err error) (string, error) {
-	var werr *jsonrpc.Error
 	switch {
 	case ctx.Err() != nil:
 		return OutcomeCancelled, ctx.Err()
@@ -318,8 +331,7 @@ func (g *Gateway) failure(ctx, cctx context.Context, rq *relayed, err error) (st
 	if msg, ok := explanation(err); ok {
 		return OutcomeError, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 	}
-	switch {
-	case errors.As(err, &werr):
+	if werr, ok := upstreamAnswer(err); ok {
 		return OutcomeError, &jsonrpc.Error{Code: werr.Code, Message: werr.Message, Data: werr.Data}
 	}
 	g.logger.Warn("gateway: upstream request failed", "server", g.opts.ServerID, "upstream", rq.up.cfg.ID,

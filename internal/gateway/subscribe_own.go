@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,8 +40,7 @@ func (g *Gateway) subscribeOwn(ctx context.Context, req sdk.Request, up *upstrea
 		}
 	}
 	if err != nil {
-		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
+		if werr, ok := upstreamAnswer(err); ok {
 			return true, &jsonrpc.Error{Code: werr.Code, Message: werr.Message}
 		}
 		return true, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream " + up.cfg.ID + " could not be reached"}

@@ -81,8 +81,10 @@ func (a *App) buildGateway(opts *mcpserver.Options, s config.MCPServerConfig) {
 		OpenAuditor: openAuditor,
 		Credentials: func(u config.UpstreamConfig) (gateway.Credentials, error) { return creds.New(u, creds.Options{}) },
 		NewPool: func(u config.UpstreamConfig, hc *http.Client) (gateway.Pool, error) {
-			// Pools are made when the server starts, once g is set.
-			return upstream.Factory(a.logger, upstream.WithOnReopen(g.Reopened(u.ID)))(u, hc)
+			// Pools are made when the server starts, once g is set. The pool
+			// gets the auth: block too: its oauth2 discover and login forms
+			// are authorized by the SDK transport's handler, not by hc.
+			return upstream.Factory(a.logger, upstream.WithOnReopen(g.Reopened(u.ID)), upstream.WithAuth(auths[u.ID]))(u, hc)
 		},
 		Principal: func(rctx context.Context, _ http.Header) *gateway.Principal {
 			if rctx == nil {
@@ -95,7 +97,8 @@ func (a *App) buildGateway(opts *mcpserver.Options, s config.MCPServerConfig) {
 			for k, v := range u.Headers {
 				h.Set(k, v)
 			}
-			return mcpclient.HTTPClientFor(h, auths[u.ID])
+			c, _, err := mcpclient.NewAuthHTTPClient(h, auths[u.ID])
+			return c, err
 		},
 		Scrub: func(u config.UpstreamConfig, sent http.Header, err error) error {
 			return creds.Scrub(err, append(creds.Secrets(u), creds.HeaderSecrets(sent)...)...)

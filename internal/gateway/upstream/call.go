@@ -115,9 +115,9 @@ func (p *Pool) call(ctx context.Context, key gateway.SessionKey, opts func() *sd
 			// error or a 503 is the endpoint failing; without either the
 			// session's connection had already ended.
 			if terr := t.transportErr(); terr != nil {
-				p.setHealth(e.endpoint, terr)
+				p.setHealth(e.endpoint, terr, false)
 			} else if status == http.StatusServiceUnavailable {
-				p.setHealth(e.endpoint, err)
+				p.setHealth(e.endpoint, err, false)
 			}
 		case errors.Is(err, sdk.ErrSessionMissing):
 			// The upstream refused the request for its session id: it forgot

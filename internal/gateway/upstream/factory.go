@@ -11,7 +11,7 @@ import (
 // Factory returns the gateway's NewPoolFunc making a Pool per upstream: with
 // the HTTP client the gateway built for it (its headers: and auth:), opts
 // added to each. The oauth2 discover and login forms of auth: need the
-// client's AuthConfig: use New with WithHTTPClient for those.
+// client's AuthConfig as well: give it with WithAuth.
 func Factory(logger *slog.Logger, opts ...Option) gateway.NewPoolFunc {
 	return func(u config.UpstreamConfig, hc *http.Client) (gateway.Pool, error) {
 		o := opts

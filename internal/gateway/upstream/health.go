@@ -68,11 +68,15 @@ func (p *Pool) Status() Status {
 	return st
 }
 
-// setHealth records the outcome of a health check or a connect at ep (err nil:
-// healthy), logs a change, and when an http or sse endpoint turns unhealthy
-// gives up the sessions open there: their next use reopens them on a healthy
-// endpoint (and tells onReopen).
-func (p *Pool) setHealth(ep *endpoint, err error) {
+// setHealth records the outcome of a health check, a connect or a request at
+// ep (err nil: healthy) and logs a change. When a health check (probe) finds
+// an http or sse endpoint unhealthy, the sessions open there are given up:
+// their next use reopens them on a healthy endpoint (and tells onReopen). A
+// failed connect or request only orders the endpoints for new sessions: one
+// connection reset (an upstream at its connection limit) must not cut off
+// the calls other clients have in flight on their sessions there, which fail
+// or succeed on their own.
+func (p *Pool) setHealth(ep *endpoint, err error, probe bool) {
 	if ep == nil {
 		return
 	}
@@ -86,7 +90,7 @@ func (p *Pool) setHealth(ep *endpoint, err error) {
 	}
 	lastErr := ep.lastErr
 	var lost []*sdk.ClientSession
-	if was && err != nil && p.transport != TransportStdio {
+	if probe && was && err != nil && p.transport != TransportStdio {
 		for _, e := range p.sessions {
 			if e.endpoint == ep && e.s != nil && !e.dead {
 				e.dead = true
@@ -152,7 +156,7 @@ func (p *Pool) checkHealth() {
 		if p.ctx.Err() != nil {
 			return
 		}
-		p.setHealth(ep, p.probe(ep))
+		p.setHealth(ep, p.probe(ep), true)
 	}
 }
 
@@ -170,7 +174,7 @@ func (p *Pool) probe(ep *endpoint) error {
 		var s *sdk.ClientSession
 		var err error
 		if p.transport == TransportSSE {
-			s, err = c.Connect(withTracker(ctx, t), &lifetimeTransport{inner: &sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc}, parent: p.ctx}, nil)
+			s, err = c.Connect(withTracker(ctx, t), client.NewSessionScopedTransport(&sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc}, p.ctx), nil)
 		} else {
 			s, err = c.Connect(withTracker(ctx, t), &sdk.StreamableClientTransport{Endpoint: ep.url, HTTPClient: p.httpc,
 				OAuthHandler: ep.oauth, DisableStandaloneSSE: true}, nil)
@@ -230,7 +234,7 @@ func (p *Pool) checkStdio() {
 		}
 	}
 	if len(open) > 0 && p.ctx.Err() == nil {
-		p.setHealth(p.endpoints[0], failed)
+		p.setHealth(p.endpoints[0], failed, true)
 	}
 }
 

@@ -94,6 +94,11 @@ func WithMaxResponseBytes(n int64) Option {
 	}
 }
 
+// WithAuth gives the pool the upstream's auth: block as the mcp:// client
+// reads it, as New's auth does (nil: none): what the oauth2 discover and login
+// forms need, whose handler the SDK's transport calls.
+func WithAuth(a *client.AuthConfig) Option { return func(p *Pool) { p.auth = a } }
+
 // WithMaxSessions caps the open sessions (default DefaultMaxSessions).
 func WithMaxSessions(n int) Option { return func(p *Pool) { p.maxSessions = n } }
 
@@ -106,6 +111,7 @@ type Pool struct {
 	timeout     time.Duration
 	log         *slog.Logger
 	httpc       *http.Client
+	auth        *client.AuthConfig
 	base        *http.Transport // its idle connections are closed with the pool
 	onReopen    func(gateway.SessionKey, *sdk.ClientSession)
 	idleTimeout time.Duration
@@ -155,10 +161,11 @@ func New(cfg config.UpstreamConfig, auth *client.AuthConfig, logger *slog.Logger
 		logger = slog.Default()
 	}
 	p := &Pool{cfg: cfg, log: logger, timeout: cfg.Timeout, idleTimeout: DefaultIdleTimeout,
-		maxSessions: DefaultMaxSessions, maxResponse: client.DefaultMaxResponseBytes, sessions: map[gateway.SessionKey]*entry{}}
+		maxSessions: DefaultMaxSessions, maxResponse: client.DefaultMaxResponseBytes, sessions: map[gateway.SessionKey]*entry{}, auth: auth}
 	for _, o := range opts {
 		o(p)
 	}
+	auth = p.auth
 	if p.timeout <= 0 {
 		p.timeout = DefaultTimeout
 	}
@@ -198,6 +205,16 @@ func New(cfg config.UpstreamConfig, auth *client.AuthConfig, logger *slog.Logger
 			base = c.Transport
 			if base == nil {
 				base = http.DefaultTransport
+			}
+			if auth != nil && auth.Type == client.AuthOAuth2 && (auth.Discover || auth.Login) {
+				// The OAuth handler's own requests (metadata, the token
+				// endpoint) go out on a plain transport, as the mcp:// client's
+				// do: the upstream's headers: are for the upstream alone.
+				_, own, err := client.NewAuthHTTPClient(nil, auth)
+				if err != nil {
+					return nil, fmt.Errorf("upstream %s: %w", where, err)
+				}
+				p.base, base = own, own
 			}
 		}
 		p.httpc.Transport = &upstreamTransport{base: orDefault(p.httpc.Transport), limit: p.maxResponse}
@@ -429,7 +446,7 @@ func (p *Pool) open(ctx context.Context, opts func() *sdk.ClientOptions) (*sdk.C
 	for _, ep := range p.candidates() {
 		s, err := p.connect(ctx, c, ep)
 		if err == nil {
-			p.setHealth(ep, nil)
+			p.setHealth(ep, nil, false)
 			return s, ep, nil
 		}
 		err = masked(fmt.Errorf("upstream %s at %s: %w", p.cfg.ID, ep.shown, err))
@@ -437,7 +454,7 @@ func (p *Pool) open(ctx context.Context, opts func() *sdk.ClientOptions) (*sdk.C
 		if ctx.Err() != nil {
 			break
 		}
-		p.setHealth(ep, err)
+		p.setHealth(ep, err, false)
 	}
 	return nil, nil, errors.Join(errs...)
 }
@@ -468,7 +485,7 @@ func (p *Pool) connect(ctx context.Context, c *sdk.Client, ep *endpoint) (*sdk.C
 		return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ep.url, HTTPClient: p.httpc, OAuthHandler: ep.oauth,
 			MaxEventSize: p.eventLimit()}, nil)
 	case TransportSSE:
-		t := &lifetimeTransport{inner: &sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc, MaxEventSize: p.eventLimit()}, parent: p.ctx}
+		t := client.NewSessionScopedTransport(&sdk.SSEClientTransport{Endpoint: ep.url, HTTPClient: p.httpc, MaxEventSize: p.eventLimit()}, p.ctx)
 		return c.Connect(ctx, t, nil)
 	}
 	stderr := stderrLogger(p.log, p.cfg.ID)

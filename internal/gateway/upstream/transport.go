@@ -182,47 +182,6 @@ func (t *trackedTransport) Connect(ctx context.Context) (sdk.Connection, error) 
 	return &trackedConn{Connection: c}, nil
 }
 
-// lifetimeTransport connects inner with a context that lives as long as the
-// pool rather than the connect call: the SDK's SSE transport ties its event
-// stream to the context given to Connect, and the first caller's context ends
-// when its call does. While connecting, the caller's context still aborts it.
-type lifetimeTransport struct {
-	inner  sdk.Transport
-	parent context.Context // the pool's lifetime
-}
-
-func (t *lifetimeTransport) Connect(ctx context.Context) (sdk.Connection, error) {
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stopParent := context.AfterFunc(t.parent, cancel)
-	stopCaller := context.AfterFunc(ctx, cancel)
-	conn, err := t.inner.Connect(lctx)
-	if !stopCaller() {
-		err = errors.Join(ctx.Err(), err)
-		if conn != nil {
-			_ = conn.Close()
-		}
-	}
-	if err != nil {
-		stopParent()
-		cancel()
-		return nil, err
-	}
-	return &closeHookConn{Connection: conn, onClose: func() { stopParent(); cancel() }}, nil
-}
-
-// closeHookConn runs onClose once after the connection is closed.
-type closeHookConn struct {
-	sdk.Connection
-	once    sync.Once
-	onClose func()
-}
-
-func (c *closeHookConn) Close() error {
-	err := c.Connection.Close()
-	c.once.Do(c.onClose)
-	return err
-}
-
 // stdioCommand builds the command of a stdio upstream: the gateway's
 // environment plus the upstream's env: (sorted, so that runs are alike), its
 // stderr going to the log line by line.

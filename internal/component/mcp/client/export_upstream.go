@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"net/http"
 	"os/exec"
 
@@ -33,4 +34,12 @@ func NewStdioTransport(cmd *exec.Cmd, maxResponseBytes int64, name string) (t sd
 	}
 	kill = ownProcessGroup(cmd)
 	return &stdioTransport{cmd: cmd, killGroup: kill, limit: maxResponseBytes, server: name, stream: &streamLimit{}}, kill
+}
+
+// NewSessionScopedTransport connects inner with a context that lives as long
+// as the connection (or until parent ends) rather than the connect call, as
+// the client's own SSE connections do (sessionScopedTransport): the SDK's SSE
+// transport ties its event stream to the context given to Connect.
+func NewSessionScopedTransport(inner sdk.Transport, parent context.Context) sdk.Transport {
+	return &sessionScopedTransport{inner: inner, parent: parent}
 }
