@@ -67,7 +67,8 @@ func run(ctx context.Context, addr, upURL string, fast bool) error {
 		Upstreams: []config.UpstreamConfig{{ID: "up", URL: upURL, Prefix: &empty}},
 		NewPool:   upstream.Factory(logger),
 		HTTPClient: func(config.UpstreamConfig) (*http.Client, error) {
-			return mcpclient.HTTPClientFor(nil, nil)
+			c, _, err := mcpclient.NewAuthHTTPClient(nil, nil)
+			return c, err
 		}})
 	if err != nil {
 		return err
