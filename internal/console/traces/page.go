@@ -212,6 +212,11 @@ func Waterfall(t *Trace) []Bar {
 	for _, r := range roots(t) {
 		walk(r, 0)
 	}
+	// Spans no root leads to (a malformed trace whose parents form a cycle)
+	// are still shown, at the top level.
+	for _, s := range t.Spans {
+		walk(s, 0)
+	}
 	return out
 }
 
