@@ -81,14 +81,14 @@ type listData struct {
 	Newer, Older, AllURL  string
 	Kept                  int
 	Limits                Limits
+	Style                 string
 }
 
 func (p *page) list(m *console.Mux, w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	filter := q.Get("agent")
 	pageNo, _ := strconv.Atoi(q.Get("page"))
-	pageNo = max(pageNo, 0)
-	d := listData{Filter: filter, Limits: p.rec.Limits(), AllURL: m.URL("/agents")}
+	d := listData{Filter: filter, Limits: p.rec.Limits(), AllURL: m.URL("/agents"), Style: m.URL("/assets/agents.css")}
 	all := p.src.Agents()
 	d.AgentsOf = len(all)
 	for _, a := range all[:min(len(all), maxAgentsShown)] {
@@ -107,7 +107,10 @@ func (p *page) list(m *console.Mux, w http.ResponseWriter, r *http.Request) {
 		runs = kept
 	}
 	d.RunsOf = len(runs)
-	from := min(pageNo*runsPerPage, len(runs))
+	// A page number beyond the last (or not a number) shows the last (or the
+	// first) page; computed so that no number overflows.
+	pageNo = min(max(pageNo, 0), max(len(runs)-1, 0)/runsPerPage)
+	from := pageNo * runsPerPage
 	to := min(from+runsPerPage, len(runs))
 	for _, run := range runs[from:to] {
 		ex := run.Input
@@ -155,12 +158,13 @@ type runData struct {
 	ListURL   string
 	AgentURL  string
 	Script    string
+	Style     string
 }
 
 func (p *page) view(m *console.Mux, run *Run) runData {
 	d := runData{Run: run, EventsURL: m.URL("/agents/runs/" + url.PathEscape(run.ID) + "/events"),
 		ListURL: m.URL("/agents"), AgentURL: m.URL("/agents", url.Values{"agent": {run.Agent}}),
-		Script: m.URL("/assets/agents.js")}
+		Script: m.URL("/assets/agents.js"), Style: m.URL("/assets/agents.css")}
 	for _, e := range run.Entries {
 		switch e.Kind {
 		case KindTurn:

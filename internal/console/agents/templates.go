@@ -3,8 +3,9 @@ package agents
 import "github.com/arvenza/helix/internal/console"
 
 var listTmpl = console.PageTemplate("agents", `
+<link rel="stylesheet" href="{{.Style}}">
 <section aria-labelledby="agents-h">
-<h2 id="agents-h">Agents</h2>
+<h2 id="agents-h">Configured agents</h2>
 {{if .Agents}}
 <p class="muted">Showing {{.AgentsShown}} of {{.AgentsOf}} agents. Counters are those of /metrics, since start.</p>
 <div class="table-wrap"><table id="agents">
@@ -49,6 +50,7 @@ var missingTmpl = console.PageTemplate("agent-run-missing", `
 `)
 
 var runTmpl = console.PageTemplate("agent-run", `
+<link rel="stylesheet" href="{{.Style}}">
 <p><a href="{{.ListURL}}">All agents</a> · <a href="{{.AgentURL}}">Runs of {{.Agent}}</a></p>
 <script src="{{.Script}}" defer></script>
 <div id="transcript" data-live="{{if .Running}}{{.EventsURL}}{{end}}" aria-live="polite">

@@ -131,10 +131,12 @@ func (p *page) list(m *console.Mux, w http.ResponseWriter, r *http.Request) {
 		d.Exchange, d.ExchangeMissed = ex, true
 	}
 	pageNo, _ := strconv.Atoi(q.Get("page"))
-	pageNo = max(pageNo, 0)
 	all := p.store.Traces()
 	d.Of = len(all)
-	from := min(pageNo*tracesPerPage, len(all))
+	// A page number beyond the last (or not a number) shows the last (or the
+	// first) page; computed so that no number overflows.
+	pageNo = min(max(pageNo, 0), max(len(all)-1, 0)/tracesPerPage)
+	from := pageNo * tracesPerPage
 	to := min(from+tracesPerPage, len(all))
 	for _, t := range all[from:to] {
 		s := Summarize(t)
