@@ -53,7 +53,7 @@ var runTmpl = console.PageTemplate("agent-run", `
 <link rel="stylesheet" href="{{.Style}}">
 <p><a href="{{.ListURL}}">All agents</a> · <a href="{{.AgentURL}}">Runs of {{.Agent}}</a></p>
 <script src="{{.Script}}" defer></script>
-<div id="transcript" data-live="{{if .Running}}{{.EventsURL}}{{end}}" aria-live="polite">
+<div id="transcript" data-agents-live="{{if .Running}}{{.EventsURL}}{{end}}" aria-live="polite">
 {{template "transcript" .}}
 </div>
 {{define "transcript"}}

@@ -5,19 +5,31 @@
 "use strict";
 (function () {
   var box = document.getElementById("transcript");
-  if (!box || !box.dataset.live || typeof EventSource === "undefined") {
+  if (!box || !box.dataset.agentsLive) {
     return;
   }
-  var src = new EventSource(box.dataset.live);
-  src.addEventListener("transcript", function (e) {
-    box.innerHTML = e.data;
-  });
-  src.addEventListener("end", function () {
-    src.close();
-    box.dataset.live = "";
-  });
-  src.onerror = function () {
-    // The run is gone or the console stopped: stay with what is shown.
-    src.close();
-  };
+  var url = box.dataset.agentsLive;
+  var stream = null;
+  function onEvent(name, data) {
+    if (name === "transcript") {
+      box.innerHTML = data;
+    } else if (name === "end") {
+      box.dataset.agentsLive = "";
+      stream.close();
+    }
+  }
+  if (window.helix && window.helix.sse) {
+    // The frame's helper: reconnects with backoff and keeps the live
+    // indicator in words.
+    stream = window.helix.sse(url, onEvent).on("transcript").on("end");
+    return;
+  }
+  if (typeof EventSource === "undefined") {
+    return;
+  }
+  var es = new EventSource(url);
+  stream = es;
+  es.addEventListener("transcript", function (e) { onEvent("transcript", e.data); });
+  es.addEventListener("end", function (e) { onEvent("end", e.data); });
+  es.onerror = function () { es.close(); };
 })();
