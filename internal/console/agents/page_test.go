@@ -6,9 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/arvenza/helix/internal/agent"
 	"github.com/arvenza/helix/internal/console"
@@ -43,6 +46,18 @@ func noErrors(t *testing.T, b *browsertest.Browser, page string) {
 	}
 }
 
+// liveText is the text of the element with id as the page has it now ("" when
+// it has none): the live transcript replaces its elements, so a query that
+// holds a node could find it gone.
+func liveText(t *testing.T, b *browsertest.Browser, id string) string {
+	t.Helper()
+	s, err := browsertest.Get(b, 10*time.Second, chromedp.Evaluate[string](`(function(){var e=document.getElementById(`+strconv.Quote(id)+`);return e?e.innerText:""})()`))
+	if err != nil {
+		t.Fatalf("text of #%s: %v", id, err)
+	}
+	return s
+}
+
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -63,20 +78,20 @@ func TestRunPageIsLive(t *testing.T) {
 	o := rec.StartRun(context.Background(), agent.RunStart{Agent: "helper", Input: "what is the weather?", Started: time.Now()})
 	b := browsertest.New(t, 1280, 800)
 	b.Visit(srv.URL + "/console/agents/runs/1")
-	if st := b.Text("#run-state"); !strings.Contains(st, "running") {
+	if st := liveText(t, b, "run-state"); !strings.Contains(st, "running") {
 		t.Fatalf("state = %q", st)
 	}
 	o.ModelTurn(agent.TurnEvent{Iteration: 1, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)}},
 		Usage: agent.Usage{InputTokens: 5, OutputTokens: 2}, Latency: 3 * time.Millisecond, StopReason: "tool_calls"})
-	testtools.Eventually(t, "the tool call to show", func() bool { return strings.Contains(b.Text("#transcript"), "Tool call weather") })
-	if tr := b.Text("#transcript"); !strings.Contains(tr, "Result: waiting") {
+	testtools.Eventually(t, "the tool call to show", func() bool { return strings.Contains(liveText(t, b, "transcript"), "Tool call weather") })
+	if tr := liveText(t, b, "transcript"); !strings.Contains(tr, "Result: waiting") {
 		t.Fatalf("transcript = %s", tr)
 	}
 	o.ToolResult(agent.ToolEvent{CallID: "c1", Name: "weather", Text: "rain in Oslo", Latency: time.Millisecond})
 	o.ModelTurn(agent.TurnEvent{Iteration: 2, Text: "It rains in Oslo.", Usage: agent.Usage{InputTokens: 9, OutputTokens: 4}})
 	o.End(agent.RunEnd{Result: &agent.Result{Text: "It rains in Oslo.", Usage: agent.Usage{InputTokens: 14, OutputTokens: 6}, Iterations: 2, ToolCalls: 1}, Latency: 10 * time.Millisecond})
-	testtools.Eventually(t, "the run to end on the page", func() bool { return strings.Contains(b.Text("#run-state"), "done") })
-	tr := b.Text("#transcript")
+	testtools.Eventually(t, "the run to end on the page", func() bool { return strings.Contains(liveText(t, b, "run-state"), "done") })
+	tr := liveText(t, b, "transcript")
 	for _, want := range []string{"rain in Oslo", "Answer", "It rains in Oslo.", "14 in, 6 out"} {
 		if !strings.Contains(tr, want) {
 			t.Errorf("transcript lacks %q:\n%s", want, tr)
