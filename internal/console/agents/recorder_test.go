@@ -226,3 +226,29 @@ func TestRecorderConcurrentWritersAndReaders(t *testing.T) {
 		}
 	}
 }
+
+// The console's tracer puts the recorder in the context of exchanges only
+// when the application has agents; without agents it hands the context back
+// as it was.
+func TestTracerAddsTheObserverOnlyWithAgents(t *testing.T) {
+	t.Parallel()
+	rec := agents.NewRecorder(agents.Limits{})
+	a, _ := agent.New(agent.Config{ID: "x"}, agenttest.Script(&agent.ModelResponse{Message: agent.Message{Text: "ok"}},
+		&agent.ModelResponse{Message: agent.Message{Text: "ok"}}), nil)
+	type key struct{}
+	base := context.WithValue(context.Background(), key{}, 1)
+
+	ctx, end := agents.Tracer(rec, func() bool { return false }).StartExchange(base, "workflow", "w", "", nil)
+	end(nil)
+	if ctx != base {
+		t.Fatal("the context changed in an application without agents")
+	}
+	if _, err := a.Run(ctx, agent.Request{Message: "hi"}); err != nil || len(rec.Runs()) != 0 {
+		t.Fatalf("recorded without agents: %v %d", err, len(rec.Runs()))
+	}
+	ctx, end = agents.Tracer(rec, func() bool { return true }).StartExchange(base, "agent", "x", "", nil)
+	defer end(nil)
+	if _, err := a.Run(ctx, agent.Request{Message: "hi"}); err != nil || len(rec.Runs()) != 1 {
+		t.Fatalf("not recorded: %v %d", err, len(rec.Runs()))
+	}
+}
