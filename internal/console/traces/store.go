@@ -224,7 +224,7 @@ func (s *Store) attrs(kvs []attribute.KeyValue, size *int64, dropped *int) []Att
 			*dropped += len(kvs) - i
 			break
 		}
-		a := Attr{Key: s.clip(string(kv.Key)), Value: s.clip(kv.Value.Emit())}
+		a := Attr{Key: s.clip(string(kv.Key)), Value: s.clip(kv.Value.String())}
 		*size += int64(len(a.Key) + len(a.Value))
 		out = append(out, a)
 	}
