@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -96,9 +97,16 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	start := time.Now()
 	ro := o.StartRun(ctx, RunStart{Agent: a.cfg.ID, Owner: req.Owner, SessionID: req.SessionID, Input: req.Message, Started: start})
+	ended := false
+	defer func() {
+		if !ended { // a panic on its way up (the engine recovers it): the run did end
+			ro.End(RunEnd{Result: &Result{}, Err: fmt.Errorf("agent %q: the run panicked", a.cfg.ID), Latency: time.Since(start)})
+		}
+	}()
 	// The run's own observer, so that an agent this run calls (through a
 	// workflow tool) is observed as a run of its own.
 	res, err := a.run(context.WithValue(ctx, runObserverKey{}, ro), req)
+	ended = true
 	ro.End(RunEnd{Result: res, Err: err, Latency: time.Since(start)})
 	return res, err
 }

@@ -252,3 +252,19 @@ func TestTracerAddsTheObserverOnlyWithAgents(t *testing.T) {
 		t.Fatalf("not recorded: %v %d", err, len(rec.Runs()))
 	}
 }
+
+// A run that panics (a tool's bug; the engine recovers it) still ends in the
+// transcript, failed, instead of staying "running".
+func TestRecorderEndsAPanickingRun(t *testing.T) {
+	t.Parallel()
+	model := agenttest.ModelFunc(func(context.Context, *agent.ModelRequest) (*agent.ModelResponse, error) { panic("boom") })
+	a, _ := agent.New(agent.Config{ID: "buggy"}, model, nil)
+	rec := agents.NewRecorder(agents.Limits{})
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = a.Run(agent.WithObserver(context.Background(), rec), agent.Request{Message: "hi"})
+	}()
+	if r := rec.Runs()[0]; r.State() != "failed" || !strings.Contains(r.Err, "panicked") {
+		t.Fatalf("run = %s %q", r.State(), r.Err)
+	}
+}
