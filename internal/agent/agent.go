@@ -275,11 +275,8 @@ func (e *MaxIterationsError) Error() string {
 	return fmt.Sprintf("agent %q: reached max_iterations (%d) without a final answer", e.Agent, e.Limit)
 }
 
-// Run answers req: it calls the model, runs the tools it asks for and repeats until
-// the model answers without tool calls. Errors say which agent failed and why; a
-// failing tool is not one (the model sees its error). The Result is returned with
-// what was counted so far even when err is not nil.
-func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
+// run is Run (observe.go) without the observer.
+func (a *Agent) run(ctx context.Context, req Request) (*Result, error) {
 	if a.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, a.cfg.Timeout, fmt.Errorf("agent %q: timeout %s exceeded", a.cfg.ID, a.cfg.Timeout))
@@ -314,6 +311,7 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	failures := map[failureKey]int{}
 	repaired := false
+	ro := runObserverFrom(ctx) // observe.go; nil unless the console records the run
 	for {
 		if res.Iterations == a.cfg.MaxIterations {
 			return res, &MaxIterationsError{Agent: a.cfg.ID, Limit: a.cfg.MaxIterations}
@@ -324,7 +322,7 @@ func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
 			report.Progress(ctx, prog.next(res.Iterations), prog.total, fmt.Sprintf("agent %s: iteration %d: thinking", a.cfg.ID, res.Iterations))
 		}
 		mreq.Messages = msgs
-		resp, err := a.modelTurn(ctx, res.Iterations, mreq) // journal.go
+		resp, err := a.observedTurn(ctx, ro, res.Iterations, mreq) // observe.go, journal.go
 		if err != nil {
 			return res, a.runError(ctx, err)
 		}
@@ -539,8 +537,8 @@ func (i *interrupts) first() error {
 	return i.err
 }
 
-// callTool runs one call; every failure is a tool result with IsError.
-func (a *Agent) callTool(ctx context.Context, tools *toolView, c ToolCall) Message {
+// runCall runs one call; every failure is a tool result with IsError.
+func (a *Agent) runCall(ctx context.Context, tools *toolView, c ToolCall) Message {
 	msg := Message{Role: RoleTool, ToolCallID: c.ID}
 	t := tools.lookup(c.Name)
 	if t == nil {

@@ -80,6 +80,9 @@ type ModelRequest struct {
 type ModelResponse struct {
 	Message Message
 	Usage   Usage
+	// StopReason is why the model stopped, as the provider says it
+	// ("tool_calls", "end_turn", "length" …); "" when it did not say.
+	StopReason string
 }
 
 // Usage counts tokens.

@@ -137,8 +137,9 @@ func (m *Model) generate(ctx context.Context, req *agent.ModelRequest) (*agent.M
 // should see its invalid arguments reported, as without streaming.
 func response(resp *sdk.Message, inputs map[int][]byte) *agent.ModelResponse {
 	out := &agent.ModelResponse{
-		Message: agent.Message{Role: agent.RoleAssistant},
-		Usage:   agent.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens},
+		Message:    agent.Message{Role: agent.RoleAssistant},
+		Usage:      agent.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens},
+		StopReason: string(resp.StopReason),
 	}
 	for i, b := range resp.Content {
 		switch b.Type {

@@ -154,8 +154,9 @@ func response(resp *sdk.ChatCompletion) (*agent.ModelResponse, error) {
 	}
 	c := resp.Choices[0].Message
 	out := &agent.ModelResponse{
-		Message: agent.Message{Role: agent.RoleAssistant, Text: c.Content},
-		Usage:   agent.Usage{InputTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens},
+		Message:    agent.Message{Role: agent.RoleAssistant, Text: c.Content},
+		Usage:      agent.Usage{InputTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens},
+		StopReason: string(resp.Choices[0].FinishReason),
 	}
 	if out.Message.Text == "" && c.Refusal != "" {
 		out.Message.Text = c.Refusal

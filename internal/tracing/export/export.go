@@ -46,6 +46,16 @@ type Provider struct {
 
 	tracer *tracing.Tracer
 	tp     *sdktrace.TracerProvider
+	// processors see every span beside the exporter (AddSpanProcessor).
+	processors []sdktrace.SpanProcessor
+}
+
+// AddSpanProcessor makes sp see every span of the application beside the
+// exporter: the web console keeps the last traces for its Traces page. Call it
+// before Start. sp's OnEnd runs on the goroutine that ends the span, so it must
+// return at once.
+func (p *Provider) AddSpanProcessor(sp sdktrace.SpanProcessor) {
+	p.processors = append(p.processors, sp)
 }
 
 // New checks cfg and the OTEL_* environment it depends on and returns the
@@ -106,6 +116,9 @@ func (p *Provider) Start(ctx context.Context) error {
 			return fmt.Errorf("tracing: OTLP exporter: %w", err)
 		}
 		popts = append(popts, sdktrace.WithBatcher(exp))
+	}
+	for _, sp := range p.processors {
+		popts = append(popts, sdktrace.WithSpanProcessor(sp))
 	}
 	p.tp = sdktrace.NewTracerProvider(popts...)
 	p.tracer.Use(p.tp)

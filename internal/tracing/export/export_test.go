@@ -233,3 +233,26 @@ func TestSampleRatio(t *testing.T) {
 		t.Fatalf("spans %v, want the caller's sampled trace", spans)
 	}
 }
+
+// A span processor added before Start sees every span beside the exporter (the
+// console's trace store).
+func TestAddSpanProcessor(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tr, _ := export.New(config.TracingConfig{Exporter: config.TracingExporterOTLP}, export.Options{Exporter: exp})
+	beside := tracetest.NewSpanRecorder()
+	tr.AddSpanProcessor(beside)
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background())
+	ex := exchange.NewWithBody(exchange.InOut, "x")
+	_, end := tr.Tracer().StartExchange(context.Background(), "workflow", "w", "direct://w", ex)
+	end(nil)
+	if got := beside.Ended(); len(got) != 1 || got[0].Name() != "workflow w" {
+		t.Fatalf("processor saw %v", got)
+	}
+	if n := len(exp.GetSpans()); n != 1 {
+		t.Fatalf("exporter got %d spans", n)
+	}
+}
