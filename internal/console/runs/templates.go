@@ -52,7 +52,12 @@ callback without holding anything in memory. Make a workflow durable with <code>
 {{- end}}
 `)
 
+// The frame's Referrer-Policy (no-referrer) makes a browser send "Origin:
+// null" with a form's POST, which the console's same-origin check refuses:
+// same-origin keeps the referrer inside the console and lets the actions
+// through.
 var showTmpl = console.PageTemplate("runs-show", `
+<meta name="referrer" content="same-origin">
 <style>
 .runs-actions { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 8px 0; }
 .runs-actions form { display: inline-flex; flex-wrap: wrap; gap: 6px; align-items: center; }
@@ -78,7 +83,7 @@ var showTmpl = console.PageTemplate("runs-show", `
 <h2>Waits for</h2>
 {{- range .Waits}}
 <section class="run-wait" data-wait="{{.Kind}}">
-<p><strong>{{.Kind}}</strong>: {{.Summary}}{{if .Key}} <span class="muted">(key {{.Key}})</span>{{end}}</p>
+<p>Waits for {{.Summary}}{{if .Key}} <span class="muted">(key {{.Key}})</span>{{end}}</p>
 {{- if and $.Operator .Decides}}
 <div class="runs-actions">
 <form method="post" action="{{.Approve}}">
