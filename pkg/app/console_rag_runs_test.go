@@ -175,6 +175,10 @@ workflows:
 	if got := b.Text("#run-steps"); !strings.Contains(got, "approve") || !strings.Contains(got, "set-body") {
 		t.Errorf("history: %q", got)
 	}
+	if html := b.HTML(); !strings.Contains(html, `class="run-checkpoint">{
+  "body": "order 7"`) || !strings.Contains(html, `"body": "order 7 shipped"`) {
+		t.Errorf("the steps' checkpoints are not shown: %s", html)
+	}
 	b.NoErrors("/runs/{id} as an operator")
 
 	// On a phone: no page is wider than the screen.

@@ -20,6 +20,7 @@ import (
 	"github.com/arvenza/helix/internal/console"
 	"github.com/arvenza/helix/internal/durable"
 	"github.com/arvenza/helix/internal/redact"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // Bounds of the page.
@@ -30,6 +31,8 @@ const (
 	MaxSteps = 200
 	// MaxResultBytes is what is shown of a run's result.
 	MaxResultBytes = 4096
+	// MaxCheckpointBytes is what is shown of one step's checkpoint.
+	MaxCheckpointBytes = 2048
 	// MaxDataBytes bounds the JSON an operator sends with a decision.
 	MaxDataBytes = 64 << 10
 	// storeTimeout bounds one call to the store (PostgreSQL may be remote).
@@ -42,6 +45,12 @@ type Source interface {
 	// Runs is the durable store; nil when nothing in the application is
 	// durable (or it has not started).
 	Runs() durable.Runs
+}
+
+// Checkpointer is a store that also shows what each step checkpointed
+// (durable.Runtime does).
+type Checkpointer interface {
+	Checkpoints(ctx context.Context, runID string) ([]durable.Checkpoint, error)
 }
 
 // New returns the page.
@@ -227,6 +236,10 @@ type stepView struct {
 	durable.StepRecord
 	Took string
 	Size int64
+	// Exchange is the checkpointed exchange, redacted and cut; Cut says it
+	// was cut.
+	Exchange string
+	Cut      bool
 }
 
 type showData struct {
@@ -303,26 +316,31 @@ func (h *handler) showStatus(w http.ResponseWriter, r *http.Request, status int,
 		v.Key = clip(wt.Key, 200)
 		d.Waits = append(d.Waits, v)
 	}
+	type stepKey struct {
+		seg, idx int
+		name     string
+	}
+	exchanges := map[stepKey]json.RawMessage{}
+	if cp, ok := store.(Checkpointer); ok {
+		// Without them the page still shows the steps: a store that cannot
+		// read them now says so in the steps' absence of an exchange.
+		if list, err := cp.Checkpoints(ctx, id); err == nil {
+			for _, c := range list {
+				exchanges[stepKey{c.Segment, c.Index, c.Name}] = c.Exchange
+			}
+		}
+	}
 	d.StepsTotal = len(steps)
 	from := max(0, len(steps)-MaxSteps)
 	for i := from; i < len(steps); i++ {
 		s := steps[i]
-		s.Name, s.Error = clip(s.Name, 200), clip(redact.Text(s.Error), 500)
-		d.Steps = append(d.Steps, stepView{StepRecord: s, Took: stepTook(run, steps, i), Size: int64(s.Bytes)})
+		v := stepView{StepRecord: s, Took: stepTook(run, steps, i), Size: int64(s.Bytes)}
+		v.Exchange, v.Cut = exchangeText(exchanges[stepKey{s.Segment, s.Index, s.Name}], MaxCheckpointBytes)
+		v.Name, v.Error = clip(s.Name, 200), clip(redact.Text(s.Error), 500)
+		d.Steps = append(d.Steps, v)
 	}
 	d.StepsShown = len(d.Steps)
-	if len(run.Result) > 0 {
-		var b bytes.Buffer
-		if json.Indent(&b, run.Result, "", "  ") != nil {
-			b.Reset()
-			b.Write(run.Result)
-		}
-		text := redact.Text(b.String())
-		d.Result, d.ResultCut = text, false
-		if len(text) > MaxResultBytes {
-			d.Result, d.ResultCut = clip(text, MaxResultBytes), true
-		}
-	}
+	d.Result, d.ResultCut = exchangeText(run.Result, MaxResultBytes)
 	d.Run.Result = nil
 	if status != http.StatusOK {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -505,4 +523,43 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// exchangeText shows a checkpointed exchange (an exchange.Snapshot) as
+// indented JSON with readable names, URLs' secrets masked and the
+// configured secrets replaced, cut at max bytes.
+func exchangeText(raw json.RawMessage, max int) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	var text []byte
+	if snap, err := exchange.DecodeSnapshot(raw); err == nil {
+		view := map[string]any{"body": snap.Body}
+		if len(snap.Headers) > 0 {
+			view["headers"] = snap.Headers
+		}
+		if len(snap.Variables) > 0 {
+			view["variables"] = snap.Variables
+		}
+		if snap.Exception != nil {
+			view["error"] = snap.Exception.Message
+		}
+		text, err = json.MarshalIndent(view, "", "  ")
+		if err != nil {
+			text = nil
+		}
+	}
+	if text == nil {
+		var b bytes.Buffer
+		if json.Indent(&b, raw, "", "  ") != nil {
+			b.Reset()
+			b.Write(raw)
+		}
+		text = b.Bytes()
+	}
+	s := redact.Text(string(text))
+	if len(s) > max {
+		return clip(s, max), true
+	}
+	return s, false
 }

@@ -2,8 +2,7 @@ package runs_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+		"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +26,14 @@ type memRuns struct {
 	steps    map[string][]durable.StepRecord
 	resolved []durable.Resolution
 	did      []string
+	// checkpoints are every run's (the page asks for one run's).
+	checkpoints []durable.Checkpoint
+}
+
+func (m *memRuns) Checkpoints(context.Context, string) ([]durable.Checkpoint, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.checkpoints, nil
 }
 
 func newMem(rs ...durable.Run) *memRuns {
@@ -313,19 +320,31 @@ func TestActionsAreChecked(t *testing.T) {
 // A run's result and error are shown bounded; ids from the URL are escaped.
 func TestShowIsBoundedAndEscaped(t *testing.T) {
 	t.Parallel()
-	big, _ := json.Marshal(map[string]string{"body": strings.Repeat("x", 10_000), "url": "https://u:pw@example.com/?token=abc"})
+	ex := exchange.NewWithBody(exchange.InOut, strings.Repeat("x", 10_000))
+	ex.In().SetHeader("Callback", "https://u:pw@example.com/?token=abc")
+	big, err := exchange.TakeSnapshot(ex).Encode(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := exchange.NewWithBody(exchange.InOut, "order 7 placed")
+	small.In().SetHeader("Next", "https://api.example.com/x?key=s3cr3t")
+	cp, _ := exchange.TakeSnapshot(small).Encode(1 << 20)
 	m := newMem(durable.Run{ID: "r", Workflow: "w", State: durable.StateFailed, CreatedAt: t0, UpdatedAt: t0,
 		Result: big, Error: `Get "https://api.example.com/x?key=s3cr3t": refused`})
 	for i := range runs.MaxSteps + 10 {
 		m.steps["r"] = append(m.steps["r"], durable.StepRecord{Index: i, Name: fmt.Sprintf("step-%d", i), At: t0})
 	}
+	m.checkpoints = []durable.Checkpoint{{Segment: 0, Index: runs.MaxSteps + 9, Name: fmt.Sprintf("step-%d", runs.MaxSteps+9), Exchange: cp}}
 	base := serve(t, m)
 	_, body, _ := do(t, "GET", base+"/runs/r", "view", nil)
 	if !strings.Contains(body, "[cut: the result is longer]") || strings.Count(body, "x") > runs.MaxResultBytes+2000 {
 		t.Errorf("the result is not cut (%d bytes)", len(body))
 	}
-	if strings.Contains(body, "s3cr3t") || strings.Contains(body, ":pw@") {
+	if strings.Contains(body, "s3cr3t") || strings.Contains(body, ":pw@") || strings.Contains(body, "token=abc") {
 		t.Error("a secret of a URL is shown")
+	}
+	if !strings.Contains(body, `&#34;body&#34;: &#34;order 7 placed&#34;`) || !strings.Contains(body, "&#34;Next&#34;: &#34;https://api.example.com/x?key=***&#34;") {
+		t.Errorf("the last step's checkpoint is not shown (readably, redacted): %s", body[strings.Index(body, "run-steps"):])
 	}
 	if !strings.Contains(body, fmt.Sprintf("showing the latest %d of %d", runs.MaxSteps, runs.MaxSteps+10)) || strings.Contains(body, ">step-9<") {
 		t.Errorf("steps are not bounded")

@@ -65,6 +65,7 @@ var showTmpl = console.PageTemplate("runs-show", `
 .run-fields dt { font-weight: 600; } .run-fields dd { margin: 0; overflow-wrap: anywhere; }
 .run-wait { border: 1px solid var(--line); padding: 8px; margin: 8px 0; }
 .run-wait textarea { width: 100%; max-width: 40em; }
+.run-checkpoint { max-width: 40em; max-height: 20em; overflow: auto; margin: 4px 0; }
 </style>
 <p><a href="{{.List}}">All runs</a></p>
 {{- if .Done}}<p role="status" id="run-done" class="good">{{.Done}}</p>{{end}}
@@ -122,10 +123,12 @@ var showTmpl = console.PageTemplate("runs-show", `
 {{- else}}
 <div class="table-wrap">
 <table id="run-steps">
-<thead><tr><th scope="col" class="num">Segment</th><th scope="col" class="num">Step</th><th scope="col">Name</th><th scope="col">At (UTC)</th><th scope="col">Took</th><th scope="col" class="num">Checkpoint</th><th scope="col">Error</th></tr></thead>
+<thead><tr><th scope="col" class="num">Segment</th><th scope="col" class="num">Step</th><th scope="col">Name</th><th scope="col">At (UTC)</th><th scope="col">Took</th><th scope="col" class="num">Checkpoint</th><th scope="col">Exchange after it</th><th scope="col">Error</th></tr></thead>
 <tbody>
 {{- range .Steps}}
-<tr><td class="num">{{.Segment}}</td><td class="num">{{.Index}}</td><td>{{.Name}}</td><td>{{.At.UTC.Format "15:04:05.000"}}</td><td>{{.Took}}</td><td class="num">{{bytes .Size}}</td><td>{{.Error}}</td></tr>
+<tr><td class="num">{{.Segment}}</td><td class="num">{{.Index}}</td><td>{{.Name}}</td><td>{{.At.UTC.Format "15:04:05.000"}}</td><td>{{.Took}}</td><td class="num">{{bytes .Size}}</td>
+<td>{{if .Exchange}}<details><summary>show</summary><pre class="run-checkpoint">{{.Exchange}}{{if .Cut}}
+[cut at 2 KiB]{{end}}</pre></details>{{else}}<span class="muted">none</span>{{end}}</td><td>{{.Error}}</td></tr>
 {{- end}}
 </tbody>
 </table>
@@ -133,7 +136,7 @@ var showTmpl = console.PageTemplate("runs-show", `
 {{- end}}
 {{- if .Result}}
 <h2>Result</h2>
-<p class="muted">The exchange the run ended with{{if .ResultCut}}, cut at 4 KiB{{end}}.</p>
+<p class="muted">The exchange the run ended with{{if .ResultCut}}, cut at 4 KiB{{end}}; URLs' secrets and configured secrets are hidden.</p>
 <pre id="run-result">{{.Result}}{{if .ResultCut}}
 [cut: the result is longer]{{end}}</pre>
 {{- end}}
