@@ -2,7 +2,7 @@ package runs_test
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
