@@ -90,11 +90,11 @@ var showTmpl = console.PageTemplate("runs-show", `
 <form method="post" action="{{.Approve}}">
 {{- if .KeyField}}<input type="hidden" name="wait" value="{{.KeyField}}">{{end}}
 {{- if .Form}}<label for="answer-{{.Key}}">Answer (JSON object)</label> <textarea id="answer-{{.Key}}" name="data" rows="3" required></textarea>{{end}}
-<button type="submit" id="run-approve">{{if .Form}}Answer{{else}}Approve{{end}}</button>
+<button type="submit"{{if not .KeyField}} id="run-approve"{{end}}>{{if .Form}}Answer{{else}}Approve{{end}}</button>
 </form>
 <form method="post" action="{{.Reject}}">
 {{- if .KeyField}}<input type="hidden" name="wait" value="{{.KeyField}}">{{end}}
-<button type="submit" id="run-reject">{{if .Form}}Decline{{else}}Reject{{end}}</button>
+<button type="submit"{{if not .KeyField}} id="run-reject"{{end}}>{{if .Form}}Decline{{else}}Reject{{end}}</button>
 </form>
 </div>
 {{- else if .Decides}}
