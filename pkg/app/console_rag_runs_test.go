@@ -137,7 +137,7 @@ workflows:
 	}
 	b.NoErrors("/runs")
 	b.Visit(viewer.URL + runURL)
-	if html := b.HTML(); strings.Contains(html, "<button") || !strings.Contains(html, "signed in as a viewer") {
+	if html := b.HTML(); strings.Contains(html, runURL+"/") || strings.Contains(html, `id="run-approve"`) || !strings.Contains(html, "signed in as a viewer") {
 		t.Errorf("a viewer's run page offers an action")
 	}
 	b.NoErrors("/runs/{id} as a viewer")
@@ -180,6 +180,37 @@ workflows:
 		t.Errorf("the steps' checkpoints are not shown: %s", html)
 	}
 	b.NoErrors("/runs/{id} as an operator")
+
+	// The same through the console the app serves (its sign-in link makes
+	// this browser the local operator): a second run is approved there.
+	second, err := runs.Start(ctx, "ship", exchange.NewWithBody(exchange.InOut, "8"), durable.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testtools.Eventually(t, "the second run waits for its approval", func() bool {
+		r, err := runs.Get(ctx, second.ID)
+		return err == nil && r.State == durable.StateInputRequired
+	})
+	link := a.ConsoleURL()
+	if link == "" {
+		t.Fatal("the app serves no console")
+	}
+	b.Visit(link)
+	served, _, _ := strings.Cut(link, "/console")
+	b.Visit(served + "/console/rag/docs?q=kafka")
+	if got := b.Text("#arm-fused"); !strings.Contains(got, "kafka.md") {
+		t.Errorf("the served playground: %q", got)
+	}
+	b.NoErrors("the served /rag/docs")
+	b.Visit(served + "/console/runs/" + url.PathEscape(second.ID))
+	if err := b.Run(20*time.Second, chromedp.Click(chromedp.CSS("#run-approve")), chromedp.WaitVisible(chromedp.CSS("#run-done"))); err != nil {
+		t.Fatalf("approve in the served console: %v\n%s", err, b.HTML())
+	}
+	testtools.Eventually(t, "the run approved in the served console completes", func() bool {
+		r, err := runs.Get(ctx, second.ID)
+		return err == nil && r.State == durable.StateCompleted
+	})
+	b.NoErrors("the served /runs/{id}")
 
 	// On a phone: no page is wider than the screen.
 	if err := b.Run(10*time.Second, chromedp.EmulateViewport(390, 844)); err != nil {
