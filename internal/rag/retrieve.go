@@ -175,23 +175,34 @@ func embedQuery(ctx context.Context, e Embedder, text string) ([]float32, error)
 // hybrid fuses the vector and keyword arms by reciprocal rank: each arm's top N
 // hits score 1/(RRFK+rank), summed per chunk. Ties keep the vector arm's order.
 func hybrid(ctx context.Context, store Store, embedder Embedder, q Query) ([]Hit, error) {
+	dense, sparse, err := hybridArms(ctx, store, embedder, q)
+	if err != nil {
+		return nil, err
+	}
+	return FuseRRF(q.TopK, dense, sparse), nil
+}
+
+// hybridArms runs the two arms of a hybrid search, each for its top N
+// candidates: dense (vector; empty when the store holds no vectors) and sparse
+// (keyword). RetrieveArms shows them as they are fused here.
+func hybridArms(ctx context.Context, store Store, embedder Embedder, q Query) (dense, sparse []Hit, err error) {
 	n := q.Candidates
 	if n <= 0 {
 		n = max(DefaultCandidates, q.TopK)
 	}
 	vec, err := embedQuery(ctx, embedder, q.Text)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	dense, err := store.SearchVector(ctx, vec, n, q.Filter)
+	dense, err = store.SearchVector(ctx, vec, n, q.Filter)
 	if err != nil && !errors.Is(err, ErrNoVectors) {
-		return nil, err
+		return nil, nil, err
 	}
-	sparse, err := store.SearchKeyword(ctx, q.Text, n, q.Filter)
+	sparse, err = store.SearchKeyword(ctx, q.Text, n, q.Filter)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return FuseRRF(q.TopK, dense, sparse), nil
+	return dense, sparse, nil
 }
 
 // FuseRRF merges ranked lists by reciprocal rank fusion and returns the top k.
