@@ -28,7 +28,7 @@ workflows:
       - set-body: ok
 `
 
-func get(t *testing.T, c *http.Client, u string, hdr ...string) (*http.Response, string) {
+func consoleGet(t *testing.T, c *http.Client, u string, hdr ...string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	for i := 0; i+1 < len(hdr); i += 2 {
@@ -61,17 +61,17 @@ func TestConsoleServedWithAuth(t *testing.T) {
 	}
 	base := "http://" + u.Host + "/console"
 	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	if resp, body := get(t, plain, base+"/"); resp.StatusCode != 401 || !strings.Contains(body, "401") {
+	if resp, body := consoleGet(t, plain, base+"/"); resp.StatusCode != 401 || !strings.Contains(body, "401") {
 		t.Fatalf("no credentials: %d %q", resp.StatusCode, body)
 	}
-	if resp, body := get(t, plain, base+"/", "Accept", "text/html"); resp.StatusCode != 401 || !strings.Contains(body, `name="key"`) {
+	if resp, body := consoleGet(t, plain, base+"/", "Accept", "text/html"); resp.StatusCode != 401 || !strings.Contains(body, `name="key"`) {
 		t.Fatalf("browser without credentials: %d %q", resp.StatusCode, body)
 	}
-	if resp, _ := get(t, plain, base+"/?token=wrong"); resp.StatusCode != 401 {
+	if resp, _ := consoleGet(t, plain, base+"/?token=wrong"); resp.StatusCode != 401 {
 		t.Fatalf("wrong token: %d", resp.StatusCode)
 	}
 	// The link: a cookie, then the same URL without the token.
-	resp, _ := get(t, plain, link)
+	resp, _ := consoleGet(t, plain, link)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
 		t.Fatalf("link: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
@@ -81,14 +81,14 @@ func TestConsoleServedWithAuth(t *testing.T) {
 	}
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar}
-	if _, body := get(t, browser, link); !strings.Contains(body, "orders") || !strings.Contains(body, "local (operator)") {
+	if _, body := consoleGet(t, browser, link); !strings.Contains(body, "orders") || !strings.Contains(body, "local (operator)") {
 		t.Fatalf("overview after the link: %q", body)
 	}
 	if err := a.Context().Run(t.Context(), "orders", exchange.NewWithBody(exchange.InOut, "x")); err != nil {
 		t.Fatal(err)
 	}
 	// API keys, as headers.
-	resp, body := get(t, plain, base+"/overview.json", "Authorization", "Bearer viewer-key-123")
+	resp, body := consoleGet(t, plain, base+"/overview.json", "Authorization", "Bearer viewer-key-123")
 	if resp.StatusCode != 200 {
 		t.Fatalf("viewer key: %d %q", resp.StatusCode, body)
 	}
@@ -104,10 +104,10 @@ func TestConsoleServedWithAuth(t *testing.T) {
 		ov.Sections[0].Rows[0].Total != "1" || ov.Sections[0].Rows[0].P50 == "—" {
 		t.Fatalf("overview.json: %v %s", err, body)
 	}
-	if resp, _ := get(t, plain, base+"/", "X-API-Key", "operator-key-456"); resp.StatusCode != 200 {
+	if resp, _ := consoleGet(t, plain, base+"/", "X-API-Key", "operator-key-456"); resp.StatusCode != 200 {
 		t.Fatalf("operator key: %d", resp.StatusCode)
 	}
-	if resp, _ := get(t, plain, base+"/", "X-API-Key", "nope"); resp.StatusCode != 401 {
+	if resp, _ := consoleGet(t, plain, base+"/", "X-API-Key", "nope"); resp.StatusCode != 401 {
 		t.Fatalf("wrong key: %d", resp.StatusCode)
 	}
 	// The sign-in form: a key pasted in → a cookie session as that key's user.
