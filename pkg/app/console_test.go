@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -155,4 +156,30 @@ func buildYAMLAt(t *testing.T, yaml, mgmtAddr string) (*app.App, error) {
 	o := quiet
 	o.ManagementAddr = mgmtAddr
 	return app.Build(cfg, o)
+}
+
+// A reload keeps the console's link and the local user's session: the
+// successor adopts them, on the same management listener.
+func TestConsoleSurvivesAReload(t *testing.T) {
+	t.Parallel()
+	old := reloadApp(t, "v1", "")
+	if err := old.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	link := old.ConsoleURL()
+	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, _ := consoleGet(t, plain, link)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("link: %d", resp.StatusCode)
+	}
+	cookie := resp.Cookies()[0]
+	next := startedSuccessor(t, old, reloadApp(t, "v2", ""))
+	retire(t, old)
+	if next.ConsoleURL() != link {
+		t.Fatalf("the link changed with the reload: %q, was %q", next.ConsoleURL(), link)
+	}
+	u, _ := url.Parse(link)
+	if resp, body := consoleGet(t, plain, "http://"+u.Host+"/console/", "Cookie", cookie.Name+"="+cookie.Value); resp.StatusCode != 200 || !strings.Contains(body, "local (operator)") {
+		t.Fatalf("the session after the reload: %d", resp.StatusCode)
+	}
 }
