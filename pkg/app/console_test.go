@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -181,5 +183,45 @@ func TestConsoleSurvivesAReload(t *testing.T) {
 	u, _ := url.Parse(link)
 	if resp, body := consoleGet(t, plain, "http://"+u.Host+"/console/", "Cookie", cookie.Name+"="+cookie.Value); resp.StatusCode != 200 || !strings.Contains(body, "local (operator)") {
 		t.Fatalf("the session after the reload: %d", resp.StatusCode)
+	}
+}
+
+// OAuth bearer tokens are validated as an MCP server validates them; the
+// roles claim makes an operator.
+func TestConsoleOAuth(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t)
+	a, err := buildYAML(t, `
+helix:
+  console:
+    auth:
+      oauth:
+        issuer: `+testIssuer+`
+        audience: helix-console
+        jwks_url: `+is.jwks.URL+`/certs
+        roles_claim: realm_access.roles
+workflows:
+  - id: w
+    trigger: direct://w
+    steps:
+      - set-body: ok
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBuilt(t, a)
+	u, _ := url.Parse(a.ConsoleURL())
+	base := "http://" + u.Host + "/console/"
+	op := is.token(t, nil, jwt.MapClaims{"aud": "helix-console", "sub": "ada", "realm_access": map[string]any{"roles": []string{"operator"}}})
+	viewer := is.token(t, nil, jwt.MapClaims{"aud": "helix-console", "sub": "bob"})
+	other := is.token(t, nil, nil) // minted for the MCP server, not the console
+	if resp, body := consoleGet(t, http.DefaultClient, base, "Authorization", "Bearer "+op); resp.StatusCode != 200 || !strings.Contains(body, "ada (operator)") {
+		t.Fatalf("operator token: %d", resp.StatusCode)
+	}
+	if resp, body := consoleGet(t, http.DefaultClient, base, "Authorization", "Bearer "+viewer); resp.StatusCode != 200 || !strings.Contains(body, "bob (viewer)") {
+		t.Fatalf("viewer token: %d", resp.StatusCode)
+	}
+	if resp, body := consoleGet(t, http.DefaultClient, base, "Authorization", "Bearer "+other); resp.StatusCode != 401 || strings.Contains(body, other) {
+		t.Fatalf("a token for another audience: %d %q", resp.StatusCode, body)
 	}
 }
