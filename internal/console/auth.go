@@ -275,7 +275,8 @@ const (
 func (a *Auth) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.Method == http.MethodGet && r.URL.Query().Has("token"):
+		case r.Method == http.MethodGet && r.URL.Path == a.base+"/" && r.URL.Query().Has("token"):
+			// Only the link's own URL: a page may have a query value named token.
 			a.serveLink(w, r)
 		case r.Method == http.MethodPost && r.URL.Path == a.base+SignInPath:
 			a.serveSignIn(w, r)

@@ -142,6 +142,10 @@ func TestLinkSignInAndSessions(t *testing.T) {
 	if rec.Code != 303 || rec.Header().Get("Location") != "/console/?kind=workflow" {
 		t.Fatalf("link: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
+	// Elsewhere a token query value is the page's own business.
+	if rec := do(h, "GET", "/console/x?token="+a.LinkToken(), nil, ""); rec.Code != 404 {
+		t.Fatalf("token on another path: %d", rec.Code)
+	}
 	cookie := rec.Result().Cookies()[0]
 	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/console" || len(cookie.Value) != 64 {
 		t.Fatalf("cookie %+v", cookie)
