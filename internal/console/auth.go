@@ -275,7 +275,8 @@ const (
 func (a *Auth) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.Method == http.MethodGet && r.URL.Query().Has("token"):
+		case r.Method == http.MethodGet && r.URL.Path == a.base+"/" && r.URL.Query().Has("token"):
+			// Only the link's own URL: a page may have a query value named token.
 			a.serveLink(w, r)
 		case r.Method == http.MethodPost && r.URL.Path == a.base+SignInPath:
 			a.serveSignIn(w, r)
@@ -373,4 +374,38 @@ func (a *Auth) setCookie(w http.ResponseWriter, r *http.Request, s *session) {
 func tooMany(w http.ResponseWriter, wait time.Duration) {
 	w.Header().Set("Retry-After", fmt.Sprint(int64(wait/time.Second)+1))
 	http.Error(w, (&LockedOutError{Wait: wait}).Error(), http.StatusTooManyRequests)
+}
+
+// Adopt takes over, from the console of the application a reload replaces,
+// the one-time link's token and the sessions it opened (the local
+// operator's), so that a reload neither signs the local user out nor
+// changes the printed link. Sessions opened with an API key or token are
+// not carried: the new configuration may have removed that key.
+func (a *Auth) Adopt(old *Auth) {
+	if old == nil || a.link == "" || old.link == "" {
+		return
+	}
+	a.link = old.link
+	old.mu.Lock()
+	var carried []*session
+	for e := old.order.Back(); e != nil; e = e.Prev() {
+		if s := e.Value.(*session); s.who.Name == "local" && s.who.Role == RoleOperator {
+			carried = append(carried, s)
+		}
+	}
+	old.mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range carried {
+		if _, ok := a.sessions[s.id]; ok {
+			continue
+		}
+		for a.order.Len() >= a.max {
+			o := a.order.Back()
+			a.order.Remove(o)
+			delete(a.sessions, o.Value.(*session).id)
+		}
+		c := *s
+		a.sessions[c.id] = a.order.PushFront(&c)
+	}
 }

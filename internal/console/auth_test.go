@@ -142,6 +142,10 @@ func TestLinkSignInAndSessions(t *testing.T) {
 	if rec.Code != 303 || rec.Header().Get("Location") != "/console/?kind=workflow" {
 		t.Fatalf("link: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
+	// Elsewhere a token query value is the page's own business.
+	if rec := do(h, "GET", "/console/x?token="+a.LinkToken(), nil, ""); rec.Code != 404 {
+		t.Fatalf("token on another path: %d", rec.Code)
+	}
 	cookie := rec.Result().Cookies()[0]
 	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/console" || len(cookie.Value) != 64 {
 		t.Fatalf("cookie %+v", cookie)
@@ -204,5 +208,34 @@ func TestSessionsExpireAndSignOut(t *testing.T) {
 	}
 	if rec := do(h, "GET", "/console/", c, ""); rec.Code != 401 {
 		t.Fatalf("after sign-out: %d", rec.Code)
+	}
+}
+
+func TestAdoptKeepsTheLinkAndItsSessions(t *testing.T) {
+	t.Parallel()
+	old := NewAuth(AuthOptions{Link: true, Keys: []APIKey{{Key: "k"}}})
+	h := testMux(old)
+	rec := do(h, "GET", "/console/?token="+old.LinkToken(), nil, "")
+	local := map[string]string{"Cookie": rec.Result().Cookies()[0].String()}
+	rec = do(h, "POST", "/console/signin", nil, "key=k")
+	keyed := map[string]string{"Cookie": rec.Result().Cookies()[0].String()}
+
+	next := NewAuth(AuthOptions{Link: true})
+	next.Adopt(old)
+	h2 := testMux(next)
+	if next.LinkToken() != old.LinkToken() {
+		t.Fatal("the link changed")
+	}
+	if rec := do(h2, "GET", "/console/", local, ""); rec.Code != 200 {
+		t.Fatalf("the local session after the reload: %d", rec.Code)
+	}
+	if rec := do(h2, "GET", "/console/", keyed, ""); rec.Code != 401 {
+		t.Fatalf("a key's session after the reload (the key is gone): %d", rec.Code)
+	}
+	// No link on the new listener (not loopback any more): nothing is carried.
+	off := NewAuth(AuthOptions{Keys: []APIKey{{Key: "k"}}})
+	off.Adopt(old)
+	if off.LinkToken() != "" || off.Sessions() != 0 {
+		t.Fatalf("adopted into a console without a link: %q, %d sessions", off.LinkToken(), off.Sessions())
 	}
 }

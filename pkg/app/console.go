@@ -213,3 +213,11 @@ func (a *App) consoleWithoutManagement() {
 			Hint: "set helix.management.enabled: true (a stdio MCP server needs helix.management.addr too), or remove helix.console.enabled"})
 	}
 }
+
+// adoptConsole carries the console's sign-in link and the sessions it opened
+// from the application a reload replaces (reload.go's Handover).
+func (a *App) adoptConsole(old *App) {
+	if a.console != nil && old.console != nil {
+		a.console.auth.Adopt(old.console.auth)
+	}
+}

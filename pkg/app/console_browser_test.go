@@ -83,6 +83,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	base := origin + "/console"
 	pages := app.ConsolePages(a)
 	routes := app.ConsoleRoutes(a)
+	t.Logf("%d pages, %d routes", len(pages), len(routes))
 	if len(pages) == 0 || len(routes) == 0 {
 		t.Fatal("the console has no pages")
 	}
@@ -90,11 +91,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	t.Run("401 and 403", func(t *testing.T) {
 		for _, r := range routes {
 			u := origin + fillPattern(r.Pattern)
-			if code := status(t, r.Method, u, nil); code != http.StatusUnauthorized {
+			if code := consoleStatus(t, r.Method, u, nil); code != http.StatusUnauthorized {
 				t.Errorf("%s %s without credentials: %d, want 401", r.Method, u, code)
 			}
 			if r.Method == http.MethodPost {
-				code := status(t, r.Method, u, map[string]string{"X-API-Key": "viewer-key-123", "Origin": origin})
+				code := consoleStatus(t, r.Method, u, map[string]string{"X-API-Key": "viewer-key-123", "Origin": origin})
 				if code != http.StatusForbidden {
 					t.Errorf("%s %s as a viewer: %d, want 403", r.Method, u, code)
 				}
@@ -107,7 +108,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			if r.Method != http.MethodGet || strings.Contains(r.Pattern, "{") {
 				continue
 			}
-			body := read(t, origin+r.Pattern, "operator-key-456")
+			body := consoleRead(t, origin+r.Pattern, "operator-key-456")
 			if strings.Contains(body, consoleSecret) {
 				t.Errorf("GET %s shows the secret", r.Pattern)
 			}
@@ -210,7 +211,7 @@ func fillPattern(p string) string {
 	}
 }
 
-func status(t *testing.T, method, u string, hdr map[string]string) int {
+func consoleStatus(t *testing.T, method, u string, hdr map[string]string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -226,9 +227,9 @@ func status(t *testing.T, method, u string, hdr map[string]string) int {
 	return resp.StatusCode
 }
 
-// read returns what GET u answers within a second (an event stream does not
+// consoleRead returns what GET u answers within a second (an event stream does not
 // end: its first second is what is read), at most 1 MiB.
-func read(t *testing.T, u, key string) string {
+func consoleRead(t *testing.T, u, key string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/app"
@@ -28,7 +31,7 @@ workflows:
       - set-body: ok
 `
 
-func get(t *testing.T, c *http.Client, u string, hdr ...string) (*http.Response, string) {
+func consoleGet(t *testing.T, c *http.Client, u string, hdr ...string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	for i := 0; i+1 < len(hdr); i += 2 {
@@ -61,17 +64,17 @@ func TestConsoleServedWithAuth(t *testing.T) {
 	}
 	base := "http://" + u.Host + "/console"
 	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	if resp, body := get(t, plain, base+"/"); resp.StatusCode != 401 || !strings.Contains(body, "401") {
+	if resp, body := consoleGet(t, plain, base+"/"); resp.StatusCode != 401 || !strings.Contains(body, "401") {
 		t.Fatalf("no credentials: %d %q", resp.StatusCode, body)
 	}
-	if resp, body := get(t, plain, base+"/", "Accept", "text/html"); resp.StatusCode != 401 || !strings.Contains(body, `name="key"`) {
+	if resp, body := consoleGet(t, plain, base+"/", "Accept", "text/html"); resp.StatusCode != 401 || !strings.Contains(body, `name="key"`) {
 		t.Fatalf("browser without credentials: %d %q", resp.StatusCode, body)
 	}
-	if resp, _ := get(t, plain, base+"/?token=wrong"); resp.StatusCode != 401 {
+	if resp, _ := consoleGet(t, plain, base+"/?token=wrong"); resp.StatusCode != 401 {
 		t.Fatalf("wrong token: %d", resp.StatusCode)
 	}
 	// The link: a cookie, then the same URL without the token.
-	resp, _ := get(t, plain, link)
+	resp, _ := consoleGet(t, plain, link)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
 		t.Fatalf("link: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
@@ -81,14 +84,14 @@ func TestConsoleServedWithAuth(t *testing.T) {
 	}
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar}
-	if _, body := get(t, browser, link); !strings.Contains(body, "orders") || !strings.Contains(body, "local (operator)") {
+	if _, body := consoleGet(t, browser, link); !strings.Contains(body, "orders") || !strings.Contains(body, "local (operator)") {
 		t.Fatalf("overview after the link: %q", body)
 	}
 	if err := a.Context().Run(t.Context(), "orders", exchange.NewWithBody(exchange.InOut, "x")); err != nil {
 		t.Fatal(err)
 	}
 	// API keys, as headers.
-	resp, body := get(t, plain, base+"/overview.json", "Authorization", "Bearer viewer-key-123")
+	resp, body := consoleGet(t, plain, base+"/overview.json", "Authorization", "Bearer viewer-key-123")
 	if resp.StatusCode != 200 {
 		t.Fatalf("viewer key: %d %q", resp.StatusCode, body)
 	}
@@ -104,10 +107,10 @@ func TestConsoleServedWithAuth(t *testing.T) {
 		ov.Sections[0].Rows[0].Total != "1" || ov.Sections[0].Rows[0].P50 == "—" {
 		t.Fatalf("overview.json: %v %s", err, body)
 	}
-	if resp, _ := get(t, plain, base+"/", "X-API-Key", "operator-key-456"); resp.StatusCode != 200 {
+	if resp, _ := consoleGet(t, plain, base+"/", "X-API-Key", "operator-key-456"); resp.StatusCode != 200 {
 		t.Fatalf("operator key: %d", resp.StatusCode)
 	}
-	if resp, _ := get(t, plain, base+"/", "X-API-Key", "nope"); resp.StatusCode != 401 {
+	if resp, _ := consoleGet(t, plain, base+"/", "X-API-Key", "nope"); resp.StatusCode != 401 {
 		t.Fatalf("wrong key: %d", resp.StatusCode)
 	}
 	// The sign-in form: a key pasted in → a cookie session as that key's user.
@@ -155,4 +158,70 @@ func buildYAMLAt(t *testing.T, yaml, mgmtAddr string) (*app.App, error) {
 	o := quiet
 	o.ManagementAddr = mgmtAddr
 	return app.Build(cfg, o)
+}
+
+// A reload keeps the console's link and the local user's session: the
+// successor adopts them, on the same management listener.
+func TestConsoleSurvivesAReload(t *testing.T) {
+	t.Parallel()
+	old := reloadApp(t, "v1", "")
+	if err := old.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	link := old.ConsoleURL()
+	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, _ := consoleGet(t, plain, link)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("link: %d", resp.StatusCode)
+	}
+	cookie := resp.Cookies()[0]
+	next := startedSuccessor(t, old, reloadApp(t, "v2", ""))
+	retire(t, old)
+	if next.ConsoleURL() != link {
+		t.Fatalf("the link changed with the reload: %q, was %q", next.ConsoleURL(), link)
+	}
+	u, _ := url.Parse(link)
+	if resp, body := consoleGet(t, plain, "http://"+u.Host+"/console/", "Cookie", cookie.Name+"="+cookie.Value); resp.StatusCode != 200 || !strings.Contains(body, "local (operator)") {
+		t.Fatalf("the session after the reload: %d", resp.StatusCode)
+	}
+}
+
+// OAuth bearer tokens are validated as an MCP server validates them; the
+// roles claim makes an operator.
+func TestConsoleOAuth(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t)
+	a, err := buildYAML(t, `
+helix:
+  console:
+    auth:
+      oauth:
+        issuer: `+testIssuer+`
+        audience: helix-console
+        jwks_url: `+is.jwks.URL+`/certs
+        roles_claim: realm_access.roles
+workflows:
+  - id: w
+    trigger: direct://w
+    steps:
+      - set-body: ok
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBuilt(t, a)
+	u, _ := url.Parse(a.ConsoleURL())
+	base := "http://" + u.Host + "/console/"
+	op := is.token(t, nil, jwt.MapClaims{"aud": "helix-console", "sub": "ada", "realm_access": map[string]any{"roles": []string{"operator"}}})
+	viewer := is.token(t, nil, jwt.MapClaims{"aud": "helix-console", "sub": "bob"})
+	other := is.token(t, nil, nil) // minted for the MCP server, not the console
+	if resp, body := consoleGet(t, http.DefaultClient, base, "Authorization", "Bearer "+op); resp.StatusCode != 200 || !strings.Contains(body, "ada (operator)") {
+		t.Fatalf("operator token: %d", resp.StatusCode)
+	}
+	if resp, body := consoleGet(t, http.DefaultClient, base, "Authorization", "Bearer "+viewer); resp.StatusCode != 200 || !strings.Contains(body, "bob (viewer)") {
+		t.Fatalf("viewer token: %d", resp.StatusCode)
+	}
+	if resp, body := consoleGet(t, http.DefaultClient, base, "Authorization", "Bearer "+other); resp.StatusCode != 401 || strings.Contains(body, other) {
+		t.Fatalf("a token for another audience: %d %q", resp.StatusCode, body)
+	}
 }

@@ -53,6 +53,7 @@ func (a *App) Handover(ctx context.Context, next *App) error {
 		}
 	}
 	next.listeners = netguard.NewGeneration(a.listeners)
+	next.adoptConsole(a) // console.go: a reload signs nobody out of the console
 	if err := next.Start(ctx); err != nil {
 		return err
 	}
