@@ -146,6 +146,9 @@ func (m *Mux) guard(h Handler, need Role) http.Handler {
 }
 
 func (m *Mux) unauthorized(w http.ResponseWriter, r *http.Request, err error) {
+	if m.refuse(w, r, err) { // signin.go: 429, or a browser's sign-in page
+		return
+	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="helix-console"`)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
