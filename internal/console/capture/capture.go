@@ -29,7 +29,7 @@ const (
 	// DefaultSample captures every exchange (within the rate below).
 	DefaultSample = 1.0
 	// DefaultMaxBytes is the memory the ring may hold.
-	DefaultMaxBytes = 16 << 20
+	DefaultMaxBytes = 64 << 20
 	// DefaultBodyLimit caps one snapshot's body text.
 	DefaultBodyLimit = 8 << 10
 	// DefaultPerSecond caps how many exchanges are captured per second: below

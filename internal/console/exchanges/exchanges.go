@@ -241,13 +241,13 @@ type stepView struct {
 }
 
 type detailData struct {
-	X          *capture.Exchange
-	Steps      []stepView
+	X     *capture.Exchange
+	Steps []stepView
 	WorkflowURL, ReplayOfURL,
 	ReplayURL string
-	Operator   bool
-	CanReplay  bool
-	Error      string
+	Operator  bool
+	CanReplay bool
+	Error     string
 }
 
 func (h *handlers) detail(w http.ResponseWriter, r *http.Request) {

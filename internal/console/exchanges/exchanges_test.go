@@ -26,7 +26,7 @@ type step struct {
 	f    func(ctx context.Context, ex *exchange.Exchange) error
 }
 
-func (s step) Name() string                                            { return s.name }
+func (s step) Name() string                                             { return s.name }
 func (s step) Process(ctx context.Context, ex *exchange.Exchange) error { return s.f(ctx, ex) }
 
 // replayer runs a capture's input through hc as pkg/app does.
