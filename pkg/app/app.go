@@ -338,6 +338,7 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.startCluster() // cluster.go
+	a.startConsole() // console.go
 	a.state.Store(stateRunning)
 	return nil
 }

@@ -36,7 +36,10 @@ type consolePart struct {
 type consoleSetup struct {
 	Tracer engine.Tracer
 	Page   *console.Page
-	Stop   func()
+	// Start is called by Start (nil for none): a part's goroutines start
+	// there, not in Setup, since Validate builds an app it never starts.
+	Start func()
+	Stop  func()
 }
 
 var consoleParts []consolePart
@@ -47,8 +50,10 @@ func registerConsolePart(p consolePart) { consoleParts = append(consoleParts, p)
 // consoleState is the running console: what Stop releases and what
 // ConsoleURL prints. nil when the console is off.
 type consoleState struct {
-	auth  *console.Auth
-	stops []func()
+	auth    *console.Auth
+	starts  []func()
+	stops   []func()
+	started bool
 	// verifier validates OAuth tokens (nil without helix.console.auth.oauth).
 	verifier *security.TokenVerifier
 }
@@ -118,6 +123,9 @@ func (a *App) buildConsole(addr string) http.Handler {
 		if s.Page != nil {
 			pages = append(pages, *s.Page)
 		}
+		if s.Start != nil {
+			st.starts = append(st.starts, s.Start)
+		}
 		if s.Stop != nil {
 			st.stops = append(st.stops, s.Stop)
 		}
@@ -132,14 +140,30 @@ func (a *App) buildConsole(addr string) http.Handler {
 // stopConsole stops the parts (after the drain: their tracers saw the last
 // exchanges).
 func (a *App) stopConsole() {
-	if a.console == nil {
+	if a.console == nil || !a.console.started {
 		return
 	}
+	a.console.started = false
 	for _, stop := range a.console.stops {
 		stop()
 	}
 	if a.console.verifier != nil {
 		a.console.verifier.Close()
+	}
+}
+
+// startConsole starts the parts and logs where the console is (without the
+// link's token: the log is no place for it; helix run prints the link).
+func (a *App) startConsole() {
+	if a.console == nil || a.console.started {
+		return
+	}
+	a.console.started = true
+	for _, start := range a.console.starts {
+		start()
+	}
+	if a.mgmt != nil && a.mgmt.Addr() != "" {
+		a.logger.Info("console listening", "url", "http://"+a.mgmt.Addr()+management.ConsolePath+"/")
 	}
 }
 
