@@ -16,7 +16,8 @@ import (
 func init() {
 	registerConsolePart(consolePart{Name: "exchanges", Setup: func(a *App) (consoleSetup, error) {
 		cc := a.cfg.Helix.Console.Capture
-		c := capture.New(capture.Options{Sample: cc.Sample, MaxBytes: cc.MaxBytes, Principal: exchangePrincipal})
+		c := capture.New(capture.Options{Sample: cc.Sample, MaxBytes: cc.MaxBytes,
+			ShowURI: a.hc.ShownURI, Principal: exchangePrincipal})
 		page := exchanges.Page(c, consoleReplayer{a: a, c: c})
 		return consoleSetup{Tracer: c, Page: page, Stop: c.Close}, nil
 	}})

@@ -17,6 +17,7 @@
   }
   var limit = parseInt(table.getAttribute("data-limit"), 10) || 100;
   var shown = document.getElementById("exchange-shown");
+  var total = document.getElementById("exchange-total");
   var missed = 0;
 
   function say(text) {
@@ -68,6 +69,9 @@
     }
     if (shown) {
       shown.textContent = String(rows.children.length);
+    }
+    if (total) {
+      total.textContent = String((parseInt(total.textContent, 10) || 0) + 1);
     }
   }
 

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -64,6 +65,9 @@ type Options struct {
 	// RedactFields are more header and body field names whose values are
 	// hidden, besides the built-in secret names (see IsSecretName).
 	RedactFields []string
+	// ShowURI returns a trigger URI as it may be shown (its component's
+	// secret options hidden); nil: every query value is masked.
+	ShowURI func(raw string) string
 	// Principal returns who an exchange runs for, from the context the
 	// trigger (an MCP server's security stack) left; nil or "": nobody known.
 	Principal func(ctx context.Context) string
@@ -176,8 +180,14 @@ func (c *Capture) StartExchange(ctx context.Context, kind, id, trigger string, e
 		ExchangeID: ex.ID(),
 		Workflow:   id,
 		Kind:       kind,
-		Trigger:    trigger,
 		Start:      time.Now(),
+	}
+	if trigger != "" {
+		if c.opts.ShowURI != nil {
+			rec.Trigger = redact.Secrets(c.opts.ShowURI(trigger))
+		} else {
+			rec.Trigger = c.redactor.text(trigger)
+		}
 	}
 	if c.opts.Principal != nil {
 		rec.Principal = c.opts.Principal(ctx)

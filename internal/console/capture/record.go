@@ -75,13 +75,15 @@ type Snapshot struct {
 	// HeadersNotShown counts headers over the cap.
 	HeadersNotShown int
 	// Body is the body as JSON (or text for a string or bytes), at most the
-	// body limit; BodyType is its Go type.
+	// body limit; BodyType names its kind (object, list, text, bytes, or the
+	// Go type of another value).
 	Body      string
 	BodyType  string
 	BodyBytes int // the body text's full length before truncation
 	Truncated bool
-	// Redacted is true when a header or body field was hidden.
-	Redacted bool
+	// Redacted is true when a header or body field was hidden;
+	// BodyRedacted when something in the body was.
+	Redacted, BodyRedacted bool
 	// Failed holds the exchange's exception message at this moment, if any.
 	Failed string
 }

@@ -98,9 +98,7 @@ func (r redactor) snapshot(ex *exchange.Exchange, bodyLimit int) Snapshot {
 	}
 	w := bodyWriter{r: r, limit: bodyLimit}
 	body := msg.Body()
-	if body != nil {
-		s.BodyType = fmt.Sprintf("%T", body)
-	}
+	s.BodyType = kindOf(body)
 	switch b := body.(type) {
 	case nil:
 	case string:
@@ -119,7 +117,8 @@ func (r redactor) snapshot(ex *exchange.Exchange, bodyLimit int) Snapshot {
 	s.Body = r.text(w.b.String())
 	s.BodyBytes = w.full
 	s.Truncated = w.truncated
-	s.Redacted = s.Redacted || w.redacted || s.Body != w.b.String()
+	s.BodyRedacted = w.redacted || s.Body != w.b.String()
+	s.Redacted = s.Redacted || s.BodyRedacted
 	if err := ex.Exception(); err != nil {
 		s.Failed = r.text(err.Error())
 	}
@@ -258,4 +257,25 @@ func (w *bodyWriter) str(s string) {
 	}
 	b, _ := json.Marshal(s)
 	w.raw(string(b))
+}
+
+// kindOf names a body's kind for people ("" for none).
+func kindOf(body any) string {
+	switch body.(type) {
+	case nil:
+		return ""
+	case map[string]any:
+		return "object"
+	case []any:
+		return "list"
+	case string:
+		return "text"
+	case []byte:
+		return "bytes"
+	case bool:
+		return "boolean"
+	case int, int64, float64:
+		return "number"
+	}
+	return fmt.Sprintf("%T", body)
 }
