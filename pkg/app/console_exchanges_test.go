@@ -64,12 +64,15 @@ func TestConsoleExchangesInBrowser(t *testing.T) {
 
 	as(viewerKey)
 	curl("Grace", "earlier-caller-secret")
-	// A request the quickstart refuses (not JSON) is a failed exchange.
-	resp, err := http.Post(greet, "text/plain", strings.NewReader("Ada"))
+	// A name that is not text fails the greet transform: a failed exchange.
+	resp, err := http.Post(greet, "application/json", strings.NewReader(`{"name":5}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	if resp.StatusCode == 200 {
+		t.Fatal("the quickstart greeted a number")
+	}
 	b.Visit(console + "/exchanges")
 	if err := b.Run(10*time.Second, chromedp.Poll[chromedp.Void](`document.getElementById("feed-state").textContent === "Live feed: on."`)); err != nil {
 		t.Fatalf("the live feed did not start: %v (%s)", err, b.Text("#feed-state"))
@@ -84,7 +87,7 @@ func TestConsoleExchangesInBrowser(t *testing.T) {
 	}
 	t.Logf("the exchange appeared in the feed %v after the curl answered", time.Since(sent).Round(time.Millisecond))
 	rows := b.Text("#exchange-rows")
-	if !strings.Contains(rows, "greet-http") || !strings.Contains(rows, "ok") {
+	if !strings.Contains(rows, "greet-http") || !strings.Contains(rows, "ok") || !strings.Contains(rows, "failed") {
 		t.Errorf("feed rows: %s", rows)
 	}
 	if os.Getenv("HELIX_CONSOLE_SCREENSHOTS") == "1" {
