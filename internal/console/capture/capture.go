@@ -139,6 +139,11 @@ type active struct {
 	nested bool
 }
 
+// skipped marks the context of an exchange that is not captured (and of a
+// workflow a captured one called): one shared value, so that skipping costs
+// the context's node and nothing else.
+var skipped = &active{nested: true}
+
 // replayKey carries a replay's request to the tracer.
 type replayKey struct{}
 
@@ -169,11 +174,11 @@ func (c *Capture) StartExchange(ctx context.Context, kind, id, trigger string, e
 		if a.nested {
 			return ctx, noop
 		}
-		return context.WithValue(ctx, ctxKey{}, &active{nested: true}), noop
+		return context.WithValue(ctx, ctxKey{}, skipped), noop
 	}
 	ticket, _ := ctx.Value(replayKey{}).(*ReplayTicket)
 	if ticket == nil && !c.sampled() {
-		return context.WithValue(ctx, ctxKey{}, &active{nested: true}), noop
+		return context.WithValue(ctx, ctxKey{}, skipped), noop
 	}
 	rec := &Exchange{
 		ID:         strconv.FormatUint(c.ids.Add(1), 10),
