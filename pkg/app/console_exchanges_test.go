@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/console/browsertest"
 	"github.com/arvenza/helix/pkg/app"
 )
@@ -178,5 +180,62 @@ func noPageErrors(t *testing.T, b *browsertest.Browser, page string) {
 		if !strings.Contains(e, "/favicon.ico") {
 			t.Errorf("%s: the browser reported: %s", page, e)
 		}
+	}
+}
+
+// An MCP tool call made with an API key is captured with the key's name as
+// its principal, and the principal filter finds it.
+func TestConsoleCapturesMCPCallerAsPrincipal(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.LoadBytes("helix.yaml", []byte(`
+helix:
+  console:
+    auth:
+      api_keys: [{ key: console-viewer-key-1, name: vera }]
+tools:
+  - id: echo
+    description: "Returns its text"
+    input:
+      text: { type: string, required: true }
+    output:
+      text: { type: string }
+    steps:
+      - transform:
+          starlang: |
+            {"text": payload["text"]}
+mcps:
+  - id: tools
+    addr: "127.0.0.1:0"
+    expose: [echo]
+    api_keys: [{ key: mcp-caller-key-1, name: alice }]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.Build(cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBuilt(t, a)
+	cs, err := sdkSession(t, serverURL(t, a, "tools")+"/mcp", http.Header{"Authorization": {"Bearer mcp-caller-key-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := call(t, cs, "echo", map[string]any{"text": "hi"}); isErr || !strings.Contains(text, "hi") {
+		t.Fatalf("echo: %q %v", text, isErr)
+	}
+	req, _ := http.NewRequest("GET", "http://"+a.ManagementAddr()+"/console/exchanges?principal=alice", nil)
+	req.Header.Set("Authorization", "Bearer console-viewer-key-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `<td>alice</td>`) || !strings.Contains(string(body), `<td>echo</td>`) {
+		t.Fatalf("%d\n%s", resp.StatusCode, body)
+	}
+	if strings.Contains(string(body), "mcp-caller-key-1") {
+		t.Error("the page shows the caller's key")
 	}
 }
