@@ -54,6 +54,9 @@ type consoleState struct {
 	starts  []func()
 	stops   []func()
 	started bool
+	// mux is the console's mux (its routes, for the cross-page tests).
+	mux   *console.Mux
+	pages []console.Page
 	// verifier validates OAuth tokens (nil without helix.console.auth.oauth).
 	verifier *security.TokenVerifier
 }
@@ -134,6 +137,7 @@ func (a *App) buildConsole(addr string) http.Handler {
 	a.console = st
 	mux := console.NewMux(console.Options{Base: management.ConsolePath, Auth: st.auth, Pages: pages,
 		AppName: a.hc.Name(), Logger: a.logger})
+	st.mux, st.pages = mux, pages
 	return st.auth.Wrap(mux.Handler())
 }
 

@@ -86,7 +86,14 @@ func (a *App) overviewRows() []overview.Row {
 			state = "not registered"
 		}
 		rows = append(rows, overview.Row{Kind: overview.KindConnector, ID: s, State: state,
-			Detail: fmt.Sprintf("used by %d workflows", schemes[s])})
+			Detail: fmt.Sprintf("used by %d %s", schemes[s], plural(schemes[s], "workflow", "workflows"))})
 	}
 	return rows
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

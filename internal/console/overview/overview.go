@@ -142,11 +142,11 @@ type View struct {
 	Rate                 string `json:"rate"`
 	Total                string `json:"total"`
 	Errors               string `json:"errors"`
-	RecentErrors         uint64 `json:"recent_errors"`
+	RecentErrors         string `json:"recent_errors"`
 	P50                  string `json:"p50"`
 	P99                  string `json:"p99"`
 	rate                 float64
-	total, recentCount   uint64
+	total                uint64
 	hasCount, hasLatency bool
 }
 
@@ -183,7 +183,7 @@ func (o *Overview) data(m *console.Mux, q url.Values) []Section {
 	byKind := map[Kind][]View{}
 	for _, r := range rows {
 		v := View{Kind: r.Kind, ID: r.ID, Key: string(r.Kind) + "/" + r.ID, State: r.State, Detail: r.Detail,
-			hasCount: r.HasCount, total: r.Count, Rate: "—", Total: "—", Errors: "—", P50: "—", P99: "—"}
+			hasCount: r.HasCount, total: r.Count, Rate: "—", Total: "—", Errors: "—", RecentErrors: "—", P50: "—", P99: "—"}
 		if r.Link != "" {
 			v.Link = m.URL(r.Link)
 		}
@@ -194,12 +194,12 @@ func (o *Overview) data(m *console.Mux, q url.Values) []Section {
 					secs := now.Sub(base.at).Seconds()
 					v.rate = float64(r.Count-was[0]) / secs
 					v.Rate = strconv.FormatFloat(v.rate, 'f', 1, 64)
-					v.RecentErrors = r.Errors - min(was[1], r.Errors)
-					v.recentCount = r.Count - was[0]
+					recent := r.Errors - min(was[1], r.Errors)
+					v.RecentErrors = strconv.FormatUint(recent, 10)
+					if recent > 0 {
+						v.State += ", failing"
+					}
 				}
-			}
-			if v.RecentErrors > 0 {
-				v.State += ", failing"
 			}
 		}
 		if o.latency != nil && r.Kind == KindWorkflow {
