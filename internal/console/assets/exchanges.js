@@ -8,7 +8,7 @@
   var state = document.getElementById("feed-state");
   var rows = document.getElementById("exchange-rows");
   var table = document.getElementById("exchanges");
-  if (!state || !rows || !table || !window.EventSource) {
+  if (!state || !rows || !table || !window.EventSource || !window.helix || !window.helix.sse) {
     return;
   }
   var feed = state.getAttribute("data-feed");
@@ -75,27 +75,18 @@
     }
   }
 
-  var es = new EventSource(feed);
-  es.addEventListener("ready", function () {
-    say(missed > 0 ? "Live feed: on (" + missed + " exchanges missed while the page fell behind)." : "Live feed: on.");
-  });
-  es.addEventListener("exchange", function (ev) {
-    try {
-      add(JSON.parse(ev.data));
-    } catch (e) {
-      say("Live feed: an event could not be read (" + e.message + ").");
+  // helix.sse (console.js) reconnects with backoff and keeps the frame's
+  // live indicator in words.
+  var feedHandle = window.helix.sse(feed, function (name, data) {
+    if (name === "ready") {
+      say(missed > 0 ? "Live feed: on (" + missed + " exchanges missed while the page fell behind; reload to see them)." : "Live feed: on.");
+    } else if (name === "exchange" && data && typeof data === "object") {
+      add(data);
+    } else if (name === "missed" && data && typeof data.count === "number") {
+      missed += data.count;
+      say("Live feed: on; " + missed + " exchanges were missed because the page fell behind (reload to see them).");
     }
   });
-  es.addEventListener("missed", function (ev) {
-    try {
-      missed += JSON.parse(ev.data).count;
-    } catch (e) {
-      return;
-    }
-    say("Live feed: on; " + missed + " exchanges were missed because the page fell behind (reload to see them).");
-  });
-  es.onerror = function () {
-    // EventSource reconnects by itself; say so rather than staying silent.
-    say(es.readyState === EventSource.CLOSED ? "Live feed: stopped (reload the page)." : "Live feed: reconnecting…");
-  };
+  feedHandle.on("ready").on("exchange").on("missed");
+  window.addEventListener("pagehide", function () { feedHandle.close(); });
 })();
