@@ -178,7 +178,6 @@ func TestConsoleExchangesInBrowser(t *testing.T) {
 	b.NoErrors("/exchanges on a phone")
 }
 
-
 // An MCP tool call made with an API key is captured with the key's name as
 // its principal, and the principal filter finds it.
 func TestConsoleCapturesMCPCallerAsPrincipal(t *testing.T) {
