@@ -355,3 +355,44 @@ func TestCaptureConcurrentReadersAndWriters(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// Bodies a capture cannot show whole — nested deeper than it walks, holding a
+// value with no JSON form, or a struct with secret fields — are captured
+// without a panic, marked, and still keep no secret.
+func TestCaptureOddBodies(t *testing.T) {
+	t.Parallel()
+	c := capture.New(capture.Options{PerSecond: -1})
+	hc := engineWith(t, c, &engine.Workflow{ID: "w", Processors: []engine.Processor{setName("x")}})
+	deep := map[string]any{"leaf": 1}
+	for range 10000 {
+		deep = map[string]any{"d": deep}
+	}
+	self := map[string]any{}
+	self["self"] = self
+	type login struct {
+		User     string `json:"user"`
+		Password string `json:"password"`
+	}
+	for _, body := range []any{deep, self, map[string]any{"ch": make(chan int)}, login{"ada", "struct-pw"}, []any{1.5, true, nil, int64(7)}} {
+		if err := hc.Run(context.Background(), "w", exchange.NewWithBody(exchange.InOut, body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _ := c.List(capture.Filter{}, 10)
+	if len(list) != 5 {
+		t.Fatalf("kept %d", len(list))
+	}
+	plain, strct, ch, cyc, dp := list[0].Input, list[1].Input, list[2].Input, list[3].Input, list[4].Input
+	if plain.Body != `[1.5,true,null,7]` || plain.BodyType != "list" {
+		t.Errorf("list body %q (%s)", plain.Body, plain.BodyType)
+	}
+	if strings.Contains(strct.Body, "struct-pw") || !strings.Contains(strct.Body, `"user":"ada"`) || !strct.BodyRedacted {
+		t.Errorf("struct body %q", strct.Body)
+	}
+	if !strings.Contains(ch.Body, "not JSON") {
+		t.Errorf("channel body %q", ch.Body)
+	}
+	if !cyc.Truncated || !dp.Truncated || len(dp.Body) > capture.DefaultBodyLimit {
+		t.Errorf("cyclic truncated %v, deep truncated %v (%d bytes)", cyc.Truncated, dp.Truncated, len(dp.Body))
+	}
+}
