@@ -136,7 +136,11 @@ func (m *Mux) guard(h Handler, need Role) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("X-Frame-Options", "DENY")
-		w.Header().Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: under no-referrer a browser sends
+		// "Origin: null" with a form's POST, which the same-origin check of
+		// actions must refuse; same-origin still keeps console URLs from
+		// other sites.
+		w.Header().Set("Referrer-Policy", "same-origin")
 		if m.auth == nil {
 			http.Error(w, "console: no authentication configured", http.StatusInternalServerError)
 			return

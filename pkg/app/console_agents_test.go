@@ -66,28 +66,9 @@ func consoleLink(t *testing.T, b *browsertest.Browser, a *app.App) string {
 		t.Fatal(err)
 	}
 	base := u.Scheme + "://" + u.Host + strings.TrimSuffix(u.Path, "/")
-	b.Visit(base + "/agents?" + u.RawQuery)
-	// A fresh browser asks for /favicon.ico, which the console (core's frame)
-	// may not serve; any other error fails.
-	for _, e := range b.WaitErrors(1) {
-		if !strings.Contains(e, "favicon.ico") {
-			t.Errorf("signing in: the browser reported %s", e)
-		}
-	}
+	b.Visit(link) // the printed link signs the browser in (a cookie) and lands on the overview
+	b.NoErrors("signing in")
 	return base
-}
-
-// pngShot writes a PNG screenshot of the whole page (quality 100 is PNG for
-// chromedp; below it, JPEG).
-func pngShot(t *testing.T, b *browsertest.Browser, path string) {
-	t.Helper()
-	png, err := browsertest.Get(b, 20*time.Second, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // An agent run against a fake model shows on the Agents page and as a
@@ -140,7 +121,7 @@ func TestConsoleAgentsAndTracesPages(t *testing.T) {
 	}
 	b.NoErrors("/agents")
 	if shots {
-		pngShot(t, b, filepath.Join("..", "..", "docs", "console", "agents.png"))
+		b.Screenshot(filepath.Join("..", "..", "docs", "console", "agents.png"))
 	}
 
 	// The transcript (Text waits for the new page's element): the tool call with its arguments and result, tokens.
@@ -176,7 +157,7 @@ func TestConsoleAgentsAndTracesPages(t *testing.T) {
 	if shots {
 		// Open the first step for the screenshot, as a user would.
 		_ = b.Run(5*time.Second, chromedp.Click(chromedp.CSS(`#waterfall li:nth-child(2) summary`)))
-		pngShot(t, b, filepath.Join("..", "..", "docs", "console", "traces.png"))
+		b.Screenshot(filepath.Join("..", "..", "docs", "console", "traces.png"))
 	}
 	if strings.Contains(b.HTML(), "sk-console-agents-secret-5d1e") {
 		t.Error("the API key shows in a page")

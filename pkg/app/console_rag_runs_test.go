@@ -122,7 +122,7 @@ workflows:
 	}
 	b.NoErrors("/rag/docs")
 	if shots {
-		pngShot(t, b, "rag.png")
+		b.Screenshot(filepath.Join("..", "..", "docs", "console", "rag.png"))
 	}
 	b.Visit(viewer.URL + "/console/rag/plain?q=invoices")
 	if html := b.HTML(); !strings.Contains(html, `id="arm-keyword"`) || strings.Contains(html, `id="arm-vector"`) || !strings.Contains(html, "billing.md") {
@@ -155,7 +155,7 @@ workflows:
 		t.Errorf("state %q", got)
 	}
 	if shots {
-		pngShot(t, b, "runs.png")
+		b.Screenshot(filepath.Join("..", "..", "docs", "console", "runs.png"))
 	}
 	if err := b.Run(20*time.Second, chromedp.Click(chromedp.CSS("#run-approve")), chromedp.WaitVisible(chromedp.CSS("#run-done"))); err != nil {
 		t.Fatalf("approve from the page: %v\n%s", err, b.HTML())
@@ -223,18 +223,5 @@ workflows:
 			t.Errorf("%s at 390 px: wider than the screen (%v)", page, err)
 		}
 		b.NoErrors(page + " at 390 px")
-	}
-}
-
-// pngShot writes the page as a PNG into docs/console (quality 100 is PNG in
-// chromedp; below it the picture is a JPEG).
-func pngShot(t *testing.T, b *browsertest.Browser, name string) {
-	t.Helper()
-	png, err := browsertest.Get(b, 20*time.Second, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join("..", "..", "docs", "console", name), png, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

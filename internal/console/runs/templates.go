@@ -52,12 +52,7 @@ callback without holding anything in memory. Make a workflow durable with <code>
 {{- end}}
 `)
 
-// The frame's Referrer-Policy (no-referrer) makes a browser send "Origin:
-// null" with a form's POST, which the console's same-origin check refuses:
-// same-origin keeps the referrer inside the console and lets the actions
-// through.
 var showTmpl = console.PageTemplate("runs-show", `
-<meta name="referrer" content="same-origin">
 <style>
 .runs-actions { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 8px 0; }
 .runs-actions form { display: inline-flex; flex-wrap: wrap; gap: 6px; align-items: center; }
