@@ -47,6 +47,7 @@ type ToolInfo struct {
 	Description  string
 	InputSchema  json.RawMessage // as advertised, including x-helix-output-schema
 	OutputSchema json.RawMessage // nil when the workflow declares none
+	Annotations  *tool.Annotations
 }
 
 // serverTool is one catalogue tool as a server serves it (overrides applied).
@@ -106,7 +107,7 @@ func buildTools(cat *tool.Catalogue, opts *Options) ([]*serverTool, error) {
 // output schema mirrored under OutputSchemaKey.
 func newServerTool(t *tool.Tool) (*serverTool, error) {
 	st := &serverTool{t: t, info: ToolInfo{Name: t.Name, WorkflowID: t.ID, Kind: t.Kind, Description: t.Description,
-		InputSchema: t.Input(), OutputSchema: t.OutputSchema}}
+		InputSchema: t.Input(), OutputSchema: t.OutputSchema, Annotations: t.Annotations}}
 	// Checked here, with the workflow named: the go-sdk panics on a tool whose
 	// x-mcp-header annotations are invalid.
 	params, err := transport.ParamHeaders(t.Input())
