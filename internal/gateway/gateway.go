@@ -188,7 +188,9 @@ func (g *Gateway) open() error {
 		if err != nil {
 			return fmt.Errorf("upstream %s: %w", up.cfg.ID, err)
 		}
+		up.mu.Lock() // Upstreams (console.go) reads it from another goroutine
 		up.pool = pool
+		up.mu.Unlock()
 	}
 	return nil
 }
