@@ -1,6 +1,10 @@
 package gateway
 
-import "sort"
+import (
+	"sort"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // UpstreamView is what the console's MCP page shows of one upstream besides
 // Status: its configuration, its pool (for health) and the tools it
@@ -19,8 +23,13 @@ type UpstreamView struct {
 	Tools []ServedName
 }
 
-// ServedName pairs a served (prefixed) name with the upstream's own.
-type ServedName struct{ Served, Own string }
+// ServedName pairs a served (prefixed) name with the upstream's own, and the
+// tool as served (description, schemas, annotations; nil when unknown). The
+// tool is shared: read it, never change it.
+type ServedName struct {
+	Served, Own string
+	Tool        *sdk.Tool
+}
 
 // Upstreams returns a view of each upstream, in configuration order. It copies
 // under each upstream's lock and calls nothing upstream.
@@ -30,7 +39,7 @@ func (g *Gateway) Upstreams() []UpstreamView {
 		up.mu.Lock()
 		v := UpstreamView{ID: up.cfg.ID, Prefix: up.prefix, Sessions: up.sessions, Pool: up.pool}
 		for served, own := range up.tools {
-			v.Tools = append(v.Tools, ServedName{Served: served, Own: own})
+			v.Tools = append(v.Tools, ServedName{Served: served, Own: own, Tool: up.defs[served]})
 		}
 		up.mu.Unlock()
 		sort.Slice(v.Tools, func(i, j int) bool { return v.Tools[i].Served < v.Tools[j].Served })

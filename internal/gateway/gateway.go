@@ -99,7 +99,8 @@ type upstream struct {
 	timeout  time.Duration
 
 	mu         sync.Mutex
-	tools      map[string]string // served name → the upstream's name
+	tools      map[string]string    // served name → the upstream's name
+	defs       map[string]*sdk.Tool // served name → the tool as served (console.go)
 	prompts    map[string]string
 	resources  map[string]bool // URIs served
 	templates  map[string]bool

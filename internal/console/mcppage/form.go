@@ -75,7 +75,7 @@ func FormFor(schema []byte) Form {
 	}
 	var root map[string]any
 	if err := json.Unmarshal(schema, &root); err != nil {
-		return Form{Raw: true, Reason: "the input schema is not a JSON object"}
+		return Form{Raw: true, Reason: "the input schema could not be read as a JSON object (" + truncate(err.Error(), 200) + ")"}
 	}
 	props, _ := root["properties"].(map[string]any)
 	if t, _ := root["type"].(string); t != "" && t != "object" {
