@@ -61,6 +61,8 @@ func (p *page) mount(m *console.Mux) {
 	m.Post("/mcp/{server}/tools/{tool}", p.call)
 }
 
+func (p *page) css() string { return p.m.URL("/assets/mcp.css") }
+
 // link is a console URL of a path under the page.
 func (p *page) link(parts ...string) string {
 	var b strings.Builder
@@ -95,7 +97,7 @@ func (p *page) list(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, serverRow{Server: s, Link: p.link(s.ID), Sessions: open})
 	}
 	p.m.Render(w, r, console.View{Title: "MCP", Active: "/mcp", Body: listTmpl,
-		Data: map[string]any{"Servers": rows, "Total": len(all)}})
+		Data: map[string]any{"Servers": rows, "Total": len(all), "CSS": p.css()}})
 }
 
 func (p *page) find(id string) (Server, bool) {
@@ -153,7 +155,7 @@ func (p *page) server(w http.ResponseWriter, r *http.Request) {
 	}
 	p.m.Render(w, r, console.View{Title: "MCP server " + s.ID, Active: "/mcp", Body: serverTmpl, Data: map[string]any{
 		"S": s, "Tools": tools, "From": from + 1, "To": to, "Prev": prev, "Next": next,
-		"Sessions": sessions, "Open": open, "Back": p.m.URL("/mcp"), "ToolLinks": upTools, "Now": time.Now(),
+		"Sessions": sessions, "Open": open, "Back": p.m.URL("/mcp"), "ToolLinks": upTools, "CSS": p.css(),
 	}})
 }
 
@@ -178,6 +180,7 @@ type toolView struct {
 	Outcome   *Outcome
 	Called    bool
 	Script    string
+	CSS       string
 }
 
 func (p *page) toolPage(w http.ResponseWriter, r *http.Request) (toolView, bool) {
@@ -199,7 +202,7 @@ func (p *page) toolPage(w http.ResponseWriter, r *http.Request) (toolView, bool)
 		return toolView{}, false
 	}
 	who, _ := console.PrincipalFrom(r.Context())
-	v := toolView{S: s, T: *t, Back: p.link(s.ID), ServerURL: p.m.URL("/mcp"), Action: p.link(s.ID, "tools", t.Name), Script: p.m.URL("/assets/mcp.js"),
+	v := toolView{S: s, T: *t, Back: p.link(s.ID), ServerURL: p.m.URL("/mcp"), Action: p.link(s.ID, "tools", t.Name), Script: p.m.URL("/assets/mcp.js"), CSS: p.css(),
 		Input: schemaText(t.Input), Output: schemaText(t.Output), Form: FormFor(t.Input), OutProps: FormFor(t.Output).Fields,
 		Operator: who.Role == console.RoleOperator, Values: map[string]string{}}
 	for _, f := range v.Form.Fields {
