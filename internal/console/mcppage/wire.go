@@ -110,11 +110,22 @@ func (c *caller) run(ctx context.Context, tool string, args map[string]any) Outc
 	}
 	var ir struct {
 		ProtocolVersion string `json:"protocolVersion"`
+		Capabilities    struct {
+			Logging json.RawMessage `json:"logging"`
+		} `json:"capabilities"`
 	}
 	_ = json.Unmarshal(res, &ir)
 	c.protocol = ir.ProtocolVersion
 	if _, out := c.post(ctx, map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}, nil); out.Status != "" {
 		return out
+	}
+	if ir.Capabilities.Logging != nil {
+		// Servers send log messages only to a client that asked for them.
+		lvID := c.id()
+		if res, out := c.post(ctx, map[string]any{"jsonrpc": "2.0", "id": lvID, "method": "logging/setLevel",
+			"params": map[string]any{"level": "debug"}}, lvID); res == nil && strings.HasPrefix(out.Status, "HTTP ") {
+			return out
+		}
 	}
 	callID := c.id()
 	call := map[string]any{"jsonrpc": "2.0", "id": callID, "method": "tools/call", "params": map[string]any{
