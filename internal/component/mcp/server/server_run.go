@@ -63,7 +63,7 @@ type mcpServer struct {
 	aud    *audiences     // nil without Audiences
 	posts  postContexts
 	// table is the session table of the running HTTP handler (console.go).
-	table *transport.SessionTable
+	table  *transport.SessionTable
 	inputs *inputRequests // made by the first build (inputRequests)
 	// answered remembers keyed calls across builds (idempotency.go).
 	answeredOnce sync.Once

@@ -108,7 +108,6 @@ type sessionSlot struct {
 	expire bool // the table closes the session after t.idle without activity
 	opened time.Time
 
-
 	// guarded by t.mu
 	id     string
 	active int    // requests (or calls) in flight
