@@ -30,7 +30,7 @@ test:
 	scripts/timed-step.sh allocs $(MAKE) --no-print-directory allocs; \
 	helix_bin=$$(mktemp -d); trap 'scripts/postgres.sh stop; rm -rf "$$helix_bin"' EXIT; \
 	scripts/timed-step.sh helix-race-build $(GO) build -race -o "$$helix_bin/helix" ./cmd/helix; \
-	HELIX_TEST_HELIX_BINARY="$$helix_bin/helix" HELIX_REQUIRE_TOOLS=1 \
+	HELIX_TEST_HELIX_BINARY="$$helix_bin/helix" HELIX_REQUIRE_TOOLS=1 HELIX_REQUIRE_BROWSER=1 \
 		scripts/race-test.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # Starts the test PostgreSQL for a shell: eval "$$(make -s postgres-start)"; stop it with

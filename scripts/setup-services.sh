@@ -21,7 +21,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 # curl is the browser of the OAuth tests: `helix mcp login` opens the authorization URL
 # with $BROWSER, and curl follows the test authorization server's redirect to the loopback
 # listener (scripts/conformance-client.sh, internal/cli's login tests).
-APT_PACKAGES=(postgresql-15 postgresql-client-15 haproxy redis-server curl)
+# chromium is the browser of the web console's tests (internal/console/browsertest drives it
+# headless through chromedp): every page is loaded in it, at desktop and phone widths, and must
+# report no error. make test sets HELIX_REQUIRE_BROWSER=1, so a missing chromium fails the run.
+APT_PACKAGES=(postgresql-15 postgresql-client-15 haproxy redis-server curl chromium)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

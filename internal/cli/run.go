@@ -61,6 +61,7 @@ func runFiles(cmd *cobra.Command, files []string) error {
 	setHeapFloor(os.Getenv) // now that start-up is over: see heapfloor.go
 	tools, servers := servedTools(a)
 	r.logger.Info("helix started", "files", files, "workflows", len(a.Config().Workflows), "tools", tools, "mcp_servers", servers)
+	printConsoleURL(cmd, a)
 
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	loopDone := make(chan struct{})
@@ -133,4 +134,13 @@ func raiseFileLimit(log *slog.Logger) {
 	b := netguard.Budget()
 	log.Debug("file descriptors", "limit", b.Limit, "listeners_share", b.Listeners,
 		"reserve", b.Reserve, "max_connections_default", b.PerListen)
+}
+
+// printConsoleURL prints the web console's sign-in link on stderr, outside the
+// log (which masks URL query values, the link's token among them) so that a
+// user sees it at any log level.
+func printConsoleURL(cmd *cobra.Command, a *app.App) {
+	if u := a.ConsoleURL(); u != "" {
+		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "console: %s\n", u)
+	}
 }

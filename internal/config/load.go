@@ -380,6 +380,7 @@ func (c *Config) decodeHelix(d *Decoder, n *yaml.Node, path string) {
 				"required": func(v *yaml.Node, p string) { m.Required = d.Bool(v, p) },
 			}))
 		},
+		"console": func(v *yaml.Node, p string) { decodeConsole(d, v, p, &h.Console) }, // console_decode.go
 		"mcp": func(v *yaml.Node, p string) {
 			d.Mapping(v, p, "helix.mcp", Fields{
 				"replay_budget": func(v *yaml.Node, p string) { h.MCP.ReplayBudget = d.ByteSize(v, p) },

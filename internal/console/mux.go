@@ -52,7 +52,19 @@ type Mux struct {
 	pages []Page
 	name  string
 	log   *slog.Logger
+	// routes are the registered routes, for the cross-page tests.
+	routes []Route
 }
+
+// Route is one registered route: its method and full pattern
+// ("GET /console/workflows/{id}").
+type Route struct {
+	Method, Pattern string
+}
+
+// Routes returns every route the pages registered, in order (the assets and
+// the sign-in routes are not among them).
+func (m *Mux) Routes() []Route { return append([]Route(nil), m.routes...) }
 
 // NewMux returns the mux of o with every page mounted; Handler serves it.
 func NewMux(o Options) *Mux {
@@ -114,6 +126,7 @@ func (m *Mux) handle(method, pattern string, h Handler, need Role) {
 		full = m.base + "/{$}"
 	}
 	m.mux.Handle(method+" "+full, m.guard(h, need))
+	m.routes = append(m.routes, Route{Method: method, Pattern: m.base + pattern})
 }
 
 // guard is authentication, the role check, the same-origin check of actions
@@ -146,6 +159,9 @@ func (m *Mux) guard(h Handler, need Role) http.Handler {
 }
 
 func (m *Mux) unauthorized(w http.ResponseWriter, r *http.Request, err error) {
+	if m.refuse(w, r, err) { // signin.go: 429, or a browser's sign-in page
+		return
+	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="helix-console"`)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)

@@ -51,3 +51,8 @@ func (t tee) StartStep(ctx context.Context, name string, index int, ex *exchange
 		}
 	}
 }
+
+// Primary is the first tracer of the tee (the application's OpenTelemetry
+// tracer when tracing is on): code that needs that tracer's own type (the MCP
+// server's spans) finds it behind the tee.
+func (t tee) Primary() engine.Tracer { return t[0] }

@@ -62,7 +62,14 @@ type Options struct {
 	// they are served without the loopback host check, so that a reverse proxy
 	// may forward them under the public host name.
 	Routes map[string]http.Handler
+	// Console is the web console (internal/console), served under /console
+	// behind the same loopback host check as the other endpoints; nil serves
+	// none. It authenticates its own requests.
+	Console http.Handler
 }
+
+// ConsolePath is where Options.Console is served.
+const ConsolePath = "/console"
 
 // Server is the management HTTP server. Start and Stop are called once each
 // by the application's lifecycle; Addr is safe for concurrent use.
@@ -204,6 +211,10 @@ func (s *Server) handler(checkHost bool) http.Handler {
 	runs := runsHandler{runs: s.opts.Runs}
 	mux.HandleFunc("GET "+RunsPath, runs.list)
 	mux.HandleFunc("GET "+RunsPath+"/{id}", runs.show)
+	if s.opts.Console != nil {
+		mux.Handle(ConsolePath+"/", s.opts.Console)
+		mux.Handle("GET "+ConsolePath, http.RedirectHandler(ConsolePath+"/", http.StatusMovedPermanently))
+	}
 	if !checkHost {
 		for p, h := range s.opts.Routes {
 			mux.Handle(p, h)

@@ -117,6 +117,8 @@ type App struct {
 	durableOps *durableOps
 	// waits resolves the waits of approve:, await:, sleep: … (waits.go).
 	waits waitsState
+	// console is the web console (console.go); nil when it is off.
+	console *consoleState
 }
 
 // Build creates the engine context for cfg: components, workflows (trigger, steps,
@@ -216,8 +218,9 @@ func Build(cfg *config.Config, opts Options) (*App, error) {
 	a.buildCluster()    // cluster.go: singleton triggers wait for leadership
 	a.buildDurableOps() // durable_ops.go: before the management server registers its metrics
 	a.buildManagement()
-	a.lintWorkflows()     // warnings, validate.go
-	a.warnOpenListeners() // warnings, security.go
+	a.consoleWithoutManagement() // console.go
+	a.lintWorkflows()            // warnings, validate.go
+	a.warnOpenListeners()        // warnings, security.go
 	if len(a.errs) > 0 {
 		return nil, a.errs.Sorted()
 	}
@@ -335,6 +338,7 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.startCluster() // cluster.go
+	a.startConsole() // console.go
 	a.state.Store(stateRunning)
 	return nil
 }
@@ -374,6 +378,7 @@ func (a *App) Stop(ctx context.Context) error {
 	err = errors.Join(err, a.stopWaits(ctx)) // waits.go: after the drain, in which links still work
 	stopDurable()
 	a.stopCluster() // after every trigger stopped: releases the leader lock
+	a.stopConsole() // console.go
 	if mErr := a.stopManagement(ctx); mErr != nil {
 		err = errors.Join(err, mErr)
 	}

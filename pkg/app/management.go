@@ -63,8 +63,9 @@ func (a *App) buildManagement() {
 		Metrics:  a.metricsSnapshot,
 		Logger:   a.logger,
 		Limits:   listenerLimits(m.Listener),
-		Runs:     a.durableRuns,  // durable_ops.go
-		Routes:   a.waitRoutes(), // waits.go
+		Runs:     a.durableRuns,        // durable_ops.go
+		Routes:   a.waitRoutes(),       // waits.go
+		Console:  a.buildConsole(addr), // console.go
 	})
 	for _, c := range append(append(replayBudgetCollectors(), a.durableCollectors()...), auditMetrics.Collectors()...) {
 		if err := a.mgmt.Register(c); err != nil {

@@ -413,7 +413,10 @@ agents:
 func TestTracingOffSendsNoTraceparent(t *testing.T) {
 	t.Parallel()
 	httpURL, _, httpSeen, _ := downstreams(t)
+	// The console (on by default on loopback) adds tracers of its own.
 	a, err := buildYAML(t, fmt.Sprintf(`
+helix:
+  console: {enabled: false}
 workflows:
   - id: plain
     trigger: direct://plain

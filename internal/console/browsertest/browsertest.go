@@ -160,10 +160,11 @@ func (b *Browser) HTML() string {
 	return s
 }
 
-// Screenshot writes a PNG of the whole page to path.
+// Screenshot writes a PNG of the whole page to path (quality 100 is what
+// makes chromedp take a PNG; anything less is a JPEG).
 func (b *Browser) Screenshot(path string) {
 	b.t.Helper()
-	png, err := Get(b, 20*time.Second, chromedp.FullScreenshot(90))
+	png, err := Get(b, 20*time.Second, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("screenshot: %v", err)
 	}

@@ -89,6 +89,10 @@ func tracerOf(hc *engine.Context) *tracing.Tracer {
 	if hc == nil {
 		return nil
 	}
-	tr, _ := hc.Tracer().(*tracing.Tracer)
+	t := hc.Tracer()
+	if tee, ok := t.(interface{ Primary() engine.Tracer }); ok {
+		t = tee.Primary() // the web console's tee of tracers (internal/console)
+	}
+	tr, _ := t.(*tracing.Tracer)
 	return tr
 }
