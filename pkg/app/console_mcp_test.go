@@ -14,10 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/arvenza/helix/internal/console"
 	"github.com/arvenza/helix/internal/console/browsertest"
 	"github.com/arvenza/helix/internal/testtools"
-	"github.com/arvenza/helix/pkg/app"
 )
 
 // consoleMCPExtra is the second file of the console test: a server with
@@ -76,10 +74,14 @@ func TestConsoleMCPPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := startApp(t, "../../examples/quickstart.yaml", extra)
-	srv := consoleServer(t, a)
+	link := a.ConsoleURL()
+	if link == "" {
+		t.Fatal("the quickstart serves no console")
+	}
+	base := link[:strings.Index(link, "/console/")] + "/console"
 	b := browsertest.New(t, 1280, 800)
-
-	b.Visit(srv.URL + "/console/mcp")
+	b.Visit(link) // the one-time link signs the browser in (as the local operator)
+	b.Visit(base + "/mcp")
 	list := b.Text("main")
 	for _, want := range []string{"quickstart", "secure", "gw", "API keys (1)", "1 upstream"} {
 		if !strings.Contains(list, want) {
@@ -88,13 +90,13 @@ func TestConsoleMCPPageInBrowser(t *testing.T) {
 	}
 	b.NoErrors("/mcp")
 
-	b.Visit(srv.URL + "/console/mcp/quickstart")
+	b.Visit(base + "/mcp/quickstart")
 	if s := b.Text("table.mcp-tools"); !strings.Contains(s, "greet") || !strings.Contains(s, "Greet a person by name") {
 		t.Errorf("quickstart's tools: %s", s)
 	}
 	b.NoErrors("/mcp/quickstart")
 
-	b.Visit(srv.URL + "/console/mcp/quickstart/tools/greet")
+	b.Visit(base + "/mcp/quickstart/tools/greet")
 	if s := b.Text("table.schema"); !strings.Contains(s, "name") || !strings.Contains(s, "Who to greet") || !strings.Contains(s, "World") {
 		t.Errorf("greet's schema: %s", s)
 	}
@@ -130,12 +132,12 @@ func TestConsoleMCPPageInBrowser(t *testing.T) {
 	shot(t, b, "mcp.png")
 
 	// api_keys: refused without the key, the 401 shown; accepted with it.
-	b.Visit(srv.URL + "/console/mcp/secure/tools/greet")
+	b.Visit(base + "/mcp/secure/tools/greet")
 	outcome, wire = call("")
 	if !strings.Contains(outcome, "HTTP 401") || !strings.Contains(wire, "401") {
 		t.Errorf("without the key: outcome %q\n%s", outcome, wire)
 	}
-	b.Visit(srv.URL + "/console/mcp/secure/tools/greet")
+	b.Visit(base + "/mcp/secure/tools/greet")
 	outcome, wire = call(key)
 	if !strings.Contains(outcome, "Status: ok") || !strings.Contains(wire, "Hello, Ada!") ||
 		!strings.Contains(wire, "Authorization: Bearer (the credential you entered, not shown)") {
@@ -149,7 +151,7 @@ func TestConsoleMCPPageInBrowser(t *testing.T) {
 	// The gateway: its upstream healthy, the tools it contributes, the
 	// audience, the policy as written with file:line, the audit sink.
 	testtools.Eventually(t, "the upstream healthy on the page", func() bool {
-		b.Visit(srv.URL + "/console/mcp/gw")
+		b.Visit(base + "/mcp/gw")
 		s, err := browsertest.Get(b, 5*time.Second, chromedp.TextContent(chromedp.CSS("#upstream-up h4")))
 		return err == nil && strings.Contains(s, "healthy") && !strings.Contains(s, "unhealthy")
 	})
@@ -161,7 +163,7 @@ func TestConsoleMCPPageInBrowser(t *testing.T) {
 		}
 	}
 	b.NoErrors("/mcp/gw")
-	b.Visit(srv.URL + "/console/mcp/gw/tools/up.echo")
+	b.Visit(base + "/mcp/gw/tools/up.echo")
 	if s := b.Text("table.schema"); !strings.Contains(s, "text") || !strings.Contains(s, "what to echo") {
 		t.Errorf("up.echo's schema: %s", s)
 	}
@@ -171,8 +173,8 @@ func TestConsoleMCPPageInBrowser(t *testing.T) {
 	if err := b.Run(10*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"/console/mcp", "/console/mcp/quickstart", "/console/mcp/quickstart/tools/greet", "/console/mcp/gw"} {
-		b.Visit(srv.URL + p)
+	for _, p := range []string{"/mcp", "/mcp/quickstart", "/mcp/quickstart/tools/greet", "/mcp/gw"} {
+		b.Visit(base + p)
 		b.NoErrors(p + " at 390 px")
 		w, err := browsertest.Get(b, 5*time.Second, chromedp.Evaluate[int]("document.documentElement.scrollWidth"))
 		if err != nil || w > 390 {
@@ -180,29 +182,6 @@ func TestConsoleMCPPageInBrowser(t *testing.T) {
 			t.Errorf("%s at 390 px is %d px wide (%v); wider than the screen:\n%s", p, w, err, wide)
 		}
 	}
-}
-
-// consoleServer serves the MCP page of a on a test console whose users are
-// operators (a "role=viewer" cookie makes a viewer).
-func consoleServer(t *testing.T, a *app.App) *httptest.Server {
-	t.Helper()
-	m := console.NewMux(console.Options{Pages: []console.Page{*app.ConsoleMCPPage(a)},
-		Auth: console.AuthenticatorFunc(func(r *http.Request) (console.Principal, error) {
-			if c, err := r.Cookie("role"); err == nil && c.Value == "viewer" {
-				return console.Principal{Name: "viewer", Role: console.RoleViewer}, nil
-			}
-			return console.Principal{Name: "test", Role: console.RoleOperator}, nil
-		})})
-	h := m.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/favicon.ico" { // the browser asks; the console is not at the root
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // shot writes docs/console/<name> when HELIX_CONSOLE_SCREENSHOTS=1.
