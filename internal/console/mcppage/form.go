@@ -81,6 +81,10 @@ func FormFor(schema []byte) Form {
 	if t, _ := root["type"].(string); t != "" && t != "object" {
 		return Form{Raw: true, Reason: fmt.Sprintf("the input schema's type is %q, not object", t)}
 	}
+	if len(props) == 0 {
+		// {"type": "object"} often means "any object": let the user write one.
+		return Form{Raw: true, Reason: "the input schema lists no properties"}
+	}
 	required := map[string]bool{}
 	if req, ok := root["required"].([]any); ok {
 		for _, r := range req {

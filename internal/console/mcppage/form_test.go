@@ -135,6 +135,7 @@ func TestFormForHostileSchemas(t *testing.T) {
 		`{not json`:         "could not be read as a JSON object",
 		`{"type":"string"}`: `type is "string"`,
 		``:                  "no input schema",
+		`{"type":"object"}`: "lists no properties",
 	} {
 		f := FormFor([]byte(schema))
 		if !f.Raw || !strings.Contains(f.Reason, why) {
