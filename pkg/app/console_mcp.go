@@ -79,7 +79,7 @@ func (s mcpSource) Servers() []mcppage.Server {
 			c := calls[key{in.ID, t.Name}]
 			srv.Tools = append(srv.Tools, mcppage.Tool{Name: t.Name, Workflow: t.WorkflowID, Kind: string(t.Kind),
 				Description: t.Description, Input: t.InputSchema, Output: t.OutputSchema,
-				Annotations: annotationWords(t.Annotations), Calls: c.Calls, Errors: c.Errors})
+				Annotations: s.annotations(t.WorkflowID), Calls: c.Calls, Errors: c.Errors})
 		}
 		if sec := a.securityByID[in.ID]; sec != nil {
 			for _, r := range sec.cfg.Rejections.Snapshot() {
@@ -103,6 +103,18 @@ func (s mcpSource) Servers() []mcppage.Server {
 		out = append(out, srv)
 	}
 	return out
+}
+
+// annotations are the hints of the catalogue's tool id, as words.
+func (s mcpSource) annotations(id string) []string {
+	if s.a.catalogue == nil {
+		return nil
+	}
+	t, ok := s.a.catalogue.Tool(id)
+	if !ok {
+		return nil
+	}
+	return annotationWords(t.Annotations)
 }
 
 // loopbackOf is addr as the console reaches it: a listener on every address

@@ -47,7 +47,6 @@ type ToolInfo struct {
 	Description  string
 	InputSchema  json.RawMessage // as advertised, including x-helix-output-schema
 	OutputSchema json.RawMessage // nil when the workflow declares none
-	Annotations  *tool.Annotations
 }
 
 // serverTool is one catalogue tool as a server serves it (overrides applied).
@@ -107,7 +106,7 @@ func buildTools(cat *tool.Catalogue, opts *Options) ([]*serverTool, error) {
 // output schema mirrored under OutputSchemaKey.
 func newServerTool(t *tool.Tool) (*serverTool, error) {
 	st := &serverTool{t: t, info: ToolInfo{Name: t.Name, WorkflowID: t.ID, Kind: t.Kind, Description: t.Description,
-		InputSchema: t.Input(), OutputSchema: t.OutputSchema, Annotations: t.Annotations}}
+		InputSchema: t.Input(), OutputSchema: t.OutputSchema}}
 	// Checked here, with the workflow named: the go-sdk panics on a tool whose
 	// x-mcp-header annotations are invalid.
 	params, err := transport.ParamHeaders(t.Input())
