@@ -209,7 +209,7 @@ func TestTryItRefusesBadInputAndBoundsAnswers(t *testing.T) {
 	if code != 409 || !strings.Contains(body, "needs an HTTP server") {
 		t.Errorf("stdio: %d\n%s", code, body)
 	}
-	code, body = do(t, "POST", srv.URL+"/console/mcp/http1/tools/greet", url.Values{"arg.name": {strings.Repeat("x", 3<<20)}})
+	code, _ = do(t, "POST", srv.URL+"/console/mcp/http1/tools/greet", url.Values{"arg.name": {strings.Repeat("x", 3<<20)}})
 	if code != 400 {
 		t.Errorf("a 3 MiB form: %d", code)
 	}
