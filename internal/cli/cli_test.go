@@ -101,6 +101,8 @@ func TestRunQuickstart(t *testing.T) {
 	port := testtools.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	t.Setenv("QUICKSTART_PORT", fmt.Sprint(port))
+	// Its MCP server too, so that the test never needs port 8090 free.
+	t.Setenv("QUICKSTART_MCP_PORT", fmt.Sprint(testtools.FreePort(t)))
 	file := "../../examples/quickstart.yaml"
 
 	ctx, cancel := context.WithCancel(context.Background())

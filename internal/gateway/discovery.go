@@ -182,6 +182,7 @@ func (g *Gateway) serveTools(up *upstream, list []*sdk.Tool) error {
 		if _, ok := want[name]; !ok {
 			gone = append(gone, name)
 			delete(up.tools, name)
+			delete(up.defs, name)
 		}
 	}
 	up.mu.Unlock()
@@ -205,6 +206,10 @@ func (g *Gateway) serveTools(up *upstream, list []*sdk.Tool) error {
 		}
 		up.mu.Lock()
 		up.tools[name] = upstreamName
+		if up.defs == nil {
+			up.defs = map[string]*sdk.Tool{}
+		}
+		up.defs[name] = t
 		up.mu.Unlock()
 	}
 	return clash

@@ -99,7 +99,8 @@ type upstream struct {
 	timeout  time.Duration
 
 	mu         sync.Mutex
-	tools      map[string]string // served name → the upstream's name
+	tools      map[string]string    // served name → the upstream's name
+	defs       map[string]*sdk.Tool // served name → the tool as served (console.go)
 	prompts    map[string]string
 	resources  map[string]bool // URIs served
 	templates  map[string]bool
@@ -188,7 +189,9 @@ func (g *Gateway) open() error {
 		if err != nil {
 			return fmt.Errorf("upstream %s: %w", up.cfg.ID, err)
 		}
+		up.mu.Lock() // Upstreams (console.go) reads it from another goroutine
 		up.pool = pool
+		up.mu.Unlock()
 	}
 	return nil
 }

@@ -39,6 +39,9 @@ type EndpointStatus struct {
 	URL       string
 	Healthy   bool
 	LastError string
+	// Checked is when its health was last seen (a check or a connect); zero
+	// while it never was, so its health is unknown.
+	Checked time.Time
 }
 
 // Status reports the upstream's health and sessions. URLs are shown with their
@@ -48,7 +51,7 @@ func (p *Pool) Status() Status {
 	defer p.mu.Unlock()
 	st := Status{Upstream: p.cfg.ID, Transport: p.transport, Sessions: p.mode, ProtocolVersion: p.protocol, LastError: p.lastErr}
 	for _, ep := range p.endpoints {
-		st.Endpoints = append(st.Endpoints, EndpointStatus{URL: ep.shown, Healthy: ep.healthy, LastError: ep.lastErr})
+		st.Endpoints = append(st.Endpoints, EndpointStatus{URL: ep.shown, Healthy: ep.healthy, LastError: ep.lastErr, Checked: ep.checked})
 		if ep.healthy && !st.Healthy {
 			st.Healthy, st.Endpoint = true, ep.shown
 		}
@@ -84,6 +87,7 @@ func (p *Pool) setHealth(ep *endpoint, err error, probe bool) {
 	was := ep.healthy
 	ep.healthy = err == nil
 	ep.lastErr = ""
+	ep.checked = time.Now()
 	if err != nil {
 		ep.lastErr = redact.Text(err.Error())
 		p.lastErr = ep.lastErr

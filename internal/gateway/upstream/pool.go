@@ -138,6 +138,7 @@ type endpoint struct {
 	oauth   sdkauth.OAuthHandler
 	healthy bool
 	lastErr string
+	checked time.Time          // the last health check or connect (setHealth); zero: never
 	probe   *sdk.ClientSession // the health check's own session (http, sse)
 }
 

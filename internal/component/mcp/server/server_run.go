@@ -62,6 +62,8 @@ type mcpServer struct {
 	ext    *ExtensionHost // nil without an Extension
 	aud    *audiences     // nil without Audiences
 	posts  postContexts
+	// table is the session table of the running HTTP handler (console.go).
+	table  *transport.SessionTable
 	inputs *inputRequests // made by the first build (inputRequests)
 	// answered remembers keyed calls across builds (idempotency.go).
 	answeredOnce sync.Once
@@ -302,6 +304,9 @@ func (s *mcpServer) httpHandler() http.Handler {
 	// idle expiry (transport/sessions.go).
 	sessions := transport.NewSessionTable(&topts)
 	topts.Sessions = sessions
+	s.mu.Lock()
+	s.table = sessions
+	s.mu.Unlock()
 	sdkServer := func() *sdk.Server { return s.sdk }
 	sse := transport.NewSSEHandler(sdkServer, sessions, &topts)
 	// The go-sdk tells SSE clients to post to the URL of the GET that opened the

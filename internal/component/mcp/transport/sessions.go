@@ -106,6 +106,7 @@ type sessionSlot struct {
 	owner  string
 	kind   string
 	expire bool // the table closes the session after t.idle without activity
+	opened time.Time
 
 	// guarded by t.mu
 	id     string
@@ -144,7 +145,7 @@ func (t *SessionTable) admit(owner, kind string, expire bool) (*sessionSlot, err
 		closeVictim = victim.close
 	}
 	t.clock++
-	s := &sessionSlot{t: t, owner: owner, kind: kind, expire: expire, active: 1, last: t.clock}
+	s := &sessionSlot{t: t, owner: owner, kind: kind, expire: expire, active: 1, last: t.clock, opened: time.Now()}
 	t.slots[s] = struct{}{}
 	if owner != "" {
 		t.owners[owner]++
