@@ -26,6 +26,7 @@ func (c *Context) SetTracer(t Tracer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tracer = t
+	c.setNestedTracer(t)
 	for _, rw := range c.byID {
 		setPipelineTracer(rw.pipeline, t)
 	}

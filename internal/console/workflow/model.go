@@ -49,6 +49,9 @@ type Node struct {
 	// Top is the index of a top-level step (the one the engine counts), -1 for
 	// every other node.
 	Top int
+	// Nested is true for a step of a nested step list (a choice or multicast
+	// branch, a split's steps): the engine counts it by its position, Pos.
+	Nested bool
 	// Link is the id of the workflow this node sends to (a target whose URI is
 	// that workflow's trigger); "" for none.
 	Link string
@@ -132,6 +135,20 @@ func Build(cfg *config.Config, files *Files) []*Graph {
 	return out
 }
 
+// NestedPositions are the positions ("file:line:col") of the graph's nested
+// steps, each once: the keys of their counts (stepstats.Def.Nested).
+func (g *Graph) NestedPositions() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range g.Nodes {
+		if k := n.Pos.String(); n.Nested && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 type builder struct {
 	g     *Graph
 	files *Files
@@ -192,7 +209,7 @@ func (b *builder) nested(seq *yaml.Node, path string, depth int) []*Node {
 		if b.tooMany(&out, p) {
 			break
 		}
-		n := b.add(&Node{Kind: k.Value, Pos: p, Path: path + "[" + itoa(i) + "]", Top: -1})
+		n := b.add(&Node{Kind: k.Value, Pos: p, Path: path + "[" + itoa(i) + "]", Top: -1, Nested: true})
 		if depth >= maxDepth {
 			n.Label = "nested deeper than " + itoa(maxDepth) + " levels: not drawn"
 		} else {
