@@ -5,8 +5,14 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/arvenza/helix/internal/console/browsertest"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -113,4 +119,58 @@ func TestConsoleCountsNestedSteps(t *testing.T) {
 	if got["transform"] != 3 || got["transform errors"] != 1 {
 		t.Fatalf("split over three elements, one failing: %v", got)
 	}
+}
+
+// The open page of a workflow with a choice: as exchanges take one branch,
+// that branch's step counts rise (workflow.js polls the live JSON) and the
+// other branch's step still says it has not run, in words.
+func TestConsoleChoiceBranchCountsInABrowser(t *testing.T) {
+	t.Parallel()
+	a, err := buildYAML(t, nestedYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBuilt(t, a)
+	link, _ := url.Parse(a.ConsoleURL())
+	base := link.Scheme + "://" + link.Host + "/console"
+	b := browsertest.New(t, 1280, 800)
+	b.Visit(a.ConsoleURL()) // the printed link signs the browser in
+	b.Visit(base + "/workflows/route")
+	label := func(sel string) string {
+		t.Helper()
+		r, err := browsertest.Get(b, 10*time.Second, chromedp.AttributeValue(chromedp.CSS(sel), "aria-label"))
+		if err != nil {
+			t.Fatalf("aria-label of %s: %v", sel, err)
+		}
+		return r.Value
+	}
+	// Nodes 2 and 3: the when branch's set-body and the otherwise's.
+	large, small := `a[data-nested="2"]`, `a[data-nested="3"]`
+	if l := label(large); !strings.HasPrefix(l, "set-body large, at ") || !strings.HasSuffix(l, "no runs yet") {
+		t.Fatalf("the when branch's step: %q", l)
+	}
+	for i := 0; i < 3; i++ {
+		if err := a.Context().Run(t.Context(), "route", exchange.NewWithBody(exchange.InOut, "tiny")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testtools.Eventually(t, "the otherwise branch's step to show 3 runs", func() bool {
+		return strings.Contains(label(small), ", 3 runs · 0 errors · p99 ")
+	})
+	if l := label(large); !strings.HasSuffix(l, "no runs yet") {
+		t.Errorf("the branch not taken counts runs: %q", l)
+	}
+	if got := b.Text(`td[data-nested="3"]`); !strings.HasPrefix(got, "3 runs · 0 errors") {
+		t.Errorf("the node table's count of the otherwise step: %q", got)
+	}
+	if err := a.Context().Run(t.Context(), "route", exchange.NewWithBody(exchange.InOut, "big")); err != nil {
+		t.Fatal(err)
+	}
+	testtools.Eventually(t, "the when branch's step to show 1 run", func() bool {
+		return strings.Contains(label(large), ", 1 run · 0 errors · p99 ")
+	})
+	if l := label(small); !strings.Contains(l, ", 3 runs ·") {
+		t.Errorf("the otherwise step after a big one: %q", l)
+	}
+	noPageErrors(t, b, "/workflows/route")
 }
