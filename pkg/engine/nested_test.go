@@ -109,3 +109,39 @@ func TestRunNestedWithoutTracer(t *testing.T) {
 		t.Fatalf("ran %d times, want 3", ran)
 	}
 }
+
+// The cost of a nested pipeline's steps without a tracer (what every choice
+// branch pays when tracing is off) and with a NestedTracer that does nothing.
+func BenchmarkNestedPipeline(b *testing.B) {
+	step := namedStep{"x.yaml:1:1 log", func(context.Context, *exchange.Exchange) error { return nil }}
+	for _, tc := range []struct {
+		name   string
+		tracer engine.Tracer
+	}{{"off", nil}, {"nested tracer", noopNested{}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			hc := engine.NewContext("bench")
+			hc.SetTracer(tc.tracer)
+			p := engine.NestedPipeline(hc, []engine.Processor{step, step, step})
+			ex := exchange.New(exchange.InOut)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Process(ctx, ex); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+type noopNested struct{}
+
+func (noopNested) StartExchange(ctx context.Context, _, _, _ string, _ *exchange.Exchange) (context.Context, func(error)) {
+	return ctx, func(error) {}
+}
+func (noopNested) StartStep(ctx context.Context, _ string, _ int, _ *exchange.Exchange) (context.Context, func(error)) {
+	return ctx, func(error) {}
+}
+func (noopNested) StartNestedStep(ctx context.Context, _ string, _ *exchange.Exchange) (context.Context, func(error)) {
+	return ctx, func(error) {}
+}
