@@ -274,7 +274,7 @@ func (m *Multicast) start(ctx context.Context, i int, copy *exchange.Exchange, r
 	m.mu.Unlock()
 	go func() {
 		defer m.wg.Done()
-		resCh <- branchResult{index: i, ex: copy, err: runBranch(ctx, i, m.branches[i], copy)}
+		resCh <- branchResult{index: i, ex: copy, err: runBranch(ctx, m.hc, i, m.branches[i], copy)}
 	}()
 	return nil
 }
@@ -282,8 +282,9 @@ func (m *Multicast) start(ctx context.Context, i int, copy *exchange.Exchange, r
 // runBranch runs branch (or element) i, turning a panic into an error: a branch runs
 // on its own goroutine, where the pipeline's recovery cannot reach it. The side
 // effects of a durable run's branch i carry the step's idempotency key with "[i]"
-// appended, so that two branches never share one.
-func runBranch(ctx context.Context, i int, p engine.Processor, ex *exchange.Exchange) (err error) {
+// appended, so that two branches never share one. A multicast's branch is one of
+// its workflow's nested steps, traced as such (engine.RunNested) when hc is set.
+func runBranch(ctx context.Context, hc *engine.Context, i int, p engine.Processor, ex *exchange.Exchange) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &engine.PanicError{Value: r, Stack: debug.Stack()}
@@ -292,7 +293,7 @@ func runBranch(ctx context.Context, i int, p engine.Processor, ex *exchange.Exch
 	if p == nil {
 		return nil
 	}
-	return engine.RunStep(durable.SubKey(ctx, "["+strconv.Itoa(i)+"]"), p, ex)
+	return engine.RunNested(durable.SubKey(ctx, "["+strconv.Itoa(i)+"]"), hc, p, ex)
 }
 
 // complete builds the collected list; results[i] is nil for branches that did not finish.

@@ -154,7 +154,7 @@ func NewSplit(hc *engine.Context, by Splitter, opts SplitOptions, steps ...engin
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	s := &Split{hc: hc, by: by, steps: engine.BuildPipeline(steps, nil, nil), opts: opts, name: "split",
+	s := &Split{hc: hc, by: by, steps: engine.NestedPipeline(hc, steps), opts: opts, name: "split",
 		concurrency: 1, maxElements: opts.MaxElements}
 	if opts.Parallel {
 		s.concurrency = opts.MaxConcurrency
@@ -359,7 +359,7 @@ func (s *Split) startWorkers(ctx context.Context, workers int, jobs <-chan split
 			for j := range jobs {
 				err := ctx.Err()
 				if err == nil {
-					err = runBranch(ctx, j.index, s.steps, j.ex)
+					err = runBranch(ctx, nil, j.index, s.steps, j.ex) // s.steps traces its own steps
 				}
 				resCh <- splitResult{index: j.index, body: j.ex.In().Body(), err: err}
 			}

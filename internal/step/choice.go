@@ -84,5 +84,5 @@ func buildChoice(bc *BuildContext, s config.StepConfig, d *config.Decoder, v *co
 // nestedPipeline builds a nested step list (a choice branch) into one processor. The
 // workflow's error handler and interceptors apply to the composite step as a whole.
 func nestedPipeline(bc *BuildContext, steps []config.StepConfig) engine.Processor {
-	return engine.BuildPipeline(BuildSteps(bc, steps), nil, nil)
+	return engine.NestedPipeline(bc.HC, BuildSteps(bc, steps))
 }

@@ -31,7 +31,7 @@ func newWorkflowSource(cfg *config.Config) *workflowSource {
 	graphs := workflow.Build(cfg, files)
 	defs := make([]stepstats.Def, len(graphs))
 	for i, g := range graphs {
-		defs[i] = stepstats.Def{Kind: g.Kind, ID: g.ID, Steps: len(g.Steps)}
+		defs[i] = stepstats.Def{Kind: g.Kind, ID: g.ID, Steps: len(g.Steps), Nested: g.NestedPositions()}
 	}
 	return &workflowSource{graphs: graphs, files: files, stats: stepstats.New(defs)}
 }

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/arvenza/helix/internal/lazyctx"
@@ -62,9 +63,10 @@ type Context struct {
 	bg        activity
 	runCtx    context.Context
 	cancelRun context.CancelFunc
-	tracer    Tracer           // tracer.go; nil: no tracing
-	override  ProducerOverride // override.go; nil: every target goes to its component
-	durable   DurableRunner    // durable.go; nil: durable workflows run like any other
+	tracer    Tracer                       // tracer.go; nil: no tracing
+	nested    atomic.Pointer[NestedTracer] // nested.go: the tracer, when it traces nested steps
+	override  ProducerOverride             // override.go; nil: every target goes to its component
+	durable   DurableRunner                // durable.go; nil: durable workflows run like any other
 
 	failureLimit failureLogLimit // failurelog.go
 }

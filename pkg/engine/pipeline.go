@@ -42,6 +42,9 @@ type pipeline struct {
 	eh    ErrorHandler
 	// tracer is the workflow's Context's (tracer.go); nil traces nothing.
 	tracer Tracer
+	// hc is set on a nested step list (NestedPipeline), whose steps are traced
+	// by hc's NestedTracer, if any.
+	hc *Context
 }
 
 // BuildPipeline chains processors in order, each wrapped by the interceptors (first
@@ -115,9 +118,12 @@ func (p *pipeline) names() []string {
 func (p *pipeline) runTop(ctx context.Context, i int, ex *exchange.Exchange) error {
 	step := p.steps[i]
 	var err error
-	if p.tracer == nil {
+	switch {
+	case p.hc != nil:
+		err = p.nestedStep(ctx, i, step, ex)
+	case p.tracer == nil:
 		err = RunStep(ctx, step, ex)
-	} else {
+	default:
 		err = p.tracedStep(ctx, i, step, ex)
 	}
 	if err == nil {

@@ -21,11 +21,13 @@ type Tracer interface {
 }
 
 // SetTracer makes t trace every exchange and top-level step of the context's
-// workflows; nil switches tracing off. Call it before Start.
+// workflows, and their nested steps when t is a [NestedTracer]; nil switches
+// tracing off. Call it before Start.
 func (c *Context) SetTracer(t Tracer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tracer = t
+	c.setNestedTracer(t)
 	for _, rw := range c.byID {
 		setPipelineTracer(rw.pipeline, t)
 	}

@@ -30,6 +30,12 @@
       var c = data.steps[Number(el.dataset.top)];
       if (c) { set(el, c); }
     });
+    // Nested steps (branches, a split's steps), by node number.
+    var nested = data.nested || {};
+    document.querySelectorAll("[data-nested]").forEach(function (el) {
+      var c = nested[el.dataset.nested];
+      if (c) { set(el, c); }
+    });
   }
 
   var failures = 0;

@@ -1,17 +1,21 @@
 // Package stepstats counts, per workflow and per top-level step, how many
 // exchanges ran, how many failed and how long they took, for the console's
 // workflow pages. It is an engine.Tracer: the engine calls it around every
-// exchange and every top-level step (nested steps, inside choice branches or
-// multicast, are not traced by the engine).
+// exchange and every top-level step; as an engine.NestedTracer it also counts
+// the steps of nested step lists (choice and multicast branches, a split's
+// steps), each known by its position in the YAML ("helix.yaml:14:9").
 //
 // Cost: the set of counters is fixed when the Stats is made (one entry per
-// declared workflow and step), so a lookup takes no lock and memory never grows
-// with traffic; a step adds atomic increments and no allocation.
+// declared workflow, step and nested step), so a lookup takes no lock and
+// memory never grows with traffic; a step adds atomic increments and, in the
+// steady state, no allocation.
 package stepstats
 
 import (
 	"context"
 	"math"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,10 +23,12 @@ import (
 )
 
 // Def declares one workflow to count: its kind ("workflow", "tool", "agent",
-// "pipeline"), its id and the number of its top-level steps.
+// "pipeline"), its id, the number of its top-level steps and the positions
+// ("file:line:col", as config.Pos prints them) of its nested steps.
 type Def struct {
 	Kind, ID string
 	Steps    int
+	Nested   []string
 }
 
 // Stats is the tracer; make it with New.
@@ -35,6 +41,8 @@ type key struct{ kind, id string }
 type counters struct {
 	exchange Counter
 	steps    []Counter
+	// nested is keyed by a nested step's position; nil without nested steps.
+	nested map[string]*Counter
 }
 
 // New returns a Stats counting the workflows of defs. Exchanges of workflows
@@ -46,7 +54,16 @@ func New(defs []Def) *Stats {
 		if n < 0 {
 			n = 0
 		}
-		s.byKey[key{d.Kind, d.ID}] = &counters{steps: make([]Counter, n)}
+		c := &counters{steps: make([]Counter, n)}
+		for _, pos := range d.Nested {
+			if c.nested == nil {
+				c.nested = make(map[string]*Counter, len(d.Nested))
+			}
+			if c.nested[pos] == nil { // a YAML alias repeats a step: one counter
+				c.nested[pos] = new(Counter)
+			}
+		}
+		s.byKey[key{d.Kind, d.ID}] = c
 	}
 	return s
 }
@@ -99,10 +116,65 @@ func (s *Stats) StartStep(ctx context.Context, _ string, index int, _ *exchange.
 
 func noop(error) {}
 
+// StartNestedStep implements engine.NestedTracer: it counts the nested step
+// whose position name starts with, in the workflow of the exchange's run.
+// Nested steps may run at the same time, so each gets its own timer, from a
+// pool so that the steady state allocates nothing.
+func (s *Stats) StartNestedStep(ctx context.Context, name string, _ *exchange.Exchange) (context.Context, func(error)) {
+	r, _ := ctx.Value(ctxKey{}).(*run)
+	if r == nil || r.c.nested == nil {
+		return ctx, noop
+	}
+	c := r.c.nested[Position(name)]
+	if c == nil {
+		return ctx, noop
+	}
+	t := timers.Get().(*timer)
+	t.c, t.start = c, time.Now()
+	return ctx, t.end
+}
+
+// Position is the position part of a step name ("helix.yaml:14:9" of
+// "helix.yaml:14:9 log", as engine.StepName gives it); the whole name when it
+// has no kind after a space.
+func Position(name string) string {
+	if i := strings.LastIndexByte(name, ' '); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// timer times one nested step; end is its finish method, bound once when the
+// timer is made so that handing it out allocates nothing.
+type timer struct {
+	c     *Counter
+	start time.Time
+	end   func(error)
+}
+
+var timers sync.Pool // of *timer
+
+func init() {
+	timers.New = func() any {
+		t := &timer{}
+		t.end = t.finish
+		return t
+	}
+}
+
+func (t *timer) finish(err error) {
+	c, d := t.c, time.Since(t.start)
+	t.c = nil
+	timers.Put(t)
+	c.Observe(d, err != nil)
+}
+
 // Snapshot is one workflow's counts.
 type Snapshot struct {
 	Exchange Summary
 	Steps    []Summary
+	// Nested are the counts of the nested steps, by position.
+	Nested map[string]Summary
 }
 
 // Get returns the counts of a workflow; ok is false when it is not counted.
@@ -114,6 +186,12 @@ func (s *Stats) Get(kind, id string) (Snapshot, bool) {
 	out := Snapshot{Exchange: c.exchange.Summary(), Steps: make([]Summary, len(c.steps))}
 	for i := range c.steps {
 		out.Steps[i] = c.steps[i].Summary()
+	}
+	if len(c.nested) > 0 {
+		out.Nested = make(map[string]Summary, len(c.nested))
+		for pos, n := range c.nested {
+			out.Nested[pos] = n.Summary()
+		}
 	}
 	return out, true
 }

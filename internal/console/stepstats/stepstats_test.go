@@ -179,3 +179,91 @@ func BenchmarkExchangeWithThreeSteps(b *testing.B) {
 		}
 	})
 }
+
+// Nested steps count by their position, each apart, in the workflow of the
+// exchange's run; a position not declared, or outside a counted run, is not
+// counted and adds no counter.
+func TestNestedStepsCountByPosition(t *testing.T) {
+	t.Parallel()
+	s := New([]Def{{Kind: "workflow", ID: "a", Steps: 1, Nested: []string{"a.yaml:5:13", "a.yaml:7:13", "a.yaml:5:13"}}})
+	ctx, end := s.StartExchange(context.Background(), "workflow", "a", "", nil)
+	for i := 0; i < 3; i++ {
+		_, e := s.StartNestedStep(ctx, "a.yaml:5:13 log", nil)
+		if i == 1 {
+			e(errors.New("boom"))
+		} else {
+			e(nil)
+		}
+	}
+	_, e := s.StartNestedStep(ctx, "a.yaml:99:1 log", nil) // not declared
+	e(nil)
+	end(nil)
+	_, e = s.StartNestedStep(context.Background(), "a.yaml:7:13 log", nil) // no run
+	e(nil)
+	got, _ := s.Get("workflow", "a")
+	if len(got.Nested) != 2 {
+		t.Fatalf("nested = %+v, want the two declared positions", got.Nested)
+	}
+	if n := got.Nested["a.yaml:5:13"]; n.Count != 3 || n.Errors != 1 || n.P99 == 0 {
+		t.Errorf("a.yaml:5:13 = %+v, want 3 runs, 1 error", n)
+	}
+	if n := got.Nested["a.yaml:7:13"]; n.Count != 0 {
+		t.Errorf("a.yaml:7:13 = %+v, want no runs", n)
+	}
+	if got.Steps[0].Count != 0 {
+		t.Errorf("a nested step counted as top-level step: %+v", got.Steps)
+	}
+}
+
+func TestPosition(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{
+		"helix.yaml:14:9 log":             "helix.yaml:14:9",
+		"my dir/helix.yaml:14:9 set-body": "my dir/helix.yaml:14:9",
+		"nameless":                        "nameless",
+		"":                                "",
+	} {
+		if got := Position(name); got != want {
+			t.Errorf("Position(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// Nested steps of one exchange run at the same time (a parallel multicast or
+// split): every one is counted, under -race.
+func TestConcurrentNestedSteps(t *testing.T) {
+	t.Parallel()
+	s := New([]Def{{Kind: "workflow", ID: "a", Nested: []string{"a.yaml:5:13"}}})
+	ctx, end := s.StartExchange(context.Background(), "workflow", "a", "", nil)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				_, e := s.StartNestedStep(ctx, "a.yaml:5:13 log", nil)
+				e(nil)
+			}
+		}()
+	}
+	wg.Wait()
+	end(nil)
+	if got, _ := s.Get("workflow", "a"); got.Nested["a.yaml:5:13"].Count != 800 {
+		t.Fatalf("counted %d nested runs, want 800", got.Nested["a.yaml:5:13"].Count)
+	}
+}
+
+// A nested step allocates nothing in the steady state: its timer comes from a
+// pool. (Not parallel: AllocsPerRun counts the process.)
+func TestNestedStepDoesNotAllocate(t *testing.T) {
+	s := New([]Def{{Kind: "workflow", ID: "a", Nested: []string{"a.yaml:5:13"}}})
+	ctx, end := s.StartExchange(context.Background(), "workflow", "a", "", nil)
+	defer end(nil)
+	allocs := testing.AllocsPerRun(1000, func() {
+		_, e := s.StartNestedStep(ctx, "a.yaml:5:13 log", nil)
+		e(nil)
+	})
+	if allocs > 0 {
+		t.Fatalf("a nested step allocates %.1f times", allocs)
+	}
+}

@@ -49,6 +49,9 @@ type Node struct {
 	// Top is the index of a top-level step (the one the engine counts), -1 for
 	// every other node.
 	Top int
+	// Nested is true for a step of a nested step list (a choice or multicast
+	// branch, a split's steps): the engine counts it by its position, Pos.
+	Nested bool
 	// Link is the id of the workflow this node sends to (a target whose URI is
 	// that workflow's trigger); "" for none.
 	Link string
@@ -132,6 +135,20 @@ func Build(cfg *config.Config, files *Files) []*Graph {
 	return out
 }
 
+// NestedPositions are the positions ("file:line:col") of the graph's nested
+// steps, each once: the keys of their counts (stepstats.Def.Nested).
+func (g *Graph) NestedPositions() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range g.Nodes {
+		if k := n.Pos.String(); n.Nested && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 type builder struct {
 	g     *Graph
 	files *Files
@@ -175,8 +192,9 @@ func (b *builder) tooMany(out *[]*Node, p config.Pos) bool {
 	return true
 }
 
-// nested builds a nested step list (a YAML sequence of one-key mappings).
-func (b *builder) nested(seq *yaml.Node, path string, depth int) []*Node {
+// nested builds a nested step list (a YAML sequence of one-key mappings);
+// counted says the engine traces its steps (stepstats counts them).
+func (b *builder) nested(seq *yaml.Node, path string, depth int, counted bool) []*Node {
 	seq = deref(seq)
 	if seq == nil || seq.Kind != yaml.SequenceNode {
 		return nil
@@ -192,7 +210,7 @@ func (b *builder) nested(seq *yaml.Node, path string, depth int) []*Node {
 		if b.tooMany(&out, p) {
 			break
 		}
-		n := b.add(&Node{Kind: k.Value, Pos: p, Path: path + "[" + itoa(i) + "]", Top: -1})
+		n := b.add(&Node{Kind: k.Value, Pos: p, Path: path + "[" + itoa(i) + "]", Top: -1, Nested: counted})
 		if depth >= maxDepth {
 			n.Label = "nested deeper than " + itoa(maxDepth) + " levels: not drawn"
 		} else {
@@ -221,7 +239,7 @@ func (b *builder) fill(n *Node, v *yaml.Node, depth int) {
 				w = deref(w)
 				cond := strings.TrimSpace(get(w, "starlang").Value)
 				n.Branches = append(n.Branches, Branch{Label: "when " + shorten(firstLine(cond), 32),
-					Steps: b.nested(get(w, "steps"), n.Path+".when["+itoa(i)+"].steps", depth)})
+					Steps: b.nested(get(w, "steps"), n.Path+".when["+itoa(i)+"].steps", depth, true)})
 			}
 		}
 		if o := deref(get(v, "otherwise")); o != nil {
@@ -229,7 +247,7 @@ func (b *builder) fill(n *Node, v *yaml.Node, depth int) {
 			if o.Kind == yaml.MappingNode {
 				steps = get(o, "steps")
 			}
-			n.Branches = append(n.Branches, Branch{Label: "otherwise", Steps: b.nested(steps, n.Path+".otherwise", depth)})
+			n.Branches = append(n.Branches, Branch{Label: "otherwise", Steps: b.nested(steps, n.Path+".otherwise", depth, true)})
 		} else {
 			n.Branches = append(n.Branches, Branch{Label: "no match: go on"})
 		}
@@ -246,7 +264,7 @@ func (b *builder) fill(n *Node, v *yaml.Node, depth int) {
 				if n.FanOut {
 					label += " (parallel)"
 				}
-				for _, s := range b.nested(one, n.Path+".steps", depth) {
+				for _, s := range b.nested(one, n.Path+".steps", depth, true) {
 					s.Path = n.Path + ".steps[" + itoa(i) + "]"
 					n.Branches = append(n.Branches, Branch{Label: label, Steps: []*Node{s}})
 				}
@@ -270,7 +288,11 @@ func (b *builder) fill(n *Node, v *yaml.Node, depth int) {
 			if n.Kind == "split" && k == "steps" {
 				label = "for each element"
 			}
-			n.Branches = append(n.Branches, Branch{Label: label, Steps: b.nested(val, n.Path+"."+k, depth)})
+			// The lists the engine runs as nested steps, and traces: a split's
+			// steps, the notify: of approve and await. Any other list is drawn
+			// but says it is not counted.
+			counted := n.Kind == "split" && k == "steps" || k == "notify"
+			n.Branches = append(n.Branches, Branch{Label: label, Steps: b.nested(val, n.Path+"."+k, depth, counted)})
 		}
 	}
 }

@@ -176,6 +176,9 @@ type nodeView struct {
 	TextX, KindY, LabelY int
 	CountY               int
 	Selected             bool
+	// Nested is true for a counted nested step: its live counts are under its
+	// N in the JSON's nested.
+	Nested bool
 }
 
 type detailView struct {
@@ -239,12 +242,18 @@ func (p *pages) nodeView(g *Graph, n *Node, b Box, snap stepstats.Snapshot, coun
 		v.Counts, v.Errors = countText(snap.Exchange), snap.Exchange.Errors > 0
 	case n.Top >= 0 && counted && n.Top < len(snap.Steps):
 		v.Counts, v.Errors = countText(snap.Steps[n.Top]), snap.Steps[n.Top].Errors > 0
-	case n.Top >= 0 || n.Kind == "trigger":
+	case n.Nested && counted:
+		if c, ok := snap.Nested[n.Pos.String()]; ok {
+			v.Counts, v.Errors, v.Nested = countText(c), c.Errors > 0, true
+		} else {
+			v.Counts = "not counted"
+		}
+	case n.Top >= 0 || n.Kind == "trigger" || n.Nested:
 		v.Counts = "not counted"
 	case len(g.Failure) > 0 && isFailure(g, n):
 		v.Counts = "runs on failure"
 	default:
-		v.Counts = "nested: not counted"
+		v.Counts = "not counted"
 	}
 	if n.Link != "" {
 		for _, t := range p.byID[n.Link] {
@@ -285,6 +294,9 @@ func isFailure(g *Graph, n *Node) bool {
 type countsJSON struct {
 	Exchange stepCount   `json:"exchange"`
 	Steps    []stepCount `json:"steps"`
+	// Nested are the counts of the nested steps, by node number (the N of
+	// the node's link); nodes at one position (a YAML alias) share counts.
+	Nested map[string]stepCount `json:"nested,omitempty"`
 }
 
 type stepCount struct {
@@ -313,6 +325,17 @@ func (p *pages) counts(w http.ResponseWriter, r *http.Request) {
 	out := countsJSON{Exchange: toCount(snap.Exchange), Steps: make([]stepCount, len(snap.Steps))}
 	for i, s := range snap.Steps {
 		out.Steps[i] = toCount(s)
+	}
+	for _, n := range g.Nodes {
+		if !n.Nested {
+			continue
+		}
+		if c, ok := snap.Nested[n.Pos.String()]; ok {
+			if out.Nested == nil {
+				out.Nested = map[string]stepCount{}
+			}
+			out.Nested[strconv.Itoa(n.N)] = toCount(c)
+		}
 	}
 	p.m.JSON(w, http.StatusOK, out)
 }

@@ -34,7 +34,7 @@ func newTestSource(t testing.TB, name, text string) *testSource {
 	gs := Build(cfg, files)
 	defs := make([]stepstats.Def, len(gs))
 	for i, g := range gs {
-		defs[i] = stepstats.Def{Kind: g.Kind, ID: g.ID, Steps: len(g.Steps)}
+		defs[i] = stepstats.Def{Kind: g.Kind, ID: g.ID, Steps: len(g.Steps), Nested: g.NestedPositions()}
 	}
 	return &testSource{graphs: gs, files: files, stats: stepstats.New(defs)}
 }
@@ -112,7 +112,7 @@ func TestDetailDrawsTheGraphWithCounts(t *testing.T) {
 		"otherwise", "branch 2 (parallel)", "for each element", "when a step fails",
 		"redeliveries: 3", "dead letter", "answers status 503",
 		`href="/console/workflows/dead"`, // the target's and dead letter's link
-		"nested: not counted", `data-counts-url="/console/workflows/router/counts"`,
+		`aria-label="log item, at b.yaml:31:15, no runs yet"`, `data-counts-url="/console/workflows/router/counts"`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
@@ -120,6 +120,63 @@ func TestDetailDrawsTheGraphWithCounts(t *testing.T) {
 	}
 	if strings.Contains(body, `id="detail"`) {
 		t.Error("a node detail without ?node=")
+	}
+}
+
+// Nested steps (a split's, a choice branch's) are counted by their position,
+// on the page and in the live JSON, each apart from the others.
+func TestNestedNodesShowTheirOwnCounts(t *testing.T) {
+	t.Parallel()
+	src := newTestSource(t, "b.yaml", branchy)
+	ctx, end := src.stats.StartExchange(context.Background(), "workflow", "router", "", nil)
+	for i := 0; i < 3; i++ { // the split's log over three elements, the last failing
+		_, e := src.stats.StartNestedStep(ctx, "b.yaml:31:15 log", nil)
+		if i == 2 {
+			e(errors.New("boom"))
+		} else {
+			e(nil)
+		}
+	}
+	_, e := src.stats.StartNestedStep(ctx, "b.yaml:22:17 log", nil) // otherwise's log
+	e(nil)
+	end(nil)
+	srv := serve(t, src)
+	_, body := fetchPage(t, srv, "/console/workflows/router")
+	for _, want := range []string{
+		`aria-label="log item, at b.yaml:31:15, 3 runs · 1 error · p99 `,
+		`aria-label="log other, at b.yaml:22:17, 1 run · 0 errors · p99 `,
+		`aria-label="log big, at b.yaml:15:19, no runs yet"`,
+		`aria-label="log one, at b.yaml:26:15, no runs yet"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "not counted") {
+		t.Error("a node of a counted workflow says it is not counted")
+	}
+	var item, other int = -1, -1
+	for _, n := range src.graphs[0].Nodes {
+		switch n.Pos.String() {
+		case "b.yaml:31:15":
+			item = n.N
+		case "b.yaml:22:17":
+			other = n.N
+		}
+	}
+	_, js := fetchPage(t, srv, "/console/workflows/router/counts")
+	var got countsJSON
+	if err := json.Unmarshal([]byte(js), &got); err != nil {
+		t.Fatalf("%v: %s", err, js)
+	}
+	if c := got.Nested[fmt.Sprint(item)]; c.Count != 3 || c.Errors != 1 || !strings.HasPrefix(c.Text, "3 runs · 1 error") {
+		t.Errorf("nested[%d] (the split's log) = %+v", item, c)
+	}
+	if c := got.Nested[fmt.Sprint(other)]; c.Count != 1 || c.Errors != 0 {
+		t.Errorf("nested[%d] (otherwise's log) = %+v", other, c)
+	}
+	if len(got.Nested) != len(src.graphs[0].NestedPositions()) {
+		t.Errorf("nested has %d entries, want one per nested step (%d): %s", len(got.Nested), len(src.graphs[0].NestedPositions()), js)
 	}
 }
 
