@@ -109,6 +109,10 @@ tools:
 	if len(newest) == 0 {
 		b.Fatal("nothing captured")
 	}
+	names := map[string]string{ // stable benchmark names for the pages of generated ids
+		"/console/exchanges/" + newest[0].ID:      "console_exchanges_{id}",
+		"/console/runs/" + url.PathEscape(run.ID): "console_runs_{id}",
+	}
 	paths = append(paths, "/console/workflows/w0500", "/console/exchanges/"+newest[0].ID,
 		"/console/mcp/bench/tools/greet", "/console/runs/"+url.PathEscape(run.ID))
 
@@ -116,7 +120,11 @@ tools:
 		if stream(get, p) {
 			continue // an event stream never ends: its pages' render is what is measured
 		}
-		b.Run(strings.Trim(strings.ReplaceAll(p, "/", "_"), "_"), func(b *testing.B) {
+		name := names[p]
+		if name == "" {
+			name = strings.Trim(strings.ReplaceAll(p, "/", "_"), "_")
+		}
+		b.Run(name, func(b *testing.B) {
 			times := make([]time.Duration, 0, b.N)
 			startRan, start := ran.Load(), time.Now()
 			for b.Loop() {

@@ -2,6 +2,8 @@ package app
 
 import (
 	"strings"
+	"sync"
+	"weak"
 
 	"github.com/arvenza/helix/internal/config"
 )
@@ -52,14 +54,30 @@ func uriScheme(raw string) (string, bool) {
 	return strings.ToLower(s), true
 }
 
-// configSteps maps a workflow or tool id to the steps of its YAML.
-func (a *App) configSteps() map[string][]config.StepConfig {
-	m := make(map[string][]config.StepConfig, len(a.cfg.Workflows)+len(a.cfg.Tools))
-	for _, w := range a.cfg.Workflows {
-		m[w.ID] = w.Steps
+// targetSchemesOf maps each workflow or tool id of cfg to the schemes its
+// steps send to. The overview asks on every render and every sample, and the
+// answer depends on the YAML only, so it is kept for the last configuration
+// asked about (a reload brings a new one; a weak pointer, so that a stopped
+// application's configuration is not held).
+func targetSchemesOf(cfg *config.Config) map[string][]string {
+	targetSchemes.mu.Lock()
+	defer targetSchemes.mu.Unlock()
+	if targetSchemes.cfg.Value() == cfg && targetSchemes.by != nil {
+		return targetSchemes.by
 	}
-	for _, t := range a.cfg.Tools {
-		m[t.ID] = t.Steps
+	by := make(map[string][]string, len(cfg.Workflows)+len(cfg.Tools))
+	for _, w := range cfg.Workflows {
+		by[w.ID] = stepTargetSchemes(w.Steps)
 	}
-	return m
+	for _, t := range cfg.Tools {
+		by[t.ID] = stepTargetSchemes(t.Steps)
+	}
+	targetSchemes.cfg, targetSchemes.by = weak.Make(cfg), by
+	return by
+}
+
+var targetSchemes struct {
+	mu  sync.Mutex
+	cfg weak.Pointer[config.Config]
+	by  map[string][]string
 }

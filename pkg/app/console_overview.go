@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 
 	"github.com/arvenza/helix/internal/console/overview"
@@ -34,11 +35,11 @@ func (a *App) overviewRows() []overview.Row {
 	var rows []overview.Row
 	kinds := map[string]engine.Kind{}
 	schemes := map[string]int{}
-	steps := a.configSteps()
+	targets := targetSchemesOf(a.cfg)
 	for _, wf := range a.hc.Workflows() {
 		kinds[wf.ID] = wf.Kind
 		seen := map[string]bool{}
-		used := stepTargetSchemes(steps[wf.ID])
+		used := slices.Clone(targets[wf.ID])
 		for _, u := range append([]string{wf.FromURI}, wf.ToURIs...) {
 			if s, ok := uriScheme(u); ok {
 				used = append(used, s)
