@@ -164,7 +164,7 @@ func BenchmarkConsoleCaptureBudget(b *testing.B) {
 	for _, budget := range []int64{8 << 20, 64 << 20} {
 		b.Run(fmt.Sprintf("max_bytes=%dMiB", budget>>20), func(b *testing.B) {
 			for b.Loop() {
-				a := buildScale(b, scaleYAML(consoleBenchWorkflows, 8, fmt.Sprintf("%dMiB", budget>>20), ""))
+				a, stopApp := buildScaleStop(b, scaleYAML(consoleBenchWorkflows, 8, fmt.Sprintf("%dMiB", budget>>20), ""))
 				c := app.ConsoleCapture(a)
 				base := heapInuse()
 				body := strings.Repeat("a large body ", 16<<10) // 208 KB: every snapshot is cut at the body limit
@@ -201,6 +201,7 @@ func BenchmarkConsoleCaptureBudget(b *testing.B) {
 				b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 				b.ReportMetric((float64(heap)-float64(base))/(1<<20), "heap-over-start-MiB")
 				b.ReportMetric(rssMiB(), "rss-MiB")
+				stopApp() // the next round's start heap holds no capture of this one
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,15 @@ func scaleYAML(n, steps int, maxBytes string, extra string) string {
 
 func buildScale(tb testing.TB, yaml string) *app.App {
 	tb.Helper()
+	a, _ := buildScaleStop(tb, yaml)
+	return a
+}
+
+// buildScaleStop is buildScale that also returns the stop of the application
+// (for a benchmark that measures the heap of one application at a time;
+// the cleanup then does nothing).
+func buildScaleStop(tb testing.TB, yaml string) (*app.App, func()) {
+	tb.Helper()
 	cfg, err := config.LoadBytes("helix.yaml", []byte(yaml))
 	if err != nil {
 		tb.Fatal(err)
@@ -40,12 +50,20 @@ func buildScale(tb testing.TB, yaml string) *app.App {
 	if err := a.Start(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = a.Stop(ctx)
-	})
-	return a
+	// The cleanup holds the application only until it is stopped: a
+	// benchmark's cleanups run when it ends, and a stopped application they
+	// kept would count in the next round's heap.
+	var held atomic.Pointer[app.App]
+	held.Store(a)
+	stop := func() {
+		if a := held.Swap(nil); a != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = a.Stop(ctx)
+		}
+	}
+	tb.Cleanup(stop)
+	return a, stop
 }
 
 // A flood of large bodies through the engine's real path never makes the
