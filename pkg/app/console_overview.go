@@ -3,8 +3,8 @@ package app
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
-	"strings"
 
 	"github.com/arvenza/helix/internal/console/overview"
 	"github.com/arvenza/helix/pkg/engine"
@@ -35,11 +35,18 @@ func (a *App) overviewRows() []overview.Row {
 	var rows []overview.Row
 	kinds := map[string]engine.Kind{}
 	schemes := map[string]int{}
+	targets := targetSchemesOf(a.cfg)
 	for _, wf := range a.hc.Workflows() {
 		kinds[wf.ID] = wf.Kind
 		seen := map[string]bool{}
+		used := slices.Clone(targets[wf.ID])
 		for _, u := range append([]string{wf.FromURI}, wf.ToURIs...) {
-			if s, _, ok := strings.Cut(u, ":"); ok && s != "" && !seen[s] {
+			if s, ok := uriScheme(u); ok {
+				used = append(used, s)
+			}
+		}
+		for _, s := range used {
+			if !seen[s] {
 				seen[s] = true
 				schemes[s]++
 			}

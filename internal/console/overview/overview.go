@@ -184,9 +184,7 @@ func (o *Overview) data(m *console.Mux, q url.Values) []Section {
 	for _, r := range rows {
 		v := View{Kind: r.Kind, ID: r.ID, Key: string(r.Kind) + "/" + r.ID, State: r.State, Detail: r.Detail,
 			hasCount: r.HasCount, total: r.Count, Rate: "—", Total: "—", Errors: "—", RecentErrors: "—", P50: "—", P99: "—"}
-		if r.Link != "" {
-			v.Link = m.URL(r.Link)
-		}
+		v.Link = r.Link // made a console URL once the row is on the page shown
 		if r.HasCount {
 			v.Total, v.Errors = strconv.FormatUint(r.Count, 10), strconv.FormatUint(r.Errors, 10)
 			if base != nil {
@@ -200,12 +198,6 @@ func (o *Overview) data(m *console.Mux, q url.Values) []Section {
 						v.State += ", failing"
 					}
 				}
-			}
-		}
-		if o.latency != nil && r.Kind == KindWorkflow {
-			v.hasLatency = true
-			if p50, p99, n := o.latency.Quantiles(r.ID); n > 0 {
-				v.P50, v.P99 = fmtDur(p50), fmtDur(p99)
 			}
 		}
 		byKind[r.Kind] = append(byKind[r.Kind], v)
@@ -234,6 +226,20 @@ func (o *Overview) data(m *console.Mux, q url.Values) []Section {
 		}
 		from, to := p*PageSize, min((p+1)*PageSize, len(vs))
 		s.Rows, s.Shown, s.Page = vs[from:to], to-from, p
+		// Links and latency quantiles (a sort of each workflow's window) only
+		// for the rows shown: with a thousand workflows most are on other pages.
+		for i := range s.Rows {
+			v := &s.Rows[i]
+			if v.Link != "" {
+				v.Link = m.URL(v.Link)
+			}
+			if o.latency != nil && v.Kind == KindWorkflow {
+				v.hasLatency = true
+				if p50, p99, n := o.latency.Quantiles(v.ID); n > 0 {
+					v.P50, v.P99 = fmtDur(p50), fmtDur(p99)
+				}
+			}
+		}
 		if p > 0 {
 			s.Prev = m.URL("/", url.Values{"kind": {string(k.Kind)}, "page": {strconv.Itoa(p - 1)}})
 		}

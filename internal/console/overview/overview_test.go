@@ -1,6 +1,7 @@
 package overview
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +65,10 @@ func TestSectionsArePagedBusiestFirst(t *testing.T) {
 		src.rows = append(src.rows, Row{Kind: KindWorkflow, ID: fmt.Sprintf("w%03d", i), Count: uint64(i), HasCount: true, Link: "/workflows/" + fmt.Sprint(i)})
 	}
 	src.rows = append(src.rows, Row{Kind: KindAgent, ID: "a", HasCount: true})
-	o := New(src, NewLatency())
+	lat := NewLatency()
+	_, end := lat.StartExchange(context.Background(), "workflow", "w000", "", nil)
+	end(nil)
+	o := New(src, lat)
 	m := console.NewMux(console.Options{})
 	s := o.data(m, nil)
 	if len(s) != 2 || s[0].Shown != PageSize || s[0].Total != 250 || s[0].Rows[0].ID != "w249" || s[0].Prev != "" ||
@@ -74,6 +78,11 @@ func TestSectionsArePagedBusiestFirst(t *testing.T) {
 	last := o.data(m, url.Values{"kind": {"workflow"}, "page": {"2"}})
 	if len(last) != 1 || last[0].Shown != 50 || last[0].Next != "" || last[0].Rows[49].ID != "w000" {
 		t.Fatalf("last page: %+v", last)
+	}
+	// A row on a later page gets its console link and its latency as on the
+	// first (they are computed for the rows shown only).
+	if r := last[0].Rows[49]; r.Link != "/console/workflows/0" || r.P50 == "—" || r.P99 == "—" || last[0].Rows[0].P50 != "—" {
+		t.Fatalf("last page's rows: %+v", last[0].Rows)
 	}
 	// Hostile page numbers are clamped, an unknown kind shows nothing.
 	for _, p := range []string{"-5", "99999999999999999999", "x"} {
