@@ -107,7 +107,7 @@ type Auditor struct {
 	store     recordstore.Store
 	sink      string // the metrics' label: log, or the sink URI's scheme
 	logger    *slog.Logger
-	count     counters
+	count     *counters
 	spool     *spool
 	opts      Options
 
@@ -351,7 +351,7 @@ func (a *Auditor) toSpool(recs []recordstore.Record) {
 		}
 		return
 	}
-	a.count.spooled.Add(float64(len(recs)))
+	a.count.addSpooled(len(recs))
 }
 
 // run is the writer: it delivers what an earlier run spooled, then batches
@@ -422,7 +422,7 @@ func (a *Auditor) deliver(batch []recordstore.Record) bool {
 			return err == nil // Close spooled the batch already
 		}
 		if err == nil {
-			a.count.written.Add(float64(len(batch)))
+			a.count.addWritten(len(batch))
 			if failing {
 				a.logger.Info("audit sink takes records again")
 			}
@@ -431,7 +431,7 @@ func (a *Auditor) deliver(batch []recordstore.Record) bool {
 		if a.runCtx.Err() != nil {
 			continue // spooled above
 		}
-		a.count.retried.Add(float64(len(batch)))
+		a.count.addRetried(len(batch))
 		attempts++
 		if !failing || time.Since(warned) >= stillFailingEvery {
 			// One warning when the outage starts and a reminder now and then,
