@@ -1,17 +1,25 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/internal/testtools"
 	"github.com/arvenza/helix/pkg/engine"
-	"log/slog"
 )
 
 // rawIDPost posts one JSON-RPC body to the gateway server and returns the status
@@ -88,5 +96,53 @@ func TestGatewayRequestIDs(t *testing.T) {
 		if status != http.StatusOK || !strings.Contains(got, `"id":9223372036854775807`) || !strings.Contains(got, "echo:x") {
 			t.Errorf("stateless=%v, the largest int64 id: %d %s", stateless, status, got)
 		}
+	}
+}
+
+// A logging/setLevel with a level MCP does not define is refused at the
+// gateway (Invalid Params naming the levels) and never relayed upstream; a
+// defined level is relayed to the client's upstream session.
+func TestGatewayRefusesUnknownLogLevel(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	a := startUpstream(t, "a", func(srv *sdk.Server) {
+		echoServer(srv)
+		srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+			return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+				//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed
+				if p, ok := req.GetParams().(*sdk.SetLoggingLevelParams); ok && method == "logging/setLevel" {
+					mu.Lock()
+					seen = append(seen, string(p.Level))
+					mu.Unlock()
+				}
+				return next(ctx, method, req)
+			}
+		})
+	})
+	comp, _ := gatewayServer(t, gateway.Options{Upstreams: []config.UpstreamConfig{{ID: "a", URL: a.url, Transport: "http"}}})
+	cs := connect(t, comp, "/mcp", "2025-11-25", nil)
+	if _, err := cs.CallTool(testCtx(t), &sdk.CallToolParams{Name: "a.echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed
+	err := cs.SetLoggingLevel(testCtx(t), &sdk.SetLoggingLevelParams{Level: "loudest"})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, "debug, info, notice, warning, error, critical, alert, emergency") {
+		t.Errorf("loudest: %v", err)
+	}
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still relayed
+	if err := cs.SetLoggingLevel(testCtx(t), &sdk.SetLoggingLevelParams{Level: "warning"}); err != nil {
+		t.Fatal(err)
+	}
+	testtools.Eventually(t, "warning relayed upstream", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(seen, "warning")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Contains(seen, "loudest") {
+		t.Errorf("the upstream got level loudest: %v", seen)
 	}
 }
