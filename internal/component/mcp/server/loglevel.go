@@ -9,7 +9,7 @@ import (
 )
 
 // logLevels are the levels MCP defines (RFC 5424's severities), in order.
-var logLevels = []sdk.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 const logLevelList = "debug, info, notice, warning, error, critical, alert, emergency"
 
@@ -21,7 +21,7 @@ func checkLogLevel(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		if method == "logging/setLevel" {
 			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
-			if p, ok := req.GetParams().(*sdk.SetLoggingLevelParams); ok && p != nil && !knownLogLevel(p.Level) {
+			if p, ok := req.GetParams().(*sdk.SetLoggingLevelParams); ok && p != nil && !knownLogLevel(string(p.Level)) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 					Message: fmt.Sprintf("Invalid params: logging level %q is not one MCP defines; use one of %s", truncateLevel(string(p.Level)), logLevelList)}
 			}
@@ -30,7 +30,7 @@ func checkLogLevel(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-func knownLogLevel(l sdk.LoggingLevel) bool {
+func knownLogLevel(l string) bool {
 	for _, k := range logLevels {
 		if l == k {
 			return true

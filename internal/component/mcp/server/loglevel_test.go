@@ -17,6 +17,7 @@ func TestSetLevelRefusesUnknownLevels(t *testing.T) {
 	comp := startContext(t, hc, Options{ID: "s", Addr: "127.0.0.1:0"}, Options{ID: "sl", Addr: "127.0.0.1:0", Stateless: true})
 	for _, id := range []string{"s", "sl"} {
 		cs := connectHTTPAt(t, &sdk.StreamableClientTransport{Endpoint: serverURL(t, comp, id, "/mcp"), MaxRetries: -1}, "2025-11-25")
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
 		for _, bad := range []sdk.LoggingLevel{"loudest", "", "INFO", "warn"} {
 			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
 			err := cs.SetLoggingLevel(testCtx(t), &sdk.SetLoggingLevelParams{Level: bad})
@@ -26,6 +27,7 @@ func TestSetLevelRefusesUnknownLevels(t *testing.T) {
 				t.Errorf("%s: level %q: %v", id, bad, err)
 			}
 		}
+		//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
 		for _, good := range []sdk.LoggingLevel{"debug", "emergency"} {
 			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
 			if err := cs.SetLoggingLevel(testCtx(t), &sdk.SetLoggingLevelParams{Level: good}); err != nil {
