@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,6 +86,9 @@ type App struct {
 	securityByID map[string]*serverSecurity
 	// gateways are the gateways of the servers with upstreams:, by server id (gateway.go).
 	gateways map[string]*gateway.Gateway
+	// auditors are the running auditors of those gateways, by server id: the
+	// console shows their own counts (gateway.go, console_mcp.go).
+	auditors sync.Map
 	// mgmt is the management server (nil when helix.management.enabled is false).
 	mgmt  *management.Server
 	state atomic.Int32 // stateBuilt … stateStopped, for /readyz

@@ -11,6 +11,7 @@ import (
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/console/mcppage"
 	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/internal/gateway/audit"
 	"github.com/arvenza/helix/internal/gateway/upstream"
 	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/internal/tool"
@@ -87,7 +88,7 @@ func (s mcpSource) Servers() []mcppage.Server {
 			}
 		}
 		if g := a.gateways[in.ID]; g != nil && declared && cfg.Gateway != nil {
-			srv.Gateway = gatewayView(in.ID, g, cfg.Gateway)
+			srv.Gateway = gatewayView(g, cfg.Gateway, a.auditTotals(in.ID))
 			for _, u := range srv.Gateway.Upstreams {
 				for _, t := range u.Tools {
 					c := calls[key{in.ID, t.Served}]
@@ -207,7 +208,7 @@ func upstreamTool(up string, t mcppage.UpstreamTool, g *gateway.Gateway, c mcpse
 
 // gatewayView is what the page shows of a gateway: its upstreams' health and
 // tools, its audiences, policies and audit as written in YAML.
-func gatewayView(server string, g *gateway.Gateway, gc *config.GatewayConfig) *mcppage.Gateway {
+func gatewayView(g *gateway.Gateway, gc *config.GatewayConfig, tot audit.Totals) *mcppage.Gateway {
 	out := &mcppage.Gateway{}
 	st := g.Status()
 	status := map[string]gateway.UpstreamStatus{}
@@ -258,7 +259,6 @@ func gatewayView(server string, g *gateway.Gateway, gc *config.GatewayConfig) *m
 			MaxResult: p.MaxResultBytes, Timeout: p.Timeout})
 	}
 	if au := gc.Audit; au != nil {
-		tot := auditMetrics.Totals(server)
 		args := au.Arguments
 		if args == "" {
 			args = "digest"
@@ -267,6 +267,17 @@ func gatewayView(server string, g *gateway.Gateway, gc *config.GatewayConfig) *m
 			Spooled: tot.Spooled, Where: au.Pos.String()}
 	}
 	return out
+}
+
+// auditTotals are the counts of the running auditor of server: its own, not
+// the process-wide /metrics series, which also hold what other auditors of
+// that server name counted (the app a reload replaced, another app in the
+// process).
+func (a *App) auditTotals(server string) audit.Totals {
+	if v, ok := a.auditors.Load(server); ok {
+		return v.(*audit.Auditor).Totals()
+	}
+	return audit.Totals{}
 }
 
 // health is an endpoint's health as a word: unknown until it was checked.

@@ -70,7 +70,12 @@ func (a *App) buildGateway(opts *mcpserver.Options, s config.MCPServerConfig) {
 	var openAuditor func() (gateway.Auditor, error)
 	if gc.Audit != nil {
 		openAuditor = func() (gateway.Auditor, error) {
-			return audit.New(a.hc, s.ID, gc.Audit, audit.Options{DataDir: a.cfg.Helix.DataDir, Logger: a.logger, Metrics: auditMetrics})
+			au, err := audit.New(a.hc, s.ID, gc.Audit, audit.Options{DataDir: a.cfg.Helix.DataDir, Logger: a.logger, Metrics: auditMetrics})
+			if err != nil {
+				return nil, err
+			}
+			a.auditors.Store(s.ID, au)
+			return au, nil
 		}
 	}
 	var g *gateway.Gateway

@@ -107,7 +107,7 @@ type Auditor struct {
 	store     recordstore.Store
 	sink      string // the metrics' label: log, or the sink URI's scheme
 	logger    *slog.Logger
-	count     counters
+	count     *counters
 	spool     *spool
 	opts      Options
 
@@ -174,6 +174,10 @@ func New(hc *engine.Context, server string, cfg *config.AuditConfig, opts Option
 	if err != nil {
 		_ = store.Close(context.Background())
 		return nil, fmt.Errorf("%s: %w (set helix.data_dir to a directory Helix may write)", where, err)
+	}
+	if sink == SinkLog && !logger.Enabled(context.Background(), slog.LevelInfo) {
+		logger.Warn("the log level hides the log sink's audit lines (written at info): they are dropped; set helix.log_level (or --log-level) to info or debug, or choose another audit sink",
+			"server", server)
 	}
 	runCtx, abort := context.WithCancel(context.Background())
 	a := &Auditor{server: server, arguments: arguments, store: store, sink: sink,
@@ -351,7 +355,7 @@ func (a *Auditor) toSpool(recs []recordstore.Record) {
 		}
 		return
 	}
-	a.count.spooled.Add(float64(len(recs)))
+	a.count.addSpooled(len(recs))
 }
 
 // run is the writer: it delivers what an earlier run spooled, then batches
@@ -422,7 +426,7 @@ func (a *Auditor) deliver(batch []recordstore.Record) bool {
 			return err == nil // Close spooled the batch already
 		}
 		if err == nil {
-			a.count.written.Add(float64(len(batch)))
+			a.count.addWritten(len(batch))
 			if failing {
 				a.logger.Info("audit sink takes records again")
 			}
@@ -431,7 +435,7 @@ func (a *Auditor) deliver(batch []recordstore.Record) bool {
 		if a.runCtx.Err() != nil {
 			continue // spooled above
 		}
-		a.count.retried.Add(float64(len(batch)))
+		a.count.addRetried(len(batch))
 		attempts++
 		if !failing || time.Since(warned) >= stillFailingEvery {
 			// One warning when the outage starts and a reminder now and then,

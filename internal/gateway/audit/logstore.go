@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 
 	"github.com/arvenza/helix/internal/gateway"
@@ -11,17 +10,15 @@ import (
 )
 
 // logStore writes one structured log line per record (sink: log), at info
-// level. A log line is acknowledged as soon as it is written: the log's own
-// shipping is beyond it.
+// level. A log line is acknowledged as soon as it is handed to the logger: the
+// log's level and shipping are beyond it. A level that hides info lines is the
+// operator's choice, not a failure: refusing the records would retry them
+// forever and hold up shutdown (New warns once instead).
 type logStore struct{ logger *slog.Logger }
-
-// errLogLevelHidesAudit refuses records the log would drop: they stay queued
-// (and spooled at shutdown) until the level shows them.
-var errLogLevelHidesAudit = errors.New("the log level hides info lines, so audit lines would be dropped; set helix.log_level (or --log-level) to info or debug, or choose another audit sink")
 
 func (s logStore) Write(ctx context.Context, recs []recordstore.Record) error {
 	if !s.logger.Enabled(ctx, slog.LevelInfo) {
-		return errLogLevelHidesAudit
+		return nil
 	}
 	for _, r := range recs {
 		var rec gateway.Record

@@ -1,6 +1,10 @@
 package audit
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics count what the auditors of every gateway server did with their
 // records, by server and sink (log, file, kafka, postgres), for /metrics. One
@@ -31,16 +35,24 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.written, m.retried, m.spooled}
 }
 
-// counters are one auditor's series.
+// counters are one auditor's series, and its own counts of them: the
+// series are shared by every auditor of a server name in the process (an app
+// and the one a reload replaced, tests side by side), the counts are this
+// auditor's only (see Auditor.Totals).
 type counters struct {
 	written, retried, spooled prometheus.Counter
+	own                       struct{ written, retried, spooled atomic.Uint64 }
 }
 
-func (m *Metrics) counters(server, sink string) counters {
+func (c *counters) addWritten(n int) { c.written.Add(float64(n)); c.own.written.Add(uint64(n)) }
+func (c *counters) addRetried(n int) { c.retried.Add(float64(n)); c.own.retried.Add(uint64(n)) }
+func (c *counters) addSpooled(n int) { c.spooled.Add(float64(n)); c.own.spooled.Add(uint64(n)) }
+
+func (m *Metrics) counters(server, sink string) *counters {
 	if m == nil {
 		m = NewMetrics() // counted, never scraped
 	}
-	return counters{
+	return &counters{
 		written: m.written.WithLabelValues(server, sink),
 		retried: m.retried.WithLabelValues(server, sink),
 		spooled: m.spooled.WithLabelValues(server, sink),

@@ -10,8 +10,9 @@ type Totals struct {
 	Written, Retried, Spooled uint64
 }
 
-// Totals reads the counters of server (the console's MCP page shows them
-// beside the sink). It reads the same series /metrics scrapes.
+// Totals reads the counters of server as /metrics scrapes them: the sum over
+// every auditor of that server name the process ran (the console's MCP page
+// shows Auditor.Totals, the running auditor's own).
 func (m *Metrics) Totals(server string) Totals {
 	if m == nil {
 		return Totals{}
@@ -35,4 +36,10 @@ func sumFor(v *prometheus.CounterVec, server string) uint64 {
 		}
 	}
 	return uint64(sum)
+}
+
+// Totals are what this auditor did with its records since it opened: what
+// the console's MCP page shows beside the sink.
+func (a *Auditor) Totals() Totals {
+	return Totals{Written: a.count.own.written.Load(), Retried: a.count.own.retried.Load(), Spooled: a.count.own.spooled.Load()}
 }

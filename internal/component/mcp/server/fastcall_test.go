@@ -465,6 +465,18 @@ var equivalenceSteps = []fastStep{
 		fast: true, expect: wantIDs("9223372036854775807")},
 	{name: "largest int64 id, SDK session", body: `{"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"}`, expect: wantIDs("9223372036854775807")},
 	{name: "id 1.0 as the go-sdk reads it", body: `{"jsonrpc":"2.0","id":1.0,"method":"ping"}`, expect: wantIDs("1")},
+	// MCP ids are strings or integers: a fractional id, or an integer beyond
+	// int64, cannot be answered with the id sent, so it is an invalid request
+	// (id null), never an answer under another id.
+	{name: "fractional id, tools/call", body: `{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"greet"}}`,
+		expect: both(wantRPCError(http.StatusBadRequest, -32600), wantIDs("null"))},
+	{name: "fractional id, ping", body: `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+		expect: both(wantRPCError(http.StatusBadRequest, -32600), wantIDs("null"))},
+	{name: "30-digit id, tools/call", body: `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"greet"}}`,
+		expect: both(wantRPCError(http.StatusBadRequest, -32600), wantIDs("null"))},
+	{name: "30-digit id, tools/list", body: `{"jsonrpc":"2.0","id":-123456789012345678901234567890,"method":"tools/list"}`,
+		expect: both(wantRPCError(http.StatusBadRequest, -32600), wantIDs("null"))},
+	{name: "1e3 id is the integer 1000", body: `{"jsonrpc":"2.0","id":1e3,"method":"ping"}`, expect: wantIDs("1000")},
 	// Envelopes are read like the go-sdk's jsonrpc.DecodeMessage: keys are case-sensitive.
 	{name: "capitalised envelope", body: `{"jsonrpc":"2.0","ID":34,"Method":"ping"}`, expect: wantRPCError(http.StatusBadRequest, -32600)},
 	{name: "id null", body: `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"greet"}}`,

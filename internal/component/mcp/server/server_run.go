@@ -151,6 +151,7 @@ func (s *mcpServer) build() (*sdk.Server, *callGate, error) {
 	// Registered last, so outermost: they see requests as the client sent them, as
 	// they do on the fast path (fastcall.go).
 	srv.AddReceivingMiddleware(s.receivingMiddleware()...)
+	srv.AddReceivingMiddleware(checkLogLevel) // loglevel.go
 	s.mu.Lock()
 	params := map[string][]transport.ParamHeader{}
 	for _, t := range tools {

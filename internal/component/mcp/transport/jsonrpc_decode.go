@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/arvenza/helix/internal/component/mcp/internal/jsondepth"
+	"math"
 	"strconv"
 	"sync"
 	"unsafe"
@@ -26,6 +27,8 @@ import (
 //   - Integer ids are read exactly. The go-sdk reads every number through float64,
 //     so 9007199254740993 would come back as 9007199254740992 and
 //     9223372036854775807 as -9223372036854775808; Helix echoes both unchanged.
+//   - A number id that is not an integer of int64 (1.5, a 30-digit integer) is
+//     refused as an invalid request; the go-sdk truncates it to another id.
 //   - An explicit "id": null is remembered (decoded.nullID), so that the transport
 //     can answer it with -32600 Invalid Request instead of treating the request as
 //     a notification (see invalidRequest).
@@ -56,6 +59,10 @@ var wireDecodes = sync.Pool{New: func() any { return new(wireDecode) }}
 // errParse marks input that is not JSON at all (-32700); other decoding errors are
 // valid JSON that is not a JSON-RPC message (-32600).
 var errParse = errors.New("parse error")
+
+// errIDNotInteger refuses a number id that is not an integer of int64 (see
+// decodeID): -32600, id null.
+var errIDNotInteger = errors.New("invalid ID: an MCP id is a string or an integer of at most 64 bits, not")
 
 // decodedBody is one POST body or stdio line.
 type decodedBody struct {
@@ -209,8 +216,9 @@ func internedMethod(b []byte) string {
 }
 
 // decodeID reads a request id as jsonrpc.MakeID reads the go-sdk's decoded value
-// (null or absent: no id; a string; a number, truncated to an integer), except that
-// an integer literal that fits int64 is taken exactly rather than through float64.
+// (null or absent: no id; a string; a number), except that an integer literal
+// that fits int64 is taken exactly rather than through float64, and a number that
+// is no such integer (1.5, 1e30) is refused rather than truncated.
 func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return jsonrpc.ID{}, nil
@@ -231,6 +239,14 @@ func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
 		}
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
 			return int64ID(n), nil
+		}
+		// Other number forms are taken when they are an integer float64 holds
+		// exactly (1.0, 1e3). MCP ids are strings or integers: 1.5 or an
+		// integer beyond int64 would be answered under another id (1,
+		// -9223372036854775808), which the client cannot match, so they are
+		// invalid requests (answered with id null).
+		if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return jsonrpc.ID{}, fmt.Errorf("%w: %s", errIDNotInteger, raw)
 		}
 		return int64ID(int64(f)), nil
 	}

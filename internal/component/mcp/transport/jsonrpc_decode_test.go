@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -77,6 +78,20 @@ func compareWithSDK(t *testing.T, data []byte) {
 	t.Helper()
 	want, wantErr := jsonrpc.DecodeMessage(bytes.Clone(data))
 	got, _, gotErr := decodeMessage(bytes.Clone(data))
+	if wantErr == nil && errors.Is(gotErr, errIDNotInteger) {
+		// Helix refuses the ids the go-sdk would truncate to another id.
+		if r, ok := want.(*jsonrpc.Request); ok {
+			if _, isInt := r.ID.Raw().(int64); isInt {
+				return
+			}
+		}
+		if r, ok := want.(*jsonrpc.Response); ok {
+			if _, isInt := r.ID.Raw().(int64); isInt {
+				return
+			}
+		}
+		t.Fatalf("%q: Helix refuses an id the go-sdk reads as %#v", data, want)
+	}
 	if (wantErr == nil) != (gotErr == nil) {
 		t.Fatalf("%q: go-sdk error %v, Helix error %v", data, wantErr, gotErr)
 	}
@@ -132,6 +147,33 @@ func TestDecodeLikeTheSDK(t *testing.T) {
 	}
 	if _, _, err := decodeMessage([]byte(`{"ID":1,"Method":"ping"}`)); err == nil {
 		t.Error(`{"ID":1,"Method":"ping"} accepted`)
+	}
+}
+
+// Number ids that are no integer of int64 are invalid requests (-32600, the
+// transports answer them with id null), in a batch element too; integer
+// spellings float64 holds exactly are that integer.
+func TestNonIntegerIDsRefused(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{"1.5", "-0.25", "123456789012345678901234567890", "-123456789012345678901234567890", "9223372036854775808", "1e19", "1e300"} {
+		_, _, err := decodeMessage([]byte(`{"jsonrpc":"2.0","id":` + raw + `,"method":"ping"}`))
+		if !errors.Is(err, errIDNotInteger) {
+			t.Errorf("id %s: %v, want it refused", raw, err)
+			continue
+		}
+		if e := parseErrorResponse(err); e.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(e.Message, raw) {
+			t.Errorf("id %s answered %d %q", raw, e.Code, e.Message)
+		}
+	}
+	body, err := decodeBody([]byte(`[{"jsonrpc":"2.0","id":2.5,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`))
+	if err != nil || len(body.msgs) != 1 || len(body.refused) != 1 || body.refused[0].at != 0 || body.refused[0].err.Code != jsonrpc.CodeInvalidRequest {
+		t.Errorf("batch: %+v %v", body, err)
+	}
+	for raw, want := range map[string]int64{"1.0": 1, "1e3": 1000, "-2E2": -200, "9007199254740992.0": 1 << 53} {
+		m, _, err := decodeMessage([]byte(`{"jsonrpc":"2.0","id":` + raw + `,"method":"ping"}`))
+		if err != nil || m.(*jsonrpc.Request).ID.Raw() != any(want) {
+			t.Errorf("id %s: %v %v, want %d", raw, m, err, want)
+		}
 	}
 }
 
