@@ -175,10 +175,6 @@ func New(hc *engine.Context, server string, cfg *config.AuditConfig, opts Option
 		_ = store.Close(context.Background())
 		return nil, fmt.Errorf("%s: %w (set helix.data_dir to a directory Helix may write)", where, err)
 	}
-	if sink == SinkLog && !logger.Enabled(context.Background(), slog.LevelInfo) {
-		logger.Warn("the log level hides the log sink's audit lines (written at info): they are dropped; set helix.log_level (or --log-level) to info or debug, or choose another audit sink",
-			"server", server)
-	}
 	runCtx, abort := context.WithCancel(context.Background())
 	a := &Auditor{server: server, arguments: arguments, store: store, sink: sink,
 		logger: logger.With("server", server, "audit_sink", sink), count: opts.Metrics.counters(server, sink),

@@ -4,26 +4,32 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"time"
 
 	"github.com/arvenza/helix/internal/gateway"
 	"github.com/arvenza/helix/internal/recordstore"
 )
 
 // logStore writes one structured log line per record (sink: log), at info
-// level. A log line is acknowledged as soon as it is handed to the logger: the
-// log's level and shipping are beyond it. A level that hides info lines is the
-// operator's choice, not a failure: refusing the records would retry them
-// forever and hold up shutdown (New warns once instead).
+// level. A log line is acknowledged as soon as it is handed to the log's
+// handler: shipping is beyond it. The lines go to the handler whatever the log
+// level: an audit trail is not diagnostics, and helix.log_level: warn must
+// not silently drop it (nor make it retried for ever, holding up shutdown).
 type logStore struct{ logger *slog.Logger }
 
 func (s logStore) Write(ctx context.Context, recs []recordstore.Record) error {
-	if !s.logger.Enabled(ctx, slog.LevelInfo) {
-		return nil
+	h := s.logger.Handler()
+	emit := func(attrs ...slog.Attr) error {
+		line := slog.NewRecord(time.Now(), slog.LevelInfo, "audit", 0)
+		line.AddAttrs(attrs...)
+		return h.Handle(ctx, line)
 	}
 	for _, r := range recs {
 		var rec gateway.Record
 		if err := json.Unmarshal(r.JSON, &rec); err != nil {
-			s.logger.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("record", string(r.JSON)))
+			if err := emit(slog.String("record", string(r.JSON))); err != nil {
+				return err
+			}
 			continue
 		}
 		attrs := []slog.Attr{
@@ -50,7 +56,9 @@ func (s logStore) Write(ctx context.Context, recs []recordstore.Record) error {
 		if rec.ResultBytes > 0 {
 			attrs = append(attrs, slog.Int("result_bytes", rec.ResultBytes))
 		}
-		s.logger.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
+		if err := emit(attrs...); err != nil {
+			return err
+		}
 	}
 	return nil
 }
