@@ -132,3 +132,7 @@ func (t *tee) StartStep(ctx context.Context, name string, index int, ex *exchang
 // tracer when tracing is on): code that needs that tracer's own type (the MCP
 // server's spans) finds it behind the tee.
 func (t *tee) Primary() engine.Tracer { return t.ts[0] }
+
+// Tracers are the tracers of the tee, in order (tests find the console's
+// capture among them).
+func (t *tee) Tracers() []engine.Tracer { return t.ts }
