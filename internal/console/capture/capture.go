@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arvenza/helix/internal/console"
 	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -166,26 +167,45 @@ var _ engine.Tracer = (*Capture)(nil)
 
 func noop(error) {}
 
+var _ console.Clocked = (*Capture)(nil)
+
 // StartExchange records ex when it is sampled.
 func (c *Capture) StartExchange(ctx context.Context, kind, id, trigger string, ex *exchange.Exchange) (context.Context, func(error)) {
+	now := time.Now()
+	ctx, e := c.StartExchangeAt(ctx, now, kind, id, trigger, ex)
+	return ctx, endFunc(e, now)
+}
+
+// endFunc is e as an engine tracer's end func (the capture used on its own).
+func endFunc(e console.Ender, start time.Time) func(error) {
+	if e == nil {
+		return noop
+	}
+	return func(err error) { e.End(err, start, time.Now()) }
+}
+
+// StartExchangeAt implements console.Clocked: an exchange that is not
+// sampled costs a context value and two counters, no clock read (the
+// sampling's second is now's) and no end.
+func (c *Capture) StartExchangeAt(ctx context.Context, now time.Time, kind, id, trigger string, ex *exchange.Exchange) (context.Context, console.Ender) {
 	if a, ok := ctx.Value(ctxKey{}).(*active); ok && a != nil {
 		// A workflow called by a captured (or skipped) one: recorded as the
 		// caller's step, its own steps are not.
 		if a.nested {
-			return ctx, noop
+			return ctx, nil
 		}
-		return context.WithValue(ctx, ctxKey{}, skipped), noop
+		return context.WithValue(ctx, ctxKey{}, skipped), nil
 	}
 	ticket, _ := ctx.Value(replayKey{}).(*ReplayTicket)
-	if ticket == nil && !c.sampled() {
-		return context.WithValue(ctx, ctxKey{}, skipped), noop
+	if ticket == nil && !c.sampled(now) {
+		return context.WithValue(ctx, ctxKey{}, skipped), nil
 	}
 	rec := &Exchange{
 		ID:         strconv.FormatUint(c.ids.Add(1), 10),
 		ExchangeID: ex.ID(),
 		Workflow:   id,
 		Kind:       kind,
-		Start:      time.Now(),
+		Start:      now,
 	}
 	if trigger != "" {
 		if c.opts.ShowURI != nil {
@@ -204,8 +224,17 @@ func (c *Capture) StartExchange(ctx context.Context, kind, id, trigger string, e
 	}
 	rec.Input = c.redactor.snapshot(ex, c.opts.BodyLimit)
 	c.keepReplayInput(rec, ex)
-	return context.WithValue(ctx, ctxKey{}, &active{rec: rec}), func(err error) { c.end(rec, ex, err) }
+	return context.WithValue(ctx, ctxKey{}, &active{rec: rec}), &exchangeEnd{c: c, rec: rec, ex: ex}
 }
+
+// exchangeEnd ends a captured exchange.
+type exchangeEnd struct {
+	c   *Capture
+	rec *Exchange
+	ex  *exchange.Exchange
+}
+
+func (e *exchangeEnd) End(err error, _, now time.Time) { e.c.end(e.rec, e.ex, err, now) }
 
 // keepReplayInput keeps ex's input exactly as received (secrets included,
 // never shown: only a replay reads it) when it is whole within ReplayLimit.
@@ -223,7 +252,7 @@ func (c *Capture) keepReplayInput(rec *Exchange, ex *exchange.Exchange) {
 }
 
 // sampled decides, with two counters, whether this exchange is captured.
-func (c *Capture) sampled() bool {
+func (c *Capture) sampled(now time.Time) bool {
 	if c.stopped.Load() {
 		return false
 	}
@@ -233,9 +262,9 @@ func (c *Capture) sampled() bool {
 	if c.opts.PerSecond < 0 {
 		return true
 	}
-	now := time.Now().Unix()
-	if s := c.second.Load(); s != now {
-		if c.second.CompareAndSwap(s, now) {
+	sec := now.Unix()
+	if s := c.second.Load(); s != sec {
+		if c.second.CompareAndSwap(s, sec) {
 			c.inSecond.Store(0)
 		}
 	}
@@ -246,28 +275,47 @@ func (c *Capture) sampled() bool {
 // exchange (the snapshot before a step is the one after the step before it,
 // or the input).
 func (c *Capture) StartStep(ctx context.Context, name string, index int, ex *exchange.Exchange) (context.Context, func(error)) {
+	now := time.Now()
+	ctx, e := c.StartStepAt(ctx, now, name, index, ex)
+	return ctx, endFunc(e, now)
+}
+
+// StartStepAt implements console.Clocked: nothing (no end) for a step of an
+// exchange that is not captured.
+func (c *Capture) StartStepAt(ctx context.Context, _ time.Time, name string, index int, ex *exchange.Exchange) (context.Context, console.Ender) {
 	a, _ := ctx.Value(ctxKey{}).(*active)
 	if a == nil || a.rec == nil {
-		return ctx, noop
+		return ctx, nil
 	}
 	rec := a.rec
 	if len(rec.Steps) >= maxSteps {
 		rec.StepsNotShown++
-		return ctx, noop
+		return ctx, nil
 	}
-	start := time.Now()
-	return ctx, func(err error) {
-		st := Step{Index: index, Name: name, Start: start, Duration: time.Since(start)}
-		if err != nil {
-			st.Error = c.redactor.text(err.Error())
-		}
-		st.After = c.redactor.snapshot(ex, c.opts.BodyLimit)
-		rec.Steps = append(rec.Steps, st)
-	}
+	return ctx, &stepEnd{c: c, rec: rec, ex: ex, index: index, name: name}
 }
 
-func (c *Capture) end(rec *Exchange, ex *exchange.Exchange, err error) {
-	rec.End = time.Now()
+// stepEnd ends a step of a captured exchange: the snapshot after it.
+type stepEnd struct {
+	c     *Capture
+	rec   *Exchange
+	ex    *exchange.Exchange
+	index int
+	name  string
+}
+
+func (e *stepEnd) End(err error, start, now time.Time) {
+	c := e.c
+	st := Step{Index: e.index, Name: e.name, Start: start, Duration: now.Sub(start)}
+	if err != nil {
+		st.Error = c.redactor.text(err.Error())
+	}
+	st.After = c.redactor.snapshot(e.ex, c.opts.BodyLimit)
+	e.rec.Steps = append(e.rec.Steps, st)
+}
+
+func (c *Capture) end(rec *Exchange, ex *exchange.Exchange, err error, now time.Time) {
+	rec.End = now
 	rec.Status = StatusOK
 	if err == nil {
 		err = ex.Exception()

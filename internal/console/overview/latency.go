@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arvenza/helix/internal/console"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -43,17 +44,33 @@ func NewLatency() *Latency { return &Latency{} }
 
 // StartExchange implements engine.Tracer.
 func (l *Latency) StartExchange(ctx context.Context, _, id, _ string, _ *exchange.Exchange) (context.Context, func(error)) {
+	h := l.hist(id)
+	start := time.Now()
+	return ctx, func(error) { h.record(time.Since(start)) }
+}
+
+// StartExchangeAt implements console.Clocked: in the console's tee the
+// exchange's histogram is its end, so an exchange allocates nothing here and
+// reads no clock of its own.
+func (l *Latency) StartExchangeAt(ctx context.Context, _ time.Time, _, id, _ string, _ *exchange.Exchange) (context.Context, console.Ender) {
+	return ctx, l.hist(id)
+}
+
+// StartStepAt implements console.Clocked; steps are not timed here.
+func (l *Latency) StartStepAt(ctx context.Context, _ time.Time, _ string, _ int, _ *exchange.Exchange) (context.Context, console.Ender) {
+	return ctx, nil
+}
+
+func (l *Latency) hist(id string) *hist {
 	h, ok := l.hists.Load(id)
 	if !ok {
 		h, _ = l.hists.LoadOrStore(id, &hist{})
 	}
-	start := time.Now()
-	return ctx, h.(*hist).end(start)
+	return h.(*hist)
 }
 
-func (h *hist) end(start time.Time) func(error) {
-	return func(error) { h.record(time.Since(start)) }
-}
+// End implements console.Ender.
+func (h *hist) End(_ error, start, now time.Time) { h.record(now.Sub(start)) }
 
 func (h *hist) record(d time.Duration) {
 	i := bucketOf(d)

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arvenza/helix/internal/console"
 	"github.com/arvenza/helix/pkg/exchange"
 )
 
@@ -70,48 +71,60 @@ func New(defs []Def) *Stats {
 
 type ctxKey struct{}
 
-// run is one exchange in flight. The top-level steps of one exchange run one
-// after the other, so one step start time per exchange is enough.
-type run struct {
-	c         *counters
-	start     time.Time
-	stepStart time.Time
-	step      int
-	endStep   func(error)
-}
+// The context of an exchange holds its workflow's *counters (nil for an
+// exchange of a workflow not counted). A step's end is its Counter, which
+// is an console.Ender: in a tee (the console on), an exchange costs one
+// context value and no other allocation, and no clock read of its own.
+var _ console.Clocked = (*Stats)(nil)
 
 // StartExchange implements engine.Tracer.
-func (s *Stats) StartExchange(ctx context.Context, kind, id, _ string, _ *exchange.Exchange) (context.Context, func(error)) {
-	c := s.byKey[key{kind, id}]
-	if c == nil {
-		// Not ours: hide an outer exchange's run so that this one's steps are
-		// not counted against it (a direct:// call into an undeclared workflow).
-		if ctx.Value(ctxKey{}) != nil {
-			ctx = context.WithValue(ctx, ctxKey{}, (*run)(nil))
-		}
-		return ctx, noop
-	}
-	r := &run{c: c, start: time.Now(), step: -1}
-	r.endStep = r.finishStep
-	return context.WithValue(ctx, ctxKey{}, r), r.finish
-}
-
-func (r *run) finish(err error) { r.c.exchange.Observe(time.Since(r.start), err != nil) }
-
-func (r *run) finishStep(err error) {
-	if r.step >= 0 && r.step < len(r.c.steps) {
-		r.c.steps[r.step].Observe(time.Since(r.stepStart), err != nil)
-	}
+func (s *Stats) StartExchange(ctx context.Context, kind, id, trigger string, ex *exchange.Exchange) (context.Context, func(error)) {
+	now := time.Now()
+	ctx, e := s.StartExchangeAt(ctx, now, kind, id, trigger, ex)
+	return ctx, endFunc(e, now)
 }
 
 // StartStep implements engine.Tracer.
-func (s *Stats) StartStep(ctx context.Context, _ string, index int, _ *exchange.Exchange) (context.Context, func(error)) {
-	r, _ := ctx.Value(ctxKey{}).(*run)
-	if r == nil || index < 0 || index >= len(r.c.steps) {
-		return ctx, noop
+func (s *Stats) StartStep(ctx context.Context, name string, index int, ex *exchange.Exchange) (context.Context, func(error)) {
+	now := time.Now()
+	ctx, e := s.StartStepAt(ctx, now, name, index, ex)
+	return ctx, endFunc(e, now)
+}
+
+// endFunc is e (nil or a *Counter) as an engine tracer's end func, for the
+// tracer used on its own: a pooled timer, so that it allocates nothing either.
+func endFunc(e console.Ender, start time.Time) func(error) {
+	c, _ := e.(*Counter)
+	if c == nil {
+		return noop
 	}
-	r.step, r.stepStart = index, time.Now()
-	return ctx, r.endStep
+	t := timers.Get().(*timer)
+	t.c, t.start = c, start
+	return t.end
+}
+
+// StartExchangeAt implements console.Clocked.
+func (s *Stats) StartExchangeAt(ctx context.Context, _ time.Time, kind, id, _ string, _ *exchange.Exchange) (context.Context, console.Ender) {
+	c := s.byKey[key{kind, id}]
+	if c == nil {
+		// Not ours: hide an outer exchange's counters so that this one's steps
+		// are not counted against it (a direct:// call into an undeclared
+		// workflow).
+		if ctx.Value(ctxKey{}) != nil {
+			ctx = context.WithValue(ctx, ctxKey{}, (*counters)(nil))
+		}
+		return ctx, nil
+	}
+	return context.WithValue(ctx, ctxKey{}, c), &c.exchange
+}
+
+// StartStepAt implements console.Clocked.
+func (s *Stats) StartStepAt(ctx context.Context, _ time.Time, _ string, index int, _ *exchange.Exchange) (context.Context, console.Ender) {
+	c, _ := ctx.Value(ctxKey{}).(*counters)
+	if c == nil || index < 0 || index >= len(c.steps) {
+		return ctx, nil
+	}
+	return ctx, &c.steps[index]
 }
 
 func noop(error) {}
@@ -121,17 +134,15 @@ func noop(error) {}
 // Nested steps may run at the same time, so each gets its own timer, from a
 // pool so that the steady state allocates nothing.
 func (s *Stats) StartNestedStep(ctx context.Context, name string, _ *exchange.Exchange) (context.Context, func(error)) {
-	r, _ := ctx.Value(ctxKey{}).(*run)
-	if r == nil || r.c.nested == nil {
+	r, _ := ctx.Value(ctxKey{}).(*counters)
+	if r == nil || r.nested == nil {
 		return ctx, noop
 	}
-	c := r.c.nested[Position(name)]
+	c := r.nested[Position(name)]
 	if c == nil {
 		return ctx, noop
 	}
-	t := timers.Get().(*timer)
-	t.c, t.start = c, time.Now()
-	return ctx, t.end
+	return ctx, endFunc(c, time.Now())
 }
 
 // Position is the position part of a step name ("helix.yaml:14:9" of
@@ -163,10 +174,11 @@ func init() {
 }
 
 func (t *timer) finish(err error) {
-	c, d := t.c, time.Since(t.start)
+	now := time.Now()
+	c, d := t.c, now.Sub(t.start)
 	t.c = nil
 	timers.Put(t)
-	c.Observe(d, err != nil)
+	c.observeAt(d, err != nil, now)
 }
 
 // Snapshot is one workflow's counts.
@@ -215,13 +227,19 @@ type Counter struct {
 }
 
 // Observe records one run that took d.
-func (c *Counter) Observe(d time.Duration, failed bool) {
+func (c *Counter) Observe(d time.Duration, failed bool) { c.observeAt(d, failed, time.Now()) }
+
+// End implements console.Ender: the run that started at start ended at now.
+func (c *Counter) End(err error, start, now time.Time) { c.observeAt(now.Sub(start), err != nil, now) }
+
+// observeAt records one run that took d and ended at now.
+func (c *Counter) observeAt(d time.Duration, failed bool, now time.Time) {
 	c.count.Add(1)
 	if failed {
 		c.errors.Add(1)
 	}
 	c.buckets[bucket(d)].Add(1)
-	c.last.Store(time.Now().UnixNano())
+	c.last.Store(now.UnixNano())
 }
 
 func bucket(d time.Duration) int {
