@@ -260,8 +260,9 @@ func (s *Split) run(ctx context.Context, ex *exchange.Exchange, elems, results [
 	defer stopCancel()
 
 	// Unbuffered: an element's exchange is handed over only when a worker is free,
-	// so at most `workers` copies exist at once. Every worker's result fits in resCh,
-	// so a worker never blocks on it, even after the split has returned.
+	// so at most `workers` copies exist at once. A worker's result fits in resCh
+	// while the split reads them; once the split stops reading (its context is
+	// done) a worker drops its result instead of waiting (startWorkers).
 	jobs := make(chan splitJob)
 	resCh := make(chan splitResult, workers)
 	if err := s.startWorkers(ectx, workers, jobs, resCh); err != nil {
@@ -361,7 +362,15 @@ func (s *Split) startWorkers(ctx context.Context, workers int, jobs <-chan split
 				if err == nil {
 					err = runBranch(ctx, nil, j.index, s.steps, j.ex) // s.steps traces its own steps
 				}
-				resCh <- splitResult{index: j.index, body: j.ex.In().Body(), err: err}
+				// Once ctx is done the split has returned or is returning
+				// without reading more results (it checks the cancellation
+				// first); a worker handed one more element just before
+				// must not block on a full resCh, or Stop would wait for it
+				// for ever.
+				select {
+				case resCh <- splitResult{index: j.index, body: j.ex.In().Body(), err: err}:
+				case <-ctx.Done():
+				}
 			}
 		}()
 	}
