@@ -317,22 +317,11 @@ func printRun(w io.Writer, r durable.Run, steps []durable.StepRecord) error {
 	return nil
 }
 
-// stepTook is how long step i ran: from the checkpoint before it in the same
-// segment (the run's start for the first step of the first segment). A later
-// segment's first step started when the wait was resolved, which the store does
-// not keep: "-".
+// stepTook is how long step i ran (durable.StepTook), "-" when the store
+// does not know.
 func stepTook(r durable.Run, steps []durable.StepRecord, i int) string {
-	var from time.Time
-	switch {
-	case i > 0 && steps[i-1].Segment == steps[i].Segment:
-		from = steps[i-1].At
-	case steps[i].Segment == 0:
-		from = r.CreatedAt
-	default:
-		return "-"
-	}
-	d := steps[i].At.Sub(from)
-	if d < 0 {
+	d, ok := durable.StepTook(r, steps, i)
+	if !ok {
 		return "-"
 	}
 	return d.Round(time.Microsecond).String()
