@@ -17,9 +17,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/arvenza/helix/internal/agent"
+	"github.com/arvenza/helix/internal/console"
 	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -216,13 +216,7 @@ func (r *Recorder) clip(s string) string {
 }
 
 func cut(s string, n, total int) string {
-	if n > len(s) {
-		n = len(s)
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "… (" + strconv.Itoa(total) + " bytes, cut)"
+	return console.Cut(s, n) + "… (" + strconv.Itoa(total) + " bytes, cut)"
 }
 
 // StartRun records a new run (agent.Observer).

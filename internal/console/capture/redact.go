@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/arvenza/helix/internal/console"
 	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -89,7 +90,7 @@ func (r redactor) snapshot(ex *exchange.Exchange, bodyLimit int) Snapshot {
 			} else {
 				v := r.text(exchange.Stringify(h[k]))
 				if len(v) > maxHeaderValue {
-					v, hd.Truncated = cut(v, maxHeaderValue), true
+					v, hd.Truncated = console.Cut(v, maxHeaderValue), true
 				}
 				hd.Value = v
 			}
@@ -125,17 +126,6 @@ func (r redactor) snapshot(ex *exchange.Exchange, bodyLimit int) Snapshot {
 	return s
 }
 
-// cut returns s's first n bytes, not splitting a UTF-8 character.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // bodyWriter writes a body as JSON text up to limit bytes; past it, it only
 // counts, so a huge body costs a walk bounded by the limit and depth, not a
 // full encoding.
@@ -155,7 +145,7 @@ func (w *bodyWriter) raw(s string) {
 	}
 	room := w.limit - w.b.Len()
 	if len(s) > room {
-		w.b.WriteString(cut(s, room))
+		w.b.WriteString(console.Cut(s, room))
 		w.truncated = true
 		return
 	}
@@ -248,7 +238,7 @@ func (w *bodyWriter) str(s string) {
 		return
 	}
 	if len(s) > room {
-		b, _ := json.Marshal(cut(s, room))
+		b, _ := json.Marshal(console.Cut(s, room))
 		w.raw(string(b))
 		// What was not encoded is counted, and the text is over the limit.
 		w.full += len(s) - room

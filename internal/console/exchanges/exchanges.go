@@ -98,19 +98,9 @@ func filterOf(q url.Values) (capture.Filter, error) {
 	case "", capture.StatusOK, capture.StatusFailed:
 	default:
 		return capture.Filter{}, fmt.Errorf("the status filter must be %q or %q (or left out for both), not %q",
-			capture.StatusOK, capture.StatusFailed, cutText(f.Status, 40))
+			capture.StatusOK, capture.StatusFailed, console.Clip(f.Status, 40))
 	}
 	return f, nil
-}
-
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // Row is one exchange in the list and in the feed's events.
@@ -130,7 +120,7 @@ type Row struct {
 func (h *handlers) row(e *capture.Exchange) Row {
 	return Row{ID: e.ID, URL: h.m.URL("/exchanges/" + e.ID), Workflow: e.Workflow, Kind: e.Kind, Status: e.Status,
 		Principal: e.Principal, Start: e.Start.UTC().Format("15:04:05.000"), Duration: fmtDur(e.Duration()),
-		Error: cutText(e.Error, 200), Replay: e.ReplayOf != ""}
+		Error: console.Clip(e.Error, 200), Replay: e.ReplayOf != ""}
 }
 
 func fmtDur(d time.Duration) string {
@@ -256,7 +246,7 @@ func (h *handlers) detail(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		writeStatus(w, http.StatusNotFound)
 		h.m.Render(w, r, console.View{Title: "Exchange not found", Active: "/exchanges", Body: notFoundTmpl,
-			Data: map[string]string{"ID": cutText(id, 40), "List": h.m.URL("/exchanges")}})
+			Data: map[string]string{"ID": console.Clip(id, 40), "List": h.m.URL("/exchanges")}})
 		return
 	}
 	h.renderDetail(w, r, e, "", http.StatusOK)
@@ -289,7 +279,7 @@ func (h *handlers) doReplay(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		writeStatus(w, http.StatusNotFound)
 		h.m.Render(w, r, console.View{Title: "Exchange not found", Active: "/exchanges", Body: notFoundTmpl,
-			Data: map[string]string{"ID": cutText(r.PathValue("id"), 40), "List": h.m.URL("/exchanges")}})
+			Data: map[string]string{"ID": console.Clip(r.PathValue("id"), 40), "List": h.m.URL("/exchanges")}})
 		return
 	}
 	if h.replay == nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/arvenza/helix/internal/console"
 	"io"
 	"mime"
 	"net/http"
@@ -360,11 +361,6 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("\n… (%d more bytes not shown)", len(s)-cut)
+	cut := console.Cut(s, n)
+	return cut + fmt.Sprintf("\n… (%d more bytes not shown)", len(s)-len(cut))
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

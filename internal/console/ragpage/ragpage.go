@@ -111,7 +111,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		if err != nil || n < 0 || n > len(all)/PageSize {
 			writeStatus(w, http.StatusBadRequest)
 			h.m.Render(w, r, console.View{Title: "RAG", Active: "/rag", Body: errorTmpl,
-				Data: errorData{Status: http.StatusBadRequest, Message: fmt.Sprintf("page %q: use a page number from 0 to %d", clip(s, 40), len(all)/PageSize), Back: h.m.URL("/rag")}})
+				Data: errorData{Status: http.StatusBadRequest, Message: fmt.Sprintf("page %q: use a page number from 0 to %d", console.Clip(s, 40), len(all)/PageSize), Back: h.m.URL("/rag")}})
 			return
 		}
 		page = n
@@ -181,7 +181,7 @@ func (h *handler) playground(w http.ResponseWriter, r *http.Request) {
 	if !found {
 		writeStatus(w, http.StatusNotFound)
 		h.m.Render(w, r, console.View{Title: "RAG", Active: "/rag", Body: errorTmpl,
-			Data: errorData{Status: http.StatusNotFound, Message: fmt.Sprintf("no pipeline %q in this application: pick one from the list", clip(id, 80)), Back: h.m.URL("/rag")}})
+			Data: errorData{Status: http.StatusNotFound, Message: fmt.Sprintf("no pipeline %q in this application: pick one from the list", console.Clip(id, 80)), Back: h.m.URL("/rag")}})
 		return
 	}
 	h.count(r.Context(), &p)
@@ -196,7 +196,7 @@ func (h *handler) playground(w http.ResponseWriter, r *http.Request) {
 	if s := q.Get("k"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxK {
-			fail(http.StatusBadRequest, fmt.Sprintf("k %q: show from 1 to %d passages per ranking", clip(s, 40), MaxK))
+			fail(http.StatusBadRequest, fmt.Sprintf("k %q: show from 1 to %d passages per ranking", console.Clip(s, 40), MaxK))
 		} else {
 			d.K = n
 		}
@@ -204,7 +204,7 @@ func (h *handler) playground(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case d.Error != "":
 	case len(text) > MaxQueryBytes:
-		d.Query = clip(text, MaxQueryBytes)
+		d.Query = console.Clip(text, MaxQueryBytes)
 		fail(http.StatusBadRequest, fmt.Sprintf("the query is %d bytes: the playground runs queries of at most %d bytes; shorten it", len(text), MaxQueryBytes))
 	case !utf8.ValidString(text):
 		d.Query = strings.ToValidUTF8(text, "\uFFFD")
@@ -270,8 +270,8 @@ func row(rank int, h rag.Hit, kw, vec, fused map[string]int) ranked {
 		src = c.DocID
 	}
 	text, cut := snippet(c.Text, SnippetRunes)
-	return ranked{Rank: rank, Score: strconv.FormatFloat(h.Score, 'f', 4, 64), Source: clip(src, 200), Title: clip(c.Title, 200),
-		Heading: clip(strings.Join(c.Headings, " › "), 200), Text: text, Cut: cut, ID: clip(c.ID, 200),
+	return ranked{Rank: rank, Score: strconv.FormatFloat(h.Score, 'f', 4, 64), Source: console.Clip(src, 200), Title: console.Clip(c.Title, 200),
+		Heading: console.Clip(strings.Join(c.Headings, " › "), 200), Text: text, Cut: cut, ID: console.Clip(c.ID, 200),
 		KeywordRank: kw[c.ID], VectorRank: vec[c.ID], Fused: fused[c.ID]}
 }
 
@@ -283,18 +283,6 @@ func snippet(s string, n int) (string, bool) {
 	}
 	r := []rune(s)
 	return string(r[:n]), true
-}
-
-// clip bounds a value echoed back on a page (an id, a query parameter).
-func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 type errorData struct {
@@ -315,7 +303,7 @@ func (h *handler) count(ctx context.Context, p *Pipeline) {
 	defer cancel()
 	st, err := h.src.Count(ctx, p.ID)
 	if err != nil {
-		p.StatsError = clip(redact.Text(err.Error()), 200)
+		p.StatsError = console.Clip(redact.Text(err.Error()), 200)
 		return
 	}
 	p.Documents, p.Chunks = st.Documents, st.Chunks

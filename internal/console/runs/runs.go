@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/arvenza/helix/internal/console"
 	"github.com/arvenza/helix/internal/durable"
@@ -120,11 +119,11 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := durable.Filter{Workflow: clip(q.Get("workflow"), 200), After: clip(q.Get("after"), 200), Limit: PageSize}
+	f := durable.Filter{Workflow: console.Clip(q.Get("workflow"), 200), After: console.Clip(q.Get("after"), 200), Limit: PageSize}
 	state := q.Get("state")
 	if state != "" {
 		if !knownState(durable.State(state)) {
-			h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("state %q: use working, input_required, waiting, completed, failed or cancelled", clip(state, 40)), h.m.URL("/runs"))
+			h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("state %q: use working, input_required, waiting, completed, failed or cancelled", console.Clip(state, 40)), h.m.URL("/runs"))
 			return
 		}
 		f.States = []durable.State{durable.State(state)}
@@ -214,7 +213,7 @@ func waitSummary(w durable.Wait) string {
 		}
 	}
 	if w.Message != "" {
-		s += ": " + clip(w.Message, 200)
+		s += ": " + console.Clip(w.Message, 200)
 	}
 	if !w.Due.IsZero() {
 		s += " (until " + w.Due.UTC().Format(time.RFC3339) + ")"
@@ -287,7 +286,7 @@ func (h *handler) showStatus(w http.ResponseWriter, r *http.Request, status int,
 	defer cancel()
 	run, err := store.Get(ctx, id)
 	if errors.Is(err, durable.ErrNotFound) {
-		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("no run %q: it may have ended and been removed after its retention", clip(id, 100)), h.m.URL("/runs"))
+		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("no run %q: it may have ended and been removed after its retention", console.Clip(id, 100)), h.m.URL("/runs"))
 		return
 	}
 	if err != nil {
@@ -305,7 +304,7 @@ func (h *handler) showStatus(w http.ResponseWriter, r *http.Request, status int,
 		Resume: h.m.URL(base + "/resume"), Cancel: h.m.URL(base + "/cancel"),
 		CanCancel: !run.State.Terminal(), CanResume: run.State != durable.StateCompleted && run.Wait == nil,
 		Done: doneText[r.URL.Query().Get("done")], Failed: run.State == durable.StateFailed}
-	d.Run.Error = clip(redact.Text(run.Error), 2000)
+	d.Run.Error = console.Clip(redact.Text(run.Error), 2000)
 	ws := pending(run)
 	for _, wt := range ws {
 		v := waitView{Wait: wt, Summary: waitSummary(wt), Decides: wt.Kind == durable.WaitApprove || wt.Kind == durable.WaitElicit,
@@ -313,7 +312,7 @@ func (h *handler) showStatus(w http.ResponseWriter, r *http.Request, status int,
 		if len(run.Waits) > 0 {
 			v.KeyField = wt.Key
 		}
-		v.Key = clip(wt.Key, 200)
+		v.Key = console.Clip(wt.Key, 200)
 		d.Waits = append(d.Waits, v)
 	}
 	type stepKey struct {
@@ -336,7 +335,7 @@ func (h *handler) showStatus(w http.ResponseWriter, r *http.Request, status int,
 		s := steps[i]
 		v := stepView{StepRecord: s, Took: stepTook(run, steps, i), Size: int64(s.Bytes)}
 		v.Exchange, v.Cut = exchangeText(exchanges[stepKey{s.Segment, s.Index, s.Name}], MaxCheckpointBytes)
-		v.Name, v.Error = clip(s.Name, 200), clip(redact.Text(s.Error), 500)
+		v.Name, v.Error = console.Clip(s.Name, 200), console.Clip(redact.Text(s.Error), 500)
 		d.Steps = append(d.Steps, v)
 	}
 	d.StepsShown = len(d.Steps)
@@ -346,7 +345,7 @@ func (h *handler) showStatus(w http.ResponseWriter, r *http.Request, status int,
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(status)
 	}
-	h.m.Render(w, r, console.View{Title: "Run " + clip(run.ID, 80), Active: "/runs", Body: showTmpl, Data: d})
+	h.m.Render(w, r, console.View{Title: "Run " + console.Clip(run.ID, 80), Active: "/runs", Body: showTmpl, Data: d})
 }
 
 // stepTook is how long step i ran (durable.StepTook), "-" when the store
@@ -378,7 +377,7 @@ func (h *handler) act(verb string) console.Handler {
 		defer cancel()
 		run, err := store.Get(ctx, id)
 		if errors.Is(err, durable.ErrNotFound) {
-			h.fail(w, r, http.StatusNotFound, fmt.Sprintf("no run %q", clip(id, 100)), h.m.URL("/runs"))
+			h.fail(w, r, http.StatusNotFound, fmt.Sprintf("no run %q", console.Clip(id, 100)), h.m.URL("/runs"))
 			return
 		}
 		if err != nil {
@@ -476,7 +475,7 @@ func pickWait(run durable.Run, key string) (durable.Wait, string) {
 	}
 	if len(run.Waits) == 0 {
 		if key != "" && run.Wait.Key != key {
-			return durable.Wait{}, fmt.Sprintf("the run waits for %s %q, not %q: reload the page", run.Wait.Kind, clip(run.Wait.Key, 100), clip(key, 100))
+			return durable.Wait{}, fmt.Sprintf("the run waits for %s %q, not %q: reload the page", run.Wait.Kind, console.Clip(run.Wait.Key, 100), console.Clip(key, 100))
 		}
 		return *run.Wait, ""
 	}
@@ -488,7 +487,7 @@ func pickWait(run durable.Run, key string) (durable.Wait, string) {
 	if key == "" {
 		return durable.Wait{}, fmt.Sprintf("the run waits for %d things at once: decide each from its own form", len(run.Waits))
 	}
-	return durable.Wait{}, fmt.Sprintf("the run waits for nothing with key %q: it may have been answered already; reload the page", clip(key, 100))
+	return durable.Wait{}, fmt.Sprintf("the run waits for nothing with key %q: it may have been answered already; reload the page", console.Clip(key, 100))
 }
 
 type errorData struct {
@@ -501,18 +500,6 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, status int, msg, 
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	h.m.Render(w, r, console.View{Title: "Runs", Active: "/runs", Body: errorTmpl, Data: errorData{Status: status, Message: msg, Back: back}})
-}
-
-// clip bounds a value shown on a page.
-func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // exchangeText shows a checkpointed exchange (an exchange.Snapshot) as
@@ -549,7 +536,7 @@ func exchangeText(raw json.RawMessage, max int) (string, bool) {
 	}
 	s := redact.Text(string(text))
 	if len(s) > max {
-		return clip(s, max), true
+		return console.Clip(s, max), true
 	}
 	return s, false
 }

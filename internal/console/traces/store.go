@@ -18,12 +18,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/arvenza/helix/internal/console"
 	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/internal/tracing"
 )
@@ -210,11 +210,7 @@ func (s *Store) clip(v string) string {
 }
 
 func cut(s string, n, total int) string {
-	n = min(n, len(s))
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "… (" + strconv.Itoa(total) + " bytes, cut)"
+	return console.Cut(s, n) + "… (" + strconv.Itoa(total) + " bytes, cut)"
 }
 
 func (s *Store) attrs(kvs []attribute.KeyValue, size *int64, dropped *int) []Attr {
