@@ -54,8 +54,10 @@ func decodeConsole(d *Decoder, n *yaml.Node, path string, c *ConsoleConfig) {
 				},
 				"max_bytes": func(v *yaml.Node, p string) {
 					d.Doc(v, "The memory the console's capture may hold (64MiB by default).")
+					before := len(d.Errors())
 					cp.MaxBytes = d.ByteSize(v, p)
-					if d.desc == nil && cp.MaxBytes <= 0 {
+					// A value that is not a size has had its error already.
+					if d.desc == nil && cp.MaxBytes <= 0 && len(d.Errors()) == before {
 						d.Errorf(v, p, "max_bytes must be a positive size, for example 64MiB").Hint =
 							"the capture keeps the newest exchanges within this budget"
 					}

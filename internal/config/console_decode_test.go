@@ -58,6 +58,7 @@ func TestConsoleErrors(t *testing.T) {
 		{"helix:\n  console:\n    capture:\n      sample: 1.5\n", []string{"helix.yaml:4:15", "sample must be above 0 and at most 1"}},
 		{"helix:\n  console:\n    capture:\n      sample: 0\n", []string{"helix.yaml:4:15", "sample must be above 0"}},
 		{"helix:\n  console:\n    capture:\n      max_bytes: -5\n", []string{"helix.yaml:4:18", "max_bytes"}},
+		{"helix:\n  console:\n    capture:\n      max_bytes: lots\n", []string{"helix.yaml:4:18", "not a size"}},
 		{"helix:\n  console:\n    auth:\n      oauth:\n        issuer: https://x\n", []string{"helix.yaml:5:9", "audience"}},
 		{"helix:\n  console:\n    auth:\n      api_keys:\n        - {name: a}\n", []string{"helix.yaml:5:11", "key"}},
 	} {
@@ -65,6 +66,9 @@ func TestConsoleErrors(t *testing.T) {
 		if errs == nil {
 			t.Errorf("%q: no error", tc.yaml)
 			continue
+		}
+		if n := strings.Count(errs.Error(), tc.want[0]); n != 1 && strings.Contains(tc.yaml, "max_bytes") {
+			t.Errorf("%q: %d errors at %s, want one:\n%v", tc.yaml, n, tc.want[0], errs)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(errs.Error(), w) {
