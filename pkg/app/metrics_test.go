@@ -115,8 +115,9 @@ func TestMetricsEndToEnd(t *testing.T) {
 // TestReplayBudgetSettingAndMetrics: helix.mcp.replay_budget sets the process's
 // replay budget of resumable MCP streams, and /metrics shows it with what is kept
 // and what was dropped.
+// Not parallel: the replay budget is the process's, and every application
+// another parallel test starts sets it again (to the default).
 func TestReplayBudgetSettingAndMetrics(t *testing.T) {
-	t.Parallel()
 	a := startSecure(t, `
 helix:
   management:
