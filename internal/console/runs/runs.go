@@ -284,13 +284,8 @@ func (h *handler) showStatus(w http.ResponseWriter, r *http.Request, status int,
 	id := r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	defer cancel()
-	run, err := store.Get(ctx, id)
-	if errors.Is(err, durable.ErrNotFound) {
-		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("no run %q: it may have ended and been removed after its retention", console.Clip(id, 100)), h.m.URL("/runs"))
-		return
-	}
-	if err != nil {
-		h.fail(w, r, http.StatusServiceUnavailable, "read the run: "+redact.Text(err.Error()), h.m.URL("/runs"))
+	run, ok := h.getRun(ctx, w, r, store, id)
+	if !ok {
 		return
 	}
 	steps, err := store.Steps(ctx, id)
@@ -358,6 +353,22 @@ func stepTook(r durable.Run, steps []durable.StepRecord, i int) string {
 	return d.Round(time.Microsecond).String()
 }
 
+// getRun reads run id for a page or an action; when it cannot, it answers
+// the request (404 for an unknown run, 503 for a store that fails) and ok is
+// false.
+func (h *handler) getRun(ctx context.Context, w http.ResponseWriter, r *http.Request, store durable.Runs, id string) (durable.Run, bool) {
+	run, err := store.Get(ctx, id)
+	if errors.Is(err, durable.ErrNotFound) {
+		h.fail(w, r, http.StatusNotFound, fmt.Sprintf("no run %q: it may have ended and been removed after its retention", console.Clip(id, 100)), h.m.URL("/runs"))
+		return durable.Run{}, false
+	}
+	if err != nil {
+		h.fail(w, r, http.StatusServiceUnavailable, "read the run: "+redact.Text(err.Error()), h.m.URL("/runs"))
+		return durable.Run{}, false
+	}
+	return run, true
+}
+
 // act is an operator's action on a run: it checks what helix runs checks,
 // calls the store and sends the browser back to the run's page.
 func (h *handler) act(verb string) console.Handler {
@@ -375,13 +386,8 @@ func (h *handler) act(verb string) console.Handler {
 		id := r.PathValue("id")
 		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 		defer cancel()
-		run, err := store.Get(ctx, id)
-		if errors.Is(err, durable.ErrNotFound) {
-			h.fail(w, r, http.StatusNotFound, fmt.Sprintf("no run %q", console.Clip(id, 100)), h.m.URL("/runs"))
-			return
-		}
-		if err != nil {
-			h.fail(w, r, http.StatusServiceUnavailable, "read the run: "+redact.Text(err.Error()), h.m.URL("/runs"))
+		run, ok := h.getRun(ctx, w, r, store, id)
+		if !ok {
 			return
 		}
 		p, _ := console.PrincipalFrom(r.Context())
