@@ -459,15 +459,20 @@ type answerBody struct {
 	aborted *atomic.Bool
 	ctx     context.Context
 	keep    bool
-	done    atomic.Bool
+	done    atomic.Bool // the connection was given back or closed
+	eof     atomic.Bool // the body was read to its end
 }
 
 func (b *answerBody) Read(p []byte) (int, error) {
 	if b.done.Load() {
+		if b.eof.Load() {
+			return 0, io.EOF
+		}
 		return 0, errors.New("read of a closed answer body")
 	}
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
+		b.eof.Store(true)
 		b.finish(true)
 	} else if err != nil {
 		b.finish(false)

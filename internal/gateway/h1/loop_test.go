@@ -322,6 +322,16 @@ func TestLoopReusesAfterAnAnswerReadToItsEnd(t *testing.T) {
 		if _, got, err := call(t, hc, s.url(), "{}"); err != nil || got != "ok" {
 			t.Fatalf("%d: next %q %v", status, got, err)
 		}
+		// A read after the end is the end again, as net/http's bodies answer.
+		resp, err := post(Use(context.Background()), hc, s.url(), "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		if n, err := resp.Body.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+			t.Errorf("a read after the end: %d %v", n, err)
+		}
+		resp.Body.Close()
 		if s.accepted.Load() != 1 {
 			t.Errorf("HTTP %d: the connection was not kept", status)
 		}
