@@ -37,6 +37,11 @@ import (
 // the Transport sets no MaxResponseHeaderBytes.
 const DefaultMaxHeaderBytes = 1 << 20
 
+// maxBody is the largest request body the Loop sends (it holds the body in
+// memory, to send it again on another connection when a kept one turns out
+// closed); a larger one goes through the Transport.
+const maxBody = 32 << 20
+
 // max1xx bounds the informational answers read before the final one.
 const max1xx = 5
 
@@ -159,8 +164,8 @@ func (l *Loop) takes(req *http.Request) bool {
 	if t.DisableKeepAlives || t.MaxConnsPerHost > 0 || len(req.Trailer) > 0 || len(req.TransferEncoding) > 0 {
 		return false
 	}
-	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
-		return false // a body of unknown length: the Transport sends it chunked
+	if req.Body != nil && req.Body != http.NoBody && (req.ContentLength <= 0 || req.ContentLength > maxBody) {
+		return false // a body of unknown length (the Transport sends it chunked) or one not to hold in memory
 	}
 	if t.Proxy != nil {
 		if u, err := t.Proxy(req); err != nil || u != nil {
@@ -306,10 +311,6 @@ func (l *Loop) Close() {
 	l.CloseIdleConnections()
 }
 
-// errAborted is a request whose context ended while it was being sent or
-// answered.
-var errAborted = errors.New("the request was aborted")
-
 // exchange writes req on c and reads the answer's header. retry is true when
 // c turned out closed before a byte of the request was written: the request
 // may go on another connection.
@@ -407,7 +408,8 @@ func (l *Loop) exchange(ctx context.Context, c *conn, req *http.Request, body []
 		trace.GotFirstResponseByte()
 	}
 	keep := !resp.Close && !req.Close && (resp.ContentLength >= 0 || chunked(resp))
-	resp.Body = &answerBody{l: l, c: c, rc: resp.Body, stop: stop, aborted: &aborted, ctx: ctx, keep: keep}
+	resp.Body = &answerBody{l: l, c: c, rc: resp.Body, stop: stop, aborted: &aborted, ctx: ctx, keep: keep,
+		empty: resp.Body == http.NoBody}
 	return resp, false, nil
 }
 
@@ -459,6 +461,7 @@ type answerBody struct {
 	aborted *atomic.Bool
 	ctx     context.Context
 	keep    bool
+	empty   bool        // the answer has no body (Content-Length: 0, 204, 304)
 	done    atomic.Bool // the connection was given back or closed
 	eof     atomic.Bool // the body was read to its end
 }
@@ -491,7 +494,8 @@ func (b *answerBody) Read(p []byte) (int, error) {
 // may run while a Read is blocked in another goroutine: closing the
 // connection ends that Read.
 func (b *answerBody) Close() error {
-	b.finish(false)
+	// An empty body has nothing left to read: its connection stays usable.
+	b.finish(b.empty)
 	return nil
 }
 

@@ -565,3 +565,36 @@ func TestAppendRequestHostOverride(t *testing.T) {
 		t.Errorf("\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestLoopEmptyAnswerClosedUnread: an answer without a body (a notification's
+// 202) keeps its connection though the caller closes it without reading.
+func TestLoopEmptyAnswerClosedUnread(t *testing.T) {
+	s := newRawServer(t, func(_ int64, _ *http.Request, _ []byte, w *bufio.Writer, _ net.Conn) bool {
+		w.WriteString("HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+		return true
+	})
+	hc, _ := newClient(t, nil)
+	for range 3 {
+		resp, err := post(Use(context.Background()), hc, s.url(), "{}")
+		if err != nil || resp.StatusCode != 202 {
+			t.Fatal(resp, err)
+		}
+		resp.Body.Close()
+	}
+	if n := s.accepted.Load(); n != 1 {
+		t.Errorf("connections %d, want 1", n)
+	}
+}
+
+func TestLoopLeavesLargeBodiesToTheTransport(t *testing.T) {
+	s := newRawServer(t, func(_ int64, _ *http.Request, body []byte, w *bufio.Writer, _ net.Conn) bool {
+		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", len(fmt.Sprint(len(body))))
+		fmt.Fprint(w, len(body))
+		return true
+	})
+	hc, l := newClient(t, nil)
+	big := strings.Repeat("x", maxBody+1)
+	if _, got, err := call(t, hc, s.url(), big); err != nil || got != fmt.Sprint(len(big)) || l.Sent() != 0 {
+		t.Errorf("got %q %v, loop sent %d; want the Transport to send it", got, err, l.Sent())
+	}
+}
