@@ -84,6 +84,13 @@ func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server 
 		}
 		return text("slow"), nil, nil
 	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "hang"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ textArgs) (*sdk.CallToolResult, any, error) {
+		if runs != nil {
+			runs.Add(1)
+		}
+		<-ctx.Done() // answers only when the call is cancelled
+		return text("hang"), nil, nil
+	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "stderr"}, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (*sdk.CallToolResult, any, error) {
 		fmt.Fprintln(os.Stderr, a.Text)
 		return text("written"), nil, nil

@@ -237,14 +237,16 @@ func TestStatusMasksSecrets(t *testing.T) {
 func TestSlowUpstreamTimesOutWithoutRetry(t *testing.T) {
 	var runs atomic.Int64
 	ts := httpUpstream(t, testServer("s", legacyVersions, &runs), nil)
-	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Timeout: 200 * time.Millisecond, Health: config.HealthConfig{Interval: -1}})
+	// The timeout also bounds the session's opening, which a loaded machine
+	// (a -race run) can take a good part of a second over.
+	p := newPool(t, config.UpstreamConfig{ID: "u", URL: ts.URL, Timeout: 2 * time.Second, Health: config.HealthConfig{Interval: -1}})
 	mustCall(t, p, gateway.SessionKey{}, "echo") // the session is open: only the call is timed
-	_, err := callText(context.Background(), p, gateway.SessionKey{}, "slow", nil)
+	_, err := callText(context.Background(), p, gateway.SessionKey{}, "hang", nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want the deadline", err)
 	}
 	if n := runs.Load(); n != 1 {
-		t.Errorf("the slow tool ran %d times, want 1", n)
+		t.Errorf("the hanging tool ran %d times, want 1", n)
 	}
 }
 
