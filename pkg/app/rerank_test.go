@@ -179,3 +179,61 @@ workflows:
 		})
 	}
 }
+
+// A reranker that fails fails the step (on_error: fail, the default), or
+// leaves the retrieval's order (keep-order).
+func TestRerankStepOnError(t *testing.T) {
+	t.Parallel()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "model not loaded", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(down.Close)
+	kit := pipelinetest.New()
+	opts := quiet
+	opts.RAGParts = kit.Parts()
+	a := buildStart(t, `
+pipelines:
+  - id: kb
+workflows:
+  - id: add
+    trigger: direct://add
+    steps:
+      - rag-ingest: {pipeline: kb}
+  - id: strict
+    trigger: direct://strict
+    steps:
+      - rag-retrieve: {pipeline: kb, top_k: 10}
+      - rag-rerank: {provider: http, url: "`+down.URL+`/rerank", retries: 0}
+  - id: lenient
+    trigger: direct://lenient
+    steps:
+      - rag-retrieve: {pipeline: kb, top_k: 10}
+      - rag-rerank: {provider: http, url: "`+down.URL+`/rerank", retries: 0, on_error: keep-order, top_k: 2}
+`, opts)
+	ctx := callCtx(t)
+	ex := exchange.NewWithBody(exchange.InOut, []map[string]any{{"id": "a", "text": "printer jam"}, {"id": "b", "text": "printer on fire today"},
+		{"id": "c", "text": "printer toner"}})
+	if err := a.Context().Send(ctx, "direct://add", ex); err != nil {
+		t.Fatal(err)
+	}
+	ex = exchange.NewWithBody(exchange.InOut, map[string]any{"query": "printer"})
+	if err := a.Context().Send(ctx, "direct://strict", ex); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("strict: err = %v", err)
+	}
+	lenient := exchange.NewWithBody(exchange.InOut, map[string]any{"query": "printer"})
+	if err := a.Context().Send(ctx, "direct://lenient", lenient); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Results []struct {
+			DocID    string         `json:"doc_id"`
+			Metadata map[string]any `json:"metadata"`
+		} `json:"results"`
+	}
+	b, _ := json.Marshal(lenient.In().Body())
+	json.Unmarshal(b, &out)
+	// The store ties the three and orders them by id: a, b kept, no rerank marks.
+	if len(out.Results) != 2 || out.Results[0].DocID != "a" || out.Results[1].DocID != "b" || out.Results[0].Metadata["retrieval_rank"] != nil {
+		t.Errorf("keep-order = %s", b)
+	}
+}
