@@ -96,7 +96,7 @@ func (r *ragRerank) Process(ctx context.Context, ex *exchange.Exchange) error {
 		}
 	}
 	if strings.TrimSpace(query) == "" {
-		return fmt.Errorf("%s: the query is empty: the body has no \"query\" and the step sets no query:", r.name)
+		return fmt.Errorf("%s: the query is empty: send rag-retrieve's json output (it has the query) or set the step's query", r.name)
 	}
 	if len(hits) > 0 {
 		reranked, err := r.rerank(ctx, query, hits)
