@@ -19,7 +19,7 @@ var slimTags = []struct {
 		"github.com/arvenza/helix/internal/rag/embed/openai"}},
 	{"helix_noredis", []string{"github.com/redis/", "github.com/arvenza/helix/internal/component/mcp/security/redislimit"}},
 	{"helix_noonnx", []string{"github.com/yalue/onnxruntime_go", "github.com/sugarme/tokenizer",
-		"github.com/arvenza/helix/internal/rag/embed/onnx"}},
+		"github.com/arvenza/helix/internal/rag/embed/onnx", "github.com/arvenza/helix/internal/rag/rerank/crossencoder"}},
 	{"helix_nokafka", []string{"github.com/twmb/franz-go", "github.com/arvenza/helix/internal/component/kafka"}},
 }
 
@@ -109,6 +109,18 @@ func TestSlimBuildRefusesLeftOutParts(t *testing.T) {
 			"rag-embed provider openai is not available in this build (built with -tags helix_nollm); use a build without it"}},
 		{"onnx embedder", pipelineYAML("onnx"), []string{"helix.yaml:5:9: ",
 			"rag-embed provider onnx is not available in this build (built with -tags helix_noonnx); use a build without it"}},
+		{"onnx reranker in a pipeline", `pipelines:
+  - id: docs
+    steps:
+      - rag-rerank: {provider: onnx, model_path: model.onnx}
+`, []string{"helix.yaml:4:9: ",
+			"rag-rerank provider onnx is not available in this build (built with -tags helix_noonnx); use a build without it"}},
+		{"onnx reranker in a workflow", `workflows:
+  - id: w
+    trigger: direct://w
+    steps:
+      - rag-rerank: {provider: onnx, model_path: model.onnx}
+`, []string{"helix.yaml:5:32: workflows[0].steps[0].provider: rag-rerank provider onnx is not available in this build (built with -tags helix_noonnx); use a build without it"}},
 		{"redis rate-limit store", `mcps:
   - id: s
     addr: "127.0.0.1:0"

@@ -25,7 +25,7 @@ const (
 )
 
 // PipelineStepKinds are the kinds of a pipeline's steps, in their required order.
-var PipelineStepKinds = []string{RAGChunk, RAGEmbed, RAGStore, RAGRetrieve}
+var PipelineStepKinds = []string{RAGChunk, RAGEmbed, RAGStore, RAGRetrieve, RAGRerank}
 
 // Pipeline enums.
 var (
@@ -69,9 +69,11 @@ type PipelineConfig struct {
 	Embed    *EmbedConfig
 	Store    StoreConfig
 	Retrieve RetrieveConfig
-	Output   string // text | json
-	Pos      Pos
-	Path     string
+	// Rerank is nil without a rag-rerank step.
+	Rerank *RerankConfig
+	Output string // text | json
+	Pos    Pos
+	Path   string
 }
 
 // PipelineSource is a pipeline's `source:`: a directory of files.
@@ -180,12 +182,13 @@ var (
 	}}
 
 	pipelineStepShape = Shape{Type: TypeObject, What: "a pipeline step",
-		Description: "One step of a pipeline, in this order, each at most once: rag-chunk, rag-embed, rag-store, rag-retrieve.",
+		Description: "One step of a pipeline, in this order, each at most once: rag-chunk, rag-embed, rag-store, rag-retrieve, rag-rerank.",
 		Keys: []Key{
 			{Name: RAGChunk, Shape: ragChunkShape},
 			{Name: RAGEmbed, Shape: ragEmbedShape},
 			{Name: RAGStore, Shape: ragStoreShape},
 			{Name: RAGRetrieve, Shape: ragRetrieveShape},
+			{Name: RAGRerank, Shape: ragRerankShape},
 		}}
 
 	pipelineSourceShape = Shape{What: "a pipeline source",
@@ -204,7 +207,7 @@ var (
 		{Name: "description", Shape: str("What the pipeline finds; its MCP tool description.")},
 		{Name: "source", Shape: pipelineSourceShape},
 		{Name: "steps", Shape: Shape{Type: TypeList, Items: &pipelineStepShape,
-			Description: "rag-chunk, rag-embed, rag-store, rag-retrieve, in this order, each optional and at most once."}},
+			Description: "rag-chunk, rag-embed, rag-store, rag-retrieve, rag-rerank, in this order, each optional and at most once."}},
 		{Name: "output", Shape: Shape{Type: TypeString, What: "pipeline output", Enum: PipelineOutputs, Default: DefaultPipelineOutput,
 			Description: "text (numbered sources with their text, for citing) or json (chunks with scores and metadata)."}},
 	}}
@@ -338,6 +341,8 @@ func decodePipelineSteps(d *Decoder, pl *PipelineConfig, v *Values) {
 				st.Store, st.Path, st.DSN, st.Table = s.String("store"), s.String("path"), s.String("dsn"), s.String("table")
 				checkStore(d, s, st)
 			}
+		case RAGRerank:
+			pl.Rerank = RerankFromValues(d, s, kn, ip)
 		case RAGRetrieve:
 			r := &pl.Retrieve
 			r.Pos = pos

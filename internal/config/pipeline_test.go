@@ -143,7 +143,7 @@ pipelines:
     steps:
       - rag-store: {store: embedded}
       - rag-chunk: {size: 100, overlap: 10}
-`, []string{`helix.yaml:6:9: pipelines[0].steps[1]: rag-chunk must come before rag-store (a pipeline's steps go in this order: rag-chunk, rag-embed, rag-store, rag-retrieve)`}},
+`, []string{`helix.yaml:6:9: pipelines[0].steps[1]: rag-chunk must come before rag-store (a pipeline's steps go in this order: rag-chunk, rag-embed, rag-store, rag-retrieve, rag-rerank)`}},
 		{"duplicate", `
 pipelines:
   - id: p

@@ -7,6 +7,7 @@ import (
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/chunk"
+	"github.com/arvenza/helix/internal/rag/rerank"
 	"github.com/arvenza/helix/internal/rag/source"
 	"github.com/arvenza/helix/internal/rag/store/embedded"
 	"github.com/arvenza/helix/internal/rag/store/pgvector"
@@ -15,9 +16,9 @@ import (
 
 // DefaultParts are Helix's own parts: the chunkers of internal/rag/chunk, the
 // embedders linked into this build (openai, onnx: see embedders), the embedded and
-// pgvector stores and the file source.
+// pgvector stores, the file source and the rerankers of internal/rag/rerank.
 func DefaultParts() Parts {
-	return Parts{Chunker: newChunker, Embedder: newEmbedder, Store: openStore, Source: fileSource}
+	return Parts{Chunker: newChunker, Embedder: newEmbedder, Store: openStore, Source: fileSource, Reranker: rerank.New}
 }
 
 func newChunker(c config.ChunkConfig, emb rag.Embedder) (rag.Chunker, error) {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/rag"
+	"github.com/arvenza/helix/internal/rag/rerank"
 )
 
 // FilePrefix starts the ids of documents read from a pipeline's source: a re-scan
@@ -53,6 +54,9 @@ type Parts struct {
 	// Source reads a source: directory; logger receives warnings about skipped
 	// files.
 	Source func(src config.PipelineSource, logger *slog.Logger) (Source, error)
+	// Reranker makes the reranker of a rag-rerank step; when it is an io.Closer
+	// it is closed at Stop.
+	Reranker func(ctx context.Context, cfg config.RerankConfig) (rerank.Reranker, error)
 }
 
 // Options tune [New].
@@ -83,6 +87,7 @@ type Pipeline struct {
 	store    rag.Store
 	embedder rag.Embedder
 	chunker  rag.Chunker
+	reranker rerank.Reranker // nil without a rag-rerank step
 	started  bool
 
 	cancel   context.CancelFunc
@@ -142,6 +147,7 @@ func New(cfg config.PipelineConfig, opts Options) (*Pipeline, error) {
 	if cfg.Source != nil && parts.Source == nil {
 		missing(cfg.Source.Pos, "the file source")
 	}
+	errs = append(errs, checkRerank(cfg, parts, opts.Parts == nil)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -222,7 +228,13 @@ func (p *Pipeline) open(ctx context.Context) (err error) {
 		closeEmb()
 		return fmt.Errorf("pipeline %s: rag-store %s: %w", p.cfg.ID, p.cfg.Store.Store, err)
 	}
-	p.embedder, p.chunker, p.store = emb, ch, st
+	rr, err := p.openReranker(ctx)
+	if err != nil {
+		closeEmb()
+		_ = st.Close()
+		return err
+	}
+	p.embedder, p.chunker, p.store, p.reranker = emb, ch, st, rr
 	if s, err := st.Stats(ctx); err == nil {
 		p.chunks.Store(int64(s.Chunks))
 	}
@@ -252,7 +264,10 @@ func (p *Pipeline) Stop(ctx context.Context) error {
 	if c, ok := p.embedder.(io.Closer); ok {
 		err = errors.Join(err, c.Close())
 	}
-	p.embedder = nil
+	if c, ok := p.reranker.(io.Closer); ok {
+		err = errors.Join(err, c.Close())
+	}
+	p.embedder, p.reranker = nil, nil
 	return err
 }
 
@@ -267,6 +282,12 @@ func (p *Pipeline) parts3() (rag.Store, rag.Embedder, rag.Chunker, error) {
 		return nil, nil, nil, fmt.Errorf("pipeline %s is not running", p.cfg.ID)
 	}
 	return p.store, p.embedder, p.chunker, nil
+}
+
+func (p *Pipeline) rerankerOf() rerank.Reranker {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.reranker
 }
 
 // Query is one question to the pipeline; zero fields take the rag-retrieve step's.
@@ -310,6 +331,9 @@ func (p *Pipeline) query(ctx context.Context, q Query) ([]rag.Hit, error) {
 	}
 	if rq.Strategy == rag.StrategyVector && emb == nil {
 		return nil, fmt.Errorf("pipeline %s has no rag-embed step: use strategy keyword or hybrid", p.cfg.ID)
+	}
+	if rr := p.rerankerOf(); rr != nil {
+		return p.retrieveReranked(ctx, st, emb, rr, rq)
 	}
 	return rag.Retrieve(ctx, st, emb, rq)
 }

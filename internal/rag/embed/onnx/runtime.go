@@ -80,7 +80,7 @@ func openSession(libraryPath, modelPath string) (session, error) {
 		switch in.Name {
 		case "input_ids", "attention_mask", "token_type_ids":
 		default:
-			return nil, fmt.Errorf("onnx: model %s: input %q is not one a text embedder feeds (input_ids, attention_mask, token_type_ids)", modelPath, in.Name)
+			return nil, fmt.Errorf("onnx: model %s: input %q is not one a BERT-style model is fed (input_ids, attention_mask, token_type_ids)", modelPath, in.Name)
 		}
 		hasIDs = hasIDs || in.Name == "input_ids"
 		switch in.DataType {

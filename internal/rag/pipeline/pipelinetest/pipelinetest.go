@@ -22,6 +22,7 @@ import (
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/pipeline"
+	"github.com/arvenza/helix/internal/rag/rerank"
 )
 
 // Kit holds the parts' shared state: stores by path and counters.
@@ -58,7 +59,8 @@ func (k *Kit) Parts() *pipeline.Parts {
 			s.closed.Store(false)
 			return s, nil
 		},
-		Source: func(src config.PipelineSource, _ *slog.Logger) (pipeline.Source, error) { return Files(src.Dir), nil },
+		Source:   func(src config.PipelineSource, _ *slog.Logger) (pipeline.Source, error) { return Files(src.Dir), nil },
+		Reranker: rerank.New, // the real ones: http against a test server, onnx with a generated model
 	}
 }
 

@@ -137,8 +137,8 @@ func Tokenizer(words []string) []byte {
 	for i, w := range words {
 		vocab[w] = len(special) + i
 	}
-	tok := func(id string) map[string]any {
-		return map[string]any{"SpecialToken": map[string]any{"id": id, "type_id": 0}}
+	tok := func(id string, typ int) map[string]any {
+		return map[string]any{"SpecialToken": map[string]any{"id": id, "type_id": typ}}
 	}
 	seq := func(id string, typ int) map[string]any {
 		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}}
@@ -153,8 +153,9 @@ func Tokenizer(words []string) []byte {
 		"pre_tokenizer": map[string]any{"type": "BertPreTokenizer"},
 		"post_processor": map[string]any{
 			"type":   "TemplateProcessing",
-			"single": []any{tok("[CLS]"), seq("A", 0), tok("[SEP]")},
-			"pair":   []any{tok("[CLS]"), seq("A", 0), tok("[SEP]"), seq("B", 1), tok("[SEP]")},
+			"single": []any{tok("[CLS]", 0), seq("A", 0), tok("[SEP]", 0)},
+			// As bert-base-uncased: the second [SEP] is of the pair's second part.
+			"pair": []any{tok("[CLS]", 0), seq("A", 0), tok("[SEP]", 0), seq("B", 1), tok("[SEP]", 1)},
 			"special_tokens": map[string]any{
 				"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{ClsID}, "tokens": []string{"[CLS]"}},
 				"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{SepID}, "tokens": []string{"[SEP]"}},
