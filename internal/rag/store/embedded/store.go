@@ -10,7 +10,8 @@
 //
 // Durability: every Put and Delete is one self-framed log record (a marker, its
 // length and CRC32-Cs) and (unless Options.NoSync) fsynced before it is
-// applied, so after a crash a document is either fully present or absent. A
+// applied and acknowledged, so after a crash a document is either fully present
+// or absent. Concurrent writes share one write and fsync (a group commit). A
 // torn or corrupt record is skipped on replay and logged: the records before
 // and after it are kept, and opening or querying a store never changes its
 // file (a torn tail is cut by the next write; [Verify] reports damage and
@@ -91,6 +92,10 @@ type Store struct {
 	writeMu sync.Mutex
 	log     *logFile // nil once closed
 
+	// queueMu guards queue, the writes waiting for a group commit (group.go).
+	queueMu sync.Mutex
+	queue   []*pendingWrite
+
 	mu     sync.RWMutex
 	idx    *index
 	closed bool // guarded by mu
@@ -166,18 +171,19 @@ func (s *Store) Stats(ctx context.Context) (rag.Stats, error) {
 	return rag.Stats{Documents: len(s.idx.docs), Chunks: s.idx.liveChunks}, nil
 }
 
-// Put implements [rag.Store].
+// Put implements [rag.Store]. It returns once the document's record is in the
+// log (and fsynced, unless Options.NoSync) and in the index; concurrent Puts
+// share fsyncs (see group.go).
 func (s *Store) Put(ctx context.Context, docID, hash string, chunks []rag.Chunk, vectors [][]float32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r, err := s.newPutRecord(docID, hash, chunks, vectors)
+	w, err := s.preparePut(docID, hash, chunks, vectors)
 	if err != nil {
-		return fmt.Errorf("store %s: put %q: %w", s.dir, docID, err)
+		return err
 	}
-	// Analysis is the expensive part of indexing: done before any lock.
-	analyzed := s.analyze(r)
-	return s.write(r, analyzed)
+	s.commitWrites([]*pendingWrite{w})
+	return w.err
 }
 
 // Delete implements [rag.Store].
@@ -191,46 +197,10 @@ func (s *Store) Delete(ctx context.Context, docID string) error {
 	if !ok {
 		return nil
 	}
-	return s.write(&record{kind: recDelete, docID: docID}, nil)
-}
-
-func (s *Store) write(r *record, analyzed []analyzedChunk) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if s.log == nil {
-		return fmt.Errorf("store %s: %w", s.dir, errClosed)
-	}
-	// Checked again under writeMu: the checks before it raced other writers,
-	// and a record the replay would refuse must never reach the log.
-	switch r.kind {
-	case recDelete:
-		s.mu.RLock()
-		_, ok := s.idx.docs[r.docID]
-		s.mu.RUnlock()
-		if !ok {
-			return nil
-		}
-	case recPut:
-		if err := s.idx.checkDim(r); err != nil {
-			return fmt.Errorf("store %s: %w", s.dir, err)
-		}
-	}
-	if s.log.legacy {
-		// The first write to a log of an older format rewrites it in the
-		// current one (atomically, like a compaction): reading never does.
-		if err := s.compact(); err != nil {
-			return fmt.Errorf("store %s: rewrite the log in the current format: %w", s.dir, err)
-		}
-	}
-	size, err := s.log.append(r, !s.noSync)
-	if err != nil {
-		return fmt.Errorf("store %s: %w", s.dir, err)
-	}
-	if err := s.apply(r, size, analyzed); err != nil {
-		return fmt.Errorf("store %s: %w", s.dir, err)
-	}
-	s.maybeCompact()
-	return nil
+	r := &record{kind: recDelete, docID: docID}
+	w := &pendingWrite{r: r, frame: encodeFrame(nil, r)}
+	s.commitWrites([]*pendingWrite{w})
+	return w.err
 }
 
 // apply changes the index for a record already in the log.
