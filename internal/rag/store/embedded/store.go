@@ -96,6 +96,11 @@ type Store struct {
 	queueMu sync.Mutex
 	queue   []*pendingWrite
 
+	// compacting is the background compaction under way (compact.go), nil
+	// when none; guarded by writeMu. compactWG waits for its goroutine.
+	compacting *compaction
+	compactWG  sync.WaitGroup
+
 	mu     sync.RWMutex
 	idx    *index
 	closed bool // guarded by mu
@@ -280,8 +285,8 @@ func (s *Store) newPutRecord(docID, hash string, chunks []rag.Chunk, vectors [][
 // Close flushes the log and releases the directory. Calls after Close fail.
 func (s *Store) Close() error {
 	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if s.log == nil {
+		s.writeMu.Unlock()
 		return nil
 	}
 	err := s.log.close()
@@ -289,6 +294,14 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	c := s.compacting
+	s.writeMu.Unlock()
+	// A background compaction gives up (its switch finds the log closed) and
+	// removes its temporary file before the directory is released.
+	if c != nil {
+		c.stopped.Store(true)
+	}
+	s.compactWG.Wait()
 	unlockDir(s.lock)
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.dir, err)
@@ -296,20 +309,19 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// maybeCompact rewrites the log when it is mostly garbage. Called with writeMu
-// held, so the index does not change meanwhile.
+// maybeCompact starts a background compaction (compact.go) when the log is
+// mostly garbage and none is under way. Called with writeMu held, so the index
+// and the log agree.
 func (s *Store) maybeCompact() {
 	garbage, live := s.log.size-logHeaderSize-s.idx.liveBytes, s.idx.liveBytes
-	if garbage < s.minGarb || garbage <= live {
+	if garbage < s.minGarb || garbage <= live || s.compacting != nil {
 		return
 	}
-	if err := s.compact(); err != nil {
-		// The old log is intact: the store keeps working, and tries again at
-		// the next write.
-		s.logger.Warn("rag store: compacting the log failed; it stays as it is", "dir", s.dir, "error", err)
-	}
+	s.startCompaction()
 }
 
+// compact rewrites the log at once, holding writers: for migrating a log of an
+// older format before the first write to it.
 func (s *Store) compact() error {
 	// Readers only read the index, and writers wait for writeMu: reading the
 	// index without mu is safe here.
