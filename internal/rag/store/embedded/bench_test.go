@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -168,12 +167,4 @@ func BenchmarkIngest(b *testing.B) {
 			})
 		}
 	}
-}
-
-// cpuTime is the CPU time the process has used: on a shared machine the
-// CPU per document says more than the documents per second.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
