@@ -196,6 +196,10 @@ func (s *Store) commitGroup() {
 		}
 	}
 	s.mu.Unlock()
+	if c := s.compacting; c != nil {
+		// The index a background compaction builds follows these too.
+		c.delta = append(c.delta, written...)
+	}
 	finish(nil)
 	s.maybeCompact()
 }
