@@ -143,7 +143,7 @@ func tornHeader(head []byte) bool {
 // openLog opens (or creates) dir's log and replays its records through apply.
 // A damaged stretch is skipped and logged, the records after it replayed; the
 // file is not changed (see [logFile.prepareAppend]).
-func openLog(dir string, logger *slog.Logger, apply func(r *record, size int64) error) (*logFile, error) {
+func openLog(dir string, logger *slog.Logger, apply func(r *record, off, size int64) error) (*logFile, error) {
 	path := logPath(dir)
 	// A compaction or repair that crashed before its rename leaves a temporary
 	// file: the log itself is intact.
@@ -183,7 +183,7 @@ func openLog(dir string, logger *slog.Logger, apply func(r *record, size int64) 
 	}
 	lf.legacy = version < 3
 	lr := &logReader{r: f, size: st.Size(), framed: !lf.legacy}
-	lf.damage, lf.validEnd, err = lr.replay(func(r *record, _, size int64) error { return apply(r, size) })
+	lf.damage, lf.validEnd, err = lr.replay(apply)
 	if err != nil {
 		return fail(err)
 	}
@@ -352,10 +352,12 @@ func (lr *logReader) at(off, n int64) ([]byte, error) {
 		}
 		return b, nil
 	}
-	if cap(lr.win) < readWindow {
-		lr.win = make([]byte, readWindow)
-	}
 	m := min(int64(readWindow), lr.size-off)
+	if int64(cap(lr.win)) < m {
+		// No bigger than the file's rest: reading one record (a hit's) takes
+		// a buffer of its size, not a window.
+		lr.win = make([]byte, m)
+	}
 	lr.win = lr.win[:m]
 	if k, err := lr.r.ReadAt(lr.win, off); int64(k) < m {
 		lr.win = lr.win[:0]

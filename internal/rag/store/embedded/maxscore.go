@@ -175,7 +175,7 @@ func (x *index) maxScore(ctx context.Context, lists []*termList, top *topN, f ra
 		if !top.admits(score, cand) {
 			continue
 		}
-		if len(f) > 0 && !f.Matches(e.chunk.Metadata) {
+		if len(f) > 0 && !f.Matches(x.metadata(cand)) {
 			continue
 		}
 		top.push(scored{cand, score})

@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -133,11 +134,26 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.lock = lock
-	s.idx = newIndex()
-	lf, err := openLog(dir, s.logger, func(r *record, size int64) error {
-		return s.apply(r, size, s.analyze(r))
+	// The index reads chunks from the log through a descriptor of its own,
+	// opened before the log is replayed: a replaced document's terms are read
+	// back from its record during the replay.
+	src, err := os.OpenFile(logPath(dir), os.O_RDONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		unlockDir(lock)
+		return nil, fmt.Errorf("store %s: %w", dir, err)
+	}
+	head := make([]byte, logHeaderSize)
+	n, _ := src.ReadAt(head, 0)
+	s.idx = newIndex(src, logVersion(string(head[:n])) < 1 || logVersion(string(head[:n])) >= 3)
+	lf, err := openLog(dir, s.logger, func(r *record, off, size int64) error {
+		gone, err := s.goneTerms(r.docID)
+		if err != nil {
+			return err
+		}
+		return s.apply(r, off, size, s.analyze(r), gone)
 	})
 	if err != nil {
+		src.Close()
 		unlockDir(lock)
 		return nil, err
 	}
@@ -222,33 +238,58 @@ func (s *Store) write(r *record, analyzed []analyzedChunk) error {
 			return fmt.Errorf("store %s: rewrite the log in the current format: %w", s.dir, err)
 		}
 	}
+	// The terms of the document r replaces or deletes leave the index's
+	// statistics with it; they are read back from its record (the index does
+	// not keep them) before r is written, so a failed read writes nothing.
+	gone, err := s.goneTerms(r.docID)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.dir, err)
+	}
+	off := s.log.size
 	size, err := s.log.append(r, !s.noSync)
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.dir, err)
 	}
-	if err := s.apply(r, size, analyzed); err != nil {
+	if err := s.apply(r, off, size, analyzed, gone); err != nil {
 		return fmt.Errorf("store %s: %w", s.dir, err)
 	}
 	s.maybeCompact()
 	return nil
 }
 
-// apply changes the index for a record already in the log.
-func (s *Store) apply(r *record, size int64, analyzed []analyzedChunk) error {
+// apply changes the index for a record already in the log at off; gone are
+// the terms of the document it replaces or deletes.
+func (s *Store) apply(r *record, off, size int64, analyzed, gone []analyzedChunk) error {
 	switch r.kind {
 	case recPut:
 		if err := s.idx.checkDim(r); err != nil {
 			return err
 		}
 		s.mu.Lock()
-		s.idx.put(r, size, analyzed)
+		s.idx.put(r, off, size, analyzed, gone)
 		s.mu.Unlock()
 	case recDelete:
 		s.mu.Lock()
-		s.idx.remove(r.docID)
+		s.idx.remove(r.docID, gone)
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// goneTerms analyses the stored record of document docID (nil when the store
+// does not hold it): what a replacement or delete takes out of the keyword
+// statistics. Called by writers only (under writeMu, or while opening), so the
+// index does not change meanwhile.
+func (s *Store) goneTerms(docID string) ([]analyzedChunk, error) {
+	d := s.idx.docs[docID]
+	if d == nil {
+		return nil, nil
+	}
+	r, err := s.idx.record(d)
+	if err != nil {
+		return nil, err
+	}
+	return s.analyze(r), nil
 }
 
 // newPutRecord validates a put and normalises its vectors.
@@ -318,6 +359,7 @@ func (s *Store) Close() error {
 	s.log = nil
 	s.mu.Lock()
 	s.closed = true
+	s.idx.closeSource()
 	s.mu.Unlock()
 	unlockDir(s.lock)
 	if err != nil {
@@ -345,7 +387,10 @@ func (s *Store) compact() error {
 	// index without mu is safe here.
 	idx := s.idx
 	before := s.log.size
-	recs := idx.docRecords()
+	recs, err := idx.docRecords()
+	if err != nil {
+		return err
+	}
 	lf, sizes, err := rewriteLog(s.dir, s.log, recs, !s.noSync)
 	if lf == nil {
 		return err
@@ -354,9 +399,21 @@ func (s *Store) compact() error {
 		s.logger.Warn("rag store: the compacted log may not survive a machine crash", "dir", s.dir, "error", err)
 	}
 	s.log = lf
-	fresh := idx.rebuilt(recs, sizes)
+	// The new index reads the new log through a descriptor of its own; the old
+	// one's goes once no query can be reading through it.
+	var src io.ReaderAt
+	if f, err := os.Open(lf.path); err == nil {
+		src = f
+	} else {
+		// Reading through the log's own descriptor works as well; only a
+		// later compaction cannot leave it open for queries of the old index.
+		s.logger.Warn("rag store: reopening the compacted log for reading failed; queries read through the log's own descriptor", "dir", s.dir, "error", err)
+		src = struct{ io.ReaderAt }{lf.f}
+	}
+	fresh := idx.rebuilt(recs, sizes, src)
 	s.mu.Lock()
 	s.idx = fresh
+	idx.closeSource()
 	s.mu.Unlock()
 	s.logger.Info("rag store: compacted the log", "dir", s.dir, "bytes_before", before, "bytes_after", lf.size)
 	return nil
