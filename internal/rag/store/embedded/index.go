@@ -325,12 +325,13 @@ func (x *index) docRecords() ([]*record, error) {
 	return out, nil
 }
 
-// rebuilt returns a copy of x without tombstones, documents in the order of
-// docRecords, each with its place in the rewritten log (read through src,
-// which the new index owns). Postings are carried over, not re-analysed: live
-// chunks keep their order, so each list only loses its tombstones and has its
-// ordinals renumbered.
-func (x *index) rebuilt(recs []*record, sizes []int64, src io.ReaderAt) *index {
+// rebuilt returns a copy of x without tombstones for a rewritten log: the
+// live documents ids, in the order they were put (x's order), each at offs[i]
+// with sizes[i] bytes in the new log (read through src, which the new index
+// owns). Postings are carried over, not re-analysed: live chunks keep their
+// order, so each list only loses its tombstones and has its ordinals
+// renumbered.
+func (x *index) rebuilt(ids []string, offs, sizes []int64, src io.ReaderAt) *index {
 	y := newIndex(src, true)
 	y.dim, y.seq = x.dim, x.seq
 	if x.dim > 0 {
@@ -338,11 +339,9 @@ func (x *index) rebuilt(recs []*record, sizes []int64, src io.ReaderAt) *index {
 	}
 	y.chunks = make([]chunkEntry, 0, x.liveChunks)
 	newOrd := make([]uint32, len(x.chunks))
-	off := logHeaderSize
-	for i, r := range recs {
-		old := x.docs[r.docID]
-		d := &docEntry{id: old.id, hash: old.hash, off: off, recBytes: sizes[i], seq: old.seq, ords: make([]uint32, len(old.ords)), meta: old.meta}
-		off += sizes[i]
+	for i, id := range ids {
+		old := x.docs[id]
+		d := &docEntry{id: old.id, hash: old.hash, off: offs[i], recBytes: sizes[i], seq: old.seq, ords: make([]uint32, len(old.ords)), meta: old.meta}
 		for j, oldOrd := range old.ords {
 			ord := uint32(len(y.chunks))
 			d.ords[j] = ord
@@ -361,7 +360,7 @@ func (x *index) rebuilt(recs []*record, sizes []int64, src io.ReaderAt) *index {
 		}
 		y.liveChunks += len(old.ords)
 		y.liveBytes += sizes[i]
-		y.docs[r.docID] = d
+		y.docs[id] = d
 	}
 	for id, term := range x.terms {
 		if x.df[id] == 0 && x.tdf[id] == 0 {

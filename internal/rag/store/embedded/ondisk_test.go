@@ -58,3 +58,25 @@ func TestChunkEntryHoldsNoCorpus(t *testing.T) {
 		t.Fatalf("equal metadata of one document's chunks kept %d times", len(d.meta))
 	}
 }
+
+// TestHitAfterATornTailIsCut: the first write after a torn tail cuts it and
+// goes where it was; the index must find that record where it went, not where
+// the torn tail ended.
+func TestHitAfterATornTailIsCut(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := open(t, dir, Options{NoSync: true})
+	mustPut(t, s, "a", "h", chunks("a", nil, "alpha"), nil)
+	s.Close()
+	f, err := os.OpenFile(logPath(dir), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte(frameMarker + "torn"))
+	f.Close()
+	s, _ = open(t, dir, Options{NoSync: true})
+	mustPut(t, s, "b", "h", chunks("b", nil, "bravo"), nil)
+	hits, err := s.SearchKeyword(ctx, "bravo alpha", 10, nil)
+	if err != nil || len(hits) != 2 {
+		t.Fatalf("hits %+v, %v", hits, err)
+	}
+}

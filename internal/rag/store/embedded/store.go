@@ -10,7 +10,8 @@
 //
 // Durability: every Put and Delete is one self-framed log record (a marker, its
 // length and CRC32-Cs) and (unless Options.NoSync) fsynced before it is
-// applied, so after a crash a document is either fully present or absent. A
+// applied and acknowledged, so after a crash a document is either fully present
+// or absent. Concurrent writes share one write and fsync (a group commit). A
 // torn or corrupt record is skipped on replay and logged: the records before
 // and after it are kept, and opening or querying a store never changes its
 // file (a torn tail is cut by the next write; [Verify] reports damage and
@@ -91,6 +92,15 @@ type Store struct {
 	// follow them); mu guards the index against readers only briefly.
 	writeMu sync.Mutex
 	log     *logFile // nil once closed
+
+	// queueMu guards queue, the writes waiting for a group commit (group.go).
+	queueMu sync.Mutex
+	queue   []*pendingWrite
+
+	// compacting is the background compaction under way (compact.go), nil
+	// when none; guarded by writeMu. compactWG waits for its goroutine.
+	compacting *compaction
+	compactWG  sync.WaitGroup
 
 	mu     sync.RWMutex
 	idx    *index
@@ -182,18 +192,19 @@ func (s *Store) Stats(ctx context.Context) (rag.Stats, error) {
 	return rag.Stats{Documents: len(s.idx.docs), Chunks: s.idx.liveChunks}, nil
 }
 
-// Put implements [rag.Store].
+// Put implements [rag.Store]. It returns once the document's record is in the
+// log (and fsynced, unless Options.NoSync) and in the index; concurrent Puts
+// share fsyncs (see group.go).
 func (s *Store) Put(ctx context.Context, docID, hash string, chunks []rag.Chunk, vectors [][]float32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r, err := s.newPutRecord(docID, hash, chunks, vectors)
+	w, err := s.preparePut(docID, hash, chunks, vectors)
 	if err != nil {
-		return fmt.Errorf("store %s: put %q: %w", s.dir, docID, err)
+		return err
 	}
-	// Analysis is the expensive part of indexing: done before any lock.
-	analyzed := s.analyze(r)
-	return s.write(r, analyzed)
+	s.commitWrites([]*pendingWrite{w})
+	return w.err
 }
 
 // Delete implements [rag.Store].
@@ -207,54 +218,10 @@ func (s *Store) Delete(ctx context.Context, docID string) error {
 	if !ok {
 		return nil
 	}
-	return s.write(&record{kind: recDelete, docID: docID}, nil)
-}
-
-func (s *Store) write(r *record, analyzed []analyzedChunk) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if s.log == nil {
-		return fmt.Errorf("store %s: %w", s.dir, errClosed)
-	}
-	// Checked again under writeMu: the checks before it raced other writers,
-	// and a record the replay would refuse must never reach the log.
-	switch r.kind {
-	case recDelete:
-		s.mu.RLock()
-		_, ok := s.idx.docs[r.docID]
-		s.mu.RUnlock()
-		if !ok {
-			return nil
-		}
-	case recPut:
-		if err := s.idx.checkDim(r); err != nil {
-			return fmt.Errorf("store %s: %w", s.dir, err)
-		}
-	}
-	if s.log.legacy {
-		// The first write to a log of an older format rewrites it in the
-		// current one (atomically, like a compaction): reading never does.
-		if err := s.compact(); err != nil {
-			return fmt.Errorf("store %s: rewrite the log in the current format: %w", s.dir, err)
-		}
-	}
-	// The terms of the document r replaces or deletes leave the index's
-	// statistics with it; they are read back from its record (the index does
-	// not keep them) before r is written, so a failed read writes nothing.
-	gone, err := s.goneTerms(r.docID)
-	if err != nil {
-		return fmt.Errorf("store %s: %w", s.dir, err)
-	}
-	off := s.log.size
-	size, err := s.log.append(r, !s.noSync)
-	if err != nil {
-		return fmt.Errorf("store %s: %w", s.dir, err)
-	}
-	if err := s.apply(r, off, size, analyzed, gone); err != nil {
-		return fmt.Errorf("store %s: %w", s.dir, err)
-	}
-	s.maybeCompact()
-	return nil
+	r := &record{kind: recDelete, docID: docID}
+	w := &pendingWrite{r: r, frame: encodeFrame(nil, r)}
+	s.commitWrites([]*pendingWrite{w})
+	return w.err
 }
 
 // apply changes the index for a record already in the log at off; gone are
@@ -351,8 +318,8 @@ func (s *Store) newPutRecord(docID, hash string, chunks []rag.Chunk, vectors [][
 // Close flushes the log and releases the directory. Calls after Close fail.
 func (s *Store) Close() error {
 	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if s.log == nil {
+		s.writeMu.Unlock()
 		return nil
 	}
 	err := s.log.close()
@@ -361,6 +328,14 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.idx.closeSource()
 	s.mu.Unlock()
+	c := s.compacting
+	s.writeMu.Unlock()
+	// A background compaction gives up (its switch finds the log closed) and
+	// removes its temporary file before the directory is released.
+	if c != nil {
+		c.stopped.Store(true)
+	}
+	s.compactWG.Wait()
 	unlockDir(s.lock)
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.dir, err)
@@ -368,20 +343,19 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// maybeCompact rewrites the log when it is mostly garbage. Called with writeMu
-// held, so the index does not change meanwhile.
+// maybeCompact starts a background compaction (compact.go) when the log is
+// mostly garbage and none is under way. Called with writeMu held, so the index
+// and the log agree.
 func (s *Store) maybeCompact() {
 	garbage, live := s.log.size-logHeaderSize-s.idx.liveBytes, s.idx.liveBytes
-	if garbage < s.minGarb || garbage <= live {
+	if garbage < s.minGarb || garbage <= live || s.compacting != nil {
 		return
 	}
-	if err := s.compact(); err != nil {
-		// The old log is intact: the store keeps working, and tries again at
-		// the next write.
-		s.logger.Warn("rag store: compacting the log failed; it stays as it is", "dir", s.dir, "error", err)
-	}
+	s.startCompaction()
 }
 
+// compact rewrites the log at once, holding writers: for migrating a log of an
+// older format before the first write to it.
 func (s *Store) compact() error {
 	// Readers only read the index, and writers wait for writeMu: reading the
 	// index without mu is safe here.
@@ -399,24 +373,39 @@ func (s *Store) compact() error {
 		s.logger.Warn("rag store: the compacted log may not survive a machine crash", "dir", s.dir, "error", err)
 	}
 	s.log = lf
+	ids := make([]string, len(recs))
+	offs := make([]int64, len(recs))
+	off := logHeaderSize
+	for i, r := range recs {
+		ids[i], offs[i] = r.docID, off
+		off += sizes[i]
+	}
+	s.reindex(ids, offs, sizes)
+	s.logger.Info("rag store: compacted the log", "dir", s.dir, "bytes_before", before, "bytes_after", lf.size)
+	return nil
+}
+
+// reindex replaces the index with one for the rewritten log: the live
+// documents ids (in the order they were put) at offs, of sizes bytes. Called
+// with writeMu held, after the rewritten log took the old one's place.
+func (s *Store) reindex(ids []string, offs, sizes []int64) {
 	// The new index reads the new log through a descriptor of its own; the old
-	// one's goes once no query can be reading through it.
+	// one's is closed once no query can be reading through it.
 	var src io.ReaderAt
-	if f, err := os.Open(lf.path); err == nil {
+	if f, err := os.Open(s.log.path); err == nil {
 		src = f
 	} else {
-		// Reading through the log's own descriptor works as well; only a
-		// later compaction cannot leave it open for queries of the old index.
+		// Reading through the log's own descriptor works as well; only the
+		// next compaction cannot leave it open for queries of this index.
 		s.logger.Warn("rag store: reopening the compacted log for reading failed; queries read through the log's own descriptor", "dir", s.dir, "error", err)
-		src = struct{ io.ReaderAt }{lf.f}
+		src = struct{ io.ReaderAt }{s.log.f}
 	}
-	fresh := idx.rebuilt(recs, sizes, src)
+	idx := s.idx
+	fresh := idx.rebuilt(ids, offs, sizes, src)
 	s.mu.Lock()
 	s.idx = fresh
 	idx.closeSource()
 	s.mu.Unlock()
-	s.logger.Info("rag store: compacted the log", "dir", s.dir, "bytes_before", before, "bytes_after", lf.size)
-	return nil
 }
 
 // copyChunk returns c with its slices and map copied, so callers cannot change
