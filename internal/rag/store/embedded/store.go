@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/textproc"
@@ -105,6 +106,12 @@ type Store struct {
 	mu     sync.RWMutex
 	idx    *index
 	closed bool // guarded by mu
+
+	// seg is the saved index the store opened with (its mapping stays until
+	// Close), segCovered the log offset the saved index covers (0: none
+	// matches the log); guarded by writeMu.
+	seg        *segment
+	segCovered int64
 }
 
 // errClosed is returned by calls on a closed store.
@@ -154,8 +161,23 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	head := make([]byte, logHeaderSize)
 	n, _ := src.ReadAt(head, 0)
-	s.idx = newIndex(src, logVersion(string(head[:n])) < 1 || logVersion(string(head[:n])) >= 3)
-	lf, err := openLog(dir, s.logger, func(r *record, off, size int64) error {
+	framed := logVersion(string(head[:n])) < 1 || logVersion(string(head[:n])) >= 3
+	s.idx = newIndex(src, framed)
+	// The saved index, when it is sound and matches the log, spares the
+	// replay of what it covers (see segment.go).
+	var resume int64
+	var prior []Damage
+	if st, err := src.Stat(); err == nil && framed && st.Size() > logHeaderSize {
+		seg, err := loadSegment(dir, src, st.Size(), src)
+		switch {
+		case err != nil:
+			s.logger.Warn("rag store: the saved index cannot be used; it is rebuilt from the log", "dir", dir, "file", segmentPath(dir), "reason", err.Error())
+		case seg != nil:
+			s.idx, s.seg, s.segCovered = seg.idx, seg, seg.covered
+			resume, prior = seg.covered, seg.damage
+		}
+	}
+	lf, err := openLog(dir, s.logger, resume, prior, func(r *record, off, size int64) error {
 		gone, err := s.goneTerms(r.docID)
 		if err != nil {
 			return err
@@ -164,6 +186,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	})
 	if err != nil {
 		src.Close()
+		s.unmapSegment()
 		unlockDir(lock)
 		return nil, err
 	}
@@ -322,11 +345,13 @@ func (s *Store) Close() error {
 		s.writeMu.Unlock()
 		return nil
 	}
+	s.saveIndex()
 	err := s.log.close()
 	s.log = nil
 	s.mu.Lock()
 	s.closed = true
 	s.idx.closeSource()
+	s.unmapSegment()
 	s.mu.Unlock()
 	c := s.compacting
 	s.writeMu.Unlock()
@@ -385,6 +410,36 @@ func (s *Store) compact() error {
 	return nil
 }
 
+// saveIndex saves the index beside the log unless the saved one is current
+// (see segment.go). Called with writeMu held. A failure costs the next open
+// a longer replay, nothing else: it is logged.
+func (s *Store) saveIndex() {
+	l := s.log
+	if l == nil || l.legacy || l.validEnd == s.segCovered || l.validEnd <= logHeaderSize {
+		return
+	}
+	var damage []Damage
+	for _, d := range l.damage {
+		if d.Offset < l.validEnd {
+			damage = append(damage, d)
+		}
+	}
+	if err := saveSegment(s.dir, s.idx, l.validEnd, damage, l.f); err != nil {
+		s.logger.Warn("rag store: saving the index failed; the next open replays the log", "dir", s.dir, "error", err)
+		return
+	}
+	s.segCovered = l.validEnd
+}
+
+// unmapSegment releases the saved index's mapping. Called once no query can
+// use it (closing, with mu held, or on a failed open).
+func (s *Store) unmapSegment() {
+	if s.seg != nil && s.seg.mapping != nil {
+		syscall.Munmap(s.seg.mapping)
+		s.seg.mapping = nil
+	}
+}
+
 // reindex replaces the index with one for the rewritten log: the live
 // documents ids (in the order they were put) at offs, of sizes bytes. Called
 // with writeMu held, after the rewritten log took the old one's place.
@@ -402,6 +457,10 @@ func (s *Store) reindex(ids []string, offs, sizes []int64) {
 	}
 	idx := s.idx
 	fresh := idx.rebuilt(ids, offs, sizes, src)
+	// The saved index is of the old log: gone, so that the next open does not
+	// warn about it (Close saves the new one).
+	s.segCovered = 0
+	os.Remove(segmentPath(s.dir))
 	s.mu.Lock()
 	s.idx = fresh
 	idx.closeSource()
