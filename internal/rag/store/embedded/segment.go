@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"syscall"
 	"unsafe"
 )
 
@@ -236,13 +235,13 @@ func loadSegment(dir string, logf io.ReaderAt, logSize int64, src io.ReaderAt) (
 	if size < int64(len(segmentMagic))+16 || size > math.MaxInt {
 		return nil, errors.New("the index file is cut short")
 	}
-	m, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	m, err := mapFile(f, int(size))
 	if err != nil {
 		return nil, fmt.Errorf("map the index file: %w", err)
 	}
 	seg, err := decodeSegment(m, logf, logSize, src)
 	if err != nil {
-		syscall.Munmap(m)
+		unmapFile(m)
 		return nil, err
 	}
 	seg.mapping = m

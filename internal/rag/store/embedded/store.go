@@ -32,7 +32,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/textproc"
@@ -435,7 +434,7 @@ func (s *Store) saveIndex() {
 // use it (closing, with mu held, or on a failed open).
 func (s *Store) unmapSegment() {
 	if s.seg != nil && s.seg.mapping != nil {
-		syscall.Munmap(s.seg.mapping)
+		unmapFile(s.seg.mapping)
 		s.seg.mapping = nil
 	}
 }
