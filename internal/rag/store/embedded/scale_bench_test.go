@@ -155,7 +155,9 @@ func benchScale(b *testing.B, size, dim int) {
 	cpu := cpuTime() - cpu0
 	slices.Sort(times)
 	slices.Sort(cpuTimes)
-	pct := func(ts []time.Duration, p int) float64 { return float64(ts[min(len(ts)-1, len(ts)*p/100)].Nanoseconds()) / 1e6 }
+	pct := func(ts []time.Duration, p int) float64 {
+		return float64(ts[min(len(ts)-1, len(ts)*p/100)].Nanoseconds()) / 1e6
+	}
 	b.ReportMetric(pct(times, 50), "p50-ms")
 	b.ReportMetric(pct(times, 99), "p99-ms")
 	b.ReportMetric(pct(cpuTimes, 50), "cpu-p50-ms")
