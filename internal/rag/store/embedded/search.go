@@ -112,6 +112,10 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	match, err := f.Parse()
+	if err != nil {
+		return nil, err
+	}
 	var sum float64
 	for _, x := range vector {
 		sum += float64(x) * float64(x)
@@ -156,7 +160,7 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		if !top.admits(score, uint32(ord)) {
 			continue
 		}
-		if len(f) > 0 && !f.Matches(x.metadata(uint32(ord))) {
+		if match != nil && !match.Matches(x.metadata(uint32(ord))) {
 			continue
 		}
 		top.push(scored{uint32(ord), score})
@@ -219,6 +223,10 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	match, err := f.Parse()
+	if err != nil {
+		return nil, err
+	}
 	if n <= 0 {
 		return nil, nil
 	}
@@ -269,7 +277,7 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 		}
 	}
 	top := topN{n: n}
-	if err := x.maxScore(ctx, lists, &top, f); err != nil {
+	if err := x.maxScore(ctx, lists, &top, match); err != nil {
 		return nil, err
 	}
 	return s.hits(&top, x)
