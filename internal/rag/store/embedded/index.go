@@ -192,6 +192,14 @@ func (x *index) put(r *record, size int64, analyzed []analyzedChunk) {
 	x.docs[r.docID] = d
 }
 
+// docOrds returns the ordinals of a document's chunks (nil for none).
+func (x *index) docOrds(docID string) []uint32 {
+	if d := x.docs[docID]; d != nil {
+		return d.ords
+	}
+	return nil
+}
+
 // remove tombstones the document's chunks.
 func (x *index) remove(docID string) {
 	d := x.docs[docID]

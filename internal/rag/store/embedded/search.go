@@ -86,8 +86,11 @@ func (t *topN) hits(x *index) []rag.Hit {
 	return out
 }
 
-// SearchVector implements [rag.Store]: exact cosine similarity over every
-// stored vector.
+// SearchVector implements [rag.Store]: cosine similarity, exact over every
+// stored vector below Options.VectorIndexThreshold vectors, approximate
+// above it (see vector.go), where the hits keep their exact scores. A filter
+// is applied while the index is scanned; one that matches too few chunks
+// near the query makes the search exact over the matching chunks.
 func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag.Filter) ([]rag.Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -121,6 +124,9 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	inv := 1 / math.Sqrt(sum)
 	for i, v := range vector {
 		q[i] = float32(float64(v) * inv)
+	}
+	if hits, ok := s.searchVectorIndex(x, q, n, f); ok {
+		return hits, nil
 	}
 	top := topN{n: n, heap: make([]scored, 0, min(n, x.liveChunks))}
 	dim := x.dim

@@ -73,6 +73,15 @@ type Options struct {
 	CompactMinGarbage int64
 	// Logger receives recovery and compaction messages; nil means slog.Default().
 	Logger *slog.Logger
+	// VectorIndexThreshold is the number of vectors from which vector
+	// searches use the approximate index (built in the background) instead
+	// of comparing every vector; 0 means DefaultVectorIndexThreshold, < 0
+	// never.
+	VectorIndexThreshold int
+	// VectorProbe is the number of the index's lists a vector search scans:
+	// more finds more of the exact neighbours, slower; 0 means 1/16th of the
+	// lists (at least 8).
+	VectorProbe int
 }
 
 // Store is the embedded [rag.Store]. Safe for concurrent use: queries run while
@@ -94,6 +103,8 @@ type Store struct {
 	mu     sync.RWMutex
 	idx    *index
 	closed bool // guarded by mu
+
+	vi vectorIndex // see vector.go
 }
 
 // errClosed is returned by calls on a closed store.
@@ -134,6 +145,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.lock = lock
 	s.idx = newIndex()
+	s.initVectorIndex(opts)
 	lf, err := openLog(dir, s.logger, func(r *record, size int64) error {
 		return s.apply(r, size, s.analyze(r))
 	})
@@ -142,6 +154,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.log = lf
+	s.openVectorIndex()
 	return s, nil
 }
 
@@ -230,6 +243,7 @@ func (s *Store) write(r *record, analyzed []analyzedChunk) error {
 		return fmt.Errorf("store %s: %w", s.dir, err)
 	}
 	s.maybeCompact()
+	s.maybeBuildVectorIndex()
 	return nil
 }
 
@@ -241,11 +255,15 @@ func (s *Store) apply(r *record, size int64, analyzed []analyzedChunk) error {
 			return err
 		}
 		s.mu.Lock()
+		old, first := s.idx.docOrds(r.docID), len(s.idx.chunks)
 		s.idx.put(r, size, analyzed)
+		s.vectorsChanged(old, first)
 		s.mu.Unlock()
 	case recDelete:
 		s.mu.Lock()
+		old := s.idx.docOrds(r.docID)
 		s.idx.remove(r.docID)
+		s.vectorsChanged(old, len(s.idx.chunks))
 		s.mu.Unlock()
 	}
 	return nil
@@ -314,6 +332,7 @@ func (s *Store) Close() error {
 	if s.log == nil {
 		return nil
 	}
+	s.closeVectorIndex()
 	err := s.log.close()
 	s.log = nil
 	s.mu.Lock()
@@ -355,8 +374,10 @@ func (s *Store) compact() error {
 	}
 	s.log = lf
 	fresh := idx.rebuilt(recs, sizes)
+	vectors := s.vectorsRenumbered(idx, fresh)
 	s.mu.Lock()
 	s.idx = fresh
+	s.vi.ann = vectors
 	s.mu.Unlock()
 	s.logger.Info("rag store: compacted the log", "dir", s.dir, "bytes_before", before, "bytes_after", lf.size)
 	return nil

@@ -1,0 +1,45 @@
+package ann
+
+import (
+	"context"
+	"testing"
+
+	"github.com/arvenza/helix/internal/rag/ragsynth"
+)
+
+// BenchmarkAdd is the cost of inserting one 384-dim vector into an index with
+// the lists a million vectors get (DefaultLists(1e6)): a pass over the
+// centroids and a quantisation.
+func BenchmarkAdd(b *testing.B) {
+	const dim = 384
+	m := ragsynth.NewMixture(1, dim, 100, 1.0)
+	lists := DefaultLists(1_000_000)
+	cents := make([]float32, 0, lists*dim)
+	for range lists {
+		v, _ := m.Vector()
+		cents = append(cents, v...)
+	}
+	x, err := New(dim, cents)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vs := m.Vectors(1024)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := x.Add(uint32(i), vs[i%len(vs)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTrain is the k-means training on 100,000 384-dim vectors.
+func BenchmarkTrain(b *testing.B) {
+	const dim, n = 384, 100_000
+	m := ragsynth.NewMixture(1, dim, 1000, 1.0)
+	vs := m.Vectors(n)
+	for b.Loop() {
+		if _, err := Train(context.Background(), dim, n, func(i int) []float32 { return vs[i] }, TrainOptions{Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
