@@ -56,7 +56,9 @@ func recall(got []Hit, want []uint32) float64 {
 func build(t testing.TB, vs [][]float32) *Index {
 	t.Helper()
 	vec := func(i int) []float32 { return vs[i] }
-	cents, err := Train(context.Background(), len(vs[0]), len(vs), vec, TrainOptions{Seed: 1})
+	// Fewer iterations and a smaller sample than the defaults: the tests run
+	// under -race, and the lists need only be good enough.
+	cents, err := Train(context.Background(), len(vs[0]), len(vs), vec, TrainOptions{Seed: 1, Iterations: 4, SamplePerList: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,10 @@
 // service to run. It holds chunks, their vectors and a BM25 keyword index in
 // memory, and persists them in an append-only log that is replayed on open.
 //
-// Vector search is exact (a brute-force dot product over normalised vectors),
-// which is fast enough for the corpora a single process serves and never misses
-// a neighbour. Keyword search is BM25 over terms from a [textproc.Analyzer], in
+// Vector search is exact (a dot product with every normalised vector) below
+// Options.VectorIndexThreshold vectors, and approximate above it, through the
+// inverted-file index of package ann, built in the background and saved next
+// to the log (see vector.go). Keyword search is BM25 over terms from a [textproc.Analyzer], in
 // two fields: a chunk's text and its title, each with its own statistics, the
 // best field's score plus half the other's (see [Store.SearchKeyword]).
 //
