@@ -6,8 +6,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-
-	"github.com/arvenza/helix/internal/rag/ragsynth"
 )
 
 // exactTop returns the k ordinals of vs nearest q by brute force (accept nil
@@ -74,7 +72,7 @@ func build(t testing.TB, vs [][]float32) *Index {
 // force), and its scores are the exact inner products.
 func TestRecallClustered(t *testing.T) {
 	const n, dim, queries = 20000, 64, 100
-	m := ragsynth.NewMixture(7, dim, 200, 1.0)
+	m := newMixture(7, dim, 200)
 	vs := m.Vectors(n)
 	x := build(t, vs)
 	exact := func(o uint32) float32 { return dot(vs[o], vs[o]) }
@@ -110,7 +108,7 @@ func TestRecallClustered(t *testing.T) {
 // fewer hits than there are.
 func TestFilterDuringSearch(t *testing.T) {
 	const n, dim = 20000, 64
-	m := ragsynth.NewMixture(3, dim, 200, 1.0)
+	m := newMixture(3, dim, 200)
 	vs := m.Vectors(n)
 	x := build(t, vs)
 	accept := func(o uint32) bool { return o%20 == 0 } // 5 %
@@ -149,7 +147,7 @@ func TestFilterDuringSearch(t *testing.T) {
 // TestDeleteNeverReturns: a deleted ordinal is never a hit, even the query's
 // own vector; re-adding it brings it back once, not twice.
 func TestDeleteNeverReturns(t *testing.T) {
-	m := ragsynth.NewMixture(5, 32, 8, 0.8)
+	m := newMixture(5, 32, 8)
 	vs := m.Vectors(2000)
 	x := build(t, vs)
 	exact := func(q []float32) func(uint32) float32 { return func(o uint32) float32 { return dot(q, vs[o]) } }
@@ -183,7 +181,7 @@ func TestDeleteNeverReturns(t *testing.T) {
 // TestPersistRoundTrip: an index written and read back answers as the
 // original; a flipped byte or a cut anywhere is ErrCorrupt, never a panic.
 func TestPersistRoundTrip(t *testing.T) {
-	m := ragsynth.NewMixture(9, 16, 4, 0.8)
+	m := newMixture(9, 16, 4)
 	vs := m.Vectors(500)
 	x := build(t, vs)
 	x.Delete(3)
@@ -222,7 +220,7 @@ func TestPersistRoundTrip(t *testing.T) {
 // TestRemap: renumbering drops the unmapped ordinals and keeps the others
 // findable under their new numbers.
 func TestRemap(t *testing.T) {
-	m := ragsynth.NewMixture(11, 16, 4, 0.8)
+	m := newMixture(11, 16, 4)
 	vs := m.Vectors(300)
 	x := build(t, vs)
 	// Drop the even ordinals; odd o becomes o/2.

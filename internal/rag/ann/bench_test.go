@@ -3,8 +3,6 @@ package ann
 import (
 	"context"
 	"testing"
-
-	"github.com/arvenza/helix/internal/rag/ragsynth"
 )
 
 // BenchmarkAdd is the cost of inserting one 384-dim vector into an index with
@@ -12,7 +10,7 @@ import (
 // centroids and a quantisation.
 func BenchmarkAdd(b *testing.B) {
 	const dim = 384
-	m := ragsynth.NewMixture(1, dim, 100, 1.0)
+	m := newMixture(1, dim, 100)
 	lists := DefaultLists(1_000_000)
 	cents := make([]float32, 0, lists*dim)
 	for range lists {
@@ -35,7 +33,7 @@ func BenchmarkAdd(b *testing.B) {
 // BenchmarkTrain is the k-means training on 100,000 384-dim vectors.
 func BenchmarkTrain(b *testing.B) {
 	const dim, n = 384, 100_000
-	m := ragsynth.NewMixture(1, dim, 1000, 1.0)
+	m := newMixture(1, dim, 1000)
 	vs := m.Vectors(n)
 	for b.Loop() {
 		if _, err := Train(context.Background(), dim, n, func(i int) []float32 { return vs[i] }, TrainOptions{Seed: 1}); err != nil {

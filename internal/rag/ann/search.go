@@ -82,20 +82,17 @@ func (x *Index) Search(q []float32, k int, opts SearchOptions, accept func(ord u
 	// estimated from the lists scanned so far), and at least enough to fill
 	// the pool, up to maxProbe.
 	seen := 0
-	want := probe
 	for scanned < lists {
-		if scanned >= want {
-			if accepted < seen && accepted > 0 {
-				want = max(want, int(math.Ceil(float64(probe)/math.Sqrt(float64(accepted)/float64(seen)))))
+		if scanned >= probe {
+			want := probe
+			if accepted > 0 && accepted < seen {
+				want = max(probe, int(math.Ceil(float64(probe)/math.Sqrt(float64(accepted)/float64(seen)))))
 			}
-			if accepted >= pool && scanned >= want {
+			if scanned >= want && accepted >= pool {
 				break
 			}
 			if scanned >= maxProbe {
-				if want > maxProbe || accepted < pool {
-					return nil, ErrSelective
-				}
-				break
+				return nil, ErrSelective
 			}
 		}
 		list := order[scanned].Ord

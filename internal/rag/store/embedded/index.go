@@ -22,11 +22,11 @@ type index struct {
 	// term dictionary and each field's own postings and statistics (see
 	// SearchKeyword).
 	termIDs   map[string]uint32
-	terms     []string    // term id -> term
-	postings  [][]posting // term id -> chunks whose text holds it, by ordinal
-	df        []int32     // term id -> live chunks whose text holds it
-	tpostings [][]posting // term id -> chunks whose title holds it, by ordinal
-	tdf       []int32     // term id -> live chunks whose title holds it
+	terms     []string      // term id -> term
+	postings  []postingList // term id -> chunks whose text holds it, by ordinal
+	df        []int32       // term id -> live chunks whose text holds it
+	tpostings []postingList // term id -> chunks whose title holds it, by ordinal
+	tdf       []int32       // term id -> live chunks whose title holds it
 
 	docs       map[string]*docEntry
 	liveChunks int
@@ -127,9 +127,9 @@ func (x *index) termID(t string) uint32 {
 		id = uint32(len(x.terms))
 		x.termIDs[t] = id
 		x.terms = append(x.terms, t)
-		x.postings = append(x.postings, nil)
+		x.postings = append(x.postings, postingList{})
 		x.df = append(x.df, 0)
-		x.tpostings = append(x.tpostings, nil)
+		x.tpostings = append(x.tpostings, postingList{})
 		x.tdf = append(x.tdf, 0)
 	}
 	return id
@@ -158,10 +158,12 @@ func (x *index) put(r *record, size int64, analyzed []analyzedChunk) {
 		ord := uint32(len(x.chunks))
 		d.ords[i] = ord
 		a := analyzed[i]
-		e := chunkEntry{chunk: r.chunks[i], length: a.text.length, hasVec: r.dim > 0, terms: make([]termFreq, len(a.text.terms))}
+		// The entry goes in first: sealing a block reads its chunks' lengths.
+		x.chunks = append(x.chunks, chunkEntry{chunk: r.chunks[i], length: a.text.length, hasVec: r.dim > 0, terms: make([]termFreq, len(a.text.terms))})
+		e := &x.chunks[ord]
 		for j, t := range a.text.terms {
 			id := x.termID(t)
-			x.postings[id] = append(x.postings[id], posting{ord: ord, tf: a.text.tfs[j]})
+			x.postings[id].add(ord, a.text.tfs[j], x.textLen)
 			x.df[id]++
 			e.terms[j] = termFreq{term: id, tf: a.text.tfs[j]}
 		}
@@ -170,14 +172,13 @@ func (x *index) put(r *record, size int64, analyzed []analyzedChunk) {
 			e.tterms = make([]termFreq, len(a.title.terms))
 			for j, t := range a.title.terms {
 				id := x.termID(t)
-				x.tpostings[id] = append(x.tpostings[id], posting{ord: ord, tf: a.title.tfs[j]})
+				x.tpostings[id].add(ord, a.title.tfs[j], x.titleLen)
 				x.tdf[id]++
 				e.tterms[j] = termFreq{term: id, tf: a.title.tfs[j]}
 			}
 			x.liveTitled++
 			x.liveTitleLength += int64(e.tlen)
 		}
-		x.chunks = append(x.chunks, e)
 		if x.dim > 0 {
 			if r.dim > 0 {
 				x.vecs = append(x.vecs, r.vectors[i*r.dim:(i+1)*r.dim]...)
@@ -290,27 +291,28 @@ func (x *index) rebuilt(recs []*record, sizes []int64) *index {
 				}
 				return id
 			}
+			y.chunks = append(y.chunks, e)
+			ne := &y.chunks[ord]
 			terms := make([]termFreq, len(e.terms))
 			for k, tf := range e.terms {
 				id := newID(tf.term)
-				y.postings[id] = append(y.postings[id], posting{ord: ord, tf: tf.tf})
+				y.postings[id].add(ord, tf.tf, y.textLen)
 				y.df[id]++
 				terms[k] = termFreq{term: id, tf: tf.tf}
 			}
-			e.terms = terms
+			ne.terms = terms
 			if len(e.tterms) > 0 {
 				tterms := make([]termFreq, len(e.tterms))
 				for k, tf := range e.tterms {
 					id := newID(tf.term)
-					y.tpostings[id] = append(y.tpostings[id], posting{ord: ord, tf: tf.tf})
+					y.tpostings[id].add(ord, tf.tf, y.titleLen)
 					y.tdf[id]++
 					tterms[k] = termFreq{term: id, tf: tf.tf}
 				}
-				e.tterms = tterms
+				ne.tterms = tterms
 				y.liveTitled++
 				y.liveTitleLength += int64(e.tlen)
 			}
-			y.chunks = append(y.chunks, e)
 			if x.dim > 0 {
 				y.vecs = append(y.vecs, x.vecs[int(oldOrd)*x.dim:(int(oldOrd)+1)*x.dim]...)
 			}
@@ -320,5 +322,13 @@ func (x *index) rebuilt(recs []*record, sizes []int64) *index {
 		y.liveBytes += sizes[i]
 		y.docs[r.docID] = d
 	}
+	for i := range y.postings {
+		y.postings[i].compact()
+		y.tpostings[i].compact()
+	}
 	return y
 }
+
+// textLen and titleLen are a chunk's field lengths by ordinal.
+func (x *index) textLen(ord uint32) uint32  { return x.chunks[ord].length }
+func (x *index) titleLen(ord uint32) uint32 { return x.chunks[ord].tlen }

@@ -233,35 +233,41 @@ func (l *logFile) cutDamagedTail() error {
 	return nil
 }
 
-// append writes r at the end of the log (and syncs it if asked), returning the
-// bytes it took. On failure the log is cut back to where it was, so a later
-// append does not follow a partial record. The log must be of the current
-// format (the store migrates a legacy log first).
-func (l *logFile) append(r *record, sync bool) (int64, error) {
+// appendFrames writes framed records at the end of the log with one write
+// (and one fsync if asked): a group commit. On failure the log is cut back to
+// where it was, so none of them is acknowledged and a later append does not
+// follow a partial record.
+func (l *logFile) appendFrames(buf []byte, sync bool) error {
 	if l.legacy {
-		return 0, fmt.Errorf("append to %s: the log is of an older format and must be rewritten first", l.path)
-	}
-	buf := encodeFrame(nil, r)
-	if int64(len(buf))-frameHeader > maxRecordBytes {
-		return 0, fmt.Errorf("the document is too large for one log record (%d bytes, at most %d)", len(buf)-frameHeader, maxRecordBytes)
+		return fmt.Errorf("append to %s: the log is of an older format and must be rewritten first", l.path)
 	}
 	if err := l.cutDamagedTail(); err != nil {
-		return 0, err
+		return err
 	}
-	if _, err := l.f.WriteAt(buf, l.size); err != nil {
+	if err := writeAt(l.f, buf, l.size); err != nil {
 		l.rollback()
-		return 0, fmt.Errorf("append to %s: %w", l.path, err)
+		return fmt.Errorf("append to %s: %w", l.path, err)
 	}
 	if sync {
-		if err := l.f.Sync(); err != nil {
+		if err := syncFile(l.f); err != nil {
 			l.rollback()
-			return 0, fmt.Errorf("sync %s: %w", l.path, err)
+			return fmt.Errorf("sync %s: %w", l.path, err)
 		}
 	}
 	l.size += int64(len(buf))
 	l.validEnd = l.size
-	return int64(len(buf)), nil
+	return nil
 }
+
+// writeAt and syncFile are the log's writes and fsyncs, variables so that
+// tests can make them fail.
+var (
+	writeAt = func(f *os.File, b []byte, off int64) error {
+		_, err := f.WriteAt(b, off)
+		return err
+	}
+	syncFile = func(f *os.File) error { return f.Sync() }
+)
 
 func (l *logFile) rollback() {
 	l.f.Truncate(l.size)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/arvenza/helix/internal/rag"
 )
@@ -168,16 +167,6 @@ func dot(a, b []float32) float32 {
 	return s0 + s1 + s2 + s3
 }
 
-// scratch is a keyword query's working memory: a score per chunk ordinal for
-// each field and the ordinals scored. Reused across queries, so a query
-// allocates little.
-type scratch struct {
-	text, title []float64
-	touched     []uint32
-}
-
-var scratches = sync.Pool{New: func() any { return new(scratch) }}
-
 // TitleTieBreaker is the weight of a chunk's weaker field in its keyword score
 // (see SearchKeyword).
 const TitleTieBreaker = 0.5
@@ -249,79 +238,24 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	if x.liveChunks == 0 {
 		return nil, nil
 	}
-	k1, b := s.bm25.K1, s.bm25.B
 	text := fieldStats{n: float64(x.liveChunks), invAvg: invAverage(x.liveLength, x.liveChunks)}
 	title := fieldStats{n: float64(x.liveTitled), invAvg: invAverage(x.liveTitleLength, x.liveTitled)}
-
-	sc := scratches.Get().(*scratch)
-	if cap(sc.text) < len(x.chunks) {
-		sc.text = make([]float64, len(x.chunks), len(x.chunks)+len(x.chunks)/4)
-	}
-	if x.liveTitled > 0 && cap(sc.title) < len(x.chunks) {
-		sc.title = make([]float64, len(x.chunks), len(x.chunks)+len(x.chunks)/4)
-	}
-	accText, touched := sc.text[:len(x.chunks)], sc.touched[:0]
-	var accTitle []float64
-	if x.liveTitled > 0 {
-		accTitle = sc.title[:len(x.chunks)]
-	}
-	defer func() {
-		for _, ord := range touched {
-			accText[ord] = 0
-			if accTitle != nil {
-				accTitle[ord] = 0
-			}
-		}
-		sc.touched = touched
-		scratches.Put(sc)
-	}()
-	// score adds one field's BM25 of a term to acc; other is the other field's
-	// accumulator (nil when there is none), consulted to note each chunk once.
-	score := func(acc, other []float64, postings []posting, df int32, count int, st fieldStats, length func(*chunkEntry) uint32) {
-		weight := float64(count) * math.Log(1+(st.n-float64(df)+0.5)/(float64(df)+0.5)) * (k1 + 1)
-		for _, p := range postings {
-			e := &x.chunks[p.ord]
-			if e.dead {
-				continue
-			}
-			tf := float64(p.tf)
-			norm := k1 * (1 - b + b*float64(length(e))*st.invAvg)
-			if acc[p.ord] == 0 && (other == nil || other[p.ord] == 0) {
-				touched = append(touched, p.ord)
-			}
-			acc[p.ord] += weight * tf / (tf + norm)
-		}
-	}
-	checked := 0
+	var lists []*termList
 	for _, qt := range qtf {
 		id, ok := x.termIDs[qt.term]
-		count := qt.count
 		if !ok {
 			continue
 		}
-		if checked++; checked&255 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		if df := x.df[id]; df > 0 {
-			score(accText, accTitle, x.postings[id], df, count, text, textLength)
+			lists = append(lists, x.newTermList(&x.postings[id], df, qt.count, text, s.bm25, false))
 		}
-		if df := x.tdf[id]; df > 0 && accTitle != nil {
-			score(accTitle, accText, x.tpostings[id], df, count, title, titleLength)
+		if df := x.tdf[id]; df > 0 && x.liveTitled > 0 {
+			lists = append(lists, x.newTermList(&x.tpostings[id], df, qt.count, title, s.bm25, true))
 		}
 	}
-	top := topN{n: n, heap: make([]scored, 0, min(n, len(touched)))}
-	for _, ord := range touched {
-		score := accText[ord]
-		if accTitle != nil {
-			score = combineFields(score, accTitle[ord])
-		}
-		if !top.admits(score, ord) {
-			continue
-		}
-		if len(f) > 0 && !f.Matches(x.chunks[ord].chunk.Metadata) {
-			continue
-		}
-		top.push(scored{ord, score})
+	top := topN{n: n}
+	if err := x.maxScore(ctx, lists, &top, f); err != nil {
+		return nil, err
 	}
 	return top.hits(x), nil
 }

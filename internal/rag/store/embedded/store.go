@@ -11,7 +11,8 @@
 //
 // Durability: every Put and Delete is one self-framed log record (a marker, its
 // length and CRC32-Cs) and (unless Options.NoSync) fsynced before it is
-// applied, so after a crash a document is either fully present or absent. A
+// applied and acknowledged, so after a crash a document is either fully present
+// or absent. Concurrent writes share one write and fsync (a group commit). A
 // torn or corrupt record is skipped on replay and logged: the records before
 // and after it are kept, and opening or querying a store never changes its
 // file (a torn tail is cut by the next write; [Verify] reports damage and
@@ -101,6 +102,15 @@ type Store struct {
 	writeMu sync.Mutex
 	log     *logFile // nil once closed
 
+	// queueMu guards queue, the writes waiting for a group commit (group.go).
+	queueMu sync.Mutex
+	queue   []*pendingWrite
+
+	// compacting is the background compaction under way (compact.go), nil
+	// when none; guarded by writeMu. compactWG waits for its goroutine.
+	compacting *compaction
+	compactWG  sync.WaitGroup
+
 	mu     sync.RWMutex
 	idx    *index
 	closed bool // guarded by mu
@@ -180,18 +190,19 @@ func (s *Store) Stats(ctx context.Context) (rag.Stats, error) {
 	return rag.Stats{Documents: len(s.idx.docs), Chunks: s.idx.liveChunks}, nil
 }
 
-// Put implements [rag.Store].
+// Put implements [rag.Store]. It returns once the document's record is in the
+// log (and fsynced, unless Options.NoSync) and in the index; concurrent Puts
+// share fsyncs (see group.go).
 func (s *Store) Put(ctx context.Context, docID, hash string, chunks []rag.Chunk, vectors [][]float32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r, err := s.newPutRecord(docID, hash, chunks, vectors)
+	w, err := s.preparePut(docID, hash, chunks, vectors)
 	if err != nil {
-		return fmt.Errorf("store %s: put %q: %w", s.dir, docID, err)
+		return err
 	}
-	// Analysis is the expensive part of indexing: done before any lock.
-	analyzed := s.analyze(r)
-	return s.write(r, analyzed)
+	s.commitWrites([]*pendingWrite{w})
+	return w.err
 }
 
 // Delete implements [rag.Store].
@@ -205,47 +216,10 @@ func (s *Store) Delete(ctx context.Context, docID string) error {
 	if !ok {
 		return nil
 	}
-	return s.write(&record{kind: recDelete, docID: docID}, nil)
-}
-
-func (s *Store) write(r *record, analyzed []analyzedChunk) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if s.log == nil {
-		return fmt.Errorf("store %s: %w", s.dir, errClosed)
-	}
-	// Checked again under writeMu: the checks before it raced other writers,
-	// and a record the replay would refuse must never reach the log.
-	switch r.kind {
-	case recDelete:
-		s.mu.RLock()
-		_, ok := s.idx.docs[r.docID]
-		s.mu.RUnlock()
-		if !ok {
-			return nil
-		}
-	case recPut:
-		if err := s.idx.checkDim(r); err != nil {
-			return fmt.Errorf("store %s: %w", s.dir, err)
-		}
-	}
-	if s.log.legacy {
-		// The first write to a log of an older format rewrites it in the
-		// current one (atomically, like a compaction): reading never does.
-		if err := s.compact(); err != nil {
-			return fmt.Errorf("store %s: rewrite the log in the current format: %w", s.dir, err)
-		}
-	}
-	size, err := s.log.append(r, !s.noSync)
-	if err != nil {
-		return fmt.Errorf("store %s: %w", s.dir, err)
-	}
-	if err := s.apply(r, size, analyzed); err != nil {
-		return fmt.Errorf("store %s: %w", s.dir, err)
-	}
-	s.maybeCompact()
-	s.maybeBuildVectorIndex()
-	return nil
+	r := &record{kind: recDelete, docID: docID}
+	w := &pendingWrite{r: r, frame: encodeFrame(nil, r)}
+	s.commitWrites([]*pendingWrite{w})
+	return w.err
 }
 
 // apply changes the index for a record already in the log.
@@ -328,17 +302,26 @@ func (s *Store) newPutRecord(docID, hash string, chunks []rag.Chunk, vectors [][
 
 // Close flushes the log and releases the directory. Calls after Close fail.
 func (s *Store) Close() error {
+	s.stopVectorIndex() // before writeMu: a build installs its index under it
 	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if s.log == nil {
+		s.writeMu.Unlock()
 		return nil
 	}
-	s.closeVectorIndex()
+	s.saveVectorIndex()
 	err := s.log.close()
 	s.log = nil
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	c := s.compacting
+	s.writeMu.Unlock()
+	// A background compaction gives up (its switch finds the log closed) and
+	// removes its temporary file before the directory is released.
+	if c != nil {
+		c.stopped.Store(true)
+	}
+	s.compactWG.Wait()
 	unlockDir(s.lock)
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.dir, err)
@@ -346,20 +329,19 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// maybeCompact rewrites the log when it is mostly garbage. Called with writeMu
-// held, so the index does not change meanwhile.
+// maybeCompact starts a background compaction (compact.go) when the log is
+// mostly garbage and none is under way. Called with writeMu held, so the index
+// and the log agree.
 func (s *Store) maybeCompact() {
 	garbage, live := s.log.size-logHeaderSize-s.idx.liveBytes, s.idx.liveBytes
-	if garbage < s.minGarb || garbage <= live {
+	if garbage < s.minGarb || garbage <= live || s.compacting != nil {
 		return
 	}
-	if err := s.compact(); err != nil {
-		// The old log is intact: the store keeps working, and tries again at
-		// the next write.
-		s.logger.Warn("rag store: compacting the log failed; it stays as it is", "dir", s.dir, "error", err)
-	}
+	s.startCompaction()
 }
 
+// compact rewrites the log at once, holding writers: for migrating a log of an
+// older format before the first write to it.
 func (s *Store) compact() error {
 	// Readers only read the index, and writers wait for writeMu: reading the
 	// index without mu is safe here.

@@ -43,6 +43,8 @@ type vectorIndex struct {
 	building atomic.Bool
 	cancel   context.CancelFunc
 	ctx      context.Context
+	startMu  sync.Mutex // orders starting a build against stopping them
+	stopped  bool       // guarded by startMu
 	wg       sync.WaitGroup
 	saveMu   sync.Mutex // one writer of the file at a time
 }
@@ -147,6 +149,12 @@ func (s *Store) maybeBuildVectorIndex() {
 	if !need || !s.vi.building.CompareAndSwap(false, true) {
 		return
 	}
+	s.vi.startMu.Lock()
+	defer s.vi.startMu.Unlock()
+	if s.vi.stopped {
+		s.vi.building.Store(false)
+		return
+	}
 	s.vi.wg.Add(1)
 	go s.buildVectorIndex()
 }
@@ -183,11 +191,15 @@ func (s *Store) buildVectorIndex() {
 		s.buildFailed(err)
 		return
 	}
+	// Installed under writeMu too: the index changes only under it (writers,
+	// compactions), so they see one index from start to end.
+	s.writeMu.Lock()
 	s.mu.Lock()
 	if s.idx != x || s.closed {
 		// A compaction renumbered the chunks meanwhile: the next write
 		// starts over.
 		s.mu.Unlock()
+		s.writeMu.Unlock()
 		return
 	}
 	for ord := range n {
@@ -203,6 +215,7 @@ func (s *Store) buildVectorIndex() {
 	s.vi.ann, s.vi.trained = a, a.Len()
 	s.vi.dirty.Store(true)
 	s.mu.Unlock()
+	s.writeMu.Unlock()
 	s.logger.Info("rag store: built the vector index", "dir", s.dir, "vectors", a.Len(), "lists", a.Lists())
 	s.saveVectorIndex()
 }
@@ -261,8 +274,8 @@ func writeVectorIndex(dir string, a *ann.Index, tag uint64, sync bool) error {
 }
 
 // vectorsChanged updates the index after a put (its chunks from ordinal
-// first on) or a delete, both replacing old's chunks. Called with mu held
-// for writing.
+// first on) or a delete, both replacing old's chunks. Called with writeMu
+// and mu held (or while the log is replayed on open).
 func (s *Store) vectorsChanged(old []uint32, first int) {
 	a := s.vi.ann
 	if a == nil {
@@ -281,7 +294,8 @@ func (s *Store) vectorsChanged(old []uint32, first int) {
 }
 
 // vectorsRenumbered returns the index renumbered for fresh, old compacted
-// (nil when there is none). Called with writeMu held: neither index changes.
+// (nil when there is none). Called with writeMu held: neither index nor the
+// vector index changes.
 func (s *Store) vectorsRenumbered(old, fresh *index) *ann.Index {
 	a := s.vi.ann
 	if a == nil {
@@ -305,11 +319,14 @@ func (s *Store) vectorsRenumbered(old, fresh *index) *ann.Index {
 	})
 }
 
-// closeVectorIndex stops a build under way and saves the index.
-func (s *Store) closeVectorIndex() {
+// stopVectorIndex stops a build under way and keeps new ones from starting.
+// Called without writeMu (a build takes it to install its index).
+func (s *Store) stopVectorIndex() {
+	s.vi.startMu.Lock()
+	s.vi.stopped = true
+	s.vi.startMu.Unlock()
 	s.vi.cancel()
 	s.vi.wg.Wait()
-	s.saveVectorIndex()
 }
 
 // searchVectorIndex searches the approximate index when there is one and the

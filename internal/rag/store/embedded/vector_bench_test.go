@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/arvenza/helix/internal/rag"
-	"github.com/arvenza/helix/internal/rag/ragsynth"
 )
 
 // BenchmarkVectorIndex fills a store with one-chunk documents of 384-dim
@@ -53,7 +52,7 @@ func benchVectorIndex(b *testing.B, n int) {
 		defer os.RemoveAll(dir)
 	}
 	s, logs := open(b, dir, Options{NoSync: true})
-	m := ragsynth.NewMixture(1, dim, max(10, min(1000, n/100)), 1.0)
+	m := newMixture(1, dim, max(10, min(1000, n/100)))
 	start := time.Now()
 	for i := range n {
 		v, _ := m.Vector()

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/arvenza/helix/internal/rag"
-	"github.com/arvenza/helix/internal/rag/ragsynth"
 )
 
 // vecCorpus is what a vector test put in a store: each document's one
@@ -81,7 +80,7 @@ func overlap(got []rag.Hit, want []string) float64 {
 
 // fillVectors puts n one-chunk documents with Gaussian-mixture vectors; every
 // 200th is tagged tenant "rare" (0.5 %), the others "common".
-func fillVectors(t testing.TB, s *Store, m *ragsynth.Mixture, n int) *vecCorpus {
+func fillVectors(t testing.TB, s *Store, m *mixture, n int) *vecCorpus {
 	t.Helper()
 	c := &vecCorpus{vecs: map[string][]float32{}, meta: map[string]map[string]any{}}
 	for i := range n {
@@ -109,7 +108,7 @@ func waitVectorIndex(t testing.TB, s *Store) {
 // checkRecall asserts that the store's vector search finds at least 95 % of
 // the exact top 10 over queries from m, each hit with its exact cosine score,
 // and that every hit passes f.
-func checkRecall(t *testing.T, s *Store, c *vecCorpus, m *ragsynth.Mixture, f rag.Filter) {
+func checkRecall(t *testing.T, s *Store, c *vecCorpus, m *mixture, f rag.Filter) {
 	t.Helper()
 	var sum float64
 	const queries = 40
@@ -148,7 +147,7 @@ func checkRecall(t *testing.T, s *Store, c *vecCorpus, m *ragsynth.Mixture, f ra
 // returns top_k hits, all matching, with recall ≥ 0.95 among them.
 func TestVectorIndexRecallAndFilter(t *testing.T) {
 	s, _ := open(t, t.TempDir(), Options{NoSync: true, VectorIndexThreshold: 2000})
-	m := ragsynth.NewMixture(21, 48, 40, 1.0)
+	m := newMixture(21, 48, 40)
 	c := fillVectors(t, s, m, 4000)
 	waitVectorIndex(t, s)
 	checkRecall(t, s, c, m, nil)
@@ -160,7 +159,7 @@ func TestVectorIndexRecallAndFilter(t *testing.T) {
 // TestVectorIndexBelowThreshold: a store below the threshold builds no index.
 func TestVectorIndexBelowThreshold(t *testing.T) {
 	s, _ := open(t, t.TempDir(), Options{NoSync: true, VectorIndexThreshold: 500})
-	m := ragsynth.NewMixture(2, 16, 4, 1.0)
+	m := newMixture(2, 16, 4)
 	c := fillVectors(t, s, m, 499)
 	s.vi.wg.Wait()
 	if s.vi.ann != nil {
@@ -173,7 +172,7 @@ func TestVectorIndexBelowThreshold(t *testing.T) {
 // vectors of replaced ones never come back, even for a query equal to them.
 func TestVectorIndexDeletesAndReplacements(t *testing.T) {
 	s, _ := open(t, t.TempDir(), Options{NoSync: true, VectorIndexThreshold: 1000})
-	m := ragsynth.NewMixture(4, 32, 20, 1.0)
+	m := newMixture(4, 32, 20)
 	c := fillVectors(t, s, m, 1500)
 	waitVectorIndex(t, s)
 	var gone [][]float32
@@ -210,7 +209,7 @@ func TestVectorIndexConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m := ragsynth.NewMixture(uint64(w), 16, 8, 1.0)
+			m := newMixture(uint64(w), 16, 8)
 			for i := range 600 {
 				v, _ := m.Vector()
 				id := fmt.Sprintf("w%d-%d", w, i%400)
@@ -231,7 +230,7 @@ func TestVectorIndexConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m := ragsynth.NewMixture(uint64(10+r), 16, 8, 1.0)
+			m := newMixture(uint64(10+r), 16, 8)
 			for range 300 {
 				q, _ := m.Vector()
 				if _, err := s.SearchVector(ctx, q, 5, nil); err != nil && err != rag.ErrNoVectors {
@@ -252,7 +251,7 @@ func TestVectorIndexSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{NoSync: true, VectorIndexThreshold: 1000}
 	s, _ := open(t, dir, opts)
-	m := ragsynth.NewMixture(8, 32, 20, 1.0)
+	m := newMixture(8, 32, 20)
 	c := fillVectors(t, s, m, 1200)
 	waitVectorIndex(t, s)
 	if _, err := os.Stat(vectorIndexPath(dir)); err != nil {
@@ -293,7 +292,7 @@ func TestVectorIndexDamagedFile(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{NoSync: true, VectorIndexThreshold: 1000}
 	s, _ := open(t, dir, opts)
-	m := ragsynth.NewMixture(12, 32, 20, 1.0)
+	m := newMixture(12, 32, 20)
 	c := fillVectors(t, s, m, 1100)
 	waitVectorIndex(t, s)
 	if err := s.Close(); err != nil {
@@ -329,13 +328,14 @@ func TestVectorIndexDamagedFile(t *testing.T) {
 // follows (no rebuild) and still finds the right chunks.
 func TestVectorIndexCompaction(t *testing.T) {
 	s, logs := open(t, t.TempDir(), Options{NoSync: true, VectorIndexThreshold: 1000, CompactMinGarbage: 1})
-	m := ragsynth.NewMixture(14, 32, 20, 1.0)
+	m := newMixture(14, 32, 20)
 	c := fillVectors(t, s, m, 1200)
 	waitVectorIndex(t, s)
 	for i := range 1500 {
 		v, _ := m.Vector()
 		c.put(t, s, fmt.Sprintf("d%05d", i%1200), v, map[string]any{"tenant": "common"})
 	}
+	s.compactWG.Wait() // compactions run in the background
 	if !strings.Contains(logs.String(), "compacted the log") {
 		t.Fatalf("the log was not compacted; logs:\n%s", logs)
 	}
