@@ -77,9 +77,29 @@ func (x *Index) Add(ord uint32, v []float32) error {
 	if len(v) != x.dim {
 		return fmt.Errorf("ann: vector has %d dimensions, the index %d", len(v), x.dim)
 	}
+	return x.AddToList(ord, x.Nearest(v), v)
+}
+
+// Nearest returns the list v belongs in. It only reads the centroids, which
+// never change: it may run alongside any other call, so that a writer can
+// find its vectors' lists before it takes the lock that Add needs.
+func (x *Index) Nearest(v []float32) uint32 {
+	if len(v) != x.dim {
+		return 0
+	}
+	return x.nearestList(v)
+}
+
+// AddToList is Add with v's list already found by [Index.Nearest].
+func (x *Index) AddToList(ord, list uint32, v []float32) error {
+	if len(v) != x.dim {
+		return fmt.Errorf("ann: vector has %d dimensions, the index %d", len(v), x.dim)
+	}
+	if int(list) >= len(x.lists) {
+		return fmt.Errorf("ann: list %d of %d", list, len(x.lists))
+	}
 	x.Delete(ord)
 	x.grow(int(ord) + 1)
-	list := x.nearestList(v)
 	x.place(ord, list, v)
 	return nil
 }

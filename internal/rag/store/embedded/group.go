@@ -186,17 +186,21 @@ func (s *Store) commitGroup() {
 		finish(fmt.Errorf("store %s: %w", s.dir, err))
 		return
 	}
+	lists := make([][]uint32, len(written))
+	for i, w := range written {
+		lists[i] = s.vectorLists(w.r)
+	}
 	s.mu.Lock()
-	for _, w := range written {
+	for i, w := range written {
 		switch w.r.kind {
 		case recPut:
 			old, first := s.idx.docOrds(w.r.docID), len(s.idx.chunks)
 			s.idx.put(w.r, int64(len(w.frame)), w.analyzed)
-			s.vectorsChanged(old, first)
+			s.vectorsChanged(old, first, lists[i])
 		case recDelete:
 			old := s.idx.docOrds(w.r.docID)
 			s.idx.remove(w.r.docID)
-			s.vectorsChanged(old, len(s.idx.chunks))
+			s.vectorsChanged(old, len(s.idx.chunks), nil)
 		}
 	}
 	s.mu.Unlock()

@@ -232,13 +232,13 @@ func (s *Store) apply(r *record, size int64, analyzed []analyzedChunk) error {
 		s.mu.Lock()
 		old, first := s.idx.docOrds(r.docID), len(s.idx.chunks)
 		s.idx.put(r, size, analyzed)
-		s.vectorsChanged(old, first)
+		s.vectorsChanged(old, first, nil)
 		s.mu.Unlock()
 	case recDelete:
 		s.mu.Lock()
 		old := s.idx.docOrds(r.docID)
 		s.idx.remove(r.docID)
-		s.vectorsChanged(old, len(s.idx.chunks))
+		s.vectorsChanged(old, len(s.idx.chunks), nil)
 		s.mu.Unlock()
 	}
 	return nil

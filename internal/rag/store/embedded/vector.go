@@ -273,10 +273,27 @@ func writeVectorIndex(dir string, a *ann.Index, tag uint64, sync bool) error {
 	return os.Rename(tmp.Name(), vectorIndexPath(dir))
 }
 
+// vectorLists returns the index's list for each of a put's vectors (nil when
+// there is no index or no vectors): the costly part of an insert, a pass over
+// the centroids, done before the write lock that readers wait on. Called with
+// writeMu held, so the index is not replaced meanwhile.
+func (s *Store) vectorLists(r *record) []uint32 {
+	a := s.vi.ann
+	if a == nil || r.kind != recPut || r.dim != a.Dim() {
+		return nil
+	}
+	lists := make([]uint32, len(r.chunks))
+	for i := range lists {
+		lists[i] = a.Nearest(r.vectors[i*r.dim : (i+1)*r.dim])
+	}
+	return lists
+}
+
 // vectorsChanged updates the index after a put (its chunks from ordinal
-// first on) or a delete, both replacing old's chunks. Called with writeMu
-// and mu held (or while the log is replayed on open).
-func (s *Store) vectorsChanged(old []uint32, first int) {
+// first on, in lists when vectorLists found them) or a delete, both
+// replacing old's chunks. Called with writeMu and mu held (or while the log
+// is replayed on open).
+func (s *Store) vectorsChanged(old []uint32, first int, lists []uint32) {
 	a := s.vi.ann
 	if a == nil {
 		return
@@ -286,8 +303,15 @@ func (s *Store) vectorsChanged(old []uint32, first int) {
 	}
 	x := s.idx
 	for ord := first; ord < len(x.chunks); ord++ {
-		if x.chunks[ord].hasVec {
-			_ = a.Add(uint32(ord), x.vecs[ord*x.dim:(ord+1)*x.dim]) // dimension checked on put
+		if !x.chunks[ord].hasVec {
+			continue
+		}
+		v := x.vecs[ord*x.dim : (ord+1)*x.dim]
+		// The dimension was checked on put: these cannot fail.
+		if i := ord - first; i < len(lists) {
+			_ = a.AddToList(uint32(ord), lists[i], v)
+		} else {
+			_ = a.Add(uint32(ord), v)
 		}
 	}
 	s.vi.dirty.Store(true)

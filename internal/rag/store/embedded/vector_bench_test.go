@@ -16,8 +16,10 @@ import (
 
 // BenchmarkVectorIndex fills a store with one-chunk documents of 384-dim
 // Gaussian-mixture vectors, lets the index build, and reports per size:
-// recall@10 against the exact search, approximate and exact query p50/p99,
-// put and index-build rates, and the Go heap in use. Sizes come from
+// recall@10 against the exact search, approximate query p50/p99 and CPU per
+// query, the exact query's p50, the put rate, the CPU per vector of puts and
+// index build together, the wait for the build after the last put, and the
+// Go heap in use. Sizes come from
 // HELIX_BENCH_ANN_SIZES (comma-separated; 20000 when unset, so that
 // bench-smoke stays quick): the scale run sets 100000,1000000.
 //
@@ -53,7 +55,7 @@ func benchVectorIndex(b *testing.B, n int) {
 	}
 	s, logs := open(b, dir, Options{NoSync: true})
 	m := newMixture(1, dim, max(10, min(1000, n/100)))
-	start := time.Now()
+	start, cpuStart := time.Now(), cpuTime()
 	for i := range n {
 		v, _ := m.Vector()
 		id := "d" + strconv.Itoa(i)
@@ -65,6 +67,8 @@ func benchVectorIndex(b *testing.B, n int) {
 	buildStart := time.Now()
 	s.vi.wg.Wait()
 	buildWait := time.Since(buildStart)
+	// Puts and the index build (which overlaps them from the threshold on).
+	ingestCPU := cpuTime() - cpuStart
 	if s.vi.ann == nil {
 		b.Skipf("no index at %d vectors (threshold %d); logs:\n%s", n, s.vi.threshold, logs)
 	}
@@ -103,6 +107,7 @@ func benchVectorIndex(b *testing.B, n int) {
 	times := make([]time.Duration, 0, 1024)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; b.Loop(); i++ {
 		t0 := time.Now()
 		if _, err := s.SearchVector(ctx, queries[i%len(queries)], 10, nil); err != nil {
@@ -111,6 +116,7 @@ func benchVectorIndex(b *testing.B, n int) {
 		times = append(times, time.Since(t0))
 	}
 	b.StopTimer()
+	queryCPU := cpuTime() - cpu
 	pct := func(ts []time.Duration, p int) float64 {
 		ts = slices.Clone(ts)
 		slices.Sort(ts)
@@ -120,7 +126,9 @@ func benchVectorIndex(b *testing.B, n int) {
 	b.ReportMetric(pct(times, 50), "p50-ms")
 	b.ReportMetric(pct(times, 99), "p99-ms")
 	b.ReportMetric(pct(exactTimes, 50), "exact-p50-ms")
+	b.ReportMetric(float64(queryCPU.Microseconds())/1000/float64(b.N), "cpu-ms/query")
 	b.ReportMetric(float64(n)/putTime.Seconds(), "puts/s")
+	b.ReportMetric(float64(ingestCPU.Microseconds())/float64(n), "cpu-us/vector-ingested")
 	b.ReportMetric(buildWait.Seconds(), "build-wait-s")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 	b.Logf("n=%d lists=%d: %s", n, s.vi.ann.Lists(), strings.TrimSpace(logs.String()))
