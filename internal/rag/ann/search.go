@@ -61,11 +61,12 @@ func (x *Index) Search(q []float32, k int, opts SearchOptions, accept func(ord u
 		maxProbe = max(probe, lists/2)
 	}
 	maxProbe = min(max(maxProbe, probe), lists)
+	k = min(k, x.live) // a huge k must not size the buffers below
 	pool := opts.Rescore
 	if pool <= 0 {
 		pool = max(8*k, 64)
 	}
-	pool = max(pool, k)
+	pool = min(max(pool, k), x.live)
 
 	// Lists by their centroid's closeness to q.
 	order := make([]Hit, lists)

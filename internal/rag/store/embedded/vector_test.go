@@ -154,6 +154,12 @@ func TestVectorIndexRecallAndFilter(t *testing.T) {
 	checkRecall(t, s, c, m, rag.Filter{"tenant": "rare"})
 	checkRecall(t, s, c, m, rag.Filter{"tenant": "common"})
 	checkRecall(t, s, c, m, rag.Filter{"tenant": "nobody"})
+	// A huge top_k returns every chunk, without sizing anything by it.
+	q, _ := m.Vector()
+	hits, err := s.SearchVector(ctx, q, math.MaxInt, nil)
+	if err != nil || len(hits) != len(c.vecs) {
+		t.Fatalf("top_k MaxInt: %d hits, %v; want all %d", len(hits), err, len(c.vecs))
+	}
 }
 
 // TestVectorIndexBelowThreshold: a store below the threshold builds no index.
