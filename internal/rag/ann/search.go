@@ -21,10 +21,12 @@ type SearchOptions struct {
 	MaxProbe int
 }
 
-// DefaultProbe is the number of lists a search scans among lists: 1/16th of
-// them, at least 8 (all of them below 8).
+// DefaultProbe is the number of lists a search scans among lists: √lists, at
+// least 8 (all of them below 8). With DefaultLists that is about 1.4·n^¼
+// lists of n^½/2 vectors each: the share of the vectors a query reads falls
+// as the store grows (6 % at 20,000 vectors, 2 % at a million).
 func DefaultProbe(lists int) int {
-	return min(lists, max(8, lists/16))
+	return min(lists, max(8, int(math.Ceil(math.Sqrt(float64(lists))))))
 }
 
 // Hit is a search result: an ordinal and its exact score.

@@ -81,8 +81,8 @@ type Options struct {
 	// never.
 	VectorIndexThreshold int
 	// VectorProbe is the number of the index's lists a vector search scans:
-	// more finds more of the exact neighbours, slower; 0 means 1/16th of the
-	// lists (at least 8).
+	// more finds more of the exact neighbours, slower; 0 means the square root
+	// of the number of lists (at least 8).
 	VectorProbe int
 }
 

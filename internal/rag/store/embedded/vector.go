@@ -171,8 +171,12 @@ func (s *Store) buildVectorIndex() {
 	n, dim := len(x.chunks), x.dim
 	vecs := x.vecs[:n*dim]
 	live := make([]bool, n)
+	snapshot := 0
 	for ord := range x.chunks {
 		live[ord] = !x.chunks[ord].dead && x.chunks[ord].hasVec
+		if live[ord] {
+			snapshot++
+		}
 	}
 	s.mu.RUnlock()
 	vec := func(ord int) []float32 {
@@ -212,7 +216,9 @@ func (s *Store) buildVectorIndex() {
 			_ = a.Add(uint32(ord), x.vecs[ord*dim:(ord+1)*dim]) // dimension checked on put
 		}
 	}
-	s.vi.ann, s.vi.trained = a, a.Len()
+	// trained is the snapshot's size, not the index's after the catch-up: a
+	// store that grew fourfold during a long build retrains at its next write.
+	s.vi.ann, s.vi.trained = a, snapshot
 	s.vi.dirty.Store(true)
 	s.mu.Unlock()
 	s.writeMu.Unlock()

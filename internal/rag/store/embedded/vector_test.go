@@ -354,3 +354,25 @@ func TestVectorIndexCompaction(t *testing.T) {
 	}
 	checkRecall(t, s, c, m, nil)
 }
+
+// TestVectorIndexRetrains: a store grown fourfold past what the lists were
+// trained on retrains them (more lists for more vectors), and stays right.
+func TestVectorIndexRetrains(t *testing.T) {
+	s, _ := open(t, t.TempDir(), Options{NoSync: true, VectorIndexThreshold: 300})
+	m := newMixture(16, 16, 10)
+	c := fillVectors(t, s, m, 300)
+	waitVectorIndex(t, s)
+	before := s.vi.ann.Lists()
+	for i := range 1000 {
+		v, _ := m.Vector()
+		c.put(t, s, fmt.Sprintf("more%04d", i), v, nil)
+	}
+	waitVectorIndex(t, s)
+	s.mu.RLock()
+	after, trained := s.vi.ann.Lists(), s.vi.trained
+	s.mu.RUnlock()
+	if after <= before || trained <= 300 {
+		t.Fatalf("after growing from 300 to 1,300 vectors: %d lists (before %d), trained on %d", after, before, trained)
+	}
+	checkRecall(t, s, c, m, nil)
+}
