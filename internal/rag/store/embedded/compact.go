@@ -2,9 +2,9 @@ package embedded
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -13,14 +13,13 @@ import (
 
 // Background compaction. When the log holds more replaced or deleted bytes than
 // live ones, a writer (holding writeMu, so the index and the log agree) takes a
-// snapshot: a frozen copy of the index and the log's size at that moment, the
-// mark. A goroutine then writes a put record per live document of the snapshot to
-// chunks.log.tmp and builds the index of the new log (without tombstones) from
-// the frozen copy, without any lock, while writers append to the log and
-// readers query; the writes committed meanwhile are kept aside (the delta).
-// The switch takes writeMu again, briefly: it copies the records appended
-// after the mark, as they are, to the end of the temporary file, fsyncs it,
-// renames it over the log, applies the delta to the new index and swaps it in.
+// snapshot: a put record per live document and the log's size at that moment,
+// the mark. A goroutine then writes the snapshot to chunks.log.tmp without any
+// lock, while writers append to the log and readers query, and catches up: it
+// copies the records appended since the mark, as they are, and fsyncs the
+// bulk of the new log, still without a lock. The switch takes writeMu again:
+// it copies the last records appended, fsyncs, renames the file over the log
+// and rebuilds the index for the new log (Store.reindex).
 //
 // A crash at any point leaves a valid store: before the rename the log is
 // untouched (the temporary file is removed at the next open); after it the new
@@ -57,29 +56,18 @@ type compaction struct {
 	// held is how long writers waited for it: the snapshot and the switch
 	// (logged, and read by the compaction benchmark).
 	held time.Duration
-	// frozen is the index as of the snapshot, for building the new one.
-	frozen *index
-	// delta are the writes committed since the snapshot, in order; appended
-	// by commitGroup under writeMu.
-	delta []*pendingWrite
-}
-
-// frozen returns a copy of x that later writes do not change, holding what
-// rebuilt reads: writers replace document entries (never change them), append
-// to terms and vectors (never change what is there), but tombstone chunk
-// entries in place, so those are copied. Called with writeMu held.
-func (x *index) frozen() *index {
-	y := *x
-	y.docs = maps.Clone(x.docs)
-	y.chunks = slices.Clone(x.chunks)
-	return &y
 }
 
 // startCompaction takes the snapshot and starts the goroutine that writes it.
 // Called with writeMu held.
 func (s *Store) startCompaction() {
 	start := time.Now()
-	c := &compaction{mark: s.log.size, seq: s.idx.seq, frozen: s.idx.frozen()}
+	recs, err := s.idx.docRecords()
+	if err != nil {
+		s.logger.Warn("rag store: compacting the log failed; it stays as it is", "dir", s.dir, "error", err)
+		return
+	}
+	c := &compaction{recs: recs, mark: s.log.size, seq: s.idx.seq}
 	c.held = time.Since(start)
 	s.compacting = c
 	s.compactWG.Add(1)
@@ -111,11 +99,10 @@ func (s *Store) runCompaction(c *compaction) error {
 			os.Remove(tmp)
 		}
 	}()
-	// The snapshot's records come from the frozen index: no lock needed.
-	c.recs = c.frozen.docRecords()
 	w := bufio.NewWriterSize(f, 1<<20)
 	w.WriteString(logMagic)
 	sizes := make(map[string]int64, len(c.recs))
+	offs := make(map[string]int64, len(c.recs))
 	size := logHeaderSize
 	var buf []byte
 	for _, r := range c.recs {
@@ -127,26 +114,20 @@ func (s *Store) runCompaction(c *compaction) error {
 			return err
 		}
 		sizes[r.docID] = int64(len(buf))
+		offs[r.docID] = size
 		size += int64(len(buf))
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	// The new log's index: the snapshot's documents, in its order, with their
-	// new record sizes; the delta is applied at the switch.
-	recSizes := make([]int64, len(c.recs))
-	for i, r := range c.recs {
-		recSizes[i] = sizes[r.docID]
-	}
-	fresh := c.frozen.rebuilt(c.recs, recSizes)
-	c.recs, c.frozen = nil, nil // the snapshot can go before the switch
+	c.recs = nil // the snapshot's chunks can go before the switch
 	if err := s.hook(stageSnapshotWritten); err != nil {
 		return err
 	}
 
-	// Catch up without a lock: copy the records appended since the mark and
-	// apply the writes committed since the snapshot, a few rounds, so that
-	// the switch has little left to do, and fsync the bulk of the new log.
+	// Catch up without a lock: copy the records appended since the mark, a
+	// few rounds, so that the switch has little left to do, and fsync the
+	// bulk of the new log.
 	copied, end := c.mark, size
 	for range maxCatchUpRounds {
 		s.writeMu.Lock()
@@ -154,16 +135,14 @@ func (s *Store) runCompaction(c *compaction) error {
 			s.writeMu.Unlock()
 			return errClosed
 		}
-		lf, logEnd, delta := s.log, s.log.size, c.delta
-		c.delta = nil
+		lf, logEnd := s.log, s.log.size
 		s.writeMu.Unlock()
 		n, err := copyRange(f, end, lf.f, copied, logEnd)
 		if err != nil {
 			return err
 		}
 		copied, end = logEnd, end+n
-		applyDelta(fresh, delta)
-		if n < catchUpBytes && len(delta) < catchUpWrites {
+		if n < catchUpBytes {
 			break
 		}
 	}
@@ -198,11 +177,7 @@ func (s *Store) runCompaction(c *compaction) error {
 	renamed = true
 	s.log.f.Close()
 	s.log = &logFile{f: f, path: s.log.path, size: end, validEnd: end}
-	applyDelta(fresh, c.delta)
-	c.delta = nil
-	s.mu.Lock()
-	s.idx = fresh
-	s.mu.Unlock()
+	s.reindexAfterCompaction(c, offs, sizes, size)
 	c.held += time.Since(switchStart)
 	s.lastCompaction = c
 	s.logger.Info("rag store: compacted the log", "dir", s.dir, "bytes_before", before, "bytes_after", s.log.size,
@@ -221,11 +196,10 @@ func (s *Store) runCompaction(c *compaction) error {
 }
 
 // Catch-up rounds before the switch: at most maxCatchUpRounds, ending early
-// once a round had less than catchUpBytes and catchUpWrites to do.
+// once a round copied less than catchUpBytes.
 const (
 	maxCatchUpRounds = 4
 	catchUpBytes     = 1 << 20
-	catchUpWrites    = 256
 )
 
 // copyRange copies src's bytes [from, to) to dst at off, returning how many.
@@ -246,14 +220,25 @@ func copyRange(dst *os.File, off int64, src *os.File, from, to int64) (int64, er
 	return n, nil
 }
 
-// applyDelta applies committed writes to an index that no reader sees yet.
-func applyDelta(x *index, delta []*pendingWrite) {
-	for _, w := range delta {
-		switch w.r.kind {
-		case recPut:
-			x.put(w.r, int64(len(w.frame)), w.analyzed)
-		case recDelete:
-			x.remove(w.r.docID)
+// reindexAfterCompaction rebuilds the index for the new log: documents put
+// before the snapshot (seq ≤ c.seq) are at their snapshot record (offs, sizes),
+// the others where their records were copied as they were, after the
+// snapshot's end. Called with writeMu held.
+func (s *Store) reindexAfterCompaction(c *compaction, offs, sizes map[string]int64, snapEnd int64) {
+	idx := s.idx
+	docs := make([]*docEntry, 0, len(idx.docs))
+	for _, d := range idx.docs {
+		docs = append(docs, d)
+	}
+	slices.SortFunc(docs, func(a, b *docEntry) int { return cmp.Compare(a.seq, b.seq) })
+	ids := make([]string, len(docs))
+	newOffs := make([]int64, len(docs))
+	recSizes := make([]int64, len(docs))
+	for i, d := range docs {
+		ids[i], newOffs[i], recSizes[i] = d.id, snapEnd+(d.off-c.mark), d.recBytes
+		if n, ok := sizes[d.id]; ok && d.seq <= c.seq {
+			newOffs[i], recSizes[i] = offs[d.id], n
 		}
 	}
+	s.reindex(ids, newOffs, recSizes)
 }

@@ -67,8 +67,9 @@ func (t *topN) push(c scored) {
 	}
 }
 
-// hits returns the kept candidates as hits, best first.
-func (t *topN) hits(x *index) []rag.Hit {
+// hits returns the kept candidates as hits, best first, their chunks read
+// from the log.
+func (t *topN) hits(x *index) ([]rag.Hit, error) {
 	slices.SortFunc(t.heap, func(a, b scored) int {
 		switch {
 		case worse(b, a):
@@ -78,17 +79,49 @@ func (t *topN) hits(x *index) []rag.Hit {
 		}
 		return 0
 	})
-	out := make([]rag.Hit, len(t.heap))
-	for i, c := range t.heap {
-		out[i] = rag.Hit{Chunk: copyChunk(&x.chunks[c.ord].chunk), Score: c.score}
-	}
-	return out
+	return x.readHits(t.heap)
 }
 
-// SearchVector implements [rag.Store]: exact cosine similarity over every
-// stored vector.
+// readHits returns best as hits, in its order, their chunks read from the log.
+func (x *index) readHits(best []scored) ([]rag.Hit, error) {
+	out := make([]rag.Hit, len(best))
+	// A document's chunks come from one record: read once per call.
+	recs := make(map[*docEntry]*record, len(best))
+	for i, c := range best {
+		e := &x.chunks[c.ord]
+		rec := recs[e.doc]
+		if rec == nil {
+			r, err := x.record(e.doc)
+			if err != nil {
+				return nil, err
+			}
+			recs[e.doc], rec = r, r
+		}
+		out[i] = rag.Hit{Chunk: rec.chunks[e.sub], Score: c.score}
+	}
+	return out, nil
+}
+
+// hits is top's hits, or an error naming the store.
+func (s *Store) hits(top *topN, x *index) ([]rag.Hit, error) {
+	out, err := top.hits(x)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", s.dir, err)
+	}
+	return out, nil
+}
+
+// SearchVector implements [rag.Store]: cosine similarity, exact over every
+// stored vector below Options.VectorIndexThreshold vectors, approximate
+// above it (see vector.go), where the hits keep their exact scores. A filter
+// is applied while the index is scanned; one that matches too few chunks
+// near the query makes the search exact over the matching chunks.
 func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag.Filter) ([]rag.Hit, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	match, err := f.Parse()
+	if err != nil {
 		return nil, err
 	}
 	var sum float64
@@ -121,6 +154,9 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	for i, v := range vector {
 		q[i] = float32(float64(v) * inv)
 	}
+	if hits, ok, err := s.searchVectorIndex(x, q, n, match); ok || err != nil {
+		return hits, err
+	}
 	top := topN{n: n, heap: make([]scored, 0, min(n, x.liveChunks))}
 	dim := x.dim
 	for ord := range x.chunks {
@@ -135,12 +171,12 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		if !top.admits(score, uint32(ord)) {
 			continue
 		}
-		if len(f) > 0 && !f.Matches(e.chunk.Metadata) {
+		if match != nil && !match.Matches(x.metadata(uint32(ord))) {
 			continue
 		}
 		top.push(scored{uint32(ord), score})
 	}
-	return top.hits(x), nil
+	return s.hits(&top, x)
 }
 
 // dot is the inner product of two equally long vectors, unrolled four ways so
@@ -198,6 +234,10 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	match, err := f.Parse()
+	if err != nil {
+		return nil, err
+	}
 	if n <= 0 {
 		return nil, nil
 	}
@@ -248,10 +288,10 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 		}
 	}
 	top := topN{n: n}
-	if err := x.maxScore(ctx, lists, &top, f); err != nil {
+	if err := x.maxScore(ctx, lists, &top, match); err != nil {
 		return nil, err
 	}
-	return top.hits(x), nil
+	return s.hits(&top, x)
 }
 
 // fieldStats are a field's BM25 collection statistics: N and 1/avglen.
@@ -270,9 +310,6 @@ func invAverage(total int64, count int) float64 {
 	}
 	return 0
 }
-
-func textLength(e *chunkEntry) uint32  { return e.length }
-func titleLength(e *chunkEntry) uint32 { return e.tlen }
 
 // combineFields is a chunk's keyword score from its fields' BM25 scores: the
 // best plus TitleTieBreaker × the other (see SearchKeyword). With no title
