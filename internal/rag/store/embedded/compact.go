@@ -13,9 +13,9 @@ import (
 
 // Background compaction. When the log holds more replaced or deleted bytes than
 // live ones, a writer (holding writeMu, so the index and the log agree) takes a
-// snapshot: a put record per live document and the log's size at that moment,
-// the mark. A goroutine then writes the snapshot to chunks.log.tmp without any
-// lock, while writers append to the log and readers query, and catches up: it
+// snapshot: where each live document's latest record is, and the log's size
+// at that moment, the mark. A goroutine then copies those records, as they are,
+// to chunks.log.tmp without any lock, while writers append to the log and readers query, and catches up: it
 // copies the records appended since the mark, as they are, and fsyncs the
 // bulk of the new log, still without a lock. The switch takes writeMu again:
 // it copies the last records appended, fsyncs, renames the file over the log
@@ -47,10 +47,18 @@ func (s *Store) hook(stage compactStage) error {
 	return compactHook(s, stage)
 }
 
+// liveRecord is where a live document's latest record is in the log.
+type liveRecord struct {
+	id        string
+	off, size int64
+	seq       uint64
+}
+
 // compaction is a background compaction under way.
 type compaction struct {
-	recs    []*record
-	mark    int64 // the log's size when recs were taken
+	live    []liveRecord // the snapshot, in the order of the documents' puts
+	src     *os.File     // the log they are in
+	mark    int64        // the log's size when live was taken
 	seq     uint64
 	stopped atomic.Bool // set by Close: give up
 	// held is how long writers waited for it: the snapshot and the switch
@@ -62,12 +70,12 @@ type compaction struct {
 // Called with writeMu held.
 func (s *Store) startCompaction() {
 	start := time.Now()
-	recs, err := s.idx.docRecords()
-	if err != nil {
-		s.logger.Warn("rag store: compacting the log failed; it stays as it is", "dir", s.dir, "error", err)
-		return
+	live := make([]liveRecord, 0, len(s.idx.docs))
+	for _, d := range s.idx.docs {
+		live = append(live, liveRecord{id: d.id, off: d.off, size: d.recBytes, seq: d.seq})
 	}
-	c := &compaction{recs: recs, mark: s.log.size, seq: s.idx.seq}
+	slices.SortFunc(live, func(a, b liveRecord) int { return cmp.Compare(a.seq, b.seq) })
+	c := &compaction{live: live, src: s.log.f, mark: s.log.size, seq: s.idx.seq}
 	c.held = time.Since(start)
 	s.compacting = c
 	s.compactWG.Add(1)
@@ -101,26 +109,27 @@ func (s *Store) runCompaction(c *compaction) error {
 	}()
 	w := bufio.NewWriterSize(f, 1<<20)
 	w.WriteString(logMagic)
-	sizes := make(map[string]int64, len(c.recs))
-	offs := make(map[string]int64, len(c.recs))
+	sizes := make(map[string]int64, len(c.live))
+	offs := make(map[string]int64, len(c.live))
 	size := logHeaderSize
-	var buf []byte
-	for _, r := range c.recs {
+	// The live records are copied as they are (frame and checksums): the
+	// log's bytes before the mark never change, so no lock is needed, and
+	// nothing is decoded or encoded again.
+	for _, r := range c.live {
 		if c.stopped.Load() {
 			return errClosed
 		}
-		buf = encodeFrame(buf[:0], r)
-		if _, err := w.Write(buf); err != nil {
-			return err
+		if n, err := io.Copy(w, io.NewSectionReader(c.src, r.off, r.size)); err != nil || n != r.size {
+			return fmt.Errorf("copy the record of %q at offset %d: %d of %d bytes: %v", r.id, r.off, n, r.size, err)
 		}
-		sizes[r.docID] = int64(len(buf))
-		offs[r.docID] = size
-		size += int64(len(buf))
+		sizes[r.id] = r.size
+		offs[r.id] = size
+		size += r.size
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	c.recs = nil // the snapshot's chunks can go before the switch
+	c.live = nil
 	if err := s.hook(stageSnapshotWritten); err != nil {
 		return err
 	}
