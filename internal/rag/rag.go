@@ -134,6 +134,26 @@ type Store interface {
 	Close() error
 }
 
+// PutDoc is one document of a [BatchStore.PutBatch]: Put's arguments.
+type PutDoc struct {
+	ID      string
+	Hash    string
+	Chunks  []Chunk
+	Vectors [][]float32 // nil without an embedder
+}
+
+// BatchStore is a Store that puts many documents at once cheaper than one by
+// one (sharing fsyncs or round trips). Pipelines use it when it is there and
+// call Put otherwise.
+type BatchStore interface {
+	Store
+	// PutBatch puts each document as Put would; errs[i] is docs[i]'s outcome
+	// (len(errs) == len(docs)). A document is acknowledged only by a nil
+	// errs[i], and each is atomic on its own: a failed one is absent or, if a
+	// failure came after its write, present as a whole.
+	PutBatch(ctx context.Context, docs []PutDoc) (errs []error)
+}
+
 // ErrNoVectors is returned by a vector search of a store filled without an
 // embedder.
 var ErrNoVectors = errors.New("the store holds no vectors (the pipeline has no rag-embed step)")
