@@ -39,7 +39,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/textproc"
 )
 
@@ -106,10 +105,14 @@ func (c chunkTerms) rows(docID string, idx int, out [][]any) [][]any {
 	return out
 }
 
-// statsDelta is a change of the collection counts.
+// statsDelta is a change of the collection counts and document frequencies.
 type statsDelta struct {
 	chunks, length, titled, titleLength int64
+	df                                  map[string]dfDelta
 }
+
+// dfDelta is a change of a term's document frequencies in the text and title.
+type dfDelta struct{ text, title int64 }
 
 func (d *statsDelta) add(c chunkTerms) {
 	d.chunks++
@@ -117,6 +120,19 @@ func (d *statsDelta) add(c chunkTerms) {
 	if c.titled() {
 		d.titled++
 		d.titleLength += int64(c.title.length)
+	}
+	if d.df == nil {
+		d.df = map[string]dfDelta{}
+	}
+	for t := range c.text.tf {
+		x := d.df[cleanText(t)]
+		x.text++
+		d.df[cleanText(t)] = x
+	}
+	for t := range c.title.tf {
+		x := d.df[cleanText(t)]
+		x.title++
+		d.df[cleanText(t)] = x
 	}
 }
 
@@ -145,6 +161,14 @@ func (s *Store) bm25Tables() []string {
 			FOREIGN KEY (doc_id, idx) REFERENCES ` + s.chunksT + ` (doc_id, idx) ON DELETE CASCADE)`,
 		// The cascade from a chunk finds its terms through this index.
 		`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.table + "_terms_chunk_idx"}.Sanitize() + ` ON ` + s.termsT + ` (doc_id, idx)`,
+		// Document frequencies, per term and stats slot (the same slot as the
+		// collection counts, so a Put's updates are rows of its slot only).
+		`CREATE TABLE IF NOT EXISTS ` + s.dfT + ` (
+			term text NOT NULL,
+			slot integer NOT NULL,
+			df bigint NOT NULL,
+			title_df bigint NOT NULL,
+			PRIMARY KEY (term, slot) INCLUDE (df, title_df))`,
 		`CREATE TABLE IF NOT EXISTS ` + s.statsT + ` (
 			slot integer PRIMARY KEY,
 			chunks bigint NOT NULL,
@@ -154,10 +178,26 @@ func (s *Store) bm25Tables() []string {
 	}
 }
 
-// removeChunks deletes the document's chunks (their terms go by cascade) and
-// returns what they counted. The caller holds the document's row lock.
+// removeChunks deletes the document's chunks and their terms and returns what
+// they counted. The caller holds the document's row lock.
 func (s *Store) removeChunks(ctx context.Context, tx pgx.Tx, docID string) (statsDelta, error) {
 	var d statsDelta
+	if s.bm25 {
+		rows, err := tx.Query(ctx, `WITH gone AS (DELETE FROM `+s.termsT+` WHERE doc_id = $1 RETURNING term, tf, title_tf)
+			SELECT term, count(*) FILTER (WHERE tf > 0), count(*) FILTER (WHERE title_tf > 0) FROM gone GROUP BY term`, docID)
+		if err != nil {
+			return d, err
+		}
+		d.df = map[string]dfDelta{}
+		var term string
+		var x dfDelta
+		if _, err := pgx.ForEachRow(rows, []any{&term, &x.text, &x.title}, func() error {
+			d.df[term] = x
+			return nil
+		}); err != nil {
+			return d, err
+		}
+	}
 	err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM `+s.chunksT+` WHERE doc_id = $1 RETURNING text_len, title_len)
 		SELECT count(*), coalesce(sum(text_len), 0), count(*) FILTER (WHERE title_len > 0), coalesce(sum(title_len), 0) FROM gone`,
 		docID).Scan(&d.chunks, &d.length, &d.titled, &d.titleLength)
@@ -166,15 +206,46 @@ func (s *Store) removeChunks(ctx context.Context, tx pgx.Tx, docID string) (stat
 
 // addStats adds (added − removed) to the document's stats slot.
 func (s *Store) addStats(ctx context.Context, tx pgx.Tx, docID string, added, removed statsDelta) error {
-	d := statsDelta{added.chunks - removed.chunks, added.length - removed.length,
+	slot := statsSlot(docID)
+	// The terms' net changes, in term order: concurrent writers of one slot
+	// lock its rows in the same order, so they wait for one another but
+	// never deadlock.
+	terms := make([]string, 0, len(added.df)+len(removed.df))
+	net := make(map[string]dfDelta, len(added.df)+len(removed.df))
+	for t, x := range added.df {
+		net[t] = x
+	}
+	for t, x := range removed.df {
+		y := net[t]
+		net[t] = dfDelta{y.text - x.text, y.title - x.title}
+	}
+	for t, x := range net {
+		if x != (dfDelta{}) {
+			terms = append(terms, t)
+		}
+	}
+	slices.Sort(terms)
+	if len(terms) > 0 {
+		dfs, tdfs := make([]int64, len(terms)), make([]int64, len(terms))
+		for i, t := range terms {
+			dfs[i], tdfs[i] = net[t].text, net[t].title
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+s.dfT+` AS d (term, slot, df, title_df)
+			SELECT term, $2, df, tdf FROM unnest($1::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS u(term, df, tdf, ord) ORDER BY ord
+			ON CONFLICT (term, slot) DO UPDATE SET df = d.df + EXCLUDED.df, title_df = d.title_df + EXCLUDED.title_df`,
+			terms, slot, dfs, tdfs); err != nil {
+			return err
+		}
+	}
+	d := [4]int64{added.chunks - removed.chunks, added.length - removed.length,
 		added.titled - removed.titled, added.titleLength - removed.titleLength}
-	if d == (statsDelta{}) {
+	if d == ([4]int64{}) {
 		return nil
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO `+s.statsT+` AS s (slot, chunks, length, titled, title_length) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (slot) DO UPDATE SET chunks = s.chunks + EXCLUDED.chunks, length = s.length + EXCLUDED.length,
 			titled = s.titled + EXCLUDED.titled, title_length = s.title_length + EXCLUDED.title_length`,
-		statsSlot(docID), d.chunks, d.length, d.titled, d.titleLength)
+		slot, d[0], d[1], d[2], d[3])
 	return err
 }
 
@@ -247,73 +318,15 @@ func (s *Store) backfillTerms(ctx context.Context, tx pgx.Tx) (int, error) {
 		total += len(batch)
 		s.logger.Info("rag pgvector store: analysing chunks for BM25", "table", s.table, "chunks", total)
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM `+s.statsT); err != nil {
+	if _, err := tx.Exec(ctx, `DELETE FROM `+s.statsT+`; DELETE FROM `+s.dfT); err != nil {
+		return total, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO `+s.dfT+` (term, slot, df, title_df)
+		SELECT term, 0, count(*) FILTER (WHERE tf > 0), count(*) FILTER (WHERE title_tf > 0) FROM `+s.termsT+` GROUP BY term`); err != nil {
 		return total, err
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO `+s.statsT+` (slot, chunks, length, titled, title_length)
 		SELECT 0, count(*), coalesce(sum(text_len), 0), count(*) FILTER (WHERE title_len > 0), coalesce(sum(title_len), 0)
 		FROM `+s.chunksT)
 	return total, err
-}
-
-// searchBM25 ranks by BM25 over the chunks' text and title fields exactly as
-// the embedded store does (see embedded.Store.SearchKeyword):
-//
-//	bm25_f = Σ_t count_q(t) · ln(1 + (N_f − df_f + 0.5)/(df_f + 0.5)) · tf·(k1+1) / (tf + k1·(1 − b + b·len_f/avglen_f))
-//	score  = max(text, title) + 0.5 · min(text, title)
-//
-// in one statement: the query terms' postings by the terms table's primary
-// key, their document frequencies counted from those postings, the collection
-// counts summed from the stats slots, the chunk's two field scores summed, the
-// filter applied to the scored chunks before the limit (so a filter never
-// empties the top n), and only the n best chunks' rows read.
-func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(args *[]any) string) ([]rag.Hit, error) {
-	toks := s.analyzer.Tokens(query)
-	if len(toks) == 0 {
-		return nil, nil
-	}
-	terms := make([]string, len(toks))
-	for i, t := range toks {
-		terms[i] = cleanText(t)
-	}
-	args := []any{terms, n, bm25K1, bm25B, titleTieBreaker}
-	filterJoin := ""
-	if where != nil {
-		cond := where(&args)
-		filterJoin = ` JOIN ` + s.chunksT + ` c ON c.doc_id = sc.doc_id AND c.idx = sc.idx WHERE ` + cond
-	}
-	q := `WITH k AS (SELECT $3::float8 AS k1, $4::float8 AS b, $5::float8 AS tie),
-	qt AS (
-		SELECT term, count(*)::float8 AS cnt FROM unnest($1::text[]) AS t(term) GROUP BY term),
-	st AS (
-		SELECT coalesce(sum(chunks), 0)::float8 AS n, coalesce(sum(length), 0)::float8 AS len,
-			coalesce(sum(titled), 0)::float8 AS tn, coalesce(sum(title_length), 0)::float8 AS tlen
-		FROM ` + s.statsT + `),
-	p AS MATERIALIZED (
-		SELECT p.term, p.doc_id, p.idx, p.tf, p.title_tf, p.len, p.title_len, qt.cnt
-		FROM ` + s.termsT + ` p JOIN qt ON p.term = qt.term),
-	df AS (
-		SELECT term, count(*) FILTER (WHERE tf > 0)::float8 AS df, count(*) FILTER (WHERE title_tf > 0)::float8 AS tdf
-		FROM p GROUP BY term),
-	w AS (
-		SELECT df.term,
-			CASE WHEN df.df > 0 THEN ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * (k.k1 + 1) END AS idf,
-			CASE WHEN df.tdf > 0 THEN ln(1 + (st.tn - df.tdf + 0.5) / (df.tdf + 0.5)) * (k.k1 + 1) END AS tidf,
-			CASE WHEN st.len > 0 THEN st.n / st.len ELSE 0 END AS inv,
-			CASE WHEN st.tlen > 0 THEN st.tn / st.tlen ELSE 0 END AS tinv
-		FROM df, st, k),
-	sc AS (
-		SELECT p.doc_id, p.idx,
-			coalesce(sum(p.cnt * w.idf * p.tf / (p.tf + k.k1 * (1 - k.b + k.b * p.len * w.inv))) FILTER (WHERE p.tf > 0), 0) AS text,
-			coalesce(sum(p.cnt * w.tidf * p.title_tf / (p.title_tf + k.k1 * (1 - k.b + k.b * p.title_len * w.tinv))) FILTER (WHERE p.title_tf > 0), 0) AS title
-		FROM p JOIN w ON w.term = p.term, k GROUP BY p.doc_id, p.idx),
-	top AS (
-		SELECT sc.doc_id, sc.idx,
-			CASE WHEN sc.title = 0 THEN sc.text ELSE greatest(sc.text, sc.title) + k.tie * least(sc.text, sc.title) END AS score
-		FROM k, sc` + filterJoin + `
-		ORDER BY score DESC, sc.doc_id, sc.idx LIMIT $2)
-	SELECT ` + chunkColumns + `, top.score
-	FROM top JOIN ` + s.chunksT + ` c ON c.doc_id = top.doc_id AND c.idx = top.idx
-	ORDER BY top.score DESC, top.doc_id, top.idx`
-	return s.queryHits(ctx, s.pool, q, args...)
 }

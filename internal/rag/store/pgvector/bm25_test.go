@@ -136,6 +136,33 @@ func TestBM25MatchesTheEmbeddedStore(t *testing.T) {
 	compare("protein protein gene", nil) // a repeated query term counts twice
 	compare("word59 nothing-like-this", nil)
 
+	// Small n: the search stops reading the common terms' postings early
+	// (MaxScore), and still ranks the n best as the exhaustive scoring does.
+	pruned := prunedSearches.Load()
+	for range 60 {
+		q := randomText(r, 8)
+		for _, k := range []int{1, 3, 10} {
+			for _, f := range []rag.Filter{nil, {"group": "2"}} {
+				got, err := s.SearchKeyword(ctx, q, k, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := e.SearchKeyword(ctx, q, k, f)
+				if len(got) != len(want) {
+					t.Fatalf("%q n=%d %v: %d hits, embedded %d", q, k, f, len(got), len(want))
+				}
+				for i := range got {
+					if math.Abs(got[i].Score-want[i].Score) > 1e-9*math.Max(1, want[i].Score) {
+						t.Fatalf("%q n=%d %v: rank %d %s=%v, embedded %s=%v", q, k, f, i, got[i].Chunk.ID, got[i].Score, want[i].Chunk.ID, want[i].Score)
+					}
+				}
+			}
+		}
+	}
+	if prunedSearches.Load() == pruned {
+		t.Error("no search was pruned: the MaxScore path went untested")
+	}
+
 	// The top n are the first n of the full ranking.
 	all, _ := s.SearchKeyword(ctx, "cell protein", 1000, nil)
 	top, _ := s.SearchKeyword(ctx, "cell protein", 5, nil)
@@ -161,6 +188,13 @@ func checkStats(t *testing.T, s *Store) {
 	}
 	if kept != counted {
 		t.Fatalf("BM25 statistics %v, the chunks count %v", kept, counted)
+	}
+	var dfDiff int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (
+		SELECT term, sum(df) AS df, sum(title_df) AS tdf FROM `+s.dfT+` GROUP BY term HAVING sum(df) <> 0 OR sum(title_df) <> 0) kept
+		FULL JOIN (SELECT term, count(*) FILTER (WHERE tf > 0) AS df, count(*) FILTER (WHERE title_tf > 0) AS tdf FROM `+s.termsT+` GROUP BY term) counted
+		USING (term) WHERE kept.df IS DISTINCT FROM counted.df OR kept.tdf IS DISTINCT FROM counted.tdf`).Scan(&dfDiff); err != nil || dfDiff != 0 {
+		t.Fatalf("terms whose kept document frequencies differ from the postings: %d, %v", dfDiff, err)
 	}
 	var orphans int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.termsT+` t WHERE NOT EXISTS (SELECT 1 FROM `+s.chunksT+` c WHERE c.doc_id = t.doc_id AND c.idx = t.idx)`).Scan(&orphans); err != nil || orphans != 0 {
@@ -228,7 +262,7 @@ func TestUpgradeFromSchemaVersion2(t *testing.T) {
 	old.Close()
 	// Back to what schema version 2 held.
 	t.Logf("table %s", oldTable)
-	testtools.PostgresExec(t, u, "DROP TABLE "+pgx.Identifier{oldTable + "_terms"}.Sanitize()+", "+pgx.Identifier{oldTable + "_bm25_stats"}.Sanitize()+
+	testtools.PostgresExec(t, u, "DROP TABLE "+pgx.Identifier{oldTable + "_terms"}.Sanitize()+", "+pgx.Identifier{oldTable + "_bm25_stats"}.Sanitize()+", "+pgx.Identifier{oldTable + "_df"}.Sanitize()+
 		"; ALTER TABLE "+pgx.Identifier{oldTable + "_chunks"}.Sanitize()+" DROP COLUMN text_len, DROP COLUMN title_len"+
 		"; UPDATE "+pgx.Identifier{oldTable + "_meta"}.Sanitize()+" SET schema_version = 2")
 

@@ -142,7 +142,7 @@ type Store struct {
 
 	// Sanitised identifiers.
 	metaT, docsT, chunksT, hnswIdx string
-	termsT, statsT                 string
+	termsT, statsT, dfT            string
 
 	// bm25: keyword search ranks by BM25 over analyzer's terms (the english
 	// configuration); otherwise by ts_rank over the text search configuration.
@@ -200,6 +200,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		hnswIdx: pgx.Identifier{o.Table + "_chunks_embedding_idx"}.Sanitize(),
 		termsT:  pgx.Identifier{o.Table + "_terms"}.Sanitize(),
 		statsT:  pgx.Identifier{o.Table + "_bm25_stats"}.Sanitize(),
+		dfT:     pgx.Identifier{o.Table + "_df"}.Sanitize(),
 		bm25:    o.TextSearchConfig == bm25Config,
 	}
 	if s.bm25 {
@@ -495,8 +496,8 @@ func (s *Store) readMeta(ctx context.Context, tx pgx.Tx, forUpdate bool) (meta, 
 }
 
 func (s *Store) reingestHint() string {
-	return fmt.Sprintf("to re-ingest with the new settings, drop the old tables (DROP TABLE %s, %s, %s, %s, %s) or give the pipeline a new id; the next start ingests every document again",
-		s.termsT, s.statsT, s.chunksT, s.docsT, s.metaT)
+	return fmt.Sprintf("to re-ingest with the new settings, drop the old tables (DROP TABLE %s, %s, %s, %s, %s, %s) or give the pipeline a new id; the next start ingests every document again",
+		s.termsT, s.dfT, s.statsT, s.chunksT, s.docsT, s.metaT)
 }
 
 func describeModel(m string) string {
