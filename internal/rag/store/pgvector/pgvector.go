@@ -26,12 +26,11 @@
 // dimension, and a table never holds two dimensions anyway: mixing models in one
 // table is refused.
 //
-// Keyword ranking is PostgreSQL's ts_rank (normalised by document length), not BM25:
-// it ranks by the query terms' frequencies in the chunk, without BM25's inverse
-// document frequency or saturation, so its quality is below the embedded store's
-// BM25 on benchmarks. Its point is to keep the keyword arm next to the data. The
-// title counts as its own, heavier part of the chunk: its lexemes have weight A,
-// the text's weight D ranked as B (see SearchKeyword).
+// Keyword ranking, with the english configuration (every pipeline's), is the
+// embedded store's BM25 over Helix's own term tables (schema version 3, see
+// bm25.go and bm25search.go). With another configuration it is PostgreSQL's
+// ts_rank over the generated tsvector columns (no idf, below BM25 on benchmarks),
+// the title's lexemes weighted A and the text's D (see SearchKeyword).
 package pgvector
 
 import (
@@ -921,9 +920,10 @@ func (s *Store) reloadDims(ctx context.Context) (int, error) {
 	return d, nil
 }
 
-// SearchKeyword ranks the chunks containing any of the query's terms (after the
-// text search configuration's stemming and stop words) in their text or title by
-// PostgreSQL's ts_rank, normalised by chunk length — not BM25. The ranked
+// SearchKeyword ranks the chunks containing any of the query's terms in their
+// text or title: by BM25 with the english configuration (searchBM25), otherwise
+// (after the text search configuration's stemming and stop words) by
+// PostgreSQL's ts_rank, normalised by chunk length. The ranked
 // tsvector is the title's lexemes (weight A) then the text's (weight D), a title
 // match counting 2.5 times a text match (see rankWeights). A chunk without a
 // title scores exactly as it did before titles.
