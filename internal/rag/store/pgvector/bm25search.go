@@ -70,12 +70,13 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 		term            string
 		weight, tweight float64 // count·idf·(k1+1) per field; 0: not in the field
 		bound           float64 // combined upper bound of the term's contribution
+		rows            float64 // its postings (at most df + title df)
 	}
 	var qts []queryTerm
 	var term string
 	var df, tdf float64
 	if _, err := pgx.ForEachRow(rows, []any{&term, &df, &tdf}, func() error {
-		qt := queryTerm{term: term}
+		qt := queryTerm{term: term, rows: df + tdf}
 		c := float64(counts[term])
 		if df > 0 {
 			qt.weight = c * math.Log(1+(st.n-df+0.5)/(df+0.5)) * (bm25K1 + 1)
@@ -156,24 +157,35 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 		restText += qt.weight
 		restTitle += qt.tweight
 	}
+	byTerm := make(map[string]*queryTerm, len(qts))
+	for i := range qts {
+		byTerm[qts[i].term] = &qts[i]
+	}
 	var top []*cand
-	for read < len(qts) {
-		qt := &qts[read]
-		args[0] = qt.term
-		rows, err := tx.Query(ctx, `SELECT p.doc_id, p.idx, p.tf, p.title_tf, p.len, p.title_len FROM `+s.termsT+` p`+
-			filterJoin+` WHERE p.term = $1`, args...)
+	// Terms are read in batches of 1, 1, 2, 4, …: a long query (thousands of
+	// terms) costs a few round trips, a short one stops at the first term that
+	// is enough.
+	for batch := 1; read < len(qts); batch = max(batch, read) {
+		end := min(read+batch, len(qts))
+		names := make([]string, 0, end-read)
+		for i := read; i < end; i++ {
+			names = append(names, qts[i].term)
+			restText -= qts[i].weight
+			restTitle -= qts[i].tweight
+		}
+		args[0] = names
+		rows, err := tx.Query(ctx, `SELECT p.term, p.doc_id, p.idx, p.tf, p.title_tf, p.len, p.title_len FROM `+s.termsT+` p`+
+			filterJoin+` WHERE p.term = ANY($1)`, args...)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := pgx.ForEachRow(rows, []any{&p.doc, &p.idx, &p.tf, &p.ttf, &p.l, &p.tl}, func() error {
-			add(qt)
+		if _, err := pgx.ForEachRow(rows, []any{&p.term, &p.doc, &p.idx, &p.tf, &p.ttf, &p.l, &p.tl}, func() error {
+			add(byTerm[p.term])
 			return nil
 		}); err != nil {
 			return nil, err
 		}
-		read++
-		restText -= qt.weight
-		restTitle -= qt.tweight
+		read = end
 		if read == len(qts) || len(cands) < n {
 			continue
 		}
@@ -181,22 +193,30 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 		theta := nthBest(cands, n, func(c *cand) float64 { return combineFields(c.text, c.title) })
 		if combineFields(max(restText, 0), max(restTitle, 0)) < theta {
 			// Candidates that could still reach θ get the remaining terms.
-			prunedSearches.Add(1)
 			top = top[:0]
 			for _, c := range cands {
 				if combineFields(c.text+restText, c.title+restTitle) >= theta {
 					top = append(top, c)
 				}
 			}
-			break
+			// Probing each contender's remaining terms by key costs more
+			// a row than reading posting lists: only worth it when there are
+			// far fewer probes than postings left.
+			var left float64
+			for i := read; i < len(qts); i++ {
+				left += qts[i].rows
+			}
+			if float64(len(top)*(len(qts)-read))*probeCost < left {
+				prunedSearches.Add(1)
+				break
+			}
+			top = top[:0]
 		}
 	}
 	if read < len(qts) && len(top) > 0 {
 		rest := make([]string, 0, len(qts)-read)
-		byTerm := map[string]*queryTerm{}
 		for i := read; i < len(qts); i++ {
 			rest = append(rest, qts[i].term)
-			byTerm[qts[i].term] = &qts[i]
 		}
 		docs, idxs := make([]string, len(top)), make([]int32, len(top))
 		for i, c := range top {
@@ -253,6 +273,10 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 	}
 	return hits, tx.Commit(ctx)
 }
+
+// probeCost is what reading a posting by key costs in postings read in a
+// posting list's order (an index descent against a step along a leaf).
+const probeCost = 4
 
 // prunedSearches counts the searches that stopped reading posting lists early
 // (tests check that the pruning is exercised).
