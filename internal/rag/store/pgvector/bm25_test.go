@@ -1,7 +1,6 @@
 package pgvector
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -296,4 +295,51 @@ func scoresOf(hits []rag.Hit) []string {
 	return out
 }
 
-var _ = context.Background
+// TestBM25HostileQueries: very long queries, NUL bytes, invalid UTF-8 and
+// SQL or tsquery syntax are terms like any other (parameters, never SQL text),
+// ranked as the embedded store ranks them.
+func TestBM25HostileQueries(t *testing.T) {
+	u := testDB(t)
+	s := open(t, Options{DSN: u, Table: uniqueTable(t, u)})
+	e, err := embedded.Open(t.TempDir(), embedded.Options{NoSync: true, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := ctxT(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 40 {
+		d := randomDoc(r, fmt.Sprintf("doc%02d", i))
+		if i == 0 {
+			d.chunks[0].Text += " robert'); DROP TABLE students;-- o'brien \\x00"
+		}
+		if err := s.Put(ctx, d.id, "h", d.chunks, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Put(ctx, d.id, "h", d.chunks, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var long strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&long, "word%d term%d ", i%70, i)
+	}
+	for _, q := range []string{long.String(), "robert'); DROP TABLE students;--", "o'brien \x00 \xff\xfe cells", "' | & ! :*", strings.Repeat("protein ", 10000)} {
+		got, err := s.SearchKeyword(ctx, q, 5, nil)
+		if err != nil {
+			t.Fatalf("%.40q: %v", q, err)
+		}
+		want, _ := e.SearchKeyword(ctx, q, 5, nil)
+		if len(got) != len(want) {
+			t.Fatalf("%.40q: %d hits, embedded %d", q, len(got), len(want))
+		}
+		for i := range got {
+			if math.Abs(got[i].Score-want[i].Score) > 1e-9*math.Max(1, want[i].Score) {
+				t.Fatalf("%.40q: rank %d %v, embedded %v", q, i, got[i].Score, want[i].Score)
+			}
+		}
+	}
+	if st, err := s.Stats(ctx); err != nil || st.Documents != 40 {
+		t.Fatalf("stats after the hostile queries: %+v, %v", st, err)
+	}
+}
