@@ -9,11 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +41,8 @@ type pgScaleResult struct {
 	// of the server: run it on a server of its own), the cost that does not
 	// depend on what else the machine runs.
 	ServerCPUms float64 `json:"server_cpu_ms_per_query,omitempty"`
+	// ClientCPUms is this process's CPU time per query (the store's scoring).
+	ClientCPUms float64 `json:"client_cpu_ms_per_query"`
 	MeanHits    float64 `json:"mean_hits"`
 	TableMiB    float64 `json:"table_mib"`
 }
@@ -59,11 +63,20 @@ func pgScale(ctx context.Context, args []string, out io.Writer) error {
 	filter := fs.String("filter", "", "KEY=VALUE metadata filter on every query, e.g. tenant=t3")
 	pgData := fs.String("pg-data", os.Getenv("HELIX_PG_DATA"), "the server's data directory, to read its processes' CPU time (postmaster.pid)")
 	outFile := fs.String("out", "", "write the result as JSON to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed queries to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *chunks <= 0 || *queries <= 0 || *n <= 0 || *workers <= 0 {
 		return errors.New("pg-scale: --chunks, --queries, --n and --workers must be positive")
+	}
+	var f rag.Filter
+	if *filter != "" {
+		k, v, ok := strings.Cut(*filter, "=")
+		if !ok {
+			return fmt.Errorf("--filter %q: want KEY=VALUE", *filter)
+		}
+		f = rag.Filter{k: v}
 	}
 	dsn := os.Getenv(postgresEnv)
 	if dsn == "" {
@@ -123,20 +136,23 @@ func pgScale(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	var f rag.Filter
-	if *filter != "" {
-		k, v, ok := strings.Cut(*filter, "=")
-		if !ok {
-			return fmt.Errorf("--filter %q: want KEY=VALUE", *filter)
-		}
-		f = rag.Filter{k: v}
-	}
 	for i := range 50 {
 		if _, err := st.SearchKeyword(ctx, gen.Query(1_000_000+i).Text, *n, f); err != nil {
 			return err
 		}
 	}
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); _ = pf.Close() }()
+	}
 	cpu0, cpuErr := serverCPU(*pgData)
+	own0 := processCPU()
 	lat := make([]float64, *queries)
 	hits := 0
 	for i := range *queries {
@@ -149,6 +165,7 @@ func pgScale(ctx context.Context, args []string, out io.Writer) error {
 		lat[i] = float64(time.Since(t0).Microseconds()) / 1000
 		hits += len(h)
 	}
+	res.ClientCPUms = float64(processCPU()-own0) / float64(time.Millisecond) / float64(*queries)
 	if cpu1, err := serverCPU(*pgData); err == nil && cpuErr == nil {
 		res.ServerCPUms = float64(cpu1-cpu0) / float64(*queries)
 	}
@@ -172,6 +189,15 @@ func pgScale(ctx context.Context, args []string, out io.Writer) error {
 	}
 	_, err = out.Write(b)
 	return err
+}
+
+// processCPU is this process's user and system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func vacuum(ctx context.Context, dsn, table string) error {

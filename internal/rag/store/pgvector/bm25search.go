@@ -241,12 +241,9 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 			cands[c.key] = c
 		}
 	}
-	best := make([]*cand, 0, len(cands))
-	for _, c := range cands {
-		best = append(best, c)
-	}
 	score := func(c *cand) float64 { return combineFields(c.text, c.title) }
-	slices.SortFunc(best, func(a, b *cand) int {
+	// Best first: score descending, then doc_id and index ascending.
+	better := func(a, b *cand) int {
 		if c := cmp.Compare(score(b), score(a)); c != 0 {
 			return c
 		}
@@ -254,10 +251,8 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 			return c
 		}
 		return cmp.Compare(a.key.idx, b.key.idx)
-	})
-	if len(best) > n {
-		best = best[:n]
 	}
+	best := topK(cands, n, better)
 	if len(best) == 0 {
 		return nil, nil
 	}
@@ -282,16 +277,64 @@ const probeCost = 4
 // (tests check that the pruning is exercised).
 var prunedSearches atomic.Int64
 
-// nthBest returns the n-th highest score among the candidates (len(m) ≥ n).
+// nthBest returns the n-th highest score among the candidates (len(m) ≥ n),
+// keeping the n best scores in a min-heap.
 func nthBest[K comparable, V any](m map[K]V, n int, score func(V) float64) float64 {
-	// A min-heap of the n best would do with less memory; the candidates of
-	// one query are few enough for a sort.
-	xs := make([]float64, 0, len(m))
+	h := make([]float64, 0, n)
 	for _, v := range m {
-		xs = append(xs, score(v))
+		x := score(v)
+		switch {
+		case len(h) < n:
+			h = append(h, x)
+			for i := len(h) - 1; i > 0 && h[(i-1)/2] > h[i]; i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case x > h[0]:
+			h[0] = x
+			siftDown(h, func(a, b float64) bool { return a < b })
+		}
 	}
-	slices.Sort(xs)
-	return xs[len(xs)-n]
+	return h[0]
+}
+
+// topK returns the k first of m's values in order (cmp < 0: a before b),
+// through a heap of k with the worst at the root.
+func topK[K comparable, V any](m map[K]V, k int, order func(a, b V) int) []V {
+	h := make([]V, 0, min(k, len(m)))
+	worse := func(a, b V) bool { return order(a, b) > 0 }
+	for _, v := range m {
+		switch {
+		case len(h) < k:
+			h = append(h, v)
+			for i := len(h) - 1; i > 0 && worse(h[i], h[(i-1)/2]); i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case order(v, h[0]) < 0:
+			h[0] = v
+			siftDown(h, worse)
+		}
+	}
+	slices.SortFunc(h, order)
+	return h
+}
+
+// siftDown restores the heap property from the root; first(a, b): a belongs
+// above b.
+func siftDown[V any](h []V, first func(a, b V) bool) {
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && first(h[l], h[m]) {
+			m = l
+		}
+		if r < len(h) && first(h[r], h[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 // combineFields is a chunk's keyword score from its fields' BM25 scores: the
