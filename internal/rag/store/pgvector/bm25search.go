@@ -126,7 +126,11 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 		key         key
 		text, title float64
 	}
-	cands := map[key]*cand{}
+	// Sized for the rarest term's postings (most queries stop after it), so
+	// that the map does not grow step by step; the candidates themselves come
+	// from slabs rather than one allocation each.
+	cands := make(map[key]*cand, int(min(qts[0].rows, 1<<16)))
+	var slab []cand
 	// $1 is the term; the filter's parameters follow.
 	filterJoin, args := "", []any{nil}
 	if where != nil {
@@ -142,7 +146,11 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 		k := key{p.doc, p.idx}
 		c := cands[k]
 		if c == nil {
-			c = &cand{key: k}
+			if len(slab) == cap(slab) {
+				slab = make([]cand, 0, 1024)
+			}
+			slab = append(slab, cand{key: k})
+			c = &slab[len(slab)-1]
 			cands[k] = c
 		}
 		c.text += contribution(qt.weight, p.tf, p.l, inv)
