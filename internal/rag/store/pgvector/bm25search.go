@@ -29,8 +29,9 @@ import (
 // the exhaustive ranking's, not an approximation.
 //
 // Everything is read in one read-only repeatable-read transaction: the
-// statistics, the postings and the chunks are one snapshot. A filter applies
-// while the postings are read, before ranking, so it never empties the top n.
+// statistics, the postings and the chunks are one snapshot. A filter selects
+// the chunks that may compete before any is ranked, so it never empties the
+// top n.
 func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(args *[]any) string) ([]rag.Hit, error) {
 	toks := s.analyzer.Tokens(query)
 	if len(toks) == 0 {
@@ -131,12 +132,30 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 	// from slabs rather than one allocation each.
 	cands := make(map[key]*cand, int(min(qts[0].rows, 1<<16)))
 	var slab []cand
-	// $1 is the term; the filter's parameters follow.
-	filterJoin, args := "", []any{nil}
+	// The chunks a filter lets through are read once (through the metadata
+	// index), not joined to every batch of postings: the join read the
+	// chunks' wide rows again for each batch.
+	var allowed map[key]struct{}
 	if where != nil {
-		cond := where(&args)
-		filterJoin = ` JOIN ` + s.chunksT + ` c ON c.doc_id = p.doc_id AND c.idx = p.idx AND ` + cond
+		var fargs []any
+		cond := where(&fargs)
+		rows, err := tx.Query(ctx, `SELECT c.doc_id, c.idx FROM `+s.chunksT+` c WHERE `+cond, fargs...)
+		if err != nil {
+			return nil, err
+		}
+		allowed = map[key]struct{}{}
+		var k key
+		if _, err := pgx.ForEachRow(rows, []any{&k.doc, &k.idx}, func() error {
+			allowed[k] = struct{}{}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		if len(allowed) == 0 {
+			return nil, nil
+		}
 	}
+	args := []any{nil}
 	var p struct {
 		term                string
 		doc                 string
@@ -144,6 +163,11 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 	}
 	add := func(qt *queryTerm) {
 		k := key{p.doc, p.idx}
+		if allowed != nil {
+			if _, ok := allowed[k]; !ok {
+				return
+			}
+		}
 		c := cands[k]
 		if c == nil {
 			if len(slab) == cap(slab) {
@@ -182,8 +206,7 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 			restTitle -= qts[i].tweight
 		}
 		args[0] = names
-		rows, err := tx.Query(ctx, `SELECT p.term, p.doc_id, p.idx, p.tf, p.title_tf, p.len, p.title_len FROM `+s.termsT+` p`+
-			filterJoin+` WHERE p.term = ANY($1)`, args...)
+		rows, err := tx.Query(ctx, `SELECT p.term, p.doc_id, p.idx, p.tf, p.title_tf, p.len, p.title_len FROM `+s.termsT+` p WHERE p.term = ANY($1)`, args...)
 		if err != nil {
 			return nil, err
 		}
