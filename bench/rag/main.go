@@ -11,6 +11,7 @@
 //	rag --data DIR --store pgvector            (HELIX_POSTGRES_URL; the table is dropped after)
 //	rag --data DIR --config helix.yaml --pipeline docs
 //	rag summarize results/*.json               (a Markdown table)
+//	rag pg-scale --chunks 100000               (pgvector keyword p50/p99 on ragsynth chunks; HELIX_POSTGRES_URL)
 //
 // A document is ingested with its BEIR title as its title and its text as its text,
 // as a pipeline ingests a document with a title (see Document); --flat puts the
@@ -115,6 +116,9 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) > 0 && args[0] == "summarize" {
 		return summarize(args[1:], out)
+	}
+	if len(args) > 0 && args[0] == "pg-scale" {
+		return pgScale(ctx, args[1:], out)
 	}
 	o, err := parseFlags(args, out)
 	if err != nil {

@@ -81,7 +81,7 @@ func openDirect(ctx context.Context, o options, ds *Dataset, tmp string, setup *
 		sys.store = st
 	case "pgvector":
 		if o.K1 > 0 || o.B >= 0 {
-			return fail(errors.New("--k1 and --b tune the embedded store's BM25; pgvector ranks keywords with PostgreSQL's ts_rank"))
+			return fail(errors.New("--k1 and --b tune the embedded store's BM25; pgvector ranks keywords with the embedded store's defaults (k1 1.2, b 0.75)"))
 		}
 		dsn := os.Getenv(postgresEnv)
 		if dsn == "" {
@@ -130,7 +130,7 @@ func dropTables(dsn, table string) error {
 		return fmt.Errorf("drop the benchmark's tables %s_*: %w", table, err)
 	}
 	defer conn.Close(ctx)
-	for _, suffix := range []string{"_chunks", "_documents", "_meta"} {
+	for _, suffix := range []string{"_terms", "_df", "_bm25_stats", "_chunks", "_documents", "_meta"} {
 		if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{table + suffix}.Sanitize()+" CASCADE"); err != nil {
 			return fmt.Errorf("drop table %s%s: %w", table, suffix, err)
 		}

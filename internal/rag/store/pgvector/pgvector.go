@@ -26,12 +26,11 @@
 // dimension, and a table never holds two dimensions anyway: mixing models in one
 // table is refused.
 //
-// Keyword ranking is PostgreSQL's ts_rank (normalised by document length), not BM25:
-// it ranks by the query terms' frequencies in the chunk, without BM25's inverse
-// document frequency or saturation, so its quality is below the embedded store's
-// BM25 on benchmarks. Its point is to keep the keyword arm next to the data. The
-// title counts as its own, heavier part of the chunk: its lexemes have weight A,
-// the text's weight D ranked as B (see SearchKeyword).
+// Keyword ranking, with the english configuration (every pipeline's), is the
+// embedded store's BM25 over Helix's own term tables (schema version 3, see
+// bm25.go and bm25search.go). With another configuration it is PostgreSQL's
+// ts_rank over the generated tsvector columns (no idf, below BM25 on benchmarks),
+// the title's lexemes weighted A and the text's D (see SearchKeyword).
 package pgvector
 
 import (
@@ -56,6 +55,7 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/arvenza/helix/internal/rag"
+	"github.com/arvenza/helix/internal/rag/textproc"
 )
 
 // Options configure [Open].
@@ -92,8 +92,9 @@ const MaxTableLen = 63 - len("_chunks_embedding_idx")
 const maxIndexedDims = 2000
 
 // schemaVersion is recorded in the meta table: 1 had no title, 2 has the title
-// and title_tsv columns.
-const schemaVersion = 2
+// and title_tsv columns, 3 the BM25 tables (bm25.go) and the chunks' field
+// lengths.
+const schemaVersion = 3
 
 // migrationLockKey serialises every Helix rag migration on a server (they are short
 // and rare): CREATE EXTENSION and CREATE TABLE IF NOT EXISTS race otherwise.
@@ -140,6 +141,12 @@ type Store struct {
 
 	// Sanitised identifiers.
 	metaT, docsT, chunksT, hnswIdx string
+	termsT, statsT, dfT            string
+
+	// bm25: keyword search ranks by BM25 over analyzer's terms (the english
+	// configuration); otherwise by ts_rank over the text search configuration.
+	bm25     bool
+	analyzer textproc.Analyzer
 
 	mu   sync.Mutex
 	dims int // 0 until known
@@ -190,6 +197,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		docsT:   pgx.Identifier{o.Table + "_documents"}.Sanitize(),
 		chunksT: pgx.Identifier{o.Table + "_chunks"}.Sanitize(),
 		hnswIdx: pgx.Identifier{o.Table + "_chunks_embedding_idx"}.Sanitize(),
+		termsT:  pgx.Identifier{o.Table + "_terms"}.Sanitize(),
+		statsT:  pgx.Identifier{o.Table + "_bm25_stats"}.Sanitize(),
+		dfT:     pgx.Identifier{o.Table + "_df"}.Sanitize(),
+		bm25:    o.TextSearchConfig == bm25Config,
+	}
+	if s.bm25 {
+		s.analyzer = textproc.English()
 	}
 	if o.Pool != nil {
 		s.pool = o.Pool
@@ -379,6 +393,7 @@ func (s *Store) migrate(ctx context.Context, conn *pgx.Conn, o Options) error {
 		`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.table + "_chunks_title_tsv_idx"}.Sanitize() + ` ON ` + s.chunksT + ` USING gin (title_tsv)`,
 		`CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{s.table + "_chunks_metadata_idx"}.Sanitize() + ` ON ` + s.chunksT + ` USING gin (metadata jsonb_path_ops)`,
 	}
+	stmts = append(stmts, s.bm25Tables()...)
 	for _, q := range stmts {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return s.errf("migrate", err)
@@ -391,12 +406,26 @@ func (s *Store) migrate(ctx context.Context, conn *pgx.Conn, o Options) error {
 		if err != nil {
 			return s.errf("copy the chunks' titles from their metadata", err)
 		}
-		if _, err := tx.Exec(ctx, "UPDATE "+s.metaT+" SET schema_version = $1", schemaVersion); err != nil {
-			return s.errf("record the schema version", err)
-		}
 		if m.version > 0 {
 			s.logger.Info("rag pgvector store: upgraded to schema version 2 (chunk titles)", "table", s.table,
 				"from_version", m.version, "titled_chunks", tag.RowsAffected())
+		}
+	}
+	if m.version < 3 && s.bm25 {
+		// Chunks of before BM25 have no terms: analysed here, in the
+		// migration's transaction (a replica opening meanwhile waits on the lock).
+		n, err := s.backfillTerms(ctx, tx)
+		if err != nil {
+			return s.errf("analyse the chunks for BM25 (schema version 3)", err)
+		}
+		if n > 0 {
+			s.logger.Info("rag pgvector store: upgraded to schema version 3 (BM25 keyword ranking)", "table", s.table,
+				"from_version", m.version, "chunks_analysed", n)
+		}
+	}
+	if m.version < schemaVersion {
+		if _, err := tx.Exec(ctx, "UPDATE "+s.metaT+" SET schema_version = $1", schemaVersion); err != nil {
+			return s.errf("record the schema version", err)
 		}
 	}
 	switch {
@@ -466,8 +495,8 @@ func (s *Store) readMeta(ctx context.Context, tx pgx.Tx, forUpdate bool) (meta, 
 }
 
 func (s *Store) reingestHint() string {
-	return fmt.Sprintf("to re-ingest with the new settings, drop the old tables (DROP TABLE %s, %s, %s) or give the pipeline a new id; the next start ingests every document again",
-		s.chunksT, s.docsT, s.metaT)
+	return fmt.Sprintf("to re-ingest with the new settings, drop the old tables (DROP TABLE %s, %s, %s, %s, %s, %s) or give the pipeline a new id; the next start ingests every document again",
+		s.termsT, s.dfT, s.statsT, s.chunksT, s.docsT, s.metaT)
 }
 
 func describeModel(m string) string {
@@ -593,6 +622,16 @@ func (s *Store) Put(ctx context.Context, docID, hash string, chunks []rag.Chunk,
 		return fmt.Errorf("pgvector store %q: document %q has %d-dimension vectors but the store holds %d-dimension ones of %s: %s",
 			s.table, docID, dims, known, describeModel(s.model), s.reingestHint())
 	}
+	// Analysed before the transaction, which then only writes.
+	var analysed []chunkTerms
+	var added statsDelta
+	if s.bm25 {
+		analysed = make([]chunkTerms, len(chunks))
+		for i, c := range chunks {
+			analysed[i] = chunkTerms{analyzeField(s.analyzer, cleanText(c.Text)), analyzeField(s.analyzer, cleanText(c.Title))}
+			added.add(analysed[i])
+		}
+	}
 
 	conn, err := s.acquire(ctx)
 	if err != nil {
@@ -614,11 +653,15 @@ func (s *Store) Put(ctx context.Context, docID, hash string, chunks []rag.Chunk,
 		ON CONFLICT (id) DO UPDATE SET hash = EXCLUDED.hash, updated_at = EXCLUDED.updated_at`, docID, hash); err != nil {
 		return s.errf("put document %q", err, docID)
 	}
-	if _, err := tx.Exec(ctx, "DELETE FROM "+s.chunksT+" WHERE doc_id = $1", docID); err != nil {
+	// The upsert above holds the document's row lock: a concurrent Put or
+	// Delete of it waits, so the chunks removed here are the ones counted.
+	removed, err := s.removeChunks(ctx, tx, docID)
+	if err != nil {
 		return s.errf("replace document %q's chunks", err, docID)
 	}
 	if len(chunks) > 0 {
 		rows := make([][]any, len(chunks))
+		idxs := make([]int, len(chunks))
 		for i, c := range chunks {
 			id := c.ID
 			if id == "" {
@@ -636,13 +679,31 @@ func (s *Store) Put(ctx context.Context, docID, hash string, chunks []rag.Chunk,
 			if vectors != nil {
 				emb = pgv.NewVector(vectors[i])
 			}
-			rows[i] = []any{docID, c.Index, cleanText(id), cleanText(c.Text), cleanText(c.Title), c.Start, c.End, headings, md, emb}
+			var textLen, titleLen any // NULL: not analysed (ts_rank tables)
+			if s.bm25 {
+				textLen, titleLen = analysed[i].text.length, int32(0)
+				if analysed[i].titled() {
+					titleLen = analysed[i].title.length
+				}
+			}
+			idxs[i] = c.Index
+			rows[i] = []any{docID, c.Index, cleanText(id), cleanText(c.Text), cleanText(c.Title), c.Start, c.End, headings, md, emb, textLen, titleLen}
 		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{s.table + "_chunks"},
-			[]string{"doc_id", "idx", "id", "content", "title", "start_offset", "end_offset", "headings", "metadata", "embedding"},
+			[]string{"doc_id", "idx", "id", "content", "title", "start_offset", "end_offset", "headings", "metadata", "embedding", "text_len", "title_len"},
 			pgx.CopyFromRows(rows))
 		if err != nil {
 			return s.errf("write document %q's chunks", err, docID)
+		}
+		if s.bm25 {
+			if err := s.writeTerms(ctx, tx, docID, idxs, analysed); err != nil {
+				return s.errf("write document %q's terms", err, docID)
+			}
+		}
+	}
+	if s.bm25 {
+		if err := s.addStats(ctx, tx, docID, added, removed); err != nil {
+			return s.errf("count document %q in the BM25 statistics", err, docID)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -709,10 +770,42 @@ func cleanValue(v any) any {
 	return v
 }
 
-// Delete removes the document; its chunks go with it (ON DELETE CASCADE).
+// Delete removes the document, its chunks and their terms, and takes them out
+// of the BM25 statistics, in one transaction.
 func (s *Store) Delete(ctx context.Context, docID string) error {
-	if _, err := s.pool.Exec(ctx, "DELETE FROM "+s.docsT+" WHERE id = $1", docID); err != nil {
+	if !s.bm25 {
+		// The chunks go with the document (ON DELETE CASCADE).
+		if _, err := s.pool.Exec(ctx, "DELETE FROM "+s.docsT+" WHERE id = $1", docID); err != nil {
+			return s.errf("delete document %q", err, docID)
+		}
+		return nil
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
 		return s.errf("delete document %q", err, docID)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// The document's row lock first, as Put takes it: the chunks counted out
+	// are the committed ones, and no concurrent Put of the document interleaves.
+	tag, err := tx.Exec(ctx, "SELECT 1 FROM "+s.docsT+" WHERE id = $1 FOR UPDATE", docID)
+	if err != nil {
+		return s.errf("delete document %q", err, docID)
+	}
+	if tag.RowsAffected() == 0 {
+		return nil
+	}
+	removed, err := s.removeChunks(ctx, tx, docID)
+	if err != nil {
+		return s.errf("delete document %q's chunks", err, docID)
+	}
+	if _, err := tx.Exec(ctx, "DELETE FROM "+s.docsT+" WHERE id = $1", docID); err != nil {
+		return s.errf("delete document %q", err, docID)
+	}
+	if err := s.addStats(ctx, tx, docID, statsDelta{}, removed); err != nil {
+		return s.errf("take document %q out of the BM25 statistics", err, docID)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.errf("commit the deletion of document %q", err, docID)
 	}
 	return nil
 }
@@ -863,9 +956,10 @@ func (s *Store) reloadDims(ctx context.Context) (int, error) {
 	return d, nil
 }
 
-// SearchKeyword ranks the chunks containing any of the query's terms (after the
-// text search configuration's stemming and stop words) in their text or title by
-// PostgreSQL's ts_rank, normalised by chunk length — not BM25. The ranked
+// SearchKeyword ranks the chunks containing any of the query's terms in their
+// text or title: by BM25 with the english configuration (searchBM25), otherwise
+// (after the text search configuration's stemming and stop words) by
+// PostgreSQL's ts_rank, normalised by chunk length. The ranked
 // tsvector is the title's lexemes (weight A) then the text's (weight D), a title
 // match counting 2.5 times a text match (see rankWeights). A chunk without a
 // title scores exactly as it did before titles.
@@ -876,6 +970,20 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	filter, err := filterJSON(f)
 	if err != nil {
 		return nil, fmt.Errorf("pgvector store %q: %w", s.table, err)
+	}
+	if s.bm25 {
+		var where func(*[]any) string
+		if filter != "" {
+			where = func(args *[]any) string {
+				*args = append(*args, filter)
+				return "c.metadata @> $" + strconv.Itoa(len(*args)) + "::jsonb"
+			}
+		}
+		hits, err := s.searchBM25(ctx, cleanText(query), n, where)
+		if err != nil {
+			return nil, s.errf("keyword search", err)
+		}
+		return hits, nil
 	}
 	// plainto_tsquery and websearch_to_tsquery AND every term: a natural-language
 	// question then matches almost nothing. The query's lexemes are ORed instead,

@@ -57,6 +57,9 @@ func uniqueTable(t *testing.T, u string) string {
 func dropTables(t *testing.T, u, table string) {
 	t.Cleanup(func() {
 		testtools.PostgresExec(t, u, "DROP TABLE IF EXISTS "+
+			pgx.Identifier{table + "_terms"}.Sanitize()+", "+
+			pgx.Identifier{table + "_bm25_stats"}.Sanitize()+", "+
+			pgx.Identifier{table + "_df"}.Sanitize()+", "+
 			pgx.Identifier{table + "_chunks"}.Sanitize()+", "+
 			pgx.Identifier{table + "_documents"}.Sanitize()+", "+
 			pgx.Identifier{table + "_meta"}.Sanitize())
