@@ -94,6 +94,10 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	match, err := f.Parse()
+	if err != nil {
+		return nil, err
+	}
 	var sum float64
 	for _, x := range vector {
 		sum += float64(x) * float64(x)
@@ -124,7 +128,7 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	for i, v := range vector {
 		q[i] = float32(float64(v) * inv)
 	}
-	if hits, ok := s.searchVectorIndex(x, q, n, f); ok {
+	if hits, ok := s.searchVectorIndex(x, q, n, match); ok {
 		return hits, nil
 	}
 	top := topN{n: n, heap: make([]scored, 0, min(n, x.liveChunks))}
@@ -141,7 +145,7 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		if !top.admits(score, uint32(ord)) {
 			continue
 		}
-		if len(f) > 0 && !f.Matches(e.chunk.Metadata) {
+		if match != nil && !match.Matches(e.chunk.Metadata) {
 			continue
 		}
 		top.push(scored{uint32(ord), score})
@@ -202,6 +206,9 @@ const TitleTieBreaker = 0.5
 // title field at all: the text field's statistics ignore the titles.
 func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Filter) ([]rag.Hit, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := f.Parse(); err != nil { // checked before anything else: a bad filter is an error
 		return nil, err
 	}
 	if n <= 0 {

@@ -361,9 +361,9 @@ func (s *Store) stopVectorIndex() {
 
 // searchVectorIndex searches the approximate index when there is one and the
 // store holds at least the threshold's vectors; ok false means search
-// exactly (no index, or a filter too selective for it). Called with mu held
-// for reading.
-func (s *Store) searchVectorIndex(x *index, q []float32, n int, f rag.Filter) (hits []rag.Hit, ok bool) {
+// exactly (no index, or a filter too selective for it). match is the parsed
+// filter, nil for none. Called with mu held for reading.
+func (s *Store) searchVectorIndex(x *index, q []float32, n int, match *rag.Expr) (hits []rag.Hit, ok bool) {
 	a := s.vi.ann
 	if a == nil || a.Len() < s.vi.threshold {
 		return nil, false
@@ -371,7 +371,7 @@ func (s *Store) searchVectorIndex(x *index, q []float32, n int, f rag.Filter) (h
 	dim := x.dim
 	accept := func(ord uint32) bool {
 		e := &x.chunks[ord]
-		return !e.dead && e.hasVec && (len(f) == 0 || f.Matches(e.chunk.Metadata))
+		return !e.dead && e.hasVec && match.Matches(e.chunk.Metadata)
 	}
 	exact := func(ord uint32) float32 { return dot(q, x.vecs[int(ord)*dim:(int(ord)+1)*dim]) }
 	found, err := a.Search(q, n, ann.SearchOptions{Probe: s.vi.probe}, accept, exact)
