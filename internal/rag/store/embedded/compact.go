@@ -56,7 +56,12 @@ type compaction struct {
 // startCompaction takes the snapshot and starts the goroutine that writes it.
 // Called with writeMu held.
 func (s *Store) startCompaction() {
-	c := &compaction{recs: s.idx.docRecords(), mark: s.log.size, seq: s.idx.seq}
+	recs, err := s.idx.docRecords()
+	if err != nil {
+		s.logger.Warn("rag store: compacting the log failed; it stays as it is", "dir", s.dir, "error", err)
+		return
+	}
+	c := &compaction{recs: recs, mark: s.log.size, seq: s.idx.seq}
 	s.compacting = c
 	s.compactWG.Add(1)
 	go func() {
@@ -90,6 +95,7 @@ func (s *Store) runCompaction(c *compaction) error {
 	w := bufio.NewWriterSize(f, 1<<20)
 	w.WriteString(logMagic)
 	sizes := make(map[string]int64, len(c.recs))
+	offs := make(map[string]int64, len(c.recs))
 	size := logHeaderSize
 	var buf []byte
 	for _, r := range c.recs {
@@ -101,6 +107,7 @@ func (s *Store) runCompaction(c *compaction) error {
 			return err
 		}
 		sizes[r.docID] = int64(len(buf))
+		offs[r.docID] = size
 		size += int64(len(buf))
 	}
 	c.recs = nil // the snapshot's chunks can go before the switch
@@ -139,7 +146,7 @@ func (s *Store) runCompaction(c *compaction) error {
 	renamed = true
 	s.log.f.Close()
 	s.log = &logFile{f: f, path: s.log.path, size: size + tail, validEnd: size + tail}
-	s.reindexAfterCompaction(c.seq, sizes)
+	s.reindexAfterCompaction(c, offs, sizes, size)
 	s.logger.Info("rag store: compacted the log", "dir", s.dir, "bytes_before", before, "bytes_after", s.log.size)
 	if err := s.hook(stageRenamed); err != nil {
 		return err
@@ -155,28 +162,24 @@ func (s *Store) runCompaction(c *compaction) error {
 }
 
 // reindexAfterCompaction rebuilds the index for the new log: documents put
-// before the snapshot (seq ≤ snapSeq) now take their snapshot record's size,
-// the others keep theirs (their records were copied as they were). Called with
-// writeMu held.
-func (s *Store) reindexAfterCompaction(snapSeq uint64, sizes map[string]int64) {
+// before the snapshot (seq ≤ c.seq) are at their snapshot record (offs, sizes),
+// the others where their records were copied as they were, after the
+// snapshot's end. Called with writeMu held.
+func (s *Store) reindexAfterCompaction(c *compaction, offs, sizes map[string]int64, snapEnd int64) {
 	idx := s.idx
-	live := make([]*record, 0, len(idx.docs))
-	for id := range idx.docs {
-		live = append(live, &record{docID: id}) // rebuilt reads the ids only
+	docs := make([]*docEntry, 0, len(idx.docs))
+	for _, d := range idx.docs {
+		docs = append(docs, d)
 	}
-	slices.SortFunc(live, func(a, b *record) int { return cmp.Compare(idx.docs[a.docID].seq, idx.docs[b.docID].seq) })
-	recSizes := make([]int64, len(live))
-	for i, r := range live {
-		d := idx.docs[r.docID]
-		recSizes[i] = d.recBytes
-		if n, ok := sizes[r.docID]; ok && d.seq <= snapSeq {
-			recSizes[i] = n
+	slices.SortFunc(docs, func(a, b *docEntry) int { return cmp.Compare(a.seq, b.seq) })
+	ids := make([]string, len(docs))
+	newOffs := make([]int64, len(docs))
+	recSizes := make([]int64, len(docs))
+	for i, d := range docs {
+		ids[i], newOffs[i], recSizes[i] = d.id, snapEnd+(d.off-c.mark), d.recBytes
+		if n, ok := sizes[d.id]; ok && d.seq <= c.seq {
+			newOffs[i], recSizes[i] = offs[d.id], n
 		}
 	}
-	fresh := idx.rebuilt(live, recSizes)
-	vectors := s.vectorsRenumbered(idx, fresh)
-	s.mu.Lock()
-	s.idx = fresh
-	s.vi.ann = vectors
-	s.mu.Unlock()
+	s.reindex(ids, newOffs, recSizes)
 }

@@ -29,7 +29,8 @@ const maxGroupBytes = 8 << 20
 type pendingWrite struct {
 	r        *record
 	analyzed []analyzedChunk
-	frame    []byte // the record's framed encoding
+	frame    []byte          // the record's framed encoding
+	gone     []analyzedChunk // the terms of the document it replaces or deletes
 	done     bool
 	err      error
 }
@@ -154,6 +155,22 @@ func (s *Store) commitGroup() {
 	dim := s.idx.dim
 	var buf []byte
 	var written []*pendingWrite
+	// The terms of the documents the group replaces or deletes leave the
+	// keyword statistics with them (see Store.goneTerms): read before the
+	// group is written, so a failed read fails its record alone. A document
+	// the group itself put earlier goes with that put's terms.
+	putInGroup := map[string]*pendingWrite{}
+	gone := func(w *pendingWrite) error {
+		if p, ok := putInGroup[w.r.docID]; ok {
+			if p != nil {
+				w.gone = p.analyzed
+			}
+			return nil
+		}
+		var err error
+		w.gone, err = s.goneTerms(w.r.docID)
+		return err
+	}
 	for _, w := range group {
 		switch w.r.kind {
 		case recDelete:
@@ -161,16 +178,26 @@ func (s *Store) commitGroup() {
 				w.done = true // nothing to delete: not an error, and no record
 				continue
 			}
+			if err := gone(w); err != nil {
+				w.done, w.err = true, fmt.Errorf("store %s: delete %q: %w", s.dir, w.r.docID, err)
+				continue
+			}
 			exists[w.r.docID] = false
+			putInGroup[w.r.docID] = nil
 		case recPut:
 			if w.r.dim > 0 && dim > 0 && w.r.dim != dim {
 				w.done, w.err = true, fmt.Errorf("store %s: put %q: vectors have %d dimensions, the store holds %d-dimensional vectors (a store holds one embedding model's vectors; use a new data directory for another model)", s.dir, w.r.docID, w.r.dim, dim)
+				continue
+			}
+			if err := gone(w); err != nil {
+				w.done, w.err = true, fmt.Errorf("store %s: put %q: %w", s.dir, w.r.docID, err)
 				continue
 			}
 			if w.r.dim > 0 {
 				dim = w.r.dim
 			}
 			exists[w.r.docID] = true
+			putInGroup[w.r.docID] = w
 		}
 		if buf == nil && len(group) == 1 {
 			buf = w.frame // a lone record is written as it is
@@ -190,18 +217,22 @@ func (s *Store) commitGroup() {
 	for i, w := range written {
 		lists[i] = s.vectorLists(w.r)
 	}
+	// Where the group begins: known only now, as a torn tail may have been
+	// cut before it.
+	off := s.log.size - int64(len(buf))
 	s.mu.Lock()
 	for i, w := range written {
 		switch w.r.kind {
 		case recPut:
 			old, first := s.idx.docOrds(w.r.docID), len(s.idx.chunks)
-			s.idx.put(w.r, int64(len(w.frame)), w.analyzed)
+			s.idx.put(w.r, off, int64(len(w.frame)), w.analyzed, w.gone)
 			s.vectorsChanged(old, first, lists[i])
 		case recDelete:
 			old := s.idx.docOrds(w.r.docID)
-			s.idx.remove(w.r.docID)
+			s.idx.remove(w.r.docID, w.gone)
 			s.vectorsChanged(old, len(s.idx.chunks), nil)
 		}
+		off += int64(len(w.frame))
 	}
 	s.mu.Unlock()
 	finish(nil)

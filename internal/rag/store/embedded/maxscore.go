@@ -73,8 +73,8 @@ func (l *termList) score(tf32, length uint32) float64 {
 }
 
 // maxScore puts the best chunks for lists (in query term order, text before
-// title) into top, skipping chunks f rejects.
-func (x *index) maxScore(ctx context.Context, lists []*termList, top *topN, f rag.Filter) error {
+// title) into top, skipping chunks match rejects (nil: none).
+func (x *index) maxScore(ctx context.Context, lists []*termList, top *topN, match *rag.Expr) error {
 	if len(lists) == 0 {
 		return nil
 	}
@@ -175,7 +175,7 @@ func (x *index) maxScore(ctx context.Context, lists []*termList, top *topN, f ra
 		if !top.admits(score, cand) {
 			continue
 		}
-		if len(f) > 0 && !f.Matches(e.chunk.Metadata) {
+		if match != nil && !match.Matches(x.metadata(cand)) {
 			continue
 		}
 		top.push(scored{cand, score})

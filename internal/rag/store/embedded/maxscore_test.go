@@ -64,11 +64,15 @@ func exhaustive(t *testing.T, s *Store, query string, n int, f rag.Filter) []rag
 		if x.liveTitled > 0 {
 			score = combineFields(score, accTitle[ord])
 		}
-		if top.admits(score, ord) && (len(f) == 0 || f.Matches(x.chunks[ord].chunk.Metadata)) {
+		if top.admits(score, ord) && (len(f) == 0 || f.Matches(x.metadata(ord))) {
 			top.push(scored{ord, score})
 		}
 	}
-	return top.hits(x)
+	hits, err := top.hits(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
 }
 
 // TestMaxScoreMatchesExhaustive compares the store's keyword results with the

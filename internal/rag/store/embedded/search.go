@@ -67,8 +67,9 @@ func (t *topN) push(c scored) {
 	}
 }
 
-// hits returns the kept candidates as hits, best first.
-func (t *topN) hits(x *index) []rag.Hit {
+// hits returns the kept candidates as hits, best first, their chunks read
+// from the log.
+func (t *topN) hits(x *index) ([]rag.Hit, error) {
 	slices.SortFunc(t.heap, func(a, b scored) int {
 		switch {
 		case worse(b, a):
@@ -79,10 +80,30 @@ func (t *topN) hits(x *index) []rag.Hit {
 		return 0
 	})
 	out := make([]rag.Hit, len(t.heap))
+	// A document's chunks come from one record: read once per call.
+	recs := make(map[*docEntry]*record, len(t.heap))
 	for i, c := range t.heap {
-		out[i] = rag.Hit{Chunk: copyChunk(&x.chunks[c.ord].chunk), Score: c.score}
+		e := &x.chunks[c.ord]
+		rec := recs[e.doc]
+		if rec == nil {
+			r, err := x.record(e.doc)
+			if err != nil {
+				return nil, err
+			}
+			recs[e.doc], rec = r, r
+		}
+		out[i] = rag.Hit{Chunk: rec.chunks[e.sub], Score: c.score}
 	}
-	return out
+	return out, nil
+}
+
+// hits is top's hits, or an error naming the store.
+func (s *Store) hits(top *topN, x *index) ([]rag.Hit, error) {
+	out, err := top.hits(x)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", s.dir, err)
+	}
+	return out, nil
 }
 
 // SearchVector implements [rag.Store]: cosine similarity, exact over every
@@ -128,10 +149,10 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	for i, v := range vector {
 		q[i] = float32(float64(v) * inv)
 	}
-	if hits, ok := s.searchVectorIndex(x, q, n, match); ok {
-		return hits, nil
-	}
 	top := topN{n: n, heap: make([]scored, 0, min(n, x.liveChunks))}
+	if s.searchVectorIndex(x, q, &top, match) {
+		return s.hits(&top, x)
+	}
 	dim := x.dim
 	for ord := range x.chunks {
 		if ord&8191 == 8191 && ctx.Err() != nil {
@@ -145,12 +166,12 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		if !top.admits(score, uint32(ord)) {
 			continue
 		}
-		if match != nil && !match.Matches(e.chunk.Metadata) {
+		if match != nil && !match.Matches(x.metadata(uint32(ord))) {
 			continue
 		}
 		top.push(scored{uint32(ord), score})
 	}
-	return top.hits(x), nil
+	return s.hits(&top, x)
 }
 
 // dot is the inner product of two equally long vectors, unrolled four ways so
@@ -208,7 +229,8 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if _, err := f.Parse(); err != nil { // checked before anything else: a bad filter is an error
+	match, err := f.Parse()
+	if err != nil {
 		return nil, err
 	}
 	if n <= 0 {
@@ -261,10 +283,10 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 		}
 	}
 	top := topN{n: n}
-	if err := x.maxScore(ctx, lists, &top, f); err != nil {
+	if err := x.maxScore(ctx, lists, &top, match); err != nil {
 		return nil, err
 	}
-	return top.hits(x), nil
+	return s.hits(&top, x)
 }
 
 // fieldStats are a field's BM25 collection statistics: N and 1/avglen.
@@ -283,9 +305,6 @@ func invAverage(total int64, count int) float64 {
 	}
 	return 0
 }
-
-func textLength(e *chunkEntry) uint32  { return e.length }
-func titleLength(e *chunkEntry) uint32 { return e.tlen }
 
 // combineFields is a chunk's keyword score from its fields' BM25 scores: the
 // best plus TitleTieBreaker × the other (see SearchKeyword). With no title

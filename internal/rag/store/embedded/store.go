@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -115,6 +116,12 @@ type Store struct {
 	idx    *index
 	closed bool // guarded by mu
 
+	// seg is the saved index the store opened with (its mapping stays until
+	// Close), segCovered the log offset the saved index covers (0: none
+	// matches the log); guarded by writeMu.
+	seg        *segment
+	segCovered int64
+
 	vi vectorIndex // see vector.go
 }
 
@@ -155,12 +162,43 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.lock = lock
-	s.idx = newIndex()
+	// The index reads chunks from the log through a descriptor of its own,
+	// opened before the log is replayed: a replaced document's terms are read
+	// back from its record during the replay.
+	src, err := os.OpenFile(logPath(dir), os.O_RDONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		unlockDir(lock)
+		return nil, fmt.Errorf("store %s: %w", dir, err)
+	}
+	head := make([]byte, logHeaderSize)
+	n, _ := src.ReadAt(head, 0)
+	framed := logVersion(string(head[:n])) < 1 || logVersion(string(head[:n])) >= 3
+	s.idx = newIndex(src, framed)
 	s.initVectorIndex(opts)
-	lf, err := openLog(dir, s.logger, func(r *record, size int64) error {
-		return s.apply(r, size, s.analyze(r))
+	// The saved index, when it is sound and matches the log, spares the
+	// replay of what it covers (see segment.go).
+	var resume int64
+	var prior []Damage
+	if st, err := src.Stat(); err == nil && framed && st.Size() > logHeaderSize {
+		seg, err := loadSegment(dir, src, st.Size(), src)
+		switch {
+		case err != nil:
+			s.logger.Warn("rag store: the saved index cannot be used; it is rebuilt from the log", "dir", dir, "file", segmentPath(dir), "reason", err.Error())
+		case seg != nil:
+			s.idx, s.seg, s.segCovered = seg.idx, seg, seg.covered
+			resume, prior = seg.covered, seg.damage
+		}
+	}
+	lf, err := openLog(dir, s.logger, resume, prior, func(r *record, off, size int64) error {
+		gone, err := s.goneTerms(r.docID)
+		if err != nil {
+			return err
+		}
+		return s.apply(r, off, size, s.analyze(r), gone)
 	})
 	if err != nil {
+		src.Close()
+		s.unmapSegment()
 		unlockDir(lock)
 		return nil, err
 	}
@@ -222,8 +260,9 @@ func (s *Store) Delete(ctx context.Context, docID string) error {
 	return w.err
 }
 
-// apply changes the index for a record already in the log.
-func (s *Store) apply(r *record, size int64, analyzed []analyzedChunk) error {
+// apply changes the index for a record already in the log at off; gone are
+// the terms of the document it replaces or deletes.
+func (s *Store) apply(r *record, off, size int64, analyzed, gone []analyzedChunk) error {
 	switch r.kind {
 	case recPut:
 		if err := s.idx.checkDim(r); err != nil {
@@ -231,17 +270,33 @@ func (s *Store) apply(r *record, size int64, analyzed []analyzedChunk) error {
 		}
 		s.mu.Lock()
 		old, first := s.idx.docOrds(r.docID), len(s.idx.chunks)
-		s.idx.put(r, size, analyzed)
+		s.idx.put(r, off, size, analyzed, gone)
 		s.vectorsChanged(old, first, nil)
 		s.mu.Unlock()
 	case recDelete:
 		s.mu.Lock()
 		old := s.idx.docOrds(r.docID)
-		s.idx.remove(r.docID)
+		s.idx.remove(r.docID, gone)
 		s.vectorsChanged(old, len(s.idx.chunks), nil)
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// goneTerms analyses the stored record of document docID (nil when the store
+// does not hold it): what a replacement or delete takes out of the keyword
+// statistics. Called by writers only (under writeMu, or while opening), so the
+// index does not change meanwhile.
+func (s *Store) goneTerms(docID string) ([]analyzedChunk, error) {
+	d := s.idx.docs[docID]
+	if d == nil {
+		return nil, nil
+	}
+	r, err := s.idx.record(d)
+	if err != nil {
+		return nil, err
+	}
+	return s.analyze(r), nil
 }
 
 // newPutRecord validates a put and normalises its vectors.
@@ -308,11 +363,14 @@ func (s *Store) Close() error {
 		s.writeMu.Unlock()
 		return nil
 	}
+	s.saveIndex()
 	s.saveVectorIndex()
 	err := s.log.close()
 	s.log = nil
 	s.mu.Lock()
 	s.closed = true
+	s.idx.closeSource()
+	s.unmapSegment()
 	s.mu.Unlock()
 	c := s.compacting
 	s.writeMu.Unlock()
@@ -347,7 +405,10 @@ func (s *Store) compact() error {
 	// index without mu is safe here.
 	idx := s.idx
 	before := s.log.size
-	recs := idx.docRecords()
+	recs, err := idx.docRecords()
+	if err != nil {
+		return err
+	}
 	lf, sizes, err := rewriteLog(s.dir, s.log, recs, !s.noSync)
 	if lf == nil {
 		return err
@@ -356,14 +417,75 @@ func (s *Store) compact() error {
 		s.logger.Warn("rag store: the compacted log may not survive a machine crash", "dir", s.dir, "error", err)
 	}
 	s.log = lf
-	fresh := idx.rebuilt(recs, sizes)
+	ids := make([]string, len(recs))
+	offs := make([]int64, len(recs))
+	off := logHeaderSize
+	for i, r := range recs {
+		ids[i], offs[i] = r.docID, off
+		off += sizes[i]
+	}
+	s.reindex(ids, offs, sizes)
+	s.logger.Info("rag store: compacted the log", "dir", s.dir, "bytes_before", before, "bytes_after", lf.size)
+	return nil
+}
+
+// saveIndex saves the index beside the log unless the saved one is current
+// (see segment.go). Called with writeMu held. A failure costs the next open
+// a longer replay, nothing else: it is logged.
+func (s *Store) saveIndex() {
+	l := s.log
+	if l == nil || l.legacy || l.validEnd == s.segCovered || l.validEnd <= logHeaderSize {
+		return
+	}
+	var damage []Damage
+	for _, d := range l.damage {
+		if d.Offset < l.validEnd {
+			damage = append(damage, d)
+		}
+	}
+	if err := saveSegment(s.dir, s.idx, l.validEnd, damage, l.f); err != nil {
+		s.logger.Warn("rag store: saving the index failed; the next open replays the log", "dir", s.dir, "error", err)
+		return
+	}
+	s.segCovered = l.validEnd
+}
+
+// unmapSegment releases the saved index's mapping. Called once no query can
+// use it (closing, with mu held, or on a failed open).
+func (s *Store) unmapSegment() {
+	if s.seg != nil && s.seg.mapping != nil {
+		unmapFile(s.seg.mapping)
+		s.seg.mapping = nil
+	}
+}
+
+// reindex replaces the index with one for the rewritten log: the live
+// documents ids (in the order they were put) at offs, of sizes bytes. Called
+// with writeMu held, after the rewritten log took the old one's place.
+func (s *Store) reindex(ids []string, offs, sizes []int64) {
+	// The new index reads the new log through a descriptor of its own; the old
+	// one's is closed once no query can be reading through it.
+	var src io.ReaderAt
+	if f, err := os.Open(s.log.path); err == nil {
+		src = f
+	} else {
+		// Reading through the log's own descriptor works as well; only the
+		// next compaction cannot leave it open for queries of this index.
+		s.logger.Warn("rag store: reopening the compacted log for reading failed; queries read through the log's own descriptor", "dir", s.dir, "error", err)
+		src = struct{ io.ReaderAt }{s.log.f}
+	}
+	idx := s.idx
+	fresh := idx.rebuilt(ids, offs, sizes, src)
 	vectors := s.vectorsRenumbered(idx, fresh)
+	// The saved index is of the old log: gone, so that the next open does not
+	// warn about it (Close saves the new one).
+	s.segCovered = 0
+	os.Remove(segmentPath(s.dir))
 	s.mu.Lock()
 	s.idx = fresh
 	s.vi.ann = vectors
+	idx.closeSource()
 	s.mu.Unlock()
-	s.logger.Info("rag store: compacted the log", "dir", s.dir, "bytes_before", before, "bytes_after", lf.size)
-	return nil
 }
 
 // copyChunk returns c with its slices and map copied, so callers cannot change

@@ -360,27 +360,27 @@ func (s *Store) stopVectorIndex() {
 }
 
 // searchVectorIndex searches the approximate index when there is one and the
-// store holds at least the threshold's vectors; ok false means search
-// exactly (no index, or a filter too selective for it). match is the parsed
-// filter, nil for none. Called with mu held for reading.
-func (s *Store) searchVectorIndex(x *index, q []float32, n int, match *rag.Expr) (hits []rag.Hit, ok bool) {
+// store holds at least the threshold's vectors, into top; ok false means
+// search exactly (no index, or a filter too selective for it). match is the
+// parsed filter, nil for none. Called with mu held for reading.
+func (s *Store) searchVectorIndex(x *index, q []float32, top *topN, match *rag.Expr) (ok bool) {
 	a := s.vi.ann
 	if a == nil || a.Len() < s.vi.threshold {
-		return nil, false
+		return false
 	}
 	dim := x.dim
 	accept := func(ord uint32) bool {
 		e := &x.chunks[ord]
-		return !e.dead && e.hasVec && match.Matches(e.chunk.Metadata)
+		return !e.dead && e.hasVec && (match == nil || match.Matches(x.metadata(ord)))
 	}
 	exact := func(ord uint32) float32 { return dot(q, x.vecs[int(ord)*dim:(int(ord)+1)*dim]) }
-	found, err := a.Search(q, n, ann.SearchOptions{Probe: s.vi.probe}, accept, exact)
+	found, err := a.Search(q, top.n, ann.SearchOptions{Probe: s.vi.probe}, accept, exact)
 	if err != nil {
-		return nil, false // ann.ErrSelective: exact over the matching chunks
+		return false // ann.ErrSelective: exact over the matching chunks
 	}
-	out := make([]rag.Hit, len(found))
-	for i, h := range found {
-		out[i] = rag.Hit{Chunk: copyChunk(&x.chunks[h.Ord].chunk), Score: float64(h.Score)}
+	top.heap = top.heap[:0]
+	for _, h := range found {
+		top.heap = append(top.heap, scored{h.Ord, float64(h.Score)})
 	}
-	return out, true
+	return true
 }
