@@ -71,7 +71,10 @@ func (s *Store) openVectorIndex() {
 	switch {
 	case err == nil:
 		s.vi.ann = a
-		s.vi.trained = a.Len()
+		// What the lists were trained for, from their number (the inverse
+		// of ann.DefaultLists): a store that outgrew them retrains.
+		s.vi.trained = max(1, a.Lists()*a.Lists()/4)
+		s.maybeBuildVectorIndex()
 		return
 	case errors.Is(err, fs.ErrNotExist):
 	default:
@@ -165,7 +168,14 @@ func (s *Store) maybeBuildVectorIndex() {
 // made meanwhile and installs it.
 func (s *Store) buildVectorIndex() {
 	defer s.vi.wg.Done()
-	defer s.vi.building.Store(false)
+	installed := false
+	defer func() {
+		s.vi.building.Store(false)
+		if installed {
+			// Writes during a long build may have outgrown it already.
+			s.maybeBuildVectorIndex()
+		}
+	}()
 	s.mu.RLock()
 	x := s.idx
 	n, dim := len(x.chunks), x.dim
@@ -222,6 +232,7 @@ func (s *Store) buildVectorIndex() {
 	s.vi.dirty.Store(true)
 	s.mu.Unlock()
 	s.writeMu.Unlock()
+	installed = true
 	s.logger.Info("rag store: built the vector index", "dir", s.dir, "vectors", a.Len(), "lists", a.Lists())
 	s.saveVectorIndex()
 }
