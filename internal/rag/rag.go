@@ -98,10 +98,6 @@ type Embedder interface {
 	Model() string
 }
 
-// Filter selects chunks by metadata: every key must be present with an equal
-// value (numbers compare as numbers). Empty: all chunks.
-type Filter map[string]any
-
 // Hit is a retrieved chunk and its score (higher is better; scales differ by
 // strategy: cosine similarity, BM25, fused rank).
 type Hit struct {
@@ -136,6 +132,26 @@ type Store interface {
 	SearchKeyword(ctx context.Context, query string, n int, f Filter) ([]Hit, error)
 	Stats(ctx context.Context) (Stats, error)
 	Close() error
+}
+
+// PutDoc is one document of a [BatchStore.PutBatch]: Put's arguments.
+type PutDoc struct {
+	ID      string
+	Hash    string
+	Chunks  []Chunk
+	Vectors [][]float32 // nil without an embedder
+}
+
+// BatchStore is a Store that puts many documents at once cheaper than one by
+// one (sharing fsyncs or round trips). Pipelines use it when it is there and
+// call Put otherwise.
+type BatchStore interface {
+	Store
+	// PutBatch puts each document as Put would; errs[i] is docs[i]'s outcome
+	// (len(errs) == len(docs)). A document is acknowledged only by a nil
+	// errs[i], and each is atomic on its own: a failed one is absent or, if a
+	// failure came after its write, present as a whole.
+	PutBatch(ctx context.Context, docs []PutDoc) (errs []error)
 }
 
 // ErrNoVectors is returned by a vector search of a store filled without an

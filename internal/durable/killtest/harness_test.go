@@ -66,6 +66,7 @@ type Harness struct {
 	exited      chan struct{}
 	incarnation int
 	logs        bytes.Buffer
+	dumped      bool // Dump was called
 }
 
 // workflowYAML is the durable workflow under test: steps of its own (a
@@ -119,7 +120,11 @@ func NewHarness(t *testing.T) *Harness {
 	t.Cleanup(func() {
 		h.Kill()
 		if t.Failed() {
-			t.Logf("helix output (last incarnations):\n%s", tail(h.logs.String(), 8000))
+			n := 8000
+			if h.dumped {
+				n = 120000 // the stuck incarnation's goroutines
+			}
+			t.Logf("helix output (last incarnations):\n%s", tail(h.logs.String(), n))
 		}
 	})
 	return h
@@ -181,6 +186,27 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	return w.h.logs.Write(p)
 }
 
+// Dump makes the running incarnation print its goroutines (SIGQUIT: the Go
+// runtime writes every stack to stderr and exits) into the logs the test
+// shows when it fails.
+func (h *Harness) Dump() {
+	h.mu.Lock()
+	cmd, exited := h.cmd, h.exited
+	h.cmd = nil
+	h.dumped = true
+	h.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
 // Kill kills the running incarnation with SIGKILL and waits for it to end.
 func (h *Harness) Kill() {
 	h.mu.Lock()
@@ -200,6 +226,7 @@ func (h *Harness) Kill() {
 func (h *Harness) Call(ctx context.Context, n int) (string, error) {
 	body := fmt.Sprintf(`{"order": %d, "qty": %d}`, n, n%7+1)
 	client := &http.Client{Timeout: 20 * time.Second}
+	last := "" // the last answer, for the error
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+h.Addr+"/orders", strings.NewReader(body))
 		if err != nil {
@@ -211,6 +238,7 @@ func (h *Harness) Call(ctx context.Context, n int) (string, error) {
 		if err == nil {
 			data, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			last = fmt.Sprintf("%s: %s", resp.Status, tail(string(data), 300))
 			if resp.StatusCode == http.StatusOK {
 				return string(data), nil
 			}
@@ -222,7 +250,10 @@ func (h *Harness) Call(ctx context.Context, n int) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("order %d: %w (last: %v)", n, ctx.Err(), err)
+			if err != nil {
+				last = err.Error()
+			}
+			return "", fmt.Errorf("order %d: %w (last answer: %s)", n, ctx.Err(), last)
 		case <-time.After(time.Duration(20+rand.IntN(30)) * time.Millisecond):
 		}
 	}
@@ -269,6 +300,28 @@ func (h *Harness) Recovered() int {
 		h.t.Fatal(err)
 	}
 	return n
+}
+
+// Unfinished describes the runs whose workflow is not SUCCESS in the durable
+// store (status and recovery attempts), for a failure's message.
+func (h *Harness) Unfinished() string {
+	db := h.store()
+	defer db.Close()
+	rows, err := db.Query(`SELECT workflow_uuid, status, recovery_attempts FROM workflow_status WHERE status <> 'SUCCESS'`)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, status string
+		var attempts int
+		if err := rows.Scan(&id, &status, &attempts); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "%s %s (recovery attempts %d); ", id, status, attempts)
+	}
+	return b.String()
 }
 
 // Runs returns the state of each run in the store, by run id.

@@ -89,3 +89,63 @@ func TestBatchedEmbedding(t *testing.T) {
 		t.Errorf("%d Embed calls for %d texts, want 3 (batches of %d) for 300", c, emb2.texts.Load(), embedBatchTexts)
 	}
 }
+
+// batchStore takes batches, refusing documents whose id is "17".
+type batchStore struct {
+	nopStore
+	batches [][]string
+}
+
+func (s *batchStore) PutBatch(_ context.Context, docs []rag.PutDoc) []error {
+	errs := make([]error, len(docs))
+	var ids []string
+	for i, d := range docs {
+		ids = append(ids, d.ID)
+		if d.ID == "17" {
+			errs[i] = errors.New("refused")
+		}
+	}
+	s.batches = append(s.batches, ids)
+	return errs
+}
+
+// Without an embedder, documents waiting for a worker still share one
+// PutBatch when the store takes batches (they share its fsync); a document the
+// store refuses fails alone, and the others' hashes are recorded.
+func TestKeywordOnlyDocumentsShareAPutBatch(t *testing.T) {
+	st := &batchStore{}
+	p := &Pipeline{cfg: config.PipelineConfig{ID: "t"}, opts: Options{Workers: 1, ProgressInterval: 1 << 62},
+		logger: slog.New(slog.DiscardHandler), store: st, chunker: wholeDoc{}, done: make(chan struct{}), hashes: map[string]string{}}
+	b := &batch{p: p, ctx: context.Background(), known: func(string) string { return "" }, work: make(chan rag.Document, 300), seen: map[string]bool{}}
+	for i := range 300 {
+		b.work <- rag.Document{ID: fmt.Sprint(i), Text: fmt.Sprintf("document %d", i)}
+	}
+	close(b.work)
+	for d := range b.work {
+		b.process(b.gather(d))
+	}
+	if len(st.batches) != 3 || len(st.batches[0]) != storeBatchDocs || st.puts.Load() != 0 {
+		t.Fatalf("%d PutBatch calls (first of %d documents) and %d Puts, want 3 batches of up to %d and no Put", len(st.batches), len(st.batches[0]), st.puts.Load(), storeBatchDocs)
+	}
+	if b.res.Ingested != 299 || b.res.Errors != 1 || !strings.Contains(b.firstErr.Error(), "document 17: store: refused") {
+		t.Fatalf("result %+v, first error %v", b.res, b.firstErr)
+	}
+	if p.hash("16") == "" || p.hash("17") != "" {
+		t.Fatalf("hashes: 16 %q, 17 %q: a stored document's hash is recorded, a refused one's not", p.hash("16"), p.hash("17"))
+	}
+
+	// A store without PutBatch gets one Put per document.
+	plain := &nopStore{}
+	p.store = plain
+	b = &batch{p: p, ctx: context.Background(), known: func(string) string { return "" }, work: make(chan rag.Document, 10), seen: map[string]bool{}}
+	for i := range 10 {
+		b.work <- rag.Document{ID: fmt.Sprint(i), Text: "text"}
+	}
+	close(b.work)
+	for d := range b.work {
+		b.process(b.gather(d))
+	}
+	if plain.puts.Load() != 10 || b.res.Ingested != 10 {
+		t.Fatalf("%d Puts, result %+v", plain.puts.Load(), b.res)
+	}
+}

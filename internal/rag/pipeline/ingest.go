@@ -297,9 +297,15 @@ func (b *batch) add(d rag.Document) error {
 // not cost a request each.
 const embedBatchTexts = 128
 
-// workQueue is how many documents wait for a worker: while the workers embed,
-// the next batch gathers.
-const workQueue = 64
+// workQueue is how many documents wait for a worker: while the workers embed
+// or wait for the store, the next batch gathers.
+const workQueue = 256
+
+// storeBatchDocs is how many documents a worker gathers at most for one
+// PutBatch when the store takes batches ([rag.BatchStore]) and there is no
+// embedder to batch for: a store that fsyncs per commit shares one fsync
+// among them, where one Put each would cost one each.
+const storeBatchDocs = 128
 
 // prepared is a document cut into chunks, waiting for its vectors.
 type prepared struct {
@@ -308,14 +314,17 @@ type prepared struct {
 }
 
 // gather chunks d and the documents already waiting behind it, until they hold
-// embedBatchTexts chunks or none is waiting (a trickle of rag-ingest exchanges is
-// never held back). Documents that fail to chunk are reported here.
+// embedBatchTexts chunks (or storeBatchDocs documents) or none is waiting (a
+// trickle of rag-ingest exchanges is never held back). It gathers when there
+// is an embedder to batch for or a store that takes batches. Documents that
+// fail to chunk are reported here.
 func (b *batch) gather(d rag.Document) []prepared {
-	_, emb, ch, err := b.p.parts3()
+	st, emb, ch, err := b.p.parts3()
 	if err != nil {
 		b.fail(d, err)
 		return nil
 	}
+	_, batches := st.(rag.BatchStore)
 	var out []prepared
 	texts := 0
 	add := func(d rag.Document) {
@@ -330,7 +339,7 @@ func (b *batch) gather(d rag.Document) []prepared {
 		texts += len(chunks)
 	}
 	add(d)
-	for emb != nil && texts < embedBatchTexts {
+	for (emb != nil || batches) && texts < embedBatchTexts && len(out) < storeBatchDocs {
 		select {
 		case next, ok := <-b.work:
 			if !ok {
@@ -358,8 +367,14 @@ func (b *batch) process(docs []prepared) {
 		}
 		return
 	}
+	var errs []error
+	if err == nil && len(docs) > 1 {
+		errs = b.p.putBatch(b.ctx, docs, vecs)
+	}
 	for i, d := range docs {
-		if err == nil {
+		if errs != nil {
+			err = errs[i]
+		} else if err == nil {
 			err = b.p.put(b.ctx, d, vecs[i])
 		}
 		if err != nil {
@@ -463,6 +478,43 @@ func (p *Pipeline) put(ctx context.Context, d prepared, vecs [][]float32) error 
 	}
 	p.setHash(d.doc.ID, hash)
 	return nil
+}
+
+// putBatch stores docs with one PutBatch when the store takes batches,
+// returning each document's error; nil when it does not (the caller puts them
+// one by one).
+func (p *Pipeline) putBatch(ctx context.Context, docs []prepared, vecs [][][]float32) []error {
+	st, _, _, err := p.parts3()
+	if err != nil {
+		return nil
+	}
+	bs, ok := st.(rag.BatchStore)
+	if !ok {
+		return nil
+	}
+	batch := make([]rag.PutDoc, len(docs))
+	for i, d := range docs {
+		batch[i] = rag.PutDoc{ID: d.doc.ID, Hash: d.doc.Hash(), Chunks: d.chunks, Vectors: vecs[i]}
+	}
+	errs := bs.PutBatch(ctx, batch)
+	if len(errs) != len(docs) {
+		// A store that breaks PutBatch's contract: nothing is known to be
+		// stored, and every document says so.
+		bad := fmt.Errorf("store: PutBatch returned %d results for %d documents", len(errs), len(docs))
+		errs = make([]error, len(docs))
+		for i := range errs {
+			errs[i] = bad
+		}
+		return errs
+	}
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = fmt.Errorf("store: %w", err)
+			continue
+		}
+		p.setHash(batch[i].ID, batch[i].Hash)
+	}
+	return errs
 }
 
 var errNotAvailable = errors.New("not available in this build")

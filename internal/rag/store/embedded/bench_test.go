@@ -5,6 +5,9 @@ import (
 
 	"fmt"
 	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -94,5 +97,74 @@ func BenchmarkPut(b *testing.B) {
 				mustPut(b, s, d.cs[0].DocID, d.hash, d.cs, d.vecs) // replacing: compactions included
 			}
 		})
+	}
+}
+
+// BenchmarkIngest measures documents/s into a store with an fsync per commit
+// (durability on), for small documents of one or two 40-word chunks,
+// keyword-only and with 384-dimensional vectors: one writer calling Put,
+// 16 concurrent writers calling Put (as pipeline workers do), and 4 writers
+// calling PutBatch with 64 documents each.
+func BenchmarkIngest(b *testing.B) {
+	for _, dim := range []int{0, 384} {
+		c := newCorpus(11, dim)
+		pool := make([]rag.PutDoc, 4096)
+		for i := range pool {
+			_, cs, vecs := c.doc("", 1+i%2)
+			for j := range cs {
+				cs[j].DocID = ""
+			}
+			pool[i] = rag.PutDoc{Hash: "h", Chunks: cs, Vectors: vecs}
+		}
+		for _, mode := range []struct {
+			name    string
+			writers int
+			batch   int
+		}{{"put-1", 1, 1}, {"put-16", 16, 1}, {"putbatch-4x64", 4, 64}} {
+			b.Run(fmt.Sprintf("dim=%d/%s", dim, mode.name), func(b *testing.B) {
+				s, _ := open(b, b.TempDir(), Options{})
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				start := time.Now()
+				for range mode.writers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						docs := make([]rag.PutDoc, 0, mode.batch)
+						for {
+							first := next.Add(int64(mode.batch)) - int64(mode.batch)
+							if first >= int64(b.N) {
+								return
+							}
+							docs = docs[:0]
+							for i := first; i < min(first+int64(mode.batch), int64(b.N)); i++ {
+								d := pool[i%int64(len(pool))]
+								d.ID = "doc" + strconv.FormatInt(i, 10)
+								docs = append(docs, d)
+							}
+							if len(docs) == 1 {
+								if err := s.Put(ctx, docs[0].ID, docs[0].Hash, docs[0].Chunks, docs[0].Vectors); err != nil {
+									b.Error(err)
+									return
+								}
+								continue
+							}
+							for _, err := range s.PutBatch(ctx, docs) {
+								if err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "docs/s")
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/doc")
+			})
+		}
 	}
 }

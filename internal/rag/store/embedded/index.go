@@ -2,15 +2,21 @@ package embedded
 
 import (
 	"fmt"
+	"io"
+	"reflect"
 	"slices"
 
 	"github.com/arvenza/helix/internal/rag"
 )
 
-// index is the in-memory state: chunks by ordinal, their vectors in one slab,
-// the inverted index and the documents. Removed chunks stay as tombstones
-// (skipped by searches) until the log is compacted and the index rebuilt, so a
-// delete costs only the document's own chunks.
+// index is what a store keeps in memory: per chunk only what ranking and
+// filtering need (its field lengths, its document, a dead bit), the inverted
+// index, the vectors and the documents with their metadata (interned: once per
+// document when its chunks share it, as a pipeline's do). A chunk's text,
+// headings and offsets stay in the log and are read from there for the hits a
+// query returns. Removed chunks stay as tombstones (skipped by searches) until
+// the log is compacted and the index rebuilt, so a delete costs only the
+// document's own chunks.
 type index struct {
 	chunks []chunkEntry
 	// vecs holds dim float32s per chunk ordinal once the first vectors were put
@@ -22,11 +28,11 @@ type index struct {
 	// term dictionary and each field's own postings and statistics (see
 	// SearchKeyword).
 	termIDs   map[string]uint32
-	terms     []string    // term id -> term
-	postings  [][]posting // term id -> chunks whose text holds it, by ordinal
-	df        []int32     // term id -> live chunks whose text holds it
-	tpostings [][]posting // term id -> chunks whose title holds it, by ordinal
-	tdf       []int32     // term id -> live chunks whose title holds it
+	terms     []string      // term id -> term
+	postings  []postingList // term id -> chunks whose text holds it, by ordinal
+	df        []int32       // term id -> live chunks whose text holds it
+	tpostings []postingList // term id -> chunks whose title holds it, by ordinal
+	tdf       []int32       // term id -> live chunks whose title holds it
 
 	docs       map[string]*docEntry
 	liveChunks int
@@ -37,21 +43,22 @@ type index struct {
 	liveTitleLength int64
 	liveBytes       int64  // log bytes of the live documents' records
 	seq             uint64 // of the latest put
+
+	// src reads the log the documents' offsets point into (the index's own
+	// read-only descriptor, so a compaction's new log does not pull the file
+	// from under a query still reading the old one); framed is false while
+	// that log is of format version 1 or 2.
+	src    io.ReaderAt
+	framed bool
 }
 
 type chunkEntry struct {
-	chunk  rag.Chunk
-	terms  []termFreq // of the text, for df upkeep on removal and for rebuilds
-	length uint32     // terms in the text (BM25's document length)
-	tterms []termFreq // of the title; nil without one
-	tlen   uint32     // terms in the title
+	doc    *docEntry
+	sub    uint32 // the chunk's position in its document's record
+	length uint32 // terms in the text (BM25's document length)
+	tlen   uint32 // terms in the title; 0 without one
 	dead   bool
 	hasVec bool
-}
-
-type termFreq struct {
-	term uint32
-	tf   uint32
 }
 
 type posting struct {
@@ -60,12 +67,26 @@ type posting struct {
 }
 
 type docEntry struct {
+	id       string
 	hash     string
 	ords     []uint32
+	off      int64 // of its put record in the log
 	recBytes int64
 	// seq orders documents by their latest put, so a rewritten log keeps the
 	// order of the original.
 	seq uint64
+	// meta is the chunks' metadata: one map when they all share it, else one
+	// per chunk. Read only: filters consult it, hits get their own copy from
+	// the log.
+	meta []map[string]any
+}
+
+// metadata returns chunk sub's metadata.
+func (d *docEntry) metadata(sub uint32) map[string]any {
+	if len(d.meta) == 1 {
+		return d.meta[0]
+	}
+	return d.meta[sub]
 }
 
 // analyzedChunk is a chunk's keyword terms, computed before taking any lock.
@@ -80,8 +101,8 @@ type analyzedField struct {
 	length uint32
 }
 
-func newIndex() *index {
-	return &index{termIDs: map[string]uint32{}, docs: map[string]*docEntry{}}
+func newIndex(src io.ReaderAt, framed bool) *index {
+	return &index{termIDs: map[string]uint32{}, docs: map[string]*docEntry{}, src: src, framed: framed}
 }
 
 // analyze makes the keyword terms of a put record's chunks.
@@ -127,9 +148,9 @@ func (x *index) termID(t string) uint32 {
 		id = uint32(len(x.terms))
 		x.termIDs[t] = id
 		x.terms = append(x.terms, t)
-		x.postings = append(x.postings, nil)
+		x.postings = append(x.postings, postingList{})
 		x.df = append(x.df, 0)
-		x.tpostings = append(x.tpostings, nil)
+		x.tpostings = append(x.tpostings, postingList{})
 		x.tdf = append(x.tdf, 0)
 	}
 	return id
@@ -142,42 +163,38 @@ func (x *index) checkDim(r *record) error {
 	return nil
 }
 
-// put replaces r's document with r's chunks; size is the record's log size.
-func (x *index) put(r *record, size int64, analyzed []analyzedChunk) {
+// put replaces r's document with r's chunks; off and size are the record's
+// place in the log, gone the terms of the document it replaces (nil if new).
+func (x *index) put(r *record, off, size int64, analyzed, gone []analyzedChunk) {
 	if x.docs[r.docID] != nil {
-		x.remove(r.docID)
+		x.remove(r.docID, gone)
 	}
 	x.seq++
-	seq := x.seq
 	if r.dim > 0 && x.dim == 0 {
 		x.dim = r.dim
 		x.vecs = make([]float32, len(x.chunks)*r.dim, (len(x.chunks)+len(r.chunks))*r.dim)
 	}
-	d := &docEntry{hash: r.hash, recBytes: size, seq: seq, ords: make([]uint32, len(r.chunks))}
+	d := &docEntry{id: r.docID, hash: r.hash, off: off, recBytes: size, seq: x.seq, ords: make([]uint32, len(r.chunks)), meta: internMetadata(r.chunks)}
 	for i := range r.chunks {
 		ord := uint32(len(x.chunks))
 		d.ords[i] = ord
 		a := analyzed[i]
-		e := chunkEntry{chunk: r.chunks[i], length: a.text.length, hasVec: r.dim > 0, terms: make([]termFreq, len(a.text.terms))}
+		// The entry goes in first: sealing a block reads its chunks' lengths.
+		x.chunks = append(x.chunks, chunkEntry{doc: d, sub: uint32(i), length: a.text.length, tlen: a.title.length, hasVec: r.dim > 0})
 		for j, t := range a.text.terms {
 			id := x.termID(t)
-			x.postings[id] = append(x.postings[id], posting{ord: ord, tf: a.text.tfs[j]})
+			x.postings[id].add(ord, a.text.tfs[j], x.textLen)
 			x.df[id]++
-			e.terms[j] = termFreq{term: id, tf: a.text.tfs[j]}
 		}
 		if len(a.title.terms) > 0 {
-			e.tlen = a.title.length
-			e.tterms = make([]termFreq, len(a.title.terms))
 			for j, t := range a.title.terms {
 				id := x.termID(t)
-				x.tpostings[id] = append(x.tpostings[id], posting{ord: ord, tf: a.title.tfs[j]})
+				x.tpostings[id].add(ord, a.title.tfs[j], x.titleLen)
 				x.tdf[id]++
-				e.tterms[j] = termFreq{term: id, tf: a.title.tfs[j]}
 			}
 			x.liveTitled++
-			x.liveTitleLength += int64(e.tlen)
+			x.liveTitleLength += int64(a.title.length)
 		}
-		x.chunks = append(x.chunks, e)
 		if x.dim > 0 {
 			if r.dim > 0 {
 				x.vecs = append(x.vecs, r.vectors[i*r.dim:(i+1)*r.dim]...)
@@ -192,27 +209,48 @@ func (x *index) put(r *record, size int64, analyzed []analyzedChunk) {
 	x.docs[r.docID] = d
 }
 
-// remove tombstones the document's chunks.
-func (x *index) remove(docID string) {
+// internMetadata returns the chunks' metadata maps, one when they are all
+// equal.
+func internMetadata(chunks []rag.Chunk) []map[string]any {
+	if len(chunks) == 0 {
+		return nil
+	}
+	shared := true
+	for i := 1; i < len(chunks) && shared; i++ {
+		shared = reflect.DeepEqual(chunks[i].Metadata, chunks[0].Metadata)
+	}
+	if shared {
+		return []map[string]any{chunks[0].Metadata}
+	}
+	out := make([]map[string]any, len(chunks))
+	for i := range chunks {
+		out[i] = chunks[i].Metadata
+	}
+	return out
+}
+
+// remove tombstones the document's chunks; gone are their terms (the analysis
+// of the document's record, see [Store.goneTerms]).
+func (x *index) remove(docID string, gone []analyzedChunk) {
 	d := x.docs[docID]
 	if d == nil {
 		return
 	}
-	for _, ord := range d.ords {
+	for i, ord := range d.ords {
 		e := &x.chunks[ord]
-		for _, tf := range e.terms {
-			x.df[tf.term]--
+		if i < len(gone) {
+			for _, t := range gone[i].text.terms {
+				x.df[x.termIDs[t]]--
+			}
+			for _, t := range gone[i].title.terms {
+				x.tdf[x.termIDs[t]]--
+			}
 		}
 		x.liveLength -= int64(e.length)
-		if len(e.tterms) > 0 {
-			for _, tf := range e.tterms {
-				x.tdf[tf.term]--
-			}
+		if e.tlen > 0 {
 			x.liveTitled--
 			x.liveTitleLength -= int64(e.tlen)
 		}
-		// A rebuild skips tombstones without reading them: their text and
-		// terms can go now.
 		*e = chunkEntry{dead: true}
 	}
 	x.liveChunks -= len(d.ords)
@@ -220,97 +258,135 @@ func (x *index) remove(docID string) {
 	delete(x.docs, docID)
 }
 
-// docRecords returns a put record per live document, in the order they were
-// put, for rewriting the log.
-func (x *index) docRecords() []*record {
-	ids := make([]string, 0, len(x.docs))
-	for id := range x.docs {
-		ids = append(ids, id)
+// closeSource closes the descriptor the index reads the log through.
+func (x *index) closeSource() {
+	if c, ok := x.src.(io.Closer); ok {
+		c.Close()
 	}
-	slices.SortFunc(ids, func(a, b string) int {
-		sa, sb := x.docs[a].seq, x.docs[b].seq
+}
+
+// record reads document d's put record from the log.
+func (x *index) record(d *docEntry) (*record, error) {
+	lr := &logReader{r: x.src, size: d.off + d.recBytes, framed: x.framed}
+	r, _, reason, err := lr.frameAt(d.off)
+	if err == nil && reason != nil {
+		err = reason
+	}
+	if err == nil && (r.kind != recPut || r.docID != d.id || len(r.chunks) != len(d.ords)) {
+		err = fmt.Errorf("the record there is not the document's")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read document %q at log offset %d: %w (the log changed under the store, or the disk is failing: `helix rag verify` reports the damage)", d.id, d.off, err)
+	}
+	return r, nil
+}
+
+// chunk reads the chunk at ord from the log.
+func (x *index) chunk(ord uint32) (rag.Chunk, error) {
+	e := &x.chunks[ord]
+	r, err := x.record(e.doc)
+	if err != nil {
+		return rag.Chunk{}, err
+	}
+	return r.chunks[e.sub], nil
+}
+
+// metadata returns the live chunk ord's metadata, for filters.
+func (x *index) metadata(ord uint32) map[string]any {
+	e := &x.chunks[ord]
+	return e.doc.metadata(e.sub)
+}
+
+// docRecords returns a put record per live document, in the order they were
+// put, for rewriting the log: read from the log (their chunks are not kept in
+// memory), with the vectors of the index.
+func (x *index) docRecords() ([]*record, error) {
+	docs := make([]*docEntry, 0, len(x.docs))
+	for _, d := range x.docs {
+		docs = append(docs, d)
+	}
+	slices.SortFunc(docs, func(a, b *docEntry) int {
 		switch {
-		case sa < sb:
+		case a.seq < b.seq:
 			return -1
-		case sa > sb:
+		case a.seq > b.seq:
 			return 1
 		}
 		return 0
 	})
-	out := make([]*record, len(ids))
-	for i, id := range ids {
-		d := x.docs[id]
-		r := &record{kind: recPut, docID: id, hash: d.hash, chunks: make([]rag.Chunk, len(d.ords))}
-		withVecs := len(d.ords) > 0 && x.chunks[d.ords[0]].hasVec
-		if withVecs {
-			r.dim = x.dim
-			r.vectors = make([]float32, 0, len(d.ords)*x.dim)
-		}
-		for j, ord := range d.ords {
-			r.chunks[j] = x.chunks[ord].chunk
-			if withVecs {
-				r.vectors = append(r.vectors, x.vecs[int(ord)*x.dim:(int(ord)+1)*x.dim]...)
-			}
+	out := make([]*record, len(docs))
+	for i, d := range docs {
+		r, err := x.record(d)
+		if err != nil {
+			return nil, err
 		}
 		out[i] = r
 	}
-	return out
+	return out, nil
 }
 
-// rebuilt returns a copy of x without tombstones, documents in the order of
-// docRecords, each with its new log record size.
-func (x *index) rebuilt(recs []*record, sizes []int64) *index {
-	y := newIndex()
+// rebuilt returns a copy of x without tombstones for a rewritten log: the
+// live documents ids, in the order they were put (x's order), each at offs[i]
+// with sizes[i] bytes in the new log (read through src, which the new index
+// owns). Postings are carried over, not re-analysed: live chunks keep their
+// order, so each list only loses its tombstones and has its ordinals
+// renumbered.
+func (x *index) rebuilt(ids []string, offs, sizes []int64, src io.ReaderAt) *index {
+	y := newIndex(src, true)
 	y.dim, y.seq = x.dim, x.seq
 	if x.dim > 0 {
 		y.vecs = make([]float32, 0, x.liveChunks*x.dim)
 	}
 	y.chunks = make([]chunkEntry, 0, x.liveChunks)
-	termMap := make(map[uint32]uint32)
-	for i, r := range recs {
-		old := x.docs[r.docID]
-		d := &docEntry{hash: old.hash, recBytes: sizes[i], seq: old.seq, ords: make([]uint32, len(old.ords))}
+	newOrd := make([]uint32, len(x.chunks))
+	for i, id := range ids {
+		old := x.docs[id]
+		d := &docEntry{id: old.id, hash: old.hash, off: offs[i], recBytes: sizes[i], seq: old.seq, ords: make([]uint32, len(old.ords)), meta: old.meta}
 		for j, oldOrd := range old.ords {
 			ord := uint32(len(y.chunks))
 			d.ords[j] = ord
+			newOrd[oldOrd] = ord
 			e := x.chunks[oldOrd]
-			newID := func(old uint32) uint32 {
-				id, ok := termMap[old]
-				if !ok {
-					id = y.termID(x.terms[old])
-					termMap[old] = id
-				}
-				return id
-			}
-			terms := make([]termFreq, len(e.terms))
-			for k, tf := range e.terms {
-				id := newID(tf.term)
-				y.postings[id] = append(y.postings[id], posting{ord: ord, tf: tf.tf})
-				y.df[id]++
-				terms[k] = termFreq{term: id, tf: tf.tf}
-			}
-			e.terms = terms
-			if len(e.tterms) > 0 {
-				tterms := make([]termFreq, len(e.tterms))
-				for k, tf := range e.tterms {
-					id := newID(tf.term)
-					y.tpostings[id] = append(y.tpostings[id], posting{ord: ord, tf: tf.tf})
-					y.tdf[id]++
-					tterms[k] = termFreq{term: id, tf: tf.tf}
-				}
-				e.tterms = tterms
-				y.liveTitled++
-				y.liveTitleLength += int64(e.tlen)
-			}
+			e.doc = d
 			y.chunks = append(y.chunks, e)
 			if x.dim > 0 {
 				y.vecs = append(y.vecs, x.vecs[int(oldOrd)*x.dim:(int(oldOrd)+1)*x.dim]...)
 			}
 			y.liveLength += int64(e.length)
+			if e.tlen > 0 {
+				y.liveTitled++
+				y.liveTitleLength += int64(e.tlen)
+			}
 		}
 		y.liveChunks += len(old.ords)
 		y.liveBytes += sizes[i]
-		y.docs[r.docID] = d
+		y.docs[id] = d
+	}
+	for id, term := range x.terms {
+		if x.df[id] == 0 && x.tdf[id] == 0 {
+			continue // no live chunk holds it any more
+		}
+		nid := y.termID(term)
+		y.df[nid], y.tdf[nid] = x.df[id], x.tdf[id]
+		carry(&x.postings[id], &y.postings[nid], x, newOrd, y.textLen)
+		carry(&x.tpostings[id], &y.tpostings[nid], x, newOrd, y.titleLen)
 	}
 	return y
 }
+
+// carry copies from's live postings to to, renumbered by newOrd.
+func carry(from, to *postingList, x *index, newOrd []uint32, lengths func(uint32) uint32) {
+	if from.len() == 0 {
+		return
+	}
+	for c := newCursor(from, nil); !c.done; c.next() {
+		if !x.chunks[c.ord].dead {
+			to.add(newOrd[c.ord], c.tf(), lengths)
+		}
+	}
+	to.compact()
+}
+
+// textLen and titleLen are a chunk's field lengths by ordinal.
+func (x *index) textLen(ord uint32) uint32  { return x.chunks[ord].length }
+func (x *index) titleLen(ord uint32) uint32 { return x.chunks[ord].tlen }

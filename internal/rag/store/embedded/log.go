@@ -143,7 +143,11 @@ func tornHeader(head []byte) bool {
 // openLog opens (or creates) dir's log and replays its records through apply.
 // A damaged stretch is skipped and logged, the records after it replayed; the
 // file is not changed (see [logFile.prepareAppend]).
-func openLog(dir string, logger *slog.Logger, apply func(r *record, size int64) error) (*logFile, error) {
+//
+// resume, when not 0, is where the replay begins: the records before it are
+// already in the index (a saved one, see segment.go), and prior are the
+// damaged stretches found before it, reported again.
+func openLog(dir string, logger *slog.Logger, resume int64, prior []Damage, apply func(r *record, off, size int64) error) (*logFile, error) {
 	path := logPath(dir)
 	// A compaction or repair that crashed before its rename leaves a temporary
 	// file: the log itself is intact.
@@ -183,7 +187,11 @@ func openLog(dir string, logger *slog.Logger, apply func(r *record, size int64) 
 	}
 	lf.legacy = version < 3
 	lr := &logReader{r: f, size: st.Size(), framed: !lf.legacy}
-	lf.damage, lf.validEnd, err = lr.replay(func(r *record, _, size int64) error { return apply(r, size) })
+	if lf.legacy || resume < logHeaderSize || resume > st.Size() {
+		resume, prior = logHeaderSize, nil
+	}
+	lf.damage, lf.validEnd, err = lr.replayFrom(resume, apply)
+	lf.damage = append(prior[:len(prior):len(prior)], lf.damage...)
 	if err != nil {
 		return fail(err)
 	}
@@ -233,35 +241,41 @@ func (l *logFile) cutDamagedTail() error {
 	return nil
 }
 
-// append writes r at the end of the log (and syncs it if asked), returning the
-// bytes it took. On failure the log is cut back to where it was, so a later
-// append does not follow a partial record. The log must be of the current
-// format (the store migrates a legacy log first).
-func (l *logFile) append(r *record, sync bool) (int64, error) {
+// appendFrames writes framed records at the end of the log with one write
+// (and one fsync if asked): a group commit. On failure the log is cut back to
+// where it was, so none of them is acknowledged and a later append does not
+// follow a partial record.
+func (l *logFile) appendFrames(buf []byte, sync bool) error {
 	if l.legacy {
-		return 0, fmt.Errorf("append to %s: the log is of an older format and must be rewritten first", l.path)
-	}
-	buf := encodeFrame(nil, r)
-	if int64(len(buf))-frameHeader > maxRecordBytes {
-		return 0, fmt.Errorf("the document is too large for one log record (%d bytes, at most %d)", len(buf)-frameHeader, maxRecordBytes)
+		return fmt.Errorf("append to %s: the log is of an older format and must be rewritten first", l.path)
 	}
 	if err := l.cutDamagedTail(); err != nil {
-		return 0, err
+		return err
 	}
-	if _, err := l.f.WriteAt(buf, l.size); err != nil {
+	if err := writeAt(l.f, buf, l.size); err != nil {
 		l.rollback()
-		return 0, fmt.Errorf("append to %s: %w", l.path, err)
+		return fmt.Errorf("append to %s: %w", l.path, err)
 	}
 	if sync {
-		if err := l.f.Sync(); err != nil {
+		if err := syncFile(l.f); err != nil {
 			l.rollback()
-			return 0, fmt.Errorf("sync %s: %w", l.path, err)
+			return fmt.Errorf("sync %s: %w", l.path, err)
 		}
 	}
 	l.size += int64(len(buf))
 	l.validEnd = l.size
-	return int64(len(buf)), nil
+	return nil
 }
+
+// writeAt and syncFile are the log's writes and fsyncs, variables so that
+// tests can make them fail.
+var (
+	writeAt = func(f *os.File, b []byte, off int64) error {
+		_, err := f.WriteAt(b, off)
+		return err
+	}
+	syncFile = func(f *os.File) error { return f.Sync() }
+)
 
 func (l *logFile) rollback() {
 	l.f.Truncate(l.size)
@@ -352,10 +366,12 @@ func (lr *logReader) at(off, n int64) ([]byte, error) {
 		}
 		return b, nil
 	}
-	if cap(lr.win) < readWindow {
-		lr.win = make([]byte, readWindow)
-	}
 	m := min(int64(readWindow), lr.size-off)
+	if int64(cap(lr.win)) < m {
+		// No bigger than the file's rest: reading one record (a hit's) takes
+		// a buffer of its size, not a window.
+		lr.win = make([]byte, m)
+	}
 	lr.win = lr.win[:m]
 	if k, err := lr.r.ReadAt(lr.win, off); int64(k) < m {
 		lr.win = lr.win[:0]
@@ -482,8 +498,13 @@ func (lr *logReader) resyncLegacy(from int64) (int64, error) {
 // and returns the damaged stretches skipped and the end of the last valid
 // record. A record visit refuses counts as damage.
 func (lr *logReader) replay(visit func(r *record, off, size int64) error) ([]Damage, int64, error) {
+	return lr.replayFrom(logHeaderSize, visit)
+}
+
+// replayFrom is replay from offset start, a record's beginning.
+func (lr *logReader) replayFrom(start int64, visit func(r *record, off, size int64) error) ([]Damage, int64, error) {
 	var damage []Damage
-	off, validEnd := logHeaderSize, logHeaderSize
+	off, validEnd := start, start
 	for off < lr.size {
 		r, size, reason, err := lr.frameAt(off)
 		if err != nil {

@@ -129,6 +129,7 @@ func TestRestartGivesIdenticalResults(t *testing.T) {
 					s.Delete(ctx, fmt.Sprintf("doc%d", i/3))
 				}
 			}
+			s.settle()
 			if compact && !strings.Contains(logs.String(), "compacted the log") {
 				t.Fatalf("no compaction happened; logs:\n%s", logs)
 			}
@@ -163,6 +164,7 @@ func TestCompactionShrinksTheLog(t *testing.T) {
 		hash, cs, vecs := c.doc("same", 3)
 		mustPut(t, s, "same", hash+strconv.Itoa(i), cs, vecs)
 	}
+	s.settle()
 	st, _ := os.Stat(logPath(dir))
 	if st.Size() > 200<<10 {
 		t.Fatalf("log is %d bytes for one live document", st.Size())

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/arvenza/helix/internal/rag"
 )
@@ -68,8 +67,9 @@ func (t *topN) push(c scored) {
 	}
 }
 
-// hits returns the kept candidates as hits, best first.
-func (t *topN) hits(x *index) []rag.Hit {
+// hits returns the kept candidates as hits, best first, their chunks read
+// from the log.
+func (t *topN) hits(x *index) ([]rag.Hit, error) {
 	slices.SortFunc(t.heap, func(a, b scored) int {
 		switch {
 		case worse(b, a):
@@ -80,16 +80,40 @@ func (t *topN) hits(x *index) []rag.Hit {
 		return 0
 	})
 	out := make([]rag.Hit, len(t.heap))
+	// A document's chunks come from one record: read once per call.
+	recs := make(map[*docEntry]*record, len(t.heap))
 	for i, c := range t.heap {
-		out[i] = rag.Hit{Chunk: copyChunk(&x.chunks[c.ord].chunk), Score: c.score}
+		e := &x.chunks[c.ord]
+		rec := recs[e.doc]
+		if rec == nil {
+			r, err := x.record(e.doc)
+			if err != nil {
+				return nil, err
+			}
+			recs[e.doc], rec = r, r
+		}
+		out[i] = rag.Hit{Chunk: rec.chunks[e.sub], Score: c.score}
 	}
-	return out
+	return out, nil
+}
+
+// hits is top's hits, or an error naming the store.
+func (s *Store) hits(top *topN, x *index) ([]rag.Hit, error) {
+	out, err := top.hits(x)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", s.dir, err)
+	}
+	return out, nil
 }
 
 // SearchVector implements [rag.Store]: exact cosine similarity over every
 // stored vector.
 func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag.Filter) ([]rag.Hit, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	match, err := f.Parse()
+	if err != nil {
 		return nil, err
 	}
 	var sum float64
@@ -136,12 +160,12 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		if !top.admits(score, uint32(ord)) {
 			continue
 		}
-		if len(f) > 0 && !f.Matches(e.chunk.Metadata) {
+		if match != nil && !match.Matches(x.metadata(uint32(ord))) {
 			continue
 		}
 		top.push(scored{uint32(ord), score})
 	}
-	return top.hits(x), nil
+	return s.hits(&top, x)
 }
 
 // dot is the inner product of two equally long vectors, unrolled four ways so
@@ -161,16 +185,6 @@ func dot(a, b []float32) float32 {
 	}
 	return s0 + s1 + s2 + s3
 }
-
-// scratch is a keyword query's working memory: a score per chunk ordinal for
-// each field and the ordinals scored. Reused across queries, so a query
-// allocates little.
-type scratch struct {
-	text, title []float64
-	touched     []uint32
-}
-
-var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 // TitleTieBreaker is the weight of a chunk's weaker field in its keyword score
 // (see SearchKeyword).
@@ -209,6 +223,10 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	match, err := f.Parse()
+	if err != nil {
+		return nil, err
+	}
 	if n <= 0 {
 		return nil, nil
 	}
@@ -243,81 +261,26 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	if x.liveChunks == 0 {
 		return nil, nil
 	}
-	k1, b := s.bm25.K1, s.bm25.B
 	text := fieldStats{n: float64(x.liveChunks), invAvg: invAverage(x.liveLength, x.liveChunks)}
 	title := fieldStats{n: float64(x.liveTitled), invAvg: invAverage(x.liveTitleLength, x.liveTitled)}
-
-	sc := scratches.Get().(*scratch)
-	if cap(sc.text) < len(x.chunks) {
-		sc.text = make([]float64, len(x.chunks), len(x.chunks)+len(x.chunks)/4)
-	}
-	if x.liveTitled > 0 && cap(sc.title) < len(x.chunks) {
-		sc.title = make([]float64, len(x.chunks), len(x.chunks)+len(x.chunks)/4)
-	}
-	accText, touched := sc.text[:len(x.chunks)], sc.touched[:0]
-	var accTitle []float64
-	if x.liveTitled > 0 {
-		accTitle = sc.title[:len(x.chunks)]
-	}
-	defer func() {
-		for _, ord := range touched {
-			accText[ord] = 0
-			if accTitle != nil {
-				accTitle[ord] = 0
-			}
-		}
-		sc.touched = touched
-		scratches.Put(sc)
-	}()
-	// score adds one field's BM25 of a term to acc; other is the other field's
-	// accumulator (nil when there is none), consulted to note each chunk once.
-	score := func(acc, other []float64, postings []posting, df int32, count int, st fieldStats, length func(*chunkEntry) uint32) {
-		weight := float64(count) * math.Log(1+(st.n-float64(df)+0.5)/(float64(df)+0.5)) * (k1 + 1)
-		for _, p := range postings {
-			e := &x.chunks[p.ord]
-			if e.dead {
-				continue
-			}
-			tf := float64(p.tf)
-			norm := k1 * (1 - b + b*float64(length(e))*st.invAvg)
-			if acc[p.ord] == 0 && (other == nil || other[p.ord] == 0) {
-				touched = append(touched, p.ord)
-			}
-			acc[p.ord] += weight * tf / (tf + norm)
-		}
-	}
-	checked := 0
+	var lists []*termList
 	for _, qt := range qtf {
 		id, ok := x.termIDs[qt.term]
-		count := qt.count
 		if !ok {
 			continue
 		}
-		if checked++; checked&255 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		if df := x.df[id]; df > 0 {
-			score(accText, accTitle, x.postings[id], df, count, text, textLength)
+			lists = append(lists, x.newTermList(&x.postings[id], df, qt.count, text, s.bm25, false))
 		}
-		if df := x.tdf[id]; df > 0 && accTitle != nil {
-			score(accTitle, accText, x.tpostings[id], df, count, title, titleLength)
+		if df := x.tdf[id]; df > 0 && x.liveTitled > 0 {
+			lists = append(lists, x.newTermList(&x.tpostings[id], df, qt.count, title, s.bm25, true))
 		}
 	}
-	top := topN{n: n, heap: make([]scored, 0, min(n, len(touched)))}
-	for _, ord := range touched {
-		score := accText[ord]
-		if accTitle != nil {
-			score = combineFields(score, accTitle[ord])
-		}
-		if !top.admits(score, ord) {
-			continue
-		}
-		if len(f) > 0 && !f.Matches(x.chunks[ord].chunk.Metadata) {
-			continue
-		}
-		top.push(scored{ord, score})
+	top := topN{n: n}
+	if err := x.maxScore(ctx, lists, &top, match); err != nil {
+		return nil, err
 	}
-	return top.hits(x), nil
+	return s.hits(&top, x)
 }
 
 // fieldStats are a field's BM25 collection statistics: N and 1/avglen.
@@ -336,9 +299,6 @@ func invAverage(total int64, count int) float64 {
 	}
 	return 0
 }
-
-func textLength(e *chunkEntry) uint32  { return e.length }
-func titleLength(e *chunkEntry) uint32 { return e.tlen }
 
 // combineFields is a chunk's keyword score from its fields' BM25 scores: the
 // best plus TitleTieBreaker × the other (see SearchKeyword). With no title

@@ -10,7 +10,8 @@
 //
 // Durability: every Put and Delete is one self-framed log record (a marker, its
 // length and CRC32-Cs) and (unless Options.NoSync) fsynced before it is
-// applied, so after a crash a document is either fully present or absent. A
+// applied and acknowledged, so after a crash a document is either fully present
+// or absent. Concurrent writes share one write and fsync (a group commit). A
 // torn or corrupt record is skipped on replay and logged: the records before
 // and after it are kept, and opening or querying a store never changes its
 // file (a torn tail is cut by the next write; [Verify] reports damage and
@@ -23,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -91,9 +93,24 @@ type Store struct {
 	writeMu sync.Mutex
 	log     *logFile // nil once closed
 
+	// queueMu guards queue, the writes waiting for a group commit (group.go).
+	queueMu sync.Mutex
+	queue   []*pendingWrite
+
+	// compacting is the background compaction under way (compact.go), nil
+	// when none; guarded by writeMu. compactWG waits for its goroutine.
+	compacting *compaction
+	compactWG  sync.WaitGroup
+
 	mu     sync.RWMutex
 	idx    *index
 	closed bool // guarded by mu
+
+	// seg is the saved index the store opened with (its mapping stays until
+	// Close), segCovered the log offset the saved index covers (0: none
+	// matches the log); guarded by writeMu.
+	seg        *segment
+	segCovered int64
 }
 
 // errClosed is returned by calls on a closed store.
@@ -133,11 +150,42 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.lock = lock
-	s.idx = newIndex()
-	lf, err := openLog(dir, s.logger, func(r *record, size int64) error {
-		return s.apply(r, size, s.analyze(r))
+	// The index reads chunks from the log through a descriptor of its own,
+	// opened before the log is replayed: a replaced document's terms are read
+	// back from its record during the replay.
+	src, err := os.OpenFile(logPath(dir), os.O_RDONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		unlockDir(lock)
+		return nil, fmt.Errorf("store %s: %w", dir, err)
+	}
+	head := make([]byte, logHeaderSize)
+	n, _ := src.ReadAt(head, 0)
+	framed := logVersion(string(head[:n])) < 1 || logVersion(string(head[:n])) >= 3
+	s.idx = newIndex(src, framed)
+	// The saved index, when it is sound and matches the log, spares the
+	// replay of what it covers (see segment.go).
+	var resume int64
+	var prior []Damage
+	if st, err := src.Stat(); err == nil && framed && st.Size() > logHeaderSize {
+		seg, err := loadSegment(dir, src, st.Size(), src)
+		switch {
+		case err != nil:
+			s.logger.Warn("rag store: the saved index cannot be used; it is rebuilt from the log", "dir", dir, "file", segmentPath(dir), "reason", err.Error())
+		case seg != nil:
+			s.idx, s.seg, s.segCovered = seg.idx, seg, seg.covered
+			resume, prior = seg.covered, seg.damage
+		}
+	}
+	lf, err := openLog(dir, s.logger, resume, prior, func(r *record, off, size int64) error {
+		gone, err := s.goneTerms(r.docID)
+		if err != nil {
+			return err
+		}
+		return s.apply(r, off, size, s.analyze(r), gone)
 	})
 	if err != nil {
+		src.Close()
+		s.unmapSegment()
 		unlockDir(lock)
 		return nil, err
 	}
@@ -166,18 +214,19 @@ func (s *Store) Stats(ctx context.Context) (rag.Stats, error) {
 	return rag.Stats{Documents: len(s.idx.docs), Chunks: s.idx.liveChunks}, nil
 }
 
-// Put implements [rag.Store].
+// Put implements [rag.Store]. It returns once the document's record is in the
+// log (and fsynced, unless Options.NoSync) and in the index; concurrent Puts
+// share fsyncs (see group.go).
 func (s *Store) Put(ctx context.Context, docID, hash string, chunks []rag.Chunk, vectors [][]float32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r, err := s.newPutRecord(docID, hash, chunks, vectors)
+	w, err := s.preparePut(docID, hash, chunks, vectors)
 	if err != nil {
-		return fmt.Errorf("store %s: put %q: %w", s.dir, docID, err)
+		return err
 	}
-	// Analysis is the expensive part of indexing: done before any lock.
-	analyzed := s.analyze(r)
-	return s.write(r, analyzed)
+	s.commitWrites([]*pendingWrite{w})
+	return w.err
 }
 
 // Delete implements [rag.Store].
@@ -191,64 +240,45 @@ func (s *Store) Delete(ctx context.Context, docID string) error {
 	if !ok {
 		return nil
 	}
-	return s.write(&record{kind: recDelete, docID: docID}, nil)
+	r := &record{kind: recDelete, docID: docID}
+	w := &pendingWrite{r: r, frame: encodeFrame(nil, r)}
+	s.commitWrites([]*pendingWrite{w})
+	return w.err
 }
 
-func (s *Store) write(r *record, analyzed []analyzedChunk) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if s.log == nil {
-		return fmt.Errorf("store %s: %w", s.dir, errClosed)
-	}
-	// Checked again under writeMu: the checks before it raced other writers,
-	// and a record the replay would refuse must never reach the log.
-	switch r.kind {
-	case recDelete:
-		s.mu.RLock()
-		_, ok := s.idx.docs[r.docID]
-		s.mu.RUnlock()
-		if !ok {
-			return nil
-		}
-	case recPut:
-		if err := s.idx.checkDim(r); err != nil {
-			return fmt.Errorf("store %s: %w", s.dir, err)
-		}
-	}
-	if s.log.legacy {
-		// The first write to a log of an older format rewrites it in the
-		// current one (atomically, like a compaction): reading never does.
-		if err := s.compact(); err != nil {
-			return fmt.Errorf("store %s: rewrite the log in the current format: %w", s.dir, err)
-		}
-	}
-	size, err := s.log.append(r, !s.noSync)
-	if err != nil {
-		return fmt.Errorf("store %s: %w", s.dir, err)
-	}
-	if err := s.apply(r, size, analyzed); err != nil {
-		return fmt.Errorf("store %s: %w", s.dir, err)
-	}
-	s.maybeCompact()
-	return nil
-}
-
-// apply changes the index for a record already in the log.
-func (s *Store) apply(r *record, size int64, analyzed []analyzedChunk) error {
+// apply changes the index for a record already in the log at off; gone are
+// the terms of the document it replaces or deletes.
+func (s *Store) apply(r *record, off, size int64, analyzed, gone []analyzedChunk) error {
 	switch r.kind {
 	case recPut:
 		if err := s.idx.checkDim(r); err != nil {
 			return err
 		}
 		s.mu.Lock()
-		s.idx.put(r, size, analyzed)
+		s.idx.put(r, off, size, analyzed, gone)
 		s.mu.Unlock()
 	case recDelete:
 		s.mu.Lock()
-		s.idx.remove(r.docID)
+		s.idx.remove(r.docID, gone)
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// goneTerms analyses the stored record of document docID (nil when the store
+// does not hold it): what a replacement or delete takes out of the keyword
+// statistics. Called by writers only (under writeMu, or while opening), so the
+// index does not change meanwhile.
+func (s *Store) goneTerms(docID string) ([]analyzedChunk, error) {
+	d := s.idx.docs[docID]
+	if d == nil {
+		return nil, nil
+	}
+	r, err := s.idx.record(d)
+	if err != nil {
+		return nil, err
+	}
+	return s.analyze(r), nil
 }
 
 // newPutRecord validates a put and normalises its vectors.
@@ -310,15 +340,26 @@ func (s *Store) newPutRecord(docID, hash string, chunks []rag.Chunk, vectors [][
 // Close flushes the log and releases the directory. Calls after Close fail.
 func (s *Store) Close() error {
 	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if s.log == nil {
+		s.writeMu.Unlock()
 		return nil
 	}
+	s.saveIndex()
 	err := s.log.close()
 	s.log = nil
 	s.mu.Lock()
 	s.closed = true
+	s.idx.closeSource()
+	s.unmapSegment()
 	s.mu.Unlock()
+	c := s.compacting
+	s.writeMu.Unlock()
+	// A background compaction gives up (its switch finds the log closed) and
+	// removes its temporary file before the directory is released.
+	if c != nil {
+		c.stopped.Store(true)
+	}
+	s.compactWG.Wait()
 	unlockDir(s.lock)
 	if err != nil {
 		return fmt.Errorf("store %s: %w", s.dir, err)
@@ -326,26 +367,28 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// maybeCompact rewrites the log when it is mostly garbage. Called with writeMu
-// held, so the index does not change meanwhile.
+// maybeCompact starts a background compaction (compact.go) when the log is
+// mostly garbage and none is under way. Called with writeMu held, so the index
+// and the log agree.
 func (s *Store) maybeCompact() {
 	garbage, live := s.log.size-logHeaderSize-s.idx.liveBytes, s.idx.liveBytes
-	if garbage < s.minGarb || garbage <= live {
+	if garbage < s.minGarb || garbage <= live || s.compacting != nil {
 		return
 	}
-	if err := s.compact(); err != nil {
-		// The old log is intact: the store keeps working, and tries again at
-		// the next write.
-		s.logger.Warn("rag store: compacting the log failed; it stays as it is", "dir", s.dir, "error", err)
-	}
+	s.startCompaction()
 }
 
+// compact rewrites the log at once, holding writers: for migrating a log of an
+// older format before the first write to it.
 func (s *Store) compact() error {
 	// Readers only read the index, and writers wait for writeMu: reading the
 	// index without mu is safe here.
 	idx := s.idx
 	before := s.log.size
-	recs := idx.docRecords()
+	recs, err := idx.docRecords()
+	if err != nil {
+		return err
+	}
 	lf, sizes, err := rewriteLog(s.dir, s.log, recs, !s.noSync)
 	if lf == nil {
 		return err
@@ -354,12 +397,73 @@ func (s *Store) compact() error {
 		s.logger.Warn("rag store: the compacted log may not survive a machine crash", "dir", s.dir, "error", err)
 	}
 	s.log = lf
-	fresh := idx.rebuilt(recs, sizes)
-	s.mu.Lock()
-	s.idx = fresh
-	s.mu.Unlock()
+	ids := make([]string, len(recs))
+	offs := make([]int64, len(recs))
+	off := logHeaderSize
+	for i, r := range recs {
+		ids[i], offs[i] = r.docID, off
+		off += sizes[i]
+	}
+	s.reindex(ids, offs, sizes)
 	s.logger.Info("rag store: compacted the log", "dir", s.dir, "bytes_before", before, "bytes_after", lf.size)
 	return nil
+}
+
+// saveIndex saves the index beside the log unless the saved one is current
+// (see segment.go). Called with writeMu held. A failure costs the next open
+// a longer replay, nothing else: it is logged.
+func (s *Store) saveIndex() {
+	l := s.log
+	if l == nil || l.legacy || l.validEnd == s.segCovered || l.validEnd <= logHeaderSize {
+		return
+	}
+	var damage []Damage
+	for _, d := range l.damage {
+		if d.Offset < l.validEnd {
+			damage = append(damage, d)
+		}
+	}
+	if err := saveSegment(s.dir, s.idx, l.validEnd, damage, l.f); err != nil {
+		s.logger.Warn("rag store: saving the index failed; the next open replays the log", "dir", s.dir, "error", err)
+		return
+	}
+	s.segCovered = l.validEnd
+}
+
+// unmapSegment releases the saved index's mapping. Called once no query can
+// use it (closing, with mu held, or on a failed open).
+func (s *Store) unmapSegment() {
+	if s.seg != nil && s.seg.mapping != nil {
+		unmapFile(s.seg.mapping)
+		s.seg.mapping = nil
+	}
+}
+
+// reindex replaces the index with one for the rewritten log: the live
+// documents ids (in the order they were put) at offs, of sizes bytes. Called
+// with writeMu held, after the rewritten log took the old one's place.
+func (s *Store) reindex(ids []string, offs, sizes []int64) {
+	// The new index reads the new log through a descriptor of its own; the old
+	// one's is closed once no query can be reading through it.
+	var src io.ReaderAt
+	if f, err := os.Open(s.log.path); err == nil {
+		src = f
+	} else {
+		// Reading through the log's own descriptor works as well; only the
+		// next compaction cannot leave it open for queries of this index.
+		s.logger.Warn("rag store: reopening the compacted log for reading failed; queries read through the log's own descriptor", "dir", s.dir, "error", err)
+		src = struct{ io.ReaderAt }{s.log.f}
+	}
+	idx := s.idx
+	fresh := idx.rebuilt(ids, offs, sizes, src)
+	// The saved index is of the old log: gone, so that the next open does not
+	// warn about it (Close saves the new one).
+	s.segCovered = 0
+	os.Remove(segmentPath(s.dir))
+	s.mu.Lock()
+	s.idx = fresh
+	idx.closeSource()
+	s.mu.Unlock()
 }
 
 // copyChunk returns c with its slices and map copied, so callers cannot change

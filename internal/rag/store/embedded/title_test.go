@@ -182,6 +182,7 @@ func TestTitleStatisticsFollowDeletesAndCompaction(t *testing.T) {
 			}
 		}
 	}
+	s.settle()
 	check("live", s)
 	if !strings.Contains(logs.String(), "compacted the log") {
 		t.Fatalf("no compaction happened; logs:\n%s", logs)

@@ -183,6 +183,8 @@ func rewriteValid(dir string, f *os.File, size int64) (kept int, backup string, 
 		os.Remove(backup)
 		return 0, "", fmt.Errorf("store %s: replace the log: %w (nothing was changed)", dir, err)
 	}
+	// The saved index covers the damaged log: the next open rebuilds it.
+	os.Remove(segmentPath(dir))
 	if err = syncDir(dir); err != nil {
 		return kept, backup, fmt.Errorf("store %s: sync the directory after replacing the log: %w", dir, err)
 	}
