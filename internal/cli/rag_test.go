@@ -225,7 +225,7 @@ func checkResumed(t *testing.T, dir, file string, n, first int) {
 // resume; the next run skips what the first stored and stores the rest.
 func TestRAGIngestInterruptAndResume(t *testing.T) {
 	t.Parallel()
-	const n = 240
+	const n = 1500
 	dir, file := ingestSource(t, n)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -247,7 +247,7 @@ func TestRAGIngestInterruptAndResume(t *testing.T) {
 // can open it) and the run after resumes.
 func TestRAGIngestSIGINT(t *testing.T) {
 	t.Parallel()
-	const n = 240
+	const n = 1500
 	dir, file := ingestSource(t, n)
 	cmd := exec.Command(testtools.HelixBinary(t), "rag", "ingest", "--progress-interval", "1ms", file, "docs")
 	var stdout bytes.Buffer
