@@ -58,6 +58,10 @@ pipelines:
 	if code != 0 || !strings.Contains(out, "2 documents: 0 ingested, 2 unchanged") {
 		t.Fatalf("re-ingest: %d\n%s\n%s", code, out, errOut)
 	}
+	code, _, errOut = execute(t, "rag", "ingest", "--progress-interval", "-1s", file, "docs")
+	if code != ExitConfig || !strings.Contains(errOut, "--progress-interval -1s: want a positive duration") {
+		t.Errorf("negative --progress-interval: %d %s", code, errOut)
+	}
 	code, out, errOut = execute(t, "rag", "query", file, "docs", "how to install")
 	if code != 0 || !strings.HasPrefix(out, "[1] install.md (Install)\n") {
 		t.Fatalf("query: %d\n%s\n%s", code, out, errOut)
