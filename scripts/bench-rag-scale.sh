@@ -5,7 +5,7 @@
 # heap and RSS, keyword and hybrid query p50/p99 and CPU per query — and BEIR nDCG@10 of the
 # embedded and pgvector keyword arms. `make bench-rag` runs it.
 #
-#   scripts/bench-rag-scale.sh                   # 10k, 100k, 1M (an hour or more, GBs of disk)
+#   scripts/bench-rag-scale.sh                   # 10k, 100k, 1M (tens of minutes, GBs of disk)
 #   QUICK=1 scripts/bench-rag-scale.sh           # 10k only, to try it
 #   SIZES=10000,100000 scripts/bench-rag-scale.sh
 #   BEIR_DATA=../shared/data scripts/bench-rag-scale.sh   # adds nDCG@10 (scifact/, nfcorpus/)
