@@ -241,7 +241,7 @@ func ingestWithProgress(ctx context.Context, p *pipeline.Pipeline, w io.Writer, 
 				return
 			case now := <-t.C:
 				pr := p.Progress()
-				rate := meter.add(now, docsDone(pr))
+				rate := meter.rate(now, pr)
 				if tty {
 					fmt.Fprintf(w, "\r\033[K%s", fitWidth(progressBar(p.ID(), pr, rate, frame), width))
 					frame++
@@ -295,6 +295,18 @@ func (m *rateMeter) add(now time.Time, done int) float64 {
 		return 0
 	}
 	return float64(done-first.done) / dt
+}
+
+// rate adds pr to the meter and returns the rate over the window; before
+// there are two samples, the rate since the ingest started.
+func (m *rateMeter) rate(now time.Time, pr pipeline.Progress) float64 {
+	r := m.add(now, docsDone(pr))
+	if len(m.samples) < 2 && !pr.Started.IsZero() {
+		if el := now.Sub(pr.Started).Seconds(); el > 0 {
+			r = float64(docsDone(pr)) / el
+		}
+	}
+	return r
 }
 
 // eta is the time left at rate, "" when it cannot be told (no total yet, no

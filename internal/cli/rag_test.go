@@ -135,6 +135,12 @@ func TestRateMeter(t *testing.T) {
 	if len(m.samples) > 12 {
 		t.Errorf("the meter keeps %d samples", len(m.samples))
 	}
+	// The first report has no earlier sample: the rate since the start.
+	var fresh rateMeter
+	pr := pipeline.Progress{Result: pipeline.Result{Ingested: 900, Skipped: 100}, Started: t0}
+	if r := fresh.rate(t0.Add(4*time.Second), pr); r != 250 {
+		t.Errorf("first rate %v, want 250", r)
+	}
 }
 
 // ingestSource writes n one-chunk Markdown documents, each with a word of its
