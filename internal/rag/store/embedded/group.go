@@ -216,17 +216,17 @@ func (s *Store) commitGroup() {
 	// Where the group begins: known only now, as a torn tail may have been
 	// cut before it.
 	off := s.log.size - int64(len(buf))
+	lists := make([][]uint32, len(written))
+	for i, w := range written {
+		lists[i] = s.vectorLists(w.r)
+	}
 	s.mu.Lock()
-	for _, w := range written {
-		switch w.r.kind {
-		case recPut:
-			s.idx.put(w.r, off, int64(len(w.frame)), w.analyzed, w.gone)
-		case recDelete:
-			s.idx.remove(w.r.docID, w.gone)
-		}
+	for i, w := range written {
+		s.applyLocked(w.r, off, int64(len(w.frame)), w.analyzed, w.gone, lists[i])
 		off += int64(len(w.frame))
 	}
 	s.mu.Unlock()
 	finish(nil)
 	s.maybeCompact()
+	s.maybeBuildVectorIndex()
 }

@@ -209,6 +209,14 @@ func (x *index) put(r *record, off, size int64, analyzed, gone []analyzedChunk) 
 	x.docs[r.docID] = d
 }
 
+// docOrds returns the ordinals of a document's chunks (nil for none).
+func (x *index) docOrds(docID string) []uint32 {
+	if d := x.docs[docID]; d != nil {
+		return d.ords
+	}
+	return nil
+}
+
 // internMetadata returns the chunks' metadata maps, one when they are all
 // equal.
 func internMetadata(chunks []rag.Chunk) []map[string]any {

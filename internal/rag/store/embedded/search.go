@@ -79,10 +79,15 @@ func (t *topN) hits(x *index) ([]rag.Hit, error) {
 		}
 		return 0
 	})
-	out := make([]rag.Hit, len(t.heap))
+	return x.readHits(t.heap)
+}
+
+// readHits returns best as hits, in its order, their chunks read from the log.
+func (x *index) readHits(best []scored) ([]rag.Hit, error) {
+	out := make([]rag.Hit, len(best))
 	// A document's chunks come from one record: read once per call.
-	recs := make(map[*docEntry]*record, len(t.heap))
-	for i, c := range t.heap {
+	recs := make(map[*docEntry]*record, len(best))
+	for i, c := range best {
 		e := &x.chunks[c.ord]
 		rec := recs[e.doc]
 		if rec == nil {
@@ -106,8 +111,11 @@ func (s *Store) hits(top *topN, x *index) ([]rag.Hit, error) {
 	return out, nil
 }
 
-// SearchVector implements [rag.Store]: exact cosine similarity over every
-// stored vector.
+// SearchVector implements [rag.Store]: cosine similarity, exact over every
+// stored vector below Options.VectorIndexThreshold vectors, approximate
+// above it (see vector.go), where the hits keep their exact scores. A filter
+// is applied while the index is scanned; one that matches too few chunks
+// near the query makes the search exact over the matching chunks.
 func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag.Filter) ([]rag.Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -145,6 +153,9 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	inv := 1 / math.Sqrt(sum)
 	for i, v := range vector {
 		q[i] = float32(float64(v) * inv)
+	}
+	if hits, ok, err := s.searchVectorIndex(x, q, n, match); ok || err != nil {
+		return hits, err
 	}
 	top := topN{n: n, heap: make([]scored, 0, min(n, x.liveChunks))}
 	dim := x.dim

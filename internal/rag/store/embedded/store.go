@@ -2,9 +2,10 @@
 // service to run. It holds chunks, their vectors and a BM25 keyword index in
 // memory, and persists them in an append-only log that is replayed on open.
 //
-// Vector search is exact (a brute-force dot product over normalised vectors),
-// which is fast enough for the corpora a single process serves and never misses
-// a neighbour. Keyword search is BM25 over terms from a [textproc.Analyzer], in
+// Vector search is exact (a dot product with every normalised vector) below
+// Options.VectorIndexThreshold vectors, and approximate above it, through the
+// inverted-file index of package ann, built in the background and saved next
+// to the log (see vector.go). Keyword search is BM25 over terms from a [textproc.Analyzer], in
 // two fields: a chunk's text and its title, each with its own statistics, the
 // best field's score plus half the other's (see [Store.SearchKeyword]).
 //
@@ -75,6 +76,15 @@ type Options struct {
 	CompactMinGarbage int64
 	// Logger receives recovery and compaction messages; nil means slog.Default().
 	Logger *slog.Logger
+	// VectorIndexThreshold is the number of vectors from which vector
+	// searches use the approximate index (built in the background) instead
+	// of comparing every vector; 0 means DefaultVectorIndexThreshold, < 0
+	// never.
+	VectorIndexThreshold int
+	// VectorProbe is the number of the index's lists a vector search scans:
+	// more finds more of the exact neighbours, slower; 0 means the square root
+	// of the number of lists (at least 8).
+	VectorProbe int
 }
 
 // Store is the embedded [rag.Store]. Safe for concurrent use: queries run while
@@ -99,8 +109,9 @@ type Store struct {
 
 	// compacting is the background compaction under way (compact.go), nil
 	// when none; guarded by writeMu. compactWG waits for its goroutine.
-	compacting *compaction
-	compactWG  sync.WaitGroup
+	compacting     *compaction
+	compactWG      sync.WaitGroup
+	lastCompaction *compaction // the latest that switched; guarded by writeMu
 
 	mu     sync.RWMutex
 	idx    *index
@@ -111,6 +122,8 @@ type Store struct {
 	// matches the log); guarded by writeMu.
 	seg        *segment
 	segCovered int64
+
+	vi vectorIndex // see vector.go
 }
 
 // errClosed is returned by calls on a closed store.
@@ -176,6 +189,7 @@ func Open(dir string, opts Options) (*Store, error) {
 			resume, prior = seg.covered, seg.damage
 		}
 	}
+	s.initVectorIndex(opts)
 	lf, err := openLog(dir, s.logger, resume, prior, func(r *record, off, size int64) error {
 		gone, err := s.goneTerms(r.docID)
 		if err != nil {
@@ -190,6 +204,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.log = lf
+	s.openVectorIndex()
 	return s, nil
 }
 
@@ -247,22 +262,32 @@ func (s *Store) Delete(ctx context.Context, docID string) error {
 }
 
 // apply changes the index for a record already in the log at off; gone are
-// the terms of the document it replaces or deletes.
+// the terms of the document it replaces or deletes. For the replay on open.
 func (s *Store) apply(r *record, off, size int64, analyzed, gone []analyzedChunk) error {
-	switch r.kind {
-	case recPut:
+	if r.kind == recPut {
 		if err := s.idx.checkDim(r); err != nil {
 			return err
 		}
-		s.mu.Lock()
-		s.idx.put(r, off, size, analyzed, gone)
-		s.mu.Unlock()
-	case recDelete:
-		s.mu.Lock()
-		s.idx.remove(r.docID, gone)
-		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	s.applyLocked(r, off, size, analyzed, gone, nil)
+	s.mu.Unlock()
 	return nil
+}
+
+// applyLocked changes the index, and the vector index, for a checked record
+// in the log at off (lists: its vectors' lists, see vectorLists; nil to find
+// them here). Called with mu held for writing.
+func (s *Store) applyLocked(r *record, off, size int64, analyzed, gone []analyzedChunk, lists []uint32) {
+	old, first := s.idx.docOrds(r.docID), len(s.idx.chunks)
+	switch r.kind {
+	case recPut:
+		s.idx.put(r, off, size, analyzed, gone)
+		s.vectorsChanged(old, first, lists)
+	case recDelete:
+		s.idx.remove(r.docID, gone)
+		s.vectorsChanged(old, len(s.idx.chunks), nil)
+	}
 }
 
 // goneTerms analyses the stored record of document docID (nil when the store
@@ -339,12 +364,14 @@ func (s *Store) newPutRecord(docID, hash string, chunks []rag.Chunk, vectors [][
 
 // Close flushes the log and releases the directory. Calls after Close fail.
 func (s *Store) Close() error {
+	s.stopVectorIndex() // before writeMu: a build installs its index under it
 	s.writeMu.Lock()
 	if s.log == nil {
 		s.writeMu.Unlock()
 		return nil
 	}
 	s.saveIndex()
+	s.saveVectorIndex()
 	err := s.log.close()
 	s.log = nil
 	s.mu.Lock()
@@ -456,12 +483,14 @@ func (s *Store) reindex(ids []string, offs, sizes []int64) {
 	}
 	idx := s.idx
 	fresh := idx.rebuilt(ids, offs, sizes, src)
+	vectors := s.vectorsRenumbered(idx, fresh)
 	// The saved index is of the old log: gone, so that the next open does not
 	// warn about it (Close saves the new one).
 	s.segCovered = 0
 	os.Remove(segmentPath(s.dir))
 	s.mu.Lock()
 	s.idx = fresh
+	s.vi.ann = vectors
 	idx.closeSource()
 	s.mu.Unlock()
 }
