@@ -6,7 +6,7 @@ GO ?= go
 FUZZTIME ?= 4s
 TEST_TIMEOUT ?= 60m
 
-.PHONY: apicheck allocs release test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test bench
+.PHONY: apicheck allocs release test postgres-start postgres-stop tools services lint vet fmt-check fuzz-smoke unit build run bench-smoke bench-test bench bench-rag
 
 # Full check: services and tools, then lint and brief fuzzing, and the race-enabled test run
 # last so the output ends with go test's own per-package ok/FAIL lines. HELIX_REQUIRE_TOOLS=1
@@ -140,6 +140,14 @@ bench-smoke:
 # BEIR_DATA=DIR adds the RAG part (the folder holding scifact/ and nfcorpus/).
 bench:
 	GO=$(GO) QUICK=$(QUICK) scripts/bench-all.sh $(BEIR_DATA)
+
+# The RAG scale benchmark (scripts/bench-rag-scale.sh): the embedded store at 10k, 100k and
+# 1M synthetic chunks (ingest rate, query p50/p99, memory, open time) and BEIR nDCG@10 of the
+# embedded and pgvector keyword arms (BEIR_DATA, HELIX_POSTGRES_URL) as one table; QUICK=1
+# for 10k only, KILL=1 for the kill -9 mid-ingest run at 1M chunks. `make bench` runs it as
+# its ragscale part.
+bench-rag:
+	GO=$(GO) QUICK=$(QUICK) KILL=$(KILL) BEIR_DATA=$(BEIR_DATA) scripts/bench-rag-scale.sh
 
 # The load tool's own tests (bench/mcpload: ~12 s, against an in-process Helix MCP
 # server), kept out of the main module's `go test ./...`.

@@ -16,6 +16,9 @@
 #   durable   BenchmarkDurableStep: p50 per durable step (1 KiB body) on SQLite and PostgreSQL
 #             against the goals (PostgreSQL needs HELIX_POSTGRES_URL; skipped without)
 #   agent     scripts/agent-overhead.sh: Helix's CPU per agent iteration against the 200 µs goal
+#   ragscale  scripts/bench-rag-scale.sh: the embedded store at 10k, 100k, 1M synthetic chunks
+#             (QUICK: 10k) — ingest, keyword/hybrid p99 against the goals, memory — and BEIR
+#             nDCG@10 of the embedded and pgvector keyword arms (with BEIR_DATA)
 #   rag       the BEIR pipeline of bench/rag/beir-pipeline.yaml: nDCG@10 against BEIR's BM25,
 #             ingest and query speed (needs the BEIR data directory as argument or
 #             BEIR_DATA: the folder holding scifact/ and nfcorpus/; skipped without)
@@ -28,7 +31,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 GO=${GO:-go}
 QUICK=${QUICK:-}
-ONLY=${ONLY:-"mcp client kafka postgres durable agent rag"}
+ONLY=${ONLY:-"mcp client kafka postgres durable agent rag ragscale"}
 BEIR_DATA=${1:-${BEIR_DATA:-}}
 OUT=${OUT:-bench/results/all-$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
@@ -212,6 +215,29 @@ if want rag; then
 		done
 		rm -f "$OUT/rag"
 	fi
+fi
+
+if want ragscale; then
+	echo "== ragscale: the embedded store at scale"
+	OUT=$OUT/ragscale QUICK=$QUICK BEIR_DATA=$BEIR_DATA GO=$GO scripts/bench-rag-scale.sh
+	t=$OUT/ragscale/scale.tsv
+	while IFS=$'\t' read -r n vec dps kp50 kp99 hp50 hp99 rss open; do
+		[[ $n == chunks || $n == "#"* ]] && continue
+		if [[ $vec == 1 ]]; then
+			row "RAG scale" "$n chunks with 384-dim vectors: ingest" "$dps" "" "" docs/s higher ""
+			row "RAG scale" "$n chunks: hybrid query p99" "$hp99" goal 50 ms lower "≤ 50 ms"
+			row "RAG scale" "$n chunks with vectors: RSS after open" "$rss" goal 1536 MiB lower "≤ 1.5 GB at 1M"
+		else
+			row "RAG scale" "$n chunks keyword-only: ingest" "$dps" goal 10000 docs/s higher "≥ 10,000 docs/s"
+			row "RAG scale" "$n chunks: keyword query p99" "$kp99" goal 20 ms lower "≤ 20 ms at 1M"
+			row "RAG scale" "$n chunks: open" "$open" "" "" s lower ""
+		fi
+	done <"$t"
+	while IFS=$'\t' read -r _ ds store ndcg; do
+		ref=0.68
+		[[ $ds == nfcorpus ]] && ref=0.325
+		row "RAG scale" "$ds nDCG@10, $store keyword arm" "$ndcg" goal "$ref" "" higher "≥ $ref"
+	done < <(grep '^# beir' "$t" || true)
 fi
 
 echo "== all comparisons ($(head -1 "$OUT/machine.txt"))"

@@ -12,6 +12,8 @@
 //	rag --data DIR --config helix.yaml --pipeline docs
 //	rag summarize results/*.json               (a Markdown table)
 //	rag pg-scale --chunks 100000               (pgvector keyword p50/p99 on ragsynth chunks; HELIX_POSTGRES_URL)
+//	rag scale --sizes 10000,100000,1000000 --beir ../../shared/data --out DIR
+//	                                            (the embedded store at scale: see scale.go)
 //
 // A document is ingested with its BEIR title as its title and its text as its text,
 // as a pipeline ingests a document with a title (see Document); --flat puts the
@@ -120,6 +122,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) > 0 && args[0] == "pg-scale" {
 		return pgScale(ctx, args[1:], out)
 	}
+	if len(args) > 0 && args[0] == "scale" {
+		return runScale(ctx, args[1:], out, os.Stderr)
+	}
 	o, err := parseFlags(args, out)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -127,32 +132,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return err
 	}
-	ds, err := LoadDataset(o.Data, o.Split)
+	res, err := evaluateOptions(ctx, o)
 	if err != nil {
-		return err
-	}
-	res := &Result{Dataset: ds.Name, Label: o.Label, Started: time.Now().UTC().Format(time.RFC3339)}
-	tmp, err := os.MkdirTemp(o.TmpDir, "helix-bench-rag-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-
-	var sys system
-	var timer *busyTimer
-	if o.Config != "" {
-		sys, timer, err = openPipeline(ctx, o, tmp, &res.Setup)
-	} else {
-		sys, timer, err = openDirect(ctx, o, ds, tmp, &res.Setup)
-	}
-	if err != nil {
-		return err
-	}
-	res.Setup.Depth = o.Depth
-	res.Setup.TieRule = "trec_eval: score descending, then document id descending"
-	res.Setup.Flat = o.Flat
-	evalErr := evaluate(ctx, ds, sys, timer, o.Depth, o.Flat, res)
-	if err := errors.Join(evalErr, sys.close()); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(res, "", "  ")
@@ -167,4 +148,47 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	_, err = out.Write(b)
 	return err
+}
+
+// evaluateOne is one evaluation of a command line (rag's flags).
+func evaluateOne(ctx context.Context, args []string) (*Result, error) {
+	o, err := parseFlags(args, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	return evaluateOptions(ctx, o)
+}
+
+// evaluateOptions loads the collection, ingests it into a fresh store and
+// scores its test queries.
+func evaluateOptions(ctx context.Context, o options) (*Result, error) {
+	ds, err := LoadDataset(o.Data, o.Split)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Dataset: ds.Name, Label: o.Label, Started: time.Now().UTC().Format(time.RFC3339)}
+	tmp, err := os.MkdirTemp(o.TmpDir, "helix-bench-rag-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	var sys system
+	var timer *busyTimer
+	if o.Config != "" {
+		sys, timer, err = openPipeline(ctx, o, tmp, &res.Setup)
+	} else {
+		sys, timer, err = openDirect(ctx, o, ds, tmp, &res.Setup)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Setup.Depth = o.Depth
+	res.Setup.TieRule = "trec_eval: score descending, then document id descending"
+	res.Setup.Flat = o.Flat
+	evalErr := evaluate(ctx, ds, sys, timer, o.Depth, o.Flat, res)
+	if err := errors.Join(evalErr, sys.close()); err != nil {
+		return nil, err
+	}
+	return res, nil
 }

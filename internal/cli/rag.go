@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -33,15 +35,26 @@ func newRAGCmd() *cobra.Command {
 }
 
 func newRAGIngestCmd() *cobra.Command {
-	return &cobra.Command{
+	var interval time.Duration
+	cmd := &cobra.Command{
 		Use:   "ingest FILE... PIPELINE",
 		Short: "Bring a pipeline's store up to date with its source",
 		Long: `Ingest loads the files, opens the store of PIPELINE (nothing else starts: no listener,
 no trigger) and reads its source: new and changed documents are chunked, embedded and
-stored, unchanged ones skipped, vanished ones deleted. Progress goes to stderr, as a bar on
-a terminal and as lines otherwise. Exit status 1 when some documents failed.`,
+stored, unchanged ones skipped, vanished ones deleted. Progress goes to stderr: on a
+terminal a bar (documents done of the source's total, chunks, documents per second, time
+left, failures), otherwise a line every --progress-interval. A summary ends it.
+
+Ctrl-C (or SIGTERM) stops it cleanly: the documents being processed are abandoned (a
+document is stored whole or not at all), nothing is deleted, the store is closed. Running
+the same command again resumes: what was stored is skipped as unchanged. A second Ctrl-C
+quits at once (the store stays consistent: it keeps every document it acknowledged).
+Exit status 1 when some documents failed or the ingest was interrupted.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if interval < 0 {
+				return configError(fmt.Errorf("--progress-interval %s: want a positive duration such as 10s", interval))
+			}
 			files, id := args[:len(args)-1], args[len(args)-1]
 			p, stop, err := openPipeline(cmd, files, id)
 			if err != nil {
@@ -51,13 +64,33 @@ a terminal and as lines otherwise. Exit status 1 when some documents failed.`,
 			if p.Config().Source == nil {
 				return configError(fmt.Errorf("pipeline %s has no source: feed it with rag-ingest steps of a running workflow", id))
 			}
-			// Ctrl-C stops the ingest cleanly: what was stored stays, and the next
-			// ingest carries on from there (unchanged documents are skipped).
 			ctx, stopSignals := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stopSignals()
-			res, err := ingestWithProgress(ctx, p, cmd.ErrOrStderr())
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d documents: %d ingested, %d unchanged, %d deleted, %d failed; %d chunks written in %s\n",
-				id, res.Seen, res.Ingested, res.Skipped, res.Deleted, res.Errors, res.Chunks, res.Took.Round(time.Millisecond))
+			stderr := cmd.ErrOrStderr()
+			ingested := make(chan struct{})
+			go func() {
+				select {
+				case <-ingested:
+				case <-ctx.Done():
+					if cmd.Context().Err() == nil {
+						// A signal: the next one gets the default action (the
+						// process ends at once).
+						stopSignals()
+						fmt.Fprintf(stderr, "\n%s: stopping: the documents in flight are abandoned, the store is being closed (Ctrl-C again to quit at once)\n", id)
+					}
+				}
+			}()
+			res, err := ingestWithProgress(ctx, p, stderr, interval)
+			close(ingested)
+			out := cmd.OutOrStdout()
+			if errors.Is(err, context.Canceled) {
+				stored := res.Ingested + res.Skipped
+				fmt.Fprintf(out, "%s: interrupted after %d documents: %d ingested, %d unchanged, %d failed; %d chunks written in %s%s\n",
+					id, res.Ingested+res.Skipped+res.Errors, res.Ingested, res.Skipped, res.Errors, res.Chunks, res.Took.Round(time.Millisecond), rateNote(res))
+				return runtimeError(fmt.Errorf("interrupted: the %d documents stored so far are kept; run the same command again to resume (they are skipped as unchanged)", stored))
+			}
+			fmt.Fprintf(out, "%s: %d documents: %d ingested, %d unchanged, %d deleted, %d failed; %d chunks written in %s%s\n",
+				id, res.Seen, res.Ingested, res.Skipped, res.Deleted, res.Errors, res.Chunks, res.Took.Round(time.Millisecond), rateNote(res))
 			if err != nil {
 				return runtimeError(err)
 			}
@@ -67,6 +100,17 @@ a terminal and as lines otherwise. Exit status 1 when some documents failed.`,
 			return nil
 		},
 	}
+	cmd.Flags().DurationVar(&interval, "progress-interval", 0, "how often a progress line is printed when stderr is not a terminal (default 10s; a terminal's bar is redrawn continuously)")
+	return cmd
+}
+
+// rateNote is " (N documents/s)" for a result that took measurable time.
+func rateNote(res pipeline.Result) string {
+	n := res.Ingested + res.Skipped + res.Errors
+	if n == 0 || res.Took < time.Millisecond {
+		return ""
+	}
+	return fmt.Sprintf(" (%s documents/s)", thousands(int(float64(n)/res.Took.Seconds())))
 }
 
 func newRAGQueryCmd() *cobra.Command {
@@ -167,12 +211,18 @@ func isTerminal(w io.Writer) bool {
 }
 
 // ingestWithProgress runs the source ingest, reporting its progress on w: a bar
-// redrawn in place on a terminal, a line every few seconds otherwise.
-func ingestWithProgress(ctx context.Context, p *pipeline.Pipeline, w io.Writer) (pipeline.Result, error) {
+// redrawn in place on a terminal, a line every interval otherwise (0: 10s). The
+// error is the ingest's; context.Canceled when ctx ended it.
+func ingestWithProgress(ctx context.Context, p *pipeline.Pipeline, w io.Writer, interval time.Duration) (pipeline.Result, error) {
 	tty := isTerminal(w)
-	interval := 2 * time.Second
+	width := 0
 	if tty {
-		interval = 100 * time.Millisecond
+		interval = 150 * time.Millisecond
+		if f, ok := w.(*os.File); ok {
+			width, _, _ = term.GetSize(int(f.Fd()))
+		}
+	} else if interval <= 0 {
+		interval = 10 * time.Second
 	}
 	done := make(chan struct{})
 	finished := make(chan struct{})
@@ -180,6 +230,7 @@ func ingestWithProgress(ctx context.Context, p *pipeline.Pipeline, w io.Writer) 
 		defer close(finished)
 		t := time.NewTicker(interval)
 		defer t.Stop()
+		var meter rateMeter
 		frame := 0
 		for {
 			select {
@@ -188,13 +239,14 @@ func ingestWithProgress(ctx context.Context, p *pipeline.Pipeline, w io.Writer) 
 					fmt.Fprint(w, "\r\033[K")
 				}
 				return
-			case <-t.C:
+			case now := <-t.C:
 				pr := p.Progress()
+				rate := meter.rate(now, pr)
 				if tty {
-					fmt.Fprintf(w, "\r\033[K%s", progressBar(p.ID(), pr, frame))
+					fmt.Fprintf(w, "\r\033[K%s", fitWidth(progressBar(p.ID(), pr, rate, frame), width))
 					frame++
 				} else {
-					fmt.Fprintln(w, progressLine(p.ID(), pr))
+					fmt.Fprintln(w, progressLine(p.ID(), pr, rate))
 				}
 			}
 		}
@@ -202,33 +254,158 @@ func ingestWithProgress(ctx context.Context, p *pipeline.Pipeline, w io.Writer) 
 	res, err := p.IngestSource(ctx)
 	close(done)
 	<-finished
-	if errors.Is(err, context.Canceled) {
-		err = errors.New("interrupted")
+	if err != nil && ctx.Err() != nil {
+		err = context.Canceled
 	}
 	return res, err
 }
 
-// progressBar is a terminal progress line: the share of documents read that are
-// done (the total is unknown until the source has been walked), and the counts.
-func progressBar(id string, pr pipeline.Progress, frame int) string {
-	const width = 24
-	doneDocs := pr.Ingested + pr.Skipped + pr.Errors
-	filled := 0
-	if pr.Seen > 0 {
-		filled = width * doneDocs / pr.Seen
-	}
-	spin := `|/-\`[frame%4]
-	cur := pr.Current
-	if len(cur) > 40 {
-		cur = "…" + cur[len(cur)-39:]
-	}
-	return fmt.Sprintf("%s %c [%s%s] %d/%d documents (%d unchanged, %d failed) %s", id, spin,
-		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), doneDocs, pr.Seen, pr.Skipped, pr.Errors, cur)
+// docsDone is how many documents an ingest has finished with (stored, found
+// unchanged or failed).
+func docsDone(pr pipeline.Progress) int { return pr.Ingested + pr.Skipped + pr.Errors }
+
+// rateWindow is how far back the rate looks: long enough to smooth the store's
+// pauses, short enough that a resumed ingest's burst of unchanged documents
+// stops counting soon.
+const rateWindow = 10 * time.Second
+
+// rateMeter turns samples of documents done into a rate over the last
+// rateWindow.
+type rateMeter struct {
+	samples []rateSample
 }
 
-func progressLine(id string, pr pipeline.Progress) string {
-	return fmt.Sprintf("%s: %d documents read, %d ingested, %d unchanged, %d failed, %d chunks", id,
-		pr.Seen, pr.Ingested, pr.Skipped, pr.Errors, pr.Chunks)
+type rateSample struct {
+	at   time.Time
+	done int
+}
+
+// add records that done documents were finished at now and returns the rate in
+// documents per second over the window (0 until two samples are apart).
+func (m *rateMeter) add(now time.Time, done int) float64 {
+	m.samples = append(m.samples, rateSample{now, done})
+	drop := 0
+	for drop < len(m.samples)-2 && now.Sub(m.samples[drop+1].at) >= rateWindow {
+		drop++
+	}
+	m.samples = m.samples[drop:]
+	first := m.samples[0]
+	dt := now.Sub(first.at).Seconds()
+	if dt <= 0 {
+		return 0
+	}
+	return float64(done-first.done) / dt
+}
+
+// rate adds pr to the meter and returns the rate over the window; before
+// there are two samples, the rate since the ingest started.
+func (m *rateMeter) rate(now time.Time, pr pipeline.Progress) float64 {
+	r := m.add(now, docsDone(pr))
+	if len(m.samples) < 2 && !pr.Started.IsZero() {
+		if el := now.Sub(pr.Started).Seconds(); el > 0 {
+			r = float64(docsDone(pr)) / el
+		}
+	}
+	return r
+}
+
+// eta is the time left at rate, "" when it cannot be told (no total yet, no
+// rate).
+func eta(pr pipeline.Progress, rate float64) string {
+	left := pr.Total - docsDone(pr)
+	if pr.Total == 0 || left <= 0 || rate <= 0 {
+		return ""
+	}
+	d := time.Duration(float64(left) / rate * float64(time.Second))
+	if d >= time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// total is the documents the bar counts to: the source's count once known (at
+// least what was read, as the count is an estimate), else what was read.
+func total(pr pipeline.Progress) (n int, known bool) {
+	if pr.Total > 0 {
+		return max(pr.Total, pr.Seen), true
+	}
+	return pr.Seen, false
+}
+
+// progressBar is a terminal progress line: the share of the source's documents
+// done, the counts, the rate and the time left.
+func progressBar(id string, pr pipeline.Progress, rate float64, frame int) string {
+	const width = 24
+	doneDocs := docsDone(pr)
+	n, known := total(pr)
+	filled, pct := 0, ""
+	if n > 0 && known {
+		filled = min(width, width*doneDocs/n)
+		pct = fmt.Sprintf(" %3d%%", 100*doneDocs/n)
+	}
+	bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
+	if !known {
+		// No total yet: a cursor sweeps the bar.
+		pos := frame % width
+		bar = strings.Repeat(" ", pos) + "<=>" + strings.Repeat(" ", width-pos)
+		bar = bar[:width]
+	}
+	of := thousands(n)
+	if !known {
+		of += "+"
+	}
+	line := fmt.Sprintf("%s %c [%s]%s %s/%s documents, %s chunks, %s/s", id, `|/-\`[frame%4], bar, pct,
+		thousands(doneDocs), of, thousands(pr.Chunks), thousands(int(rate)))
+	if e := eta(pr, rate); e != "" {
+		line += ", ETA " + e
+	}
+	if pr.Skipped > 0 {
+		line += ", " + thousands(pr.Skipped) + " unchanged"
+	}
+	return line + ", " + thousands(pr.Errors) + " failed"
+}
+
+// progressLine is a progress report for a log: one line, no control characters.
+func progressLine(id string, pr pipeline.Progress, rate float64) string {
+	n, known := total(pr)
+	of := "?"
+	if known {
+		of = strconv.Itoa(n)
+	}
+	line := fmt.Sprintf("%s: %d/%s documents done (%d ingested, %d unchanged, %d failed), %d chunks, %.0f documents/s", id,
+		docsDone(pr), of, pr.Ingested, pr.Skipped, pr.Errors, pr.Chunks, rate)
+	if e := eta(pr, rate); e != "" {
+		line += ", ETA " + e
+	}
+	return line
+}
+
+// fitWidth cuts a line to a terminal's width (0: unknown, unchanged): a line
+// that wraps cannot be redrawn in place.
+func fitWidth(s string, width int) string {
+	if width <= 1 || utf8.RuneCountInString(s) < width {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:width-1])
+}
+
+// thousands writes n with thin separators: 1,234,567.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
 
 func newRAGVerifyCmd() *cobra.Command {

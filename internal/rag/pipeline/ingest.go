@@ -26,10 +26,20 @@ type Result struct {
 // bars: Result so far, whether it is running, and the document being read.
 type Progress struct {
 	Result
+	// Total is how many documents the source holds: counted beside the ingest
+	// when the source can count (see [Counter]; 0 until then), and Seen once
+	// the whole source was read.
+	Total   int
 	Running bool
 	Done    bool
 	Current string
 	Started time.Time
+}
+
+// Counter is a source that can count its documents quickly, for a progress
+// bar's total and its ETA; about is enough (see source.FileSource.Count).
+type Counter interface {
+	Count(ctx context.Context) (int, error)
 }
 
 // Progress returns the latest source ingest's progress.
@@ -58,6 +68,19 @@ func (p *Pipeline) IngestSource(ctx context.Context) (Result, error) {
 	}
 	start := time.Now()
 	p.setProgress(func(pr *Progress) { *pr = Progress{Running: true, Started: start} })
+	if c, ok := src.(Counter); ok {
+		countCtx, stopCount := context.WithCancel(ctx)
+		defer stopCount()
+		go func() {
+			if n, err := c.Count(countCtx); err == nil {
+				p.setProgress(func(pr *Progress) {
+					if pr.Running && pr.Total == 0 {
+						pr.Total = n
+					}
+				})
+			}
+		}()
+	}
 	known, err := st.Documents(ctx)
 	if err != nil {
 		p.setProgress(func(pr *Progress) { pr.Running = false })
@@ -87,7 +110,12 @@ func (p *Pipeline) IngestSource(ctx context.Context) (Result, error) {
 		p.refreshChunks(ctx, st, true)
 	}
 	res.Took = time.Since(start)
-	p.setProgress(func(pr *Progress) { pr.Result, pr.Running, pr.Done, pr.Current = res, false, true, "" })
+	p.setProgress(func(pr *Progress) {
+		pr.Result, pr.Running, pr.Done, pr.Current = res, false, true, ""
+		if walkErr == nil && ctx.Err() == nil {
+			pr.Total = res.Seen
+		}
+	})
 	if walkErr == nil {
 		walkErr = ctx.Err()
 	}

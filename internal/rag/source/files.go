@@ -96,6 +96,24 @@ func Files(root string, opts FileOptions) *FileSource {
 // skipped with a warning; the walk fails only when the root cannot be read, a
 // pattern is malformed or ctx ends.
 func (s *FileSource) Walk(ctx context.Context, fn func(rag.Document) error) error {
+	return s.files(ctx, func(fsys fs.FS, p string) error {
+		docs, err := s.read(fsys, p)
+		if err != nil {
+			s.warn("skipped", p, err)
+			return nil
+		}
+		for _, doc := range docs {
+			if err := fn(doc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// files calls fn with every file the source reads (included, not excluded,
+// regular or a link to a file inside root), in lexical order of paths.
+func (s *FileSource) files(ctx context.Context, fn func(fsys fs.FS, p string) error) error {
 	for _, p := range append(append([]string(nil), s.opts.Include...), s.opts.Exclude...) {
 		if err := checkPattern(p); err != nil {
 			return err
@@ -147,17 +165,7 @@ func (s *FileSource) Walk(ctx context.Context, fn func(rag.Document) error) erro
 		} else if !d.Type().IsRegular() {
 			return nil
 		}
-		docs, err := s.read(fsys, p)
-		if err != nil {
-			s.warn("skipped", p, err)
-			return nil
-		}
-		for _, doc := range docs {
-			if err := fn(doc); err != nil {
-				return err
-			}
-		}
-		return nil
+		return fn(fsys, p)
 	})
 }
 
