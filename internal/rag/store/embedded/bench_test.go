@@ -168,3 +168,61 @@ func BenchmarkIngest(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCompaction measures a background compaction of a store of 60,000
+// one- or two-chunk documents (90,000 chunks), all replaced once (so half the
+// log is garbage): how long it takes and how long writers waited for it (its
+// snapshot and its switch), while another goroutine keeps writing.
+func BenchmarkCompaction(b *testing.B) {
+	const docs = 60_000
+	c := newCorpus(13, 0)
+	pool := make([]rag.PutDoc, 4096)
+	for i := range pool {
+		_, cs, _ := c.doc("", 1+i%2)
+		pool[i] = rag.PutDoc{Hash: "h", Chunks: cs}
+	}
+	batch := func(s *Store, first, n int) {
+		var ds []rag.PutDoc
+		for i := first; i < first+n; i++ {
+			d := pool[i%len(pool)]
+			d.ID = "doc" + strconv.Itoa(i%docs)
+			ds = append(ds, d)
+		}
+		for _, err := range s.PutBatch(ctx, ds) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var total, held time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		s, _ := open(b, b.TempDir(), Options{NoSync: true, CompactMinGarbage: 1 << 40})
+		for i := 0; i < 2*docs; i += 1000 {
+			batch(s, i, 1000)
+		}
+		s.minGarb = 1
+		b.StartTimer()
+		start := time.Now()
+		var stop atomic.Bool
+		writing := make(chan struct{})
+		go func() {
+			defer close(writing)
+			for i := 0; !stop.Load(); i += 10 {
+				batch(s, i, 10)
+			}
+		}()
+		s.settle()
+		total += time.Since(start)
+		stop.Store(true)
+		<-writing
+		s.writeMu.Lock()
+		held += s.lastCompaction.held
+		s.writeMu.Unlock()
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/compaction")
+	b.ReportMetric(float64(held.Milliseconds())/float64(b.N), "writers-held-ms")
+}

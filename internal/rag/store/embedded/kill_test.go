@@ -26,7 +26,7 @@ import (
 const (
 	killChunksEnv   = "HELIX_RAG_KILL_CHUNKS"
 	killChildEnv    = "HELIX_RAG_KILL_CHILD"
-	killDefault     = 3000
+	killDefault     = 1500
 	killRounds      = 3
 	killPutters     = 8
 	killBatchers    = 2

@@ -108,8 +108,9 @@ type Store struct {
 
 	// compacting is the background compaction under way (compact.go), nil
 	// when none; guarded by writeMu. compactWG waits for its goroutine.
-	compacting *compaction
-	compactWG  sync.WaitGroup
+	compacting     *compaction
+	compactWG      sync.WaitGroup
+	lastCompaction *compaction // the latest that switched; guarded by writeMu
 
 	mu     sync.RWMutex
 	idx    *index
