@@ -75,11 +75,10 @@ func TestRecallClustered(t *testing.T) {
 	m := newMixture(7, dim, 200)
 	vs := m.Vectors(n)
 	x := build(t, vs)
-	exact := func(o uint32) float32 { return dot(vs[o], vs[o]) }
 	var sum float64
 	for range queries {
 		q, _ := m.Vector()
-		exact = func(o uint32) float32 { return dot(q, vs[o]) }
+		exact := func(o uint32) float32 { return dot(q, vs[o]) }
 		got, err := x.Search(q, 10, SearchOptions{}, nil, exact)
 		if err != nil {
 			t.Fatal(err)

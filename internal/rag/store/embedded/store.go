@@ -174,6 +174,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	n, _ := src.ReadAt(head, 0)
 	framed := logVersion(string(head[:n])) < 1 || logVersion(string(head[:n])) >= 3
 	s.idx = newIndex(src, framed)
+	s.initVectorIndex(opts)
 	// The saved index, when it is sound and matches the log, spares the
 	// replay of what it covers (see segment.go).
 	var resume int64

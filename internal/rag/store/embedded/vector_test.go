@@ -154,6 +154,7 @@ func TestVectorIndexRecallAndFilter(t *testing.T) {
 	checkRecall(t, s, c, m, rag.Filter{"tenant": "rare"})
 	checkRecall(t, s, c, m, rag.Filter{"tenant": "common"})
 	checkRecall(t, s, c, m, rag.Filter{"tenant": "nobody"})
+	checkRecall(t, s, c, m, rag.Filter{"tenant": map[string]any{"$in": []any{"rare", "nobody"}}})
 	// A huge top_k returns every chunk, without sizing anything by it.
 	q, _ := m.Vector()
 	hits, err := s.SearchVector(ctx, q, math.MaxInt, nil)
