@@ -289,16 +289,6 @@ func (x *index) record(d *docEntry) (*record, error) {
 	return r, nil
 }
 
-// chunk reads the chunk at ord from the log.
-func (x *index) chunk(ord uint32) (rag.Chunk, error) {
-	e := &x.chunks[ord]
-	r, err := x.record(e.doc)
-	if err != nil {
-		return rag.Chunk{}, err
-	}
-	return r.chunks[e.sub], nil
-}
-
 // metadata returns the live chunk ord's metadata, for filters.
 func (x *index) metadata(ord uint32) map[string]any {
 	e := &x.chunks[ord]

@@ -67,6 +67,9 @@ func benchScale(b *testing.B, size, dim int) {
 	if base == "" {
 		base = b.TempDir()
 	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	dir, err := os.MkdirTemp(base, "ragindex-scale-")
 	if err != nil {
 		b.Fatal(err)

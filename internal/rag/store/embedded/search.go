@@ -154,10 +154,10 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	for i, v := range vector {
 		q[i] = float32(float64(v) * inv)
 	}
-	if hits, ok, err := s.searchVectorIndex(x, q, n, match); ok || err != nil {
-		return hits, err
-	}
 	top := topN{n: n, heap: make([]scored, 0, min(n, x.liveChunks))}
+	if s.searchVectorIndex(x, q, &top, match) {
+		return s.hits(&top, x)
+	}
 	dim := x.dim
 	for ord := range x.chunks {
 		if ord&8191 == 8191 && ctx.Err() != nil {

@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -493,19 +492,6 @@ func (s *Store) reindex(ids []string, offs, sizes []int64) {
 	s.vi.ann = vectors
 	idx.closeSource()
 	s.mu.Unlock()
-}
-
-// copyChunk returns c with its slices and map copied, so callers cannot change
-// the store's chunks.
-func copyChunk(c *rag.Chunk) rag.Chunk {
-	out := *c
-	if c.Headings != nil {
-		out.Headings = append([]string(nil), c.Headings...)
-	}
-	if c.Metadata != nil {
-		out.Metadata = maps.Clone(c.Metadata)
-	}
-	return out
 }
 
 // logPath is the log's file name in dir.

@@ -371,31 +371,27 @@ func (s *Store) stopVectorIndex() {
 }
 
 // searchVectorIndex searches the approximate index when there is one and the
-// store holds at least the threshold's vectors; ok false means search
-// exactly (no index, or a filter too selective for it). Called with mu held
-// for reading.
-func (s *Store) searchVectorIndex(x *index, q []float32, n int, match *rag.Expr) (hits []rag.Hit, ok bool, err error) {
+// store holds at least the threshold's vectors, into top; ok false means
+// search exactly (no index, or a filter too selective for it). match is the
+// parsed filter, nil for none. Called with mu held for reading.
+func (s *Store) searchVectorIndex(x *index, q []float32, top *topN, match *rag.Expr) (ok bool) {
 	a := s.vi.ann
 	if a == nil || a.Len() < s.vi.threshold {
-		return nil, false, nil
+		return false
 	}
 	dim := x.dim
 	accept := func(ord uint32) bool {
 		e := &x.chunks[ord]
-		return !e.dead && e.hasVec && (match == nil || match.Matches(e.doc.metadata(e.sub)))
+		return !e.dead && e.hasVec && (match == nil || match.Matches(x.metadata(ord)))
 	}
 	exact := func(ord uint32) float32 { return dot(q, x.vecs[int(ord)*dim:(int(ord)+1)*dim]) }
-	found, err := a.Search(q, n, ann.SearchOptions{Probe: s.vi.probe}, accept, exact)
+	found, err := a.Search(q, top.n, ann.SearchOptions{Probe: s.vi.probe}, accept, exact)
 	if err != nil {
-		return nil, false, nil // ann.ErrSelective: exact over the matching chunks
+		return false // ann.ErrSelective: exact over the matching chunks
 	}
-	best := make([]scored, len(found))
-	for i, h := range found {
-		best[i] = scored{h.Ord, float64(h.Score)}
+	top.heap = top.heap[:0]
+	for _, h := range found {
+		top.heap = append(top.heap, scored{h.Ord, float64(h.Score)})
 	}
-	out, err := x.readHits(best)
-	if err != nil {
-		return nil, false, fmt.Errorf("store %s: %w", s.dir, err)
-	}
-	return out, true, nil
+	return true
 }
