@@ -36,7 +36,7 @@ func ragRetrieveStepShape() config.Shape {
 		{Name: "pipeline", Required: true, Shape: config.Shape{Type: config.TypeString, Description: "The id of the pipelines: entry to query."}},
 	}}
 	for _, k := range config.RetrieveStepShape().Keys {
-		if k.Name == "candidates" || k.Name == "max_top_k" || k.Name == "max_result_bytes" {
+		if k.Name == "candidates" || k.Name == "max_top_k" || k.Name == "max_result_bytes" || k.Name == "filter" {
 			continue // properties of the pipeline (its fusion, its limits), not of one query
 		}
 		k.Default = nil // the pipeline's own rag-retrieve settings are the defaults
