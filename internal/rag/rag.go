@@ -98,10 +98,6 @@ type Embedder interface {
 	Model() string
 }
 
-// Filter selects chunks by metadata: every key must be present with an equal
-// value (numbers compare as numbers). Empty: all chunks.
-type Filter map[string]any
-
 // Hit is a retrieved chunk and its score (higher is better; scales differ by
 // strategy: cosine similarity, BM25, fused rank).
 type Hit struct {

@@ -245,26 +245,22 @@ func FuseRRF(k int, lists ...[]Hit) []Hit {
 	return hits
 }
 
-// Matches reports whether metadata satisfies f (stores without a native filter
-// use it).
-func (f Filter) Matches(metadata map[string]any) bool {
-	for k, want := range f {
-		got, ok := metadata[k]
-		if !ok || !equalValues(got, want) {
-			return false
-		}
-	}
-	return true
-}
-
+// equalValues: numbers equal numbers (whatever their Go type), strings
+// strings, booleans booleans; values of different kinds are never equal.
 func equalValues(a, b any) bool {
 	if x, ok := toFloat(a); ok {
-		if y, ok := toFloat(b); ok {
-			return x == y
-		}
-		return false
+		y, ok := toFloat(b)
+		return ok && x == y
 	}
-	return fmt.Sprint(a) == fmt.Sprint(b)
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	}
+	return false
 }
 
 func toFloat(v any) (float64, bool) {
@@ -273,10 +269,29 @@ func toFloat(v any) (float64, bool) {
 		return float64(n), true
 	case int64:
 		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int16:
+		return float64(n), true
+	case int8:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	case uint16:
+		return float64(n), true
+	case uint8:
+		return float64(n), true
 	case float64:
 		return n, true
 	case float32:
 		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
 	}
 	return 0, false
 }

@@ -200,6 +200,7 @@ func (h *Harness) Kill() {
 func (h *Harness) Call(ctx context.Context, n int) (string, error) {
 	body := fmt.Sprintf(`{"order": %d, "qty": %d}`, n, n%7+1)
 	client := &http.Client{Timeout: 20 * time.Second}
+	last := "" // the last answer, for the error
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+h.Addr+"/orders", strings.NewReader(body))
 		if err != nil {
@@ -211,6 +212,7 @@ func (h *Harness) Call(ctx context.Context, n int) (string, error) {
 		if err == nil {
 			data, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			last = fmt.Sprintf("%s: %s", resp.Status, tail(string(data), 300))
 			if resp.StatusCode == http.StatusOK {
 				return string(data), nil
 			}
@@ -222,7 +224,10 @@ func (h *Harness) Call(ctx context.Context, n int) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("order %d: %w (last: %v)", n, ctx.Err(), err)
+			if err != nil {
+				last = err.Error()
+			}
+			return "", fmt.Errorf("order %d: %w (last answer: %s)", n, ctx.Err(), last)
 		case <-time.After(time.Duration(20+rand.IntN(30)) * time.Millisecond):
 		}
 	}
@@ -269,6 +274,28 @@ func (h *Harness) Recovered() int {
 		h.t.Fatal(err)
 	}
 	return n
+}
+
+// Unfinished describes the runs whose workflow is not SUCCESS in the durable
+// store (status and recovery attempts), for a failure's message.
+func (h *Harness) Unfinished() string {
+	db := h.store()
+	defer db.Close()
+	rows, err := db.Query(`SELECT workflow_uuid, status, recovery_attempts FROM workflow_status WHERE status <> 'SUCCESS'`)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, status string
+		var attempts int
+		if err := rows.Scan(&id, &status, &attempts); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "%s %s (recovery attempts %d); ", id, status, attempts)
+	}
+	return b.String()
 }
 
 // Runs returns the state of each run in the store, by run id.

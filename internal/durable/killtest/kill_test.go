@@ -101,6 +101,7 @@ loop:
 		t.Error(err)
 	}
 	if t.Failed() {
+		t.Logf("after %d kills, the runs not completed: %s", kills, h.Unfinished())
 		return
 	}
 	if kills < 3 {

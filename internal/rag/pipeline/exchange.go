@@ -93,7 +93,10 @@ func QueryFromBody(body any) (Query, error) {
 	if v, ok := obj["filter"]; ok && v != nil {
 		f, ok := v.(map[string]any)
 		if !ok {
-			return Query{}, errors.New(`filter must be an object of metadata values, such as {"lang": "en"}`)
+			return Query{}, errors.New(`filter must be an object of metadata values or operators, such as {"lang": "en", "year": {"$gte": 2020}}`)
+		}
+		if _, err := rag.Filter(f).Parse(); err != nil {
+			return Query{}, err
 		}
 		q.Filter = rag.Filter(f)
 	}

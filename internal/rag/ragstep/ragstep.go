@@ -162,6 +162,9 @@ func buildRAGRetrieve(bc *step.BuildContext, s config.StepConfig, d *config.Deco
 	}
 	if fn := v.NodeOf("filter"); fn != nil {
 		if m, ok := d.Value(fn, v.PathOf("filter")).(map[string]any); ok {
+			if _, err := rag.Filter(m).Parse(); err != nil {
+				d.Errorf(fn, v.PathOf("filter"), "%v", err).Hint = `a filter is an object of metadata values or operators: {lang: en, year: {$gte: 2020}}`
+			}
 			st.filter = m
 		}
 	}
@@ -198,16 +201,9 @@ func (r *ragRetrieve) Process(ctx context.Context, ex *exchange.Exchange) error 
 		q.Strategy = r.strategy
 	}
 	q.MinScore = r.minScore
-	if len(r.filter) > 0 {
-		f := rag.Filter{}
-		for k, v := range r.filter {
-			f[k] = v
-		}
-		for k, v := range q.Filter {
-			f[k] = v
-		}
-		q.Filter = f
-	}
+	// The step's own filter holds whatever the body asks: the two are ANDed,
+	// so a caller can narrow the step's filter and never widen or replace it.
+	q.Filter = rag.AndFilters(rag.Filter(r.filter), q.Filter)
 	return r.p.Answer(ctx, ex, q, r.output)
 }
 

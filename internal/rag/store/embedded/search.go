@@ -92,6 +92,10 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	match, err := f.Parse()
+	if err != nil {
+		return nil, err
+	}
 	var sum float64
 	for _, x := range vector {
 		sum += float64(x) * float64(x)
@@ -136,7 +140,7 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		if !top.admits(score, uint32(ord)) {
 			continue
 		}
-		if len(f) > 0 && !f.Matches(e.chunk.Metadata) {
+		if match != nil && !match.Matches(e.chunk.Metadata) {
 			continue
 		}
 		top.push(scored{uint32(ord), score})
@@ -207,6 +211,10 @@ const TitleTieBreaker = 0.5
 // title field at all: the text field's statistics ignore the titles.
 func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Filter) ([]rag.Hit, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	match, err := f.Parse()
+	if err != nil {
 		return nil, err
 	}
 	if n <= 0 {
@@ -312,7 +320,7 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 		if !top.admits(score, ord) {
 			continue
 		}
-		if len(f) > 0 && !f.Matches(x.chunks[ord].chunk.Metadata) {
+		if match != nil && !match.Matches(x.chunks[ord].chunk.Metadata) {
 			continue
 		}
 		top.push(scored{ord, score})

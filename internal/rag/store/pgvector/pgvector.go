@@ -723,11 +723,47 @@ func filterJSON(f rag.Filter) (string, error) {
 	if len(f) == 0 {
 		return "", nil
 	}
-	b, err := json.Marshal(cleanValue(map[string]any(f)))
+	expr, err := f.Parse()
+	if err != nil {
+		return "", err
+	}
+	if !equalitiesOnly(expr) {
+		return "", fmt.Errorf("filter %s: this store compares top-level metadata fields for equality only", f)
+	}
+	want := map[string]any{}
+	collectEqualities(expr, want)
+	b, err := json.Marshal(cleanValue(want))
 	if err != nil {
 		return "", fmt.Errorf("filter: %w", err)
 	}
 	return string(b), nil
+}
+
+func collectEqualities(e *rag.Expr, into map[string]any) {
+	if e.Op == rag.OpAnd {
+		for _, k := range e.Kids {
+			collectEqualities(k, into)
+		}
+		return
+	}
+	into[e.Field] = e.Value
+}
+
+// equalitiesOnly reports whether e is $eq of top-level fields, alone or ANDed:
+// what JSON containment (@>) evaluates.
+func equalitiesOnly(e *rag.Expr) bool {
+	switch e.Op {
+	case rag.OpAnd:
+		for _, k := range e.Kids {
+			if !equalitiesOnly(k) {
+				return false
+			}
+		}
+		return true
+	case rag.OpEq:
+		return len(e.Path) == 1
+	}
+	return false
 }
 
 // SearchVector returns the n chunks nearest to vector by cosine distance; the
