@@ -135,12 +135,11 @@ type RetrieveConfig struct {
 	MaxTopK        int
 	MaxResultBytes int
 	// Filter is the pipeline's own metadata filter as written (placeholders
-	// unresolved; rag.ParseFilter reads it): every query is ANDed with it, so
-	// a caller's filter narrows it and never widens it. nil: none.
+	// unresolved; checked by DecodeFilter, read by rag.Filter): every query is
+	// ANDed with it, so a caller's filter narrows it and never widens it.
+	// nil: none.
 	Filter map[string]any
-	// FilterNode is where Filter is written, for errors.
-	FilterNode *yaml.Node
-	Pos        Pos
+	Pos    Pos
 }
 
 var (
@@ -352,11 +351,7 @@ func decodePipelineSteps(d *Decoder, pl *PipelineConfig, v *Values) {
 			if s != nil {
 				r.Strategy, r.TopK, r.MinScore, r.Candidates = s.String("strategy"), s.Int("top_k"), s.Float("min_score"), s.Int("candidates")
 				r.MaxTopK, r.MaxResultBytes = s.Int("max_top_k"), s.Int("max_result_bytes")
-				if fn := s.NodeOf("filter"); fn != nil && !IsNull(fn) {
-					if m, ok := d.Value(fn, s.PathOf("filter")).(map[string]any); ok {
-						r.Filter, r.FilterNode = m, fn
-					}
-				}
+				r.Filter = DecodeFilter(d, s.NodeOf("filter"), s.PathOf("filter"))
 				if r.TopK > r.MaxTopK {
 					at, p := s.NodeOf("top_k"), s.PathOf("top_k")
 					d.Errorf(at, p, "top_k %d is more than max_top_k %d", r.TopK, r.MaxTopK).Hint = "lower top_k, or raise max_top_k"

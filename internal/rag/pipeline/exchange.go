@@ -42,6 +42,9 @@ func (p *Pipeline) Process(ctx context.Context, ex *exchange.Exchange) error {
 // Answer runs q and writes its results on ex in output (text or json): text as a
 // string, json as a JSON object value, with a Content-Type.
 func (p *Pipeline) Answer(ctx context.Context, ex *exchange.Exchange, q Query, output string) error {
+	if q.Exchange == nil {
+		q.Exchange = ex
+	}
 	hits, err := p.Query(ctx, q)
 	if err != nil {
 		return fmt.Errorf("pipeline %s: %w", p.cfg.ID, err)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -207,4 +208,30 @@ func metadataValue(v any, path string, depth int) (any, error) {
 		return nil, fmt.Errorf("%s: metadata cannot be null: leave the key out", path)
 	}
 	return nil, fmt.Errorf("%s: a %T cannot be metadata: use a string, a number, a boolean, or a list or object of those", path, v)
+}
+
+// ResolveFilter is a filter written in YAML (a pipeline's or a rag-retrieve
+// step's filter:) for one exchange: its placeholders resolved (see
+// ExpandValues: an empty one is an error, never a wider filter), checked.
+// ex may be nil (a query from the CLI or the console): a filter with
+// placeholders then fails, closed.
+func ResolveFilter(written map[string]any, ex *exchange.Exchange) (rag.Filter, error) {
+	if len(written) == 0 {
+		return nil, nil
+	}
+	if !HasPlaceholders(written) {
+		return rag.Filter(written), nil
+	}
+	if ex == nil {
+		ex = exchange.New(exchange.InOnly)
+	}
+	v, err := ExpandValues(written, ex, "filter")
+	if err != nil {
+		return nil, err
+	}
+	f := rag.Filter(v.(map[string]any))
+	if _, err := f.Parse(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }

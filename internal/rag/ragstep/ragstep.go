@@ -160,14 +160,7 @@ func buildRAGRetrieve(bc *step.BuildContext, s config.StepConfig, d *config.Deco
 	if st.query != "" {
 		step.CheckPlaceholders(d, v.NodeOf("query"), v.PathOf("query"), st.query)
 	}
-	if fn := v.NodeOf("filter"); fn != nil {
-		if m, ok := d.Value(fn, v.PathOf("filter")).(map[string]any); ok {
-			if _, err := rag.Filter(m).Parse(); err != nil {
-				d.Errorf(fn, v.PathOf("filter"), "%v", err).Hint = `a filter is an object of metadata values or operators: {lang: en, year: {$gte: 2020}}`
-			}
-			st.filter = m
-		}
-	}
+	st.filter = config.DecodeFilter(d, v.NodeOf("filter"), v.PathOf("filter"))
 	if p != nil && st.strategy == rag.StrategyVector && p.Config().Embed == nil {
 		d.Errorf(v.NodeOf("strategy"), v.PathOf("strategy"), "pipeline %q has no rag-embed step: it cannot search by vector", p.ID()).Hint =
 			"use strategy keyword or hybrid, or add a rag-embed step to the pipeline"
@@ -203,7 +196,11 @@ func (r *ragRetrieve) Process(ctx context.Context, ex *exchange.Exchange) error 
 	q.MinScore = r.minScore
 	// The step's own filter holds whatever the body asks: the two are ANDed,
 	// so a caller can narrow the step's filter and never widen or replace it.
-	q.Filter = rag.AndFilters(rag.Filter(r.filter), q.Filter)
+	own, err := pipeline.ResolveFilter(r.filter, ex)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.name, err)
+	}
+	q.Filter = rag.AndFilters(own, q.Filter)
 	return r.p.Answer(ctx, ex, q, r.output)
 }
 
