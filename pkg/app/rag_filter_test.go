@@ -10,6 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -190,4 +191,118 @@ mcps:
 	if text, isErr := call(t, cs, "kb", map[string]any{"query": "invoice"}); !isErr || !strings.Contains(text, "principal.claims.tenant") {
 		t.Errorf("token without the claim: %q (isError %v)", text, isErr)
 	}
+}
+
+// A filter written in YAML is checked when the file loads, the error at the
+// member at fault (file:line:col), for a pipeline's and for a workflow step's.
+func TestFilterErrorsInYAML(t *testing.T) {
+	t.Parallel()
+	pipe := func(filter string) string {
+		return "pipelines:\n  - id: p\n    steps:\n      - rag-retrieve:\n          filter:\n" + filter
+	}
+	step := func(filter string) string {
+		return "pipelines:\n  - id: p\nworkflows:\n  - id: w\n    trigger: direct://w\n    steps:\n      - rag-retrieve:\n          pipeline: p\n          filter:\n" + filter
+	}
+	for _, tc := range []struct{ name, src, want string }{
+		{"unknown operator", pipe("            year: {$gte: 2020, $gtx: 3}\n"),
+			`helix.yaml:6:32: pipelines[0].steps[0].rag-retrieve.filter.year.$gtx: unknown operator "$gtx" (known: $eq $ne $gt $gte $lt $lte $in $nin $exists)`},
+		{"list for a range", pipe("            year: {$gte: [2020]}\n"),
+			`helix.yaml:6:20: pipelines[0].steps[0].rag-retrieve.filter.year.$gte: want a string, number or boolean, not a list`},
+		{"$in not a list", step("            tag: {$in: ops}\n"),
+			`helix.yaml:10:19: workflows[0].steps[0].filter.tag.$in: want a list of values, not "ops"`},
+		{"$or of scalars", step("            $or: [a, {team: ops}]\n"),
+			`helix.yaml:10:19: workflows[0].steps[0].filter.$or[0]: want a filter object, not "a"`},
+		{"$ in a field name", pipe("            a.$where: 1\n"),
+			`helix.yaml:6:13: pipelines[0].steps[0].rag-retrieve.filter.a.$where: field name "a.$where" has a part starting with $`},
+		{"unknown placeholder", pipe("            tenant: \"${principal.claims.tenant\"\n"),
+			`unterminated placeholder`},
+		{"bad placeholder root", step("            tenant: \"${caller.tenant}\"\n"),
+			`helix.yaml:10:21: workflows[0].steps[0].filter.tenant: unknown placeholder ${caller.tenant}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := buildErr(tc.src); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("errors:\n%v\nwant %q", err, tc.want)
+			}
+		})
+	}
+	// Placeholders where a list or a boolean goes load (the value comes with
+	// the exchange).
+	if err := buildErr(pipe("            team: {$in: \"${principal.claims.teams}\"}\n            x: {$exists: \"${header.X}\"}\n")); err != nil {
+		t.Errorf("placeholders: %v", err)
+	}
+}
+
+// buildErr loads and builds src, returning the first stage's error.
+func buildErr(src string) error {
+	cfg, err := config.LoadBytes("helix.yaml", []byte(src))
+	if err != nil {
+		return err
+	}
+	_, err = app.Build(cfg, quiet)
+	return err
+}
+
+// A tool call's filter argument that cannot be used is a tool error that says
+// what is wrong where; the filter's operators are in the tool's input schema.
+func TestPipelineToolFilterArgument(t *testing.T) {
+	t.Parallel()
+	a := buildStart(t, `
+helix: {data_dir: "`+t.TempDir()+`"}
+pipelines:
+  - id: kb
+    steps:
+      - rag-retrieve: {strategy: keyword, top_k: 10}
+    output: json
+workflows:
+  - id: add
+    trigger: direct://add
+    steps:
+      - rag-ingest: {pipeline: kb, metadata: {tenant: "${header.Tenant}"}}
+mcps:
+  - id: kb
+    addr: "127.0.0.1:0"
+    expose: [kb]
+`, quiet)
+	tenantDocs(t, a)
+	cs := mcpSession(t, a, "kb")
+	tools, err := cs.ListTools(callCtx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := json.Marshal(tools.Tools[0].InputSchema)
+	for _, op := range []string{"$gte", "$in", "$nin", "$exists", "$or", "$not", "dotted"} {
+		if !strings.Contains(string(schema), op) {
+			t.Errorf("the input schema does not describe %s: %s", op, schema)
+		}
+	}
+	for _, c := range []struct {
+		filter any
+		want   string
+	}{
+		{map[string]any{"year": map[string]any{"$gte": []any{1}}}, "filter.year.$gte: want a string, number or boolean, not a list"},
+		{map[string]any{"tenant": map[string]any{"$regex": ".*"}}, `filter.tenant.$regex: unknown operator "$regex"`},
+		{map[string]any{"$where": "1"}, `filter.$where: unknown operator "$where"`},
+		{"tenant = 'bob' OR 1=1", `want "object"`},
+		{map[string]any{"tenant": map[string]any{"$in": make([]any, 1001)}}, "filter.tenant.$in: more than 1000 values"},
+		{deepFilter(40), "nested more than 16 levels deep"},
+	} {
+		text, isErr := call(t, cs, "kb", map[string]any{"query": "invoice", "filter": c.filter})
+		if !isErr || !strings.Contains(text, c.want) {
+			t.Errorf("filter %.80v: %q (isError %v), want an error with %q", c.filter, text, isErr, c.want)
+		}
+	}
+	// A good filter narrows: lists, operators, and $not.
+	text, isErr := call(t, cs, "kb", map[string]any{"query": "invoice", "filter": map[string]any{"$not": map[string]any{"tenant": map[string]any{"$in": []any{"bob"}}}}})
+	if got := docIDs(t, text); isErr || !slices.Equal(got, []string{"a1", "a2"}) {
+		t.Errorf("$not $in: %v %v", got, isErr)
+	}
+}
+
+// deepFilter is {"$not": {"$not": … {"a": 1}}}, depth levels.
+func deepFilter(depth int) map[string]any {
+	f := map[string]any{"a": 1}
+	for range depth {
+		f = map[string]any{"$not": f}
+	}
+	return f
 }
