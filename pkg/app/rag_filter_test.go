@@ -10,6 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/agent/agenttest"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/pkg/app"
 	"github.com/arvenza/helix/pkg/exchange"
@@ -305,4 +306,49 @@ func deepFilter(depth int) map[string]any {
 		f = map[string]any{"$not": f}
 	}
 	return f
+}
+
+// An agent called through MCP gives its pipeline tool the caller it acts for:
+// the model's filter argument asks for bob's tenant, and alice's agent call
+// still finds only alice's documents.
+func TestAgentPipelineToolKeepsTheCallersTenant(t *testing.T) {
+	t.Parallel()
+	fake := agenttest.NewOpenAIFunc(t, func(req agenttest.Request) agenttest.Reply {
+		if len(req.ToolResults) == 0 {
+			return agenttest.Reply{Calls: []agenttest.Call{{ID: "c1", Name: "kb", Args: `{"query":"invoice","filter":{"$or":[{"tenant":"bob"},{"tenant":"alice"}]}}`}}}
+		}
+		return agenttest.Reply{Text: req.ToolResults[0].Text}
+	})
+	a := buildStart(t, agentYAML(`
+helix: {data_dir: "`+t.TempDir()+`"}
+pipelines:
+  - id: kb
+    steps:
+      - rag-retrieve: {strategy: keyword, top_k: 10, filter: {tenant: "${principal.name}"}}
+    output: json
+workflows:
+  - id: add
+    trigger: direct://add
+    steps:
+      - rag-ingest: {pipeline: kb, metadata: {tenant: "${header.Tenant}"}}
+agents:
+  - id: helper
+    model: {provider: openai, model: gpt-4o, api_key: k, base_url: FAKE_URL}
+    tools: [{name: kb, type: pipeline}]
+mcps:
+  - id: tools
+    addr: 127.0.0.1:0
+    api_keys: [{key: key-alice, name: alice}]
+    expose: [helper]
+`, fake), quiet)
+	tenantDocs(t, a)
+	cs, err := sdkSession(t, serverURL(t, a, "tools")+"/mcp", http.Header{"Authorization": {"Bearer key-alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	text, isErr := call(t, cs, "helper", map[string]any{"message": "my invoices?"})
+	if got := docIDs(t, text); isErr || !slices.Equal(got, []string{"a1", "a2"}) {
+		t.Errorf("agent's pipeline tool: %v (isError %v): %s", got, isErr, text)
+	}
 }
