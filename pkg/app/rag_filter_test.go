@@ -352,3 +352,59 @@ mcps:
 		t.Errorf("agent's pipeline tool: %v (isError %v): %s", got, isErr, text)
 	}
 }
+
+// A workflow's rag-retrieve filter with a placeholder is resolved per
+// exchange and ANDed with the body's filter; a missing value fails the step.
+func TestRetrieveStepFilterPlaceholders(t *testing.T) {
+	t.Parallel()
+	a := buildStart(t, `
+helix: {data_dir: "`+t.TempDir()+`"}
+pipelines:
+  - id: kb
+    steps:
+      - rag-retrieve: {strategy: keyword, top_k: 10}
+workflows:
+  - id: add
+    trigger: direct://add
+    steps:
+      - rag-ingest: {pipeline: kb, metadata: {tenant: "${header.Tenant}"}}
+  - id: ask
+    trigger: direct://ask
+    steps:
+      - rag-retrieve: {pipeline: kb, output: json, filter: {tenant: "${header.Tenant}"}}
+`, quiet)
+	tenantDocs(t, a)
+	ask := func(tenant string, body any) (*exchange.Exchange, error) {
+		ex := exchange.NewWithBody(exchange.InOut, body)
+		if tenant != "" {
+			ex.In().SetHeader("Tenant", tenant)
+		}
+		return ex, a.Context().Send(callCtx(t), "direct://ask", ex)
+	}
+	for _, c := range []struct {
+		body any
+		want []string
+	}{
+		{map[string]any{"query": "invoice"}, []string{"a1", "a2"}},
+		{map[string]any{"query": "invoice", "filter": map[string]any{"tenant": "bob"}}, nil},
+		{map[string]any{"query": "invoice", "filter": map[string]any{"$or": []any{map[string]any{"tenant": "bob"}, map[string]any{"tenant": "alice"}}}}, []string{"a1", "a2"}},
+	} {
+		ex, err := ask("alice", c.body)
+		if err != nil {
+			t.Fatalf("%v: %v", c.body, err)
+		}
+		b, _ := json.Marshal(ex.In().Body())
+		if got := docIDs(t, string(b)); !slices.Equal(got, c.want) {
+			t.Errorf("%v: %v, want %v", c.body, got, c.want)
+		}
+	}
+	if _, err := ask("", map[string]any{"query": "invoice"}); err == nil || !strings.Contains(err.Error(), "filter.tenant: ${header.Tenant} is empty") {
+		t.Errorf("without the header: %v", err)
+	}
+	// rag-ingest's metadata placeholder fails closed too: nothing is stored
+	// without a tenant.
+	ex := exchange.NewWithBody(exchange.InOut, map[string]any{"id": "x", "text": "an invoice without a tenant"})
+	if err := a.Context().Send(callCtx(t), "direct://add", ex); err == nil || !strings.Contains(err.Error(), "metadata.tenant: ${header.Tenant} is empty") {
+		t.Errorf("ingest without the header: %v", err)
+	}
+}
