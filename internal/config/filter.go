@@ -6,7 +6,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
 )
@@ -14,8 +13,16 @@ import (
 // FilterHint is the hint of an invalid metadata filter.
 const FilterHint = `a filter is an object of metadata values or operators: {lang: en, year: {$gte: 2020}, tags: {$in: [a, b]}}; see docs/rag.md "Filters"`
 
+// FilterCheck validates a metadata filter as the RAG module reads it
+// (rag.Filter.Parse), returning where it is wrong ("filter.year.$gte", rooted
+// at "filter") and what is; "" and "" for a valid one. The RAG module sets it
+// (internal/rag/ragstep), so that this package imports no module; while it is
+// nil, DecodeFilter checks placeholders only and the filter is checked when
+// it is used.
+var FilterCheck func(filter map[string]any) (path, msg string)
+
 // DecodeFilter reads the metadata filter written at n (a rag-retrieve step's
-// filter:) and checks it as rag.Filter.Parse will, with its ${…}
+// filter:) and checks it with FilterCheck, with its ${…}
 // placeholders standing for values: an unknown operator, a bad shape or an
 // unknown placeholder is an error at the position of the member at fault
 // (file:line:col). It returns the filter as written (placeholders
@@ -33,15 +40,12 @@ func DecodeFilter(d *Decoder, n *yaml.Node, path string) map[string]any {
 	if bad {
 		return nil
 	}
-	if _, err := rag.Filter(probeFilter(m, "").(map[string]any)).Parse(); err != nil {
-		at, atPath := n, path
-		msg := err.Error()
-		if fe, ok := err.(*rag.FilterError); ok {
-			rel := strings.TrimPrefix(fe.Path, "filter")
-			at, atPath = filterNode(d.Resolve(n), rel), path+rel
-			msg = fe.Msg
-		}
-		d.Errorf(at, atPath, "%s", msg).Hint = FilterHint
+	if FilterCheck == nil {
+		return m
+	}
+	if where, msg := FilterCheck(probeFilter(m, "").(map[string]any)); msg != "" {
+		rel := strings.TrimPrefix(where, "filter")
+		d.Errorf(filterNode(d.Resolve(n), rel), path+rel, "%s", msg).Hint = FilterHint
 		return nil
 	}
 	return m
@@ -58,9 +62,9 @@ func probeFilter(v any, op string) any {
 			return t
 		}
 		switch op {
-		case rag.OpIn, rag.OpNin:
+		case "$in", "$nin":
 			return []any{"placeholder"}
-		case rag.OpExists:
+		case "$exists":
 			return true
 		}
 		return "placeholder"

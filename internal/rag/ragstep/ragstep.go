@@ -7,6 +7,7 @@ package ragstep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -47,6 +48,19 @@ func ragRetrieveStepShape() config.Shape {
 }
 
 func init() {
+	// Filters written in YAML are checked when the file loads, each error at
+	// the member at fault.
+	config.FilterCheck = func(m map[string]any) (string, string) {
+		_, err := rag.Filter(m).Parse()
+		var fe *rag.FilterError
+		switch {
+		case err == nil:
+			return "", ""
+		case errors.As(err, &fe):
+			return fe.Path, fe.Msg
+		}
+		return "filter", err.Error()
+	}
 	retrieveShape := ragRetrieveStepShape()
 	retrieveShape.Keys = append(retrieveShape.Keys,
 		config.Key{Name: "query", Shape: config.Shape{Type: config.TypeString,
