@@ -124,14 +124,6 @@ func metadataOf(v any, depth int) (any, bool) {
 	return nil, false
 }
 
-func isScalar(v any) bool {
-	switch v.(type) {
-	case string, bool, float64, json.Number, int, int64:
-		return true
-	}
-	return false
-}
-
 func scalarString(v any) (string, bool) {
 	switch v := v.(type) {
 	case string:
