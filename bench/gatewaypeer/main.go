@@ -7,9 +7,11 @@
 // tools/call fast path off, so that every call is relayed by decoding through
 // the go-sdk client session. The benchmark script runs it where a helix
 // binary that serves gateway YAML is not at hand (BENCHMARKS.md says which
-// figures come from it).
+// figures come from it). -h1=false sends the fast relay's upstream calls
+// through net/http's transport instead of Helix's own HTTP/1.1 loop (the A/B
+// of that loop in one binary).
 //
-//	gatewaypeer -addr 127.0.0.1:3111 -upstream http://127.0.0.1:3102/mcp [-fast=false]
+//	gatewaypeer -addr 127.0.0.1:3111 -upstream http://127.0.0.1:3102/mcp [-fast=false] [-h1=false]
 package main
 
 import (
@@ -29,6 +31,7 @@ import (
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/internal/gateway/h1"
 	"github.com/arvenza/helix/internal/gateway/upstream"
 	"github.com/arvenza/helix/pkg/engine"
 )
@@ -38,6 +41,7 @@ func main() {
 	upURL := flag.String("upstream", "", "the upstream's Streamable HTTP endpoint")
 	fast := flag.Bool("fast", true, "the server's tools/call fast path, and with it the fast relay (false: every call decoded through the go-sdk client session)")
 	debug := flag.String("debug", "", "address of /debug/pprof/ (none when empty)")
+	ownLoop := flag.Bool("h1", true, "the fast relay's upstream calls on Helix's own HTTP/1.1 loop, as pkg/app sets it up (false: net/http's transport)")
 	flag.Parse()
 	if *debug != "" {
 		mux := http.NewServeMux()
@@ -49,13 +53,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *upURL, *fast); err != nil {
+	if err := run(ctx, *addr, *upURL, *fast, *ownLoop); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewaypeer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, addr, upURL string, fast bool) error {
+func run(ctx context.Context, addr, upURL string, fast, ownLoop bool) error {
 	if upURL == "" {
 		return fmt.Errorf("-upstream is required")
 	}
@@ -67,7 +71,10 @@ func run(ctx context.Context, addr, upURL string, fast bool) error {
 		Upstreams: []config.UpstreamConfig{{ID: "up", URL: upURL, Prefix: &empty}},
 		NewPool:   upstream.Factory(logger),
 		HTTPClient: func(config.UpstreamConfig) (*http.Client, error) {
-			c, _, err := mcpclient.NewAuthHTTPClient(nil, nil)
+			c, base, err := mcpclient.NewAuthHTTPClient(nil, nil)
+			if err == nil && ownLoop {
+				h1.Register(base)
+			}
 			return c, err
 		}})
 	if err != nil {

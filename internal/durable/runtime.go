@@ -112,10 +112,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		if err != nil {
 			return nil, fmt.Errorf("durable store: %w", err)
 		}
-		cfg.DatabaseURL = "sqlite:" + path
+		// Both connections wait for SQLite's write lock instead of failing:
+		// a step whose checkpoint cannot be written fails its run, and on a
+		// busy disk (fsyncs of other processes) a lock can be held for
+		// seconds. DBOS keeps a busy_timeout the URL names.
+		cfg.DatabaseURL = "sqlite:file:" + path + "?_pragma=busy_timeout(" + sqliteBusyMillis + ")"
 		// One process owns an embedded store: its runs are always its own.
 		cfg.ExecutorID = "local"
-		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout("+sqliteBusyMillis+")&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
 		if err != nil {
 			return nil, fmt.Errorf("durable store %s: %w", path, err)
 		}
@@ -237,6 +241,10 @@ func (rt *Runtime) OnPark(f func(Run)) {
 // DBOS returns the runtime's DBOS context, for the parts that start DBOS
 // workflows of their own (registered through Extend).
 func (rt *Runtime) DBOS() dbos.Context { return rt.dctx }
+
+// sqliteBusyMillis is how long a write to the embedded durable store waits
+// for another connection's write to finish.
+const sqliteBusyMillis = "60000"
 
 // Launch starts running: the runs a crash left pending are recovered now, on
 // the workflows of ec.

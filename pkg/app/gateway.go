@@ -11,6 +11,7 @@ import (
 	"github.com/arvenza/helix/internal/gateway"
 	"github.com/arvenza/helix/internal/gateway/audit"
 	"github.com/arvenza/helix/internal/gateway/creds"
+	"github.com/arvenza/helix/internal/gateway/h1"
 	"github.com/arvenza/helix/internal/gateway/policy"
 	"github.com/arvenza/helix/internal/gateway/upstream"
 	"github.com/arvenza/helix/internal/management"
@@ -102,7 +103,12 @@ func (a *App) buildGateway(opts *mcpserver.Options, s config.MCPServerConfig) {
 			for k, v := range u.Headers {
 				h.Set(k, v)
 			}
-			c, _, err := mcpclient.NewAuthHTTPClient(h, auths[u.ID])
+			c, base, err := mcpclient.NewAuthHTTPClient(h, auths[u.ID])
+			if err == nil {
+				// The fast relay's calls to an http upstream go through Helix's
+				// own HTTP/1.1 loop, under the same headers, auth and tracking.
+				h1.Register(base)
+			}
 			return c, err
 		},
 		Scrub: func(u config.UpstreamConfig, sent http.Header, err error) error {

@@ -66,6 +66,7 @@ type Harness struct {
 	exited      chan struct{}
 	incarnation int
 	logs        bytes.Buffer
+	dumped      bool // Dump was called
 }
 
 // workflowYAML is the durable workflow under test: steps of its own (a
@@ -119,7 +120,11 @@ func NewHarness(t *testing.T) *Harness {
 	t.Cleanup(func() {
 		h.Kill()
 		if t.Failed() {
-			t.Logf("helix output (last incarnations):\n%s", tail(h.logs.String(), 8000))
+			n := 8000
+			if h.dumped {
+				n = 120000 // the stuck incarnation's goroutines
+			}
+			t.Logf("helix output (last incarnations):\n%s", tail(h.logs.String(), n))
 		}
 	})
 	return h
@@ -179,6 +184,27 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.h.mu.Lock()
 	defer w.h.mu.Unlock()
 	return w.h.logs.Write(p)
+}
+
+// Dump makes the running incarnation print its goroutines (SIGQUIT: the Go
+// runtime writes every stack to stderr and exits) into the logs the test
+// shows when it fails.
+func (h *Harness) Dump() {
+	h.mu.Lock()
+	cmd, exited := h.cmd, h.exited
+	h.cmd = nil
+	h.dumped = true
+	h.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
 }
 
 // Kill kills the running incarnation with SIGKILL and waits for it to end.

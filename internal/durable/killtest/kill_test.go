@@ -14,6 +14,10 @@ import (
 const (
 	runs    = 100
 	workers = 8
+	// stallBound is how long an incarnation may go without answering an
+	// order before the test calls it stuck (a -race build on a loaded machine
+	// starts in a few seconds).
+	stallBound = 45 * time.Second
 )
 
 // Under load, the helix process is killed (SIGKILL) at random points and
@@ -86,7 +90,15 @@ loop:
 			// Each incarnation answers at least one order before the next
 			// kill (a slow start, such as a -race build's, would otherwise
 			// never get to run anything).
+			stalled := time.Now().Add(stallBound)
 			for before := done.Load(); done.Load() == before && done.Load() < runs; {
+				if time.Now().After(stalled) {
+					// An incarnation that answers nothing for this long is
+					// stuck, not slow: its goroutines say where.
+					h.Dump()
+					t.Fatalf("an incarnation answered no order in %v (after %d kills); its goroutines are in the output below; runs not completed: %s",
+						stallBound, kills, h.Unfinished())
+				}
 				select {
 				case <-finished:
 				case <-time.After(5 * time.Millisecond):

@@ -41,10 +41,21 @@ func cannedUpstream(b *testing.B) string {
 	return ts.URL
 }
 
-// BenchmarkFastRelay is one tools/call through the fast relay.
-func BenchmarkFastRelay(b *testing.B) {
+// BenchmarkFastRelay is one tools/call through the fast relay (its upstream
+// side on Helix's own HTTP/1.1 loop, h1).
+func BenchmarkFastRelay(b *testing.B) { benchFastRelay(b, New(Options{})) }
+
+// BenchmarkFastRelayNetHTTP is the same with the upstream side on net/http's
+// transport, as before the loop.
+func BenchmarkFastRelayNetHTTP(b *testing.B) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 256
+	b.Cleanup(tr.CloseIdleConnections)
+	benchFastRelay(b, New(Options{Client: &http.Client{Transport: tr}}))
+}
+
+func benchFastRelay(b *testing.B, relay *Relay) {
 	url := cannedUpstream(b)
-	relay := New(Options{})
 	up := &Upstream{URL: url, SessionID: "canned", ProtocolVersion: "2025-06-18"}
 	args := json.RawMessage(`{"text":"hello"}`)
 	ctx := context.Background()

@@ -34,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/arvenza/helix/internal/gateway/h1"
 	"github.com/arvenza/helix/internal/plainjson"
 )
 
@@ -110,12 +111,14 @@ func New(o Options) *Relay {
 }
 
 // NewClient returns an HTTP client for upstream calls: keep-alive connections,
-// pooled per host deep enough that concurrent calls do not dial for each.
+// pooled per host deep enough that concurrent calls do not dial for each, and
+// the relay's http requests sent by Helix's own HTTP/1.1 loop (h1).
 func NewClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 1024
 	tr.MaxIdleConnsPerHost = 256
 	tr.IdleConnTimeout = 90 * time.Second
+	h1.Register(tr)
 	return &http.Client{Transport: tr}
 }
 
@@ -204,7 +207,9 @@ var (
 
 // post sends one message to the upstream session.
 func (r *Relay) post(ctx context.Context, up *Upstream, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, up.URL, bytes.NewReader(body))
+	// h1.Use: where the client's transport has Helix's own HTTP/1.1 loop
+	// (h1.Register), it sends this request in this goroutine.
+	req, err := http.NewRequestWithContext(h1.Use(ctx), http.MethodPost, up.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("upstream request: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/arvenza/helix/internal/gateway/h1"
 )
 
 func testCtx(t testing.TB) context.Context {
@@ -281,12 +283,26 @@ func TestRelayRefusesBadAnswers(t *testing.T) {
 		{"bad request", &scriptedUpstream{status: http.StatusBadRequest}, "HTTP 400", true},
 		{"server error", &scriptedUpstream{status: http.StatusBadGateway}, "HTTP 502", false},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := New(Options{MaxMessageBytes: 1024}).CallTool(testCtx(t), serve(t, c.u), "t", nil)
-			if err == nil || !strings.Contains(err.Error(), c.want) || errors.Is(err, ErrNotRun) != c.notRun || strings.Contains(err.Error(), "secret") {
-				t.Fatalf("error %v; want one saying %q (not run: %v)", err, c.want, c.notRun)
-			}
-		})
+		// The same refusal whether the call goes through Helix's own HTTP/1.1
+		// loop (h1) or net/http's transport.
+		for _, loop := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/h1=%v", c.name, loop), func(t *testing.T) {
+				tr := &http.Transport{}
+				defer tr.CloseIdleConnections()
+				var l *h1.Loop
+				if loop {
+					l = h1.Register(tr)
+					defer l.Close()
+				}
+				_, err := New(Options{MaxMessageBytes: 1024, Client: &http.Client{Transport: tr}}).CallTool(testCtx(t), serve(t, c.u), "t", nil)
+				if err == nil || !strings.Contains(err.Error(), c.want) || errors.Is(err, ErrNotRun) != c.notRun || strings.Contains(err.Error(), "secret") {
+					t.Fatalf("error %v; want one saying %q (not run: %v)", err, c.want, c.notRun)
+				}
+				if loop && l.Sent() == 0 {
+					t.Fatal("the call did not go through the loop")
+				}
+			})
+		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -103,6 +103,9 @@ func TestFastRouteThroughThePool(t *testing.T) {
 	if _, _, ok := p.FastRoute(first); ok {
 		t.Error("a session the pool gave up still has a fast route")
 	}
+	if n := p.loop.Sent(); n != 3 {
+		t.Errorf("the pool's HTTP/1.1 loop sent %d of the 3 fast calls", n)
+	}
 
 	sp := newPool(t, stdioConfig(""))
 	s, err := sp.Session(context.Background(), gateway.SessionKey{}, nil)
@@ -111,5 +114,37 @@ func TestFastRouteThroughThePool(t *testing.T) {
 	}
 	if _, _, ok := sp.FastRoute(s); ok {
 		t.Error("a stdio session has a fast route")
+	}
+}
+
+// TestFastCallDroppedAfterWritingIsNotSentAgain: a fast call whose connection
+// the upstream closes after reading it (no answer) may have run: Call does not
+// send it again, on the pool's HTTP/1.1 loop as on net/http's transport.
+func TestFastCallDroppedAfterWritingIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	ts := httpUpstream(t, testServer("http", []string{"2025-11-25", "2025-06-18"}, nil), func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rpcMethod(r) == "tools/call" && calls.Add(1) > 1 {
+				c, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					c.Close()
+				}
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	p := newPool(t, config.UpstreamConfig{ID: "up", URL: ts.URL, Health: config.HealthConfig{Interval: -1}})
+	relay := fastrelay.New(fastrelay.Options{})
+	key := gateway.SessionKey{Downstream: "d1"}
+	if _, err := fastCall(context.Background(), p, key, relay, "one"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fastCall(context.Background(), p, key, relay, "two"); err == nil {
+		t.Fatal("a call the upstream dropped unanswered succeeded")
+	}
+	if n := calls.Load(); n != 2 || p.loop.Sent() != 2 {
+		t.Errorf("the upstream read %d calls (loop sent %d); want 2: the dropped one is not sent again", n, p.loop.Sent())
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/arvenza/helix/internal/component/mcp/client"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/gateway"
+	"github.com/arvenza/helix/internal/gateway/h1"
 	"github.com/arvenza/helix/internal/redact"
 )
 
@@ -113,6 +114,7 @@ type Pool struct {
 	httpc       *http.Client
 	auth        *client.AuthConfig
 	base        *http.Transport // its idle connections are closed with the pool
+	loop        *h1.Loop        // base's loop for the fast relay, when the pool made base
 	onReopen    func(gateway.SessionKey, *sdk.ClientSession)
 	idleTimeout time.Duration
 	maxSessions int
@@ -200,6 +202,7 @@ func New(cfg config.UpstreamConfig, auth *client.AuthConfig, logger *slog.Logger
 				return nil, fmt.Errorf("upstream %s: %w", where, err)
 			}
 			p.httpc, p.base, base = httpc, own, own
+			p.loop = h1.Register(own) // the fast relay's calls (FastRoute)
 		} else {
 			c := *p.httpc // the caller's client stays as it was
 			p.httpc = &c
@@ -602,6 +605,9 @@ func (p *Pool) Close(ctx context.Context) error {
 			if ep.probe != nil {
 				_ = ep.probe.Close()
 			}
+		}
+		if p.loop != nil {
+			p.loop.Close()
 		}
 		if p.base != nil {
 			p.base.CloseIdleConnections()
