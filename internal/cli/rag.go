@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/arvenza/helix/internal/config"
+	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/pipeline"
 	"github.com/arvenza/helix/internal/rag/store/embedded"
 	"github.com/arvenza/helix/pkg/app"
@@ -115,7 +117,7 @@ func rateNote(res pipeline.Result) string {
 
 func newRAGQueryCmd() *cobra.Command {
 	var topK int
-	var strategy, output string
+	var strategy, output, filter string
 	cmd := &cobra.Command{
 		Use:   `query FILE... PIPELINE "QUERY"`,
 		Short: "Query a pipeline's store and print the passages found",
@@ -128,12 +130,16 @@ output (text: numbered sources; json), or in --output.`,
 			if output != "" && output != pipeline.OutputText && output != pipeline.OutputJSON {
 				return configError(fmt.Errorf("--output %q: use text or json", output))
 			}
+			f, err := parseFilterFlag(filter)
+			if err != nil {
+				return configError(err)
+			}
 			p, stop, err := openPipeline(cmd, files, id)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			hits, err := p.Query(cmd.Context(), pipeline.Query{Text: text, TopK: topK, Strategy: strategy})
+			hits, err := p.Query(cmd.Context(), pipeline.Query{Text: text, TopK: topK, Strategy: strategy, Filter: f})
 			if err != nil {
 				return runtimeError(err)
 			}
@@ -161,7 +167,34 @@ output (text: numbered sources; json), or in --output.`,
 	cmd.Flags().IntVar(&topK, "top-k", 0, "passages to return (default: the pipeline's top_k)")
 	cmd.Flags().StringVar(&strategy, "strategy", "", "vector, keyword or hybrid (default: the pipeline's)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "text or json (default: the pipeline's output)")
+	cmd.Flags().StringVar(&filter, "filter", "", `a metadata filter as JSON, ANDed with the pipeline's own ('{"lang": "en", "year": {"$gte": 2023}}')`)
 	return cmd
+}
+
+// parseFilterFlag reads --filter: a JSON object, checked as a tool's filter
+// argument is.
+func parseFilterFlag(s string) (rag.Filter, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil || d.More() {
+		if err == nil {
+			err = errors.New("more than one JSON value")
+		}
+		return nil, fmt.Errorf(`--filter is not JSON (%v): write an object such as '{"lang": "en"}'`, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New(`--filter must be a JSON object, such as '{"lang": "en", "year": {"$gte": 2023}}'`)
+	}
+	f := rag.Filter(m)
+	if _, err := f.Parse(); err != nil {
+		return nil, fmt.Errorf("--filter: %w", err)
+	}
+	return f, nil
 }
 
 // openPipeline loads files and opens pipeline id's parts (store, embedder); stop

@@ -136,7 +136,12 @@ type RetrieveConfig struct {
 	// error); MaxResultBytes bounds a query's results in bytes.
 	MaxTopK        int
 	MaxResultBytes int
-	Pos            Pos
+	// Filter is the pipeline's own metadata filter as written (placeholders
+	// unresolved; checked by DecodeFilter, read by rag.Filter): every query is
+	// ANDed with it, so a caller's filter narrows it and never widens it.
+	// nil: none.
+	Filter map[string]any
+	Pos    Pos
 }
 
 var (
@@ -179,6 +184,8 @@ var (
 			Description: "The largest top_k a query may ask for: a larger one is refused with an error that names this limit."}},
 		{Name: "max_result_bytes", Shape: Shape{Type: TypeInt, Min: Bound(1), Default: DefaultRetrieveMaxResultBytes,
 			Description: "Bytes a query's results may hold (texts, titles, headings, metadata): the passage that crosses it is cut, with a note, and the rest left out."}},
+		{Name: "filter", Shape: Shape{Type: TypeMap,
+			Description: "A metadata filter every query is ANDed with ({tenant: \"${principal.claims.tenant}\"}): a caller's filter narrows it, never widens it. Operators $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $not; ${…} placeholders resolved per query, and one that is empty fails the query."}},
 	}}
 
 	pipelineStepShape = Shape{Type: TypeObject, What: "a pipeline step",
@@ -349,6 +356,7 @@ func decodePipelineSteps(d *Decoder, pl *PipelineConfig, v *Values) {
 			if s != nil {
 				r.Strategy, r.TopK, r.MinScore, r.Candidates = s.String("strategy"), s.Int("top_k"), s.Float("min_score"), s.Int("candidates")
 				r.MaxTopK, r.MaxResultBytes = s.Int("max_top_k"), s.Int("max_result_bytes")
+				r.Filter = DecodeFilter(d, s.NodeOf("filter"), s.PathOf("filter"))
 				if r.TopK > r.MaxTopK {
 					at, p := s.NodeOf("top_k"), s.PathOf("top_k")
 					d.Errorf(at, p, "top_k %d is more than max_top_k %d", r.TopK, r.MaxTopK).Hint = "lower top_k, or raise max_top_k"

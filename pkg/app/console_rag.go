@@ -56,11 +56,11 @@ func (s ragSource) Count(ctx context.Context, id string) (rag.Stats, error) {
 	return p.StoreStats(ctx)
 }
 
-func (s ragSource) Arms(ctx context.Context, id, query string, k int) (rag.Arms, bool, error) {
+func (s ragSource) Arms(ctx context.Context, id, query string, k int, f rag.Filter) (rag.Arms, bool, error) {
 	p, ok := s.a.pipelineByID[id]
 	if !ok {
 		return rag.Arms{}, false, nil
 	}
-	arms, err := p.Arms(ctx, query, k)
+	arms, err := p.Arms(ctx, query, k, f)
 	return arms, true, err
 }

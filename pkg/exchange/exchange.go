@@ -47,6 +47,13 @@ const (
 	HeaderMcpServerName = "HelixMcpServerName"
 	HeaderMcpIsError    = "HelixMcpIsError"
 
+	// HeaderPrincipal is who the exchange runs for, as the MCP server's security
+	// stack authenticated the tools/call: a map with "id", "name", "subject",
+	// "issuer", "roles", "scopes" and "claims" (the token's claims; never the
+	// token). Placeholders read it as ${principal.subject},
+	// ${principal.claims.tenant}. Reserved: no trigger takes it from outside.
+	HeaderPrincipal = "HelixPrincipal"
+
 	// The engine's own headers: error handlers, redelivery, aggregation.
 	HeaderExceptionMessage = "HelixExceptionMessage"
 	HeaderFailedStep       = "HelixFailedStep"

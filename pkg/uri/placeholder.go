@@ -14,7 +14,8 @@ import (
 func HasPlaceholders(s string) bool { return strings.Contains(s, "${") }
 
 // Expand resolves ${body}, ${body.x.y}, ${payload.x}, ${header.X}, ${headers.X},
-// ${variable.x}, ${env:NAME} and ${env:NAME:-default} (see [Env]) in s against ex
+// ${variable.x}, ${principal.x} (who the exchange runs for: exchange.HeaderPrincipal),
+// ${env:NAME} and ${env:NAME:-default} (see [Env]) in s against ex
 // (ex may be nil: only env then).
 // A missing field expands to ""; a missing env variable is an error naming it; an
 // unterminated placeholder is an error.
@@ -285,21 +286,45 @@ func Lookup(expr string, ex *exchange.Exchange) (string, error) {
 	if spec, ok := strings.CutPrefix(expr, "env:"); ok {
 		return Env(spec)
 	}
+	v, err := LookupValue(expr, ex)
+	if err != nil {
+		return "", err
+	}
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	return exchange.Stringify(v), nil
+}
+
+// LookupValue resolves one placeholder expression like [Lookup] but returns
+// the value as the exchange holds it (a number, a list, a map …) rather than
+// as text: nil for a missing field, a string for ${env:…}, ${exchangeId} and
+// ${exception}.
+func LookupValue(expr string, ex *exchange.Exchange) (any, error) {
+	expr = strings.TrimSpace(expr)
+	if spec, ok := strings.CutPrefix(expr, "env:"); ok {
+		return Env(spec)
+	}
 	if ex == nil {
-		return "", fmt.Errorf("placeholder ${%s} needs an exchange; only ${env:NAME} can be resolved here", expr)
+		return nil, fmt.Errorf("placeholder ${%s} needs an exchange; only ${env:NAME} can be resolved here", expr)
 	}
 	root, path, _ := strings.Cut(expr, ".")
 	switch root {
 	case "body", "payload":
-		return exchange.Stringify(walk(ex.In().Body(), path)), nil
+		return walk(ex.In().Body(), path), nil
 	case "header", "headers", "in.header", "in.headers":
 		if path == "" {
-			return exchange.Stringify(ex.In().Headers()), nil
+			return ex.In().Headers(), nil
 		}
-		return ex.In().HeaderString(path), nil
+		return ex.In().Header(path), nil
 	case "variable", "variables", "var":
 		name, rest, _ := strings.Cut(path, ".")
-		return exchange.Stringify(walk(ex.Variable(name), rest)), nil
+		return walk(ex.Variable(name), rest), nil
+	case "principal":
+		// Who the exchange runs for (exchange.HeaderPrincipal): set by the MCP
+		// server from the caller's verified credential, absent for anonymous
+		// calls.
+		return walk(ex.In().Header(exchange.HeaderPrincipal), path), nil
 	case "exchangeId":
 		return ex.ID(), nil
 	case "exception":
@@ -308,7 +333,7 @@ func Lookup(expr string, ex *exchange.Exchange) (string, error) {
 		}
 		return "", nil
 	}
-	return "", fmt.Errorf("unknown placeholder ${%s}: use ${body}, ${body.field}, ${header.Name}, ${variable.name} or ${env:NAME}", expr)
+	return nil, fmt.Errorf("unknown placeholder ${%s}: use ${body}, ${body.field}, ${header.Name}, ${variable.name}, ${principal.subject} or ${env:NAME}", expr)
 }
 
 // walk follows a dotted path into JSON-like data; a JSON text body is decoded first.

@@ -11,6 +11,7 @@ package ragpage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -29,6 +30,8 @@ import (
 const (
 	// MaxQueryBytes is the longest query the playground runs.
 	MaxQueryBytes = 1000
+	// MaxFilterBytes is the longest metadata filter (JSON) it takes.
+	MaxFilterBytes = 4000
 	// MaxK is the most passages shown per ranking.
 	MaxK = 50
 	// DefaultK is the passages per ranking when the form does not say.
@@ -71,8 +74,10 @@ type Source interface {
 	// Count asks pipeline id's store what it holds.
 	Count(ctx context.Context, id string) (rag.Stats, error)
 	// Arms runs pipeline id's retrieval for query taken apart into its arms,
-	// k passages per ranking. ok is false when there is no such pipeline.
-	Arms(ctx context.Context, id, query string, k int) (arms rag.Arms, ok bool, err error)
+	// k passages per ranking, with metadata filter f (nil: none; the
+	// pipeline's own filter applies besides). ok is false when there is no
+	// such pipeline.
+	Arms(ctx context.Context, id, query string, k int, f rag.Filter) (arms rag.Arms, ok bool, err error)
 }
 
 // New returns the page.
@@ -158,6 +163,8 @@ type playData struct {
 	K          int
 	MaxK       int
 	MaxQuery   int
+	Filter     string // the metadata filter as typed (JSON)
+	MaxFilter  int
 	Ran        bool
 	Error      string
 	Columns    []column
@@ -193,6 +200,12 @@ func (h *handler) playground(w http.ResponseWriter, r *http.Request) {
 	}
 	text := q.Get("q")
 	d.Query = text
+	d.Filter, d.MaxFilter = q.Get("filter"), MaxFilterBytes
+	f, ferr := parseFilter(d.Filter)
+	if ferr != "" {
+		d.Filter = console.Clip(strings.ToValidUTF8(d.Filter, "\uFFFD"), MaxFilterBytes)
+		fail(http.StatusBadRequest, ferr)
+	}
 	if s := q.Get("k"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxK {
@@ -212,7 +225,7 @@ func (h *handler) playground(w http.ResponseWriter, r *http.Request) {
 	case strings.TrimSpace(text) != "":
 		ctx, cancel := context.WithTimeout(r.Context(), QueryTimeout)
 		began := time.Now()
-		arms, _, err := h.src.Arms(ctx, p.ID, text, d.K)
+		arms, _, err := h.src.Arms(ctx, p.ID, text, d.K, f)
 		cancel()
 		d.Took = time.Since(began)
 		switch {
@@ -307,4 +320,30 @@ func (h *handler) count(ctx context.Context, p *Pipeline) {
 		return
 	}
 	p.Documents, p.Chunks = st.Documents, st.Chunks
+}
+
+// parseFilter reads the playground's filter field: empty, or a JSON object
+// checked as a tool's filter argument is. The message says what is wrong.
+func parseFilter(s string) (rag.Filter, string) {
+	if strings.TrimSpace(s) == "" {
+		return nil, ""
+	}
+	if len(s) > MaxFilterBytes {
+		return nil, fmt.Sprintf("the filter is %d bytes: the playground takes filters of at most %d bytes", len(s), MaxFilterBytes)
+	}
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil || d.More() {
+		return nil, `the filter is not JSON: write an object such as {"lang": "en", "year": {"$gte": 2023}}`
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, `the filter must be a JSON object, such as {"lang": "en", "year": {"$gte": 2023}}`
+	}
+	f := rag.Filter(m)
+	if _, err := f.Parse(); err != nil {
+		return nil, "the filter cannot be used: " + err.Error()
+	}
+	return f, ""
 }

@@ -26,6 +26,7 @@ type fakeSource struct {
 	mu       sync.Mutex
 	asked    []string
 	k        int
+	filter   rag.Filter
 	deadline time.Duration
 }
 
@@ -38,11 +39,11 @@ func (f *fakeSource) Count(_ context.Context, id string) (rag.Stats, error) {
 	return rag.Stats{Documents: 3, Chunks: 7}, nil
 }
 
-func (f *fakeSource) Arms(ctx context.Context, id, query string, k int) (rag.Arms, bool, error) {
+func (f *fakeSource) Arms(ctx context.Context, id, query string, k int, filter rag.Filter) (rag.Arms, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, query)
-	f.k = k
+	f.k, f.filter = k, filter
 	if dl, ok := ctx.Deadline(); ok {
 		f.deadline = time.Until(dl)
 	}
@@ -213,4 +214,40 @@ func TestPlaygroundQueryErrors(t *testing.T) {
 	if code != http.StatusGatewayTimeout || !strings.Contains(body, "took longer than 10s") {
 		t.Errorf("slow query: %d %s", code, body)
 	}
+}
+
+// The playground takes a metadata filter (JSON) and passes it on; a filter
+// that cannot be used is a 400 that says what is wrong where, never run, never
+// echoed unescaped.
+func TestPlaygroundFilter(t *testing.T) {
+	t.Parallel()
+	src := &fakeSource{pipelines: []ragpage.Pipeline{{ID: "docs", Store: "embedded", Strategy: "keyword"}},
+		arms: rag.Arms{Keyword: []rag.Hit{hit("a", "alpha", 1)}}}
+	srv := serve(t, src)
+	code, body := get(t, srv.URL+"/console/rag/docs?q=alpha&filter="+url.QueryEscape(`{"lang": "en", "year": {"$gte": 2023}}`))
+	src.mu.Lock()
+	got := src.filter.String()
+	src.mu.Unlock()
+	if code != 200 || got != `{"lang":"en","year":{"$gte":2023}}` || !strings.Contains(body, `id="rag-filter"`) ||
+		!strings.Contains(body, `value="{&#34;lang&#34;: &#34;en&#34;`) {
+		t.Errorf("filter: %d, passed %s\n%s", code, got, body)
+	}
+	for _, c := range []struct{ filter, want string }{
+		{`{"year": {"$gte": [1]}}`, "the filter cannot be used: filter.year.$gte: want a string, number or boolean, not a list"},
+		{`{"x": {"$where": "1"}}`, `unknown operator &#34;$where&#34;`},
+		{`not json`, "the filter is not JSON"},
+		{`["a"]`, "the filter must be a JSON object"},
+		{`{"<script>alert(1)</script>": {"$bad": 1}}`, "unknown operator"},
+		{strings.Repeat(" ", ragpage.MaxFilterBytes) + "{}", "at most 4000 bytes"},
+	} {
+		code, body := get(t, srv.URL+"/console/rag/docs?q=alpha&filter="+url.QueryEscape(c.filter))
+		if code != 400 || !strings.Contains(body, c.want) || strings.Contains(body, "<script>alert") {
+			t.Errorf("filter %.40q: %d, want 400 and %q in %s", c.filter, code, c.want, body)
+		}
+	}
+	src.mu.Lock()
+	if len(src.asked) != 1 {
+		t.Errorf("ran %d queries, want only the one with a good filter", len(src.asked))
+	}
+	src.mu.Unlock()
 }

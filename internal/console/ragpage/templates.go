@@ -43,6 +43,7 @@ var playTmpl = console.PageTemplate("rag-play", `
 .rag-hits p { margin: 2px 0; }
 .rag-form { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 8px 0 12px; }
 .rag-form input[type=search] { flex: 1 1 240px; }
+.rag-form input#rag-filter { flex: 1 1 200px; font-family: monospace; }
 .rag-form input[type=number] { width: 5em; }
 </style>
 <p><a href="{{.List}}">All pipelines</a> · store {{.Pipeline.Store}}
@@ -53,6 +54,8 @@ var playTmpl = console.PageTemplate("rag-play", `
 <input id="rag-q" name="q" type="search" value="{{.Query}}" maxlength="{{.MaxQuery}}" required>
 <label for="rag-k">Passages per ranking</label>
 <input id="rag-k" name="k" type="number" min="1" max="{{.MaxK}}" value="{{.K}}">
+<label for="rag-filter">Metadata filter</label>
+<input id="rag-filter" name="filter" type="text" value="{{.Filter}}" maxlength="{{.MaxFilter}}" placeholder='{"lang": "en", "year": {"$gte": 2023}}' spellcheck="false">
 <button type="submit">Search</button>
 </form>
 {{- if .Error}}

@@ -186,6 +186,13 @@ func (c *chunker) assemble(doc rag.Document, spans []span) []rag.Chunk {
 		var headings []string
 		if o := headingsAt(hs, sp.start); len(o) > 0 {
 			headings = append([]string(nil), o...)
+			// As metadata too, so that a filter can select a section:
+			// {headings: "Install"} matches any of them.
+			hl := make([]any, len(o))
+			for i, h := range o {
+				hl[i] = h
+			}
+			md["headings"] = hl
 		}
 		out = append(out, rag.Chunk{
 			ID:       doc.ID + "#" + strconv.Itoa(i),

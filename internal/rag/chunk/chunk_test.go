@@ -332,7 +332,7 @@ func TestChunkMetadataAndEmpty(t *testing.T) {
 	if len(chunks) != 3 {
 		t.Fatalf("got %d chunks: %+v", len(chunks), chunks)
 	}
-	want := map[string]any{"lang": "en", "source": "file://docs/a/b.md", "title": "B"}
+	want := map[string]any{"lang": "en", "source": "file://docs/a/b.md", "title": "B", "headings": []any{"Head"}}
 	if !reflect.DeepEqual(chunks[1].Metadata, want) || chunks[1].ID != "a/b.md#1" || !reflect.DeepEqual(chunks[1].Headings, []string{"Head"}) {
 		t.Errorf("chunk 1 = %+v", chunks[1])
 	}

@@ -13,8 +13,10 @@ import (
 // vector and fused rankings (see [rag.RetrieveArms]), with the pipeline's
 // rag-retrieve settings: its candidates, max_top_k and max_result_bytes, and
 // its min_score when its strategy is hybrid (the one scale the fused ranking
-// has). It reads only: it is not counted as a query in the pipeline's metrics.
-func (p *Pipeline) Arms(ctx context.Context, text string, topK int) (rag.Arms, error) {
+// has). f is ANDed with the pipeline's own filter, which applies as to every
+// query (one that needs an exchange's placeholders fails here). It reads only:
+// it is not counted as a query in the pipeline's metrics.
+func (p *Pipeline) Arms(ctx context.Context, text string, topK int, f rag.Filter) (rag.Arms, error) {
 	if strings.TrimSpace(text) == "" {
 		return rag.Arms{}, errors.New("the query is empty")
 	}
@@ -23,7 +25,12 @@ func (p *Pipeline) Arms(ctx context.Context, text string, topK int) (rag.Arms, e
 		return rag.Arms{}, err
 	}
 	r := p.cfg.Retrieve
-	q := rag.Query{Text: text, TopK: r.TopK, Candidates: r.Candidates, MaxTopK: r.MaxTopK, MaxBytes: r.MaxResultBytes}
+	own, err := ResolveFilter(r.Filter, nil)
+	if err != nil {
+		return rag.Arms{}, fmt.Errorf("pipeline %s: %w", p.cfg.ID, err)
+	}
+	q := rag.Query{Text: text, TopK: r.TopK, Candidates: r.Candidates, MaxTopK: r.MaxTopK, MaxBytes: r.MaxResultBytes,
+		Filter: rag.AndFilters(own, f)}
 	if r.Strategy == "" || r.Strategy == rag.StrategyHybrid {
 		q.MinScore = r.MinScore
 	}

@@ -31,7 +31,7 @@ func TestPipelineArms(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := p.Stats().Queries
-		arms, err := p.Arms(ctx, "reboot after install", 0)
+		arms, err := p.Arms(ctx, "reboot after install", 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,10 +50,10 @@ func TestPipelineArms(t *testing.T) {
 		if st, err := p.StoreStats(ctx); err != nil || st.Documents != 3 {
 			t.Errorf("store stats %+v %v", st, err)
 		}
-		if _, err := p.Arms(ctx, "  ", 0); err == nil || !strings.Contains(err.Error(), "empty") {
+		if _, err := p.Arms(ctx, "  ", 0, nil); err == nil || !strings.Contains(err.Error(), "empty") {
 			t.Errorf("empty query: %v", err)
 		}
-		if _, err := p.Arms(ctx, "x", 1_000); err == nil || !strings.Contains(err.Error(), "max_top_k") {
+		if _, err := p.Arms(ctx, "x", 1_000, nil); err == nil || !strings.Contains(err.Error(), "max_top_k") {
 			t.Errorf("k over max_top_k: %v", err)
 		}
 	}

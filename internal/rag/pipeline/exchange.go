@@ -16,8 +16,14 @@ import (
 var InputSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"query":{"type":"string","description":"What to search the documents for"},` +
 	`"top_k":{"type":"integer","minimum":1,"description":"How many passages to return"},` +
-	`"filter":{"type":"object","description":"Only passages whose metadata has these values"}},` +
+	`"filter":{"type":"object","description":` + filterDescription + `}},` +
 	`"required":["query"]}`)
+
+// filterDescription tells a model how to write a filter (a JSON string).
+const filterDescription = `"Only passages whose metadata matches, Mongo-style: {\"field\": value} is equality (a list-valued field matches when any element does); ` +
+	`{\"field\": {\"$op\": value}} with $eq, $ne, $gt, $gte, $lt, $lte (numbers, or strings such as ISO dates \"2024-01-31\"), $in and $nin (a list), $exists (true or false); ` +
+	`{\"$and\": [filters]}, {\"$or\": [filters]}, {\"$not\": filter}; dotted names reach into objects (\"author.name\"). ` +
+	`Example: {\"lang\": \"en\", \"year\": {\"$gte\": 2023}, \"tags\": {\"$in\": [\"billing\", \"refunds\"]}}"`
 
 // HeaderHits is the header a query writes: how many passages it found.
 const HeaderHits = "HelixRagHits"
@@ -36,6 +42,9 @@ func (p *Pipeline) Process(ctx context.Context, ex *exchange.Exchange) error {
 // Answer runs q and writes its results on ex in output (text or json): text as a
 // string, json as a JSON object value, with a Content-Type.
 func (p *Pipeline) Answer(ctx context.Context, ex *exchange.Exchange, q Query, output string) error {
+	if q.Exchange == nil {
+		q.Exchange = ex
+	}
 	hits, err := p.Query(ctx, q)
 	if err != nil {
 		return fmt.Errorf("pipeline %s: %w", p.cfg.ID, err)

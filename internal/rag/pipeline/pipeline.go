@@ -27,6 +27,7 @@ import (
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/rerank"
+	"github.com/arvenza/helix/pkg/exchange"
 )
 
 // FilePrefix starts the ids of documents read from a pipeline's source: a re-scan
@@ -292,11 +293,17 @@ func (p *Pipeline) rerankerOf() rerank.Reranker {
 
 // Query is one question to the pipeline; zero fields take the rag-retrieve step's.
 type Query struct {
-	Text     string
-	TopK     int
+	Text string
+	TopK int
+	// Filter is the caller's: it is ANDed with the pipeline's own filter,
+	// which it can narrow and never widen.
 	Filter   rag.Filter
 	Strategy string
 	MinScore *float64
+	// Exchange resolves the placeholders of the pipeline's own filter
+	// (${principal.claims.tenant}); nil for a query from no exchange (the CLI,
+	// the console), where such a filter fails the query.
+	Exchange *exchange.Exchange
 }
 
 // Query retrieves the chunks that answer q, best first.
@@ -318,7 +325,11 @@ func (p *Pipeline) query(ctx context.Context, q Query) ([]rag.Hit, error) {
 		return nil, err
 	}
 	r := p.cfg.Retrieve
-	rq := rag.Query{Text: q.Text, Strategy: r.Strategy, TopK: r.TopK, Filter: q.Filter, MinScore: r.MinScore, Candidates: r.Candidates,
+	own, err := ResolveFilter(r.Filter, q.Exchange)
+	if err != nil {
+		return nil, err
+	}
+	rq := rag.Query{Text: q.Text, Strategy: r.Strategy, TopK: r.TopK, Filter: rag.AndFilters(own, q.Filter), MinScore: r.MinScore, Candidates: r.Candidates,
 		MaxTopK: r.MaxTopK, MaxBytes: r.MaxResultBytes}
 	if q.TopK > 0 {
 		rq.TopK = q.TopK

@@ -7,6 +7,7 @@ package ragstep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/arvenza/helix/pkg/engine"
 	"github.com/arvenza/helix/pkg/exchange"
 	"github.com/arvenza/helix/pkg/uri"
+	"go.yaml.in/yaml/v3"
 )
 
 // Headers of the rag steps.
@@ -35,7 +37,7 @@ func ragRetrieveStepShape() config.Shape {
 		{Name: "pipeline", Required: true, Shape: config.Shape{Type: config.TypeString, Description: "The id of the pipelines: entry to query."}},
 	}}
 	for _, k := range config.RetrieveStepShape().Keys {
-		if k.Name == "candidates" || k.Name == "max_top_k" || k.Name == "max_result_bytes" {
+		if k.Name == "candidates" || k.Name == "max_top_k" || k.Name == "max_result_bytes" || k.Name == "filter" {
 			continue // properties of the pipeline (its fusion, its limits), not of one query
 		}
 		k.Default = nil // the pipeline's own rag-retrieve settings are the defaults
@@ -46,6 +48,19 @@ func ragRetrieveStepShape() config.Shape {
 }
 
 func init() {
+	// Filters written in YAML are checked when the file loads, each error at
+	// the member at fault.
+	config.FilterCheck = func(m map[string]any) (string, string) {
+		_, err := rag.Filter(m).Parse()
+		var fe *rag.FilterError
+		switch {
+		case err == nil:
+			return "", ""
+		case errors.As(err, &fe):
+			return fe.Path, fe.Msg
+		}
+		return "filter", err.Error()
+	}
 	retrieveShape := ragRetrieveStepShape()
 	retrieveShape.Keys = append(retrieveShape.Keys,
 		config.Key{Name: "query", Shape: config.Shape{Type: config.TypeString,
@@ -74,6 +89,8 @@ func init() {
 			{Name: "text_field", Shape: config.Shape{Type: config.TypeString, Description: "The JSON field holding the text. Default text."}},
 			{Name: "source", Shape: config.Shape{Type: config.TypeString,
 				Description: "What citations name as the documents' source, with ${…} placeholders. Default: the document's id."}},
+			{Name: "metadata", Shape: config.Shape{Type: config.TypeMap,
+				Description: "Metadata given to every document, over the document's own (such as {tenant: \"${header.Tenant}\", team: ops}): strings, numbers, booleans, lists and objects of those; ${…} placeholders are resolved per exchange, and one that is empty fails the step."}},
 		}},
 		Build: buildRAGIngest,
 	})
@@ -157,14 +174,7 @@ func buildRAGRetrieve(bc *step.BuildContext, s config.StepConfig, d *config.Deco
 	if st.query != "" {
 		step.CheckPlaceholders(d, v.NodeOf("query"), v.PathOf("query"), st.query)
 	}
-	if fn := v.NodeOf("filter"); fn != nil {
-		if m, ok := d.Value(fn, v.PathOf("filter")).(map[string]any); ok {
-			if _, err := rag.Filter(m).Parse(); err != nil {
-				d.Errorf(fn, v.PathOf("filter"), "%v", err).Hint = `a filter is an object of metadata values or operators: {lang: en, year: {$gte: 2020}}`
-			}
-			st.filter = m
-		}
-	}
+	st.filter = config.DecodeFilter(d, v.NodeOf("filter"), v.PathOf("filter"))
 	if p != nil && st.strategy == rag.StrategyVector && p.Config().Embed == nil {
 		d.Errorf(v.NodeOf("strategy"), v.PathOf("strategy"), "pipeline %q has no rag-embed step: it cannot search by vector", p.ID()).Hint =
 			"use strategy keyword or hybrid, or add a rag-embed step to the pipeline"
@@ -200,7 +210,11 @@ func (r *ragRetrieve) Process(ctx context.Context, ex *exchange.Exchange) error 
 	q.MinScore = r.minScore
 	// The step's own filter holds whatever the body asks: the two are ANDed,
 	// so a caller can narrow the step's filter and never widen or replace it.
-	q.Filter = rag.AndFilters(rag.Filter(r.filter), q.Filter)
+	own, err := pipeline.ResolveFilter(r.filter, ex)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.name, err)
+	}
+	q.Filter = rag.AndFilters(own, q.Filter)
 	return r.p.Answer(ctx, ex, q, r.output)
 }
 
@@ -210,6 +224,7 @@ type ragIngest struct {
 	id        string
 	textField string
 	source    string
+	metadata  map[string]any // nil without metadata:; values may hold placeholders
 }
 
 func buildRAGIngest(bc *step.BuildContext, s config.StepConfig, d *config.Decoder, v *config.Values) (engine.Processor, error) {
@@ -218,6 +233,15 @@ func buildRAGIngest(bc *step.BuildContext, s config.StepConfig, d *config.Decode
 	for _, k := range []string{"id", "source"} {
 		if s := v.String(k); s != "" {
 			step.CheckPlaceholders(d, v.NodeOf(k), v.PathOf(k), s)
+		}
+	}
+	if mn := v.NodeOf("metadata"); mn != nil {
+		if m, ok := d.Value(mn, v.PathOf("metadata")).(map[string]any); ok {
+			if _, err := pipeline.MetadataValue(m, "metadata"); err != nil {
+				d.Errorf(mn, v.PathOf("metadata"), "%v", err)
+			}
+			checkValuePlaceholders(d, mn, v.PathOf("metadata"))
+			st.metadata = m
 		}
 	}
 	if d.Err() != nil || p == nil {
@@ -248,6 +272,11 @@ func (r *ragIngest) Process(ctx context.Context, ex *exchange.Exchange) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.name, err)
 	}
+	if r.metadata != nil {
+		if err := r.addMetadata(ex, docs); err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
+		}
+	}
 	res, err := r.p.Ingest(ctx, docs)
 	if err != nil {
 		return fmt.Errorf("%s: %d of %d documents failed, first: %w", r.name, res.Errors, len(docs), err)
@@ -255,4 +284,47 @@ func (r *ragIngest) Process(ctx context.Context, ex *exchange.Exchange) error {
 	msg.SetBody(map[string]any{"ingested": res.Ingested, "skipped": res.Skipped, "chunks": res.Chunks})
 	msg.SetHeader(exchange.HeaderContentType, "application/json")
 	return nil
+}
+
+// addMetadata gives every document the step's metadata, its placeholders
+// resolved against ex. The step's keys win over a document's own: a tenant
+// taken from a header cannot be replaced by the body a sender wrote.
+func (r *ragIngest) addMetadata(ex *exchange.Exchange, docs []rag.Document) error {
+	v, err := pipeline.ExpandValues(r.metadata, ex, "metadata")
+	if err != nil {
+		return err
+	}
+	v, err = pipeline.MetadataValue(v, "metadata")
+	if err != nil {
+		return err
+	}
+	md := v.(map[string]any)
+	for i := range docs {
+		m := make(map[string]any, len(docs[i].Metadata)+len(md))
+		for k, x := range docs[i].Metadata {
+			m[k] = x
+		}
+		for k, x := range md {
+			m[k] = exchange.DeepCopy(x)
+		}
+		docs[i].Metadata = m
+	}
+	return nil
+}
+
+// checkValuePlaceholders checks the ${…} placeholders of every string scalar
+// under n (a filter or a metadata map), each at its own position.
+func checkValuePlaceholders(d *config.Decoder, n *yaml.Node, path string) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		step.CheckPlaceholders(d, n, path, n.Value)
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			checkValuePlaceholders(d, n.Content[i+1], path+"."+n.Content[i].Value)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			checkValuePlaceholders(d, c, fmt.Sprintf("%s[%d]", path, i))
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/arvenza/helix/internal/rag"
@@ -231,17 +232,44 @@ func (s *FileSource) read(fsys fs.FS, p string) ([]rag.Document, error) {
 			s.warn(warning, p, nil)
 		}
 	case ".json":
-		return s.readJSON(p, text)
+		docs, err := s.readJSON(p, text)
+		return withFileMetadata(docs, p, info.ModTime()), err
 	case ".jsonl", ".ndjson":
-		return s.readJSONLines(p, text), nil
+		return withFileMetadata(s.readJSONLines(p, text), p, info.ModTime()), nil
 	default:
 		doc.Text = text
 	}
+	withFileMetadata([]rag.Document{doc}, p, info.ModTime())
 	if strings.TrimSpace(doc.Text) == "" {
 		// Still a document: a file that lost its text must lose its chunks.
 		s.warn("the document has no text (an empty file, or nothing readable in it): it is stored without chunks and no query finds it", p, nil)
 	}
-	return []rag.Document{doc}, nil
+	return withFileMetadata([]rag.Document{doc}, p, info.ModTime()), nil
+}
+
+// Metadata keys a directory source gives every document (besides "source" and
+// "title", which every chunk gets).
+const (
+	// MetadataPath is the file's path relative to the source directory.
+	MetadataPath = "path"
+	// MetadataModified is the file's modification time, UTC, as RFC 3339 text
+	// ("2026-12-05T10:01:39Z"): ISO-8601 strings compare in time order.
+	MetadataModified = "modified"
+)
+
+// withFileMetadata sets the file's path and modification time on docs (over
+// same-named fields of the file's own: they say where the passage is).
+func withFileMetadata(docs []rag.Document, p string, mod time.Time) []rag.Document {
+	for i := range docs {
+		md := make(map[string]any, len(docs[i].Metadata)+2)
+		for k, v := range docs[i].Metadata {
+			md[k] = v
+		}
+		md[MetadataPath] = p
+		md[MetadataModified] = mod.UTC().Truncate(time.Second).Format(time.RFC3339)
+		docs[i].Metadata = md
+	}
+	return docs
 }
 
 // readJSON reads a .json file: one object, or an array of objects.

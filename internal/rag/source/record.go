@@ -25,9 +25,10 @@ type record struct {
 
 // parseRecord takes a JSON object apart: textField holds the text, titleField
 // the title (a string or a number; absent or another type: no title), "_id" or
-// "id" the id, and the other scalar fields (strings, numbers, booleans) become
-// metadata, as do the scalar fields of a "metadata" object. Nested values
-// elsewhere are left out: filters compare scalars only.
+// "id" the id, and the other fields become metadata, as do the fields of a
+// "metadata" object: strings, numbers, booleans, lists of those and objects of
+// those (filters reach into objects by dotted names and match any element of
+// a list). Nulls, and values nested deeper than MaxMetadataDepth, are left out.
 func parseRecord(obj map[string]any, textField, titleField string) (record, error) {
 	raw, ok := obj[textField]
 	if !ok {
@@ -58,40 +59,69 @@ func parseRecord(obj map[string]any, textField, titleField string) (record, erro
 		case "metadata":
 			if m, ok := v.(map[string]any); ok {
 				for mk, mv := range m {
-					if isScalar(mv) {
-						r.setMetadata(mk, mv)
-					}
+					r.setMetadata(mk, mv)
 				}
 				continue
 			}
 		}
-		if isScalar(v) {
-			r.setMetadata(k, v)
-		}
+		r.setMetadata(k, v)
 	}
 	return r, nil
 }
 
+// MaxMetadataDepth is how deeply a record's metadata objects and lists may
+// nest; deeper values are left out.
+const MaxMetadataDepth = 8
+
 func (r *record) setMetadata(k string, v any) {
+	v, ok := metadataOf(v, 0)
+	if !ok {
+		return
+	}
 	if r.metadata == nil {
 		r.metadata = map[string]any{}
-	}
-	if n, ok := v.(json.Number); ok {
-		if f, err := n.Float64(); err == nil {
-			v = f
-		} else {
-			v = n.String()
-		}
 	}
 	r.metadata[k] = v
 }
 
-func isScalar(v any) bool {
-	switch v.(type) {
-	case string, bool, float64, json.Number, int, int64:
-		return true
+// metadataOf is a decoded JSON value as metadata: numbers as float64 (a
+// number too large for one stays its text), nulls left out of objects and
+// lists; ok is false for a null, or a value nested deeper than
+// MaxMetadataDepth.
+func metadataOf(v any, depth int) (any, bool) {
+	if depth > MaxMetadataDepth {
+		return nil, false
 	}
-	return false
+	switch t := v.(type) {
+	case string, bool, float64:
+		return t, true
+	case int:
+		return float64(t), true
+	case int64:
+		return float64(t), true
+	case json.Number:
+		if f, err := t.Float64(); err == nil {
+			return f, true
+		}
+		return t.String(), true
+	case []any:
+		out := make([]any, 0, len(t))
+		for _, e := range t {
+			if x, ok := metadataOf(e, depth+1); ok {
+				out = append(out, x)
+			}
+		}
+		return out, true
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			if x, ok := metadataOf(e, depth+1); ok {
+				out[k] = x
+			}
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 func scalarString(v any) (string, bool) {

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/chunk"
@@ -38,6 +39,10 @@ func tree(t *testing.T) (root string) {
 
 	write(t, root, "readme.txt", "Plain text.\n")
 	write(t, root, "guide/intro.md", "---\ntitle: \"The Intro\"\nweight: 3\ndraft: false\ntags: [a, b]\n---\n# Ignored Heading\n\nBody text.\n")
+	at := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(root, "guide/intro.md"), at, at); err != nil {
+		t.Fatal(err)
+	}
 	write(t, root, "guide/deep/nested/notitle.markdown", "Some words.\n\n# First Heading\n\nMore.")
 	write(t, root, "site/page.html", `<!doctype html><html><head><title> My  Page </title><style>p{color:red}</style><script>var x = "<p>no</p>";</script></head>
 <body><nav><a href="/">Home</a></nav><h1>Main &amp; Title</h1><p>Caf&eacute; &lt;b&gt; is <b>bold</b>!</p>
@@ -109,7 +114,8 @@ func TestFilesWalk(t *testing.T) {
 	}
 
 	if d := docs["guide/intro.md"]; d.Title != "The Intro" || d.Text != "# Ignored Heading\n\nBody text.\n" ||
-		!reflect.DeepEqual(d.Metadata, map[string]any{"weight": 3.0, "draft": false}) || d.Source != "guide/intro.md" {
+		!reflect.DeepEqual(d.Metadata, map[string]any{"weight": 3.0, "draft": false, "tags": []any{"a", "b"},
+			"path": "guide/intro.md", "modified": "2026-03-01T09:30:00Z"}) || d.Source != "guide/intro.md" {
 		t.Errorf("intro.md = %+v", d)
 	}
 	if d := docs["guide/deep/nested/notitle.markdown"]; d.Title != "First Heading" {
@@ -118,13 +124,14 @@ func TestFilesWalk(t *testing.T) {
 	if d := docs["site/page.html"]; d.Title != "My Page" || d.Text != "# Main & Title\n\nCafé <b> is bold!\n\none\ntwo\n\ncell 1\ncell 2\n\n## Sub\n\nEnd here." {
 		t.Errorf("page.html = %q %q", d.Title, d.Text)
 	}
-	if d := docs["data/records.jsonl#a"]; d.Title != "A" || d.Text != "first" || !reflect.DeepEqual(d.Metadata, map[string]any{"lang": "en", "n": 2.0}) {
+	if d := docs["data/records.jsonl#a"]; d.Title != "A" || d.Text != "first" || !reflect.DeepEqual(d.Metadata, map[string]any{"lang": "en", "n": 2.0, "path": "data/records.jsonl", "modified": fileTime(t, root, "data/records.jsonl")}) {
 		t.Errorf("records.jsonl#a = %+v", d)
 	}
-	if d := docs["data/records.jsonl#3"]; d.Text != "third, no id" || d.Metadata != nil {
+	if d := docs["data/records.jsonl#3"]; d.Text != "third, no id" ||
+		!reflect.DeepEqual(d.Metadata, map[string]any{"nested": map[string]any{"x": 1.0}, "path": "data/records.jsonl", "modified": fileTime(t, root, "data/records.jsonl")}) {
 		t.Errorf("records.jsonl#3 = %+v", d)
 	}
-	if d := docs["data/one.json"]; d.Text != "single" || !reflect.DeepEqual(d.Metadata, map[string]any{"team": "core"}) {
+	if d := docs["data/one.json"]; d.Text != "single" || !reflect.DeepEqual(d.Metadata, map[string]any{"team": "core", "deep": map[string]any{"x": 1.0}, "path": "data/one.json", "modified": fileTime(t, root, "data/one.json")}) {
 		t.Errorf("one.json = %+v", d)
 	}
 	if d := docs["latin1.txt"]; d.Text != "caf\uFFFD cr\uFFFDme" {
@@ -303,8 +310,21 @@ func TestExtractHTMLNeverFails(t *testing.T) {
 
 func TestParseMarkdownFrontMatter(t *testing.T) {
 	title, text, md := parseMarkdown("---\ntitle: 'It''s'\nauthor: Ann # comment\nurl: \"http://x#y\"\nlist:\n  - a\n---\nBody")
-	if title != "It's" || text != "Body" || !reflect.DeepEqual(md, map[string]any{"author": "Ann", "url": "http://x#y"}) {
+	if title != "It's" || text != "Body" || !reflect.DeepEqual(md, map[string]any{"author": "Ann", "url": "http://x#y", "list": []any{"a"}}) {
 		t.Errorf("got %q %q %v", title, text, md)
+	}
+	// YAML front matter: lists, nested mappings and dates (as ISO-8601 text,
+	// which compares in time order), numbers as numbers; NaN is no metadata.
+	title, _, md = parseMarkdown("---\ntitle: T\ntags: [ops, billing]\nowner: {team: core, level: 2}\ndate: 2024-05-01\nat: 2024-05-01T10:00:00+02:00\nbad: .nan\n---\nBody")
+	want := map[string]any{"tags": []any{"ops", "billing"}, "owner": map[string]any{"team": "core", "level": 2.0},
+		"date": "2024-05-01", "at": "2024-05-01T08:00:00Z"}
+	if title != "T" || !reflect.DeepEqual(md, want) {
+		t.Errorf("YAML front matter: %q %#v, want %#v", title, md, want)
+	}
+	// Not YAML (a tab where YAML forbids one): the key: value lines still count.
+	_, _, md = parseMarkdown("---\nteam: ops\n\tbroken: [\n---\nBody")
+	if !reflect.DeepEqual(md, map[string]any{"team": "ops"}) {
+		t.Errorf("invalid YAML front matter: %v", md)
 	}
 	title, text, md = parseMarkdown("---\nnot closed\n# H\n")
 	if title != "H" || text != "---\nnot closed\n# H\n" || md != nil {
@@ -369,7 +389,7 @@ func TestTitles(t *testing.T) {
 			t.Errorf("%s: title %q, want %q", id, d.Title, want)
 		}
 	}
-	if md := docs["records.jsonl#1"].Metadata; !reflect.DeepEqual(md, map[string]any{"title": "meta"}) {
+	if md := docs["records.jsonl#1"].Metadata; md["title"] != "meta" {
 		t.Errorf("with title_field headline, the record's title field is metadata: %v", md)
 	}
 }
@@ -447,4 +467,14 @@ func TestSourcePathsAreRelativeToTheRoot(t *testing.T) {
 	if strings.Contains(logs.String(), real) || strings.Contains(logs.String(), "secret") {
 		t.Errorf("the log shows where the root or a link really is: %s", logs.String())
 	}
+}
+
+// fileTime is the modified metadata of root/rel: its modification time, UTC, RFC 3339.
+func fileTime(t *testing.T, root, rel string) string {
+	t.Helper()
+	st, err := os.Stat(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.ModTime().UTC().Truncate(time.Second).Format(time.RFC3339)
 }

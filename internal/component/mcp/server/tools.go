@@ -314,7 +314,7 @@ func (c *toolCaller) run(ctx context.Context, t *serverTool, rawArgs json.RawMes
 		}
 		defer c.gate.leave()
 	}
-	res, cause := t.t.Call(tool.WithCaller(ctx, c.caller), rawArgs)
+	res, cause := t.t.Call(tool.WithCaller(withPrincipalHeader(ctx), c.caller), rawArgs)
 	if engine.IsInterrupt(cause) {
 		return sdkResult(res), true
 	}

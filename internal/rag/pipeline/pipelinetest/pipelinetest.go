@@ -161,11 +161,11 @@ func (s *Store) Delete(_ context.Context, id string) error {
 	return nil
 }
 
-func (s *Store) all(f rag.Filter) []rag.Chunk {
+func (s *Store) all(match *rag.Expr) []rag.Chunk {
 	var out []rag.Chunk
 	for _, d := range s.docs {
 		for _, c := range d.chunks {
-			if f.Matches(c.Metadata) {
+			if match.Matches(c.Metadata) {
 				out = append(out, c)
 			}
 		}
@@ -175,6 +175,10 @@ func (s *Store) all(f rag.Filter) []rag.Chunk {
 }
 
 func (s *Store) SearchVector(_ context.Context, v []float32, n int, f rag.Filter) ([]rag.Hit, error) {
+	match, err := f.Parse() // once per query, as a real store does
+	if err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var hits []rag.Hit
@@ -183,7 +187,7 @@ func (s *Store) SearchVector(_ context.Context, v []float32, n int, f rag.Filter
 			continue
 		}
 		for i, c := range d.chunks {
-			if !f.Matches(c.Metadata) {
+			if !match.Matches(c.Metadata) {
 				continue
 			}
 			var dot float64
@@ -200,11 +204,15 @@ func (s *Store) SearchVector(_ context.Context, v []float32, n int, f rag.Filter
 }
 
 func (s *Store) SearchKeyword(_ context.Context, q string, n int, f rag.Filter) ([]rag.Hit, error) {
+	match, err := f.Parse()
+	if err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var hits []rag.Hit
 	words := strings.Fields(strings.ToLower(q))
-	for _, c := range s.all(f) {
+	for _, c := range s.all(match) {
 		text := strings.ToLower(c.Text)
 		score := 0.0
 		for _, w := range words {
