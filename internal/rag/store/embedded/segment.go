@@ -13,8 +13,9 @@ import (
 	"unsafe"
 )
 
-// The persisted index. Replaying the log re-analyses every chunk, which at a
-// million chunks takes minutes; so the index is also saved beside the log, in
+// The persisted index. Replaying the log re-analyses every chunk, which grows
+// with the corpus and dominates opening a large store; so the index is also
+// saved beside the log, in
 // keyword.idx, with the stretch of the log it covers (its first covered bytes,
 // and their CRC32-C). Open maps the file, checks it, takes the index from it
 // and replays only the log after the covered stretch. The file is never
