@@ -32,7 +32,7 @@ import (
 // statistics, the postings and the chunks are one snapshot. A filter selects
 // the chunks that may compete before any is ranked, so it never empties the
 // top n.
-func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(args *[]any) string) ([]rag.Hit, error) {
+func (s *Store) searchBM25(ctx context.Context, query string, n int, filter string, filterArgs []any) ([]rag.Hit, error) {
 	toks := s.analyzer.Tokens(query)
 	if len(toks) == 0 {
 		return nil, nil
@@ -136,10 +136,8 @@ func (s *Store) searchBM25(ctx context.Context, query string, n int, where func(
 	// index), not joined to every batch of postings: the join read the
 	// chunks' wide rows again for each batch.
 	var allowed map[key]struct{}
-	if where != nil {
-		var fargs []any
-		cond := where(&fargs)
-		rows, err := tx.Query(ctx, `SELECT c.doc_id, c.idx FROM `+s.chunksT+` c WHERE `+cond, fargs...)
+	if filter != "" {
+		rows, err := tx.Query(ctx, `SELECT c.doc_id, c.idx FROM `+s.chunksT+` c WHERE `+filter, filterArgs...)
 		if err != nil {
 			return nil, err
 		}

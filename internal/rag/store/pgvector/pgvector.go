@@ -37,7 +37,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -812,51 +811,21 @@ func (s *Store) Delete(ctx context.Context, docID string) error {
 
 const chunkColumns = "c.id, c.doc_id, c.idx, c.content, c.title, c.start_offset, c.end_offset, c.headings, c.metadata"
 
-func filterJSON(f rag.Filter) (string, error) {
-	if len(f) == 0 {
-		return "", nil
-	}
-	expr, err := f.Parse()
+// compileSearchFilter parses f and compiles it (see compileFilter), its
+// parameters numbered from base+1; "" for the empty filter.
+func (s *Store) compileSearchFilter(f rag.Filter, base int) (string, []any, error) {
+	e, err := f.Parse()
 	if err != nil {
-		return "", err
+		return "", nil, fmt.Errorf("pgvector store %q: %w", s.table, err)
 	}
-	if !equalitiesOnly(expr) {
-		return "", fmt.Errorf("filter %s: this store compares top-level metadata fields for equality only", f)
+	if e == nil {
+		return "", nil, nil
 	}
-	want := map[string]any{}
-	collectEqualities(expr, want)
-	b, err := json.Marshal(cleanValue(want))
+	cond, args, err := compileFilter(e, base)
 	if err != nil {
-		return "", fmt.Errorf("filter: %w", err)
+		return "", nil, fmt.Errorf("pgvector store %q: %w", s.table, err)
 	}
-	return string(b), nil
-}
-
-func collectEqualities(e *rag.Expr, into map[string]any) {
-	if e.Op == rag.OpAnd {
-		for _, k := range e.Kids {
-			collectEqualities(k, into)
-		}
-		return
-	}
-	into[e.Field] = e.Value
-}
-
-// equalitiesOnly reports whether e is $eq of top-level fields, alone or ANDed:
-// what JSON containment (@>) evaluates.
-func equalitiesOnly(e *rag.Expr) bool {
-	switch e.Op {
-	case rag.OpAnd:
-		for _, k := range e.Kids {
-			if !equalitiesOnly(k) {
-				return false
-			}
-		}
-		return true
-	case rag.OpEq:
-		return len(e.Path) == 1
-	}
-	return false
+	return cond, args, nil
 }
 
 // SearchVector returns the n chunks nearest to vector by cosine distance; the
@@ -879,9 +848,9 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		return nil, fmt.Errorf("pgvector store %q: the query vector has %d dimensions, the store's vectors (%s) %d",
 			s.table, len(vector), describeModel(s.model), dims)
 	}
-	filter, err := filterJSON(f)
+	filter, fargs, err := s.compileSearchFilter(f, 2)
 	if err != nil {
-		return nil, fmt.Errorf("pgvector store %q: %w", s.table, err)
+		return nil, err
 	}
 	conn, err := s.acquire(ctx)
 	if err != nil {
@@ -908,8 +877,8 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	cond := "c.embedding IS NOT NULL"
 	args := []any{pgv.NewVector(vector), n}
 	if filter != "" {
-		cond += " AND c.metadata @> $3::jsonb"
-		args = append(args, filter)
+		cond += " AND " + filter
+		args = append(args, fargs...)
 	}
 	q := `WITH nearest AS MATERIALIZED (
 		SELECT ` + chunkColumns + `, c.embedding <=> $1 AS distance
@@ -967,19 +936,16 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	if n <= 0 {
 		return nil, nil
 	}
-	filter, err := filterJSON(f)
+	base := 3 // ts_rank's query: $1 to $3 below
+	if s.bm25 {
+		base = 0 // searchBM25's query of the filter's chunks
+	}
+	filter, fargs, err := s.compileSearchFilter(f, base)
 	if err != nil {
-		return nil, fmt.Errorf("pgvector store %q: %w", s.table, err)
+		return nil, err
 	}
 	if s.bm25 {
-		var where func(*[]any) string
-		if filter != "" {
-			where = func(args *[]any) string {
-				*args = append(*args, filter)
-				return "c.metadata @> $" + strconv.Itoa(len(*args)) + "::jsonb"
-			}
-		}
-		hits, err := s.searchBM25(ctx, cleanText(query), n, where)
+		hits, err := s.searchBM25(ctx, cleanText(query), n, filter, fargs)
 		if err != nil {
 			return nil, s.errf("keyword search", err)
 		}
@@ -992,8 +958,8 @@ func (s *Store) SearchKeyword(ctx context.Context, query string, n int, f rag.Fi
 	args := []any{s.config, cleanText(query), n}
 	cond := "(c.tsv @@ q.query OR c.title_tsv @@ q.query)"
 	if filter != "" {
-		cond += " AND c.metadata @> $4::jsonb"
-		args = append(args, filter)
+		cond += " AND " + filter
+		args = append(args, fargs...)
 	}
 	q := `WITH q AS MATERIALIZED (
 		SELECT string_agg('''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery AS query
