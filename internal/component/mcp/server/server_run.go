@@ -63,10 +63,10 @@ type mcpServer struct {
 	aud    *audiences     // nil without Audiences
 	posts  postContexts
 	// table is the session table of the running HTTP handler (console.go).
-	table  *transport.SessionTable
+	table *transport.SessionTable
 	// admission is the admission control of the running HTTP handler (nil: none).
 	admission *transport.Admission
-	inputs *inputRequests // made by the first build (inputRequests)
+	inputs    *inputRequests // made by the first build (inputRequests)
 	// answered remembers keyed calls across builds (idempotency.go).
 	answeredOnce sync.Once
 	answered     *answered
