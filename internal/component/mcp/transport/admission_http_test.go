@@ -81,8 +81,8 @@ func TestAdmissionHTTPOverload(t *testing.T) {
 			var wg sync.WaitGroup
 			client := &http.Client{Transport: &http.Transport{}}
 			type reply struct {
-				id int
-				r  rawReply
+				id  int
+				r   rawReply
 				err error
 			}
 			admitted := make(chan reply, 4)
