@@ -247,13 +247,15 @@ func refuseBusy(w http.ResponseWriter, id jsonrpc.ID) {
 }
 
 // admissionCost is the number of slots the requests of a POST take: its calls
-// other than ping, initialize and tasks/cancel (never refused: a ping must always
-// be answered, opening a session is bounded by max_sessions, and a cancellation
-// must reach what it cancels). Notifications (notifications/cancelled included)
+// other than ping, initialize, server/discover and tasks/cancel (never refused: a
+// ping must always be answered, opening a session (or discovering the server, its
+// 2026-07-28 counterpart) is cheap and bounded by max_sessions, and a
+// cancellation must reach what it cancels). Notifications (notifications/cancelled included)
 // and answers to the server's own requests cost nothing and are never refused.
 func admissionCost(calls []*jsonrpc.Request) (n int, first jsonrpc.ID) {
 	for _, c := range calls {
-		if c.Method == "ping" || c.Method == "initialize" || c.Method == "tasks/cancel" {
+		switch c.Method {
+		case "ping", "initialize", "server/discover", "tasks/cancel":
 			continue
 		}
 		if n == 0 {

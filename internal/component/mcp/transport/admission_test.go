@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // waitFor polls cond (the limiter's queue is observed, not timed).
@@ -257,5 +259,23 @@ func TestAdmissionDefaults(t *testing.T) {
 	}
 	if AutoMaxRunning() < AutoMaxRunningFactor {
 		t.Fatal("auto below one CPU's share")
+	}
+}
+
+// TestAdmissionCost: pings, session opens and cancellations cost no slot; every
+// other request of a POST one, the refusal naming the first.
+func TestAdmissionCost(t *testing.T) {
+	t.Parallel()
+	req := func(id int64, method string) *jsonrpc.Request {
+		rid, _ := jsonrpc.MakeID(float64(id))
+		return &jsonrpc.Request{ID: rid, Method: method}
+	}
+	free := []*jsonrpc.Request{req(1, "ping"), req(2, "initialize"), req(3, "server/discover"), req(4, "tasks/cancel")}
+	if n, _ := admissionCost(free); n != 0 {
+		t.Fatalf("free requests cost %d", n)
+	}
+	n, first := admissionCost(append(free, req(5, "tools/call"), req(6, "tools/list"), req(7, "resources/read")))
+	if want, _ := jsonrpc.MakeID(float64(5)); n != 3 || first != want {
+		t.Fatalf("cost %d first %v", n, first)
 	}
 }
