@@ -13,6 +13,13 @@
 #
 #   scripts/bench-overload.sh                          # 3 rounds, 2x, 10 s windows
 #   ROUNDS=1 DURATION=5s MULTIPLE=3 scripts/bench-overload.sh
+#   PIN=0 scripts/bench-overload.sh                    # server and load tool share every core
+#
+# On a machine of a few cores the load tool cannot offer more than the server serves
+# if they share the cores (capacity is then that of the pair). PIN=1 (the default)
+# runs the server on core 0 with GOMAXPROCS=1 and the load tool on the other cores
+# (taskset), so that capacity is the server's and the load tool has room to offer
+# a multiple of it; max_running: auto is then 4.
 #
 # Results go to $OUT (default bench/results/overload-<commit>): results.jsonl (one
 # line per run), summary.md, machine.txt and the servers' logs.
@@ -24,7 +31,8 @@ DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-1s}
 CAP_CLIENTS=${CAP_CLIENTS:-16}
 CAP_DURATION=${CAP_DURATION:-5s}
-WORKERS=${WORKERS:-1024}
+WORKERS=${WORKERS:-200} # below max_connections_per_ip (256): each worker has its own connection
+PIN=${PIN:-1}
 GO=${GO:-go}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,14 +64,21 @@ $GO build -o "$bin/helix" ./cmd/helix
 	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "go: $($GO version)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	echo "rounds=$ROUNDS multiple=$MULTIPLE duration=$DURATION warmup=$WARMUP capacity: $CAP_CLIENTS clients x $CAP_DURATION, workers=$WORKERS"
+	echo "pin=$PIN rounds=$ROUNDS multiple=$MULTIPLE duration=$DURATION warmup=$WARMUP capacity: $CAP_CLIENTS clients x $CAP_DURATION, workers=$WORKERS"
 } | tee "$OUT/machine.txt"
 
 addr=127.0.0.1:3199
 url="http://$addr/mcp"
+server_pin=() load_pin=()
+if [[ $PIN == 1 ]]; then
+	last=$(($(nproc) - 1))
+	((last >= 1)) || { echo "PIN=1 needs at least 2 cores" >&2; exit 2; }
+	server_pin=(taskset -c 0 env GOMAXPROCS=1)
+	load_pin=(taskset -c "1-$last")
+fi
 # serve NAME FILE: starts helix serving FILE, waits until it answers.
 serve() {
-	HELIX_BENCH_ADDR=$addr "$bin/helix" mcp serve "$2" >>"$OUT/$1.log" 2>&1 &
+	HELIX_BENCH_ADDR=$addr "${server_pin[@]}" "$bin/helix" mcp serve "$2" >>"$OUT/$1.log" 2>&1 &
 	server=$!
 	"$bin/mcpload" wait -url "$url" -timeout 60s -stateless || { echo "$1 did not come up:"; cat "$OUT/$1.log"; exit 1; }
 }
@@ -73,12 +88,12 @@ common=(-url "$url" -stateless -multiple "$MULTIPLE" -duration "$DURATION" -warm
 for ((r = 1; r <= ROUNDS; r++)); do
 	echo "== round $r: admission off (bench/echo-stateless.yaml)"
 	serve off bench/echo-stateless.yaml
-	"$bin/mcpload" overload -label off "${common[@]}"
+	"${load_pin[@]}" "$bin/mcpload" overload -label off "${common[@]}"
 	stop_server
 	read -r capacity unloaded < <(tail -n1 "$OUT/results.jsonl" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["capacity_rps"], r["unloaded_p99_us"])')
 	echo "== round $r: admission on (bench/echo-admission.yaml), same offered load"
 	serve on bench/echo-admission.yaml
-	"$bin/mcpload" overload -label on "${common[@]}" -capacity "$capacity" -unloaded-p99 "$unloaded"
+	"${load_pin[@]}" "$bin/mcpload" overload -label on "${common[@]}" -capacity "$capacity" -unloaded-p99 "$unloaded"
 	stop_server
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"

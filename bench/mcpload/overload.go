@@ -67,20 +67,22 @@ type overloadResult struct {
 	UnloadedP99us float64 `json:"unloaded_p99_us"`
 	OfferedRPS    float64 `json:"offered_rps"`
 	Seconds       float64 `json:"seconds"`
-	// Sent are the calls due in the window that a generator worker sent; Unsent
-	// those still waiting for a free worker when the window closed (the
-	// generator's own backlog: the server kept every worker busy).
-	Sent    int64 `json:"sent"`
-	Unsent  int64 `json:"unsent"`
-	OK      int64 `json:"ok"`      // admitted and answered with a result
-	Refused int64 `json:"refused"` // 503 + -32030 before any work
+	// Answered are the calls answered inside the window (ok, refused or
+	// failed); Unsent the calls due in the window still waiting for a free
+	// worker when it closed (the generator's backlog: the server kept every
+	// worker busy).
+	Answered int64 `json:"answered"`
+	Unsent   int64 `json:"unsent"`
+	OK       int64 `json:"ok"`      // admitted and answered with a result
+	Refused  int64 `json:"refused"` // 503 + -32030 before any work
 	// Failed are calls that were neither: an error after admission (or a
 	// timeout, a dropped connection), the figure that must be zero.
 	Failed       int64    `json:"failed"`
 	ErrorSamples []string `json:"error_samples,omitempty"`
 	GoodputRPS   float64  `json:"goodput_rps"`
 	GoodputRatio float64  `json:"goodput_ratio"` // goodput / capacity
-	// P50us and P99us are of the admitted calls, from sending to the answer;
+	// P50us and P99us are of the admitted calls answered in the window, from
+	// sending to the answer;
 	// P99DueUs from the time the call was due (what a client with that schedule
 	// waits, the generator's backlog included).
 	P50us      float64 `json:"p50_us"`
@@ -132,7 +134,7 @@ func overloadCmd(ctx context.Context, args []string, out io.Writer) error {
 func printOverload(out io.Writer, r *overloadResult) {
 	fmt.Fprintf(out, "%-10s overload %s: capacity %.0f/s (p99 %.0fµs), unloaded p99 %.0fµs, offered %.0f/s for %.0fs\n",
 		r.Label, r.Mode, r.CapacityRPS, r.CapacityP99us, r.UnloadedP99us, r.OfferedRPS, r.Seconds)
-	fmt.Fprintf(out, "  sent %d unsent %d: ok %d refused %d failed %d\n", r.Sent, r.Unsent, r.OK, r.Refused, r.Failed)
+	fmt.Fprintf(out, "  answered %d (ok %d refused %d failed %d), unsent %d\n", r.Answered, r.OK, r.Refused, r.Failed, r.Unsent)
 	fmt.Fprintf(out, "  goodput %.0f/s = %.2f× capacity; admitted p50 %.0fµs p99 %.0fµs = %.1f× unloaded p99; p99 from due %.0fµs; refusals p99 %.0fµs\n",
 		r.GoodputRPS, r.GoodputRatio, r.P50us, r.P99us, r.P99Ratio, r.P99DueUs, r.RefusedP99)
 	for _, s := range r.ErrorSamples {
@@ -148,7 +150,7 @@ func isRefusal(err error) bool {
 }
 
 type overloadSample struct {
-	at        time.Time     // when the call was due
+	done      time.Time     // when the answer came
 	sent, due time.Duration // answer time from sending, from being due
 	refused   bool
 }
@@ -209,7 +211,7 @@ func runOverload(ctx context.Context, cfg overloadConfig, progress io.Writer) (*
 	jobs := make(chan time.Time, total+1)
 
 	var errs errorLog
-	var failed atomic.Int64
+	var failed, unsent atomic.Int64
 	var mu sync.Mutex
 	var samples []overloadSample
 	var wg sync.WaitGroup
@@ -226,10 +228,13 @@ func runOverload(ctx context.Context, cfg overloadConfig, progress io.Writer) (*
 			defer wg.Done()
 			var rec []overloadSample
 			for due := range jobs {
-				if !time.Now().Before(winEnd) {
-					continue // the window closed while it waited: unsent
-				}
 				t0 := time.Now()
+				if !t0.Before(winEnd) {
+					if !due.Before(winStart) {
+						unsent.Add(1) // due in the window, still waiting for a worker when it closed
+					}
+					continue
+				}
 				_, _, err := s.call(ctx, "tools/call", params)
 				t1 := time.Now()
 				refused := false
@@ -238,14 +243,14 @@ func runOverload(ctx context.Context, cfg overloadConfig, progress io.Writer) (*
 						return
 					}
 					if refused = isRefusal(err); !refused {
-						if !due.Before(winStart) {
+						if !t1.Before(winStart) && t1.Before(winEnd) {
 							failed.Add(1)
 							errs.add(err)
 						}
 						continue
 					}
 				}
-				rec = append(rec, overloadSample{at: due, sent: t1.Sub(t0), due: t1.Sub(due), refused: refused})
+				rec = append(rec, overloadSample{done: t1, sent: t1.Sub(t0), due: t1.Sub(due), refused: refused})
 			}
 			mu.Lock()
 			samples = append(samples, rec...)
@@ -276,13 +281,13 @@ func runOverload(ctx context.Context, cfg overloadConfig, progress io.Writer) (*
 		return nil, err
 	}
 
+	// Everything answered inside the window counts: under overload the calls
+	// answered then were mostly due earlier (the generator's backlog).
 	var okSent, okDue, refusedSent []time.Duration
-	var dueInWindow int64
 	for _, s := range samples {
-		if s.at.Before(winStart) || !s.at.Before(winEnd) {
+		if s.done.Before(winStart) || !s.done.Before(winEnd) {
 			continue
 		}
-		dueInWindow++
 		if s.refused {
 			refusedSent = append(refusedSent, s.sent)
 			continue
@@ -295,8 +300,8 @@ func runOverload(ctx context.Context, cfg overloadConfig, progress io.Writer) (*
 	slices.Sort(refusedSent)
 	r.Failed, r.ErrorSamples = failed.Load(), errs.samples
 	r.OK, r.Refused = int64(len(okSent)), int64(len(refusedSent))
-	r.Sent = dueInWindow + r.Failed
-	r.Unsent = max(0, int64(float64(cfg.Duration)/float64(interval))-r.Sent)
+	r.Answered = r.OK + r.Refused + r.Failed
+	r.Unsent = unsent.Load()
 	r.GoodputRPS = float64(r.OK) / cfg.Duration.Seconds()
 	r.GoodputRatio = r.GoodputRPS / r.CapacityRPS
 	r.P50us = micros(percentile(okSent, 0.50))

@@ -60,7 +60,7 @@ func TestOverloadCountsRefusalsApartFromFailures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.OfferedRPS != 2000 || r.OK == 0 || r.Refused == 0 || r.OK+r.Refused+r.Failed != r.Sent {
+		if r.OfferedRPS != 2000 || r.OK == 0 || r.Refused == 0 || r.OK+r.Refused+r.Failed != r.Answered {
 			t.Fatalf("failing=%v: %+v", failing, r)
 		}
 		if failing != (r.Failed > 0) || failing && !strings.Contains(strings.Join(r.ErrorSamples, " "), "broke after admission") {
