@@ -13,6 +13,7 @@
 //	mcpload wait -url http://127.0.0.1:3000/mcp -timeout 60s
 //	mcpload summarize -base limit results.jsonl
 //	mcpload pair -a direct=http://127.0.0.1:3102/mcp -b gateway=http://127.0.0.1:3110/mcp -rate 3000
+//	mcpload overload -url http://127.0.0.1:3000/mcp -stateless -multiple 2 -duration 10s
 package main
 
 import (
@@ -66,8 +67,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return summarizeCmd(args, out)
 	case "pair":
 		return pairCmd(ctx, args, out)
+	case "overload":
+		return overloadCmd(ctx, args, out)
 	default:
-		return fmt.Errorf("unknown subcommand %q (want run, pair, startup, sessions, wait or summarize)", cmd)
+		return fmt.Errorf("unknown subcommand %q (want run, pair, overload, startup, sessions, wait or summarize)", cmd)
 	}
 }
 

@@ -257,6 +257,23 @@ type SessionLimits struct {
 	// MaxConcurrentCalls is max_concurrent_calls: the requests of one session
 	// running at once (0 the default, 64; -1 no limit).
 	MaxConcurrentCalls int
+	// Admission is `admission:`, the server-wide admission control; nil: none.
+	Admission *AdmissionConfig
+}
+
+// AdmissionConfig is `admission:` of an MCP server: at most MaxRunning requests
+// of the whole server run at once, Queue more wait at most QueueTimeout, the
+// rest are refused (503 + Retry-After, JSON-RPC -32030 server busy).
+type AdmissionConfig struct {
+	// MaxRunning is max_running: a number of requests, or 0 for auto (written
+	// `auto`: 4 × GOMAXPROCS).
+	MaxRunning int
+	// Queue is queue: requests waiting for a slot; 0 the default (max_running),
+	// -1 none.
+	Queue int
+	// QueueTimeout is queue_timeout: the longest wait; 0 the default (50ms).
+	QueueTimeout time.Duration
+	Pos          Pos
 }
 
 // Security is the HTTP protection of one MCP server (shared by helix.mcp.servers and mcps).

@@ -440,7 +440,36 @@ func sessionLimitFields(d *Decoder, l *SessionLimits, f Fields) Fields {
 				"the requests of one session beyond it (a batch's, parallel POSTs) wait for one to finish"
 		}
 	}
+	f["admission"] = func(v *yaml.Node, p string) { l.Admission = decodeAdmission(d, v, p) }
 	return f
+}
+
+// decodeAdmission decodes `admission:` of an MCP server.
+func decodeAdmission(d *Decoder, v *yaml.Node, p string) *AdmissionConfig {
+	a := &AdmissionConfig{Pos: d.Pos(v)}
+	d.Mapping(v, p, "admission", Fields{
+		"max_running": func(v *yaml.Node, p string) {
+			s := d.String(v, p)
+			if d.desc != nil || s == "auto" {
+				return
+			}
+			n64, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 32)
+			n := int(n64)
+			if err != nil || n < 1 {
+				d.Errorf(v, p, "admission max_running must be a number of requests (at least 1) or auto, not %q", s).Hint =
+					"auto is 4 × GOMAXPROCS, for tools that spend their time on this process's CPU; give tools that wait on I/O a number"
+				return
+			}
+			a.MaxRunning = n
+		},
+		"queue": func(v *yaml.Node, p string) {
+			if a.Queue = d.Int(v, p); a.Queue < -1 {
+				d.Errorf(v, p, "admission queue must be a number of requests, 0 for the default (max_running) or -1 for none")
+			}
+		},
+		"queue_timeout": func(v *yaml.Node, p string) { a.QueueTimeout = d.Duration(v, p) }, // negative: refused by Duration
+	}, "max_running")
+	return a
 }
 
 // securityFields adds the keys of [Security] to f.

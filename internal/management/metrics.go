@@ -36,9 +36,12 @@ type Metrics struct {
 	// RateLimitStoreErrors are, per MCP server with a rate_limit_store, the
 	// requests the store did not decide (their fallback did).
 	RateLimitStoreErrors []RateLimitStoreMetrics
-	Agents               []AgentMetrics
-	Pipelines            []PipelineMetrics
-	Cluster              *ClusterMetrics // nil without helix.cluster.leader
+	// Admission are the admission-control counters of the MCP servers that
+	// have `admission:`.
+	Admission []AdmissionMetrics
+	Agents    []AgentMetrics
+	Pipelines []PipelineMetrics
+	Cluster   *ClusterMetrics // nil without helix.cluster.leader
 }
 
 // ClusterMetrics are this replica's part in the leader election of helix.cluster.
@@ -88,6 +91,14 @@ type ToolCallMetrics struct {
 type RateLimitStoreMetrics struct {
 	Server string
 	Errors uint64
+}
+
+// AdmissionMetrics are the admission-control counters of one MCP server.
+type AdmissionMetrics struct {
+	Server                    string
+	Admitted, Queued, Refused uint64
+	QueueWaitSeconds          float64 // summed wait of the requests that queued
+	Running, Waiting, Limit   int
 }
 
 // RejectedMetrics counts requests one MCP server's security rejected for a reason.
@@ -141,6 +152,27 @@ var (
 		{prometheus.NewDesc("helix_agent_output_tokens_total", "Output tokens agent runs cost, as the providers counted them.", []string{"agent"}, nil), func(a AgentMetrics) uint64 { return a.OutputTokens }},
 	}
 
+	admissionFamilies = []struct {
+		desc  *prometheus.Desc
+		typ   prometheus.ValueType
+		value func(AdmissionMetrics) float64
+	}{
+		{prometheus.NewDesc("helix_mcp_admission_admitted_total", "MCP requests admission control let run (at once or after queueing).", []string{"server"}, nil),
+			prometheus.CounterValue, func(a AdmissionMetrics) float64 { return float64(a.Admitted) }},
+		{prometheus.NewDesc("helix_mcp_admission_queued_total", "MCP requests that waited for a slot (then admitted or refused).", []string{"server"}, nil),
+			prometheus.CounterValue, func(a AdmissionMetrics) float64 { return float64(a.Queued) }},
+		{prometheus.NewDesc("helix_mcp_admission_refused_total", "MCP requests admission control refused (503, server busy) before any work.", []string{"server"}, nil),
+			prometheus.CounterValue, func(a AdmissionMetrics) float64 { return float64(a.Refused) }},
+		{prometheus.NewDesc("helix_mcp_admission_queue_wait_seconds_total", "Time MCP requests spent waiting for a slot.", []string{"server"}, nil),
+			prometheus.CounterValue, func(a AdmissionMetrics) float64 { return a.QueueWaitSeconds }},
+		{prometheus.NewDesc("helix_mcp_admission_running", "MCP requests holding an admission slot now.", []string{"server"}, nil),
+			prometheus.GaugeValue, func(a AdmissionMetrics) float64 { return float64(a.Running) }},
+		{prometheus.NewDesc("helix_mcp_admission_waiting", "MCP requests waiting for an admission slot now.", []string{"server"}, nil),
+			prometheus.GaugeValue, func(a AdmissionMetrics) float64 { return float64(a.Waiting) }},
+		{prometheus.NewDesc("helix_mcp_admission_limit", "The admission limit (max_running) of an MCP server.", []string{"server"}, nil),
+			prometheus.GaugeValue, func(a AdmissionMetrics) float64 { return float64(a.Limit) }},
+	}
+
 	pipelineFamilies = []struct {
 		desc  *prometheus.Desc
 		typ   prometheus.ValueType
@@ -188,6 +220,9 @@ func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, f := range pipelineFamilies {
 		ch <- f.desc
 	}
+	for _, f := range admissionFamilies {
+		ch <- f.desc
+	}
 }
 
 // Collect sends the samples of one snapshot.
@@ -224,6 +259,11 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, r := range m.RateLimitStoreErrors {
 		counter(descStoreErrs, r.Errors, r.Server)
+	}
+	for _, a := range m.Admission {
+		for _, f := range admissionFamilies {
+			ch <- prometheus.MustNewConstMetric(f.desc, f.typ, f.value(a), a.Server)
+		}
 	}
 	for _, a := range m.Agents {
 		for _, f := range agentFamilies {

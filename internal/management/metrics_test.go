@@ -96,6 +96,7 @@ func TestMetricsExposition(t *testing.T) {
 		},
 		Rejected:             []RejectedMetrics{{Server: "s1", Reason: "rate limit exceeded", Count: 7}, {Server: "s1", Reason: "invalid api key", Count: 1}},
 		RateLimitStoreErrors: []RateLimitStoreMetrics{{Server: "s1", Errors: 3}},
+		Admission:            []AdmissionMetrics{{Server: "s1", Admitted: 10, Queued: 4, Refused: 2, QueueWaitSeconds: 0.125, Running: 3, Waiting: 1, Limit: 8}},
 		Agents: []AgentMetrics{
 			{Agent: "zeta", Runs: 3, Errors: 1, Iterations: 7, ToolCalls: 4, InputTokens: 120, OutputTokens: 30},
 			{Agent: "alpha", Runs: 1},
@@ -144,6 +145,27 @@ helix_mcp_rejected_requests_total{server="s1",reason="rate limit exceeded"} 7
 # HELP helix_mcp_rate_limit_store_errors_total MCP requests whose rate limit the shared store (rate_limit_store) did not decide, so the fallback did.
 # TYPE helix_mcp_rate_limit_store_errors_total counter
 helix_mcp_rate_limit_store_errors_total{server="s1"} 3
+# HELP helix_mcp_admission_admitted_total MCP requests admission control let run (at once or after queueing).
+# TYPE helix_mcp_admission_admitted_total counter
+helix_mcp_admission_admitted_total{server="s1"} 10
+# HELP helix_mcp_admission_queued_total MCP requests that waited for a slot (then admitted or refused).
+# TYPE helix_mcp_admission_queued_total counter
+helix_mcp_admission_queued_total{server="s1"} 4
+# HELP helix_mcp_admission_refused_total MCP requests admission control refused (503, server busy) before any work.
+# TYPE helix_mcp_admission_refused_total counter
+helix_mcp_admission_refused_total{server="s1"} 2
+# HELP helix_mcp_admission_queue_wait_seconds_total Time MCP requests spent waiting for a slot.
+# TYPE helix_mcp_admission_queue_wait_seconds_total counter
+helix_mcp_admission_queue_wait_seconds_total{server="s1"} 0.125
+# HELP helix_mcp_admission_running MCP requests holding an admission slot now.
+# TYPE helix_mcp_admission_running gauge
+helix_mcp_admission_running{server="s1"} 3
+# HELP helix_mcp_admission_waiting MCP requests waiting for an admission slot now.
+# TYPE helix_mcp_admission_waiting gauge
+helix_mcp_admission_waiting{server="s1"} 1
+# HELP helix_mcp_admission_limit The admission limit (max_running) of an MCP server.
+# TYPE helix_mcp_admission_limit gauge
+helix_mcp_admission_limit{server="s1"} 8
 # HELP helix_agent_runs_total Agent runs (one per message answered or failed).
 # TYPE helix_agent_runs_total counter
 helix_agent_runs_total{agent="alpha"} 1

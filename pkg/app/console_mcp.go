@@ -58,6 +58,10 @@ func (s mcpSource) Servers() []mcppage.Server {
 		configs[c.ID] = c
 	}
 	infos := comp.Servers()
+	admission := map[string]mcpserver.AdmissionStats{}
+	for _, st := range comp.AdmissionStats() {
+		admission[st.Server] = st
+	}
 	out := make([]mcppage.Server, 0, len(infos))
 	for _, in := range infos {
 		cfg, declared := configs[in.ID]
@@ -86,6 +90,10 @@ func (s mcpSource) Servers() []mcppage.Server {
 			for _, r := range sec.cfg.Rejections.Snapshot() {
 				srv.Rejected = append(srv.Rejected, mcppage.Count{Name: r.Reason, Count: r.Count})
 			}
+		}
+		if st, ok := admission[in.ID]; ok {
+			srv.Admission = &mcppage.Admission{Limit: st.MaxRunning, Running: st.Running, Waiting: st.Waiting,
+				Admitted: st.Admitted, Queued: st.Queued, Refused: st.Refused}
 		}
 		if g := a.gateways[in.ID]; g != nil && declared && cfg.Gateway != nil {
 			srv.Gateway = gatewayView(g, cfg.Gateway, a.auditTotals(in.ID))

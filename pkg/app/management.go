@@ -174,6 +174,13 @@ func (a *App) metricsSnapshot() management.Metrics {
 				Errors: sec.cfg.RateLimitStoreFailures.Load()})
 		}
 	}
+	if sc := a.mcpServers(); sc != nil {
+		for _, st := range sc.AdmissionStats() {
+			m.Admission = append(m.Admission, management.AdmissionMetrics{Server: st.Server, Admitted: st.Admitted,
+				Queued: st.Queued, Refused: st.Refused, QueueWaitSeconds: st.QueueWait.Seconds(),
+				Running: st.Running, Waiting: st.Waiting, Limit: st.MaxRunning})
+		}
+	}
 	m.Agents = a.agentMetrics()
 	m.Pipelines = a.pipelineMetrics()
 	m.Cluster = a.clusterMetrics() // cluster.go

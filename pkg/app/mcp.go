@@ -7,6 +7,7 @@ import (
 	"net"
 
 	mcpserver "github.com/arvenza/helix/internal/component/mcp/server"
+	"github.com/arvenza/helix/internal/component/mcp/transport"
 	"github.com/arvenza/helix/internal/config"
 	"github.com/arvenza/helix/internal/tool"
 )
@@ -63,6 +64,12 @@ func (a *App) mcpServerOptions(s config.MCPServerConfig) mcpserver.Options {
 		MaxConcurrentCalls: s.MaxConcurrentCalls,
 		Limits:             listenerLimits(s.Listener),
 		Stdin:              a.opts.Stdin, Stdout: a.opts.Stdout, Logger: a.logger,
+	}
+	if ad := s.Admission; ad != nil {
+		opts.Admission = transport.AdmissionOptions{MaxRunning: ad.MaxRunning, Queue: ad.Queue, QueueTimeout: ad.QueueTimeout}
+		if ad.MaxRunning == 0 { // max_running: auto
+			opts.Admission.MaxRunning = transport.AutoMaxRunning()
+		}
 	}
 	if rs := s.RequestState; rs != nil {
 		opts.RequestState = mcpserver.RequestStateOptions{TTL: rs.TTL, Store: rs.Store}

@@ -44,9 +44,18 @@ type Server struct {
 	// the tools; Rejected the security stack's refusals by reason.
 	Calls, Errors uint64
 	Rejected      []Count
+	// Admission is the admission control's counters (the ones /metrics reads);
+	// nil when the server has none or is not running.
+	Admission *Admission
 	// Where is the YAML position of the server's entry (file:line).
 	Where   string
 	Gateway *Gateway
+}
+
+// Admission are the admission-control counters of a running server.
+type Admission struct {
+	Limit, Running, Waiting   int
+	Admitted, Queued, Refused uint64
 }
 
 // Count is a labelled counter.

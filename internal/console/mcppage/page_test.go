@@ -69,6 +69,7 @@ func testConsole(t *testing.T) (*httptest.Server, *atomic.Value, *atomic.Int32) 
 	schema := []byte(`{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"n":{"type":"integer"}}}`)
 	src := fakeSource{servers: []mcppage.Server{
 		{ID: "http1", Name: "http1", Transport: "http", URL: u, CallURL: u, Running: true, Auth: "API keys (1)",
+			Admission: &mcppage.Admission{Limit: 8, Running: 3, Waiting: 1, Admitted: 40, Queued: 5, Refused: 2},
 			Tools: []mcppage.Tool{
 				{Name: "greet", Kind: "workflow", Workflow: "greet", Description: "<script>alert(1)</script>", Input: schema},
 				{Name: "big", Kind: "workflow", Input: schema},
@@ -120,7 +121,8 @@ func TestPagesListServersToolsAndSessions(t *testing.T) {
 	}
 	code, body = do(t, "GET", srv.URL+"/console/mcp/http1?page=-3&page=x", nil)
 	if code != 200 || !strings.Contains(body, `href="/console/mcp/http1/tools/greet"`) || !strings.Contains(body, "s-1") ||
-		!strings.Contains(body, "2025-11-25") || !strings.Contains(body, "Showing 1 of 1 open sessions") {
+		!strings.Contains(body, "2025-11-25") || !strings.Contains(body, "Showing 1 of 1 open sessions") ||
+		!strings.Contains(body, "3 of 8 running, 1 waiting; 40 admitted, 5 queued, 2 refused (server busy)") {
 		t.Fatalf("/mcp/http1: %d\n%s", code, body)
 	}
 	if strings.Contains(body, "<script>alert(1)") || !strings.Contains(body, "&lt;script&gt;alert(1)") {

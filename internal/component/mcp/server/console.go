@@ -1,6 +1,11 @@
 package server
 
-import "time"
+import (
+	"sort"
+	"time"
+
+	"github.com/arvenza/helix/internal/component/mcp/transport"
+)
 
 // SessionInfo is one open session of a server, for the console's MCP page.
 type SessionInfo struct {
@@ -55,4 +60,32 @@ func (c *Component) Sessions(id string, max int) ([]SessionInfo, int) {
 		}
 	}
 	return out, total
+}
+
+// AdmissionStats are the admission-control counters of one running server.
+type AdmissionStats struct {
+	Server string
+	transport.AdmissionStats
+}
+
+// AdmissionStats returns the admission-control counters of the running servers
+// that have admission control, sorted by server id. Safe for concurrent use.
+func (c *Component) AdmissionStats() []AdmissionStats {
+	c.mu.Lock()
+	all := make([]*mcpServer, 0, len(c.running))
+	for _, s := range c.running {
+		all = append(all, s)
+	}
+	c.mu.Unlock()
+	var out []AdmissionStats
+	for _, s := range all {
+		s.mu.Lock()
+		a := s.admission
+		s.mu.Unlock()
+		if a != nil {
+			out = append(out, AdmissionStats{Server: s.opts.ID, AdmissionStats: a.Stats()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
+	return out
 }

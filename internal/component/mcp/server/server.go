@@ -130,6 +130,12 @@ type Options struct {
 	// one POST when stateless) that run at once, in a batch or in parallel POSTs;
 	// the others wait (default DefaultMaxConcurrentCalls, negative: no bound).
 	MaxConcurrentCalls int
+	// Admission is the server's admission control (admission: in YAML): at most
+	// MaxRunning requests of the whole server run at once, a short queue waits,
+	// the rest are refused with 503 + Retry-After and the JSON-RPC busy error
+	// (transport.CodeServerBusy). MaxRunning <= 0: none. Helix's Streamable HTTP
+	// transport (fast path included) and the SSE transport apply it.
+	Admission transport.AdmissionOptions
 	// ChargeCalls, when set, takes n more rate-limit tokens for an admitted POST:
 	// Helix's Streamable HTTP transport calls it for a batch's calls beyond the
 	// first (transport.Options.ChargeCalls); the security stack's ChargeCalls.

@@ -301,6 +301,10 @@ func BenchmarkToolsCallHTTP(b *testing.B) {
 	// The configuration of issue 17: a tools: entry with one Starlang step.
 	b.Run("yaml", func(b *testing.B) { benchServer(b, helixYAMLServer(b, ""), false) })
 	b.Run("yaml-stateless", func(b *testing.B) { benchServer(b, helixYAMLServer(b, "    stateless: true\n"), true) })
+	// Admission control under its limit (one client): what a slot costs.
+	b.Run("yaml-stateless-admission", func(b *testing.B) {
+		benchServer(b, helixYAMLServer(b, "    stateless: true\n    admission: {max_running: 64}\n"), true)
+	})
 	b.Run("yaml-sdk", func(b *testing.B) { benchServer(b, helixYAMLServer(b, "    http_transport: sdk\n"), false) })
 	// Tracing on (every span sampled, exported to nowhere), called by a traced
 	// client: what tracing adds to the call above.

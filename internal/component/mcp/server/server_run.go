@@ -63,8 +63,10 @@ type mcpServer struct {
 	aud    *audiences     // nil without Audiences
 	posts  postContexts
 	// table is the session table of the running HTTP handler (console.go).
-	table  *transport.SessionTable
-	inputs *inputRequests // made by the first build (inputRequests)
+	table *transport.SessionTable
+	// admission is the admission control of the running HTTP handler (nil: none).
+	admission *transport.Admission
+	inputs    *inputRequests // made by the first build (inputRequests)
 	// answered remembers keyed calls across builds (idempotency.go).
 	answeredOnce sync.Once
 	answered     *answered
@@ -305,8 +307,11 @@ func (s *mcpServer) httpHandler() http.Handler {
 	// idle expiry (transport/sessions.go).
 	sessions := transport.NewSessionTable(&topts)
 	topts.Sessions = sessions
+	// One admission control for all of them (transport/admission.go).
+	topts.Admission = transport.NewAdmission(s.opts.Admission)
 	s.mu.Lock()
 	s.table = sessions
+	s.admission = topts.Admission
 	s.mu.Unlock()
 	sdkServer := func() *sdk.Server { return s.sdk }
 	sse := transport.NewSSEHandler(sdkServer, sessions, &topts)

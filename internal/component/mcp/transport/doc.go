@@ -67,6 +67,10 @@ type Options struct {
 	// parallel POSTs; the others wait for a slot. 0 is DefaultMaxConcurrentCalls,
 	// negative no bound.
 	MaxConcurrentCalls int
+	// Admission, when set, bounds the requests of the whole server running at
+	// once, with a short queue (admission.go); the server's Streamable HTTP and
+	// SSE handlers share it. nil: no bound beyond MaxConcurrentCalls per session.
+	Admission *Admission
 	// ChargeCalls, when set, takes n more rate-limit tokens for a POST the HTTP
 	// middleware admitted (one token): the transport calls it for the calls of a
 	// batch beyond the first, and refuses the batch with 429 (503 when err) when

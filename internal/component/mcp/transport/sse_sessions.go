@@ -27,6 +27,8 @@ type sseHandler struct {
 	table     *SessionTable
 	maxBody   int64 // as SSEOptions.MaxRequestBodyBytes: 0 default, < 0 unlimited
 	checkHost bool
+	// admission bounds the server's requests running at once (admission.go); nil: none.
+	admission *Admission
 
 	mu       sync.Mutex
 	sessions map[string]*sseSession
@@ -34,7 +36,7 @@ type sseHandler struct {
 
 func NewSSEHandler(srv func() *sdk.Server, table *SessionTable, o *Options) *sseHandler {
 	return &sseHandler{srv: srv, table: table, maxBody: o.MaxRequestBodyBytes, checkHost: !o.DisableLocalhostProtection,
-		sessions: map[string]*sseSession{}}
+		admission: o.Admission, sessions: map[string]*sseSession{}}
 }
 
 // sseSession is one event stream and its session.
@@ -48,6 +50,10 @@ type sseSession struct {
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]int // calls posted and not yet answered
+	// admitted are the pending calls holding an admission slot (admission.go),
+	// given back when they are answered or the stream ends.
+	admitted  map[jsonrpc.ID]int
+	admission *Admission
 	// newEra holds the running calls that are 2026-07-28 requests: their results
 	// keep that version's fields, those of the session's legacy calls lose them.
 	newEra map[jsonrpc.ID]bool
@@ -88,6 +94,7 @@ func (h *sseHandler) get(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Connection", "keep-alive")
 	s := &sseSession{id: id, owner: slot.owner, slot: slot, done: make(chan struct{}), pending: map[jsonrpc.ID]int{}, newEra: map[jsonrpc.ID]bool{},
+		admitted: map[jsonrpc.ID]int{}, admission: h.admission,
 		t: &sdk.SSEServerTransport{Endpoint: endpoint.RequestURI(), Response: w, MaxRequestBodyBytes: h.maxBody}}
 	h.mu.Lock()
 	h.sessions[id] = s
@@ -109,6 +116,7 @@ func (h *sseHandler) get(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 	case <-s.done:
 	}
+	s.releaseAdmitted()
 }
 
 func (h *sseHandler) post(w http.ResponseWriter, r *http.Request) {
@@ -152,6 +160,17 @@ func (h *sseHandler) post(w http.ResponseWriter, r *http.Request) {
 	var call *jsonrpc.ID
 	if m, err := jsonrpc.DecodeMessage(data); err == nil {
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			if n, _ := admissionCost([]*jsonrpc.Request{req}); n > 0 && h.admission != nil {
+				// Refused on the POST itself, before the session sees it; admitted,
+				// it holds its slot until it is answered on the stream.
+				if !h.admission.Acquire(r.Context(), 1) {
+					refuseBusy(w, req.ID)
+					return
+				}
+				s.mu.Lock()
+				s.admitted[req.ID]++
+				s.mu.Unlock()
+			}
 			call = &req.ID
 			s.track(req.ID)
 		}
@@ -176,6 +195,14 @@ func (s *sseSession) track(id jsonrpc.ID) {
 
 func (s *sseSession) answered(id jsonrpc.ID) {
 	s.mu.Lock()
+	if a := s.admitted[id]; a > 0 {
+		if a > 1 {
+			s.admitted[id] = a - 1
+		} else {
+			delete(s.admitted, id)
+		}
+		defer s.admission.Release(1)
+	}
 	n := s.pending[id]
 	if n > 1 {
 		s.pending[id] = n - 1
@@ -185,6 +212,21 @@ func (s *sseSession) answered(id jsonrpc.ID) {
 	s.mu.Unlock()
 	if n > 0 {
 		s.slot.end()
+	}
+}
+
+// releaseAdmitted gives back the admission slots of calls never answered: the
+// stream ended.
+func (s *sseSession) releaseAdmitted() {
+	s.mu.Lock()
+	n := 0
+	for _, a := range s.admitted {
+		n += a
+	}
+	clear(s.admitted)
+	s.mu.Unlock()
+	for range n {
+		s.admission.Release(1)
 	}
 }
 

@@ -84,6 +84,8 @@ type StreamableHandler struct {
 	charge func(r *http.Request, n int) (bool, time.Duration, error)
 	// tasks serves the tasks surface (tasks.go); nil: the server has none.
 	tasks Tasks
+	// admission bounds the server's requests running at once (admission.go); nil: none.
+	admission *Admission
 
 	mu       sync.Mutex
 	sessions map[string]*streamConn
@@ -104,6 +106,7 @@ func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
 	h.charge = o.ChargeCalls
 	h.paramHeaders = o.ParamHeaders
 	h.tasks = o.Tasks
+	h.admission = o.Admission
 	if h.maxCalls = o.MaxConcurrentCalls; h.maxCalls == 0 {
 		h.maxCalls = DefaultMaxConcurrentCalls
 	}
@@ -301,6 +304,16 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 
 	if batch && len(calls) > 1 && !h.chargeBatch(w, r, len(calls)-1) {
 		return
+	}
+	if h.admission != nil {
+		// Admission control (admission.go): refused before any work, or run to the end.
+		if n, id := admissionCost(calls); n > 0 {
+			if !h.admission.Acquire(r.Context(), n) {
+				refuseBusy(w, id)
+				return
+			}
+			defer h.admission.Release(n)
+		}
 	}
 
 	fc := h.fast.match(msgs, batch, effective, &fields)

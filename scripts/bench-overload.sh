@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Overload benchmark (issue 33): Helix with and without admission control, side by side.
+#
+# Each round starts helix serving bench/echo-stateless.yaml (no admission control),
+# measures its capacity closed-loop (CAP_CLIENTS clients for CAP_DURATION) and the
+# p99 of one client alone (the unloaded p99), then offers MULTIPLE × capacity open
+# loop for DURATION (mcpload overload). It stops that server and does the same
+# against bench/echo-admission.yaml (admission: {max_running: auto}) at the same
+# offered rate and against the same unloaded p99. Only one server runs at a time.
+# It reports goodput (calls answered per second, as a share of capacity), refused
+# calls (503 + -32030), failures after admission, and p50/p99 of the admitted calls
+# against the unloaded p99.
+#
+#   scripts/bench-overload.sh                          # 3 rounds, 2x, 10 s windows
+#   ROUNDS=1 DURATION=5s MULTIPLE=3 scripts/bench-overload.sh
+#   PIN=0 scripts/bench-overload.sh                    # server and load tool share every core
+#
+# On a machine of a few cores the load tool cannot offer more than the server serves
+# if they share the cores (capacity is then that of the pair). PIN=1 (the default)
+# runs the server on core 0 with GOMAXPROCS=1 and the load tool on the other cores
+# (taskset), so that capacity is the server's and the load tool has room to offer
+# a multiple of it; max_running: auto is then 4.
+#
+# Results go to $OUT (default bench/results/overload-<commit>): results.jsonl (one
+# line per run), summary.md, machine.txt and the servers' logs.
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+MULTIPLE=${MULTIPLE:-2}
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-1s}
+CAP_CLIENTS=${CAP_CLIENTS:-16}
+CAP_DURATION=${CAP_DURATION:-5s}
+WORKERS=${WORKERS:-200} # below max_connections_per_ip (256): each worker has its own connection
+PIN=${PIN:-1}
+GO=${GO:-go}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+OUT=${OUT:-bench/results/overload-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+mkdir -p "$OUT"
+bin=$(mktemp -d)
+server=""
+stop_server() {
+	if [[ -n $server ]]; then
+		kill "$server" 2>/dev/null || true
+		wait "$server" 2>/dev/null || true
+		server=""
+	fi
+}
+cleanup() {
+	stop_server
+	rm -rf "$bin"
+}
+trap cleanup EXIT
+
+echo "== build"
+scripts/bench-gomod.sh # bench/ is its own module, with Helix's requirements
+(cd bench && $GO build -o "$bin/mcpload" ./mcpload)
+$GO build -o "$bin/helix" ./cmd/helix
+
+{
+	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "go: $($GO version)"
+	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "pin=$PIN rounds=$ROUNDS multiple=$MULTIPLE duration=$DURATION warmup=$WARMUP capacity: $CAP_CLIENTS clients x $CAP_DURATION, workers=$WORKERS"
+} | tee "$OUT/machine.txt"
+
+addr=127.0.0.1:3199
+url="http://$addr/mcp"
+server_pin=() load_pin=()
+if [[ $PIN == 1 ]]; then
+	last=$(($(nproc) - 1))
+	((last >= 1)) || { echo "PIN=1 needs at least 2 cores" >&2; exit 2; }
+	server_pin=(taskset -c 0 env GOMAXPROCS=1)
+	load_pin=(taskset -c "1-$last")
+fi
+# serve NAME FILE: starts helix serving FILE, waits until it answers.
+serve() {
+	HELIX_BENCH_ADDR=$addr "${server_pin[@]}" "$bin/helix" mcp serve "$2" >>"$OUT/$1.log" 2>&1 &
+	server=$!
+	"$bin/mcpload" wait -url "$url" -timeout 60s -stateless || { echo "$1 did not come up:"; cat "$OUT/$1.log"; exit 1; }
+}
+common=(-url "$url" -stateless -multiple "$MULTIPLE" -duration "$DURATION" -warmup "$WARMUP" -workers "$WORKERS"
+	-capacity-clients "$CAP_CLIENTS" -capacity-duration "$CAP_DURATION" -json "$OUT/results.jsonl")
+
+for ((r = 1; r <= ROUNDS; r++)); do
+	echo "== round $r: admission off (bench/echo-stateless.yaml)"
+	serve off bench/echo-stateless.yaml
+	"${load_pin[@]}" "$bin/mcpload" overload -label off "${common[@]}"
+	stop_server
+	read -r capacity unloaded < <(tail -n1 "$OUT/results.jsonl" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["capacity_rps"], r["unloaded_p99_us"])')
+	echo "== round $r: admission on (bench/echo-admission.yaml), same offered load"
+	serve on bench/echo-admission.yaml
+	"${load_pin[@]}" "$bin/mcpload" overload -label on "${common[@]}" -capacity "$capacity" -unloaded-p99 "$unloaded"
+	stop_server
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
+
+python3 - "$OUT/results.jsonl" >"$OUT/summary.md" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print("| run | capacity/s | unloaded p99 | offered/s | ok | refused | failed after admission | unsent | goodput × capacity | admitted p50 | admitted p99 | p99 × unloaded | p99 from due | steal |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    print(f"| {r['label']} | {r['capacity_rps']:.0f} | {r['unloaded_p99_us']:.0f} µs | {r['offered_rps']:.0f} | {r['ok']} | {r['refused']} | {r['failed']} | {r['unsent']} | "
+          f"{r['goodput_ratio']:.2f} | {r['p50_us']:.0f} µs | {r['p99_us']:.0f} µs | {r['p99_ratio']:.1f} | {r['p99_due_us']/1000:.1f} ms | {r['steal_pct']:.1f}% |")
+PY
+cat "$OUT/summary.md"
