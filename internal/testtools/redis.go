@@ -3,6 +3,7 @@ package testtools
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -100,7 +101,14 @@ func startRedis(t testing.TB, bin string) (*RedisServer, error) {
 	for {
 		err := s.Ping()
 		if err == nil {
-			return s, nil
+			// A PONG from another redis-server that holds the port (ours
+			// could not bind it and is exiting) would make tests share a
+			// store: check that the answer is our process's.
+			if err = s.checkPID(); err == nil {
+				return s, nil
+			}
+			s.Stop()
+			return nil, err
 		}
 		select {
 		case <-s.done:
@@ -113,6 +121,40 @@ func startRedis(t testing.TB, bin string) (*RedisServer, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// checkPID asks the server on s.Addr for its process id (INFO server) and
+// compares it with the redis-server s started.
+func (s *RedisServer) checkPID() error {
+	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
+		return err
+	}
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(head), "$"))
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return fmt.Errorf("INFO server answered %q", strings.TrimSpace(head))
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	want := "process_id:" + strconv.Itoa(s.cmd.Process.Pid)
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.TrimSpace(line) == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("the redis-server on %s is not the one started here (pid %d): the port was taken", s.Addr, s.cmd.Process.Pid)
 }
 
 // Ping sends PING on a connection of its own and checks for PONG.

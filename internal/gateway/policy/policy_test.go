@@ -27,7 +27,13 @@ type fakeClock struct {
 	t  time.Time
 }
 
-func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)} }
+// newClock is a fake clock at 10:00 UTC of a day after today: the Redis store
+// expires its counters at the end of their window (PEXPIREAT, in the guard's
+// clock), so a fixed date in the past would expire them at once.
+func newClock() *fakeClock {
+	y, m, d := time.Now().UTC().AddDate(0, 0, 2).Date()
+	return &fakeClock{t: time.Date(y, m, d, 10, 0, 0, 0, time.UTC)}
+}
 
 func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()
