@@ -88,7 +88,13 @@ func testServer(name string, versions []string, runs *atomic.Int64) *sdk.Server 
 		if runs != nil {
 			runs.Add(1)
 		}
-		<-ctx.Done() // answers only when the call is cancelled
+		// Answers when the call is cancelled, or after longer than any
+		// timeout a test gives it (a call that timed out on the client is
+		// not cancelled here: the test server's Close waits for it).
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
 		return text("hang"), nil, nil
 	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "stderr"}, func(_ context.Context, _ *sdk.CallToolRequest, a textArgs) (*sdk.CallToolResult, any, error) {
