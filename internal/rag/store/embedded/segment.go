@@ -36,12 +36,12 @@ const (
 
 func segmentPath(dir string) string { return filepath.Join(dir, segmentName) }
 
-// logChecksum is the CRC32-C of the first n bytes of the log at path (an
-// error when it is shorter).
-func logChecksum(f io.ReaderAt, n int64) (uint32, error) {
-	var sum uint32
+// logChecksum is the CRC32-C of the first n bytes of the log read through f
+// (an error when it is shorter), continuing from the checksum sum of its
+// first from bytes (0 and 0 to start from the beginning).
+func logChecksum(f io.ReaderAt, from int64, sum uint32, n int64) (uint32, error) {
 	buf := make([]byte, 1<<20)
-	for off := int64(0); off < n; {
+	for off := from; off < n; {
 		k := min(int64(len(buf)), n-off)
 		if m, err := f.ReadAt(buf[:k], off); int64(m) < k {
 			return 0, fmt.Errorf("the log is shorter than the index covers: %v", err)
@@ -52,18 +52,44 @@ func logChecksum(f io.ReaderAt, n int64) (uint32, error) {
 	return sum, nil
 }
 
+// checksummed is a stretch of the log from its start whose checksum is known.
+type checksummed struct {
+	n   int64
+	sum uint32
+}
+
 // saveSegment writes x (which covers the log up to covered, with damage the
 // damaged stretches before it) to the segment file: a temporary file, fsynced,
-// renamed over the old one.
-func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.ReaderAt) error {
-	sum, err := logChecksum(logf, covered)
+// renamed over the old one. prev is a known checksum of the log's start, to
+// continue from (the zero value for none). It returns the covered bytes'
+// checksum.
+func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.ReaderAt, prev checksummed) (uint32, error) {
+	sum, err := writeSegmentTemp(nil, dir, x, covered, damage, logf, prev)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	if err := os.Rename(segmentPath(dir)+".tmp", segmentPath(dir)); err != nil {
+		os.Remove(segmentPath(dir) + ".tmp")
+		return 0, err
+	}
+	return sum, syncDir(dir)
+}
+
+// writeSegmentTemp writes x to the segment's temporary file and fsyncs it
+// (removing it on failure); the caller renames it. s, when not nil, is the
+// store whose save it is, for tests' hooks.
+func writeSegmentTemp(s *Store, dir string, x *index, covered int64, damage []Damage, logf io.ReaderAt, prev checksummed) (uint32, error) {
+	if prev.n < logHeaderSize || prev.n > covered {
+		prev = checksummed{}
+	}
+	sum, err := logChecksum(logf, prev.n, prev.sum, covered)
+	if err != nil {
+		return 0, err
 	}
 	tmp := segmentPath(dir) + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ok := false
 	defer func() {
@@ -72,6 +98,23 @@ func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.R
 			os.Remove(tmp)
 		}
 	}()
+	if err := encodeSegment(f, x, covered, sum, damage); err != nil {
+		return 0, err
+	}
+	s.saveHook(saveWritten)
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	if err := f.Close(); err != nil {
+		return 0, err
+	}
+	ok = true
+	s.saveHook(saveSynced)
+	return sum, nil
+}
+
+// encodeSegment writes x's segment (see the format above) to f.
+func encodeSegment(f *os.File, x *index, covered int64, sum uint32, damage []Damage) error {
 	crc := crc32.New(crcTable)
 	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
 	var b []byte
@@ -190,20 +233,8 @@ func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.R
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	if _, err := f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32())); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, segmentPath(dir)); err != nil {
-		return err
-	}
-	ok = true
-	return syncDir(dir)
+	_, err = f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	return err
 }
 
 // segment is a loaded segment: the index, what it covers, and the mapping
@@ -211,6 +242,7 @@ func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.R
 type segment struct {
 	idx     *index
 	covered int64
+	sum     uint32 // the CRC32-C of the log's covered bytes
 	damage  []Damage
 	mapping []byte
 }
@@ -261,11 +293,11 @@ func decodeSegment(m []byte, logf io.ReaderAt, logSize int64, src io.ReaderAt) (
 	if covered < logHeaderSize || covered > logSize {
 		return nil, fmt.Errorf("the index covers %d bytes of a log of %d (the log was replaced or cut)", covered, logSize)
 	}
-	if got, err := logChecksum(logf, covered); err != nil || got != sum {
+	if got, err := logChecksum(logf, 0, 0, covered); err != nil || got != sum {
 		return nil, errors.New("the log's bytes the index covers changed since it was saved (a compaction, a repair, or damage)")
 	}
 	d := &decoder{b: body[len(segmentMagic)+12:]}
-	seg := &segment{covered: covered}
+	seg := &segment{covered: covered, sum: sum}
 	for range d.count(3) {
 		off, length := int64(d.uvarint()), int64(d.uvarint())
 		seg.damage = append(seg.damage, Damage{Offset: off, Length: length, Reason: d.string()})

@@ -230,10 +230,12 @@ func (s *Store) buildVectorIndex() {
 	// store that grew fourfold during a long build retrains at its next write.
 	s.vi.ann, s.vi.trained = a, snapshot
 	s.vi.dirty.Store(true)
+	// Read under the locks: writers change the index as soon as they are let go.
+	size, lists := a.Len(), a.Lists()
 	s.mu.Unlock()
 	s.writeMu.Unlock()
 	installed = true
-	s.logger.Info("rag store: built the vector index", "dir", s.dir, "vectors", a.Len(), "lists", a.Lists())
+	s.logger.Info("rag store: built the vector index", "dir", s.dir, "vectors", size, "lists", lists)
 	s.saveVectorIndex()
 }
 
