@@ -1,10 +1,11 @@
 package embedded
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
-	"reflect"
 	"slices"
+	"unsafe"
 
 	"github.com/arvenza/helix/internal/rag"
 )
@@ -75,18 +76,17 @@ type docEntry struct {
 	// seq orders documents by their latest put, so a rewritten log keeps the
 	// order of the original.
 	seq uint64
-	// meta is the chunks' metadata: one map when they all share it, else one
-	// per chunk. Read only: filters consult it, hits get their own copy from
-	// the log.
-	meta []map[string]any
+	// meta is the chunks' metadata, encoded (see encodeMetadata): one map
+	// when they all share it, else one per chunk. Decoded for filters
+	// (metaCache); hits get their own copy from the log.
+	meta string
 }
 
-// metadata returns chunk sub's metadata.
-func (d *docEntry) metadata(sub uint32) map[string]any {
-	if len(d.meta) == 1 {
-		return d.meta[0]
-	}
-	return d.meta[sub]
+// metaCache is a query's decoded metadata of the document it looked at last:
+// a document's chunks are consecutive, so each is decoded about once.
+type metaCache struct {
+	doc  *docEntry
+	maps []map[string]any
 }
 
 // analyzedChunk is a chunk's keyword terms, computed before taking any lock.
@@ -174,7 +174,7 @@ func (x *index) put(r *record, off, size int64, analyzed, gone []analyzedChunk) 
 		x.dim = r.dim
 		x.vecs = make([]float32, len(x.chunks)*r.dim, (len(x.chunks)+len(r.chunks))*r.dim)
 	}
-	d := &docEntry{id: r.docID, hash: r.hash, off: off, recBytes: size, seq: x.seq, ords: make([]uint32, len(r.chunks)), meta: internMetadata(r.chunks)}
+	d := &docEntry{id: r.docID, hash: r.hash, off: off, recBytes: size, seq: x.seq, ords: make([]uint32, len(r.chunks)), meta: encodeMetadata(r.chunks)}
 	for i := range r.chunks {
 		ord := uint32(len(x.chunks))
 		d.ords[i] = ord
@@ -217,22 +217,87 @@ func (x *index) docOrds(docID string) []uint32 {
 	return nil
 }
 
-// internMetadata returns the chunks' metadata maps, one when they are all
-// equal.
-func internMetadata(chunks []rag.Chunk) []map[string]any {
+// encodeMetadata encodes the chunks' metadata: the number of maps (1 when
+// they are all equal, else one per chunk, 0 when none has any), then each
+// map's number of keys and its keys (sorted) and values.
+func encodeMetadata(chunks []rag.Chunk) string {
 	if len(chunks) == 0 {
-		return nil
+		return ""
 	}
-	shared := true
-	for i := 1; i < len(chunks) && shared; i++ {
-		shared = reflect.DeepEqual(chunks[i].Metadata, chunks[0].Metadata)
+	one := func(m map[string]any) []byte {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b := binary.AppendUvarint(nil, uint64(len(keys)))
+		for _, k := range keys {
+			b = appendString(b, k)
+			b = appendValue(b, m[k])
+		}
+		return b
 	}
-	if shared {
-		return []map[string]any{chunks[0].Metadata}
+	first := one(chunks[0].Metadata)
+	encs := [][]byte{first}
+	shared, empty := true, len(chunks[0].Metadata) == 0
+	for i := 1; i < len(chunks); i++ {
+		e := one(chunks[i].Metadata)
+		encs = append(encs, e)
+		shared = shared && string(e) == string(first)
+		empty = empty && len(chunks[i].Metadata) == 0
 	}
-	out := make([]map[string]any, len(chunks))
-	for i := range chunks {
-		out[i] = chunks[i].Metadata
+	switch {
+	case empty:
+		return ""
+	case shared:
+		encs = encs[:1]
+	}
+	b := binary.AppendUvarint(nil, uint64(len(encs)))
+	for _, e := range encs {
+		b = append(b, e...)
+	}
+	return string(b)
+}
+
+// metaMaps returns the number of maps d's metadata hold (0, 1, or one per
+// chunk).
+func (d *docEntry) metaMaps() int {
+	n, k := binary.Uvarint([]byte(d.meta))
+	if k <= 0 {
+		return 0
+	}
+	return int(min(n, 1<<31))
+}
+
+// decodeMetadata decodes encoded metadata (see encodeMetadata) into maps,
+// reusing those given (cleared); nil for none or for bytes that do not
+// decode. The keys and string values share meta's bytes.
+func decodeMetadata(meta string, maps []map[string]any) []map[string]any {
+	if meta == "" {
+		return maps[:0]
+	}
+	d := &decoder{b: unsafe.Slice(unsafe.StringData(meta), len(meta)), alias: true}
+	n := d.count(1)
+	out := maps[:0]
+	for i := range n {
+		var m map[string]any
+		if i < len(maps) {
+			m = maps[i]
+			clear(m)
+		}
+		if nk := d.count(2); nk > 0 {
+			if m == nil {
+				m = make(map[string]any, nk)
+			}
+			for range nk {
+				k := d.string()
+				m[k] = d.value()
+			}
+		}
+		out = append(out, m)
+	}
+	if d.err != nil {
+		return maps[:0]
 	}
 	return out
 }
@@ -289,11 +354,27 @@ func (x *index) record(d *docEntry) (*record, error) {
 	return r, nil
 }
 
-// metadata returns the live chunk ord's metadata, for filters.
-func (x *index) metadata(ord uint32) map[string]any {
+// metadata returns the live chunk ord's metadata, for filters, decoded
+// through c (nil: decoded for this call).
+func (x *index) metadataVia(ord uint32, c *metaCache) map[string]any {
 	e := &x.chunks[ord]
-	return e.doc.metadata(e.sub)
+	if c == nil {
+		c = &metaCache{}
+	}
+	if c.doc != e.doc {
+		c.doc, c.maps = e.doc, decodeMetadata(e.doc.meta, c.maps)
+	}
+	switch {
+	case len(c.maps) == 1:
+		return c.maps[0]
+	case int(e.sub) < len(c.maps):
+		return c.maps[e.sub]
+	}
+	return nil
 }
+
+// metadata returns the live chunk ord's metadata.
+func (x *index) metadata(ord uint32) map[string]any { return x.metadataVia(ord, nil) }
 
 // docRecords returns a put record per live document, in the order they were
 // put, for rewriting the log: read from the log (their chunks are not kept in

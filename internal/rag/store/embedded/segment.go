@@ -30,7 +30,7 @@ import (
 //	body (uvarints, strings, the vectors' float32s) | CRC32-C of all before (uint32)
 
 const (
-	segmentMagic = "HXKIDX1\n"
+	segmentMagic = "HXKIDX2\n"
 	segmentName  = "keyword.idx"
 )
 
@@ -146,14 +146,7 @@ func encodeSegment(f *os.File, x *index, covered int64, sum uint32, damage []Dam
 		uv(uint64(d.off))
 		uv(uint64(d.recBytes))
 		uv(d.seq)
-		uv(uint64(len(d.meta)))
-		for _, m := range d.meta {
-			uv(uint64(len(m)))
-			for k, v := range m {
-				b = appendString(b, k)
-				b = appendValue(b, v)
-			}
-		}
+		b = appendString(b, d.meta)
 		if len(b) > 1<<20 {
 			if err := flush(); err != nil {
 				return err
@@ -313,19 +306,7 @@ func decodeSegment(m []byte, logf io.ReaderAt, logSize int64, src io.ReaderAt) (
 	ndocs := d.count(6)
 	docs := make([]*docEntry, ndocs)
 	for i := range docs {
-		e := &docEntry{id: d.string(), hash: d.string(), off: int64(d.uvarint()), recBytes: int64(d.uvarint()), seq: d.uvarint()}
-		if nm := d.count(1); nm > 0 {
-			e.meta = make([]map[string]any, nm)
-			for j := range e.meta {
-				if nk := d.count(2); nk > 0 {
-					e.meta[j] = make(map[string]any, nk)
-					for range nk {
-						k := d.string()
-						e.meta[j][k] = d.value()
-					}
-				}
-			}
-		}
+		e := &docEntry{id: d.string(), hash: d.string(), off: int64(d.uvarint()), recBytes: int64(d.uvarint()), seq: d.uvarint(), meta: d.string()}
 		docs[i] = e
 		x.docs[e.id] = e
 	}
@@ -398,11 +379,12 @@ func validateSegment(x *index, seg *segment) error {
 	seg.idx = x
 	n := uint32(len(x.chunks))
 	for _, d := range x.docs {
-		if d.off < logHeaderSize || d.off+d.recBytes > seg.covered || (len(d.meta) != 1 && len(d.meta) != len(d.ords) && len(d.ords) > 0) {
+		nm := d.metaMaps()
+		if d.off < logHeaderSize || d.off+d.recBytes > seg.covered || (nm > 1 && nm != len(d.ords)) {
 			return fmt.Errorf("the index file's document %q is out of bounds", d.id)
 		}
 		for _, ord := range d.ords {
-			if e := &x.chunks[ord]; int(e.sub) >= len(d.ords) || (len(d.meta) > 1 && int(e.sub) >= len(d.meta)) {
+			if e := &x.chunks[ord]; int(e.sub) >= len(d.ords) {
 				return fmt.Errorf("the index file's document %q is out of bounds", d.id)
 			}
 		}

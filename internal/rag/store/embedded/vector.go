@@ -377,6 +377,7 @@ func (s *Store) stopVectorIndex() {
 // search exactly (no index, or a filter too selective for it). match is the
 // parsed filter, nil for none. Called with mu held for reading.
 func (s *Store) searchVectorIndex(x *index, q []float32, top *topN, match *rag.Expr) (ok bool) {
+	var meta metaCache // the filter's decoded metadata
 	a := s.vi.ann
 	if a == nil || a.Len() < s.vi.threshold {
 		return false
@@ -384,7 +385,7 @@ func (s *Store) searchVectorIndex(x *index, q []float32, top *topN, match *rag.E
 	dim := x.dim
 	accept := func(ord uint32) bool {
 		e := &x.chunks[ord]
-		return !e.dead && e.hasVec && (match == nil || match.Matches(x.metadata(ord)))
+		return !e.dead && e.hasVec && (match == nil || match.Matches(x.metadataVia(ord, &meta)))
 	}
 	exact := func(ord uint32) float32 { return dot(q, x.vecs[int(ord)*dim:(int(ord)+1)*dim]) }
 	found, err := a.Search(q, top.n, ann.SearchOptions{Probe: s.vi.probe}, accept, exact)

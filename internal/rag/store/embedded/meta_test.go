@@ -1,0 +1,61 @@
+package embedded
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/arvenza/helix/internal/rag"
+)
+
+// TestDocumentEntryHoldsNoMaps: a document's metadata are kept as compact
+// encoded bytes (a Go map per document costs hundreds of bytes), decoded for
+// filters into what a restart would read back from the log.
+func TestDocumentEntryHoldsNoMaps(t *testing.T) {
+	typ := reflect.TypeOf(docEntry{})
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		for k := f.Type; ; k = k.Elem() {
+			if k.Kind() == reflect.Map || k.Kind() == reflect.Interface {
+				t.Fatalf("docEntry.%s is of type %s", f.Name, f.Type)
+			}
+			if k.Kind() != reflect.Slice && k.Kind() != reflect.Array && k.Kind() != reflect.Pointer {
+				break
+			}
+		}
+	}
+	dir := t.TempDir()
+	s, _ := open(t, dir, Options{NoSync: true})
+	meta := map[string]any{"tenant": "t1", "n": int64(3), "f": float32(0.5), "ok": true, "tags": []any{"a", "b"}, "nested": map[string]any{"x": 1}}
+	cs := []rag.Chunk{{Index: 0, Text: "one two", Metadata: meta}, {Index: 1, Text: "three", Metadata: map[string]any{"tenant": "t2"}}, {Index: 2, Text: "four"}}
+	mustPut(t, s, "d", "h", cs, nil)
+	var fresh [3]map[string]any
+	for i, ord := range s.idx.docs["d"].ords {
+		fresh[i] = s.idx.metadata(ord)
+	}
+	s.Close()
+	s, _ = open(t, dir, Options{NoSync: true})
+	for i, ord := range s.idx.docs["d"].ords {
+		if got := s.idx.metadata(ord); !reflect.DeepEqual(got, fresh[i]) {
+			t.Errorf("chunk %d's metadata after a restart %#v, before %#v", i, got, fresh[i])
+		}
+	}
+	if fresh[0]["tenant"] != "t1" || fresh[0]["n"] != 3 || fresh[0]["f"] != 0.5 || fresh[1]["tenant"] != "t2" || len(fresh[2]) != 0 {
+		t.Fatalf("decoded metadata %#v", fresh)
+	}
+}
+
+// TestMetadataCacheFollowsDocuments: a query's decoded metadata are reused
+// from one document to the next without one's keys showing in the other's.
+func TestMetadataCacheFollowsDocuments(t *testing.T) {
+	s, _ := open(t, t.TempDir(), Options{NoSync: true})
+	mustPut(t, s, "a", "h", []rag.Chunk{{Text: "x", Metadata: map[string]any{"k": "a", "only": true}}, {Index: 1, Text: "y", Metadata: map[string]any{"k": "a2"}}}, nil)
+	mustPut(t, s, "b", "h", []rag.Chunk{{Text: "x", Metadata: map[string]any{"k": "b"}}}, nil)
+	mustPut(t, s, "c", "h", []rag.Chunk{{Text: "x"}}, nil)
+	var c metaCache
+	want := []map[string]any{{"k": "a", "only": true}, {"k": "a2"}, {"k": "b"}, nil, {"k": "b"}, {"k": "a2"}, {"k": "a", "only": true}}
+	for i, ord := range []uint32{0, 1, 2, 3, 2, 1, 0} {
+		if got := s.idx.metadataVia(ord, &c); len(got) != len(want[i]) || (len(got) > 0 && !reflect.DeepEqual(got, want[i])) {
+			t.Fatalf("step %d, chunk %d: %v, want %v", i, ord, got, want[i])
+		}
+	}
+}
