@@ -137,7 +137,7 @@ func (x *index) frozen() *index {
 		liveTitled: x.liveTitled, liveTitleLength: x.liveTitleLength,
 		liveBytes: x.liveBytes, seq: x.seq, framed: x.framed,
 		chunks: slices.Clone(x.chunks),
-		vecs:   x.vecs[:len(x.vecs):len(x.vecs)],
+		vecs:   x.vecs.frozen(),
 		terms:  x.terms[:len(x.terms):len(x.terms)],
 		df:     slices.Clone(x.df),
 		tdf:    slices.Clone(x.tdf),

@@ -22,7 +22,7 @@ type index struct {
 	chunks []chunkEntry
 	// vecs holds dim float32s per chunk ordinal once the first vectors were put
 	// (zeros for chunks without vectors).
-	vecs []float32
+	vecs vectorSlab
 	dim  int
 
 	// The keyword index has two fields, a chunk's text and its title, with one
@@ -172,7 +172,10 @@ func (x *index) put(r *record, off, size int64, analyzed, gone []analyzedChunk) 
 	x.seq++
 	if r.dim > 0 && x.dim == 0 {
 		x.dim = r.dim
-		x.vecs = make([]float32, len(x.chunks)*r.dim, (len(x.chunks)+len(r.chunks))*r.dim)
+		x.vecs = vectorSlab{dim: r.dim}
+		for range x.chunks {
+			x.vecs.add(nil)
+		}
 	}
 	d := &docEntry{id: r.docID, hash: r.hash, off: off, recBytes: size, seq: x.seq, ords: make([]uint32, len(r.chunks)), meta: encodeMetadata(r.chunks)}
 	for i := range r.chunks {
@@ -197,9 +200,9 @@ func (x *index) put(r *record, off, size int64, analyzed, gone []analyzedChunk) 
 		}
 		if x.dim > 0 {
 			if r.dim > 0 {
-				x.vecs = append(x.vecs, r.vectors[i*r.dim:(i+1)*r.dim]...)
+				x.vecs.add(r.vectors[i*r.dim : (i+1)*r.dim])
 			} else {
-				x.vecs = append(x.vecs, make([]float32, x.dim)...)
+				x.vecs.add(nil)
 			}
 		}
 		x.liveLength += int64(a.text.length)
@@ -414,7 +417,7 @@ func (x *index) rebuilt(ids []string, offs, sizes []int64, src io.ReaderAt) *ind
 	y := newIndex(src, true)
 	y.dim, y.seq = x.dim, x.seq
 	if x.dim > 0 {
-		y.vecs = make([]float32, 0, x.liveChunks*x.dim)
+		y.vecs = vectorSlab{dim: x.dim}
 	}
 	y.chunks = make([]chunkEntry, 0, x.liveChunks)
 	newOrd := make([]uint32, len(x.chunks))
@@ -429,7 +432,7 @@ func (x *index) rebuilt(ids []string, offs, sizes []int64, src io.ReaderAt) *ind
 			e.doc = d
 			y.chunks = append(y.chunks, e)
 			if x.dim > 0 {
-				y.vecs = append(y.vecs, x.vecs[int(oldOrd)*x.dim:(int(oldOrd)+1)*x.dim]...)
+				y.vecs.add(x.vecs.at(int(oldOrd)))
 			}
 			y.liveLength += int64(e.length)
 			if e.tlen > 0 {

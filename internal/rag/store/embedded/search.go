@@ -159,7 +159,6 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	if s.searchVectorIndex(x, q, &top, match) {
 		return s.hits(&top, x)
 	}
-	dim := x.dim
 	for ord := range x.chunks {
 		if ord&8191 == 8191 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -168,7 +167,7 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		if e.dead || !e.hasVec {
 			continue
 		}
-		score := float64(dot(q, x.vecs[ord*dim:(ord+1)*dim]))
+		score := float64(dot(q, x.vecs.at(ord)))
 		if !top.admits(score, uint32(ord)) {
 			continue
 		}

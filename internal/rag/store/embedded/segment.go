@@ -205,7 +205,7 @@ func encodeSegment(f *os.File, x *index, covered int64, sum uint32, damage []Dam
 	}
 	// The vectors last, 4-byte aligned in the file so they can be used in
 	// place: padding up to the next multiple of 4 after their count.
-	uv(uint64(len(x.vecs)))
+	uv(uint64(x.vecs.len() * x.dim))
 	if err := flush(); err != nil {
 		return err
 	}
@@ -217,10 +217,10 @@ func encodeSegment(f *os.File, x *index, covered int64, sum uint32, damage []Dam
 		return err
 	}
 	b = append(b, make([]byte, (4-pos%4)%4)...)
-	if len(x.vecs) > 0 {
-		b = append(b, unsafe.Slice((*byte)(unsafe.Pointer(&x.vecs[0])), len(x.vecs)*4)...)
-	}
 	if err := flush(); err != nil {
+		return err
+	}
+	if err := x.vecs.writeTo(w, x.vecs.len()); err != nil {
 		return err
 	}
 	if err := w.Flush(); err != nil {
@@ -367,7 +367,7 @@ func decodeSegment(m []byte, logf io.ReaderAt, logSize int64, src io.ReaderAt) (
 	}
 	if nvecs > 0 {
 		v := d.b[pad:]
-		x.vecs = unsafe.Slice((*float32)(unsafe.Pointer(&v[0])), nvecs)[:nvecs:nvecs]
+		x.vecs = vectorSlab{dim: x.dim, base: unsafe.Slice((*float32)(unsafe.Pointer(&v[0])), nvecs)[:nvecs:nvecs], n: int(nvecs) / x.dim}
 	}
 	return seg, validateSegment(x, seg)
 }
