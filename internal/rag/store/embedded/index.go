@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"slices"
@@ -69,7 +70,7 @@ type posting struct {
 
 type docEntry struct {
 	id       string
-	hash     string
+	hash     docHash
 	ords     []uint32
 	off      int64 // of its put record in the log
 	recBytes int64
@@ -177,7 +178,7 @@ func (x *index) put(r *record, off, size int64, analyzed, gone []analyzedChunk) 
 			x.vecs.add(nil)
 		}
 	}
-	d := &docEntry{id: r.docID, hash: r.hash, off: off, recBytes: size, seq: x.seq, ords: make([]uint32, len(r.chunks)), meta: encodeMetadata(r.chunks)}
+	d := &docEntry{id: r.docID, hash: makeDocHash(r.hash), off: off, recBytes: size, seq: x.seq, ords: make([]uint32, len(r.chunks)), meta: encodeMetadata(r.chunks)}
 	for i := range r.chunks {
 		ord := uint32(len(x.chunks))
 		d.ords[i] = ord
@@ -472,3 +473,41 @@ func carry(from, to *postingList, x *index, newOrd []uint32, lengths func(uint32
 // textLen and titleLen are a chunk's field lengths by ordinal.
 func (x *index) textLen(ord uint32) uint32  { return x.chunks[ord].length }
 func (x *index) titleLen(ord uint32) uint32 { return x.chunks[ord].tlen }
+
+// docHash is a document's content hash: a SHA-256 in lowercase hex (what the
+// pipeline writes) as its 32 bytes, any other string as it is.
+type docHash struct {
+	sum   [32]byte
+	other *string // the hash when it is not 64 lowercase hex digits
+}
+
+func makeDocHash(h string) docHash {
+	var d docHash
+	if len(h) != 64 {
+		d.other = &h
+		return d
+	}
+	for i := range 64 {
+		c := h[i]
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		default:
+			d.other = &h
+			return d
+		}
+		d.sum[i/2] |= v << (4 * (1 - i%2))
+	}
+	return d
+}
+
+// String returns the hash as it was put.
+func (d docHash) String() string {
+	if d.other != nil {
+		return *d.other
+	}
+	return hex.EncodeToString(d.sum[:])
+}

@@ -59,3 +59,34 @@ func TestMetadataCacheFollowsDocuments(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentHashesKeptAsGiven: a content hash of 64 lowercase hex digits
+// (what the pipeline writes) is kept as its 32 bytes; any other hash as it
+// is; Documents returns each exactly as put, before and after a restart.
+func TestDocumentHashesKeptAsGiven(t *testing.T) {
+	if h := makeDocHash("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"); h.other != nil {
+		t.Fatal("a sha256 hex hash is not kept as bytes")
+	}
+	dir := t.TempDir()
+	s, _ := open(t, dir, Options{NoSync: true})
+	want := map[string]string{
+		"a": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		"b": "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08",
+		"c": "short",
+		"d": "",
+		"e": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a0g",
+	}
+	for id, h := range want {
+		mustPut(t, s, id, h, []rag.Chunk{{Text: "x"}}, nil)
+	}
+	check := func(when string) {
+		got, err := s.Documents(ctx)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %v, %v; want %v", when, got, err, want)
+		}
+	}
+	check("open")
+	s.Close()
+	s, _ = open(t, dir, Options{NoSync: true})
+	check("after a restart")
+}

@@ -142,7 +142,7 @@ func encodeSegment(f *os.File, x *index, covered int64, sum uint32, damage []Dam
 	for _, d := range x.docs {
 		docNum[d] = uint64(len(docNum)) + 1
 		b = appendString(b, d.id)
-		b = appendString(b, d.hash)
+		b = appendString(b, d.hash.String())
 		uv(uint64(d.off))
 		uv(uint64(d.recBytes))
 		uv(d.seq)
@@ -306,7 +306,7 @@ func decodeSegment(m []byte, logf io.ReaderAt, logSize int64, src io.ReaderAt) (
 	ndocs := d.count(6)
 	docs := make([]*docEntry, ndocs)
 	for i := range docs {
-		e := &docEntry{id: d.string(), hash: d.string(), off: int64(d.uvarint()), recBytes: int64(d.uvarint()), seq: d.uvarint(), meta: d.string()}
+		e := &docEntry{id: d.string(), hash: makeDocHash(d.string()), off: int64(d.uvarint()), recBytes: int64(d.uvarint()), seq: d.uvarint(), meta: d.string()}
 		docs[i] = e
 		x.docs[e.id] = e
 	}

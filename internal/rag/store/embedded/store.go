@@ -238,7 +238,7 @@ func (s *Store) Documents(ctx context.Context) (map[string]string, error) {
 	defer s.mu.RUnlock()
 	out := make(map[string]string, len(s.idx.docs))
 	for id, d := range s.idx.docs {
-		out[id] = d.hash
+		out[id] = d.hash.String()
 	}
 	return out, nil
 }
