@@ -127,9 +127,8 @@ func damageBefore(l *logFile, end int64) []Damage {
 
 // frozen returns a view of x that writers do not change, for saving without a
 // lock: what they change in place (the chunks' entries, the document
-// frequencies, the posting lists' open tails, the documents' map) is copied;
-// what they only append to (the sealed blocks, the terms, the vectors) is
-// shared up to its present length, and the documents' entries, which never
+// frequencies, the documents' map) is copied; what they only append to (the
+// posting lists, the terms, the vectors) is shared up to its present length, and the documents' entries, which never
 // change once made, are shared. Called with writeMu held.
 func (x *index) frozen() *index {
 	y := &index{
@@ -148,19 +147,14 @@ func (x *index) frozen() *index {
 	return y
 }
 
-// frozenPostings copies the lists' headers and their tails (into one slice).
+// frozenPostings copies the lists' headers. Their contents are shared: a
+// list's sealed blocks and its tail's postings never change once written (a
+// posting is appended past them, and sealing starts a new tail).
 func frozenPostings(ps []postingList) []postingList {
-	n := 0
-	for i := range ps {
-		n += len(ps[i].tail)
-	}
-	tails := make([]posting, 0, n)
 	out := make([]postingList, len(ps))
 	for i := range ps {
 		p := &ps[i]
-		at := len(tails)
-		tails = append(tails, p.tail...)
-		out[i] = postingList{blocks: p.blocks[:len(p.blocks):len(p.blocks)], data: p.data[:len(p.data):len(p.data)], tail: tails[at:len(tails):len(tails)]}
+		out[i] = postingList{blocks: p.blocks[:len(p.blocks):len(p.blocks)], data: p.data[:len(p.data):len(p.data)], tail: p.tail[:len(p.tail):len(p.tail)]}
 	}
 	return out
 }

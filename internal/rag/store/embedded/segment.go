@@ -30,7 +30,7 @@ import (
 //	body (uvarints, strings, the vectors' float32s) | CRC32-C of all before (uint32)
 
 const (
-	segmentMagic = "HXKIDX2\n"
+	segmentMagic = "HXKIDX3\n"
 	segmentName  = "keyword.idx"
 )
 
@@ -118,9 +118,16 @@ func encodeSegment(f *os.File, x *index, covered int64, sum uint32, damage []Dam
 	crc := crc32.New(crcTable)
 	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
 	var b []byte
+	var written int64 // the file's size so far
 	flush := func() error {
-		_, err := w.Write(b)
+		n, err := w.Write(b)
+		written += int64(n)
 		b = b[:0]
+		return err
+	}
+	raw := func(p []byte) error {
+		n, err := w.Write(p)
+		written += int64(n)
 		return err
 	}
 	uv := func(v uint64) { b = binary.AppendUvarint(b, v) }
@@ -190,16 +197,18 @@ func encodeSegment(f *os.File, x *index, covered int64, sum uint32, damage []Dam
 				uv(uint64(m.minLen))
 			}
 			uv(uint64(len(p.tail)))
-			for _, q := range p.tail {
-				uv(uint64(q.ord))
-				uv(uint64(q.tf))
-			}
 			uv(uint64(len(p.data)))
 			if err := flush(); err != nil {
 				return err
 			}
-			if _, err := w.Write(p.data); err != nil {
+			if err := raw(p.data); err != nil {
 				return err
+			}
+			// The open tail as it is in memory, 4-byte aligned in the file, so
+			// that it is used in place.
+			if len(p.tail) > 0 {
+				b = append(b, make([]byte, (4-written%4)%4)...)
+				b = append(b, unsafe.Slice((*byte)(unsafe.Pointer(&p.tail[0])), len(p.tail)*int(unsafe.Sizeof(posting{})))...)
 			}
 		}
 	}
@@ -209,14 +218,7 @@ func encodeSegment(f *os.File, x *index, covered int64, sum uint32, damage []Dam
 	if err := flush(); err != nil {
 		return err
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	pos, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	b = append(b, make([]byte, (4-pos%4)%4)...)
+	b = append(b, make([]byte, (4-written%4)%4)...)
 	if err := flush(); err != nil {
 		return err
 	}
@@ -226,7 +228,7 @@ func encodeSegment(f *os.File, x *index, covered int64, sum uint32, damage []Dam
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	_, err = f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	_, err := f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
 	return err
 }
 
@@ -341,19 +343,23 @@ func decodeSegment(m []byte, logf io.ReaderAt, logSize int64, src io.ReaderAt) (
 					p.blocks[j] = blockMeta{off: uint32(d.uvarint()), last: uint32(d.uvarint()), maxTF: uint32(d.uvarint()), minLen: uint32(d.uvarint())}
 				}
 			}
-			if nt := d.count(2); nt > 0 {
-				p.tail = make([]posting, nt)
-				for j := range p.tail {
-					p.tail[j] = posting{ord: uint32(d.uvarint()), tf: uint32(d.uvarint())}
-				}
-			}
+			nt := d.count(8)
 			n := d.count(1)
 			if d.err != nil {
 				return nil, d.err
 			}
-			// In place, capacity capped: an append copies to the heap.
+			// In place, capacities capped: an append copies to the heap.
 			p.data = d.b[:n:n]
 			d.b = d.b[n:]
+			if nt > 0 {
+				pad := (4 - int(uintptr(unsafe.Pointer(unsafe.SliceData(d.b)))%4)) % 4
+				size := nt * int(unsafe.Sizeof(posting{}))
+				if len(d.b) < pad+size {
+					return nil, errors.New("the index file's postings are cut short")
+				}
+				p.tail = unsafe.Slice((*posting)(unsafe.Pointer(&d.b[pad])), nt)[:nt:nt]
+				d.b = d.b[pad+size:]
+			}
 		}
 	}
 	nvecs := d.uvarint()

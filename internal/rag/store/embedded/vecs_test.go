@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"unsafe"
 )
@@ -62,5 +63,43 @@ func TestPutAfterOpenLeavesTheMappedVectors(t *testing.T) {
 	s3, _ := open(t, crashed, Options{NoSync: true, VectorIndexThreshold: -1})
 	if got := results(t, s3); got != want {
 		t.Fatalf("from the older saved index and the log:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestOpenTailsAreMapped: the posting lists' open tails are used where they
+// lie in the saved index's mapping, not decoded to the heap; appending to
+// one (and sealing it) after the open leaves the mapping as it is.
+func TestOpenTailsAreMapped(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := open(t, dir, Options{NoSync: true})
+	c := newCorpus(13, 8)
+	fillSegmentStore(t, s, c, 0, 200)
+	s.Close()
+	s, _ = open(t, dir, Options{NoSync: true})
+	m := s.seg.mapping
+	lo, hi := uintptr(unsafe.Pointer(&m[0])), uintptr(unsafe.Pointer(&m[0]))+uintptr(len(m))
+	tails, inMap := 0, 0
+	for i := range s.idx.postings {
+		for _, p := range []*postingList{&s.idx.postings[i], &s.idx.tpostings[i]} {
+			if len(p.tail) == 0 {
+				continue
+			}
+			tails++
+			if a := uintptr(unsafe.Pointer(&p.tail[0])); a >= lo && a < hi && a%4 == 0 {
+				inMap++
+			}
+		}
+	}
+	if tails == 0 || inMap != tails {
+		t.Fatalf("%d of %d tails in the mapping", inMap, tails)
+	}
+	fillSegmentStore(t, s, c, 200, 300)
+	crashed := t.TempDir()
+	copyStore(t, dir, crashed)
+	want := results(t, s)
+	os.Remove(segmentPath(crashed))
+	r, _ := open(t, crashed, Options{NoSync: true})
+	if got := results(t, r); got != want {
+		t.Fatalf("appended to mapped tails:\n%s\nwant\n%s", got, want)
 	}
 }
