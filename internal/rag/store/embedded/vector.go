@@ -59,12 +59,24 @@ func (s *Store) initVectorIndex(opts Options) {
 	s.vi.ctx, s.vi.cancel = context.WithCancel(context.Background())
 }
 
+// dropMappedVectors releases the resident pages of the vectors that lie in the
+// saved index's mapping, after a pass over all of them (the index's load or
+// build): the index's codes answer searches, and exact re-scoring reads back
+// the few vectors it needs. Called with mu held, or before the store is
+// shared.
+func (s *Store) dropMappedVectors() {
+	if s.seg != nil && s.seg.mapping != nil {
+		dropMapped(floatBytes(s.idx.vecs.base))
+	}
+}
+
 // openVectorIndex loads the saved index after the log was replayed, or starts
 // building one when the store holds enough vectors.
 func (s *Store) openVectorIndex() {
 	if s.vi.threshold < 0 {
 		return
 	}
+	defer s.dropMappedVectors()
 	a, err := s.loadVectorIndex()
 	switch {
 	case err == nil:
@@ -257,6 +269,8 @@ func (s *Store) saveVectorIndex() {
 		return
 	}
 	s.vi.dirty.Store(false)
+	// The tag reads every vector; so did the build that preceded most saves.
+	defer s.dropMappedVectors()
 	if err := writeVectorIndex(s.dir, a, vectorsTag(s.idx, a.Ordinals()), !s.noSync); err != nil {
 		s.vi.dirty.Store(true)
 		s.logger.Warn("rag store: saving the vector index failed; the next open rebuilds it", "dir", s.dir, "error", err)
