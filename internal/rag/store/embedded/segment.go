@@ -13,8 +13,9 @@ import (
 	"unsafe"
 )
 
-// The persisted index. Replaying the log re-analyses every chunk, which at a
-// million chunks takes minutes; so the index is also saved beside the log, in
+// The persisted index. Replaying the log re-analyses every chunk, the costly
+// part of indexing, which grows with the store; so the index is also saved
+// beside the log (at Close, and in the background: bgsave.go), in
 // keyword.idx, with the stretch of the log it covers (its first covered bytes,
 // and their CRC32-C). Open maps the file, checks it, takes the index from it
 // and replays only the log after the covered stretch. The file is never
@@ -22,9 +23,10 @@ import (
 // format are checked, and a file that fails any of them is ignored (and
 // reported) — the index is rebuilt from the log as if there were none.
 //
-// The posting lists' blocks and the vectors are used where they lie in the
-// mapping, outside the Go heap; what a query writes (the lists' open blocks,
-// new vectors) goes to the heap, copy on first append.
+// The posting lists' blocks and open tails and the vectors are used where
+// they lie in the mapping, outside the Go heap; what a write adds goes to the
+// heap (a list's bytes and tail are copied on their first append, new vectors
+// go on pages of their own: see vectorSlab).
 //
 //	"HXKIDX1\n" | covered (uint64) | CRC32-C of the log's covered bytes (uint32) |
 //	body (uvarints, strings, the vectors' float32s) | CRC32-C of all before (uint32)
