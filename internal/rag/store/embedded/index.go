@@ -88,7 +88,13 @@ type docEntry struct {
 type metaCache struct {
 	doc  *docEntry
 	maps []map[string]any
+	// vals are the values decoded so far, by their encoding: documents that
+	// share a value (a tenant, a year) share its decoding.
+	vals map[string]any
 }
+
+// maxCachedValues bounds a query's metaCache.vals.
+const maxCachedValues = 4096
 
 // analyzedChunk is a chunk's keyword terms, computed before taking any lock.
 type analyzedChunk struct {
@@ -274,9 +280,11 @@ func (d *docEntry) metaMaps() int {
 }
 
 // decodeMetadata decodes encoded metadata (see encodeMetadata) into maps,
-// reusing those given (cleared); nil for none or for bytes that do not
-// decode. The keys and string values share meta's bytes.
-func decodeMetadata(meta string, maps []map[string]any) []map[string]any {
+// reusing those given (cleared), and the values in vals (by their encoding,
+// adding those it decodes while vals holds fewer than maxCachedValues); none
+// for none or for bytes that do not decode. The keys and string values share
+// meta's bytes.
+func decodeMetadata(meta string, maps []map[string]any, vals map[string]any) []map[string]any {
 	if meta == "" {
 		return maps[:0]
 	}
@@ -295,7 +303,22 @@ func decodeMetadata(meta string, maps []map[string]any) []map[string]any {
 			}
 			for range nk {
 				k := d.string()
-				m[k] = d.value()
+				n := valueLen(d.b)
+				if n <= 0 {
+					d.fail("bad metadata value")
+					break
+				}
+				raw := unsafe.String(unsafe.SliceData(d.b), n)
+				if v, ok := vals[raw]; ok {
+					m[k] = v
+					d.b = d.b[n:]
+					continue
+				}
+				v := d.value()
+				if vals != nil && len(vals) < maxCachedValues {
+					vals[raw] = v
+				}
+				m[k] = v
 			}
 		}
 		out = append(out, m)
@@ -366,7 +389,10 @@ func (x *index) metadataVia(ord uint32, c *metaCache) map[string]any {
 		c = &metaCache{}
 	}
 	if c.doc != e.doc {
-		c.doc, c.maps = e.doc, decodeMetadata(e.doc.meta, c.maps)
+		if c.vals == nil {
+			c.vals = map[string]any{}
+		}
+		c.doc, c.maps = e.doc, decodeMetadata(e.doc.meta, c.maps, c.vals)
 	}
 	switch {
 	case len(c.maps) == 1:
@@ -510,4 +536,39 @@ func (d docHash) String() string {
 		return *d.other
 	}
 	return hex.EncodeToString(d.sum[:])
+}
+
+// valueLen returns the length of the encoded metadata value b begins with
+// (see appendValue), or 0 when b does not begin with one.
+func valueLen(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	n := 0
+	switch b[0] {
+	case tagNil:
+		n = 1
+	case tagString, tagJSON:
+		l, k := binary.Uvarint(b[1:])
+		if k <= 0 || l > uint64(len(b)) {
+			return 0
+		}
+		n = 1 + k + int(l)
+	case tagInt:
+		_, k := binary.Varint(b[1:])
+		if k <= 0 {
+			return 0
+		}
+		n = 1 + k
+	case tagFloat:
+		n = 9
+	case tagBool:
+		n = 2
+	default:
+		return 0
+	}
+	if n > len(b) {
+		return 0
+	}
+	return n
 }

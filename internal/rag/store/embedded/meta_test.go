@@ -90,3 +90,17 @@ func TestDocumentHashesKeptAsGiven(t *testing.T) {
 	s, _ = open(t, dir, Options{NoSync: true})
 	check("after a restart")
 }
+
+// TestValueLenMeasuresEveryEncoding: valueLen finds the end of each kind of
+// encoded metadata value, and refuses one cut short.
+func TestValueLenMeasuresEveryEncoding(t *testing.T) {
+	for _, v := range []any{nil, "", "tenant", 3, -400000, int64(1 << 40), 0.5, float32(2), true, false, []any{"a", 1.0}, map[string]any{"k": "v"}} {
+		b := appendValue(nil, v)
+		if n := valueLen(append(b, 0xff, 0xff)); n != len(b) {
+			t.Errorf("%#v: %d bytes, measured %d", v, len(b), n)
+		}
+		if n := valueLen(b[:len(b)-1]); n != 0 {
+			t.Errorf("%#v cut short measured %d", v, n)
+		}
+	}
+}
