@@ -228,5 +228,6 @@ func (s *Store) commitGroup() {
 	s.mu.Unlock()
 	finish(nil)
 	s.maybeCompact()
+	s.maybeSaveIndex()
 	s.maybeBuildVectorIndex()
 }

@@ -1,10 +1,12 @@
 package embedded
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
-	"reflect"
 	"slices"
+	"unsafe"
 
 	"github.com/arvenza/helix/internal/rag"
 )
@@ -21,7 +23,7 @@ type index struct {
 	chunks []chunkEntry
 	// vecs holds dim float32s per chunk ordinal once the first vectors were put
 	// (zeros for chunks without vectors).
-	vecs []float32
+	vecs vectorSlab
 	dim  int
 
 	// The keyword index has two fields, a chunk's text and its title, with one
@@ -68,26 +70,31 @@ type posting struct {
 
 type docEntry struct {
 	id       string
-	hash     string
+	hash     docHash
 	ords     []uint32
 	off      int64 // of its put record in the log
 	recBytes int64
 	// seq orders documents by their latest put, so a rewritten log keeps the
 	// order of the original.
 	seq uint64
-	// meta is the chunks' metadata: one map when they all share it, else one
-	// per chunk. Read only: filters consult it, hits get their own copy from
-	// the log.
-	meta []map[string]any
+	// meta is the chunks' metadata, encoded (see encodeMetadata): one map
+	// when they all share it, else one per chunk. Decoded for filters
+	// (metaCache); hits get their own copy from the log.
+	meta string
 }
 
-// metadata returns chunk sub's metadata.
-func (d *docEntry) metadata(sub uint32) map[string]any {
-	if len(d.meta) == 1 {
-		return d.meta[0]
-	}
-	return d.meta[sub]
+// metaCache is a query's decoded metadata of the document it looked at last:
+// a document's chunks are consecutive, so each is decoded about once.
+type metaCache struct {
+	doc  *docEntry
+	maps []map[string]any
+	// vals are the values decoded so far, by their encoding: documents that
+	// share a value (a tenant, a year) share its decoding.
+	vals map[string]any
 }
+
+// maxCachedValues bounds a query's metaCache.vals.
+const maxCachedValues = 4096
 
 // analyzedChunk is a chunk's keyword terms, computed before taking any lock.
 type analyzedChunk struct {
@@ -172,9 +179,12 @@ func (x *index) put(r *record, off, size int64, analyzed, gone []analyzedChunk) 
 	x.seq++
 	if r.dim > 0 && x.dim == 0 {
 		x.dim = r.dim
-		x.vecs = make([]float32, len(x.chunks)*r.dim, (len(x.chunks)+len(r.chunks))*r.dim)
+		x.vecs = vectorSlab{dim: r.dim}
+		for range x.chunks {
+			x.vecs.add(nil)
+		}
 	}
-	d := &docEntry{id: r.docID, hash: r.hash, off: off, recBytes: size, seq: x.seq, ords: make([]uint32, len(r.chunks)), meta: internMetadata(r.chunks)}
+	d := &docEntry{id: r.docID, hash: makeDocHash(r.hash), off: off, recBytes: size, seq: x.seq, ords: make([]uint32, len(r.chunks)), meta: encodeMetadata(r.chunks)}
 	for i := range r.chunks {
 		ord := uint32(len(x.chunks))
 		d.ords[i] = ord
@@ -197,9 +207,9 @@ func (x *index) put(r *record, off, size int64, analyzed, gone []analyzedChunk) 
 		}
 		if x.dim > 0 {
 			if r.dim > 0 {
-				x.vecs = append(x.vecs, r.vectors[i*r.dim:(i+1)*r.dim]...)
+				x.vecs.add(r.vectors[i*r.dim : (i+1)*r.dim])
 			} else {
-				x.vecs = append(x.vecs, make([]float32, x.dim)...)
+				x.vecs.add(nil)
 			}
 		}
 		x.liveLength += int64(a.text.length)
@@ -217,22 +227,104 @@ func (x *index) docOrds(docID string) []uint32 {
 	return nil
 }
 
-// internMetadata returns the chunks' metadata maps, one when they are all
-// equal.
-func internMetadata(chunks []rag.Chunk) []map[string]any {
+// encodeMetadata encodes the chunks' metadata: the number of maps (1 when
+// they are all equal, else one per chunk, 0 when none has any), then each
+// map's number of keys and its keys (sorted) and values.
+func encodeMetadata(chunks []rag.Chunk) string {
 	if len(chunks) == 0 {
-		return nil
+		return ""
 	}
-	shared := true
-	for i := 1; i < len(chunks) && shared; i++ {
-		shared = reflect.DeepEqual(chunks[i].Metadata, chunks[0].Metadata)
+	one := func(m map[string]any) []byte {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b := binary.AppendUvarint(nil, uint64(len(keys)))
+		for _, k := range keys {
+			b = appendString(b, k)
+			b = appendValue(b, m[k])
+		}
+		return b
 	}
-	if shared {
-		return []map[string]any{chunks[0].Metadata}
+	first := one(chunks[0].Metadata)
+	encs := [][]byte{first}
+	shared, empty := true, len(chunks[0].Metadata) == 0
+	for i := 1; i < len(chunks); i++ {
+		e := one(chunks[i].Metadata)
+		encs = append(encs, e)
+		shared = shared && string(e) == string(first)
+		empty = empty && len(chunks[i].Metadata) == 0
 	}
-	out := make([]map[string]any, len(chunks))
-	for i := range chunks {
-		out[i] = chunks[i].Metadata
+	switch {
+	case empty:
+		return ""
+	case shared:
+		encs = encs[:1]
+	}
+	b := binary.AppendUvarint(nil, uint64(len(encs)))
+	for _, e := range encs {
+		b = append(b, e...)
+	}
+	return string(b)
+}
+
+// metaMaps returns the number of maps d's metadata hold (0, 1, or one per
+// chunk).
+func (d *docEntry) metaMaps() int {
+	n, k := binary.Uvarint([]byte(d.meta))
+	if k <= 0 {
+		return 0
+	}
+	return int(min(n, 1<<31))
+}
+
+// decodeMetadata decodes encoded metadata (see encodeMetadata) into maps,
+// reusing those given (cleared), and the values in vals (by their encoding,
+// adding those it decodes while vals holds fewer than maxCachedValues); none
+// for none or for bytes that do not decode. The keys and string values share
+// meta's bytes.
+func decodeMetadata(meta string, maps []map[string]any, vals map[string]any) []map[string]any {
+	if meta == "" {
+		return maps[:0]
+	}
+	d := &decoder{b: unsafe.Slice(unsafe.StringData(meta), len(meta)), alias: true}
+	n := d.count(1)
+	out := maps[:0]
+	for i := range n {
+		var m map[string]any
+		if i < len(maps) {
+			m = maps[i]
+			clear(m)
+		}
+		if nk := d.count(2); nk > 0 {
+			if m == nil {
+				m = make(map[string]any, nk)
+			}
+			for range nk {
+				k := d.string()
+				n := valueLen(d.b)
+				if n <= 0 {
+					d.fail("bad metadata value")
+					break
+				}
+				raw := unsafe.String(unsafe.SliceData(d.b), n)
+				if v, ok := vals[raw]; ok {
+					m[k] = v
+					d.b = d.b[n:]
+					continue
+				}
+				v := d.value()
+				if vals != nil && len(vals) < maxCachedValues {
+					vals[raw] = v
+				}
+				m[k] = v
+			}
+		}
+		out = append(out, m)
+	}
+	if d.err != nil {
+		return maps[:0]
 	}
 	return out
 }
@@ -289,11 +381,30 @@ func (x *index) record(d *docEntry) (*record, error) {
 	return r, nil
 }
 
-// metadata returns the live chunk ord's metadata, for filters.
-func (x *index) metadata(ord uint32) map[string]any {
+// metadata returns the live chunk ord's metadata, for filters, decoded
+// through c (nil: decoded for this call).
+func (x *index) metadataVia(ord uint32, c *metaCache) map[string]any {
 	e := &x.chunks[ord]
-	return e.doc.metadata(e.sub)
+	if c == nil {
+		c = &metaCache{}
+	}
+	if c.doc != e.doc {
+		if c.vals == nil {
+			c.vals = map[string]any{}
+		}
+		c.doc, c.maps = e.doc, decodeMetadata(e.doc.meta, c.maps, c.vals)
+	}
+	switch {
+	case len(c.maps) == 1:
+		return c.maps[0]
+	case int(e.sub) < len(c.maps):
+		return c.maps[e.sub]
+	}
+	return nil
 }
+
+// metadata returns the live chunk ord's metadata.
+func (x *index) metadata(ord uint32) map[string]any { return x.metadataVia(ord, nil) }
 
 // docRecords returns a put record per live document, in the order they were
 // put, for rewriting the log: read from the log (their chunks are not kept in
@@ -333,7 +444,7 @@ func (x *index) rebuilt(ids []string, offs, sizes []int64, src io.ReaderAt) *ind
 	y := newIndex(src, true)
 	y.dim, y.seq = x.dim, x.seq
 	if x.dim > 0 {
-		y.vecs = make([]float32, 0, x.liveChunks*x.dim)
+		y.vecs = vectorSlab{dim: x.dim}
 	}
 	y.chunks = make([]chunkEntry, 0, x.liveChunks)
 	newOrd := make([]uint32, len(x.chunks))
@@ -348,7 +459,7 @@ func (x *index) rebuilt(ids []string, offs, sizes []int64, src io.ReaderAt) *ind
 			e.doc = d
 			y.chunks = append(y.chunks, e)
 			if x.dim > 0 {
-				y.vecs = append(y.vecs, x.vecs[int(oldOrd)*x.dim:(int(oldOrd)+1)*x.dim]...)
+				y.vecs.add(x.vecs.at(int(oldOrd)))
 			}
 			y.liveLength += int64(e.length)
 			if e.tlen > 0 {
@@ -388,3 +499,76 @@ func carry(from, to *postingList, x *index, newOrd []uint32, lengths func(uint32
 // textLen and titleLen are a chunk's field lengths by ordinal.
 func (x *index) textLen(ord uint32) uint32  { return x.chunks[ord].length }
 func (x *index) titleLen(ord uint32) uint32 { return x.chunks[ord].tlen }
+
+// docHash is a document's content hash: a SHA-256 in lowercase hex (what the
+// pipeline writes) as its 32 bytes, any other string as it is.
+type docHash struct {
+	sum   [32]byte
+	other *string // the hash when it is not 64 lowercase hex digits
+}
+
+func makeDocHash(h string) docHash {
+	var d docHash
+	if len(h) != 64 {
+		d.other = &h
+		return d
+	}
+	for i := range 64 {
+		c := h[i]
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		default:
+			d.other = &h
+			return d
+		}
+		d.sum[i/2] |= v << (4 * (1 - i%2))
+	}
+	return d
+}
+
+// String returns the hash as it was put.
+func (d docHash) String() string {
+	if d.other != nil {
+		return *d.other
+	}
+	return hex.EncodeToString(d.sum[:])
+}
+
+// valueLen returns the length of the encoded metadata value b begins with
+// (see appendValue), or 0 when b does not begin with one.
+func valueLen(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	n := 0
+	switch b[0] {
+	case tagNil:
+		n = 1
+	case tagString, tagJSON:
+		l, k := binary.Uvarint(b[1:])
+		if k <= 0 || l > uint64(len(b)) {
+			return 0
+		}
+		n = 1 + k + int(l)
+	case tagInt:
+		_, k := binary.Varint(b[1:])
+		if k <= 0 {
+			return 0
+		}
+		n = 1 + k
+	case tagFloat:
+		n = 9
+	case tagBool:
+		n = 2
+	default:
+		return 0
+	}
+	if n > len(b) {
+		return 0
+	}
+	return n
+}

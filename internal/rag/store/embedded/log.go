@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"unsafe"
 
 	"github.com/arvenza/helix/internal/rag"
 )
@@ -628,6 +629,9 @@ func appendValue(buf []byte, v any) []byte {
 type decoder struct {
 	b   []byte
 	err error
+	// alias makes strings share the payload's bytes rather than copy them:
+	// for payloads that are themselves strings, never changed.
+	alias bool
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -692,7 +696,12 @@ func (d *decoder) string() string {
 		d.fail("a string of %d bytes does not fit in the record", n)
 		return ""
 	}
-	s := string(d.b[:n])
+	var s string
+	if d.alias {
+		s = unsafe.String(unsafe.SliceData(d.b), int(n))
+	} else {
+		s = string(d.b[:n])
+	}
 	d.b = d.b[n:]
 	return s
 }

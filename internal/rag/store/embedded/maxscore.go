@@ -75,6 +75,7 @@ func (l *termList) score(tf32, length uint32) float64 {
 // maxScore puts the best chunks for lists (in query term order, text before
 // title) into top, skipping chunks match rejects (nil: none).
 func (x *index) maxScore(ctx context.Context, lists []*termList, top *topN, match *rag.Expr) error {
+	var meta metaCache // the filter's decoded metadata
 	if len(lists) == 0 {
 		return nil
 	}
@@ -175,7 +176,7 @@ func (x *index) maxScore(ctx context.Context, lists []*termList, top *topN, matc
 		if !top.admits(score, cand) {
 			continue
 		}
-		if match != nil && !match.Matches(x.metadata(cand)) {
+		if match != nil && !match.Matches(x.metadataVia(cand, &meta)) {
 			continue
 		}
 		top.push(scored{cand, score})

@@ -54,8 +54,8 @@ func TestChunkEntryHoldsNoCorpus(t *testing.T) {
 	meta := map[string]any{"tenant": "t1"}
 	cs := []rag.Chunk{{Index: 0, Text: "one two", Metadata: meta}, {Index: 1, Text: "three", Metadata: map[string]any{"tenant": "t1"}}}
 	mustPut(t, s, "d", "h", cs, nil)
-	if d := s.idx.docs["d"]; len(d.meta) != 1 {
-		t.Fatalf("equal metadata of one document's chunks kept %d times", len(d.meta))
+	if d := s.idx.docs["d"]; d.metaMaps() != 1 {
+		t.Fatalf("equal metadata of one document's chunks kept %d times", d.metaMaps())
 	}
 }
 

@@ -53,7 +53,9 @@ func (p *postingList) seal(lengths func(uint32) uint32) {
 		m.minLen = min(m.minLen, lengths(q.ord))
 	}
 	p.blocks = append(p.blocks, m)
-	p.tail = p.tail[:0]
+	// A new tail: the old one may be in the saved index's mapping (read
+	// only), or shared with a frozen copy.
+	p.tail = make([]posting, 0, postingBlock)
 }
 
 // len returns the number of postings (live or not).

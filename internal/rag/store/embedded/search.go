@@ -117,6 +117,7 @@ func (s *Store) hits(top *topN, x *index) ([]rag.Hit, error) {
 // is applied while the index is scanned; one that matches too few chunks
 // near the query makes the search exact over the matching chunks.
 func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag.Filter) ([]rag.Hit, error) {
+	var meta metaCache // the filter's decoded metadata
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -158,7 +159,6 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 	if s.searchVectorIndex(x, q, &top, match) {
 		return s.hits(&top, x)
 	}
-	dim := x.dim
 	for ord := range x.chunks {
 		if ord&8191 == 8191 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -167,11 +167,11 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		if e.dead || !e.hasVec {
 			continue
 		}
-		score := float64(dot(q, x.vecs[ord*dim:(ord+1)*dim]))
+		score := float64(dot(q, x.vecs.at(ord)))
 		if !top.admits(score, uint32(ord)) {
 			continue
 		}
-		if match != nil && !match.Matches(x.metadata(uint32(ord))) {
+		if match != nil && !match.Matches(x.metadataVia(uint32(ord), &meta)) {
 			continue
 		}
 		top.push(scored{uint32(ord), score})

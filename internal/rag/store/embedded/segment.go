@@ -13,9 +13,9 @@ import (
 	"unsafe"
 )
 
-// The persisted index. Replaying the log re-analyses every chunk, which grows
-// with the corpus and dominates opening a large store; so the index is also
-// saved beside the log, in
+// The persisted index. Replaying the log re-analyses every chunk, the costly
+// part of indexing, which grows with the store; so the index is also saved
+// beside the log (at Close, and in the background: bgsave.go), in
 // keyword.idx, with the stretch of the log it covers (its first covered bytes,
 // and their CRC32-C). Open maps the file, checks it, takes the index from it
 // and replays only the log after the covered stretch. The file is never
@@ -23,26 +23,27 @@ import (
 // format are checked, and a file that fails any of them is ignored (and
 // reported) — the index is rebuilt from the log as if there were none.
 //
-// The posting lists' blocks and the vectors are used where they lie in the
-// mapping, outside the Go heap; what a query writes (the lists' open blocks,
-// new vectors) goes to the heap, copy on first append.
+// The posting lists' blocks and open tails and the vectors are used where
+// they lie in the mapping, outside the Go heap; what a write adds goes to the
+// heap (a list's bytes and tail are copied on their first append, new vectors
+// go on pages of their own: see vectorSlab).
 //
 //	"HXKIDX1\n" | covered (uint64) | CRC32-C of the log's covered bytes (uint32) |
 //	body (uvarints, strings, the vectors' float32s) | CRC32-C of all before (uint32)
 
 const (
-	segmentMagic = "HXKIDX1\n"
+	segmentMagic = "HXKIDX3\n"
 	segmentName  = "keyword.idx"
 )
 
 func segmentPath(dir string) string { return filepath.Join(dir, segmentName) }
 
-// logChecksum is the CRC32-C of the first n bytes of the log at path (an
-// error when it is shorter).
-func logChecksum(f io.ReaderAt, n int64) (uint32, error) {
-	var sum uint32
+// logChecksum is the CRC32-C of the first n bytes of the log read through f
+// (an error when it is shorter), continuing from the checksum sum of its
+// first from bytes (0 and 0 to start from the beginning).
+func logChecksum(f io.ReaderAt, from int64, sum uint32, n int64) (uint32, error) {
 	buf := make([]byte, 1<<20)
-	for off := int64(0); off < n; {
+	for off := from; off < n; {
 		k := min(int64(len(buf)), n-off)
 		if m, err := f.ReadAt(buf[:k], off); int64(m) < k {
 			return 0, fmt.Errorf("the log is shorter than the index covers: %v", err)
@@ -53,18 +54,44 @@ func logChecksum(f io.ReaderAt, n int64) (uint32, error) {
 	return sum, nil
 }
 
+// checksummed is a stretch of the log from its start whose checksum is known.
+type checksummed struct {
+	n   int64
+	sum uint32
+}
+
 // saveSegment writes x (which covers the log up to covered, with damage the
 // damaged stretches before it) to the segment file: a temporary file, fsynced,
-// renamed over the old one.
-func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.ReaderAt) error {
-	sum, err := logChecksum(logf, covered)
+// renamed over the old one. prev is a known checksum of the log's start, to
+// continue from (the zero value for none). It returns the covered bytes'
+// checksum.
+func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.ReaderAt, prev checksummed) (uint32, error) {
+	sum, err := writeSegmentTemp(nil, dir, x, covered, damage, logf, prev)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	if err := os.Rename(segmentPath(dir)+".tmp", segmentPath(dir)); err != nil {
+		os.Remove(segmentPath(dir) + ".tmp")
+		return 0, err
+	}
+	return sum, syncDir(dir)
+}
+
+// writeSegmentTemp writes x to the segment's temporary file and fsyncs it
+// (removing it on failure); the caller renames it. s, when not nil, is the
+// store whose save it is, for tests' hooks.
+func writeSegmentTemp(s *Store, dir string, x *index, covered int64, damage []Damage, logf io.ReaderAt, prev checksummed) (uint32, error) {
+	if prev.n < logHeaderSize || prev.n > covered {
+		prev = checksummed{}
+	}
+	sum, err := logChecksum(logf, prev.n, prev.sum, covered)
+	if err != nil {
+		return 0, err
 	}
 	tmp := segmentPath(dir) + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ok := false
 	defer func() {
@@ -73,12 +100,36 @@ func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.R
 			os.Remove(tmp)
 		}
 	}()
+	if err := encodeSegment(f, x, covered, sum, damage); err != nil {
+		return 0, err
+	}
+	s.saveHook(saveWritten)
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	if err := f.Close(); err != nil {
+		return 0, err
+	}
+	ok = true
+	s.saveHook(saveSynced)
+	return sum, nil
+}
+
+// encodeSegment writes x's segment (see the format above) to f.
+func encodeSegment(f *os.File, x *index, covered int64, sum uint32, damage []Damage) error {
 	crc := crc32.New(crcTable)
 	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
 	var b []byte
+	var written int64 // the file's size so far
 	flush := func() error {
-		_, err := w.Write(b)
+		n, err := w.Write(b)
+		written += int64(n)
 		b = b[:0]
+		return err
+	}
+	raw := func(p []byte) error {
+		n, err := w.Write(p)
+		written += int64(n)
 		return err
 	}
 	uv := func(v uint64) { b = binary.AppendUvarint(b, v) }
@@ -100,18 +151,11 @@ func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.R
 	for _, d := range x.docs {
 		docNum[d] = uint64(len(docNum)) + 1
 		b = appendString(b, d.id)
-		b = appendString(b, d.hash)
+		b = appendString(b, d.hash.String())
 		uv(uint64(d.off))
 		uv(uint64(d.recBytes))
 		uv(d.seq)
-		uv(uint64(len(d.meta)))
-		for _, m := range d.meta {
-			uv(uint64(len(m)))
-			for k, v := range m {
-				b = appendString(b, k)
-				b = appendValue(b, v)
-			}
-		}
+		b = appendString(b, d.meta)
 		if len(b) > 1<<20 {
 			if err := flush(); err != nil {
 				return err
@@ -155,56 +199,39 @@ func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.R
 				uv(uint64(m.minLen))
 			}
 			uv(uint64(len(p.tail)))
-			for _, q := range p.tail {
-				uv(uint64(q.ord))
-				uv(uint64(q.tf))
-			}
 			uv(uint64(len(p.data)))
 			if err := flush(); err != nil {
 				return err
 			}
-			if _, err := w.Write(p.data); err != nil {
+			if err := raw(p.data); err != nil {
 				return err
+			}
+			// The open tail as it is in memory, 4-byte aligned in the file, so
+			// that it is used in place.
+			if len(p.tail) > 0 {
+				b = append(b, make([]byte, (4-written%4)%4)...)
+				b = append(b, unsafe.Slice((*byte)(unsafe.Pointer(&p.tail[0])), len(p.tail)*int(unsafe.Sizeof(posting{})))...)
 			}
 		}
 	}
 	// The vectors last, 4-byte aligned in the file so they can be used in
 	// place: padding up to the next multiple of 4 after their count.
-	uv(uint64(len(x.vecs)))
+	uv(uint64(x.vecs.len() * x.dim))
 	if err := flush(); err != nil {
+		return err
+	}
+	b = append(b, make([]byte, (4-written%4)%4)...)
+	if err := flush(); err != nil {
+		return err
+	}
+	if err := x.vecs.writeTo(w, x.vecs.len()); err != nil {
 		return err
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	pos, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	b = append(b, make([]byte, (4-pos%4)%4)...)
-	if len(x.vecs) > 0 {
-		b = append(b, unsafe.Slice((*byte)(unsafe.Pointer(&x.vecs[0])), len(x.vecs)*4)...)
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if _, err := f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32())); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, segmentPath(dir)); err != nil {
-		return err
-	}
-	ok = true
-	return syncDir(dir)
+	_, err := f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	return err
 }
 
 // segment is a loaded segment: the index, what it covers, and the mapping
@@ -212,6 +239,7 @@ func saveSegment(dir string, x *index, covered int64, damage []Damage, logf io.R
 type segment struct {
 	idx     *index
 	covered int64
+	sum     uint32 // the CRC32-C of the log's covered bytes
 	damage  []Damage
 	mapping []byte
 }
@@ -262,11 +290,11 @@ func decodeSegment(m []byte, logf io.ReaderAt, logSize int64, src io.ReaderAt) (
 	if covered < logHeaderSize || covered > logSize {
 		return nil, fmt.Errorf("the index covers %d bytes of a log of %d (the log was replaced or cut)", covered, logSize)
 	}
-	if got, err := logChecksum(logf, covered); err != nil || got != sum {
+	if got, err := logChecksum(logf, 0, 0, covered); err != nil || got != sum {
 		return nil, errors.New("the log's bytes the index covers changed since it was saved (a compaction, a repair, or damage)")
 	}
 	d := &decoder{b: body[len(segmentMagic)+12:]}
-	seg := &segment{covered: covered}
+	seg := &segment{covered: covered, sum: sum}
 	for range d.count(3) {
 		off, length := int64(d.uvarint()), int64(d.uvarint())
 		seg.damage = append(seg.damage, Damage{Offset: off, Length: length, Reason: d.string()})
@@ -282,19 +310,7 @@ func decodeSegment(m []byte, logf io.ReaderAt, logSize int64, src io.ReaderAt) (
 	ndocs := d.count(6)
 	docs := make([]*docEntry, ndocs)
 	for i := range docs {
-		e := &docEntry{id: d.string(), hash: d.string(), off: int64(d.uvarint()), recBytes: int64(d.uvarint()), seq: d.uvarint()}
-		if nm := d.count(1); nm > 0 {
-			e.meta = make([]map[string]any, nm)
-			for j := range e.meta {
-				if nk := d.count(2); nk > 0 {
-					e.meta[j] = make(map[string]any, nk)
-					for range nk {
-						k := d.string()
-						e.meta[j][k] = d.value()
-					}
-				}
-			}
-		}
+		e := &docEntry{id: d.string(), hash: makeDocHash(d.string()), off: int64(d.uvarint()), recBytes: int64(d.uvarint()), seq: d.uvarint(), meta: d.string()}
 		docs[i] = e
 		x.docs[e.id] = e
 	}
@@ -329,19 +345,23 @@ func decodeSegment(m []byte, logf io.ReaderAt, logSize int64, src io.ReaderAt) (
 					p.blocks[j] = blockMeta{off: uint32(d.uvarint()), last: uint32(d.uvarint()), maxTF: uint32(d.uvarint()), minLen: uint32(d.uvarint())}
 				}
 			}
-			if nt := d.count(2); nt > 0 {
-				p.tail = make([]posting, nt)
-				for j := range p.tail {
-					p.tail[j] = posting{ord: uint32(d.uvarint()), tf: uint32(d.uvarint())}
-				}
-			}
+			nt := d.count(8)
 			n := d.count(1)
 			if d.err != nil {
 				return nil, d.err
 			}
-			// In place, capacity capped: an append copies to the heap.
+			// In place, capacities capped: an append copies to the heap.
 			p.data = d.b[:n:n]
 			d.b = d.b[n:]
+			if nt > 0 {
+				pad := (4 - int(uintptr(unsafe.Pointer(unsafe.SliceData(d.b)))%4)) % 4
+				size := nt * int(unsafe.Sizeof(posting{}))
+				if len(d.b) < pad+size {
+					return nil, errors.New("the index file's postings are cut short")
+				}
+				p.tail = unsafe.Slice((*posting)(unsafe.Pointer(&d.b[pad])), nt)[:nt:nt]
+				d.b = d.b[pad+size:]
+			}
 		}
 	}
 	nvecs := d.uvarint()
@@ -355,7 +375,7 @@ func decodeSegment(m []byte, logf io.ReaderAt, logSize int64, src io.ReaderAt) (
 	}
 	if nvecs > 0 {
 		v := d.b[pad:]
-		x.vecs = unsafe.Slice((*float32)(unsafe.Pointer(&v[0])), nvecs)[:nvecs:nvecs]
+		x.vecs = vectorSlab{dim: x.dim, base: unsafe.Slice((*float32)(unsafe.Pointer(&v[0])), nvecs)[:nvecs:nvecs], n: int(nvecs) / x.dim}
 	}
 	return seg, validateSegment(x, seg)
 }
@@ -367,11 +387,12 @@ func validateSegment(x *index, seg *segment) error {
 	seg.idx = x
 	n := uint32(len(x.chunks))
 	for _, d := range x.docs {
-		if d.off < logHeaderSize || d.off+d.recBytes > seg.covered || (len(d.meta) != 1 && len(d.meta) != len(d.ords) && len(d.ords) > 0) {
+		nm := d.metaMaps()
+		if d.off < logHeaderSize || d.off+d.recBytes > seg.covered || (nm > 1 && nm != len(d.ords)) {
 			return fmt.Errorf("the index file's document %q is out of bounds", d.id)
 		}
 		for _, ord := range d.ords {
-			if e := &x.chunks[ord]; int(e.sub) >= len(d.ords) || (len(d.meta) > 1 && int(e.sub) >= len(d.meta)) {
+			if e := &x.chunks[ord]; int(e.sub) >= len(d.ords) {
 				return fmt.Errorf("the index file's document %q is out of bounds", d.id)
 			}
 		}

@@ -80,6 +80,12 @@ type Options struct {
 	// of comparing every vector; 0 means DefaultVectorIndexThreshold, < 0
 	// never.
 	VectorIndexThreshold int
+	// IndexSaveBytes is the log growth after which the keyword index is saved
+	// in the background, so that an open after a crash replays only the log
+	// written since (see bgsave.go); a save also waits for a growth of a
+	// quarter of what the last one covered. 0 means DefaultIndexSaveBytes,
+	// < 0 saves only at Close.
+	IndexSaveBytes int64
 	// VectorProbe is the number of the index's lists a vector search scans:
 	// more finds more of the exact neighbours, slower; 0 means the square root
 	// of the number of lists (at least 8).
@@ -121,6 +127,15 @@ type Store struct {
 	// matches the log); guarded by writeMu.
 	seg        *segment
 	segCovered int64
+	segSum     uint32 // the CRC32-C of the log's bytes segCovered covers
+
+	// The background save (bgsave.go): saveBytes is the log growth that
+	// starts one; saving is set while one is under way and saveStopped once
+	// Close began (guarded by writeMu); saveWG waits for its goroutine.
+	saveBytes   int64
+	saving      bool
+	saveStopped bool
+	saveWG      sync.WaitGroup
 
 	vi vectorIndex // see vector.go
 }
@@ -132,12 +147,16 @@ var errClosed = errors.New("the store is closed")
 // log. Only one Store (in any process) may have dir open at a time.
 func Open(dir string, opts Options) (*Store, error) {
 	s := &Store{
-		dir:      dir,
-		analyzer: opts.Analyzer,
-		bm25:     DefaultBM25,
-		noSync:   opts.NoSync,
-		minGarb:  opts.CompactMinGarbage,
-		logger:   opts.Logger,
+		dir:       dir,
+		analyzer:  opts.Analyzer,
+		bm25:      DefaultBM25,
+		noSync:    opts.NoSync,
+		minGarb:   opts.CompactMinGarbage,
+		logger:    opts.Logger,
+		saveBytes: opts.IndexSaveBytes,
+	}
+	if s.saveBytes == 0 {
+		s.saveBytes = DefaultIndexSaveBytes
 	}
 	if s.analyzer == nil {
 		s.analyzer = textproc.English()
@@ -162,6 +181,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.lock = lock
+	// A save that was interrupted leaves its temporary file: the saved index
+	// itself is the previous one, intact.
+	os.Remove(segmentPath(dir) + ".tmp")
 	// The index reads chunks from the log through a descriptor of its own,
 	// opened before the log is replayed: a replaced document's terms are read
 	// back from its record during the replay.
@@ -184,7 +206,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		case err != nil:
 			s.logger.Warn("rag store: the saved index cannot be used; it is rebuilt from the log", "dir", dir, "file", segmentPath(dir), "reason", err.Error())
 		case seg != nil:
-			s.idx, s.seg, s.segCovered = seg.idx, seg, seg.covered
+			s.idx, s.seg, s.segCovered, s.segSum = seg.idx, seg, seg.covered, seg.sum
 			resume, prior = seg.covered, seg.damage
 		}
 	}
@@ -216,7 +238,7 @@ func (s *Store) Documents(ctx context.Context) (map[string]string, error) {
 	defer s.mu.RUnlock()
 	out := make(map[string]string, len(s.idx.docs))
 	for id, d := range s.idx.docs {
-		out[id] = d.hash
+		out[id] = d.hash.String()
 	}
 	return out, nil
 }
@@ -364,6 +386,12 @@ func (s *Store) newPutRecord(docID, hash string, chunks []rag.Chunk, vectors [][
 // Close flushes the log and releases the directory. Calls after Close fail.
 func (s *Store) Close() error {
 	s.stopVectorIndex() // before writeMu: a build installs its index under it
+	// A background save renames its file under writeMu: it is waited for
+	// without it, and no other starts.
+	s.writeMu.Lock()
+	s.saveStopped = true
+	s.writeMu.Unlock()
+	s.saveWG.Wait()
 	s.writeMu.Lock()
 	if s.log == nil {
 		s.writeMu.Unlock()
@@ -436,24 +464,24 @@ func (s *Store) compact() error {
 }
 
 // saveIndex saves the index beside the log unless the saved one is current
-// (see segment.go). Called with writeMu held. A failure costs the next open
-// a longer replay, nothing else: it is logged.
+// (see segment.go). Called with writeMu held, with no background save under
+// way. A failure costs the next open a longer replay, nothing else: it is
+// logged.
 func (s *Store) saveIndex() {
 	l := s.log
 	if l == nil || l.legacy || l.validEnd == s.segCovered || l.validEnd <= logHeaderSize {
 		return
 	}
-	var damage []Damage
-	for _, d := range l.damage {
-		if d.Offset < l.validEnd {
-			damage = append(damage, d)
-		}
+	prev := checksummed{}
+	if s.segCovered > 0 {
+		prev = checksummed{n: s.segCovered, sum: s.segSum}
 	}
-	if err := saveSegment(s.dir, s.idx, l.validEnd, damage, l.f); err != nil {
+	sum, err := saveSegment(s.dir, s.idx, l.validEnd, damageBefore(l, l.validEnd), l.f, prev)
+	if err != nil {
 		s.logger.Warn("rag store: saving the index failed; the next open replays the log", "dir", s.dir, "error", err)
 		return
 	}
-	s.segCovered = l.validEnd
+	s.segCovered, s.segSum = l.validEnd, sum
 }
 
 // unmapSegment releases the saved index's mapping. Called once no query can
@@ -484,14 +512,17 @@ func (s *Store) reindex(ids []string, offs, sizes []int64) {
 	fresh := idx.rebuilt(ids, offs, sizes, src)
 	vectors := s.vectorsRenumbered(idx, fresh)
 	// The saved index is of the old log: gone, so that the next open does not
-	// warn about it (Close saves the new one).
-	s.segCovered = 0
+	// warn about it, and the new one saved in the background.
+	s.segCovered, s.segSum = 0, 0
 	os.Remove(segmentPath(s.dir))
 	s.mu.Lock()
 	s.idx = fresh
 	s.vi.ann = vectors
 	idx.closeSource()
 	s.mu.Unlock()
+	if !s.saving && !s.saveStopped && s.saveBytes >= 0 {
+		s.startSave()
+	}
 }
 
 // logPath is the log's file name in dir.

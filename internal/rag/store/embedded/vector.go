@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/ann"
@@ -61,12 +59,24 @@ func (s *Store) initVectorIndex(opts Options) {
 	s.vi.ctx, s.vi.cancel = context.WithCancel(context.Background())
 }
 
+// dropMappedVectors releases the resident pages of the vectors that lie in the
+// saved index's mapping, after a pass over all of them (the index's load or
+// build): the index's codes answer searches, and exact re-scoring reads back
+// the few vectors it needs. Called with mu held, or before the store is
+// shared.
+func (s *Store) dropMappedVectors() {
+	if s.seg != nil && s.seg.mapping != nil {
+		dropMapped(floatBytes(s.idx.vecs.base))
+	}
+}
+
 // openVectorIndex loads the saved index after the log was replayed, or starts
 // building one when the store holds enough vectors.
 func (s *Store) openVectorIndex() {
 	if s.vi.threshold < 0 {
 		return
 	}
+	defer s.dropMappedVectors()
 	a, err := s.loadVectorIndex()
 	switch {
 	case err == nil:
@@ -107,7 +117,7 @@ func (s *Store) loadVectorIndex() (*ann.Index, error) {
 			return errors.New("it was saved for other vectors (the log was rewritten since)")
 		}
 		return nil
-	}, func(ord int) []float32 { return x.vecs[ord*x.dim : (ord+1)*x.dim] })
+	}, func(ord int) []float32 { return x.vecs.at(ord) })
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +125,7 @@ func (s *Store) loadVectorIndex() (*ann.Index, error) {
 		e := &x.chunks[ord]
 		switch live := !e.dead && e.hasVec; {
 		case live && !a.Has(uint32(ord)):
-			if err := a.Add(uint32(ord), x.vecs[ord*x.dim:(ord+1)*x.dim]); err != nil {
+			if err := a.Add(uint32(ord), x.vecs.at(ord)); err != nil {
 				return nil, err
 			}
 		case !live && a.Has(uint32(ord)):
@@ -128,12 +138,7 @@ func (s *Store) loadVectorIndex() (*ann.Index, error) {
 // vectorsTag identifies the vectors at ordinals 0..n-1 (their count and a
 // CRC32-C of their bytes): a saved index applies to them only.
 func vectorsTag(x *index, n int) uint64 {
-	vs := x.vecs[:n*x.dim]
-	var b []byte
-	if len(vs) > 0 {
-		b = unsafe.Slice((*byte)(unsafe.Pointer(&vs[0])), len(vs)*4)
-	}
-	return uint64(n)<<32 | uint64(crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+	return uint64(n)<<32 | uint64(x.vecs.checksum(n))
 }
 
 // maybeBuildVectorIndex starts a background build when the store holds
@@ -179,7 +184,7 @@ func (s *Store) buildVectorIndex() {
 	s.mu.RLock()
 	x := s.idx
 	n, dim := len(x.chunks), x.dim
-	vecs := x.vecs[:n*dim]
+	vecs := x.vecs.frozen()
 	live := make([]bool, n)
 	snapshot := 0
 	for ord := range x.chunks {
@@ -193,7 +198,7 @@ func (s *Store) buildVectorIndex() {
 		if !live[ord] {
 			return nil
 		}
-		return vecs[ord*dim : (ord+1)*dim]
+		return vecs.at(ord)
 	}
 	cents, err := ann.Train(s.vi.ctx, dim, n, vec, ann.TrainOptions{Seed: 1})
 	if err != nil {
@@ -223,17 +228,19 @@ func (s *Store) buildVectorIndex() {
 	}
 	for ord := n; ord < len(x.chunks); ord++ {
 		if e := &x.chunks[ord]; !e.dead && e.hasVec {
-			_ = a.Add(uint32(ord), x.vecs[ord*dim:(ord+1)*dim]) // dimension checked on put
+			_ = a.Add(uint32(ord), x.vecs.at(ord)) // dimension checked on put
 		}
 	}
 	// trained is the snapshot's size, not the index's after the catch-up: a
 	// store that grew fourfold during a long build retrains at its next write.
 	s.vi.ann, s.vi.trained = a, snapshot
 	s.vi.dirty.Store(true)
+	// Read under the locks: writers change the index as soon as they are let go.
+	size, lists := a.Len(), a.Lists()
 	s.mu.Unlock()
 	s.writeMu.Unlock()
 	installed = true
-	s.logger.Info("rag store: built the vector index", "dir", s.dir, "vectors", a.Len(), "lists", a.Lists())
+	s.logger.Info("rag store: built the vector index", "dir", s.dir, "vectors", size, "lists", lists)
 	s.saveVectorIndex()
 }
 
@@ -262,6 +269,8 @@ func (s *Store) saveVectorIndex() {
 		return
 	}
 	s.vi.dirty.Store(false)
+	// The tag reads every vector; so did the build that preceded most saves.
+	defer s.dropMappedVectors()
 	if err := writeVectorIndex(s.dir, a, vectorsTag(s.idx, a.Ordinals()), !s.noSync); err != nil {
 		s.vi.dirty.Store(true)
 		s.logger.Warn("rag store: saving the vector index failed; the next open rebuilds it", "dir", s.dir, "error", err)
@@ -323,7 +332,7 @@ func (s *Store) vectorsChanged(old []uint32, first int, lists []uint32) {
 		if !x.chunks[ord].hasVec {
 			continue
 		}
-		v := x.vecs[ord*x.dim : (ord+1)*x.dim]
+		v := x.vecs.at(ord)
 		// The dimension was checked on put: these cannot fail.
 		if i := ord - first; i < len(lists) {
 			_ = a.AddToList(uint32(ord), lists[i], v)
@@ -375,16 +384,16 @@ func (s *Store) stopVectorIndex() {
 // search exactly (no index, or a filter too selective for it). match is the
 // parsed filter, nil for none. Called with mu held for reading.
 func (s *Store) searchVectorIndex(x *index, q []float32, top *topN, match *rag.Expr) (ok bool) {
+	var meta metaCache // the filter's decoded metadata
 	a := s.vi.ann
 	if a == nil || a.Len() < s.vi.threshold {
 		return false
 	}
-	dim := x.dim
 	accept := func(ord uint32) bool {
 		e := &x.chunks[ord]
-		return !e.dead && e.hasVec && (match == nil || match.Matches(x.metadata(ord)))
+		return !e.dead && e.hasVec && (match == nil || match.Matches(x.metadataVia(ord, &meta)))
 	}
-	exact := func(ord uint32) float32 { return dot(q, x.vecs[int(ord)*dim:(int(ord)+1)*dim]) }
+	exact := func(ord uint32) float32 { return dot(q, x.vecs.at(int(ord))) }
 	found, err := a.Search(q, top.n, ann.SearchOptions{Probe: s.vi.probe}, accept, exact)
 	if err != nil {
 		return false // ann.ErrSelective: exact over the matching chunks
