@@ -547,9 +547,14 @@ func (s *mcpServer) stop(ctx context.Context) error {
 	// let those answers (and any "shutting down" refusals) go out before closing.
 	_ = s.posts.active.wait(ctx)
 	// Closing the sessions ends the long-lived SSE streams, so that Shutdown only
-	// waits for requests that are about to finish.
-	for ss := range s.sdk.Sessions() {
-		_ = ss.Close()
+	// waits for requests that are about to finish. A stdio session is ended by
+	// cancelling its Run below, on the goroutine that connected it: closing it
+	// from here could meet the go-sdk still connecting it (a data race inside
+	// the SDK, between binding the session and closing its connection).
+	if hs != nil {
+		for ss := range s.sdk.Sessions() {
+			_ = ss.Close()
+		}
 	}
 	if hs != nil {
 		if err := hs.Shutdown(ctx); err != nil {
