@@ -140,7 +140,7 @@ func (x *Index) grow(n int) {
 func (x *Index) nearestList(v []float32) uint32 {
 	best, bestScore := uint32(0), float32(math.Inf(-1))
 	for l := range x.lists {
-		if s := dot(v, x.centroids[l*x.dim:(l+1)*x.dim]); s > bestScore {
+		if s := Dot(v, x.centroids[l*x.dim:(l+1)*x.dim]); s > bestScore {
 			best, bestScore = uint32(l), s
 		}
 	}
@@ -194,9 +194,10 @@ func quantize(dst []int8, v []float32) float32 {
 	return m / 127
 }
 
-// dot is the inner product of two equally long vectors, unrolled four ways so
-// the additions do not wait on one another.
-func dot(a, b []float32) float32 {
+// Dot is the inner product of two equally long vectors, unrolled four ways so
+// the additions do not wait on one another. The embedded store's exact search
+// uses it too.
+func Dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0

@@ -20,7 +20,7 @@ func exactTop(vs [][]float32, q []float32, k int, accept func(uint32) bool) []ui
 		if v == nil || (accept != nil && !accept(uint32(i))) {
 			continue
 		}
-		all = append(all, sc{uint32(i), dot(q, v)})
+		all = append(all, sc{uint32(i), Dot(q, v)})
 	}
 	slices.SortFunc(all, func(a, b sc) int {
 		if a.s != b.s {
@@ -78,7 +78,7 @@ func TestRecallClustered(t *testing.T) {
 	var sum float64
 	for range queries {
 		q, _ := m.Vector()
-		exact := func(o uint32) float32 { return dot(q, vs[o]) }
+		exact := func(o uint32) float32 { return Dot(q, vs[o]) }
 		got, err := x.Search(q, 10, SearchOptions{}, nil, exact)
 		if err != nil {
 			t.Fatal(err)
@@ -87,8 +87,8 @@ func TestRecallClustered(t *testing.T) {
 			t.Fatalf("%d hits, want 10", len(got))
 		}
 		for _, h := range got {
-			if h.Score != dot(q, vs[h.Ord]) {
-				t.Fatalf("hit %d scored %v, its exact score is %v", h.Ord, h.Score, dot(q, vs[h.Ord]))
+			if h.Score != Dot(q, vs[h.Ord]) {
+				t.Fatalf("hit %d scored %v, its exact score is %v", h.Ord, h.Score, Dot(q, vs[h.Ord]))
 			}
 		}
 		sum += recall(got, exactTop(vs, q, 10, nil))
@@ -114,7 +114,7 @@ func TestFilterDuringSearch(t *testing.T) {
 	var sum float64
 	for range 50 {
 		q, _ := m.Vector()
-		got, err := x.Search(q, 10, SearchOptions{}, accept, func(o uint32) float32 { return dot(q, vs[o]) })
+		got, err := x.Search(q, 10, SearchOptions{}, accept, func(o uint32) float32 { return Dot(q, vs[o]) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestFilterDuringSearch(t *testing.T) {
 		func(o uint32) bool { return o == 12345 },
 	} {
 		q, _ := m.Vector()
-		_, err := x.Search(q, 10, SearchOptions{}, accept, func(o uint32) float32 { return dot(q, vs[o]) })
+		_, err := x.Search(q, 10, SearchOptions{}, accept, func(o uint32) float32 { return Dot(q, vs[o]) })
 		if !errors.Is(err, ErrSelective) {
 			t.Fatalf("a selective filter: %v, want ErrSelective", err)
 		}
@@ -149,7 +149,7 @@ func TestDeleteNeverReturns(t *testing.T) {
 	m := newMixture(5, 32, 8)
 	vs := m.Vectors(2000)
 	x := build(t, vs)
-	exact := func(q []float32) func(uint32) float32 { return func(o uint32) float32 { return dot(q, vs[o]) } }
+	exact := func(q []float32) func(uint32) float32 { return func(o uint32) float32 { return Dot(q, vs[o]) } }
 	for _, o := range []uint32{0, 17, 1999} {
 		x.Delete(o)
 		got, err := x.Search(vs[o], 20, SearchOptions{Probe: x.Lists()}, nil, exact(vs[o]))
@@ -198,8 +198,8 @@ func TestPersistRoundTrip(t *testing.T) {
 		t.Fatalf("read back: tag %x, %d vectors (want %d), has the deleted one: %v", tag, y.Len(), x.Len(), y.Has(3))
 	}
 	q := vs[42]
-	a, _ := x.Search(q, 10, SearchOptions{}, nil, func(o uint32) float32 { return dot(q, vs[o]) })
-	b, _ := y.Search(q, 10, SearchOptions{}, nil, func(o uint32) float32 { return dot(q, vs[o]) })
+	a, _ := x.Search(q, 10, SearchOptions{}, nil, func(o uint32) float32 { return Dot(q, vs[o]) })
+	b, _ := y.Search(q, 10, SearchOptions{}, nil, func(o uint32) float32 { return Dot(q, vs[o]) })
 	if !slices.Equal(a, b) {
 		t.Fatalf("read-back index answers %v, the original %v", b, a)
 	}
@@ -228,7 +228,7 @@ func TestRemap(t *testing.T) {
 		t.Fatalf("%d vectors after remap, want 150", y.Len())
 	}
 	q := vs[101]
-	got, _ := y.Search(q, 1, SearchOptions{Probe: y.Lists()}, nil, func(o uint32) float32 { return dot(q, vs[2*o+1]) })
+	got, _ := y.Search(q, 1, SearchOptions{Probe: y.Lists()}, nil, func(o uint32) float32 { return Dot(q, vs[2*o+1]) })
 	if len(got) != 1 || got[0].Ord != 50 {
 		t.Fatalf("vector 101 after remap: %v, want ordinal 50", got)
 	}

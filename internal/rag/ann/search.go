@@ -73,7 +73,7 @@ func (x *Index) Search(q []float32, k int, opts SearchOptions, accept func(ord u
 	// Lists by their centroid's closeness to q.
 	order := make([]Hit, lists)
 	for l := range order {
-		order[l] = Hit{Ord: uint32(l), Score: dot(q, x.centroids[l*x.dim:(l+1)*x.dim])}
+		order[l] = Hit{Ord: uint32(l), Score: Dot(q, x.centroids[l*x.dim:(l+1)*x.dim])}
 	}
 	slices.SortFunc(order, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
 

@@ -136,7 +136,7 @@ func assignAll(ctx context.Context, dim int, cents []float32, vs [][]float32, as
 				}
 				best, bestScore := 0, float32(math.Inf(-1))
 				for l := 0; l*dim < len(cents); l++ {
-					if s := dot(vs[i], cents[l*dim:(l+1)*dim]); s > bestScore {
+					if s := Dot(vs[i], cents[l*dim:(l+1)*dim]); s > bestScore {
 						best, bestScore = l, s
 					}
 				}

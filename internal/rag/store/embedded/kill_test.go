@@ -133,8 +133,16 @@ func TestKill9MidIngestKeepsAcknowledgedDocuments(t *testing.T) {
 			select {
 			case <-reached:
 			case err := <-readDone:
-				cmd.Wait()
-				t.Fatalf("round %d: the child stopped before the kill: %v", round, err)
+				werr := cmd.Wait()
+				if err == nil && werr == nil && count.Load() >= int64(total) {
+					// A fast machine: the child stored every document before
+					// this round's share was reached (an earlier round's child
+					// had nearly finished). Nothing is left to kill; the store
+					// is checked as after a last run.
+					checkKilledStore(t, dir, round, acked, true)
+					return
+				}
+				t.Fatalf("round %d: the child stopped before the kill: %v (%v)", round, err, werr)
 			}
 			time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
 			cmd.Process.Signal(syscall.SIGKILL)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/arvenza/helix/internal/rag/ann"
 	"math"
 	"slices"
 
@@ -167,7 +168,7 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		if e.dead || !e.hasVec {
 			continue
 		}
-		score := float64(dot(q, x.vecs.at(ord)))
+		score := float64(ann.Dot(q, x.vecs.at(ord)))
 		if !top.admits(score, uint32(ord)) {
 			continue
 		}
@@ -177,24 +178,6 @@ func (s *Store) SearchVector(ctx context.Context, vector []float32, n int, f rag
 		top.push(scored{uint32(ord), score})
 	}
 	return s.hits(&top, x)
-}
-
-// dot is the inner product of two equally long vectors, unrolled four ways so
-// the additions do not wait on one another.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return s0 + s1 + s2 + s3
 }
 
 // TitleTieBreaker is the weight of a chunk's weaker field in its keyword score

@@ -393,7 +393,7 @@ func (s *Store) searchVectorIndex(x *index, q []float32, top *topN, match *rag.E
 		e := &x.chunks[ord]
 		return !e.dead && e.hasVec && (match == nil || match.Matches(x.metadataVia(ord, &meta)))
 	}
-	exact := func(ord uint32) float32 { return dot(q, x.vecs.at(int(ord))) }
+	exact := func(ord uint32) float32 { return ann.Dot(q, x.vecs.at(int(ord))) }
 	found, err := a.Search(q, top.n, ann.SearchOptions{Probe: s.vi.probe}, accept, exact)
 	if err != nil {
 		return false // ann.ErrSelective: exact over the matching chunks

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"fmt"
+	"github.com/arvenza/helix/internal/rag/ann"
 	"math"
 	"os"
 	"path/filepath"
@@ -46,7 +47,7 @@ func (c *vecCorpus) exact(q []float32, k int, f rag.Filter) []string {
 	var all []sc
 	for id, v := range c.vecs {
 		if len(f) == 0 || f.Matches(c.meta[id]) {
-			all = append(all, sc{id + "#0", dot(q, v)})
+			all = append(all, sc{id + "#0", ann.Dot(q, v)})
 		}
 	}
 	slices.SortFunc(all, func(a, b sc) int {
@@ -127,7 +128,7 @@ func checkRecall(t *testing.T, s *Store, c *vecCorpus, m *mixture, f rag.Filter)
 			if v == nil {
 				t.Fatalf("hit %s is not a stored document (deleted or replaced?)", h.Chunk.ID)
 			}
-			if e := float64(dot(q, v)); math.Abs(h.Score-e) > 1e-6 {
+			if e := float64(ann.Dot(q, v)); math.Abs(h.Score-e) > 1e-6 {
 				t.Fatalf("hit %s scored %v, its exact cosine is %v", h.Chunk.ID, h.Score, e)
 			}
 			if len(f) > 0 && !f.Matches(h.Chunk.Metadata) {
