@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -244,20 +245,66 @@ func ConformanceAlphaBin(t testing.TB) string {
 	return real
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. Another process may
-// grab it before the caller binds it; tests accept that small race for the simplicity of
-// handing a port number to external programs.
+// FreePort returns a TCP port on 127.0.0.1 that is free now and that this process has
+// not handed out before. The port comes from below the kernel's ephemeral range
+// (ip_local_port_range), where ports for outgoing connections and `:0` listeners are
+// taken: a port from inside that range, free when asked, is soon taken by one of the
+// many connections a parallel test run opens, and the program the test hands it to then
+// fails with "address already in use" (it did in CI). Each test binary starts at its own
+// random place in the range, so parallel packages rarely try the same ports; a port
+// another process holds is skipped by the listen check.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	freePorts.mu.Lock()
+	defer freePorts.mu.Unlock()
+	if freePorts.next == 0 {
+		freePorts.low, freePorts.high = handoutRange()
+		freePorts.next = freePorts.low + rand.IntN(freePorts.high-freePorts.low)
+	}
+	span := freePorts.high - freePorts.low
+	for range span {
+		port := freePorts.next
+		freePorts.next++
+		if freePorts.next >= freePorts.high {
+			freePorts.next = freePorts.low
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		if err := l.Close(); err != nil {
+			t.Fatalf("testtools: release free port %d: %v", port, err)
+		}
+		return port
+	}
+	t.Fatalf("testtools: no free port in %d-%d", freePorts.low, freePorts.high-1)
+	return 0
+}
+
+// freePorts is FreePort's cursor: ports are handed out in turn, so one process never
+// gets the same port twice until it has gone round the whole range.
+var freePorts struct {
+	mu              sync.Mutex
+	low, high, next int
+}
+
+// handoutRange is the range FreePort hands ports from: the 12,000 ports below the start
+// of the ephemeral range, or 20000-32767 when the kernel's setting cannot be read.
+func handoutRange() (low, high int) {
+	low, high = 20000, 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
-		t.Fatalf("testtools: find free port: %v", err)
+		return low, high
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		t.Fatalf("testtools: release free port %d: %v", port, err)
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return low, high
 	}
-	return port
+	start, err := strconv.Atoi(fields[0])
+	if err != nil || start < 13000 {
+		return low, high
+	}
+	return start - 12000, start
 }
 
 // WaitForTCP waits until addr accepts TCP connections, failing the test after timeout.

@@ -176,6 +176,35 @@ func TestFreePortAndWaitForTCP(t *testing.T) {
 	WaitForTCP(t, addr, 10*time.Second)
 }
 
+// TestFreePortStaysOutOfTheEphemeralRange: the ports come from below the range the
+// kernel takes outgoing connections' ports from, are never handed out twice, and a port
+// someone holds is skipped.
+func TestFreePortStaysOutOfTheEphemeralRange(t *testing.T) {
+	low, high := handoutRange()
+	seen := map[int]bool{}
+	for range 200 {
+		port := FreePort(t)
+		if port < low || port >= high {
+			t.Fatalf("FreePort() = %d, outside %d-%d", port, low, high-1)
+		}
+		if seen[port] {
+			t.Fatalf("FreePort() handed out %d twice", port)
+		}
+		seen[port] = true
+	}
+	freePorts.mu.Lock()
+	held := freePorts.next
+	freePorts.mu.Unlock()
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(held)))
+	if err != nil {
+		t.Skipf("port %d is taken by someone else: %v", held, err)
+	}
+	defer l.Close()
+	if port := FreePort(t); port == held {
+		t.Fatalf("FreePort() = %d, a port that is being listened on", port)
+	}
+}
+
 func TestWaitForTCPTimesOut(t *testing.T) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
 	rec := &recordingTB{TB: t}

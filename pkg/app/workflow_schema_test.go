@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/arvenza/helix/internal/testtools"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -289,12 +290,7 @@ workflows:
 // freeAddr is a loopback host:port that was free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(testtools.FreePort(t))
 }
 
 // The README's MCP example declares input: and output: on calculate-tax: the

@@ -3,11 +3,12 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/arvenza/helix/internal/testtools"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -141,11 +142,5 @@ func httpConfig(endpoint string) mcpclient.Config {
 // moment ago).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
+	return "127.0.0.1:" + strconv.Itoa(testtools.FreePort(t))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -451,9 +450,7 @@ func TestErrorsNameTheProblemWithoutThePassword(t *testing.T) {
 		t.Errorf("the error shows the password: %v", err)
 	}
 	// password= option, refused connection: a port nobody listens on.
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := testtools.FreePort(t)
 	p = target(t, fmt.Sprintf("postgres://app@127.0.0.1:%d/db?query=SELECT+1&connectTimeout=2s&password=%s", port, secret))
 	_, err = send(t, p, nil)
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "is PostgreSQL running") {

@@ -139,12 +139,7 @@ func tail(s string, n int) string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(testtools.FreePort(t))
 }
 
 // Start starts a new incarnation of helix and waits until it listens.
