@@ -76,3 +76,29 @@ func runScaleFlags(args ...string) (scaleOptions, error) {
 	var b bytes.Buffer
 	return parseScaleFlags(args, &b)
 }
+
+// A row the disk cannot hold is refused before it starts, with what to do, and
+// the rows measured before it are in scale.json: a long run keeps what it got.
+func TestScaleKeepsRowsWhenALaterRowIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	var stdout, progress bytes.Buffer
+	err := runScale(context.Background(), []string{"--sizes", "150,1000000000000", "--queries", "5", "--batch", "100",
+		"--tmp", dir, "--out", out}, &stdout, &progress)
+	if err == nil || !strings.Contains(err.Error(), "1000000000000 chunks, keyword") || !strings.Contains(err.Error(), "GiB free") ||
+		!strings.Contains(err.Error(), "--tmp") {
+		t.Fatalf("err = %v, want the disk check's refusal of the second size", err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "scale.json"))
+	must(t, err)
+	var rep ScaleReport
+	must(t, json.Unmarshal(b, &rep))
+	if len(rep.Rows) != 2 || rep.Rows[0].Chunks != 150 || !rep.Rows[1].Vectors || rep.Rows[1].PeakRSSMiB <= 0 {
+		t.Fatalf("rows kept: %+v", rep.Rows)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "scale.md"))
+	must(t, err)
+	if !strings.Contains(string(md), "| 150 | 384-dim |") {
+		t.Errorf("scale.md:\n%s", md)
+	}
+}

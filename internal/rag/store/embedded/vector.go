@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/arvenza/helix/internal/rag"
 	"github.com/arvenza/helix/internal/rag/ann"
@@ -45,6 +46,23 @@ type vectorIndex struct {
 	stopped  bool       // guarded by startMu
 	wg       sync.WaitGroup
 	saveMu   sync.Mutex // one writer of the file at a time
+}
+
+// WaitVectorIndex returns once no background build of the approximate vector
+// index is under way, or with ctx's error. A store opened without a usable saved
+// index, or grown four times past what its index was trained on, builds one in
+// the background, and its vector searches are exact (slower, never wrong) until
+// the build is installed: benchmarks and tools that measure the store as it
+// serves wait for it.
+func (s *Store) WaitVectorIndex(ctx context.Context) error {
+	for s.vi.building.Load() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // vectorIndexPath is the index's file name in dir.

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"fmt"
 	"github.com/arvenza/helix/internal/rag/ann"
 	"math"
@@ -98,7 +99,9 @@ func fillVectors(t testing.TB, s *Store, m *mixture, n int) *vecCorpus {
 // waitVectorIndex waits for a background build of the vector index.
 func waitVectorIndex(t testing.TB, s *Store) {
 	t.Helper()
-	s.vi.wg.Wait()
+	if err := s.WaitVectorIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.vi.ann == nil {
