@@ -14,7 +14,7 @@
 # The pgvector arm needs HELIX_POSTGRES_URL (eval "$(scripts/postgres.sh start)"). The stores
 # live under $TMPDIR (default /tmp) and are deleted after each size; keep a scale run's memory
 # in view (the store is in one process). Results: bench/results/rag-scale-<commit>/ (scale.json,
-# scale.md, machine.txt, and kill.txt for KILL=1).
+# scale.md, machine.txt, and kill.txt with kill-machine.txt for KILL=1).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,12 +26,14 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 TMP=${TMPDIR:-/tmp}
 
+machine=machine.txt
+[[ -n ${KILL:-} ]] && machine=kill-machine.txt # beside a scale run's machine.txt, not over it
 {
 	echo "commit: $commit$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(free -g | awk '/^Mem:/ {print $2 " GiB"}'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "go: $($GO version)"
-} | tee "$OUT/machine.txt"
+} | tee "$OUT/$machine"
 
 if [[ -n ${KILL:-} ]]; then
 	# ragwrite's kill test: a child process ingests, is killed with SIGKILL mid-ingest, and
