@@ -167,13 +167,15 @@ func TestApproveWaitsAcrossTwoRestarts(t *testing.T) {
 }
 
 // A sleep: whose time passes while no process runs ends right after the
-// next start.
+// next start. The sleep is long enough that the run is seen parked and the
+// application stopped before it ends, also on a loaded machine (at 300 ms a
+// test run beside six builds saw it already completed).
 func TestSleepAcrossARestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var base string
 	hc := engine.NewContext("build")
-	a := startWaiting(t, dir, buildSteps(t, hc, "- sleep: 300ms\n- set-body: {constant: woke}"), hc, &base)
+	a := startWaiting(t, dir, buildSteps(t, hc, "- sleep: 3s\n- set-body: {constant: woke}"), hc, &base)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -188,12 +190,12 @@ func TestSleepAcrossARestart(t *testing.T) {
 	time.Sleep(time.Until(run.Wait.Due)) // the behaviour under test: the time passes while nothing runs
 
 	hc = engine.NewContext("build")
-	b := startWaiting(t, dir, buildSteps(t, hc, "- sleep: 300ms\n- set-body: {constant: woke}"), hc, &base)
+	b := startWaiting(t, dir, buildSteps(t, hc, "- sleep: 3s\n- set-body: {constant: woke}"), hc, &base)
 	testtools.Eventually(t, "the overdue timer ended the sleep after the restart", func() bool {
 		run, err = b.rt.Get(ctx, "nap")
 		return err == nil && run.State == durable.StateCompleted
 	})
-	if s, _ := exchange.DecodeSnapshot(run.Result); s.Body != "woke" || time.Since(start) < 300*time.Millisecond {
+	if s, _ := exchange.DecodeSnapshot(run.Result); s.Body != "woke" || time.Since(start) < 3*time.Second {
 		t.Errorf("body %v after %s", s.Body, time.Since(start))
 	}
 	if got, _ := b.rt.Get(ctx, "nap"); got.Segment != 1 {
