@@ -30,9 +30,12 @@ const benchPartitions = 4
 //   - helix: a YAML workflow, kafka:// trigger → transform → kafka:// target, at
 //     least once (a record's offset is committed after its workflow finished);
 //   - limit: a plain franz-go loop doing the same with the same compiled Starlang
-//     script and the same JSON library (segmentio/encoding, as the component):
-//     poll, transform every record, produce them all asynchronously, flush,
-//     commit — also at least once.
+//     script, run as the transform step runs it (EvalValue), and the same JSON
+//     library (segmentio/encoding, as the component): poll, transform every
+//     record, produce them all asynchronously, flush, commit — also at least
+//     once. limit takes every record a poll has; limit_batchN polls at most N
+//     records at a time, so it flushes and commits every N records (the batch
+//     sizes of a loop that bounds its work in flight).
 //
 // It reports records/s and the process's CPU time per record (user+system, from
 // getrusage, the in-process broker's share included in both). Run it with a fixed
@@ -40,8 +43,11 @@ const benchPartitions = 4
 //
 //	go test ./internal/component/kafka -run '^$' -bench ConsumeTransformProduce -benchtime 20000x -count 3
 func BenchmarkConsumeTransformProduce(b *testing.B) {
-	b.Run("limit", func(b *testing.B) { benchMove(b, runLimit) })
+	b.Run("limit", func(b *testing.B) { benchMove(b, limitLoop(0)) })
 	b.Run("helix", func(b *testing.B) { benchMove(b, runHelix) })
+	for _, n := range []int{1, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("limit_batch%d", n), func(b *testing.B) { benchMove(b, limitLoop(n)) })
+	}
 }
 
 // benchMove prepares b.N records, runs mover until they all reached the output,
@@ -125,7 +131,15 @@ workflows:
 	}
 }
 
-func runLimit(b *testing.B, brokers []string, in, out string) func() {
+// limitLoop returns the plain loop that polls at most batch records at a time
+// (0: every record a poll has).
+func limitLoop(batch int) func(b *testing.B, brokers []string, in, out string) func() {
+	return func(b *testing.B, brokers []string, in, out string) func() {
+		return runLimit(b, brokers, in, out, batch)
+	}
+}
+
+func runLimit(b *testing.B, brokers []string, in, out string, batch int) func() {
 	script, err := starlang.Compile("bench", 1, 1, benchScript, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -140,7 +154,12 @@ func runLimit(b *testing.B, brokers []string, in, out string) func() {
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
+			var fs kgo.Fetches
+			if batch > 0 {
+				fs = cl.PollRecords(ctx, batch)
+			} else {
+				fs = cl.PollFetches(ctx)
+			}
 			if ctx.Err() != nil {
 				return
 			}
@@ -150,7 +169,7 @@ func runLimit(b *testing.B, brokers []string, in, out string) func() {
 					b.Error(err)
 					return
 				}
-				res, err := script.Eval(ctx, exchange.NewWithBody(exchange.InOnly, v))
+				res, err := script.EvalValue(ctx, exchange.NewWithBody(exchange.InOnly, v))
 				if err != nil {
 					b.Error(err)
 					return

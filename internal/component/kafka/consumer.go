@@ -21,9 +21,11 @@ import (
 //
 // One poll loop fetches records and hands each partition's records to that
 // partition's worker goroutine, which runs them through the processor one after
-// another. A finished record goes to the partition's marker goroutine, which marks
-// it for commit once the records the workflow sent to kafka:// targets are
-// acknowledged (see acks), in offset order. franz-go commits the marked offsets
+// another. A finished record is marked for commit, in offset order, once the
+// records the workflow sent to kafka:// targets are acknowledged (see acks): by
+// the worker itself when nothing before it waits, otherwise it joins the
+// partition's queue, which the marker goroutine empties as acknowledgements
+// arrive. franz-go commits the marked offsets
 // every commitInterval (AutoCommitMarks). The client is created with
 // BlockRebalanceOnPoll, so a rebalance waits until the poll loop has handed the
 // fetched records over; the revoke callback then stops the workers of the revoked
@@ -42,8 +44,11 @@ type consumer struct {
 	mu      sync.Mutex
 	cl      *kgo.Client
 	workers map[topicPartition]*worker
-	started bool
-	stopped bool
+	// markCommit marks records for commit: cl.MarkCommitRecords (a test's
+	// recorder in the tests of the marking order).
+	markCommit func(...*kgo.Record)
+	started    bool
+	stopped    bool
 
 	// runCtx is the processing context: cancelled when Stop's deadline passes,
 	// never by Stop itself, so in-flight records can finish.
@@ -60,20 +65,52 @@ type topicPartition struct {
 	partition int32
 }
 
-// worker runs one partition's records in order. Its marker goroutine marks them
-// for commit, in offset order, once the records they sent are acknowledged.
+// worker runs one partition's records in order. Finished records are marked for
+// commit in offset order once the records they sent are acknowledged: at once
+// by the worker when none before them waits, else by its marker goroutine.
 type worker struct {
-	recs    chan []*kgo.Record
-	quit    chan struct{}
-	once    sync.Once
-	pending chan pendingRecord // finished records waiting for their sends' acks, in order
-	done    chan struct{}      // closed when the worker and its marker ended
+	recs chan []*kgo.Record
+	quit chan struct{}
+	once sync.Once
+	done chan struct{} // closed when the worker and its marker ended
+
+	// wake (capacity 1) tells the marker to look at the queue: a send was
+	// acknowledged, a record joined an empty queue, or the worker ended. Many
+	// acknowledgements of one produce response wake it once.
+	wake chan struct{}
+	// space (capacity 1) tells a worker waiting for room in a full queue that
+	// the marker took records out.
+	space chan struct{}
+
+	mu      sync.Mutex
+	queue   []pendingRecord // finished records waiting to be marked, in offset order
+	stopped bool            // the worker ended: the marker empties the queue and ends
 }
 
 // pendingRecord is a finished record and the acknowledgements it waits for.
 type pendingRecord struct {
 	r *kgo.Record
 	a *acks
+}
+
+func newWorker() *worker {
+	return &worker{recs: make(chan []*kgo.Record, 4), quit: make(chan struct{}), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), space: make(chan struct{}, 1)}
+}
+
+// roomMade tells a worker waiting for room in its queue to look again.
+func (w *worker) roomMade() {
+	select {
+	case w.space <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) notify() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // maxPendingPerPartition bounds the records of one partition that finished but
@@ -128,6 +165,7 @@ func (c *consumer) Start(context.Context) error {
 		return fmt.Errorf("kafka: %w", err)
 	}
 	c.cl = cl
+	c.markCommit = cl.MarkCommitRecords
 	c.workers = map[topicPartition]*worker{}
 	if c.limit > 0 {
 		c.sem = make(chan struct{}, c.limit)
@@ -206,8 +244,7 @@ func (c *consumer) assigned(_ context.Context, _ *kgo.Client, m map[string][]int
 			if c.workers[tp] != nil {
 				continue
 			}
-			w := &worker{recs: make(chan []*kgo.Record, 4), quit: make(chan struct{}),
-				pending: make(chan pendingRecord, maxPendingPerPartition), done: make(chan struct{})}
+			w := newWorker()
 			c.workers[tp] = w
 			marked := make(chan struct{})
 			go c.mark(w, marked)
@@ -258,11 +295,14 @@ func contains(ps []int32, p int32) bool {
 // work runs a partition's records in offset order until the worker is stopped.
 // A stopped worker finishes the record it is running; the records it did not
 // start are neither processed nor committed, so the partition's next owner (or
-// this group after a restart) reads them again. Each finished record goes to the
-// marker, which marks it for commit once the records it sent are acknowledged.
+// this group after a restart) reads them again. Each finished record is marked
+// for commit once the records it sent are acknowledged (see finished).
 func (c *consumer) work(w *worker, marked <-chan struct{}) {
 	defer func() {
-		close(w.pending)
+		w.mu.Lock()
+		w.stopped = true
+		w.mu.Unlock()
+		w.notify()
 		<-marked
 		close(w.done)
 	}()
@@ -277,40 +317,112 @@ func (c *consumer) work(w *worker, marked <-chan struct{}) {
 					return
 				default:
 				}
-				a := &acks{}
+				a := &acks{w: w}
 				if !c.handle(r, a) {
 					return
 				}
-				w.pending <- pendingRecord{r, a}
+				if !c.finished(w, pendingRecord{r, a}) {
+					return
+				}
 			}
 		}
 	}
 }
 
-// mark marks finished records for commit in offset order, each once its sends
-// are acknowledged. A record whose asynchronous send failed runs through the
-// workflow once more with synchronous sends, so that the failure reaches the
-// workflow's error handler as any other failure does; its offset is committed
-// after that.
+// finished marks p's record for commit when nothing before it waits and its
+// sends are acknowledged, and queues it for the marker otherwise. It waits while
+// the queue is full, and reports false when the stop deadline passed.
+func (c *consumer) finished(w *worker, p pendingRecord) bool {
+	for {
+		w.mu.Lock()
+		if len(w.queue) == 0 && p.a.succeeded() {
+			// Every record before it is marked: mark it here, without a hand-over.
+			c.markCommit(p.r)
+			w.mu.Unlock()
+			return true
+		}
+		if len(w.queue) < maxPendingPerPartition {
+			w.queue = append(w.queue, p)
+			first := len(w.queue) == 1
+			w.mu.Unlock()
+			if first {
+				// Its own acknowledgement may have come before it was queued.
+				w.notify()
+			}
+			return true
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.space:
+		case <-c.runCtx.Done():
+			return false
+		}
+	}
+}
+
+// mark marks queued records for commit in offset order, each once its sends
+// are acknowledged, until the worker ended and its queue is empty. A record
+// whose asynchronous send failed runs through the workflow once more with
+// synchronous sends, so that the failure reaches the workflow's error handler as
+// any other failure does; its offset is committed after that.
 func (c *consumer) mark(w *worker, marked chan<- struct{}) {
 	defer close(marked)
-	for p := range w.pending {
-		if done := p.a.wait(); done != nil {
-			select {
-			case <-done:
-			case <-c.runCtx.Done():
-				return // past the stop deadline: not committed
-			}
+	for {
+		select {
+		case <-w.wake:
+		case <-c.runCtx.Done():
+			return // past the stop deadline: what waits is not committed
 		}
-		if err := p.a.failed(); err != nil {
+		for {
+			failed, ended := c.markReady(w)
+			if failed == nil {
+				if ended {
+					return
+				}
+				break
+			}
+			// The failed record stays at the head of the queue while it runs
+			// again, so that nothing after it is marked before it is.
 			c.logger().Warn("kafka record's send failed after the workflow finished; running the record again with synchronous sends",
-				"uri", c.e.redacted(), "topic", p.r.Topic, "partition", p.r.Partition, "offset", p.r.Offset, "error", err)
-			if !c.handle(p.r, nil) {
+				"uri", c.e.redacted(), "topic", failed.r.Topic, "partition", failed.r.Partition, "offset", failed.r.Offset, "error", failed.a.failed())
+			if !c.handle(failed.r, nil) {
 				return
 			}
+			w.mu.Lock()
+			c.markCommit(failed.r)
+			w.queue = w.queue[1:]
+			w.mu.Unlock()
+			w.roomMade()
 		}
-		c.cl.MarkCommitRecords(p.r)
 	}
+}
+
+// markReady marks the queue's leading records whose sends are all acknowledged
+// and takes them out. It returns the record at the head whose send failed, if
+// any (left in the queue), and whether the worker ended with nothing left.
+func (c *consumer) markReady(w *worker) (failed *pendingRecord, ended bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := 0
+	for ; k < len(w.queue); k++ {
+		p := &w.queue[k]
+		if !p.a.complete() {
+			break
+		}
+		if p.a.failed() != nil {
+			failed = &pendingRecord{p.r, p.a}
+			break
+		}
+	}
+	if k > 0 {
+		c.markCommit(w.queue[k-1].r) // marks every record before it, too
+		w.queue = w.queue[k:]
+		if len(w.queue) == 0 {
+			w.queue = nil // let the backing array go
+		}
+		w.roomMade()
+	}
+	return failed, w.stopped && len(w.queue) == 0
 }
 
 // handle runs one record through the processor. It reports whether the record is
@@ -447,11 +559,11 @@ func (c *consumer) Stop(ctx context.Context) error {
 // it sent was acknowledged (at least once, as with synchronous sends). This is
 // what lets a Kafka → Kafka workflow keep up with a plain franz-go loop.
 type acks struct {
+	w      *worker // told when the last acknowledgement of a sealed record arrives
 	mu     sync.Mutex
 	n      int
 	sealed bool
 	err    error
-	done   chan struct{}
 }
 
 type acksKey struct{}
@@ -478,13 +590,14 @@ func (a *acks) add() bool {
 // finish reports one send's outcome.
 func (a *acks) finish(err error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.n--
 	if err != nil && a.err == nil {
 		a.err = err
 	}
-	if a.sealed && a.n == 0 && a.done != nil {
-		close(a.done)
+	done := a.sealed && a.n == 0
+	a.mu.Unlock()
+	if done && a.w != nil {
+		a.w.notify()
 	}
 }
 
@@ -493,20 +606,20 @@ func (a *acks) seal() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sealed = true
-	if a.n > 0 {
-		a.done = make(chan struct{})
-	}
 }
 
-// wait returns a channel closed when every send is acknowledged, nil when they
-// already are. Call it after seal.
-func (a *acks) wait() <-chan struct{} {
+// complete reports whether the workflow finished and every send has its answer.
+func (a *acks) complete() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.n == 0 {
-		return nil
-	}
-	return a.done
+	return a.sealed && a.n == 0
+}
+
+// succeeded reports whether the record is complete without a failed send.
+func (a *acks) succeeded() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sealed && a.n == 0 && a.err == nil
 }
 
 // failed returns the first send error.

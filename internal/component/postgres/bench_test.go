@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,8 +22,11 @@ import (
 // BenchmarkInsert compares inserting rows through Helix (an exchange sent to a direct://
 // workflow whose target is postgres://…?operation=insert) with plain pgx doing the same
 // work on a pool of the same size: the same INSERT … VALUES … RETURNING * statement, its
-// rows read into maps (single and batch), and COPY for insertMode=copy. Plain pgx is the
-// limit; BENCHMARKS.md has the side-by-side figures and the command.
+// rows read into maps, and COPY for insertMode=copy. Plain pgx is the limit. Each runs
+// with 1, 10, 100 and 1,000 rows per exchange (per statement for pgx), and reports
+// rows/s and the process's CPU time per row (getrusage; the client's share only, the
+// server runs in its own processes). BENCHMARKS.md has the side-by-side figures and
+// the command:
 //
 //	go test -run '^$' -bench BenchmarkInsert -benchtime 3s -count 3 ./internal/component/postgres/
 func BenchmarkInsert(b *testing.B) {
@@ -29,8 +36,12 @@ func BenchmarkInsert(b *testing.B) {
 		rows int
 		mode string
 	}{
-		{"single", 1, "values"},
-		{"batch100", 100, "values"},
+		{"values1", 1, "values"},
+		{"values10", 10, "values"},
+		{"values100", 100, "values"},
+		{"values1000", 1000, "values"},
+		{"copy10", 10, "copy"},
+		{"copy100", 100, "copy"},
 		{"copy1000", 1000, "copy"},
 	} {
 		tbl := testtools.UniqueName("bench")
@@ -62,7 +73,7 @@ func BenchmarkInsert(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer hc.Stop(ctx)
-			b.ResetTimer()
+			cpu0 := cpuTime()
 			for i := 0; b.Loop(); i++ {
 				ex := exchange.NewWithBody(exchange.InOut, body(i))
 				if err := hc.Send(ctx, "direct://insert", ex); err != nil {
@@ -72,7 +83,7 @@ func BenchmarkInsert(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(b.N*tc.rows)/b.Elapsed().Seconds(), "rows/s")
+			reportRows(b, tc.rows, cpu0)
 		})
 		b.Run(tc.name+"/pgx", func(b *testing.B) {
 			ctx := context.Background()
@@ -88,7 +99,8 @@ func BenchmarkInsert(b *testing.B) {
 			defer pool.Close()
 			cols := []string{"name", "price", "qty"}
 			ident := pgx.Identifier{tbl}
-			b.ResetTimer()
+			prefix := "INSERT INTO " + ident.Sanitize() + " (name, price, qty) VALUES "
+			cpu0 := cpuTime()
 			for i := 0; b.Loop(); i++ {
 				rows := rowsOf(i)
 				if tc.mode == "copy" {
@@ -100,18 +112,28 @@ func BenchmarkInsert(b *testing.B) {
 					}
 					continue
 				}
-				sql := "INSERT INTO " + ident.Sanitize() + " (name, price, qty) VALUES "
+				// The statement as a careful pgx user writes it: one builder, no
+				// formatting per row (string concatenation grows quadratically).
+				var sql strings.Builder
+				sql.WriteString(prefix)
 				args := make([]any, 0, 3*len(rows))
 				for k, r := range rows {
 					m := r.(map[string]any)
 					if k > 0 {
-						sql += ", "
+						sql.WriteString(", ")
 					}
 					n := len(args)
-					sql += fmt.Sprintf("($%d, $%d, $%d)", n+1, n+2, n+3)
+					sql.WriteString("($")
+					sql.WriteString(strconv.Itoa(n + 1))
+					sql.WriteString(", $")
+					sql.WriteString(strconv.Itoa(n + 2))
+					sql.WriteString(", $")
+					sql.WriteString(strconv.Itoa(n + 3))
+					sql.WriteByte(')')
 					args = append(args, m["name"], m["price"], m["qty"])
 				}
-				res, err := pool.Query(ctx, sql+" RETURNING *", args...)
+				sql.WriteString(" RETURNING *")
+				res, err := pool.Query(ctx, sql.String(), args...)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -120,7 +142,21 @@ func BenchmarkInsert(b *testing.B) {
 					b.Fatal(err, len(got))
 				}
 			}
-			b.ReportMetric(float64(b.N*tc.rows)/b.Elapsed().Seconds(), "rows/s")
+			reportRows(b, tc.rows, cpu0)
 		})
 	}
+}
+
+// reportRows reports rows/s and the process's CPU time per row since cpu0.
+func reportRows(b *testing.B, rows int, cpu0 time.Duration) {
+	total := float64(b.N * rows)
+	b.ReportMetric(total/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/1e3/total, "cpu-µs/row")
+}
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -430,6 +430,10 @@ func (p *producer) insert(ctx context.Context, pool conn, ex *exchange.Exchange,
 	}
 	stmt := func(chunk []map[string]any) (string, []any) {
 		var b strings.Builder
+		// Sized once for "$n, " per value: the statement of a large batch is
+		// written without growing.
+		b.Grow(64 + 16*len(cols) + 8*len(chunk)*len(cols))
+		var num [20]byte
 		b.WriteString("INSERT INTO ")
 		b.WriteString(e.tableIdent.Sanitize())
 		if len(cols) == 0 {
@@ -464,7 +468,7 @@ func (p *producer) insert(ctx context.Context, pool conn, ex *exchange.Exchange,
 				}
 				args = append(args, paramValue(v))
 				b.WriteByte('$')
-				b.WriteString(strconv.Itoa(len(args)))
+				b.Write(strconv.AppendInt(num[:0], int64(len(args)), 10))
 			}
 			b.WriteByte(')')
 		}

@@ -1,12 +1,14 @@
 package postgres
 
 import (
+	"math"
+	"math/big"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgtype"
-	"math/big"
 )
 
 func TestBindNamed(t *testing.T) {
@@ -123,5 +125,49 @@ func TestNotifyBody(t *testing.T) {
 		if got := notifyBody(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("notifyBody(%q) = %#v, want %#v", in, got, want)
 		}
+	}
+}
+
+// TestSmallNumericValueMatchesText holds the shortcut for small numerics to the
+// decimal-text path it skips: same type and same value for whole numbers, scales
+// and digit counts at and around its bounds, and random values.
+func TestSmallNumericValueMatchesText(t *testing.T) {
+	t.Parallel()
+	ints := []int64{0, 1, -1, 5, 9, 10, 99, 999, 5997, -5997, 123456789, 999999999999999, -999999999999999,
+		1000000000000000, -1000000000000000, 1 << 53, (1 << 53) + 1, math.MaxInt64, math.MinInt64, 922337203685477580}
+	rng := rand.New(rand.NewPCG(33, 1))
+	for range 300 {
+		digits := rng.IntN(19) + 1
+		v := rng.Int64N(int64(math.Pow10(min(digits, 18))))
+		if rng.IntN(2) == 0 {
+			v = -v
+		}
+		ints = append(ints, v)
+	}
+	checked := 0
+	for _, i := range ints {
+		for exp := int32(-25); exp <= 21; exp++ {
+			n := pgtype.Numeric{Int: big.NewInt(i), Exp: exp, Valid: true}
+			want := numericValueText(n)
+			got := numericValue(n)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("numericValue(%d e%d) = %#v (%T), the text path gives %#v (%T)", i, exp, got, got, want, want)
+			}
+			if _, ok := smallNumericValue(n); ok {
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no value took the shortcut")
+	}
+}
+
+// TestSmallNumericValueAllocations: a numeric(10,2) of a RETURNING row costs the
+// boxing of its float only, not its decimal text and two big.Rat.
+func TestSmallNumericValueAllocations(t *testing.T) {
+	n := pgtype.Numeric{Int: big.NewInt(999), Exp: -2, Valid: true}
+	if got := testing.AllocsPerRun(100, func() { _ = numericValue(n) }); got > 1 {
+		t.Errorf("numericValue(9.99) allocates %v times, want at most 1", got)
 	}
 }

@@ -128,6 +128,14 @@ func numericValue(n pgtype.Numeric) any {
 	if n.InfinityModifier == pgtype.NegativeInfinity {
 		return "-Infinity"
 	}
+	if v, ok := smallNumericValue(n); ok {
+		return v
+	}
+	return numericValueText(n)
+}
+
+// numericValueText is numericValue for any finite numeric: through its decimal text.
+func numericValueText(n pgtype.Numeric) any {
 	text := numericText(n)
 	if n.Exp >= 0 || !strings.Contains(text, ".") {
 		if i, err := strconv.ParseInt(text, 10, 64); err == nil {
@@ -143,6 +151,45 @@ func numericValue(n pgtype.Numeric) any {
 	}
 	return text
 }
+
+// smallNumericValue answers numericValue without the decimal text for the usual
+// numerics of money and quantities (every row of a RETURNING * with a numeric
+// column comes through here): a whole number that fits an int64, or at most 15
+// significant digits with at most 22 after the point. Such a value is exactly
+// float64(digits) / 10^scale rounded once (both operands are exact floats), and a
+// decimal of at most 15 significant digits is the shortest decimal of its nearest
+// float, so the text path would answer the same float. ok is false for anything
+// else, which the text path decides.
+func smallNumericValue(n pgtype.Numeric) (any, bool) {
+	if n.Int == nil || !n.Int.IsInt64() {
+		return nil, false
+	}
+	i := n.Int.Int64()
+	switch {
+	case n.Exp == 0:
+		return i, true
+	case n.Exp > 0:
+		if n.Exp > 18 { // 10^19 is beyond an int64
+			return nil, false
+		}
+		m := int64(pow10[n.Exp])
+		if i > math.MaxInt64/m || i < math.MinInt64/m {
+			return nil, false
+		}
+		return i * m, true
+	case n.Exp >= -22 && i > -maxExactDigits && i < maxExactDigits:
+		return float64(i) / pow10[-n.Exp], true
+	}
+	return nil, false
+}
+
+// maxExactDigits bounds the digits smallNumericValue divides: below 10^15, a
+// decimal has at most 15 significant digits, which every float64 keeps.
+const maxExactDigits = 1e15
+
+// pow10 holds the powers of ten that are exact float64 values.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // numericText renders n (finite, valid) as plain decimal text.
 func numericText(n pgtype.Numeric) string {
