@@ -14,6 +14,7 @@
 //	mcpload summarize -base limit results.jsonl
 //	mcpload pair -a direct=http://127.0.0.1:3102/mcp -b gateway=http://127.0.0.1:3110/mcp -rate 3000
 //	mcpload overload -url http://127.0.0.1:3000/mcp -stateless -multiple 2 -duration 10s
+//	mcpload backend -addr 127.0.0.1:3198 -slots 8 -service 5ms
 package main
 
 import (
@@ -69,8 +70,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return pairCmd(ctx, args, out)
 	case "overload":
 		return overloadCmd(ctx, args, out)
+	case "backend":
+		return backendCmd(ctx, args, out)
 	default:
-		return fmt.Errorf("unknown subcommand %q (want run, pair, overload, startup, sessions, wait or summarize)", cmd)
+		return fmt.Errorf("unknown subcommand %q (want run, pair, overload, backend, startup, sessions, wait or summarize)", cmd)
 	}
 }
 

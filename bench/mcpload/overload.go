@@ -39,6 +39,7 @@ type overloadConfig struct {
 	Duration time.Duration // measured window of the open-loop run
 	Warmup   time.Duration
 	Workers  int // concurrent calls the generator can have in flight
+	PID      int // server process whose CPU in the window is reported (0: none)
 }
 
 func (c *overloadConfig) validate() error {
@@ -91,6 +92,10 @@ type overloadResult struct {
 	P99Ratio   float64 `json:"p99_ratio"` // P99us / UnloadedP99us
 	RefusedP99 float64 `json:"refused_p99_us"`
 	StealPct   float64 `json:"steal_pct"`
+	// ServerCPUus is the server's CPU (user+system) during the window (-pid),
+	// in µs; with OK and Refused of two runs it gives a refusal's cost against
+	// a call's.
+	ServerCPUus float64 `json:"server_cpu_us,omitempty"`
 }
 
 func overloadCmd(ctx context.Context, args []string, out io.Writer) error {
@@ -114,6 +119,7 @@ func overloadCmd(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "open-loop load before the window, not measured")
 	fs.IntVar(&cfg.Workers, "workers", 1024, "calls the generator may have in flight (one connection each)")
 	fs.StringVar(&jsonOut, "json", "", "append the result as one JSON line to this file")
+	fs.IntVar(&cfg.PID, "pid", 0, "server process: report its CPU time in the window")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -137,6 +143,9 @@ func printOverload(out io.Writer, r *overloadResult) {
 	fmt.Fprintf(out, "  answered %d (ok %d refused %d failed %d), unsent %d\n", r.Answered, r.OK, r.Refused, r.Failed, r.Unsent)
 	fmt.Fprintf(out, "  goodput %.0f/s = %.2f× capacity; admitted p50 %.0fµs p99 %.0fµs = %.1f× unloaded p99; p99 from due %.0fµs; refusals p99 %.0fµs\n",
 		r.GoodputRPS, r.GoodputRatio, r.P50us, r.P99us, r.P99Ratio, r.P99DueUs, r.RefusedP99)
+	if r.ServerCPUus > 0 && r.Answered > 0 {
+		fmt.Fprintf(out, "  server CPU %.0f ms in the window, %.1f µs per answer\n", r.ServerCPUus/1000, r.ServerCPUus/float64(r.Answered))
+	}
 	for _, s := range r.ErrorSamples {
 		fmt.Fprintf(out, "  error: %s\n", s)
 	}
@@ -258,12 +267,17 @@ func runOverload(ctx context.Context, cfg overloadConfig, progress io.Writer) (*
 		}()
 	}
 	var st0, st1 machineTicks
+	var cpu0, cpu1 time.Duration
+	var cpuErr error
 	measuring := false
 	due := start
 	for n := 0; n < total; n++ {
 		due = start.Add(time.Duration(n) * interval)
 		if !measuring && !due.Before(winStart) {
 			st0, _ = readMachineTicks()
+			if cfg.PID > 0 {
+				cpu0, cpuErr = procCPU(cfg.PID)
+			}
 			measuring = true
 		}
 		if d := time.Until(due); d > 0 {
@@ -275,6 +289,9 @@ func runOverload(ctx context.Context, cfg overloadConfig, progress io.Writer) (*
 		jobs <- due
 	}
 	st1, _ = readMachineTicks()
+	if cfg.PID > 0 && cpuErr == nil {
+		cpu1, cpuErr = procCPU(cfg.PID)
+	}
 	close(jobs)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -312,5 +329,11 @@ func runOverload(ctx context.Context, cfg overloadConfig, progress io.Writer) (*
 		r.P99Ratio = r.P99us / r.UnloadedP99us
 	}
 	r.StealPct = stealPct(st0, st1)
+	if cfg.PID > 0 {
+		if cpuErr != nil {
+			return nil, cpuErr
+		}
+		r.ServerCPUus = float64(cpu1-cpu0) / float64(time.Microsecond)
+	}
 	return r, nil
 }

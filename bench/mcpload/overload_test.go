@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -55,7 +57,7 @@ func TestOverloadCountsRefusalsApartFromFailures(t *testing.T) {
 	for _, failing := range []bool{false, true} {
 		cfg := overloadConfig{Label: "busy", URL: busyServer(t, failing), Stateless: true, Protocol: defaultProtocol, Tool: "echo",
 			Args: `{}`, Timeout: 10 * time.Second, Capacity: 500, UnloadedP99us: 300, CapClients: 1, CapDuration: time.Second,
-			Multiple: 4, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond, Workers: 16}
+			Multiple: 4, Duration: 500 * time.Millisecond, Warmup: 100 * time.Millisecond, Workers: 16, PID: os.Getpid()}
 		r, err := runOverload(context.Background(), cfg, &strings.Builder{})
 		if err != nil {
 			t.Fatal(err)
@@ -65,6 +67,9 @@ func TestOverloadCountsRefusalsApartFromFailures(t *testing.T) {
 		}
 		if failing != (r.Failed > 0) || failing && !strings.Contains(strings.Join(r.ErrorSamples, " "), "broke after admission") {
 			t.Fatalf("failing=%v: failed %d %q", failing, r.Failed, r.ErrorSamples)
+		}
+		if r.ServerCPUus <= 0 { // this process served the calls
+			t.Fatalf("server CPU %v", r.ServerCPUus)
 		}
 		if r.GoodputRatio != r.GoodputRPS/500 || r.P99Ratio != r.P99us/300 {
 			t.Fatalf("ratios %+v", r)
@@ -76,6 +81,42 @@ func TestOverloadRefusesBadFlags(t *testing.T) {
 	var out strings.Builder
 	for _, args := range [][]string{{"-url", ""}, {"-url", "http://x", "-multiple", "0"}, {"-url", "http://x", "-workers", "0"}} {
 		if err := run(context.Background(), append([]string{"overload"}, args...), &out); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}
+
+// TestBackendFixedCapacity: the backend serves at most its slots at once, each
+// for its service time: three requests on one slot of 50ms take at least
+// 150ms together, and each is answered.
+func TestBackendFixedCapacity(t *testing.T) {
+	ts := httptest.NewServer(backendHandler(1, 50*time.Millisecond))
+	defer ts.Close()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(ts.URL+"/work", "application/json", strings.NewReader(`{}`))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			var v struct{ OK bool }
+			if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || !v.OK || resp.StatusCode != http.StatusOK {
+				t.Errorf("answer %d %v %v", resp.StatusCode, v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Fatalf("3 requests on 1 slot of 50ms took %v: the slot did not hold them back", d)
+	}
+	var out strings.Builder
+	for _, args := range [][]string{{"-slots", "0"}, {"-service", "0s"}, {"extra"}} {
+		if err := run(context.Background(), append([]string{"backend"}, args...), &out); err == nil {
 			t.Errorf("%q: no error", args)
 		}
 	}

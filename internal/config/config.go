@@ -266,7 +266,7 @@ type SessionLimits struct {
 // rest are refused (503 + Retry-After, JSON-RPC -32030 server busy).
 type AdmissionConfig struct {
 	// MaxRunning is max_running: a number of requests, or 0 for auto (written
-	// `auto`: 4 × GOMAXPROCS).
+	// `auto`: an adaptive limit, transport.AdmissionOptions.Adaptive).
 	MaxRunning int
 	// Queue is queue: requests waiting for a slot; 0 the default (max_running),
 	// -1 none.

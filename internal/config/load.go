@@ -457,7 +457,7 @@ func decodeAdmission(d *Decoder, v *yaml.Node, p string) *AdmissionConfig {
 			n := int(n64)
 			if err != nil || n < 1 {
 				d.Errorf(v, p, "admission max_running must be a number of requests (at least 1) or auto, not %q", s).Hint =
-					"auto is 4 × GOMAXPROCS, for tools that spend their time on this process's CPU; give tools that wait on I/O a number"
+					"auto adapts the limit to what the server can do; a number fixes it"
 				return
 			}
 			a.MaxRunning = n

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arvenza/helix/internal/component/mcp/transport"
 	"github.com/arvenza/helix/internal/management"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -155,5 +156,37 @@ func TestAdmissionEndToEnd(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s\n%s", want, body)
 		}
+	}
+}
+
+// TestAdmissionAutoIsAdaptive: max_running: auto builds the adaptive limit,
+// starting at transport.AutoMaxRunning; a number builds a fixed one.
+func TestAdmissionAutoIsAdaptive(t *testing.T) {
+	t.Parallel()
+	a := startSecure(t, `
+workflows:
+  - id: w
+    trigger: direct://w
+    steps:
+      - log: "w"
+mcps:
+  - id: auto
+    addr: "127.0.0.1:0"
+    expose: [w]
+    admission: {max_running: auto}
+  - id: fixed
+    addr: "127.0.0.1:0"
+    expose: [w]
+    admission: {max_running: 3}
+`, nil)
+	got := map[string]transport.AdmissionStats{}
+	for _, s := range a.MCPServers().AdmissionStats() {
+		got[s.Server] = s.AdmissionStats
+	}
+	if s := got["auto"]; !s.Adaptive || s.MaxRunning != transport.AutoMaxRunning() || s.Queue != s.MaxRunning {
+		t.Errorf("auto: %+v", s)
+	}
+	if s := got["fixed"]; s.Adaptive || s.MaxRunning != 3 {
+		t.Errorf("fixed: %+v", s)
 	}
 }

@@ -178,7 +178,8 @@ func (a *App) metricsSnapshot() management.Metrics {
 		for _, st := range sc.AdmissionStats() {
 			m.Admission = append(m.Admission, management.AdmissionMetrics{Server: st.Server, Admitted: st.Admitted,
 				Queued: st.Queued, Refused: st.Refused, QueueWaitSeconds: st.QueueWait.Seconds(),
-				Running: st.Running, Waiting: st.Waiting, Limit: st.MaxRunning})
+				Running: st.Running, Waiting: st.Waiting, Limit: st.MaxRunning,
+				RefusedAtDoor: st.RefusedAtDoor, ShedRatio: float64(st.ShedPermille) / 1000})
 		}
 	}
 	m.Agents = a.agentMetrics()

@@ -66,10 +66,9 @@ func (a *App) mcpServerOptions(s config.MCPServerConfig) mcpserver.Options {
 		Stdin:              a.opts.Stdin, Stdout: a.opts.Stdout, Logger: a.logger,
 	}
 	if ad := s.Admission; ad != nil {
-		opts.Admission = transport.AdmissionOptions{MaxRunning: ad.MaxRunning, Queue: ad.Queue, QueueTimeout: ad.QueueTimeout}
-		if ad.MaxRunning == 0 { // max_running: auto
-			opts.Admission.MaxRunning = transport.AutoMaxRunning()
-		}
+		// max_running: auto (0) is the adaptive limit.
+		opts.Admission = transport.AdmissionOptions{MaxRunning: ad.MaxRunning, Queue: ad.Queue, QueueTimeout: ad.QueueTimeout,
+			Adaptive: ad.MaxRunning == 0}
 	}
 	if rs := s.RequestState; rs != nil {
 		opts.RequestState = mcpserver.RequestStateOptions{TTL: rs.TTL, Store: rs.Store}

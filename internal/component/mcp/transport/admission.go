@@ -25,7 +25,8 @@ const (
 	DefaultAdmissionQueueFactor = 1
 	// DefaultAdmissionQueueTimeout is the default of AdmissionOptions.QueueTimeout.
 	DefaultAdmissionQueueTimeout = 50 * time.Millisecond
-	// AutoMaxRunningFactor times GOMAXPROCS is the limit of max_running: auto.
+	// AutoMaxRunningFactor times GOMAXPROCS is where the adaptive limit of
+	// max_running: auto starts.
 	AutoMaxRunningFactor = 4
 )
 
@@ -41,9 +42,15 @@ type AdmissionOptions struct {
 	Queue int
 	// QueueTimeout bounds the wait of a queued request; 0: the default (50ms).
 	QueueTimeout time.Duration
+	// Adaptive (max_running: auto) makes the limit follow what the server can
+	// do (admission_adaptive.go): it starts at MaxRunning (0: AutoMaxRunning),
+	// stays between GOMAXPROCS and AdaptiveMaxRunning, and a share of the
+	// calls is refused before their body is parsed while the CPU is saturated.
+	// Queue 0 then follows the limit.
+	Adaptive bool
 }
 
-// AutoMaxRunning is the MaxRunning of max_running: auto on this process.
+// AutoMaxRunning is where the limit of max_running: auto starts on this process.
 func AutoMaxRunning() int { return AutoMaxRunningFactor * runtime.GOMAXPROCS(0) }
 
 // Admission bounds the requests of one server running at once, with a short
@@ -51,11 +58,11 @@ func AutoMaxRunning() int { return AutoMaxRunningFactor * runtime.GOMAXPROCS(0) 
 // it. A request that was admitted runs to its end: only waiting can fail. The
 // uncontended path takes a mutex and allocates nothing.
 type Admission struct {
-	limit   int
 	queue   int
 	timeout time.Duration
 
 	mu      sync.Mutex
+	limit   int // changes only with an adaptive limit
 	running int
 	head    *admissionWaiter // FIFO of waiters (head: the oldest)
 	tail    *admissionWaiter
@@ -65,6 +72,20 @@ type Admission struct {
 	queued    atomic.Uint64 // requests that waited (admitted or not)
 	refused   atomic.Uint64 // requests refused (queue full, wait timed out)
 	waitNanos atomic.Uint64 // total wait of queued requests
+
+	// The adaptive limit (nil: a fixed one). control, hist, limited, queueFollows
+	// and the queue timeout it sets are guarded by mu; sched by ticking.
+	control      *adaptiveControl
+	queueFollows bool        // the queue is as long as the limit
+	hist         latencyHist // the window's call latencies
+	limited      bool        // the window saw a request wait or be refused for a slot
+	sched        *schedLatency
+	epoch        time.Time    // the monotonic origin of lastTick
+	lastTick     atomic.Int64 // nanoseconds since epoch at the window's start
+	ticking      atomic.Bool
+	shed         atomic.Int32  // thousandths of the calls refused at the door
+	shedCount    atomic.Uint64 // calls seen by atDoor while shedding, spreading the refusals
+	refusedDoor  atomic.Uint64 // calls refused at the door (also in refused)
 }
 
 type admissionWaiter struct {
@@ -77,10 +98,22 @@ type admissionWaiter struct {
 // NewAdmission returns the admission control o describes, nil when
 // o.MaxRunning <= 0 (no control: Acquire on nil admits everything).
 func NewAdmission(o AdmissionOptions) *Admission {
+	if o.Adaptive && o.MaxRunning <= 0 {
+		o.MaxRunning = AutoMaxRunning()
+	}
 	if o.MaxRunning <= 0 {
 		return nil
 	}
 	a := &Admission{limit: o.MaxRunning, queue: o.Queue, timeout: o.QueueTimeout}
+	if o.Adaptive {
+		procs := runtime.GOMAXPROCS(0)
+		a.control = newAdaptiveControl(o.MaxRunning, procs, AdaptiveMaxRunning)
+		a.limit = int(a.control.limit)
+		a.queueFollows = o.Queue == 0
+		a.sched = newSchedLatency()
+		a.sched.read(schedQuantile) // the baseline of the first window
+		a.epoch = time.Now()
+	}
 	switch {
 	case a.queue == 0:
 		a.queue = DefaultAdmissionQueueFactor * o.MaxRunning
@@ -100,6 +133,12 @@ type AdmissionStats struct {
 	Admitted, Queued  uint64
 	Refused           uint64
 	QueueWait         time.Duration // the total wait of the requests that queued
+	// Adaptive: MaxRunning is the adaptive limit's value now; ShedPermille the
+	// thousandths of the calls it refuses at the door now. RefusedAtDoor are
+	// the refusals before the body was parsed (also counted in Refused).
+	Adaptive      bool
+	ShedPermille  int
+	RefusedAtDoor uint64
 }
 
 // Stats returns the counters; the zero value on nil.
@@ -108,11 +147,12 @@ func (a *Admission) Stats() AdmissionStats {
 		return AdmissionStats{}
 	}
 	a.mu.Lock()
-	running, waiting := a.running, a.waiting
+	running, waiting, limit, queue := a.running, a.waiting, a.limit, a.queueLimitLocked()
 	a.mu.Unlock()
-	return AdmissionStats{MaxRunning: a.limit, Queue: a.queue, Running: running, Waiting: waiting,
+	return AdmissionStats{MaxRunning: limit, Queue: queue, Running: running, Waiting: waiting,
 		Admitted: a.admitted.Load(), Queued: a.queued.Load(), Refused: a.refused.Load(),
-		QueueWait: time.Duration(a.waitNanos.Load())}
+		QueueWait: time.Duration(a.waitNanos.Load()), Adaptive: a.control != nil,
+		ShedPermille: int(a.shed.Load()), RefusedAtDoor: a.refusedDoor.Load()}
 }
 
 // Acquire takes n slots (a batch of n requests; more than the limit take all of
@@ -123,26 +163,31 @@ func (a *Admission) Acquire(ctx context.Context, n int) bool {
 	if a == nil {
 		return true
 	}
-	n = min(max(n, 1), a.limit)
 	a.mu.Lock()
-	if a.head == nil && a.running+n <= a.limit {
+	n = a.costLocked(n)
+	if a.head == nil && a.fitsLocked(n) {
 		a.running += n
 		a.mu.Unlock()
 		a.admitted.Add(1)
 		return true
 	}
-	if a.waiting >= a.queue {
+	a.limited = true
+	if a.waiting >= a.queueLimitLocked() {
 		a.mu.Unlock()
 		a.refused.Add(1)
 		return false
 	}
 	w := &admissionWaiter{n: n, ready: make(chan struct{})}
 	a.pushLocked(w)
+	timeout := a.timeout
+	if a.control != nil {
+		timeout = a.control.queueTimeout(a.timeout)
+	}
 	a.mu.Unlock()
 	a.queued.Add(1)
 
 	start := time.Now()
-	t := time.NewTimer(a.timeout)
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	var ok bool
 	select {
@@ -176,25 +221,146 @@ func (a *Admission) Acquire(ctx context.Context, n int) bool {
 	return ok
 }
 
+// costLocked is the slots n requests take: at least 1, at most the limit (the
+// highest an adaptive limit can reach: Release must give back what Acquire
+// took, whatever the limit became in between).
+func (a *Admission) costLocked(n int) int {
+	hi := a.limit
+	if a.control != nil {
+		hi = a.control.max
+	}
+	return min(max(n, 1), hi)
+}
+
 // Release gives back n slots Acquire(n) took.
 func (a *Admission) Release(n int) {
 	if a == nil {
 		return
 	}
-	n = min(max(n, 1), a.limit)
 	a.mu.Lock()
+	a.releaseLocked(n)
+	a.mu.Unlock()
+}
+
+// ReleaseTimed is Release for a request admitted at start: an adaptive limit
+// learns from the time the slots were held.
+func (a *Admission) ReleaseTimed(n int, start time.Time) {
+	if a == nil {
+		return
+	}
+	if a.control == nil {
+		a.Release(n)
+		return
+	}
+	now := time.Now()
+	a.mu.Lock()
+	a.hist.add(now.Sub(start))
+	a.releaseLocked(n)
+	a.mu.Unlock()
+	a.maybeTick(now)
+}
+
+func (a *Admission) releaseLocked(n int) {
+	n = a.costLocked(n)
 	a.running -= n
 	if a.running < 0 {
 		a.mu.Unlock()
 		panic("transport: Admission.Release without Acquire")
 	}
 	a.grantLocked()
+}
+
+// fitsLocked reports whether n more slots may run now: within the limit, or
+// alone when n is more than an adaptive limit that shrank below it.
+func (a *Admission) fitsLocked(n int) bool {
+	return a.running+n <= a.limit || (a.running == 0 && n > a.limit)
+}
+
+// queueLimitLocked is the number of requests that may wait for a slot.
+func (a *Admission) queueLimitLocked() int {
+	if a.queueFollows {
+		return a.limit
+	}
+	return a.queue
+}
+
+// maybeTick closes the control window when it is adaptiveInterval old: one
+// caller computes the new limit and shed share, the others go on.
+func (a *Admission) maybeTick(now time.Time) {
+	at := now.Sub(a.epoch)
+	last := time.Duration(a.lastTick.Load())
+	if at-last < adaptiveInterval || !a.ticking.CompareAndSwap(false, true) {
+		return
+	}
+	defer a.ticking.Store(false)
+	if last = time.Duration(a.lastTick.Load()); at-last < adaptiveInterval {
+		return // another caller just closed it
+	}
+	a.lastTick.Store(int64(at))
+	w := controlWindow{sched: a.sched.read(schedQuantile), windows: int((at - last) / adaptiveInterval)}
+	a.mu.Lock()
+	w.median, w.calls, w.limited = a.hist.median(), a.hist.n, a.limited
+	a.hist.reset()
+	a.limited = false
+	limit, shed := a.control.update(w)
+	a.limit = limit
+	a.grantLocked() // a higher limit admits waiters now
 	a.mu.Unlock()
+	a.shed.Store(int32(shed))
+}
+
+// atDoor reports whether the POST of body is refused at the door, before it
+// is parsed (admission_door.go), and the id to answer with: body is certainly
+// one request that takes a slot (doorCall), and either an Acquire would refuse
+// it now (every slot taken, the queue full) or the CPU is saturated (an
+// adaptive limit's run-queue signal) and this call falls in the shed share.
+// It counts the refusal when it says yes.
+func (a *Admission) atDoor(body []byte) (id []byte, refused bool) {
+	if a == nil {
+		return nil, false
+	}
+	shedding := a.control != nil && a.shed.Load() > 0
+	if !shedding && !a.full(false) {
+		return nil, false
+	}
+	if id, refused = doorCall(body); !refused {
+		return nil, false
+	}
+	if shedding {
+		// The windows go on while calls are refused (few are admitted to end one).
+		a.maybeTick(time.Now())
+		// Spread the refusals over the calls (617 is prime to 1000): refusing
+		// runs of consecutive calls would leave bursts behind.
+		if int32(a.shedCount.Add(1)*617%1000) < a.shed.Load() {
+			a.refused.Add(1)
+			a.refusedDoor.Add(1)
+			return id, true
+		}
+	}
+	if a.full(true) {
+		a.refused.Add(1)
+		a.refusedDoor.Add(1)
+		return id, true
+	}
+	return nil, false
+}
+
+// full reports whether an Acquire of one slot would be refused at once: no
+// slot free (or waiters ahead) and the queue full. note records it as a
+// request held back by the limit.
+func (a *Admission) full(note bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := (a.head != nil || !a.fitsLocked(1)) && a.waiting >= a.queueLimitLocked()
+	if f && note {
+		a.limited = true
+	}
+	return f
 }
 
 // grantLocked admits the waiters at the head that now fit, in order.
 func (a *Admission) grantLocked() {
-	for w := a.head; w != nil && a.running+w.n <= a.limit; w = a.head {
+	for w := a.head; w != nil && a.fitsLocked(w.n); w = a.head {
 		a.removeLocked(w)
 		a.running += w.n
 		w.granted = true

@@ -250,6 +250,10 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	if id, ok := h.admission.atDoor(data); ok {
+		refuseAtDoor(w, id) // refused unparsed (admission_door.go)
+		return
+	}
 	dec, err := decodeBody(data)
 	if err != nil {
 		// Not JSON (-32700), or JSON that is no JSON-RPC message (-32600).
@@ -312,7 +316,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 				refuseBusy(w, id)
 				return
 			}
-			defer h.admission.Release(n)
+			defer h.admission.ReleaseTimed(n, time.Now())
 		}
 	}
 
