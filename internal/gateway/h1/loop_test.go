@@ -633,8 +633,11 @@ func TestLoopDetachedBodyOutlivesItsContext(t *testing.T) {
 		if n := d.Buffered(); n != 0 {
 			t.Errorf("buffered %d before the rest was sent", n)
 		}
-		if !d.Detach() || !d.Detach() {
+		if !d.Detach() {
 			t.Fatal("Detach refused a live body")
+		}
+		if !d.Detach() {
+			t.Fatal("a second Detach refused the body")
 		}
 		cancel()
 		release <- struct{}{}
