@@ -19,6 +19,14 @@
 #   GATEWAY=peer-decoding scripts/bench-gateway.sh     # the same with the fast path off: every call decoded through the go-sdk client session
 #   GATEWAY=peer PROFILE=1 scripts/bench-gateway.sh    # also the gateway's CPU and allocation profiles (first
 #                                                      # closed-loop round) and its allocations per call
+#   GATEWAY=peer-loop scripts/bench-gateway.sh         # bench/gatewaypeer on the prototype downstream loop (-loop)
+# The floor: what any second process in the path costs on this machine
+# (bench/tcpproxy, in place of the gateway, nothing else changed):
+#   GATEWAY=tcpproxy scripts/bench-gateway.sh          # bytes forwarded, nothing parsed
+#   GATEWAY=httpproxy scripts/bench-gateway.sh         # net/http server + httputil.ReverseProxy
+#   GATEWAY=h1proxy scripts/bench-gateway.sh           # HTTP/1.1 forwarded in the connection's goroutine
+#   CLOSED=0 scripts/bench-gateway.sh                  # the open loop (added latency) only
+#   GATEWAY_ENV="GOMAXPROCS=1 GOGC=400" scripts/bench-gateway.sh   # an environment for the gateway's process
 #   SUMMARY_ONLY=1 OUT=bench/results/x scripts/bench-gateway.sh   # the summary of an earlier run again
 #
 # On a 2-core machine the load tool, the gateway and the upstream share the
@@ -42,6 +50,8 @@ GATEWAY=${GATEWAY:-helix}
 PIN=${PIN:-}
 PROFILE=${PROFILE:-}
 UPSTREAM_PORT=${UPSTREAM_PORT:-3102} GATEWAY_PORT=${GATEWAY_PORT:-3110} DEBUG_PORT=${DEBUG_PORT:-3111}
+CLOSED=${CLOSED:-1}
+GATEWAY_ENV=${GATEWAY_ENV:-}
 GO=${GO:-go}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -72,10 +82,18 @@ summarize() {
 			group_by(.rate)[] | (group_by(.round) | map({a: (map(select(.side=="a"))[0]), b: (map(select(.side=="b"))[0])})) as $rs |
 			($rs[] | "| \(.a.rate) | \(.a.round) | \(.a.p50_us|round) | \(.b.p50_us|round) | \((.b.p50_us-.a.p50_us)|round) | \(.a.p99_us|round) | \(.b.p99_us|round) | \((.b.p99_us-.a.p99_us)|round) | \(.a.late)/\(.b.late) | \(.a.steal_pct*10|round/10) |"),
 			"| \($rs[0].a.rate) | median | \($rs|map(.a.p50_us)|median|round) | \($rs|map(.b.p50_us)|median|round) | \($rs|map(.b.p50_us-.a.p50_us)|median|round) | \($rs|map(.a.p99_us)|median|round) | \($rs|map(.b.p99_us)|median|round) | \($rs|map(.b.p99_us-.a.p99_us)|median|round) | | |"' "$OUT/pair.jsonl"
-		echo
-		echo "## Closed loop, $CLIENTS clients (throughput relative to the upstream)"
-		echo
-		"$bin/mcpload" summarize -base upstream "$OUT/saturation.jsonl"
+		if [[ -s $OUT/saturation.jsonl ]]; then
+			echo
+			echo "## Closed loop, $CLIENTS clients (throughput relative to the upstream)"
+			echo
+			"$bin/mcpload" summarize -base upstream "$OUT/saturation.jsonl"
+		fi
+		if [[ -s $OUT/loadavg.txt ]]; then
+			echo
+			echo "Load average (1, 5, 15 min) before each open-loop round:"
+			echo
+			sed 's/^/    /' "$OUT/loadavg.txt"
+		fi
 	} | tee "$OUT/summary.md"
 }
 
@@ -87,7 +105,7 @@ fi
 
 echo "== build"
 scripts/bench-gomod.sh
-(cd bench && $GO build -o "$bin/mcpload" ./mcpload && $GO build -o "$bin/gatewaypeer" ./gatewaypeer)
+(cd bench && $GO build -o "$bin/mcpload" ./mcpload && $GO build -o "$bin/gatewaypeer" ./gatewaypeer && $GO build -o "$bin/tcpproxy" ./tcpproxy)
 [[ $GATEWAY == helix ]] && $GO build -o "$bin/helix" ./cmd/helix
 (cd bench/peers && $GO build -o "$bin/" ./gosdk)
 
@@ -96,7 +114,7 @@ scripts/bench-gomod.sh
 	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "go: $($GO version)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with changes)')"
-	echo "gateway: $GATEWAY"
+	echo "gateway: $GATEWAY${GATEWAY_ENV:+ ($GATEWAY_ENV)}"
 	echo "rounds=$ROUNDS duration=$DURATION warmup=$WARMUP rate=$RATE slice=$SLICE workers=$WORKERS clients=$CLIENTS pin=${PIN:-no}"
 } | tee "$OUT/machine.txt"
 
@@ -120,11 +138,16 @@ elif [[ -n $PROFILE ]]; then
 	echo "PROFILE=1 needs GATEWAY=peer or peer-decoding (helix serves no pprof)" >&2
 	exit 2
 fi
+# shellcheck disable=SC2086 # GATEWAY_ENV is split into its assignments
 case $GATEWAY in
-helix) HELIX_BENCH_ADDR=$gateway_addr UPSTREAM_URL=$upstream_url $server_cpu "$bin/helix" mcp serve "$GATEWAY_YAML" >"$OUT/gateway.log" 2>&1 & ;;
-peer) $server_cpu "$bin/gatewaypeer" -addr "$gateway_addr" -upstream "$upstream_url" "${peer_debug[@]}" >"$OUT/gateway.log" 2>&1 & ;;
-peer-decoding) $server_cpu "$bin/gatewaypeer" -addr "$gateway_addr" -upstream "$upstream_url" -fast=false "${peer_debug[@]}" >"$OUT/gateway.log" 2>&1 & ;;
-*) echo "GATEWAY=$GATEWAY: want helix, peer or peer-decoding" >&2; exit 2 ;;
+helix) HELIX_BENCH_ADDR=$gateway_addr UPSTREAM_URL=$upstream_url $server_cpu env $GATEWAY_ENV "$bin/helix" mcp serve "$GATEWAY_YAML" >"$OUT/gateway.log" 2>&1 & ;;
+peer) $server_cpu env $GATEWAY_ENV "$bin/gatewaypeer" -addr "$gateway_addr" -upstream "$upstream_url" "${peer_debug[@]}" >"$OUT/gateway.log" 2>&1 & ;;
+peer-decoding) $server_cpu env $GATEWAY_ENV "$bin/gatewaypeer" -addr "$gateway_addr" -upstream "$upstream_url" -fast=false "${peer_debug[@]}" >"$OUT/gateway.log" 2>&1 & ;;
+peer-loop) $server_cpu env $GATEWAY_ENV "$bin/gatewaypeer" -addr "$gateway_addr" -upstream "$upstream_url" -loop "${peer_debug[@]}" >"$OUT/gateway.log" 2>&1 & ;;
+tcpproxy | httpproxy | h1proxy)
+	$server_cpu env $GATEWAY_ENV "$bin/tcpproxy" -mode "${GATEWAY%proxy}" -addr "$gateway_addr" -upstream "$upstream_addr" >"$OUT/gateway.log" 2>&1 &
+	;;
+*) echo "GATEWAY=$GATEWAY: want helix, peer, peer-decoding, peer-loop, tcpproxy, httpproxy or h1proxy" >&2; exit 2 ;;
 esac
 gateway_pid=$!
 pids+=($!)
@@ -134,13 +157,14 @@ alive "$gateway_pid" gateway "$OUT/gateway.log"
 for rate in $RATE; do
 	echo "== (a) open loop, $rate calls/s, $ROUNDS rounds x $DURATION (each target half of it)"
 	for ((r = 1; r <= ROUNDS; r++)); do
+		echo "open loop $rate/s round $r: load average $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/loadavg.txt"
 		$load_cpu "$bin/mcpload" pair -a "upstream=$upstream_url" -b "gateway=$gateway_url" -rate "$rate" -slice "$SLICE" \
 			-duration "$DURATION" -warmup "$WARMUP" -workers "$WORKERS" -round "$r" -json "$OUT/pair.jsonl" || true
 	done
 done
 
-echo "== (b) closed loop, $CLIENTS clients, $ROUNDS rounds x $DURATION per target"
-for ((r = 1; r <= ROUNDS; r++)); do
+[[ $CLOSED == 0 ]] || echo "== (b) closed loop, $CLIENTS clients, $ROUNDS rounds x $DURATION per target"
+for ((r = 1; r <= ROUNDS && CLOSED != 0; r++)); do
 	order=(upstream gateway)
 	((r % 2 == 0)) && order=(gateway upstream)
 	for n in "${order[@]}"; do
@@ -164,5 +188,6 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	done
 done
 
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
 summarize
 echo "results in $OUT"

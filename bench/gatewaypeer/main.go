@@ -9,9 +9,11 @@
 // binary that serves gateway YAML is not at hand (BENCHMARKS.md says which
 // figures come from it). -h1=false sends the fast relay's upstream calls
 // through net/http's transport instead of Helix's own HTTP/1.1 loop (the A/B
-// of that loop in one binary).
+// of that loop in one binary). -loop serves the clients on the prototype of a
+// downstream HTTP/1.1 loop of Helix's own (loop.go) instead of Go's HTTP
+// server, in front of the same handler.
 //
-//	gatewaypeer -addr 127.0.0.1:3111 -upstream http://127.0.0.1:3102/mcp [-fast=false] [-h1=false]
+//	gatewaypeer -addr 127.0.0.1:3111 -upstream http://127.0.0.1:3102/mcp [-fast=false] [-h1=false] [-loop]
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -42,6 +45,7 @@ func main() {
 	fast := flag.Bool("fast", true, "the server's tools/call fast path, and with it the fast relay (false: every call decoded through the go-sdk client session)")
 	debug := flag.String("debug", "", "address of /debug/pprof/ (none when empty)")
 	ownLoop := flag.Bool("h1", true, "the fast relay's upstream calls on Helix's own HTTP/1.1 loop, as pkg/app sets it up (false: net/http's transport)")
+	serveLoop := flag.Bool("loop", false, "serve the clients on the prototype downstream HTTP/1.1 loop (loop.go) instead of Go's HTTP server")
 	flag.Parse()
 	if *debug != "" {
 		mux := http.NewServeMux()
@@ -53,13 +57,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *upURL, *fast, *ownLoop); err != nil {
+	if err := run(ctx, *addr, *upURL, *fast, *ownLoop, *serveLoop); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewaypeer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, addr, upURL string, fast, ownLoop bool) error {
+func run(ctx context.Context, addr, upURL string, fast, ownLoop, serveLoop bool) error {
 	if upURL == "" {
 		return fmt.Errorf("-upstream is required")
 	}
@@ -84,13 +88,38 @@ func run(ctx context.Context, addr, upURL string, fast, ownLoop bool) error {
 	hc.SetLogger(logger)
 	comp := mcpserver.New(hc)
 	hc.AddComponent("mcp-server", comp)
-	if err := comp.AddServer(mcpserver.Options{ID: "gateway", Addr: addr, Extension: g, FastToolCalls: &fast}); err != nil {
+	opts := mcpserver.Options{ID: "gateway", Addr: addr, Extension: g, FastToolCalls: &fast}
+	var handler http.Handler
+	if serveLoop {
+		// The server still listens (on a port of its own choosing); the clients
+		// reach its handler through the loop on addr.
+		opts.Addr = "127.0.0.1:0"
+		opts.HTTPMiddleware = func(h http.Handler) http.Handler { handler = h; return h }
+	}
+	if err := comp.AddServer(opts); err != nil {
 		return err
 	}
 	if err := hc.Start(ctx); err != nil {
 		return err
 	}
-	log.Printf("gateway on http://%s/mcp in front of %s (fast path: %v)", addr, upURL, fast)
-	<-ctx.Done()
+	serveErr := make(chan error, 1)
+	if serveLoop {
+		if handler == nil {
+			return fmt.Errorf("the MCP server started without its HTTP handler")
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		go func() { <-ctx.Done(); ln.Close() }()
+		go func() { serveErr <- (&loopServer{h: handler}).serve(ln) }()
+	}
+	log.Printf("gateway on http://%s/mcp in front of %s (fast path: %v, own loop: %v)", addr, upURL, fast, serveLoop)
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		_ = hc.Stop(context.Background())
+		return err
+	}
 	return hc.Stop(context.Background())
 }

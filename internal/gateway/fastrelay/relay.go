@@ -90,6 +90,7 @@ type Options struct {
 
 // Relay sends calls to HTTP upstreams. Safe for concurrent use.
 type Relay struct {
+	endWait time.Duration // streamEndWait; tests make it longer
 	hc      *http.Client
 	maxMsg  int
 	notify  func(context.Context, string, json.RawMessage)
@@ -100,7 +101,7 @@ type Relay struct {
 
 // New returns a Relay.
 func New(o Options) *Relay {
-	r := &Relay{hc: o.Client, maxMsg: o.MaxMessageBytes, notify: o.Notify, ask: o.Ask}
+	r := &Relay{endWait: streamEndWait, hc: o.Client, maxMsg: o.MaxMessageBytes, notify: o.Notify, ask: o.Ask}
 	if r.hc == nil {
 		r.hc = NewClient()
 	}
@@ -167,8 +168,8 @@ func (r *Relay) CallTool(ctx context.Context, up *Upstream, name string, args js
 		}
 		return Reply{}, err
 	}
-	defer resp.Body.Close()
 	if err := answerStatus(resp); err != nil {
+		resp.Body.Close()
 		return Reply{}, err
 	}
 	// The body's read does not watch ctx once the answer started: close it
@@ -179,14 +180,22 @@ func (r *Relay) CallTool(ctx context.Context, up *Upstream, name string, args js
 		resp.Body.Close()
 		r.cancel(up, ourID)
 	})
-	defer stop()
 	br := r.reader(resp.Body)
-	defer r.putReader(br)
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			r.putReader(br)
+			stop()
+			resp.Body.Close()
+		}
+	}()
 	var reply Reply
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		reply, err = r.readStream(ctx, up, br, ourID)
 		if err == nil {
-			finishStream(br, resp.Body)
+			if handedOff = r.finishLater(br, resp.Body, stop); !handedOff {
+				finishStream(br, resp.Body, r.endWait)
+			}
 		}
 	} else {
 		reply, err = r.readJSON(br, ourID)
@@ -405,10 +414,47 @@ func (r *Relay) readStream(ctx context.Context, up *Upstream, br *bufio.Reader, 
 // keeps the stream open longer loses the connection instead.
 const streamEndWait = time.Second
 
+// detachable is an answer body that the call's context can be let go of
+// (Helix's HTTP/1.1 loop, h1), and that tells what of it is already read.
+type detachable interface {
+	Detach() bool
+	Buffered() int
+}
+
+// finishLater hands the rest of a stream whose response was read to a
+// goroutine of its own, and reports whether it did: the caller is answered
+// without waiting for the upstream's last write, the stream's end, which
+// usually comes in a write of its own after the response's (and, on a busy
+// machine, after the upstream was scheduled again). The stream is still read
+// to its end within streamEndWait, so that its connection goes back to the
+// pool. It does not when the end is already read (nothing would wait), when
+// the body is not h1's (net/http's cannot outlive the call's context), or when
+// the context has ended (its watch is closing the body). stopWatch stops
+// that watch.
+func (r *Relay) finishLater(br *bufio.Reader, body io.ReadCloser, stopWatch func() bool) bool {
+	d, ok := body.(detachable)
+	if !ok || br.Buffered() > 0 || d.Buffered() >= len(chunkedEnd) {
+		return false
+	}
+	if !stopWatch() || !d.Detach() {
+		return false
+	}
+	go func() {
+		finishStream(br, body, r.endWait)
+		r.putReader(br)
+		body.Close()
+	}()
+	return true
+}
+
+// chunkedEnd is the least an event stream's end takes on the wire: the last
+// chunk of a chunked answer.
+const chunkedEnd = "0\r\n\r\n"
+
 // finishStream reads the rest of a stream whose response was read, so that
 // its connection goes back to the pool.
-func finishStream(br *bufio.Reader, body io.ReadCloser) {
-	stop := time.AfterFunc(streamEndWait, func() { body.Close() })
+func finishStream(br *bufio.Reader, body io.ReadCloser, wait time.Duration) {
+	stop := time.AfterFunc(wait, func() { body.Close() })
 	defer stop.Stop()
 	for left := 64 << 10; left > 0; {
 		if _, err := br.Peek(1); err != nil {

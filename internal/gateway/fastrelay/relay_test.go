@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/gateway/h1"
+	"github.com/arvenza/helix/internal/testtools"
 )
 
 func testCtx(t testing.TB) context.Context {
@@ -338,14 +339,97 @@ func TestRelayKeepsTheConnection(t *testing.T) {
 	}
 	ts.Start()
 	t.Cleanup(ts.Close)
-	relay := New(Options{})
-	for range 5 {
-		if _, err := relay.CallTool(testCtx(t), &Upstream{URL: ts.URL}, "t", nil); err != nil {
-			t.Fatal(err)
+	for _, c := range []struct {
+		name string
+		own  bool // the relay's requests on Helix's HTTP/1.1 loop
+	}{{"h1", true}, {"net/http", false}} {
+		conns.Store(0)
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		var loop *h1.Loop
+		if c.own {
+			loop = h1.Register(tr)
+		}
+		relay := New(Options{Client: &http.Client{Transport: tr}})
+		for range 5 {
+			if _, err := relay.CallTool(testCtx(t), &Upstream{URL: ts.URL}, "t", nil); err != nil {
+				t.Fatal(err)
+			}
+			if loop != nil {
+				// The loop's stream is read to its end after the call returned:
+				// its connection comes back then.
+				testtools.Eventually(t, "the connection back in the loop", func() bool { return loop.Idle() == 1 })
+			}
+		}
+		if n := conns.Load(); n != 1 {
+			t.Fatalf("%s: %d connections for 5 calls one after the other, want 1", c.name, n)
+		}
+		tr.CloseIdleConnections()
+		if loop != nil {
+			loop.Close()
 		}
 	}
+}
+
+// TestRelayAnswersBeforeTheStreamEnds: with Helix's HTTP/1.1 loop the call
+// returns once the upstream's response is read, while the upstream still
+// holds its stream open; the stream is read to its end afterwards, and its
+// connection serves the next call.
+func TestRelayAnswersBeforeTheStreamEnds(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var cut atomic.Bool
+	var conns atomic.Int32
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct{ ID json.RawMessage }
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &m)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", m.ID)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			cut.Store(true)
+		}
+	}))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	loop := h1.Register(tr)
+	t.Cleanup(loop.Close)
+	relay := New(Options{Client: &http.Client{Transport: tr}})
+	relay.endWait = time.Hour // only the stream's end may end the read
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := relay.CallTool(ctx, &Upstream{URL: ts.URL}, "t", nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a bound for the broken case only
+		t.Fatal("the call waits for the end of the upstream's stream")
+	}
+	// The call's context ending now withdraws nothing and cuts nothing.
+	cancel()
+	close(release)
+	testtools.Eventually(t, "the connection back in the loop", func() bool { return loop.Idle() == 1 })
+	if cut.Load() {
+		t.Fatal("the upstream's stream was cut")
+	}
+	if _, err := relay.CallTool(testCtx(t), &Upstream{URL: ts.URL}, "t", nil); err != nil {
+		t.Fatal(err)
+	}
 	if n := conns.Load(); n != 1 {
-		t.Fatalf("%d connections for 5 calls one after the other, want 1", n)
+		t.Fatalf("%d connections, want 1", n)
 	}
 }
 

@@ -90,6 +90,17 @@ func newLoop(t *http.Transport) *Loop {
 // Transport).
 func (l *Loop) Sent() int64 { return l.sent.Load() }
 
+// Idle is how many connections the Loop keeps for the next requests.
+func (l *Loop) Idle() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, cs := range l.idle {
+		n += len(cs)
+	}
+	return n
+}
+
 // conn is one keep-alive connection of the Loop.
 type conn struct {
 	nc       net.Conn
@@ -464,6 +475,39 @@ type answerBody struct {
 	empty   bool        // the answer has no body (Content-Length: 0, 204, 304)
 	done    atomic.Bool // the connection was given back or closed
 	eof     atomic.Bool // the body was read to its end
+	// detached: the request's context no longer closes the connection
+	// (Detach); stop was called then.
+	detached bool
+}
+
+// Detach ends the request context's hold on the body: from now on the
+// context ending (or its deadline) no longer closes the connection, and the
+// caller bounds the rest of the read itself, by closing the body. It reports
+// false when the context has already ended it. The relay detaches a call's
+// answer once it has the call's response, to read the rest of the stream
+// after its caller was answered. Not safe to call while a Read or Close runs.
+func (b *answerBody) Detach() bool {
+	if b.detached {
+		return true
+	}
+	if b.done.Load() || !b.stop() {
+		return false
+	}
+	b.detached = true
+	if _, ok := b.ctx.Deadline(); ok {
+		_ = b.c.nc.SetDeadline(time.Time{})
+	}
+	b.ctx = context.WithoutCancel(b.ctx)
+	return true
+}
+
+// Buffered is how many bytes of the answer's connection were read and not yet
+// taken: when they hold the rest of the body, reading it does not wait.
+func (b *answerBody) Buffered() int {
+	if b.done.Load() {
+		return 0
+	}
+	return b.c.br.Buffered()
 }
 
 func (b *answerBody) Read(p []byte) (int, error) {
@@ -505,7 +549,7 @@ func (b *answerBody) finish(atEOF bool) {
 	}
 	c := b.c
 	// stop reports false when the context's watch already closed c.
-	if b.stop() && atEOF && b.keep && c.br.Buffered() == 0 {
+	if (b.detached || b.stop()) && atEOF && b.keep && c.br.Buffered() == 0 {
 		if b.ctx.Done() != nil {
 			_ = c.nc.SetDeadline(time.Time{})
 		}

@@ -598,3 +598,75 @@ func TestLoopLeavesLargeBodiesToTheTransport(t *testing.T) {
 		t.Errorf("got %q %v, loop sent %d; want the Transport to send it", got, err, l.Sent())
 	}
 }
+
+// TestLoopDetachedBodyOutlivesItsContext: once detached, an answer's body is
+// read to its end after its request's context ended (with a deadline or
+// cancelled), and its connection serves the next request; before, the
+// context's end still closes it. Buffered tells what is read and not taken.
+func TestLoopDetachedBodyOutlivesItsContext(t *testing.T) {
+	release := make(chan struct{}, 2)
+	s := newRawServer(t, func(_ int64, _ *http.Request, _ []byte, w *bufio.Writer, _ net.Conn) bool {
+		w.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n")
+		w.Flush()
+		<-release
+		w.WriteString("4\r\nlast\r\n0\r\n\r\n")
+		return true
+	})
+	hc, l := newClient(t, nil)
+	for _, deadline := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(Use(context.Background()))
+		if deadline {
+			ctx, cancel = context.WithTimeout(Use(context.Background()), time.Hour)
+		}
+		resp, err := post(ctx, hc, s.url(), "{}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := make([]byte, 5)
+		if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "first" {
+			t.Fatalf("%q %v", first, err)
+		}
+		d := resp.Body.(interface {
+			Detach() bool
+			Buffered() int
+		})
+		if n := d.Buffered(); n != 0 {
+			t.Errorf("buffered %d before the rest was sent", n)
+		}
+		if !d.Detach() {
+			t.Fatal("Detach refused a live body")
+		}
+		if !d.Detach() {
+			t.Fatal("a second Detach refused the body")
+		}
+		cancel()
+		release <- struct{}{}
+		rest, err := io.ReadAll(resp.Body)
+		if err != nil || string(rest) != "last" {
+			t.Fatalf("after the context ended: %q %v", rest, err)
+		}
+		resp.Body.Close()
+		if l.Idle() != 1 {
+			t.Fatalf("idle connections %d, want 1", l.Idle())
+		}
+	}
+	if n := s.accepted.Load(); n != 1 {
+		t.Errorf("connections %d, want 1", n)
+	}
+
+	// A context that ended before Detach closed the body: Detach refuses it.
+	ctx, cancel := context.WithCancel(Use(context.Background()))
+	resp, err := post(ctx, hc, s.url(), "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if _, err := io.ReadAll(resp.Body); !errors.Is(err, context.Canceled) {
+		t.Fatalf("read after cancel: %v", err)
+	}
+	if resp.Body.(interface{ Detach() bool }).Detach() {
+		t.Error("Detach accepted a body its context had closed")
+	}
+	release <- struct{}{}
+	resp.Body.Close()
+}
