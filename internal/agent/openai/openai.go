@@ -4,18 +4,18 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
-	"slices"
+	"strings"
 	"sync/atomic"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/arvenza/helix/internal/agent"
 )
@@ -38,49 +38,14 @@ type Config struct {
 type Model struct {
 	cfg    Config
 	client sdk.Client
-	// tools is the last tool set converted: an agent shows the model the same
-	// tools every iteration, and decoding each schema again each time would cost
-	// more than the rest of building the request.
-	tools atomic.Pointer[convertedTools]
+	// tools is the last tool set encoded, schema the last output schema (see
+	// encode.go).
+	tools  atomic.Pointer[convertedTools]
+	schema atomic.Pointer[encodedSchema]
 }
 
-// convertedTools is a tool set and its request form. defs is a copy (schemas
-// included) that is compared with the next request's tools, so a caller that
-// changes its definitions in place still gets them converted anew.
-type convertedTools struct {
-	defs   []agent.ToolDef
-	params []sdk.ChatCompletionToolUnionParam
-}
-
-// toolParams converts tool definitions to request tools, reusing the last
-// conversion when defs are the same. The result is shared between requests and
-// only read (encoded) by the SDK.
-func (m *Model) toolParams(defs []agent.ToolDef) ([]sdk.ChatCompletionToolUnionParam, error) {
-	if len(defs) == 0 {
-		return nil, nil
-	}
-	if c := m.tools.Load(); c != nil && sameTools(c.defs, defs) {
-		return c.params, nil
-	}
-	c := &convertedTools{defs: make([]agent.ToolDef, len(defs)), params: make([]sdk.ChatCompletionToolUnionParam, 0, len(defs))}
-	for i, d := range defs {
-		var params shared.FunctionParameters
-		if err := json.Unmarshal(d.InputSchema, &params); err != nil {
-			return nil, fmt.Errorf("openai: tool %s: input schema: %w", d.Name, err)
-		}
-		c.params = append(c.params, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name: d.Name, Description: sdk.String(d.Description), Parameters: params}))
-		c.defs[i] = agent.ToolDef{Name: d.Name, Description: d.Description, InputSchema: bytes.Clone(d.InputSchema)}
-	}
-	m.tools.Store(c)
-	return c.params, nil
-}
-
-func sameTools(a, b []agent.ToolDef) bool {
-	return slices.EqualFunc(a, b, func(x, y agent.ToolDef) bool {
-		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.InputSchema, y.InputSchema)
-	})
-}
+// chatPath is the Chat Completions endpoint under the base URL.
+const chatPath = "chat/completions"
 
 var _ agent.Model = (*Model)(nil)
 
@@ -89,7 +54,14 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: model is required")
 	}
-	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0),
+	if t := cfg.Temperature; t != nil && (math.IsNaN(*t) || math.IsInf(*t, 0)) {
+		return nil, fmt.Errorf("openai: temperature %v is not a number", *t)
+	}
+	// The request goes out through the client's generic Post (the body is
+	// already encoded), which would fall back to an admin key from the
+	// environment (OPENAI_ADMIN_KEY) when there is no API key; the Chat
+	// Completions methods never send one, so neither does the provider.
+	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithAdminAPIKey(""), option.WithMaxRetries(0),
 		option.WithMiddleware(agent.TraceHeaders)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
@@ -106,45 +78,38 @@ func (m *Model) Generate(ctx context.Context, req *agent.ModelRequest) (*agent.M
 	return agent.TraceGenerate(ctx, "openai", m.cfg.Model, func(ctx context.Context) (*agent.ModelResponse, error) { return m.generate(ctx, req) })
 }
 
-// generate is Generate without its span.
+// generate is Generate without its span. The body is encoded by the provider
+// (encode.go) and the answer decoded by it (decode.go); the SDK client sends the
+// request: base URL, authentication, headers, middleware and its errors.
 func (m *Model) generate(ctx context.Context, req *agent.ModelRequest) (*agent.ModelResponse, error) {
-	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(m.cfg.Model)}
-	if m.cfg.Temperature != nil {
-		p.Temperature = sdk.Float(*m.cfg.Temperature)
-	}
-	if m.cfg.MaxTokens > 0 {
-		p.MaxTokens = sdk.Int(int64(m.cfg.MaxTokens))
-	}
-	if req.System != "" {
-		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
-	}
-	for _, msg := range req.Messages {
-		p.Messages = append(p.Messages, toParam(msg))
-	}
-	tools, err := m.toolParams(req.Tools)
+	body, err := m.requestBody(req, req.OnText != nil)
 	if err != nil {
 		return nil, err
 	}
-	p.Tools = tools
-	if len(p.Tools) > 0 {
-		p.ParallelToolCalls = sdk.Bool(req.ParallelToolCalls)
-	}
-	if len(req.OutputSchema) > 0 {
-		var schema map[string]any
-		if err := json.Unmarshal(req.OutputSchema, &schema); err != nil {
-			return nil, fmt.Errorf("openai: output schema: %w", err)
-		}
-		p.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "answer", Schema: schema}}}
-	}
 	if req.OnText != nil {
-		return m.stream(ctx, p, req.OnText)
+		return m.stream(ctx, body, req.OnText)
 	}
-	resp, err := m.client.Chat.Completions.New(ctx, p)
-	if err != nil {
+	var res *http.Response
+	if err := m.client.Post(ctx, chatPath, body, &res); err != nil {
 		return nil, m.wrap(ctx, err)
 	}
-	return response(resp)
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); !isJSON(ct) {
+		return nil, agent.NewProviderError("openai", m.cfg.APIKey, 0, fmt.Sprintf("response is not JSON (content type %q)", ct), nil)
+	}
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, m.wrap(ctx, fmt.Errorf("reading the response: %w", err))
+	}
+	return decodeCompletion(raw)
+}
+
+// isJSON reports whether a response's content type is JSON, as the SDK decides
+// it (application/json or any +json type).
+func isJSON(contentType string) bool {
+	mediaType, _, _ := strings.Cut(contentType, ";")
+	mediaType = strings.ToLower(strings.TrimSpace(mediaType))
+	return strings.Contains(mediaType, "application/json") || strings.HasSuffix(mediaType, "+json")
 }
 
 // response reads a completion, received whole or accumulated from a stream.
@@ -169,29 +134,6 @@ func response(resp *sdk.ChatCompletion) (*agent.ModelResponse, error) {
 			ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(tc.Function.Arguments)})
 	}
 	return out, nil
-}
-
-func toParam(msg agent.Message) sdk.ChatCompletionMessageParamUnion {
-	switch msg.Role {
-	case agent.RoleTool:
-		return sdk.ToolMessage(msg.Text, msg.ToolCallID)
-	case agent.RoleAssistant:
-		a := sdk.ChatCompletionAssistantMessageParam{}
-		if msg.Text != "" {
-			a.Content.OfString = sdk.String(msg.Text)
-		}
-		for _, tc := range msg.ToolCalls {
-			args := string(tc.Arguments)
-			if args == "" {
-				args = "{}"
-			}
-			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-				ID: tc.ID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args}}})
-		}
-		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}
-	default:
-		return sdk.UserMessage(msg.Text)
-	}
 }
 
 // wrap turns an SDK error into an *agent.ProviderError with the provider's message

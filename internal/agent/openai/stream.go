@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -11,13 +12,14 @@ import (
 	"github.com/arvenza/helix/internal/agent"
 )
 
-// stream sends p as a streamed request, gives onText each content (or refusal)
-// delta of the first choice as it arrives, and returns the accumulated completion as
-// Generate does. Usage is asked for (stream_options.include_usage): OpenAI sends
-// it in a last chunk only then.
-func (m *Model) stream(ctx context.Context, p sdk.ChatCompletionNewParams, onText func(string)) (*agent.ModelResponse, error) {
-	p.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
-	s := m.client.Chat.Completions.NewStreaming(ctx, p)
+// stream sends body (a request with "stream": true) and decodes its events with
+// the SDK, as its NewStreaming does; it gives onText each content (or refusal)
+// delta of the first choice as it arrives, and returns the accumulated completion
+// as Generate does.
+func (m *Model) stream(ctx context.Context, body []byte, onText func(string)) (*agent.ModelResponse, error) {
+	var res *http.Response
+	err := m.client.Post(ctx, chatPath, body, &res)
+	s := ssestream.NewStream[sdk.ChatCompletionChunk](ssestream.NewDecoder(res), err)
 	defer s.Close()
 	var acc sdk.ChatCompletionAccumulator
 	for s.Next() {
