@@ -196,7 +196,7 @@ func randomRequest(r *rand.Rand) (Config, *agent.ModelRequest, bool) {
 // the SDK's encoding of the params the provider used to build.
 func TestRequestBodyMatchesSDK(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for i := range 2000 {
+	for i := range 800 {
 		cfg, req, stream := randomRequest(r)
 		m := &Model{cfg: cfg} // no client: only the body is made
 

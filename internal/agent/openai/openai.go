@@ -30,14 +30,15 @@ type Config struct {
 	Temperature *float64
 	// MaxTokens bounds each completion; 0: the server's default.
 	MaxTokens int
-	// HTTPClient sends the requests; nil: http.DefaultClient.
+	// HTTPClient sends the requests; nil: the SDK's default, a client on the
+	// default transport that waits at most 10 minutes for a response's headers.
 	HTTPClient *http.Client
 }
 
 // Model is an [agent.Model] on Chat Completions. Safe for concurrent use.
 type Model struct {
-	cfg    Config
-	client sdk.Client
+	cfg  Config
+	send *sender
 	// tools is the last tool set encoded, schema the last output schema (see
 	// encode.go).
 	tools  atomic.Pointer[convertedTools]
@@ -57,10 +58,19 @@ func New(cfg Config) (*Model, error) {
 	if t := cfg.Temperature; t != nil && (math.IsNaN(*t) || math.IsInf(*t, 0)) {
 		return nil, fmt.Errorf("openai: temperature %v is not a number", *t)
 	}
-	// The request goes out through the client's generic Post (the body is
-	// already encoded), which would fall back to an admin key from the
-	// environment (OPENAI_ADMIN_KEY) when there is no API key; the Chat
-	// Completions methods never send one, so neither does the provider.
+	client := sdk.NewClient(clientOptions(cfg)...)
+	send, err := newSender(&client, cfg.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{cfg: cfg, send: send}, nil
+}
+
+// clientOptions configure the SDK client whose request the provider's requests
+// copy (see sender). The generic Post that prepares it would fall back to an
+// admin key from the environment (OPENAI_ADMIN_KEY) when there is no API key;
+// the Chat Completions methods never send one, so the admin key is cleared.
+func clientOptions(cfg Config) []option.RequestOption {
 	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithAdminAPIKey(""), option.WithMaxRetries(0),
 		option.WithMiddleware(agent.TraceHeaders)}
 	if cfg.BaseURL != "" {
@@ -69,7 +79,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+	return opts
 }
 
 // Generate sends one Chat Completions request; with req.OnText set, a streamed one
@@ -79,8 +89,8 @@ func (m *Model) Generate(ctx context.Context, req *agent.ModelRequest) (*agent.M
 }
 
 // generate is Generate without its span. The body is encoded by the provider
-// (encode.go) and the answer decoded by it (decode.go); the SDK client sends the
-// request: base URL, authentication, headers, middleware and its errors.
+// (encode.go), sent as the SDK sends it (send.go) and the answer decoded by the
+// provider (decode.go).
 func (m *Model) generate(ctx context.Context, req *agent.ModelRequest) (*agent.ModelResponse, error) {
 	body, err := m.requestBody(req, req.OnText != nil)
 	if err != nil {
@@ -89,8 +99,8 @@ func (m *Model) generate(ctx context.Context, req *agent.ModelRequest) (*agent.M
 	if req.OnText != nil {
 		return m.stream(ctx, body, req.OnText)
 	}
-	var res *http.Response
-	if err := m.client.Post(ctx, chatPath, body, &res); err != nil {
+	res, err := m.send.post(ctx, body, m.cfg.APIKey)
+	if err != nil {
 		return nil, m.wrap(ctx, err)
 	}
 	defer res.Body.Close()
@@ -141,6 +151,10 @@ func response(resp *sdk.ChatCompletion) (*agent.ModelResponse, error) {
 func (m *Model) wrap(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
+	}
+	var pe *agent.ProviderError
+	if errors.As(err, &pe) {
+		return pe
 	}
 	var ae *sdk.Error
 	if errors.As(err, &ae) {

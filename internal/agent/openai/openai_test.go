@@ -12,7 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/openai/openai-go/v3/option"
+	sdk "github.com/openai/openai-go/v3"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/arvenza/helix/internal/agent"
 )
@@ -50,7 +51,11 @@ var hi = &agent.ModelRequest{Messages: []agent.Message{{Role: agent.RoleUser, Te
 // The request goes out as the SDK's Chat Completions method sends it: the same
 // endpoint and the same headers (authentication, the SDK's own, the
 // provider's middleware), only the body is encoded by the provider.
+// The environment's options count as they do for the SDK.
 func TestRequestAsSDKSendsIt(t *testing.T) {
+	t.Setenv("OPENAI_ORG_ID", "org-1")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-1")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Team: agents\nX-Cost-Center: 42")
 	srv, ts := startHeaderServer(t, "application/json", benchResponse)
 	m, err := New(Config{Model: "m", APIKey: "sk-1", BaseURL: ts.URL + "/v1", HTTPClient: ts.Client()})
 	if err != nil {
@@ -60,7 +65,8 @@ func TestRequestAsSDKSendsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := sdkParams(m.cfg, hi, false)
-	if _, err := m.client.Chat.Completions.New(context.Background(), p); err != nil {
+	sdkClient := sdk.NewClient(clientOptions(m.cfg)...)
+	if _, err := sdkClient.Chat.Completions.New(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 	if len(srv.headers) != 2 || srv.paths[0] != "POST /v1/chat/completions" || srv.paths[1] != srv.paths[0] {
@@ -72,8 +78,72 @@ func TestRequestAsSDKSendsIt(t *testing.T) {
 	if !maps.EqualFunc(got, want, func(a, b []string) bool { return strings.Join(a, "\n") == strings.Join(b, "\n") }) {
 		t.Fatalf("headers\n %v\nthe SDK's\n %v", got, want)
 	}
-	if got.Get("Authorization") != "Bearer sk-1" || got.Get("Content-Type") != "application/json" || got.Get("X-Stainless-Lang") != "go" {
+	if got.Get("Authorization") != "Bearer sk-1" || got.Get("Content-Type") != "application/json" || got.Get("X-Stainless-Lang") != "go" ||
+		got.Get("OpenAI-Organization") != "org-1" || got.Get("OpenAI-Project") != "proj-1" || got.Get("X-Cost-Center") != "42" {
 		t.Fatalf("headers %v", got)
+	}
+}
+
+// The base URL may come from the environment, as for the SDK.
+func TestBaseURLFromEnvironment(t *testing.T) {
+	srv, ts := startHeaderServer(t, "application/json", benchResponse)
+	t.Setenv("OPENAI_BASE_URL", ts.URL+"/env/v1")
+	m, err := New(Config{Model: "m", HTTPClient: ts.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Generate(context.Background(), hi); err != nil {
+		t.Fatal(err)
+	}
+	if srv.paths[0] != "POST /env/v1/chat/completions" {
+		t.Fatalf("requests %v", srv.paths)
+	}
+}
+
+// A redirect to another origin than the base URL's is refused before anything
+// (the API key above all) is sent there; one within the origin is followed.
+func TestRedirectsStayWithinTheOrigin(t *testing.T) {
+	other, ots := startHeaderServer(t, "application/json", benchResponse)
+	var target string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved/chat/completions" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, benchResponse)
+			return
+		}
+		http.Redirect(w, r, target, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(ts.Close)
+	m, err := New(Config{Model: "m", APIKey: "sk-SECRET", BaseURL: ts.URL + "/v1", HTTPClient: &http.Client{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target = ots.URL + "/v1/chat/completions"
+	_, err = m.Generate(context.Background(), hi)
+	if err == nil || !strings.Contains(err.Error(), "not the origin of the base URL") || len(other.headers) != 0 {
+		t.Fatalf("err %v, %d requests at the other origin", err, len(other.headers))
+	}
+	target = ts.URL + "/moved/chat/completions"
+	if res, err := m.Generate(context.Background(), hi); err != nil || len(res.Message.ToolCalls) != 1 {
+		t.Fatalf("same-origin redirect: %+v, %v", res, err)
+	}
+}
+
+// A traced model call carries its span's traceparent to the model server.
+func TestTraceparentSent(t *testing.T) {
+	srv, ts := startHeaderServer(t, "application/json", benchResponse)
+	m, err := New(Config{Model: "m", BaseURL: ts.URL, HTTPClient: ts.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider()
+	ctx, span := tp.Tracer("test").Start(context.Background(), "run")
+	defer span.End()
+	if _, err := m.Generate(ctx, hi); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.headers[0].Get("Traceparent"); !strings.Contains(got, span.SpanContext().TraceID().String()) {
+		t.Fatalf("traceparent %q, want the trace %s", got, span.SpanContext().TraceID())
 	}
 }
 
@@ -155,6 +225,7 @@ func BenchmarkGenerate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	sdkClient := sdk.NewClient(clientOptions(m.cfg)...)
 	b.Run("sdk", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -162,7 +233,7 @@ func BenchmarkGenerate(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c, err := m.client.Chat.Completions.New(context.Background(), p, option.WithAdminAPIKey(""))
+			c, err := sdkClient.Chat.Completions.New(context.Background(), p)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -173,14 +244,9 @@ func BenchmarkGenerate(b *testing.B) {
 	})
 }
 
-// roundTripFunc is a transport answering in process.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// BenchmarkSDKRequest isolates what the SDK's request machinery costs per request
-// (options, headers, request copies, origin checks, middleware) on a transport
-// that answers in process: the provider's Post of an encoded body against a bare
+// BenchmarkSDKRequest isolates what sending costs per request on a transport that
+// answers in process: the SDK's Post of an encoded body (its options, headers,
+// request copies, origin checks, middleware), the provider's sender, and a bare
 // http.Client.Do of the same body with the same credential.
 func BenchmarkSDKRequest(b *testing.B) {
 	answer := func(*http.Request) (*http.Response, error) {
@@ -197,11 +263,23 @@ func BenchmarkSDKRequest(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
+	sdkClient := sdk.NewClient(clientOptions(m.cfg)...)
 	b.Run("sdk", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var res *http.Response
-			if err := m.client.Post(ctx, chatPath, body, &res); err != nil {
+			if err := sdkClient.Post(ctx, chatPath, body, &res); err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			_ = res.Body.Close()
+		}
+	})
+	b.Run("sender", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := m.send.post(ctx, body, m.cfg.APIKey)
+			if err != nil {
 				b.Fatal(err)
 			}
 			_, _ = io.Copy(io.Discard, res.Body)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -17,8 +16,7 @@ import (
 // delta of the first choice as it arrives, and returns the accumulated completion
 // as Generate does.
 func (m *Model) stream(ctx context.Context, body []byte, onText func(string)) (*agent.ModelResponse, error) {
-	var res *http.Response
-	err := m.client.Post(ctx, chatPath, body, &res)
+	res, err := m.send.post(ctx, body, m.cfg.APIKey)
 	s := ssestream.NewStream[sdk.ChatCompletionChunk](ssestream.NewDecoder(res), err)
 	defer s.Close()
 	var acc sdk.ChatCompletionAccumulator
@@ -61,8 +59,9 @@ func (m *Model) wrapStream(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
+	var pe *agent.ProviderError
 	var ae *sdk.Error
-	if errors.As(err, &ae) {
+	if errors.As(err, &pe) || errors.As(err, &ae) {
 		return m.wrap(ctx, err)
 	}
 	var se *ssestream.StreamError
