@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 
@@ -57,6 +58,16 @@ func New(cfg Config) (*Model, error) {
 	}
 	if t := cfg.Temperature; t != nil && (math.IsNaN(*t) || math.IsInf(*t, 0)) {
 		return nil, fmt.Errorf("openai: temperature %v is not a number", *t)
+	}
+	if cfg.BaseURL != "" {
+		// The SDK's error would quote the URL, which may hold credentials.
+		if _, err := url.Parse(cfg.BaseURL); err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return nil, fmt.Errorf("openai: base URL: %w", err)
+		}
 	}
 	client := sdk.NewClient(clientOptions(cfg)...)
 	send, err := newSender(&client, cfg.HTTPClient)

@@ -84,6 +84,15 @@ func TestRequestAsSDKSendsIt(t *testing.T) {
 	}
 }
 
+// A base URL that does not parse fails New, without quoting it (it may hold
+// credentials).
+func TestBadBaseURL(t *testing.T) {
+	_, err := New(Config{Model: "m", BaseURL: "http://user:SECRET@host:port/v1"})
+	if err == nil || !strings.HasPrefix(err.Error(), "openai: base URL: ") || strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("err %v", err)
+	}
+}
+
 // The base URL may come from the environment, as for the SDK.
 func TestBaseURLFromEnvironment(t *testing.T) {
 	srv, ts := startHeaderServer(t, "application/json", benchResponse)
