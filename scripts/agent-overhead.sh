@@ -42,14 +42,14 @@ split_by_side() {
 		else if (side == "model-server") cat = "3 other end: fake model server (HTTP server, handler)"
 		else if (side == "mcp-client") cat = "2 tool call: MCP client session (go-sdk client, its HTTP connection)"
 		else {
-			for (i = 1; i <= n; i++) if (frame[i] ~ /modelcontextprotocol\/go-sdk|arvenza\/helix\/pkg\/component\/mcp\/client/) cat = "2 tool call: MCP client (mcpclient.Conn, go-sdk client)"
+			for (i = 1; i <= n; i++) if (frame[i] ~ /modelcontextprotocol\/go-sdk|arvenza\/helix\/internal\/component\/mcp\/client/) cat = "2 tool call: MCP client (mcpclient.Conn, go-sdk client)"
 			for (i = 1; i <= n && cat == ""; i++) {
 				f = frame[i]
-				if (f ~ /arvenza\/helix\/pkg\/agent\/openai/) cat = "1 helix: provider (internal/agent/openai)"
+				if (f ~ /arvenza\/helix\/internal\/agent\/openai/) cat = "1 helix: provider (internal/agent/openai)"
 				else if (f ~ /openai\/openai-go/) cat = "1 helix: openai-go SDK (request encode, response decode)"
-				else if (f ~ /arvenza\/helix\/pkg\/agent\/mcptools/) cat = "1 helix: mcptools (result conversion)"
-				else if (f ~ /arvenza\/helix\/pkg\/tool/) cat = "1 helix: internal/tool (arguments, input schema)"
-				else if (f ~ /arvenza\/helix\/pkg\/agent\./) cat = "1 helix: agent loop (internal/agent)"
+				else if (f ~ /arvenza\/helix\/internal\/agent\/mcptools/) cat = "1 helix: mcptools (result conversion)"
+				else if (f ~ /arvenza\/helix\/internal\/tool/) cat = "1 helix: internal/tool (arguments, input schema)"
+				else if (f ~ /arvenza\/helix\/internal\/agent\./) cat = "1 helix: agent loop (internal/agent)"
 				else if (f ~ /^net\/http\./) cat = "1 helix: HTTP client to the model (net/http)"
 			}
 			if (cat == "") {

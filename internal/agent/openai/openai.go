@@ -4,18 +4,19 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
-	"slices"
+	"net/url"
+	"strings"
 	"sync/atomic"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/arvenza/helix/internal/agent"
 )
@@ -30,57 +31,23 @@ type Config struct {
 	Temperature *float64
 	// MaxTokens bounds each completion; 0: the server's default.
 	MaxTokens int
-	// HTTPClient sends the requests; nil: http.DefaultClient.
+	// HTTPClient sends the requests; nil: the SDK's default, a client on the
+	// default transport that waits at most 10 minutes for a response's headers.
 	HTTPClient *http.Client
 }
 
 // Model is an [agent.Model] on Chat Completions. Safe for concurrent use.
 type Model struct {
-	cfg    Config
-	client sdk.Client
-	// tools is the last tool set converted: an agent shows the model the same
-	// tools every iteration, and decoding each schema again each time would cost
-	// more than the rest of building the request.
-	tools atomic.Pointer[convertedTools]
+	cfg  Config
+	send *sender
+	// tools is the last tool set encoded, schema the last output schema (see
+	// encode.go).
+	tools  atomic.Pointer[convertedTools]
+	schema atomic.Pointer[encodedSchema]
 }
 
-// convertedTools is a tool set and its request form. defs is a copy (schemas
-// included) that is compared with the next request's tools, so a caller that
-// changes its definitions in place still gets them converted anew.
-type convertedTools struct {
-	defs   []agent.ToolDef
-	params []sdk.ChatCompletionToolUnionParam
-}
-
-// toolParams converts tool definitions to request tools, reusing the last
-// conversion when defs are the same. The result is shared between requests and
-// only read (encoded) by the SDK.
-func (m *Model) toolParams(defs []agent.ToolDef) ([]sdk.ChatCompletionToolUnionParam, error) {
-	if len(defs) == 0 {
-		return nil, nil
-	}
-	if c := m.tools.Load(); c != nil && sameTools(c.defs, defs) {
-		return c.params, nil
-	}
-	c := &convertedTools{defs: make([]agent.ToolDef, len(defs)), params: make([]sdk.ChatCompletionToolUnionParam, 0, len(defs))}
-	for i, d := range defs {
-		var params shared.FunctionParameters
-		if err := json.Unmarshal(d.InputSchema, &params); err != nil {
-			return nil, fmt.Errorf("openai: tool %s: input schema: %w", d.Name, err)
-		}
-		c.params = append(c.params, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name: d.Name, Description: sdk.String(d.Description), Parameters: params}))
-		c.defs[i] = agent.ToolDef{Name: d.Name, Description: d.Description, InputSchema: bytes.Clone(d.InputSchema)}
-	}
-	m.tools.Store(c)
-	return c.params, nil
-}
-
-func sameTools(a, b []agent.ToolDef) bool {
-	return slices.EqualFunc(a, b, func(x, y agent.ToolDef) bool {
-		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.InputSchema, y.InputSchema)
-	})
-}
+// chatPath is the Chat Completions endpoint under the base URL.
+const chatPath = "chat/completions"
 
 var _ agent.Model = (*Model)(nil)
 
@@ -89,7 +56,33 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: model is required")
 	}
-	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0),
+	if t := cfg.Temperature; t != nil && (math.IsNaN(*t) || math.IsInf(*t, 0)) {
+		return nil, fmt.Errorf("openai: temperature %v is not a number", *t)
+	}
+	if cfg.BaseURL != "" {
+		// The SDK's error would quote the URL, which may hold credentials.
+		if _, err := url.Parse(cfg.BaseURL); err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return nil, fmt.Errorf("openai: base URL: %w", err)
+		}
+	}
+	client := sdk.NewClient(clientOptions(cfg)...)
+	send, err := newSender(&client, cfg.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{cfg: cfg, send: send}, nil
+}
+
+// clientOptions configure the SDK client whose request the provider's requests
+// copy (see sender). The generic Post that prepares it would fall back to an
+// admin key from the environment (OPENAI_ADMIN_KEY) when there is no API key;
+// the Chat Completions methods never send one, so the admin key is cleared.
+func clientOptions(cfg Config) []option.RequestOption {
+	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithAdminAPIKey(""), option.WithMaxRetries(0),
 		option.WithMiddleware(agent.TraceHeaders)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
@@ -97,7 +90,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+	return opts
 }
 
 // Generate sends one Chat Completions request; with req.OnText set, a streamed one
@@ -106,45 +99,38 @@ func (m *Model) Generate(ctx context.Context, req *agent.ModelRequest) (*agent.M
 	return agent.TraceGenerate(ctx, "openai", m.cfg.Model, func(ctx context.Context) (*agent.ModelResponse, error) { return m.generate(ctx, req) })
 }
 
-// generate is Generate without its span.
+// generate is Generate without its span. The body is encoded by the provider
+// (encode.go), sent as the SDK sends it (send.go) and the answer decoded by the
+// provider (decode.go).
 func (m *Model) generate(ctx context.Context, req *agent.ModelRequest) (*agent.ModelResponse, error) {
-	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(m.cfg.Model)}
-	if m.cfg.Temperature != nil {
-		p.Temperature = sdk.Float(*m.cfg.Temperature)
-	}
-	if m.cfg.MaxTokens > 0 {
-		p.MaxTokens = sdk.Int(int64(m.cfg.MaxTokens))
-	}
-	if req.System != "" {
-		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
-	}
-	for _, msg := range req.Messages {
-		p.Messages = append(p.Messages, toParam(msg))
-	}
-	tools, err := m.toolParams(req.Tools)
+	body, err := m.requestBody(req, req.OnText != nil)
 	if err != nil {
 		return nil, err
 	}
-	p.Tools = tools
-	if len(p.Tools) > 0 {
-		p.ParallelToolCalls = sdk.Bool(req.ParallelToolCalls)
-	}
-	if len(req.OutputSchema) > 0 {
-		var schema map[string]any
-		if err := json.Unmarshal(req.OutputSchema, &schema); err != nil {
-			return nil, fmt.Errorf("openai: output schema: %w", err)
-		}
-		p.ResponseFormat = sdk.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "answer", Schema: schema}}}
-	}
 	if req.OnText != nil {
-		return m.stream(ctx, p, req.OnText)
+		return m.stream(ctx, body, req.OnText)
 	}
-	resp, err := m.client.Chat.Completions.New(ctx, p)
+	res, err := m.send.post(ctx, body, m.cfg.APIKey)
 	if err != nil {
 		return nil, m.wrap(ctx, err)
 	}
-	return response(resp)
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); !isJSON(ct) {
+		return nil, agent.NewProviderError("openai", m.cfg.APIKey, 0, fmt.Sprintf("response is not JSON (content type %q)", ct), nil)
+	}
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, m.wrap(ctx, fmt.Errorf("reading the response: %w", err))
+	}
+	return decodeCompletion(raw)
+}
+
+// isJSON reports whether a response's content type is JSON, as the SDK decides
+// it (application/json or any +json type).
+func isJSON(contentType string) bool {
+	mediaType, _, _ := strings.Cut(contentType, ";")
+	mediaType = strings.ToLower(strings.TrimSpace(mediaType))
+	return strings.Contains(mediaType, "application/json") || strings.HasSuffix(mediaType, "+json")
 }
 
 // response reads a completion, received whole or accumulated from a stream.
@@ -171,34 +157,15 @@ func response(resp *sdk.ChatCompletion) (*agent.ModelResponse, error) {
 	return out, nil
 }
 
-func toParam(msg agent.Message) sdk.ChatCompletionMessageParamUnion {
-	switch msg.Role {
-	case agent.RoleTool:
-		return sdk.ToolMessage(msg.Text, msg.ToolCallID)
-	case agent.RoleAssistant:
-		a := sdk.ChatCompletionAssistantMessageParam{}
-		if msg.Text != "" {
-			a.Content.OfString = sdk.String(msg.Text)
-		}
-		for _, tc := range msg.ToolCalls {
-			args := string(tc.Arguments)
-			if args == "" {
-				args = "{}"
-			}
-			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-				ID: tc.ID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args}}})
-		}
-		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}
-	default:
-		return sdk.UserMessage(msg.Text)
-	}
-}
-
 // wrap turns an SDK error into an *agent.ProviderError with the provider's message
 // and no API key.
 func (m *Model) wrap(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
+	}
+	var pe *agent.ProviderError
+	if errors.As(err, &pe) {
+		return pe
 	}
 	var ae *sdk.Error
 	if errors.As(err, &ae) {

@@ -11,13 +11,13 @@ import (
 	"github.com/arvenza/helix/internal/agent"
 )
 
-// stream sends p as a streamed request, gives onText each content (or refusal)
-// delta of the first choice as it arrives, and returns the accumulated completion as
-// Generate does. Usage is asked for (stream_options.include_usage): OpenAI sends
-// it in a last chunk only then.
-func (m *Model) stream(ctx context.Context, p sdk.ChatCompletionNewParams, onText func(string)) (*agent.ModelResponse, error) {
-	p.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
-	s := m.client.Chat.Completions.NewStreaming(ctx, p)
+// stream sends body (a request with "stream": true) and decodes its events with
+// the SDK, as its NewStreaming does; it gives onText each content (or refusal)
+// delta of the first choice as it arrives, and returns the accumulated completion
+// as Generate does.
+func (m *Model) stream(ctx context.Context, body []byte, onText func(string)) (*agent.ModelResponse, error) {
+	res, err := m.send.post(ctx, body, m.cfg.APIKey)
+	s := ssestream.NewStream[sdk.ChatCompletionChunk](ssestream.NewDecoder(res), err)
 	defer s.Close()
 	var acc sdk.ChatCompletionAccumulator
 	for s.Next() {
@@ -59,8 +59,9 @@ func (m *Model) wrapStream(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
+	var pe *agent.ProviderError
 	var ae *sdk.Error
-	if errors.As(err, &ae) {
+	if errors.As(err, &pe) || errors.As(err, &ae) {
 		return m.wrap(ctx, err)
 	}
 	var se *ssestream.StreamError
