@@ -269,6 +269,6 @@ func TestStandaloneMessagesWaitForTheFirstGET(t *testing.T) {
 // What an idle session held when its bound was last set (BenchmarkIdleSessions
 // and TestIdleSessionMemory's log), in bytes of heap and stacks.
 const (
-	idleSessionPlain = 4096
-	idleSessionRace  = 8192
+	idleSessionPlain = 6000
+	idleSessionRace  = 7700
 )
