@@ -134,7 +134,7 @@ func measureIdleSessions(tb testing.TB, n int, profiles string) sessionMemory {
 }
 
 // idleSessionBound is what an idle session may hold in this test: half again
-// what it holds today (see BENCHMARKS.md, "Memory per idle session"), so that
+// what it holds today (see BENCHMARKS.md, "Memory at scale"), so that
 // noise passes and a session that grows back towards twice its size fails.
 // The race detector's binaries grow stacks further, hence their own bound.
 func idleSessionBound() float64 {
