@@ -254,7 +254,7 @@ func TestStandaloneMessagesWaitForTheFirstGET(t *testing.T) {
 	testtools.Eventually(t, "the list change queued for the standalone stream", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.standalone != nil && len(c.standalone) > 0
+		return len(c.standalone) > 0
 	})
 	resp := openStandalone(t, ts.URL, sid)
 	lines := bufio.NewScanner(resp.Body)
