@@ -5,8 +5,10 @@
 # Each build is made like `make build` (-trimpath, -ldflags "-s -w"), then started
 # with `helix run` on a small configuration (the quickstart's two workflows: an
 # http-server:// trigger calling a direct:// one; every port chosen by the system);
-# once its /healthz answers and it has idled for SETTLE seconds, VmRSS is read from
-# /proc/PID/status and the process is stopped (SIGTERM). Linux only (/proc).
+# once its /healthz answers and it has idled for SETTLE seconds, VmRSS and its two
+# parts, RssFile (the executable's and libraries' pages the kernel keeps mapped)
+# and RssAnon (heap, stacks), are read from /proc/PID/status and the process is
+# stopped (SIGTERM). Linux only (/proc).
 #
 # Environment (defaults in brackets): GO [go], SETTLE [3] seconds idle before the
 # reading, BUILDS [every build below], a space-separated list of: default,
@@ -64,8 +66,8 @@ tags_of() {
 	esac
 }
 
-# idle_rss_kib starts bin on the configuration, waits for /healthz and prints VmRSS
-# in KiB after SETTLE seconds.
+# idle_rss_kib starts bin on the configuration, waits for /healthz and prints VmRSS,
+# RssFile and RssAnon in KiB after SETTLE seconds.
 idle_rss_kib() {
 	local bin=$1 log="$work/run.log" url="" rss
 	"$bin" run "$work/helix.yaml" >"$log" 2>&1 &
@@ -89,7 +91,7 @@ idle_rss_kib() {
 		exit 1
 	fi
 	sleep "$SETTLE"
-	rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status")
+	rss=$(awk '/^(VmRSS|RssFile|RssAnon):/ {v[$1] = $2} END {print v["VmRSS:"], v["RssFile:"], v["RssAnon:"]}' "/proc/$pid/status")
 	kill -TERM "$pid"
 	wait "$pid" 2>/dev/null || true
 	pid=""
@@ -100,13 +102,14 @@ mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
 
 for b in $BUILDS; do tags_of "$b" >/dev/null; done # refuse a typo before compiling
 
-echo "| build | -tags | binary (MiB) | idle RSS (MiB) |"
-echo "|---|---|---:|---:|"
+echo "| build | -tags | binary (MiB) | idle RSS (MiB) | file-backed (MiB) | anonymous (MiB) |"
+echo "|---|---|---:|---:|---:|---:|"
 for b in $BUILDS; do
 	tags=$(tags_of "$b")
 	bin="$work/helix-$b"
 	"$GO" build -trimpath -tags "$tags" -ldflags "-s -w" -o "$bin" ./cmd/helix
 	size=$(stat -c %s "$bin")
-	rss=$(idle_rss_kib "$bin")
-	echo "| $b | ${tags:-(none)} | $(mib "$size") | $(mib $((rss * 1024))) |"
+	mem=$(idle_rss_kib "$bin") # in a variable, so that a failed start stops the script
+	read -r rss file anon <<<"$mem"
+	echo "| $b | ${tags:-(none)} | $(mib "$size") | $(mib $((rss * 1024))) | $(mib $((file * 1024))) | $(mib $((anon * 1024))) |"
 done

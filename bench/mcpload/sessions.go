@@ -37,13 +37,14 @@ func sessionsCmd(ctx context.Context, args []string, out io.Writer) error {
 		if *pid <= 0 {
 			return
 		}
-		r, peak, err := procMem(*pid)
+		r, peak, anon, err := procMemAnon(*pid)
 		if err != nil {
 			fmt.Fprintln(out, "  rss:", err)
 			return
 		}
-		rep[key+"_rss_kb"], rep[key+"_peak_rss_kb"] = r, peak
-		fmt.Fprintf(out, "%-8s rss %.1f MiB (peak %.1f MiB)\n", key, float64(r)/1024, float64(peak)/1024)
+		rep[key+"_rss_kb"], rep[key+"_peak_rss_kb"], rep[key+"_anon_rss_kb"] = r, peak, anon
+		fmt.Fprintf(out, "%-8s rss %.1f MiB (peak %.1f MiB), anonymous %.1f MiB\n", key,
+			float64(r)/1024, float64(peak)/1024, float64(anon)/1024)
 	}
 	rss("before")
 
@@ -81,7 +82,11 @@ func sessionsCmd(ctx context.Context, args []string, out io.Writer) error {
 		if before, ok := rep["before_rss_kb"].(int64); ok {
 			per := float64(rep["open_rss_kb"].(int64)-before) / float64(*n)
 			rep["kb_per_session"] = per
-			fmt.Fprintf(out, "         %.1f KiB per idle session\n", per)
+			// The anonymous part (heap, stacks) is what the sessions cost; VmRSS
+			// also moves with the executable's pages the kernel keeps mapped.
+			anon := float64(rep["open_anon_rss_kb"].(int64)-rep["before_anon_rss_kb"].(int64)) / float64(*n)
+			rep["anon_kb_per_session"] = anon
+			fmt.Fprintf(out, "         %.1f KiB per idle session (%.1f KiB anonymous)\n", per, anon)
 		}
 	}
 

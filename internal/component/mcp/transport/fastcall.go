@@ -480,7 +480,7 @@ func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastC
 			Message: fmt.Sprintf("request id %v is already in use in this session", fc.id.Raw())})
 		return
 	}
-	c.fast[fc.id] = ctx
+	put(&c.fast, fc.id, ctx)
 	c.mu.Unlock()
 	if !c.acquireCall(r.Context()) {
 		c.mu.Lock()
@@ -543,7 +543,7 @@ func (c *streamConn) noteCancels(msgs []jsonrpc.Message) {
 		c.mu.Lock()
 		call := c.fast[id]
 		if _, running := c.pending[id]; running || call != nil {
-			c.cancelled[id] = true
+			put(&c.cancelled, id, true)
 		}
 		c.mu.Unlock()
 		if call != nil {

@@ -797,6 +797,7 @@ func (h *StreamableHandler) get(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	busy := c.getOpen
 	c.getOpen = !busy
+	standalone := c.standaloneLocked()
 	c.mu.Unlock()
 	if busy {
 		http.Error(w, "this session already has a standalone stream", http.StatusConflict)
@@ -811,7 +812,7 @@ func (h *StreamableHandler) get(w http.ResponseWriter, r *http.Request) {
 	out.start()
 	for {
 		select {
-		case m := <-c.standalone:
+		case m := <-standalone:
 			if err := out.event(m); err != nil {
 				return
 			}
@@ -848,19 +849,25 @@ type streamConn struct {
 	slot    *sessionSlot // nil for the one-POST sessions of a stateless server
 	session *sdk.ServerSession
 
-	in         chan jsonrpc.Message
+	in   chan jsonrpc.Message
+	done chan struct{}
+	// standalone queues what the GET stream carries (standaloneLocked makes it:
+	// most sessions never open one, and its buffer is the largest thing a
+	// session would otherwise hold). Guarded by mu; set once, never cleared.
 	standalone chan jsonrpc.Message
-	done       chan struct{}
 	closeOnce  sync.Once
 
+	// The maps below are made on first use (put) and dropped again when empty
+	// once the session is idle (trimLocked): an idle session holds none of them.
+	// Reading or deleting from a nil map is fine, so only the inserts know.
 	mu       sync.Mutex
 	closed   bool
 	pending  map[jsonrpc.ID]*postStream
 	fast     map[jsonrpc.ID]*lazyctx.Context // tool calls of the fast path (fastcall.go)
 	progress map[string]*postStream          // progress token (raw JSON) → POST
 	only     *postStream                     // stateless: the one POST
-	getOpen  bool
-	active   int // requests being served
+	getOpen  bool                            // a GET stream is open (standalone is made)
+	active   int                             // requests being served
 
 	// related maps each running request of the SDK path to its POST, so that the
 	// notifications a handler sends for it (RelatedTo) travel on that POST.
@@ -918,10 +925,7 @@ func (c *streamConn) releaseHeldLocked(id jsonrpc.ID) {
 var _ sdk.Connection = (*streamConn)(nil)
 
 func newStreamConn(h *StreamableHandler, id string) *streamConn {
-	c := &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), standalone: make(chan jsonrpc.Message, standaloneQueue),
-		done: make(chan struct{}), pending: map[jsonrpc.ID]*postStream{}, fast: map[jsonrpc.ID]*lazyctx.Context{}, progress: map[string]*postStream{},
-		cancelled: map[jsonrpc.ID]bool{}, related: map[*sdk.RequestExtra]*postStream{}, replay: replayBuffer{budget: h.budget},
-		holding: map[jsonrpc.ID]bool{},
+	c := &streamConn{h: h, id: id, in: make(chan jsonrpc.Message), done: make(chan struct{}), replay: replayBuffer{budget: h.budget},
 		// A session opened by initialize speaks an earlier version (2026-07-28
 		// requests never reach one: post); postStateless decides for its
 		// one-POST sessions.
@@ -930,6 +934,47 @@ func newStreamConn(h *StreamableHandler, id string) *streamConn {
 		c.callSlots = make(chan struct{}, h.maxCalls)
 	}
 	return c
+}
+
+// put sets m[k] = v, making the map first if it is nil (streamConn's maps are
+// made on first use).
+func put[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = make(map[K]V)
+	}
+	(*m)[k] = v
+}
+
+// trimLocked drops the session's empty maps: a map keeps the memory of what it
+// once held, and an idle session should hold nothing for requests it no longer
+// serves. The next request makes what it needs again.
+func (c *streamConn) trimLocked() {
+	if len(c.pending) == 0 {
+		c.pending = nil
+	}
+	if len(c.fast) == 0 {
+		c.fast = nil
+	}
+	if len(c.progress) == 0 {
+		c.progress = nil
+	}
+	if len(c.related) == 0 {
+		c.related = nil
+	}
+	if len(c.cancelled) == 0 {
+		c.cancelled = nil
+	}
+	if len(c.holding) == 0 {
+		c.holding = nil
+	}
+}
+
+// standaloneLocked is the standalone stream's queue, made on first use.
+func (c *streamConn) standaloneLocked() chan jsonrpc.Message {
+	if c.standalone == nil {
+		c.standalone = make(chan jsonrpc.Message, standaloneQueue)
+	}
+	return c.standalone
 }
 
 func (c *streamConn) SessionID() string { return c.id }
@@ -987,7 +1032,9 @@ func (c *streamConn) begin() bool {
 
 func (c *streamConn) end() {
 	c.mu.Lock()
-	c.active--
+	if c.active--; c.active == 0 {
+		c.trimLocked()
+	}
 	c.mu.Unlock()
 	if c.slot != nil {
 		c.slot.end()
@@ -1041,13 +1088,14 @@ func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 			// it takes the standalone stream when one is open, else it fails now
 			// rather than wait for an answer that cannot come.
 			getOpen := c.getOpen
+			standalone := c.standalone // made by the GET that set getOpen
 			c.mu.Unlock()
 			if !getOpen {
 				return fmt.Errorf("%w: the MCP client's POST accepts only application/json, so the server cannot send it the request %s; "+
 					"the client must accept text/event-stream (or keep the session's GET stream open)", errRejected, req.Method)
 			}
 			select {
-			case c.standalone <- m:
+			case standalone <- m:
 				return nil
 			case <-c.done:
 				return io.EOF
@@ -1060,9 +1108,10 @@ func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 		// The server withdraws a request it sent on a stream nobody reads now (the
 		// call was cancelled and its POST has gone): the client would only see it
 		// on resuming a stream it has given up, so it takes the standalone stream.
+		standalone := c.standalone // made by the GET that set getOpen
 		c.mu.Unlock()
 		select {
-		case c.standalone <- m:
+		case standalone <- m:
 		case <-c.done:
 			return io.EOF
 		default: // the standalone stream is not being read either
@@ -1093,8 +1142,11 @@ func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if _, isResp := m.(*jsonrpc.Response); isResp {
 		return nil // its POST has gone: nobody can receive it
 	}
+	c.mu.Lock()
+	standalone := c.standaloneLocked()
+	c.mu.Unlock()
 	select {
-	case c.standalone <- m:
+	case standalone <- m:
 	case <-c.done:
 		return io.EOF
 	default:
@@ -1144,13 +1196,13 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 		}
 	}
 	for _, req := range calls {
-		c.pending[req.ID] = ps
+		put(&c.pending, req.ID, ps)
 		if extra, ok := req.Extra.(*sdk.RequestExtra); ok {
-			c.related[extra] = ps
+			put(&c.related, extra, ps)
 			ps.extras = append(ps.extras, extra)
 		}
 		if tok := progressToken(req.Params); tok != "" {
-			c.progress[tok] = ps
+			put(&c.progress, tok, ps)
 			ps.tokens = append(ps.tokens, tok)
 		}
 	}
@@ -1193,7 +1245,7 @@ func (c *streamConn) serve(w http.ResponseWriter, r *http.Request, msgs []jsonrp
 				return
 			}
 			c.mu.Lock()
-			c.holding[call.ID] = true
+			put(&c.holding, call.ID, true)
 			c.mu.Unlock()
 		}
 		select {

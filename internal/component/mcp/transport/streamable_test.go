@@ -21,7 +21,7 @@ func rawServer(t *testing.T, srv *sdk.Server, o Options) string {
 	return ts.URL
 }
 
-func echoServer(t *testing.T) *sdk.Server {
+func echoServer(t testing.TB) *sdk.Server {
 	t.Helper()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "raw", Version: "1"}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}}})
