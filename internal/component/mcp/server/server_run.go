@@ -666,7 +666,7 @@ func addrString(a net.Addr) string {
 // receive the result, so the call is cancelled with it.
 type postContexts struct {
 	next   atomic.Uint64
-	m      sync.Map // tag → context.Context of the POST
+	m      postTable // tag → context.Context of the POST (postcontexts.go)
 	active callGate // POSTs being answered; never closed
 	// draining is set when the server begins to stop: answers are then flushed
 	// before the POST counts as done, so that they are on the wire before stop
@@ -687,10 +687,10 @@ func (p *postContexts) track(next http.Handler) http.Handler {
 		}
 		p.active.enter()
 		defer p.active.leave()
-		tag := strconv.FormatUint(p.next.Add(1), 36)
-		r.Header.Set(postTagHeader, tag)
-		p.m.Store(tag, r.Context())
-		defer p.m.Delete(tag)
+		n := p.next.Add(1)
+		r.Header.Set(postTagHeader, strconv.FormatUint(n, 36))
+		p.m.store(n, r.Context())
+		defer p.m.delete(n)
 		next.ServeHTTP(w, r)
 		if p.draining.Load() {
 			_ = http.NewResponseController(w).Flush()
@@ -706,10 +706,7 @@ func (p *postContexts) lookup(h http.Header) context.Context {
 	if tag == "" {
 		return nil
 	}
-	if v, ok := p.m.Load(tag); ok {
-		return v.(context.Context)
-	}
-	return nil
+	return p.m.load(tag)
 }
 
 // callGate counts running work (tool calls, POST requests); once closed it refuses
