@@ -667,7 +667,7 @@ func addrString(a net.Addr) string {
 type postContexts struct {
 	next   atomic.Uint64
 	m      postTable // tag → context.Context of the POST (postcontexts.go)
-	active callGate // POSTs being answered; never closed
+	active callGate  // POSTs being answered; never closed
 	// draining is set when the server begins to stop: answers are then flushed
 	// before the POST counts as done, so that they are on the wire before stop
 	// closes the sessions (a client that sees its session end first may drop them).
