@@ -712,8 +712,10 @@ func (p *postContexts) lookup(h http.Header) context.Context {
 // callGate counts running work (tool calls, POST requests); once closed it refuses
 // new work, so that stop can wait for exactly what was admitted.
 type callGate struct {
-	mu     sync.Mutex
-	closed bool
+	mu sync.Mutex
+	// closed is set under mu; isClosed, asked for every call, reads it without
+	// taking mu, which concurrent calls would otherwise queue on.
+	closed atomic.Bool
 	n      int
 	zero   chan struct{} // closed when n drops to 0; nil when no one waits
 }
@@ -723,7 +725,7 @@ func newCallGate() *callGate { return &callGate{} }
 func (g *callGate) enter() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
+	if g.closed.Load() {
 		return false
 	}
 	g.n++
@@ -768,15 +770,11 @@ func (g *callGate) closeAndWait(ctx context.Context) error {
 // close refuses new work from now on.
 func (g *callGate) close() {
 	g.mu.Lock()
-	g.closed = true
+	g.closed.Store(true)
 	g.mu.Unlock()
 }
 
-func (g *callGate) isClosed() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.closed
-}
+func (g *callGate) isClosed() bool { return g.closed.Load() }
 
 // answeredCalls returns the server's memory of keyed calls, the same for every
 // build of its tools (a reload does not forget them).
