@@ -4,12 +4,15 @@
 #
 #   scripts/bench-all.sh [BEIR_DATA_DIR]     # the full run (~20 min on 2 cores)
 #   QUICK=1 scripts/bench-all.sh             # about a minute or two per part, to try it
-#   ONLY="mcp client" scripts/bench-all.sh   # some parts: mcp client kafka postgres durable agent rag
+#   ONLY="mcp client" scripts/bench-all.sh   # some parts: mcp conc client kafka postgres durable agent rag
 #
 # Parts, each Helix against its reference:
 #   mcp       scripts/bench-side-by-side.sh: limit (plain net/http JSON-RPC), stock go-sdk,
 #             mcp-go, helix stateful / stateless / go-sdk transport serving bench/echo*.yaml
 #             (a tools: entry with one Starlang step); start-up and idle sessions
+#   conc      scripts/bench-concurrency.sh: helix against the limit at 1 … 1,024 clients, stateful
+#             and stateless, keep-alive and a new connection per call (its own table, conc/matrix.md;
+#             the worst cells in the table of ratios)
 #   client    BenchmarkMCPClientOverhead: the mcp:// producer against a bare go-sdk client loop
 #   kafka     BenchmarkConsumeTransformProduce: a YAML workflow against a plain franz-go loop
 #   postgres  BenchmarkInsert against plain pgx (needs HELIX_POSTGRES_URL; skipped without)
@@ -31,7 +34,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 GO=${GO:-go}
 QUICK=${QUICK:-}
-ONLY=${ONLY:-"mcp client kafka postgres durable agent rag ragscale"}
+ONLY=${ONLY:-"mcp conc client kafka postgres durable agent rag ragscale"}
 BEIR_DATA=${1:-${BEIR_DATA:-}}
 OUT=${OUT:-bench/results/all-$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
@@ -110,6 +113,18 @@ if want mcp; then
 		n=$(awk '/^opened/ { print $2 }' "$OUT/mcp/sessions.txt")
 		row "MCP server" "10,000 idle sessions (from $n: KiB each × 10,000)" "$(awk -v k="$kib" 'BEGIN { printf "%.0f", k * 10000 / 1024 }')" "goal" 150 MiB lower "≤ 150 MiB"
 	fi
+fi
+
+if want conc; then
+	echo "== conc: every concurrency, side by side with the limit"
+	# Its own rounds and durations (CONC_ROUNDS, CONC_DURATION): not the mcp part's.
+	OUT=$OUT/conc QUICK=$QUICK ROUNDS=${CONC_ROUNDS:-} DURATION=${CONC_DURATION:-} WARMUP= GO=$GO scripts/bench-concurrency.sh
+	# The cells furthest from the goal: the lowest throughput ratio and the highest p99 ratio.
+	m=$OUT/conc/matrix.tsv
+	worst=$(awk -F'\t' 'NR > 1 && $4 == "helix" { print $8, $3 " clients " $1 " " $2 }' "$m" | sort -g | head -1)
+	row "MCP concurrency" "lowest throughput against the limit of the same round (median), at ${worst#* }" "${worst%% *}" limit 1 "" higher "≥ 0.9 at every cell"
+	worst=$(awk -F'\t' 'NR > 1 && $4 == "helix" { print $13, $3 " clients " $1 " " $2 }' "$m" | sort -g | tail -1)
+	row "MCP concurrency" "highest p99 against the limit's (median), at ${worst#* }" "${worst%% *}" limit 1 "" lower "≤ 1.3 at every cell: ratio ≥ 0.77"
 fi
 
 if want client; then
@@ -253,4 +268,8 @@ BEGIN {
 	u = (unit == "" ? "" : " " unit)
 	printf "| %s | %s | %s | %s | %s | %s |\n", area, fig, (h == "" ? "–" : h u), (r == "" ? (rname == "" ? "–" : rname) : rname " " r u), ratio, target
 }' "$rows" | tee "$OUT/table.md"
+if [[ -f $OUT/conc/matrix.md ]]; then
+	echo "== every concurrency: helix against the limit (conc/matrix.md)"
+	cat "$OUT/conc/matrix.md"
+fi
 echo "results in $OUT"

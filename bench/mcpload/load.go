@@ -27,6 +27,8 @@ type loadConfig struct {
 	Memstats  string        // expvar URL of the server for allocations (optional)
 	Timeout   time.Duration // per request
 	Round     int           // the side-by-side round this run belongs to (0: none)
+	NewConn   bool          // a new connection per call instead of keep-alive (conns.go)
+	Sources   int           // loopback source addresses the clients connect from (0, 1: one)
 }
 
 func (c *loadConfig) validate() error {
@@ -42,6 +44,14 @@ func (c *loadConfig) validate() error {
 	case c.Tool == "":
 		return errors.New("-tool is required")
 	}
+	if c.Sources != 0 {
+		if _, err := loopbackSources(c.Sources, c.URL); err != nil {
+			return err
+		}
+	}
+	if err := checkFileLimit(c.Clients); err != nil {
+		return err
+	}
 	var probe map[string]any
 	if err := json.Unmarshal([]byte(c.Args), &probe); err != nil {
 		return fmt.Errorf("-args %q must be a JSON object: %w", c.Args, err)
@@ -51,8 +61,12 @@ func (c *loadConfig) validate() error {
 
 // result is what a load run measured. Times are microseconds; -1 means "not measured".
 type result struct {
-	Label        string   `json:"label"`
-	Mode         string   `json:"mode"`
+	Label string `json:"label"`
+	Mode  string `json:"mode"`
+	// Conn is "keep-alive" or "new" (a new connection per call); Sources the
+	// loopback addresses the clients connected from (conns.go).
+	Conn         string   `json:"conn,omitempty"`
+	Sources      int      `json:"sources,omitempty"`
 	Clients      int      `json:"clients"`
 	Seconds      float64  `json:"seconds"`
 	Requests     int64    `json:"requests"`
@@ -105,7 +119,11 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	hc := newHTTPClient(cfg.Clients, cfg.Timeout)
+	sources, err := loopbackSources(max(cfg.Sources, 1), cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	hc := newLoadClient(cfg.Clients, cfg.Timeout, cfg.NewConn, sources)
 	defer hc.CloseIdleConnections()
 	params, err := json.Marshal(map[string]any{"name": cfg.Tool, "arguments": json.RawMessage(cfg.Args)})
 	if err != nil {
@@ -203,7 +221,7 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 	}
 	slices.Sort(all)
 	r := &result{
-		Label: cfg.Label, Mode: mode(cfg.Stateless), Clients: cfg.Clients,
+		Label: cfg.Label, Mode: mode(cfg.Stateless), Conn: connMode(cfg.NewConn), Sources: max(cfg.Sources, 1), Clients: cfg.Clients,
 		Seconds: cfg.Duration.Seconds(), Requests: int64(len(all)),
 		Errors: errs.n, ErrorSamples: errs.samples,
 		CPUusPerCall: -1, LoadCPUusPerCall: -1, RSSKB: -1, PeakRSSKB: -1, AnonRSSKB: -1, AllocPerCall: -1, MallocPerCall: -1,

@@ -1,7 +1,8 @@
 // Command mcpload is a load generator for MCP servers over Streamable HTTP.
 //
-// It drives N concurrent clients, each with its own keep-alive connection, that
-// call one tool with raw JSON-RPC POSTs for a fixed time, and reports requests per
+// It drives N concurrent clients, each with its own keep-alive connection (or a
+// new connection per call, -new-conn; from several loopback addresses, -sources),
+// that call one tool with raw JSON-RPC POSTs for a fixed time, and reports requests per
 // second, latency percentiles, errors and, for a server running on this machine
 // (-pid), its CPU time per call and resident memory. Answers may be JSON or an SSE
 // stream. Subcommands measure start-up time and idle session memory, and summarise
@@ -12,6 +13,8 @@
 //	mcpload sessions -url http://127.0.0.1:3000/mcp -n 10000 -pid 1234 -idle 10s
 //	mcpload wait -url http://127.0.0.1:3000/mcp -timeout 60s
 //	mcpload summarize -base limit results.jsonl
+//	mcpload run -url http://127.0.0.1:3000/mcp -clients 1024 -sources 8 -new-conn
+//	mcpload matrix -base limit results.jsonl     # scripts/bench-concurrency.sh
 //	mcpload pair -a direct=http://127.0.0.1:3102/mcp -b gateway=http://127.0.0.1:3110/mcp -rate 3000
 //	mcpload overload -url http://127.0.0.1:3000/mcp -stateless -multiple 2 -duration 10s
 //	mcpload backend -addr 127.0.0.1:3198 -slots 8 -service 5ms
@@ -66,6 +69,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return waitCmd(ctx, args, out)
 	case "summarize":
 		return summarizeCmd(args, out)
+	case "matrix":
+		return matrixCmd(args, out)
 	case "pair":
 		return pairCmd(ctx, args, out)
 	case "overload":
@@ -73,7 +78,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "backend":
 		return backendCmd(ctx, args, out)
 	default:
-		return fmt.Errorf("unknown subcommand %q (want run, pair, overload, backend, startup, sessions, wait or summarize)", cmd)
+		return fmt.Errorf("unknown subcommand %q (want run, pair, overload, backend, startup, sessions, wait, summarize or matrix)", cmd)
 	}
 }
 
@@ -98,6 +103,8 @@ func runCmd(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Round, "round", 0, "side-by-side round number, copied into the result (summarize compares servers within a round)")
 	fs.StringVar(&jsonOut, "json", "", "append the result as one JSON line to this file")
 	fs.BoolVar(&allowErrors, "allow-errors", false, "exit 0 even when some calls failed")
+	fs.BoolVar(&cfg.NewConn, "new-conn", false, "a new connection per call (no keep-alive): measures the server's accept path")
+	fs.IntVar(&cfg.Sources, "sources", 1, "connect from this many loopback addresses (127.0.0.1 … 127.0.0.N) in turn, as clients of many hosts do; the server must listen on 127.0.0.1")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -124,8 +131,8 @@ func runCmd(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func printResult(out io.Writer, r *result) {
-	fmt.Fprintf(out, "%-10s %s clients=%d window=%.1fs requests=%d errors=%d\n",
-		r.Label, r.Mode, r.Clients, r.Seconds, r.Requests, r.Errors)
+	fmt.Fprintf(out, "%-10s %s %s clients=%d window=%.1fs requests=%d errors=%d\n",
+		r.Label, r.Mode, r.Conn, r.Clients, r.Seconds, r.Requests, r.Errors)
 	fmt.Fprintf(out, "  %.0f req/s  p50 %.0fµs  p99 %.0fµs  p99.9 %.0fµs  max %.0fµs\n",
 		r.RPS, r.P50us, r.P99us, r.P999us, r.MaxUs)
 	if r.CPUusPerCall >= 0 {

@@ -39,7 +39,11 @@ type Context struct {
 	name   string
 	logger *slog.Logger
 
-	mu         sync.Mutex
+	// mu is read-locked on the paths every exchange takes (its workflow, a
+	// component, the logger, a started producer): under many concurrent calls an
+	// exclusive lock there made them queue behind each other (a convoy once one
+	// waiter had waited long enough for the mutex to hand it over in turn).
+	mu         sync.RWMutex
 	components map[string]component.Component
 	schemes    []string // registration order, for starting component lifecycles
 	workflows  []*Workflow
@@ -111,8 +115,8 @@ func (c *Context) Name() string { return c.name }
 
 // Logger returns the context's logger (slog.Default unless set).
 func (c *Context) Logger() *slog.Logger {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.logger
 }
 
@@ -135,8 +139,8 @@ func (c *Context) AddComponent(scheme string, comp component.Component) {
 
 // Component returns the component registered under scheme.
 func (c *Context) Component(scheme string) (component.Component, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	comp, ok := c.components[scheme]
 	return comp, ok
 }
@@ -218,9 +222,9 @@ func (c *Context) Run(ctx context.Context, workflowID string, ex *exchange.Excha
 // workflowFor returns the workflow a run of ex names; an unknown id is an error,
 // also left on ex as its exception.
 func (c *Context) workflowFor(workflowID string, ex *exchange.Exchange) (*runtimeWorkflow, error) {
-	c.mu.Lock()
+	c.mu.RLock()
 	rw, ok := c.byID[workflowID]
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	if !ok {
 		err := fmt.Errorf("no workflow with id %q", workflowID)
 		ex.SetException(err)
@@ -409,16 +413,16 @@ func (c *Context) Producer(ctx context.Context, rawURI string) (component.Produc
 		return nil, err
 	}
 	key := u.Normalized()
-	c.mu.Lock()
+	c.mu.RLock()
 	if p, ok := c.producers[key]; ok {
-		c.mu.Unlock()
+		c.mu.RUnlock()
 		return p, nil
 	}
 	if c.producersClosed {
-		c.mu.Unlock()
+		c.mu.RUnlock()
 		return nil, fmt.Errorf("%s: the context is stopped", c.ShownURI(rawURI))
 	}
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	p, err := c.newProducer(u, rawURI)
 	if err != nil {
 		return nil, err

@@ -666,8 +666,8 @@ func addrString(a net.Addr) string {
 // receive the result, so the call is cancelled with it.
 type postContexts struct {
 	next   atomic.Uint64
-	m      sync.Map // tag → context.Context of the POST
-	active callGate // POSTs being answered; never closed
+	m      postTable // tag → context.Context of the POST (postcontexts.go)
+	active callGate  // POSTs being answered; never closed
 	// draining is set when the server begins to stop: answers are then flushed
 	// before the POST counts as done, so that they are on the wire before stop
 	// closes the sessions (a client that sees its session end first may drop them).
@@ -687,10 +687,10 @@ func (p *postContexts) track(next http.Handler) http.Handler {
 		}
 		p.active.enter()
 		defer p.active.leave()
-		tag := strconv.FormatUint(p.next.Add(1), 36)
-		r.Header.Set(postTagHeader, tag)
-		p.m.Store(tag, r.Context())
-		defer p.m.Delete(tag)
+		n := p.next.Add(1)
+		r.Header.Set(postTagHeader, strconv.FormatUint(n, 36))
+		p.m.store(n, r.Context())
+		defer p.m.delete(n)
 		next.ServeHTTP(w, r)
 		if p.draining.Load() {
 			_ = http.NewResponseController(w).Flush()
@@ -706,17 +706,16 @@ func (p *postContexts) lookup(h http.Header) context.Context {
 	if tag == "" {
 		return nil
 	}
-	if v, ok := p.m.Load(tag); ok {
-		return v.(context.Context)
-	}
-	return nil
+	return p.m.load(tag)
 }
 
 // callGate counts running work (tool calls, POST requests); once closed it refuses
 // new work, so that stop can wait for exactly what was admitted.
 type callGate struct {
-	mu     sync.Mutex
-	closed bool
+	mu sync.Mutex
+	// closed is set under mu; isClosed, asked for every call, reads it without
+	// taking mu, which concurrent calls would otherwise queue on.
+	closed atomic.Bool
 	n      int
 	zero   chan struct{} // closed when n drops to 0; nil when no one waits
 }
@@ -726,7 +725,7 @@ func newCallGate() *callGate { return &callGate{} }
 func (g *callGate) enter() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
+	if g.closed.Load() {
 		return false
 	}
 	g.n++
@@ -771,15 +770,11 @@ func (g *callGate) closeAndWait(ctx context.Context) error {
 // close refuses new work from now on.
 func (g *callGate) close() {
 	g.mu.Lock()
-	g.closed = true
+	g.closed.Store(true)
 	g.mu.Unlock()
 }
 
-func (g *callGate) isClosed() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.closed
-}
+func (g *callGate) isClosed() bool { return g.closed.Load() }
 
 // answeredCalls returns the server's memory of keyed calls, the same for every
 // build of its tools (a reload does not forget them).

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -74,10 +75,14 @@ type SessionTable struct {
 	idle     time.Duration // for slots that expire (newSlot's expire); 0: never
 	logger   *slog.Logger
 
+	// mu guards the set of sessions (slots, owners) and the refusal log; a
+	// request of a session takes only its slot's lock (begin, end), so that the
+	// requests of many sessions do not queue on one table-wide lock. Lock order:
+	// mu, then a slot's mu.
 	mu     sync.Mutex
 	slots  map[*sessionSlot]struct{}
 	owners map[string]int
-	clock  uint64 // orders activity: a higher last means used more recently
+	clock  atomic.Uint64 // orders activity: a higher last means used more recently
 
 	refused  int       // refusals since the last warning
 	lastWarn time.Time // refusals are logged at most once per refusalLogEvery
@@ -109,11 +114,17 @@ type sessionSlot struct {
 	opened time.Time
 
 	// guarded by t.mu
-	id     string
-	active int    // requests (or calls) in flight
-	last   uint64 // t.clock at the last activity
-	gone   bool   // evicted, expired or released: no new request may begin
-	close  func() // ends the session; nil while it is being set up
+	id    string
+	close func() // ends the session; nil while it is being set up
+
+	// active and last are written under mu and read by the table's eviction
+	// without it.
+	active atomic.Int32  // requests (or calls) in flight
+	last   atomic.Uint64 // t.clock at the last activity
+
+	// guarded by mu
+	mu   sync.Mutex
+	gone bool // evicted, expired or released: no new request may begin
 	// timer is the idle timer: made by the first end that arms it, reset by the
 	// later ones (one timer per session, not one per request). A run of it that
 	// was already under way when begin stopped it is told apart by gen and
@@ -131,21 +142,21 @@ func (t *SessionTable) admit(owner, kind string, expire bool) (*sessionSlot, err
 	var victim *sessionSlot
 	switch {
 	case t.perOwner > 0 && owner != "" && t.owners[owner] >= t.perOwner:
-		if victim = t.oldestIdleLocked(owner); victim == nil {
+		if victim = t.evictLocked(owner); victim == nil {
 			return nil, t.refuseLocked(&sessionLimitError{setting: "max_sessions_per_principal", limit: t.perOwner})
 		}
 	case t.max > 0 && len(t.slots) >= t.max:
-		if victim = t.oldestIdleLocked(""); victim == nil {
+		if victim = t.evictLocked(""); victim == nil {
 			return nil, t.refuseLocked(&sessionLimitError{setting: "max_sessions", limit: t.max})
 		}
 	}
 	var closeVictim func()
 	if victim != nil {
-		t.removeLocked(victim)
 		closeVictim = victim.close
 	}
-	t.clock++
-	s := &sessionSlot{t: t, owner: owner, kind: kind, expire: expire, active: 1, last: t.clock, opened: time.Now()}
+	s := &sessionSlot{t: t, owner: owner, kind: kind, expire: expire, opened: time.Now()}
+	s.active.Store(1)
+	s.last.Store(t.clock.Add(1))
 	t.slots[s] = struct{}{}
 	if owner != "" {
 		t.owners[owner]++
@@ -177,21 +188,45 @@ func (t *SessionTable) refuseLocked(err *sessionLimitError) error {
 	return err
 }
 
+// evictLocked takes the least recently used session without a request in
+// flight (of owner, unless owner is "") out of the table and returns it, or nil
+// when there is none. A session whose request began after it was chosen is
+// kept, and the next one is tried.
+func (t *SessionTable) evictLocked(owner string) *sessionSlot {
+	for {
+		victim := t.oldestIdleLocked(owner)
+		if victim == nil {
+			return nil
+		}
+		victim.mu.Lock()
+		idle := victim.active.Load() == 0
+		if idle {
+			t.removeLocked(victim)
+		}
+		victim.mu.Unlock()
+		if idle {
+			return victim
+		}
+	}
+}
+
 // oldestIdleLocked finds the least recently used session without a request in
 // flight (of owner, unless owner is "").
 func (t *SessionTable) oldestIdleLocked(owner string) *sessionSlot {
 	var best *sessionSlot
+	var bestLast uint64
 	for s := range t.slots {
-		if s.active > 0 || s.close == nil || (owner != "" && s.owner != owner) {
+		if s.active.Load() > 0 || s.close == nil || (owner != "" && s.owner != owner) {
 			continue
 		}
-		if best == nil || s.last < best.last {
-			best = s
+		if last := s.last.Load(); best == nil || last < bestLast {
+			best, bestLast = s, last
 		}
 	}
 	return best
 }
 
+// removeLocked takes s out of the table; t.mu and s.mu are held.
 func (t *SessionTable) removeLocked(s *sessionSlot) {
 	if s.gone {
 		return
@@ -226,15 +261,13 @@ func (s *sessionSlot) ready(id string, close func()) {
 // begin marks a request of the session in flight; false when the session is gone
 // (evicted or closed), which the transport answers like an unknown session.
 func (s *sessionSlot) begin() bool {
-	t := s.t
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.gone {
 		return false
 	}
-	s.active++
-	t.clock++
-	s.last = t.clock
+	s.active.Add(1)
+	s.last.Store(s.t.clock.Add(1))
 	s.gen++
 	if s.timer != nil {
 		s.timer.Stop()
@@ -246,13 +279,12 @@ func (s *sessionSlot) begin() bool {
 // after the idle timeout.
 func (s *sessionSlot) end() {
 	t := s.t
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s.active--
-	t.clock++
-	s.last = t.clock
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	active := s.active.Add(-1)
+	s.last.Store(t.clock.Add(1))
 	s.gen++
-	if s.active > 0 || s.gone || !s.expire || t.idle <= 0 {
+	if active > 0 || s.gone || !s.expire || t.idle <= 0 {
 		return
 	}
 	s.armedGen = s.gen
@@ -275,17 +307,21 @@ func (s *sessionSlot) end() {
 func (s *sessionSlot) idleTimeout() {
 	t := s.t
 	t.mu.Lock()
-	if s.gone || s.active > 0 || s.gen != s.armedGen {
+	s.mu.Lock()
+	if s.gone || s.active.Load() > 0 || s.gen != s.armedGen {
+		s.mu.Unlock()
 		t.mu.Unlock()
 		return
 	}
 	if wait := time.Until(s.deadline); wait > 0 {
 		s.timer.Reset(wait)
+		s.mu.Unlock()
 		t.mu.Unlock()
 		return
 	}
 	t.removeLocked(s)
 	closeFn := s.close
+	s.mu.Unlock()
 	t.mu.Unlock()
 	t.logger.Debug("mcp: closing idle session", "session", s.id, "transport", s.kind)
 	if closeFn != nil {
@@ -297,7 +333,9 @@ func (s *sessionSlot) idleTimeout() {
 // server) out of the table.
 func (s *sessionSlot) release() {
 	s.t.mu.Lock()
+	s.mu.Lock()
 	s.t.removeLocked(s)
+	s.mu.Unlock()
 	s.t.mu.Unlock()
 }
 

@@ -28,7 +28,7 @@ func (t *SessionTable) Snapshot(max int) ([]SessionSnapshot, int) {
 	all := make([]SessionSnapshot, 0, len(t.slots))
 	for s := range t.slots {
 		if s.id != "" {
-			all = append(all, SessionSnapshot{ID: s.id, Kind: s.kind, Opened: s.opened, InFlight: s.active})
+			all = append(all, SessionSnapshot{ID: s.id, Kind: s.kind, Opened: s.opened, InFlight: int(s.active.Load())})
 		}
 	}
 	t.mu.Unlock()

@@ -53,7 +53,7 @@ func TestSessionTableEvictsIdleLongestAndNeverBusy(t *testing.T) {
 	_ = b2
 	// Busy sessions are never evicted: refuse instead, naming the limit.
 	for s := range tab.slots {
-		if s.active == 0 {
+		if s.active.Load() == 0 {
 			s.begin()
 		}
 	}

@@ -87,7 +87,9 @@ type StreamableHandler struct {
 	// admission bounds the server's requests running at once (admission.go); nil: none.
 	admission *Admission
 
-	mu       sync.Mutex
+	// mu guards sessions; every request of a session reads it (lookup), so
+	// readers share it: many clients must not queue on one exclusive lock.
+	mu       sync.RWMutex
 	sessions map[string]*streamConn
 }
 
@@ -731,9 +733,9 @@ func (h *StreamableHandler) newSession(r *http.Request) (*streamConn, error) {
 // (the client must initialize again), or another principal's (an API key or
 // token other than the one that opened it), which must not learn that it exists.
 func (h *StreamableHandler) lookup(w http.ResponseWriter, r *http.Request, sid string) *streamConn {
-	h.mu.Lock()
+	h.mu.RLock()
 	c := h.sessions[sid]
-	h.mu.Unlock()
+	h.mu.RUnlock()
 	if c != nil && c.owner != sessionOwner(r) {
 		c = nil
 	}
