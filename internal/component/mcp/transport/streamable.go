@@ -949,25 +949,21 @@ func put[K comparable, V any](m *map[K]V, k K, v V) {
 
 // trimLocked drops the session's empty maps: a map keeps the memory of what it
 // once held, and an idle session should hold nothing for requests it no longer
-// serves. The next request makes what it needs again.
+// serves. The next request makes what it needs again. The fast path's map is
+// kept: a client calling tools one after another would otherwise make it anew
+// on every call, and a session that never made a fast call has none.
 func (c *streamConn) trimLocked() {
-	if len(c.pending) == 0 {
-		c.pending = nil
-	}
-	if len(c.fast) == 0 {
-		c.fast = nil
-	}
-	if len(c.progress) == 0 {
-		c.progress = nil
-	}
-	if len(c.related) == 0 {
-		c.related = nil
-	}
-	if len(c.cancelled) == 0 {
-		c.cancelled = nil
-	}
-	if len(c.holding) == 0 {
-		c.holding = nil
+	dropEmpty(&c.pending)
+	dropEmpty(&c.progress)
+	dropEmpty(&c.related)
+	dropEmpty(&c.cancelled)
+	dropEmpty(&c.holding)
+}
+
+// dropEmpty sets *m to nil when it holds nothing (see trimLocked).
+func dropEmpty[K comparable, V any](m *map[K]V) {
+	if len(*m) == 0 {
+		*m = nil
 	}
 }
 
