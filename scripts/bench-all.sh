@@ -4,7 +4,8 @@
 #
 #   scripts/bench-all.sh [BEIR_DATA_DIR]     # the full run (~20 min on 2 cores)
 #   QUICK=1 scripts/bench-all.sh             # about a minute or two per part, to try it
-#   ONLY="mcp client" scripts/bench-all.sh   # some parts: mcp conc client kafka postgres durable agent rag
+#   ONLY="mcp client" scripts/bench-all.sh   # some parts: mcp conc memory overload gateway client kafka
+#                                            # postgres durable agent rag ragscale
 #
 # Parts, each Helix against its reference:
 #   mcp       scripts/bench-side-by-side.sh: limit (plain net/http JSON-RPC), stock go-sdk,
@@ -13,6 +14,12 @@
 #   conc      scripts/bench-concurrency.sh: helix against the limit at 1 … 1,024 clients, stateful
 #             and stateless, keep-alive and a new connection per call (its own table, conc/matrix.md;
 #             the worst cells in the table of ratios)
+#   memory    scripts/bench-memory.sh: 100,000 idle sessions (VmRSS), RssAnon under 1,024 clients,
+#             RssFile of the default and the slim build
+#   overload  scripts/bench-overload.sh: 2× capacity offered, admission control off and `auto`,
+#             a CPU-bound echo tool and a tool waiting on a backend of fixed capacity
+#   gateway   scripts/bench-gateway.sh: a call straight to an MCP server and through Helix's
+#             gateway in front of it (added p50/p99 at 3,000 calls/s, throughput ratio)
 #   client    BenchmarkMCPClientOverhead: the mcp:// producer against a bare go-sdk client loop
 #   kafka     BenchmarkConsumeTransformProduce: a YAML workflow against a plain franz-go loop
 #   postgres  BenchmarkInsert against plain pgx (needs HELIX_POSTGRES_URL; skipped without)
@@ -34,7 +41,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 GO=${GO:-go}
 QUICK=${QUICK:-}
-ONLY=${ONLY:-"mcp conc client kafka postgres durable agent rag ragscale"}
+ONLY=${ONLY:-"mcp conc memory overload gateway client kafka postgres durable agent rag ragscale"}
 BEIR_DATA=${1:-${BEIR_DATA:-}}
 OUT=${OUT:-bench/results/all-$(date -u +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
@@ -127,6 +134,56 @@ if want conc; then
 	row "MCP concurrency" "highest p99 against the limit's (median), at ${worst#* }" "${worst%% *}" limit 1 "" lower "≤ 1.3 at every cell: ratio ≥ 0.77"
 fi
 
+if want memory; then
+	echo "== memory: idle sessions, many clients, default and slim build"
+	OUT=$OUT/memory QUICK=$QUICK GO=$GO scripts/bench-memory.sh
+	t=$OUT/memory/memory.tsv
+	# mem_field MEASURE-PREFIX BUILD COLUMN: a figure of memory.tsv, in MiB.
+	mem_field() { awk -F'\t' -v m="$1" -v b="$2" -v c="$3" '$1 == b && index($2, m) == 1 { printf "%.1f\n", $c / 1024 }' "$t" | tail -1; }
+	n=$(awk -F'\t' '$2 ~ /sessions after/ { split($2, w, " "); print w[1] }' "$t")
+	row "Memory" "$n idle sessions, VmRSS after they idled" "$(mem_field "$n sessions after" default 3)" goal 953.7 MiB lower "≤ 1 GB at 100,000"
+	c=$(awk -F'\t' '$2 ~ / clients$/ { split($2, w, " "); print w[1]; exit }' "$t")
+	row "Memory" "RssAnon under $c clients" "$(mem_field "$c clients" default 5)" goal 61.0 MiB lower "≤ 64 MB at 1,024"
+	row "Memory" "RssFile idle, default build against the slim build" "$(mem_field idle default 4)" "slim build" "$(mem_field idle slim 4)" MiB lower ""
+fi
+
+if want overload; then
+	echo "== overload: 2x capacity, admission control off and auto"
+	if [[ -n $QUICK ]]; then
+		OUT=$OUT/overload ROUNDS=1 DURATION=5s CAP_DURATION=3s GO=$GO scripts/bench-overload.sh
+	else
+		OUT=$OUT/overload ROUNDS=1 GO=$GO scripts/bench-overload.sh
+	fi
+	j=$OUT/overload/results.jsonl
+	# ov LABEL FIELD: the median over the rounds of a field of the runs labelled LABEL.
+	ov() {
+		grep "\"label\":\"$1\"" "$j" | grep -o "\"$2\":[0-9.e+-]*" | sed 's/.*://' | sort -g |
+			awk '{ v[NR] = $1 } END { if (NR) printf "%.2f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+	}
+	for w in backend echo; do
+		row Overload "$w tool, auto: goodput at 2× capacity" "$(ov "$w-on" goodput_ratio)" goal 0.9 "× capacity" higher "≥ 0.9"
+		row Overload "$w tool, auto: admitted p99 against the unloaded p99" "$(ov "$w-on" p99_ratio)" goal 3 × lower "≤ 3"
+		row Overload "$w tool, auto: calls failed after admission" "$(ov "$w-on" failed)" goal 0 "" lower "0"
+		row Overload "$w tool, off: admitted p99 against the unloaded p99" "$(ov "$w-off" p99_ratio)" "" "" × lower ""
+	done
+fi
+
+if want gateway; then
+	echo "== gateway: straight to an MCP server and through Helix's gateway"
+	if [[ -n $QUICK ]]; then
+		OUT=$OUT/gateway ROUNDS=1 DURATION=3s GO=$GO scripts/bench-gateway.sh
+	else
+		OUT=$OUT/gateway ROUNDS=3 DURATION=5s GO=$GO scripts/bench-gateway.sh
+	fi
+	s=$OUT/gateway/summary.md
+	# The open loop's median row at 3,000 calls/s: added p50 (column 6) and p99 (9), µs.
+	added() { awk -F'|' -v c="$1" '{ gsub(/ /, "") } $2 == "3000" && $3 == "median" { print $c }' "$s"; }
+	row Gateway "added p50 at 3,000 calls/s" "$(added 6)" goal 100 µs lower "≤ 0.1 ms"
+	row Gateway "added p99 at 3,000 calls/s" "$(added 9)" goal 300 µs lower "≤ 0.3 ms"
+	g=$(awk -F'|' '{ gsub(/ /, "") } $2 == "gateway" { print $6 }' "$s")
+	row Gateway "closed-loop throughput against the upstream (median of the per-round ratios)" "$g" upstream 1 "" higher "≥ 0.8"
+fi
+
 if want client; then
 	echo "== client: mcp:// producer against a go-sdk client loop"
 	# One process per round, so that the two loops alternate (-count would run each
@@ -167,10 +224,10 @@ if want postgres; then
 		echo "== postgres: insert against plain pgx"
 		$GO test -c -o "$OUT/postgres.test" ./internal/component/postgres/
 		for ((i = 0; i < (count > 3 ? 3 : count); i++)); do
-			"$OUT/postgres.test" -test.run '^$' -test.bench 'BenchmarkInsert/(values1|values100|copy1000)/' -test.benchtime "$benchtime"
+			"$OUT/postgres.test" -test.run '^$' -test.bench 'BenchmarkInsert/(values1|values10|values100|values1000|copy10|copy100|copy1000)/' -test.benchtime "$benchtime"
 		done | tee "$OUT/postgres.txt"
 		rm -f "$OUT/postgres.test"
-		for c in values1 values100 copy1000; do
+		for c in values1 values10 values100 values1000 copy10 copy100 copy1000; do
 			row PostgreSQL "insert rows/s, $c" "$(bench_median "$OUT/postgres.txt" "/$c/helix" rows/s)" "plain pgx" "$(bench_median "$OUT/postgres.txt" "/$c/pgx" rows/s)" rows/s higher "≥ 1.0"
 		done
 	fi
