@@ -421,6 +421,9 @@ type sharedConn struct {
 	draining  atomic.Bool
 	streaming atomic.Bool // the response in progress is an event stream
 	closed    atomic.Bool
+	// stackReserved: the serving goroutine's stack was grown for the handler
+	// (stack.go); read and written only by that goroutine (HTTP/1).
+	stackReserved bool
 }
 
 func (c *sharedConn) Read(p []byte) (int, error) {

@@ -326,6 +326,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			gw.liftReadDeadline()
 		}
 	}
+	if sc := gw.shared; sc != nil && r.ProtoMajor == 1 && !sc.stackReserved {
+		// HTTP/1 serves a connection's requests one after another on one
+		// goroutine, so this flag needs no lock (stack.go says why).
+		sc.stackReserved = true
+		reserveHandlerStack()
+	}
 	defer gw.finish()
 	g.next.ServeHTTP(gw, r)
 }
