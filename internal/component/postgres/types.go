@@ -297,7 +297,7 @@ func copyValue(v any, oid uint32) (any, error) {
 		case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
 			return nil, fmt.Errorf("%v is not a whole number", x)
 		}
-		return x, nil
+		return v, nil // v, not x: boxing x again would allocate per value
 	case map[string]any, []any:
 		return paramValue(v), nil
 	}
