@@ -256,3 +256,33 @@ func TestCopyRowsConvertLikeCopyValueWithoutAllocating(t *testing.T) {
 		t.Error("the source goes on after an error")
 	}
 }
+
+// Exchanges of many shapes at once each get their own shape's statement.
+func TestStatementCacheUnderConcurrentShapes(t *testing.T) {
+	e := &endpoint{tableIdent: pgx.Identifier{"t"}, returning: true}
+	p := &producer{e: e}
+	done := make(chan error)
+	for g := range 8 {
+		go func() {
+			for i := range 200 {
+				n := 1 + (g+i)%5
+				rows := make([]map[string]any, n)
+				key := fmt.Sprint("k", i%7)
+				for j := range rows {
+					rows[j] = map[string]any{key: 1.0, "v": "x"}
+				}
+				cols, _ := insertColumns(rows)
+				if got, want := p.stmts.statement(e, cols, rows), e.insertSQL(cols, rows); got != want {
+					done <- fmt.Errorf("%d rows of %v: %s, want %s", n, cols, got, want)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
