@@ -424,7 +424,8 @@ func (p *producer) insert(ctx context.Context, pool conn, ex *exchange.Exchange,
 	var total int64
 	run := func(q pgxQuerier) error {
 		for start := 0; start < len(rows); start += insertChunk {
-			sql, args := stmt(rows[start:min(start+insertChunk, len(rows))])
+			chunk := rows[start:min(start+insertChunk, len(rows))]
+			sql, args := stmt(chunk)
 			if !e.returning {
 				tag, err := q.Exec(ctx, sql, args...)
 				if err != nil {
@@ -437,12 +438,16 @@ func (p *producer) insert(ctx context.Context, pool conn, ex *exchange.Exchange,
 			if err != nil {
 				return err
 			}
-			got, err := collectRows(r)
+			got, err := collectRowsCap(r, len(chunk))
 			if err != nil {
 				return err
 			}
 			total += r.CommandTag().RowsAffected()
-			out = append(out, got...)
+			if out == nil {
+				out = got // one chunk (the usual case): no copy
+			} else {
+				out = append(out, got...)
+			}
 		}
 		return nil
 	}

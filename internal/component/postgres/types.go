@@ -18,10 +18,14 @@ import (
 
 // collectRows reads every row of rows as a map from column name to a JSON-natural
 // value ([jsonValue]).
-func collectRows(rows pgx.Rows) ([]any, error) {
+func collectRows(rows pgx.Rows) ([]any, error) { return collectRowsCap(rows, 0) }
+
+// collectRowsCap is collectRows for about n rows (an INSERT's RETURNING answers one
+// per row inserted): the list is made once, not grown.
+func collectRowsCap(rows pgx.Rows, n int) ([]any, error) {
 	defer rows.Close()
 	fields := rows.FieldDescriptions()
-	out := []any{}
+	out := make([]any, 0, n)
 	for rows.Next() {
 		vals, err := rows.Values()
 		if err != nil {
