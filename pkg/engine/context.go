@@ -56,6 +56,10 @@ type Context struct {
 	// producersClosed is set when Stop, after draining, takes the producers to stop
 	// them; from then on no producer (permanent or dynamic) may be created or kept.
 	producersClosed bool
+	// producerByRaw finds a producer by the URI text it was asked for, so that a
+	// target's every exchange does not parse and normalise its URI again; bounded by
+	// maxProducersByRaw (past it, lookups parse as before).
+	producerByRaw map[string]component.Producer
 
 	startedComponents []component.Lifecycle
 	startedServices   []component.Service // step services, started before consumers
@@ -408,6 +412,12 @@ func (c *Context) schemesLocked() []string {
 // Producer returns the started producer for rawURI, creating and starting it on first
 // use; it is stopped by Stop. Safe for concurrent use.
 func (c *Context) Producer(ctx context.Context, rawURI string) (component.Producer, error) {
+	c.mu.RLock()
+	if p, ok := c.producerByRaw[rawURI]; ok {
+		c.mu.RUnlock()
+		return p, nil
+	}
+	c.mu.RUnlock()
 	u, err := uri.Parse(rawURI)
 	if err != nil {
 		return nil, err
@@ -416,6 +426,7 @@ func (c *Context) Producer(ctx context.Context, rawURI string) (component.Produc
 	c.mu.RLock()
 	if p, ok := c.producers[key]; ok {
 		c.mu.RUnlock()
+		c.rememberProducer(rawURI, key)
 		return p, nil
 	}
 	if c.producersClosed {
@@ -446,8 +457,31 @@ func (c *Context) Producer(ctx context.Context, rawURI string) (component.Produc
 		return existing, nil
 	}
 	c.producers[key] = p
+	c.rememberLocked(rawURI, p)
 	c.mu.Unlock()
 	return p, nil
+}
+
+// maxProducersByRaw bounds producerByRaw: callers may spell one URI many ways.
+const maxProducersByRaw = 1024
+
+// rememberProducer records the producer of the normalised key for the text rawURI,
+// unless Stop took the producers meanwhile.
+func (c *Context) rememberProducer(rawURI, key string) {
+	c.mu.Lock()
+	if p, ok := c.producers[key]; ok && !c.producersClosed {
+		c.rememberLocked(rawURI, p)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Context) rememberLocked(rawURI string, p component.Producer) {
+	if c.producerByRaw == nil {
+		c.producerByRaw = map[string]component.Producer{}
+	}
+	if len(c.producerByRaw) < maxProducersByRaw {
+		c.producerByRaw[rawURI] = p
+	}
 }
 
 // newProducer builds (without starting) the producer of a static target URI: the
@@ -662,6 +696,7 @@ func (c *Context) stop(ctx context.Context, drain time.Duration) error {
 	c.startedServices = nil
 	producers := c.producers
 	c.producers = map[string]component.Producer{}
+	c.producerByRaw = nil
 	c.producersClosed = true
 	comps := c.startedComponents
 	c.startedComponents = nil

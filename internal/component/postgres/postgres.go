@@ -114,6 +114,10 @@ func (c *Component) acquirePool(s settings) (*pgxpool.Pool, error) {
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "helix"
 	cfg.HealthCheckPeriod = 5 * time.Second
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		useNumericCodec(conn) // numeric.go: COPY's numbers without big.Int
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pool for %s: %s", s.where(), redactErr(err, s))

@@ -31,6 +31,7 @@ type producer struct {
 	mu    sync.Mutex
 	pool  *pgxpool.Pool
 	types map[string][]uint32 // column type OIDs for insertMode=copy, by column list
+	stmts stmtCache           // INSERT statements of full rows (insert.go)
 	// receiptsReady: the receipts table of durable steps exists (receipts.go).
 	receiptsReady bool
 }
@@ -379,17 +380,7 @@ func (p *producer) insert(ctx context.Context, pool conn, ex *exchange.Exchange,
 	if err != nil {
 		return err
 	}
-	colSet := map[string]bool{}
-	for _, r := range rows {
-		for k := range r {
-			colSet[k] = true
-		}
-	}
-	cols := make([]string, 0, len(colSet))
-	for k := range colSet {
-		cols = append(cols, k)
-	}
-	sort.Strings(cols)
+	cols, full := insertColumns(rows)
 	if err := e.checkColumns(cols); err != nil {
 		return err
 	}
@@ -401,26 +392,18 @@ func (p *producer) insert(ctx context.Context, pool conn, ex *exchange.Exchange,
 		return nil
 	}
 	if e.copyMode && !single {
-		for i, r := range rows {
-			if len(r) != len(cols) {
-				return fmt.Errorf("insertMode=copy needs the same keys in every map; item %d has %s, the list has %s", i, keyList(r), strings.Join(cols, ", "))
+		if !full {
+			for i, r := range rows {
+				if len(r) != len(cols) {
+					return fmt.Errorf("insertMode=copy needs the same keys in every map; item %d has %s, the list has %s", i, keyList(r), strings.Join(cols, ", "))
+				}
 			}
 		}
 		oids, err := p.columnTypes(ctx, pool, cols)
 		if err != nil {
 			return e.describe(err)
 		}
-		n, err := pool.CopyFrom(ctx, e.tableIdent, cols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-			vals := make([]any, len(cols))
-			for j, c := range cols {
-				v, err := copyValue(rows[i][c], oids[j])
-				if err != nil {
-					return nil, fmt.Errorf("row %d, column %q: %w", i, c, err)
-				}
-				vals[j] = v
-			}
-			return vals, nil
-		}))
+		n, err := pool.CopyFrom(ctx, e.tableIdent, cols, newCopyRows(rows, cols, oids))
 		if err != nil {
 			return e.describe(err)
 		}
@@ -429,53 +412,10 @@ func (p *producer) insert(ctx context.Context, pool conn, ex *exchange.Exchange,
 		return nil
 	}
 	stmt := func(chunk []map[string]any) (string, []any) {
-		var b strings.Builder
-		// Sized once for "$n, " per value: the statement of a large batch is
-		// written without growing.
-		b.Grow(64 + 16*len(cols) + 8*len(chunk)*len(cols))
-		var num [20]byte
-		b.WriteString("INSERT INTO ")
-		b.WriteString(e.tableIdent.Sanitize())
-		if len(cols) == 0 {
-			b.WriteString(" DEFAULT VALUES")
-		} else {
-			b.WriteString(" (")
-			for i, c := range cols {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				b.WriteString(pgx.Identifier{c}.Sanitize())
-			}
-			b.WriteString(") VALUES ")
+		if full {
+			return p.stmts.statement(e, cols, chunk), insertArgs(cols, chunk)
 		}
-		args := make([]any, 0, len(chunk)*len(cols))
-		for i, r := range chunk {
-			if len(cols) == 0 {
-				break
-			}
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteByte('(')
-			for j, c := range cols {
-				if j > 0 {
-					b.WriteString(", ")
-				}
-				v, ok := r[c]
-				if !ok {
-					b.WriteString("DEFAULT")
-					continue
-				}
-				args = append(args, paramValue(v))
-				b.WriteByte('$')
-				b.Write(strconv.AppendInt(num[:0], int64(len(args)), 10))
-			}
-			b.WriteByte(')')
-		}
-		if e.returning {
-			b.WriteString(" RETURNING *")
-		}
-		return b.String(), args
+		return e.insertSQL(cols, chunk), insertArgs(cols, chunk)
 	}
 	if len(cols) == 0 && len(rows) > 1 {
 		return fmt.Errorf("operation=insert: every map of the list is empty; give at least one column")
@@ -484,7 +424,8 @@ func (p *producer) insert(ctx context.Context, pool conn, ex *exchange.Exchange,
 	var total int64
 	run := func(q pgxQuerier) error {
 		for start := 0; start < len(rows); start += insertChunk {
-			sql, args := stmt(rows[start:min(start+insertChunk, len(rows))])
+			chunk := rows[start:min(start+insertChunk, len(rows))]
+			sql, args := stmt(chunk)
 			if !e.returning {
 				tag, err := q.Exec(ctx, sql, args...)
 				if err != nil {
@@ -497,12 +438,16 @@ func (p *producer) insert(ctx context.Context, pool conn, ex *exchange.Exchange,
 			if err != nil {
 				return err
 			}
-			got, err := collectRows(r)
+			got, err := collectRowsCap(r, len(chunk))
 			if err != nil {
 				return err
 			}
 			total += r.CommandTag().RowsAffected()
-			out = append(out, got...)
+			if out == nil {
+				out = got // one chunk (the usual case): no copy
+			} else {
+				out = append(out, got...)
+			}
 		}
 		return nil
 	}

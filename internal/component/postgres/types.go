@@ -18,10 +18,14 @@ import (
 
 // collectRows reads every row of rows as a map from column name to a JSON-natural
 // value ([jsonValue]).
-func collectRows(rows pgx.Rows) ([]any, error) {
+func collectRows(rows pgx.Rows) ([]any, error) { return collectRowsCap(rows, 0) }
+
+// collectRowsCap is collectRows for about n rows (an INSERT's RETURNING answers one
+// per row inserted): the list is made once, not grown.
+func collectRowsCap(rows pgx.Rows, n int) ([]any, error) {
 	defer rows.Close()
 	fields := rows.FieldDescriptions()
-	out := []any{}
+	out := make([]any, 0, n)
 	for rows.Next() {
 		vals, err := rows.Values()
 		if err != nil {
@@ -297,7 +301,7 @@ func copyValue(v any, oid uint32) (any, error) {
 		case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID:
 			return nil, fmt.Errorf("%v is not a whole number", x)
 		}
-		return x, nil
+		return v, nil // v, not x: boxing x again would allocate per value
 	case map[string]any, []any:
 		return paramValue(v), nil
 	}
