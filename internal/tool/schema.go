@@ -154,15 +154,19 @@ func hasDefaults(s *jsonschema.Schema) bool {
 	return false
 }
 
-// Validate returns args with the schema's defaults applied, or the violation (see
-// [SchemaError]). Defaults get the number types of decoded arguments: integral
+// Validate returns args with the schema's defaults applied (to a copy: args
+// itself is never changed; without defaults to apply, args is returned), or the
+// violation (see [SchemaError]). Defaults get the number types of decoded arguments: integral
 // numbers int64, others float64.
 func (v *InputValidator) Validate(args map[string]any) (map[string]any, error) {
-	out := make(map[string]any, len(args))
-	for k, x := range args {
-		out[k] = x
-	}
-	if v.defaults || !plainAlong(v.rs.Schema(), out) {
+	// Arguments nothing is applied to are validated and returned as they are:
+	// every tool call comes through here, and a copy would only be thrown away.
+	out := args
+	if args == nil || v.defaults || !plainAlong(v.rs.Schema(), args) {
+		out = make(map[string]any, len(args))
+		for k, x := range args {
+			out[k] = x
+		}
 		var err error
 		if out, err = v.applyDefaults(args, out); err != nil {
 			return nil, err

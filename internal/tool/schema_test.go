@@ -87,3 +87,35 @@ func TestValidateSkipsDefaultsAsBefore(t *testing.T) {
 		}
 	}
 }
+
+// Arguments a schema without defaults accepts as they are come back as they
+// are: no copy per call. With defaults, the caller's map is left unchanged.
+func TestValidateCopiesOnlyToApplyDefaults(t *testing.T) {
+	plain, err := CompileInput(json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"text": "hello"}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := plain.Validate(args); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Validate of plain arguments allocates %v times, want 0", n)
+	}
+	withDefault, err := CompileInput(json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","default":7},"s":{"type":"string"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = map[string]any{"s": "x"}
+	out, err := withDefault.Validate(args)
+	if err != nil || out["n"] != int64(7) {
+		t.Fatalf("defaults not applied: %v, %v", out, err)
+	}
+	if _, changed := args["n"]; changed || len(args) != 1 {
+		t.Errorf("Validate changed its caller's arguments: %v", args)
+	}
+	if out, err := plain.Validate(nil); err == nil || out != nil {
+		t.Errorf("nil arguments against a required property: %v, %v", out, err)
+	}
+}

@@ -16,6 +16,11 @@ type Interrupt interface {
 // IsInterrupt reports whether err, or an error it wraps (errors.Join included),
 // is an [Interrupt].
 func IsInterrupt(err error) bool {
+	if err == nil {
+		// Every tool call asks, nearly always of nil: errors.As's target would
+		// escape to the heap before the nil check could spare it.
+		return false
+	}
 	var i Interrupt
-	return err != nil && errors.As(err, &i) && i.Interrupt()
+	return errors.As(err, &i) && i.Interrupt()
 }

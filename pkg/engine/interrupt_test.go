@@ -38,6 +38,14 @@ func TestIsInterrupt(t *testing.T) {
 	}
 }
 
+// Every tool call asks IsInterrupt about its outcome, almost always nil: that
+// answer must not allocate errors.As's target.
+func TestIsInterruptOfNilAllocatesNothing(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = engine.IsInterrupt(nil) }); n != 0 {
+		t.Errorf("IsInterrupt(nil) allocates %v times, want 0", n)
+	}
+}
+
 // An interrupt goes to no error handler: no redelivery, no dead letter, and the
 // pipeline stops at the step that returned it.
 func TestPipelinePassesInterruptsOn(t *testing.T) {

@@ -710,42 +710,49 @@ func (p *postContexts) lookup(h http.Header) context.Context {
 }
 
 // callGate counts running work (tool calls, POST requests); once closed it refuses
-// new work, so that stop can wait for exactly what was admitted.
+// new work, so that stop can wait for exactly what was admitted. Every call enters
+// and leaves two gates (the server's and its POSTs'), so the count is one atomic
+// word rather than a mutex all clients' calls would queue on; the mutex is taken
+// only when the count drops to zero, to wake a waiter.
 type callGate struct {
-	mu sync.Mutex
-	// closed is set under mu; isClosed, asked for every call, reads it without
-	// taking mu, which concurrent calls would otherwise queue on.
-	closed atomic.Bool
-	n      int
-	zero   chan struct{} // closed when n drops to 0; nil when no one waits
+	// state is twice the number of running calls, plus 1 once closed.
+	state atomic.Int64
+	mu    sync.Mutex
+	zero  chan struct{} // closed when the count drops to 0; nil when no one waits
 }
 
 func newCallGate() *callGate { return &callGate{} }
 
 func (g *callGate) enter() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed.Load() {
-		return false
+	for {
+		s := g.state.Load()
+		if s&1 != 0 {
+			return false
+		}
+		if g.state.CompareAndSwap(s, s+2) {
+			return true
+		}
 	}
-	g.n++
-	return true
 }
 
 func (g *callGate) leave() {
+	if g.state.Add(-2)>>1 != 0 {
+		return
+	}
+	// wait checks the count and sets zero under mu, so it either saw this
+	// decrement or left zero for this close.
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.n--
-	if g.n == 0 && g.zero != nil {
+	if g.zero != nil && g.state.Load()>>1 == 0 {
 		close(g.zero)
 		g.zero = nil
 	}
+	g.mu.Unlock()
 }
 
 // wait blocks until nothing is running or ctx ends.
 func (g *callGate) wait(ctx context.Context) error {
 	g.mu.Lock()
-	if g.n == 0 {
+	if g.state.Load()>>1 == 0 {
 		g.mu.Unlock()
 		return nil
 	}
@@ -768,13 +775,9 @@ func (g *callGate) closeAndWait(ctx context.Context) error {
 }
 
 // close refuses new work from now on.
-func (g *callGate) close() {
-	g.mu.Lock()
-	g.closed.Store(true)
-	g.mu.Unlock()
-}
+func (g *callGate) close() { g.state.Or(1) }
 
-func (g *callGate) isClosed() bool { return g.closed.Load() }
+func (g *callGate) isClosed() bool { return g.state.Load()&1 != 0 }
 
 // answeredCalls returns the server's memory of keyed calls, the same for every
 // build of its tools (a reload does not forget them).

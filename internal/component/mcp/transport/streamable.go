@@ -238,11 +238,14 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		http.Error(w, "Accept must allow application/json or text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	body := r.Body
-	if h.maxBody > 0 {
-		body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	body, limit := r.Body, h.maxBody
+	if h.maxBody > 0 && !declaredWithin(r.ContentLength, h.maxBody) {
+		// A body of unknown or large length is cut off at the limit as it is read
+		// (and its connection then closed); a small one of a declared length
+		// within it is checked by readBody, without a reader per request.
+		body, limit = http.MaxBytesReader(w, r.Body, h.maxBody), 0
 	}
-	data, err := readBody(body, r.ContentLength)
+	data, err := readBody(body, r.ContentLength, limit)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -486,17 +489,32 @@ func refusedAnswers(order []answerSlot) []*jsonrpc.Response {
 	return out
 }
 
+// smallBody reports whether readBody reads a body of this declared length into
+// one buffer of that size.
+func smallBody(length int64) bool { return length >= 0 && length < 64<<10 }
+
+// declaredWithin reports whether a body of this declared length is one readBody
+// holds to limit itself: small, and within it.
+func declaredWithin(length, limit int64) bool { return smallBody(length) && length <= limit }
+
 // readBody is io.ReadAll(body) with a buffer sized for the declared length
 // (-1 when unknown), up to 64 KiB, rather than io.ReadAll's 512 bytes: one
-// right-sized allocation for the usual small request.
-func readBody(body io.Reader, length int64) ([]byte, error) {
-	if length < 0 || length >= 64<<10 {
+// right-sized allocation for the usual small request. A small body that reads
+// to more than limit (> 0) is refused with the *http.MaxBytesError a
+// MaxBytesReader would give.
+func readBody(body io.Reader, length, limit int64) ([]byte, error) {
+	if !smallBody(length) {
 		return io.ReadAll(body)
 	}
 	b := make([]byte, 0, length+1) // room to see EOF without growing
 	for {
 		n, err := body.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
+		if limit > 0 && int64(len(b)) > limit {
+			// More than declared (net/http never reads past Content-Length, a
+			// handler in front might), and more than allowed.
+			return nil, &http.MaxBytesError{Limit: limit}
+		}
 		if err != nil {
 			if err == io.EOF {
 				err = nil
@@ -900,6 +918,13 @@ type streamConn struct {
 func (c *streamConn) acquireCall(ctx context.Context) bool {
 	if c.callSlots == nil {
 		return true
+	}
+	// A free slot first, without asking ctx.Done: that would make the POST
+	// context's channel (and at its end close it) for every call.
+	select {
+	case c.callSlots <- struct{}{}:
+		return true
+	default:
 	}
 	select {
 	case c.callSlots <- struct{}{}:
