@@ -435,7 +435,7 @@ func srvSessions(srv *sdk.Server) int {
 func TestParkOff(t *testing.T) {
 	t.Parallel()
 	h := NewStreamableHandler(echoServer(t), &Options{ParkIdleAfter: -1})
-	sid := openIdleSession(t, h)
+	openIdleSession(t, h)
 	if h.parkEnabled() {
 		t.Fatal("parking enabled")
 	}
@@ -445,5 +445,4 @@ func TestParkOff(t *testing.T) {
 	if running {
 		t.Fatal("a sweep runs on a handler that never parks")
 	}
-	_ = sid
 }
