@@ -446,3 +446,20 @@ func TestParkOff(t *testing.T) {
 		t.Fatal("a sweep runs on a handler that never parks")
 	}
 }
+
+// The console lists a parked session with the protocol and client its
+// initialize named, as it lists an awake one.
+func TestParkedSessionInSnapshot(t *testing.T) {
+	t.Parallel()
+	h := NewStreamableHandler(echoServer(t), &Options{ParkIdleAfter: noSweep})
+	sid := openIdleSession(t, h)
+	for _, park := range []bool{false, true} {
+		if park && !parkNow(t, h, sid) {
+			t.Fatal("not parked")
+		}
+		rows, total := h.table.Snapshot(10)
+		if total != 1 || rows[0].ID != sid || rows[0].Protocol != "2025-06-18" || rows[0].Client != "raw 1" {
+			t.Fatalf("parked %v: snapshot %+v (of %d)", park, rows, total)
+		}
+	}
+}

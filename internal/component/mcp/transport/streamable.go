@@ -739,6 +739,7 @@ func (h *StreamableHandler) newSession(r *http.Request) (*streamConn, error) {
 	}
 	c.session, c.gen = ss, g
 	slot.ready(c.id, c.closeSession)
+	slot.describedBy(c.initParams) // a parked session has no go-sdk session (park.go)
 	h.mu.Lock()
 	h.sessions[c.id] = c
 	h.mu.Unlock()
