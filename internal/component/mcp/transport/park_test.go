@@ -463,3 +463,29 @@ func TestParkedSessionInSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParkedCall is the cost of parking a session and of the call that
+// wakes it (connecting a go-sdk session with the saved state, then a tools/call
+// through the fast path), against the same call on an awake session:
+//
+//	go test -run '^$' -bench ParkedCall -benchmem ./internal/component/mcp/transport
+func BenchmarkParkedCall(b *testing.B) {
+	for _, park := range []bool{false, true} {
+		name := "awake"
+		if park {
+			name = "park+unpark"
+		}
+		b.Run(name, func(b *testing.B) {
+			h := NewStreamableHandler(echoServer(b), &Options{ParkIdleAfter: noSweep})
+			sid := openIdleSession(b, h)
+			for b.Loop() {
+				if park {
+					parkAll(b, h)
+				}
+				if rec := postInProcess(h, sid, callEcho); rec.Code != http.StatusOK {
+					b.Fatalf("call: %d %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
