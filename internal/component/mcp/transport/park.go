@@ -47,7 +47,8 @@ type listGen [len(listChanged)]uint64
 
 // parkRecord is what a parked session keeps of its ServerSession's state.
 type parkRecord struct {
-	ip    *sdk.InitializeParams
+	ip *sdk.InitializeParams
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
 	level sdk.LoggingLevel
 	// gen: the list changes counted before the session could have missed one
 	// (the sweep before the one that parked it): those after it are delivered
@@ -325,6 +326,7 @@ func (c *streamConn) noteSession(msgs []jsonrpc.Message) {
 			c.mu.Unlock()
 		case "logging/setLevel":
 			var p struct {
+				//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
 				Level sdk.LoggingLevel `json:"level"`
 			}
 			if req.IsCall() && json.Unmarshal(req.Params, &p) == nil {

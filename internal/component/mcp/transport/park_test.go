@@ -61,7 +61,9 @@ func logServer(t testing.TB) *sdk.Server {
 	srv := echoServer(t)
 	srv.AddTool(&sdk.Tool{Name: "log", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
 			for _, l := range []sdk.LoggingLevel{"debug", "warning"} {
+				//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
 				if err := req.Session.Log(RelatedTo(ctx, req.Extra), &sdk.LoggingMessageParams{Level: l, Data: "at " + string(l)}); err != nil {
 					return nil, err
 				}

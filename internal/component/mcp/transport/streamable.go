@@ -933,8 +933,9 @@ type streamConn struct {
 	uses, sweptUses         uint32
 	outgoing                int32
 	subscribed, initialized bool
-	level, levelAsked       sdk.LoggingLevel
-	levelID                 jsonrpc.ID
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
+	level, levelAsked sdk.LoggingLevel
+	levelID           jsonrpc.ID
 
 	// callSlots bounds the session's requests running at once (nil: no bound):
 	// each running request holds one, from before the session gets it until its
