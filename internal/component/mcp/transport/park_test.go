@@ -291,7 +291,6 @@ func TestParkedSessionsEnd(t *testing.T) {
 	if !parkNow(t, h, evicted) {
 		t.Fatal("not parked")
 	}
-	time.Sleep(10 * time.Millisecond) // the others are used more recently
 	kept := []string{initSession(t, ts.URL), initSession(t, ts.URL)}
 	third := initSession(t, ts.URL) // at max_sessions: the idle longest makes room
 	if !gone(evicted) {
