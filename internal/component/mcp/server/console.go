@@ -42,7 +42,7 @@ func (c *Component) Sessions(id string, max int) ([]SessionInfo, int) {
 	out := make([]SessionInfo, len(rows))
 	byID := make(map[string]int, len(rows))
 	for i, r := range rows {
-		out[i] = SessionInfo{ID: r.ID, Transport: r.Kind, Opened: r.Opened, InFlight: r.InFlight}
+		out[i] = SessionInfo{ID: r.ID, Transport: r.Kind, Opened: r.Opened, InFlight: r.InFlight, Protocol: r.Protocol, Client: r.Client}
 		byID[r.ID] = i
 	}
 	if srv != nil {

@@ -385,7 +385,15 @@ func (s *mcpServer) httpHandler() http.Handler {
 
 // transportOptions are the options of the server's HTTP transports.
 func (s *mcpServer) transportOptions() transport.Options {
+	park := time.Duration(0) // the transport's default
+	if s.opts.Extension != nil {
+		// A gateway keeps per-client state (upstream sessions, levels, roots) by
+		// go-sdk session and releases it when that session ends: its sessions
+		// are never parked.
+		park = -1
+	}
 	return transport.Options{
+		ParkIdleAfter:              park,
 		Stateless:                  s.opts.Stateless,
 		SessionIdleTimeout:         s.opts.SessionIdleTimeout,
 		MaxRequestBodyBytes:        s.opts.MaxRequestBodyBytes,

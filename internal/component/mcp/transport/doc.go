@@ -39,6 +39,12 @@ type Options struct {
 	Stateless bool
 	// SessionIdleTimeout closes stateful sessions idle this long; <= 0 never.
 	SessionIdleTimeout time.Duration
+	// ParkIdleAfter parks the Streamable HTTP sessions idle about this long
+	// (park.go): their go-sdk session is closed and connected again by their
+	// next request, which the client does not notice. 0 is DefaultParkAfter,
+	// negative never (a gateway's server: it keeps per-client state by go-sdk
+	// session).
+	ParkIdleAfter time.Duration
 	// MaxRequestBodyBytes limits request bodies: 0 is the default (4 MiB, the
 	// go-sdk's), negative is unlimited.
 	MaxRequestBodyBytes int64

@@ -81,10 +81,11 @@ func openIdleSession(tb testing.TB, h http.Handler) string {
 }
 
 // measureIdleSessions opens n idle sessions on a fresh server and handler and
-// reports what they hold per session; profiles, when not "", names a directory
-// for a heap and a goroutine profile taken while they are open. The sessions
-// are closed (DELETE) before it returns.
-func measureIdleSessions(tb testing.TB, n int, profiles string) sessionMemory {
+// reports what they hold per session, parked (park.go) when park is set;
+// profiles, when not "", names a directory for a heap and a goroutine profile
+// taken while they are open (named parked-… or awake-…). The sessions are
+// closed (DELETE) before it returns.
+func measureIdleSessions(tb testing.TB, n int, profiles string, park bool) sessionMemory {
 	tb.Helper()
 	if profiles != "" {
 		// Every allocation sampled: the profile then shows each session's bytes,
@@ -92,7 +93,13 @@ func measureIdleSessions(tb testing.TB, n int, profiles string) sessionMemory {
 		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 		runtime.MemProfileRate = 1
 	}
-	h := NewStreamableHandler(echoServer(tb), &Options{})
+	// The handler's own sweep never comes during a measurement: the sessions
+	// are parked here, all of them, or none.
+	o := &Options{ParkIdleAfter: -1}
+	if park {
+		o.ParkIdleAfter = noSweep
+	}
+	h := NewStreamableHandler(echoServer(tb), o)
 	// One session first: what the server and handler allocate once is not a
 	// session's.
 	first := openIdleSession(tb, h)
@@ -101,10 +108,17 @@ func measureIdleSessions(tb testing.TB, n int, profiles string) sessionMemory {
 	for range n {
 		ids = append(ids, openIdleSession(tb, h))
 	}
+	if park {
+		parkAll(tb, h)
+	}
 	after := readMem()
 	if profiles != "" {
 		for _, name := range []string{"heap", "goroutine"} {
-			f, err := os.Create(filepath.Join(profiles, name+".pb.gz"))
+			prefix := "awake-"
+			if park {
+				prefix = "parked-"
+			}
+			f, err := os.Create(filepath.Join(profiles, prefix+name+".pb.gz"))
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -144,11 +158,34 @@ func idleSessionBound() float64 {
 	return 1.5 * idleSessionPlain
 }
 
+// parkedSessionBound is idleSessionBound for a parked session, which has no
+// goroutine.
+func parkedSessionBound() float64 { return 1.5 * parkedSession }
+
+// parkAll parks every session of h, as two sweeps would.
+func parkAll(tb testing.TB, h *StreamableHandler) {
+	tb.Helper()
+	h.mu.RLock()
+	all := make([]*streamConn, 0, len(h.sessions))
+	for _, c := range h.sessions {
+		all = append(all, c)
+	}
+	h.mu.RUnlock()
+	gen := h.park.gens()
+	for _, c := range all {
+		c.tryPark(gen)
+		c.tryPark(gen)
+		if !isParked(c) {
+			tb.Fatalf("session %s was not parked", c.id)
+		}
+	}
+}
+
 // TestIdleSessionMemory keeps an idle session small: heap and goroutine stacks
 // per session, in process. Not parallel: it reads the memory of the whole
 // process.
 func TestIdleSessionMemory(t *testing.T) {
-	m := measureIdleSessions(t, 500, "")
+	m := measureIdleSessions(t, 500, "", false)
 	t.Logf("per idle session: %.0f B heap + %.0f B stacks = %.0f B, %.2f goroutines",
 		m.heap, m.stacks, m.total(), m.goroutines)
 	if bound := idleSessionBound(); m.total() > bound {
@@ -160,10 +197,31 @@ func TestIdleSessionMemory(t *testing.T) {
 	}
 }
 
+// TestParkedSessionMemory keeps a parked session smaller still: no goroutine,
+// and a fraction of an awake one's bytes. Not parallel, as TestIdleSessionMemory.
+func TestParkedSessionMemory(t *testing.T) {
+	m := measureIdleSessions(t, 500, "", true)
+	t.Logf("per parked session: %.0f B heap + %.0f B stacks = %.0f B, %.2f goroutines",
+		m.heap, m.stacks, m.total(), m.goroutines)
+	held := m.total()
+	if raceEnabled {
+		// The race detector's runtime keeps the stacks of the goroutines the
+		// parks ended (for goroutines to come): no goroutine holds them.
+		held = m.heap
+	}
+	if bound := parkedSessionBound(); held > bound {
+		t.Fatalf("a parked session holds %.0f B (heap %.0f, stacks %.0f), more than the bound of %.0f B",
+			m.total(), m.heap, m.stacks, bound)
+	}
+	if m.goroutines > 0.05 {
+		t.Fatalf("%.2f goroutines per parked session, want none", m.goroutines)
+	}
+}
+
 // BenchmarkIdleSessions opens HELIX_IDLE_SESSIONS (default 10,000) idle
-// sessions per iteration and reports what each holds; with
-// HELIX_SESSION_PROFILES=dir it also writes a heap and a goroutine profile
-// taken while they are open:
+// sessions per iteration, awake and then parked (park.go), and reports what
+// each holds; with HELIX_SESSION_PROFILES=dir it also writes heap and
+// goroutine profiles taken while they are open (awake-… and parked-…):
 //
 //	go test -run '^$' -bench IdleSessions -benchtime 1x ./internal/component/mcp/transport
 func BenchmarkIdleSessions(b *testing.B) {
@@ -174,14 +232,19 @@ func BenchmarkIdleSessions(b *testing.B) {
 			b.Fatalf("HELIX_IDLE_SESSIONS=%q: want a positive whole number", v)
 		}
 	}
-	var m sessionMemory
+	var m, p sessionMemory
 	for b.Loop() {
-		m = measureIdleSessions(b, n, os.Getenv("HELIX_SESSION_PROFILES"))
+		m = measureIdleSessions(b, n, os.Getenv("HELIX_SESSION_PROFILES"), false)
+		p = measureIdleSessions(b, n, os.Getenv("HELIX_SESSION_PROFILES"), true)
 	}
 	b.ReportMetric(m.total(), "B/session")
 	b.ReportMetric(m.heap, "heap-B/session")
 	b.ReportMetric(m.stacks, "stack-B/session")
 	b.ReportMetric(m.goroutines, "goroutines/session")
+	b.ReportMetric(p.total(), "parked-B/session")
+	b.ReportMetric(p.heap, "parked-heap-B/session")
+	b.ReportMetric(p.stacks, "parked-stack-B/session")
+	b.ReportMetric(p.goroutines, "parked-goroutines/session")
 }
 
 // heldState names the request maps and queues c holds (made, even if empty).
@@ -271,4 +334,5 @@ func TestStandaloneMessagesWaitForTheFirstGET(t *testing.T) {
 const (
 	idleSessionPlain = 6000
 	idleSessionRace  = 7700
+	parkedSession    = 1500
 )

@@ -116,6 +116,9 @@ type sessionSlot struct {
 	// guarded by t.mu
 	id    string
 	close func() // ends the session; nil while it is being set up
+	// init gives the session's initialize params (Snapshot), when its
+	// transport knows them without the go-sdk's session list (streamable.go).
+	init func() *sdk.InitializeParams
 
 	// active and last are written under mu and read by the table's eviction
 	// without it.
@@ -255,6 +258,13 @@ func (t *SessionTable) len() int {
 func (s *sessionSlot) ready(id string, close func()) {
 	s.t.mu.Lock()
 	s.id, s.close = id, close
+	s.t.mu.Unlock()
+}
+
+// describedBy sets what Snapshot reads the session's initialize params from.
+func (s *sessionSlot) describedBy(init func() *sdk.InitializeParams) {
+	s.t.mu.Lock()
+	s.init = init
 	s.t.mu.Unlock()
 }
 

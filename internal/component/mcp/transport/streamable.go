@@ -86,6 +86,9 @@ type StreamableHandler struct {
 	tasks Tasks
 	// admission bounds the server's requests running at once (admission.go); nil: none.
 	admission *Admission
+	// parkAfter: idle sessions are parked after this long (park.go); 0: never.
+	parkAfter time.Duration
+	park      parker
 
 	// mu guards sessions; every request of a session reads it (lookup), so
 	// readers share it: many clients must not queue on one exclusive lock.
@@ -114,6 +117,12 @@ func NewStreamableHandler(srv *sdk.Server, o *Options) *StreamableHandler {
 	}
 	if o.SessionIdleTimeout > 0 {
 		h.idle = o.SessionIdleTimeout
+	}
+	switch {
+	case o.ParkIdleAfter == 0:
+		h.parkAfter = DefaultParkAfter
+	case o.ParkIdleAfter > 0:
+		h.parkAfter = o.ParkIdleAfter
 	}
 	switch {
 	case o.MaxRequestBodyBytes == 0:
@@ -373,16 +382,21 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		}()
 	} else if c = h.lookup(w, r, sid); c == nil {
 		return
-	} else if ip := c.session.InitializeParams(); batch && ip != nil && ip.ProtocolVersion >= protocolNoBatches {
+	} else if ip := c.initParams(); batch && ip != nil && ip.ProtocolVersion >= protocolNoBatches {
 		// The session's negotiated version decides, not what the POST's header claims.
 		refuseBatch(w, ip.ProtocolVersion)
 		return
 	}
-	if !c.begin() {
+	ok, parked := c.enter()
+	if !ok {
 		http.Error(w, "session closed", http.StatusNotFound)
 		return
 	}
 	defer c.end()
+	if parked && !c.unpark(r.Context()) { // park.go
+		http.Error(w, "session closed", http.StatusNotFound)
+		return
+	}
 	if ip := c.session.InitializeParams(); ip != nil && h.serveTask(w, r, msgs, batch, &fields, ip.ProtocolVersion, c.session, jsonOK) {
 		return
 	}
@@ -397,6 +411,7 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	attachExtra(msgs, r, c)
 	c.noteCancels(msgs)
 	c.noteLogging(calls)
+	c.noteSession(msgs)
 	c.serve(w, r, msgs, calls, order, jsonOK, streamOK)
 }
 
@@ -734,16 +749,21 @@ func (h *StreamableHandler) newSession(r *http.Request) (*streamConn, error) {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		c.userID = ti.UserID
 	}
-	ss, err := h.srv.Connect(context.WithoutCancel(r.Context()), &streamTransport{c: c}, nil)
+	g := newSessionGen(c)
+	ss, err := h.srv.Connect(context.WithoutCancel(r.Context()), &streamTransport{c: g}, nil)
 	if err != nil {
 		_ = c.Close()
 		return nil, err
 	}
-	c.session = ss
-	slot.ready(c.id, func() { _ = ss.Close() })
+	c.session, c.gen = ss, g
+	slot.ready(c.id, c.closeSession)
+	slot.describedBy(c.initParams) // a parked session has no go-sdk session (park.go)
 	h.mu.Lock()
 	h.sessions[c.id] = c
 	h.mu.Unlock()
+	if h.parkEnabled() {
+		h.startParking() // after the session is in h.sessions (park.go)
+	}
 	return c, nil
 }
 
@@ -789,7 +809,7 @@ func (h *StreamableHandler) delete(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	_ = c.session.Close()
+	c.closeSession()
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -816,8 +836,10 @@ func (h *StreamableHandler) get(w http.ResponseWriter, r *http.Request) {
 	}
 	c.mu.Lock()
 	busy := c.getOpen
-	c.getOpen = !busy
+	c.getOpen = true
 	standalone := c.standaloneLocked()
+	parked := c.parked != nil
+	c.uses++
 	c.mu.Unlock()
 	if busy {
 		http.Error(w, "this session already has a standalone stream", http.StatusConflict)
@@ -828,6 +850,13 @@ func (h *StreamableHandler) get(w http.ResponseWriter, r *http.Request) {
 		c.getOpen = false
 		c.mu.Unlock()
 	}()
+	// A parked session (park.go) is connected again while the stream is open,
+	// so that what the server sends reaches it; the list changes it missed are
+	// queued first.
+	if parked && !c.unpark(r.Context()) {
+		http.Error(w, "session closed", http.StatusNotFound)
+		return
+	}
 	out := newEventWriter(w)
 	out.start()
 	for {
@@ -844,8 +873,9 @@ func (h *StreamableHandler) get(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// streamTransport hands a prepared streamConn to sdk.Server.Connect.
-type streamTransport struct{ c *streamConn }
+// streamTransport hands a prepared connection to sdk.Server.Connect: a
+// streamConn (stateless) or one sessionGen of a stateful session (park.go).
+type streamTransport struct{ c sdk.Connection }
 
 func (t *streamTransport) Connect(context.Context) (sdk.Connection, error) { return t.c, nil }
 
@@ -862,12 +892,19 @@ func (t *streamTransport) SupportsProtocolVersion(v string) bool {
 // the progress token, everything else to the standalone GET stream (in stateless
 // mode the one POST gets everything).
 type streamConn struct {
-	h       *StreamableHandler
-	id      string
-	owner   string       // the principal that opened the session (sessions.go)
-	userID  string       // the go-sdk token's user, when a middleware set one
-	slot    *sessionSlot // nil for the one-POST sessions of a stateless server
+	h      *StreamableHandler
+	id     string
+	owner  string       // the principal that opened the session (sessions.go)
+	userID string       // the go-sdk token's user, when a middleware set one
+	slot   *sessionSlot // nil for the one-POST sessions of a stateless server
+	// session is the go-sdk session serving it; nil while the session is parked
+	// (park.go), when parked holds what it knew. Both change only under parkMu
+	// and mu, while no request is running (park) or before the request that
+	// unparks it runs: a request reads session after enter.
 	session *sdk.ServerSession
+	gen     *sessionGen // session's connection
+	parkMu  sync.Mutex  // serializes park, unpark and closeSession
+	parked  *parkRecord
 
 	in   chan jsonrpc.Message
 	done chan struct{}
@@ -905,6 +942,18 @@ type streamConn struct {
 	oldProtocol bool
 	// replay holds the session's resumable streams (resume.go).
 	replay replayBuffer
+
+	// What parking (park.go) must know, guarded by mu: uses counts the requests
+	// begun (sweptUses is its value at the last sweep); outgoing the server's
+	// requests to the client not answered yet; subscribed, a resource
+	// subscription; initialized, the handshake done; level, the log level the
+	// session accepted (levelAsked for the logging/setLevel levelID running).
+	uses, sweptUses         uint32
+	outgoing                int32
+	subscribed, initialized bool
+	//lint:ignore SA1019 MCP logging: deprecated in protocol 2026-07-28, still served
+	level, levelAsked sdk.LoggingLevel
+	levelID           jsonrpc.ID
 
 	// callSlots bounds the session's requests running at once (nil: no bound):
 	// each running request holds one, from before the session gets it until its
@@ -1044,13 +1093,21 @@ func (c *streamConn) Close() error {
 // session table (sessions.go) closes it once idle (no request running, none
 // arriving for the idle timeout), and never evicts it while a request runs.
 func (c *streamConn) begin() bool {
+	ok, _ := c.enter()
+	return ok
+}
+
+// enter is begin that also tells whether the session is parked: the request
+// must then unpark it (park.go) before it uses the session.
+func (c *streamConn) enter() (ok, parked bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || (c.slot != nil && !c.slot.begin()) {
-		return false
+		return false, false
 	}
 	c.active++
-	return true
+	c.uses++
+	return true, c.parked != nil
 }
 
 func (c *streamConn) end() {
@@ -1091,12 +1148,16 @@ func (c *streamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 		ps = c.pending[mm.ID]
 		delete(c.pending, mm.ID)
 		c.releaseHeldLocked(mm.ID)
+		c.noteLevelLocked(mm) // park.go
 		if c.cancelled[mm.ID] {
 			// Cancelled by the client: the POST ends without this result.
 			delete(c.cancelled, mm.ID)
 			m = &jsonrpc.Response{ID: mm.ID, Extra: withheld{}}
 		}
 	case *jsonrpc.Request:
+		if mm.IsCall() {
+			c.outgoing++ // answered through Read (park.go)
+		}
 		if c.only != nil {
 			ps = c.only
 		} else if extra, ok := ctx.Value(relatedKey{}).(*sdk.RequestExtra); ok && c.related[extra] != nil {
