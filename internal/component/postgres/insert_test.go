@@ -202,7 +202,7 @@ func TestCopyRowsConvertLikeCopyValueWithoutAllocating(t *testing.T) {
 	rows := []map[string]any{
 		{"i": 5.0, "n": 0.1, "t": 42.5, "j": map[string]any{"a": 1.0}, "a": []any{1, json.Number("2")}, "z": "2026-12-05T10:11:12Z"},
 		{"i": int64(6), "n": "1.25", "t": "x", "j": []any{true}, "a": nil, "z": nil},
-		{"i": json.Number("7"), "n": json.Number("3.5"), "t": true, "j": "\"s\"", "a": []any{}, "z": "2026-12-05"},
+		{"i": json.Number("7"), "n": json.Number("3.5"), "t": true, "j": "\"s\"", "a": []any{}, "z": "2026-12-05 00:00:00+00"},
 	}
 	src := newCopyRows(rows, cols, oids)
 	for i := 0; src.Next(); i++ {

@@ -372,6 +372,9 @@ func (e *sqlError) Unwrap() error { return e.err }
 func (e *sqlError) HTTPStatus() int {
 	var pgErr *pgconn.PgError
 	if errors.As(e.err, &pgErr) {
+		if copyRefused(pgErr) {
+			return nethttp.StatusUnprocessableEntity // a value of the body, not a timeout
+		}
 		return statusOfSQLState(pgErr.Code)
 	}
 	var connErr *pgconn.ConnectError
@@ -379,6 +382,12 @@ func (e *sqlError) HTTPStatus() int {
 		return nethttp.StatusServiceUnavailable // refused, unknown host …: the database is not there
 	}
 	return 0
+}
+
+// copyRefused reports whether err is the server's answer to a COPY the client gave
+// up (57014, like a cancellation): pgx does so when a row cannot be sent.
+func copyRefused(err *pgconn.PgError) bool {
+	return err.Code == "57014" && strings.HasPrefix(err.Message, "COPY from stdin failed")
 }
 
 func statusOfSQLState(code string) int {
@@ -418,6 +427,9 @@ func describeErr(err error, s settings) error {
 			hint = "check the database name in the URI"
 		case pgErr.Code == "42P01":
 			hint = "check the table name"
+		case copyRefused(pgErr):
+			// The client gave up its COPY: a row it could not send, named in the message.
+			hint = "a value of the body does not fit its column; fix it, or use insertMode=insert"
 		case pgErr.Code == "57014":
 			hint = "the statement ran longer than statementTimeout, or was cancelled"
 		case strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P"):

@@ -286,13 +286,19 @@ func arrayItem(v any) any {
 // copyValue prepares a body value for COPY, which pgx sends in binary: numbers stay
 // numbers (converting text to binary in the client halves COPY's speed), except
 // where the column's type needs care — a fraction for an integer column is refused
-// (pgx would truncate it), and numbers and booleans for a text column are their text.
+// (pgx would truncate it), numbers and booleans for a text column are their text, and
+// text for a column whose binary form pgx cannot make from a string is read first.
 func copyValue(v any, oid uint32) (any, error) {
 	switch oid {
 	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.JSONOID, pgtype.JSONBOID:
 		return paramValue(v), nil
 	}
 	switch x := v.(type) {
+	case string:
+		if needsTextDecode(oid) {
+			return copyText(x, oid) // copytext.go
+		}
+		return v, nil
 	case float64:
 		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
 			return int64(x), nil
