@@ -75,8 +75,8 @@ func noisyLoad(c *adaptiveControl, k int, s time.Duration, windows, skip int, no
 }
 
 // TestAdaptiveControlNoisyHost: on a loaded host every window's latency is
-// off by a random factor (log-normal, σ 0.3: a third of the windows 1.35×
-// slower or faster than usual), whatever the concurrency; at twice a 16-slot
+// off by a random factor (log-normal, σ 0.3: a third of the windows more
+// than a third slower or faster than usual), whatever the concurrency; at twice a 16-slot
 // backend's capacity the limit still keeps the backend busy (goodput ≥ 0.9)
 // and does not run far past it (mean limit ≤ 2 × 16), over several seeds.
 func TestAdaptiveControlNoisyHost(t *testing.T) {
@@ -91,7 +91,7 @@ func TestAdaptiveControlNoisyHost(t *testing.T) {
 	}
 }
 
-// TestAdaptiveControlSlowHostSpell: the host becomes 3× slower for 30 s (a
+// TestAdaptiveControlSlowHostSpell: the host becomes three times slower for 30 s (a
 // neighbour takes the CPU: every call slower, however many run), then normal
 // again. Cutting the limit does not make calls faster, so the limit is not
 // walked down to its floor (as it was when every slow window cut it): the
