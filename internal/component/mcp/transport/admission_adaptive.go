@@ -36,10 +36,11 @@ import (
 //     wait longer for a CPU (runtime/metrics' /sched/latencies:seconds) than
 //     calls usually take, more calls at once would only queue for the CPU.
 //
-// A tool that only uses this process's CPU for microseconds never holds many
-// slots: its queue forms before the handler, in the run queue and in the
-// sockets, where no concurrency limit sees it, and refusing its calls costs
-// about what serving them does. The limit leaves it alone.
+// A tool that only uses this process's CPU for microseconds is not what the
+// limit is for: its queue forms before the handler, in the run queue and in
+// the sockets, and refusing its calls costs about what serving them does. (On
+// few cores the limit even costs it: calls sharing the CPU run slower, the
+// limit is cut, and they wait for a slot instead of for the CPU.)
 //
 // An admitted call runs to its end whatever the limit becomes, and the limit
 // never falls below GOMAXPROCS, so a wrong signal cannot refuse every call.
