@@ -24,6 +24,11 @@
 #   ROUNDS=1 DURATION=5s MULTIPLE=3 scripts/bench-overload.sh
 #   WORKLOADS=backend BACKEND_SLOTS=16 BACKEND_SERVICE=2ms scripts/bench-overload.sh
 #   PIN=0 scripts/bench-overload.sh                    # server and load tool share every core
+#   BASE_REF=4c7fbb5 WORKLOADS=backend scripts/bench-overload.sh   # A/B the admission control of another commit
+#
+# BASE_REF builds helix at that commit too (git archive) and runs its admission
+# configuration right before this tree's in every round (label WORKLOAD-base-on),
+# at the same offered load: alternating rounds of the two controllers.
 #
 # On a machine of a few cores the load tool cannot offer more than the server serves
 # if they share the cores (capacity is then that of the pair). PIN=1 (the default)
@@ -79,6 +84,11 @@ echo "== build"
 scripts/bench-gomod.sh # bench/ is its own module, with Helix's requirements
 (cd bench && $GO build -o "$bin/mcpload" ./mcpload)
 $GO build -o "$bin/helix" ./cmd/helix
+if [[ -n ${BASE_REF:-} ]]; then
+	mkdir -p "$bin/base"
+	git archive "$BASE_REF" | tar -x -C "$bin/base"
+	(cd "$bin/base" && $GO build -o "$bin/helix-base" ./cmd/helix)
+fi
 
 {
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
@@ -86,7 +96,7 @@ $GO build -o "$bin/helix" ./cmd/helix
 	echo "go: $($GO version)"
 	echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 	echo "pin=$PIN rounds=$ROUNDS multiple=$MULTIPLE duration=$DURATION warmup=$WARMUP capacity: $CAP_CLIENTS clients x $CAP_DURATION, workers=$WORKERS"
-	echo "workloads: $WORKLOADS; backend: $BACKEND_SLOTS slots x $BACKEND_SERVICE"
+	echo "workloads: $WORKLOADS; backend: $BACKEND_SLOTS slots x $BACKEND_SERVICE${BASE_REF:+; A/B against $BASE_REF}"
 } | tee "$OUT/machine.txt"
 
 addr=127.0.0.1:3199
@@ -99,9 +109,9 @@ if [[ $PIN == 1 ]]; then
 	server_pin=(taskset -c 0 env GOMAXPROCS=1)
 	load_pin=(taskset -c "1-$last")
 fi
-# serve NAME FILE: starts helix serving FILE, waits until it answers.
+# serve NAME FILE [BINARY]: starts helix (or BINARY) serving FILE, waits until it answers.
 serve() {
-	HELIX_BENCH_ADDR=$addr HELIX_BACKEND_ADDR=$backend_addr "${server_pin[@]}" "$bin/helix" mcp serve "$2" >>"$OUT/$1.log" 2>&1 &
+	HELIX_BENCH_ADDR=$addr HELIX_BACKEND_ADDR=$backend_addr "${server_pin[@]}" "${3:-$bin/helix}" mcp serve "$2" >>"$OUT/$1.log" 2>&1 &
 	server=$!
 	"$bin/mcpload" wait -url "$url" -timeout 60s -stateless || { echo "$1 did not come up:"; cat "$OUT/$1.log"; exit 1; }
 }
@@ -124,6 +134,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		"${load_pin[@]}" "$bin/mcpload" overload -label "$wl-off" -tool "$tool" -pid "$server" "${common[@]}"
 		stop_server
 		read -r capacity unloaded < <(tail -n1 "$OUT/results.jsonl" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["capacity_rps"], r["unloaded_p99_us"])')
+		if [[ -n ${BASE_REF:-} ]]; then
+			echo "== round $r, $wl: admission on at $BASE_REF ($on), same offered load"
+			serve "$wl-base-on" "$on" "$bin/helix-base"
+			"${load_pin[@]}" "$bin/mcpload" overload -label "$wl-base-on" -tool "$tool" -pid "$server" "${common[@]}" -capacity "$capacity" -unloaded-p99 "$unloaded"
+			stop_server
+		fi
 		echo "== round $r, $wl: admission on ($on), same offered load"
 		serve "$wl-on" "$on"
 		"${load_pin[@]}" "$bin/mcpload" overload -label "$wl-on" -tool "$tool" -pid "$server" "${common[@]}" -capacity "$capacity" -unloaded-p99 "$unloaded"

@@ -66,7 +66,7 @@ var settingDocs = map[string]string{
 	"a tool override.input_schema": "Replaces the tool's input schema, advertised as written and enforced on each call: a JSON Schema object as a mapping, or as JSON text.",
 	"a tool override.task":         "Whether the server runs the tool as an MCP task: optional (the default of a durable workflow: clients that declare the tasks extension get a task), required (only as a task; the workflow must be durable) or forbidden (never).",
 
-	"admission.max_running":   "Requests of the whole server running at once (Streamable HTTP, its fast path and SSE): a fixed number, or auto: a limit that adapts to what the server can do (it shrinks while calls run slower than usual and, while the CPU is saturated, refuses a share of the calls before parsing them). Required.",
+	"admission.max_running":   "Requests of the whole server running at once (Streamable HTTP, its fast path and SSE): a fixed number, or auto: a limit that adapts to what the server can do (it shrinks while calls run slower than usual because of the calls it runs, and grows while requests wait and calls run at their usual speed). Required.",
 	"admission.queue":         "Requests waiting for a slot, first come first served; beyond, refused at once. 0 the default (max_running; with auto, the limit of the moment), -1 none.",
 	"admission.queue_timeout": "The longest a request waits for a slot before it is refused. Default 50ms; with max_running: auto, at most twice the usual time of a call (at least 1ms).",
 	"request_state.key":       "The AES-256 key sealing the requestState of MCP 2026-07-28 input-required results: 32 bytes as base64 or 64 hex digits, written as ${env:NAME}. Replicas need the same; unset, each process makes a random one.",

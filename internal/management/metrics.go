@@ -100,10 +100,8 @@ type AdmissionMetrics struct {
 	QueueWaitSeconds          float64 // summed wait of the requests that queued
 	Running, Waiting, Limit   int
 	// RefusedAtDoor are the refusals (also in Refused) of calls refused before
-	// their body was parsed; ShedRatio is the share max_running: auto refuses
-	// that way now, while the CPU is saturated.
+	// their body was parsed.
 	RefusedAtDoor uint64
-	ShedRatio     float64
 }
 
 // RejectedMetrics counts requests one MCP server's security rejected for a reason.
@@ -176,10 +174,8 @@ var (
 			prometheus.GaugeValue, func(a AdmissionMetrics) float64 { return float64(a.Waiting) }},
 		{prometheus.NewDesc("helix_mcp_admission_limit", "The admission limit (max_running) of an MCP server.", []string{"server"}, nil),
 			prometheus.GaugeValue, func(a AdmissionMetrics) float64 { return float64(a.Limit) }},
-		{prometheus.NewDesc("helix_mcp_admission_refused_at_door_total", "MCP calls refused before their body was parsed: admission was full, or an adaptive limit shed them (also in refused_total).", []string{"server"}, nil),
+		{prometheus.NewDesc("helix_mcp_admission_refused_at_door_total", "MCP calls refused before their body was parsed because every slot was taken and the queue full (also in refused_total).", []string{"server"}, nil),
 			prometheus.CounterValue, func(a AdmissionMetrics) float64 { return float64(a.RefusedAtDoor) }},
-		{prometheus.NewDesc("helix_mcp_admission_shed_ratio", "The share of MCP calls an adaptive limit refuses at the door now.", []string{"server"}, nil),
-			prometheus.GaugeValue, func(a AdmissionMetrics) float64 { return a.ShedRatio }},
 	}
 
 	pipelineFamilies = []struct {

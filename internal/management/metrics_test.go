@@ -97,7 +97,7 @@ func TestMetricsExposition(t *testing.T) {
 		Rejected:             []RejectedMetrics{{Server: "s1", Reason: "rate limit exceeded", Count: 7}, {Server: "s1", Reason: "invalid api key", Count: 1}},
 		RateLimitStoreErrors: []RateLimitStoreMetrics{{Server: "s1", Errors: 3}},
 		Admission: []AdmissionMetrics{{Server: "s1", Admitted: 10, Queued: 4, Refused: 2, QueueWaitSeconds: 0.125, Running: 3, Waiting: 1, Limit: 8,
-			RefusedAtDoor: 1, ShedRatio: 0.25}},
+			RefusedAtDoor: 1}},
 		Agents: []AgentMetrics{
 			{Agent: "zeta", Runs: 3, Errors: 1, Iterations: 7, ToolCalls: 4, InputTokens: 120, OutputTokens: 30},
 			{Agent: "alpha", Runs: 1},
@@ -167,12 +167,9 @@ helix_mcp_admission_waiting{server="s1"} 1
 # HELP helix_mcp_admission_limit The admission limit (max_running) of an MCP server.
 # TYPE helix_mcp_admission_limit gauge
 helix_mcp_admission_limit{server="s1"} 8
-# HELP helix_mcp_admission_refused_at_door_total MCP calls refused before their body was parsed: admission was full, or an adaptive limit shed them (also in refused_total).
+# HELP helix_mcp_admission_refused_at_door_total MCP calls refused before their body was parsed because every slot was taken and the queue full (also in refused_total).
 # TYPE helix_mcp_admission_refused_at_door_total counter
 helix_mcp_admission_refused_at_door_total{server="s1"} 1
-# HELP helix_mcp_admission_shed_ratio The share of MCP calls an adaptive limit refuses at the door now.
-# TYPE helix_mcp_admission_shed_ratio gauge
-helix_mcp_admission_shed_ratio{server="s1"} 0.25
 # HELP helix_agent_runs_total Agent runs (one per message answered or failed).
 # TYPE helix_agent_runs_total counter
 helix_agent_runs_total{agent="alpha"} 1

@@ -179,7 +179,7 @@ func (a *App) metricsSnapshot() management.Metrics {
 			m.Admission = append(m.Admission, management.AdmissionMetrics{Server: st.Server, Admitted: st.Admitted,
 				Queued: st.Queued, Refused: st.Refused, QueueWaitSeconds: st.QueueWait.Seconds(),
 				Running: st.Running, Waiting: st.Waiting, Limit: st.MaxRunning,
-				RefusedAtDoor: st.RefusedAtDoor, ShedRatio: float64(st.ShedPermille) / 1000})
+				RefusedAtDoor: st.RefusedAtDoor})
 		}
 	}
 	m.Agents = a.agentMetrics()

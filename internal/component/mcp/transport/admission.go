@@ -43,10 +43,9 @@ type AdmissionOptions struct {
 	// QueueTimeout bounds the wait of a queued request; 0: the default (50ms).
 	QueueTimeout time.Duration
 	// Adaptive (max_running: auto) makes the limit follow what the server can
-	// do (admission_adaptive.go): it starts at MaxRunning (0: AutoMaxRunning),
-	// stays between GOMAXPROCS and AdaptiveMaxRunning, and a share of the
-	// calls is refused before their body is parsed while the CPU is saturated.
-	// Queue 0 then follows the limit.
+	// do (admission_adaptive.go): it starts at MaxRunning (0: AutoMaxRunning)
+	// and stays between GOMAXPROCS and AdaptiveMaxRunning. Queue 0 then
+	// follows the limit, and a request waits at most the usual time of a call.
 	Adaptive bool
 }
 
@@ -73,19 +72,19 @@ type Admission struct {
 	refused   atomic.Uint64 // requests refused (queue full, wait timed out)
 	waitNanos atomic.Uint64 // total wait of queued requests
 
+	refusedDoor atomic.Uint64 // calls refused at the door (also in refused)
+
 	// The adaptive limit (nil: a fixed one). control, hist, limited, queueFollows
 	// and the queue timeout it sets are guarded by mu; sched by ticking.
 	control      *adaptiveControl
 	queueFollows bool        // the queue is as long as the limit
 	hist         latencyHist // the window's call latencies
+	ranSum       int         // the calls running as each of them ended
 	limited      bool        // the window saw a request wait or be refused for a slot
 	sched        *schedLatency
 	epoch        time.Time    // the monotonic origin of lastTick
 	lastTick     atomic.Int64 // nanoseconds since epoch at the window's start
 	ticking      atomic.Bool
-	shed         atomic.Int32  // thousandths of the calls refused at the door
-	shedCount    atomic.Uint64 // calls seen by atDoor while shedding, spreading the refusals
-	refusedDoor  atomic.Uint64 // calls refused at the door (also in refused)
 }
 
 type admissionWaiter struct {
@@ -133,11 +132,9 @@ type AdmissionStats struct {
 	Admitted, Queued  uint64
 	Refused           uint64
 	QueueWait         time.Duration // the total wait of the requests that queued
-	// Adaptive: MaxRunning is the adaptive limit's value now; ShedPermille the
-	// thousandths of the calls it refuses at the door now. RefusedAtDoor are
-	// the refusals before the body was parsed (also counted in Refused).
+	// Adaptive: MaxRunning is the adaptive limit's value now. RefusedAtDoor
+	// are the refusals before the body was parsed (also counted in Refused).
 	Adaptive      bool
-	ShedPermille  int
 	RefusedAtDoor uint64
 }
 
@@ -152,7 +149,7 @@ func (a *Admission) Stats() AdmissionStats {
 	return AdmissionStats{MaxRunning: limit, Queue: queue, Running: running, Waiting: waiting,
 		Admitted: a.admitted.Load(), Queued: a.queued.Load(), Refused: a.refused.Load(),
 		QueueWait: time.Duration(a.waitNanos.Load()), Adaptive: a.control != nil,
-		ShedPermille: int(a.shed.Load()), RefusedAtDoor: a.refusedDoor.Load()}
+		RefusedAtDoor: a.refusedDoor.Load()}
 }
 
 // Acquire takes n slots (a batch of n requests; more than the limit take all of
@@ -255,6 +252,7 @@ func (a *Admission) ReleaseTimed(n int, start time.Time) {
 	now := time.Now()
 	a.mu.Lock()
 	a.hist.add(now.Sub(start))
+	a.ranSum += a.running
 	a.releaseLocked(n)
 	a.mu.Unlock()
 	a.maybeTick(now)
@@ -285,7 +283,7 @@ func (a *Admission) queueLimitLocked() int {
 }
 
 // maybeTick closes the control window when it is adaptiveInterval old: one
-// caller computes the new limit and shed share, the others go on.
+// caller computes the new limit, the others go on.
 func (a *Admission) maybeTick(now time.Time) {
 	at := now.Sub(a.epoch)
 	last := time.Duration(a.lastTick.Load())
@@ -297,45 +295,29 @@ func (a *Admission) maybeTick(now time.Time) {
 		return // another caller just closed it
 	}
 	a.lastTick.Store(int64(at))
-	w := controlWindow{sched: a.sched.read(schedQuantile), windows: int((at - last) / adaptiveInterval)}
+	w := controlWindow{sched: a.sched.read(schedQuantile)}
 	a.mu.Lock()
 	w.median, w.calls, w.limited = a.hist.median(), a.hist.n, a.limited
+	if a.hist.n > 0 {
+		w.running = float64(a.ranSum) / float64(a.hist.n)
+	}
 	a.hist.reset()
-	a.limited = false
-	limit, shed := a.control.update(w)
-	a.limit = limit
+	a.limited, a.ranSum = false, 0
+	a.limit = a.control.update(w)
 	a.grantLocked() // a higher limit admits waiters now
 	a.mu.Unlock()
-	a.shed.Store(int32(shed))
 }
 
 // atDoor reports whether the POST of body is refused at the door, before it
-// is parsed (admission_door.go), and the id to answer with: body is certainly
-// one request that takes a slot (doorCall), and either an Acquire would refuse
-// it now (every slot taken, the queue full) or the CPU is saturated (an
-// adaptive limit's run-queue signal) and this call falls in the shed share.
-// It counts the refusal when it says yes.
+// is parsed (admission_door.go), and the id to answer with: an Acquire would
+// refuse it now (every slot taken, the queue full) and body is certainly one
+// request that takes a slot (doorCall). It counts the refusal when it says yes.
 func (a *Admission) atDoor(body []byte) (id []byte, refused bool) {
-	if a == nil {
-		return nil, false
-	}
-	shedding := a.control != nil && a.shed.Load() > 0
-	if !shedding && !a.full(false) {
+	if a == nil || !a.full(false) {
 		return nil, false
 	}
 	if id, refused = doorCall(body); !refused {
 		return nil, false
-	}
-	if shedding {
-		// The windows go on while calls are refused (few are admitted to end one).
-		a.maybeTick(time.Now())
-		// Spread the refusals over the calls (617 is prime to 1000): refusing
-		// runs of consecutive calls would leave bursts behind.
-		if int32(a.shedCount.Add(1)*617%1000) < a.shed.Load() {
-			a.refused.Add(1)
-			a.refusedDoor.Add(1)
-			return id, true
-		}
 	}
 	if a.full(true) {
 		a.refused.Add(1)

@@ -16,89 +16,68 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// shedding returns an adaptive admission that refuses the door share p of the
-// calls (in thousandths) and, its windows frozen, keeps it.
-func shedding(p int32) *Admission {
-	adm := NewAdmission(AdmissionOptions{Adaptive: true})
-	adm.shed.Store(p)
-	adm.lastTick.Store(int64(time.Hour)) // no window closes during the test
-	return adm
-}
-
-// TestAdmissionDoorRefusal: while the CPU is saturated, calls are refused
-// before their body is parsed (a call the parser refuses, "jsonrpc": "1.0",
-// gets the busy 503 with its id, not -32600, and never runs), in the shed
-// share and no more; pings, initialize, notifications and a ping spelled with
-// escapes are never refused at the door.
+// TestAdmissionDoorRefusal: while every slot is taken and the queue is full,
+// calls are refused before their body is parsed (a call the parser refuses,
+// "jsonrpc": "1.0", gets the busy 503 with its id, not -32600, and never
+// runs); pings, initialize, notifications and a ping spelled with escapes are
+// never refused at the door; once a slot is free calls run to their end.
 func TestAdmissionDoorRefusal(t *testing.T) {
 	t.Parallel()
 	var started, cancelled atomic.Int64
 	release := make(chan struct{})
 	close(release)
-	adm := shedding(shedMax)
+	adm := NewAdmission(AdmissionOptions{MaxRunning: 1, Queue: -1})
 	url := rawServer(t, holdServer(&started, &cancelled, release), Options{Stateless: true, Admission: adm})
+	if !adm.Acquire(context.Background(), 1) { // the one slot, taken
+		t.Fatal("the first acquire was refused")
+	}
 
-	const n = 100
-	door := 0
+	const n = 20
 	for range n {
 		r := send(t, http.MethodPost, url, nil, `{"jsonrpc":"1.0","id":"q-1","method":"tools/call","params":{"name":"hold"}}`)
-		switch {
-		case r.status == http.StatusServiceUnavailable:
-			var resp struct {
-				ID    string `json:"id"`
-				Error struct {
-					Code int
-					Data struct {
-						RetryAfter int `json:"retry_after"`
-					}
+		var resp struct {
+			ID    string `json:"id"`
+			Error struct {
+				Code int
+				Data struct {
+					RetryAfter int `json:"retry_after"`
 				}
 			}
-			if err := json.Unmarshal([]byte(r.body), &resp); err != nil || resp.ID != "q-1" || resp.Error.Code != CodeServerBusy ||
-				resp.Error.Data.RetryAfter != 1 || r.header.Get("Retry-After") != "1" || r.header.Get("Content-Type") != "application/json" {
-				t.Fatalf("door refusal: %v %s (%v)", r.header, r.body, err)
-			}
-			door++
-		case r.status == http.StatusBadRequest && strings.Contains(r.body, "-32600"):
-		default:
-			t.Fatalf("call with jsonrpc 1.0: %d %s", r.status, r.body)
 		}
-	}
-	if door < n*8/10 || door == n {
-		t.Fatalf("%d of %d refused at the door, want about the shed share %d‰ and not all", door, n, shedMax)
+		if err := json.Unmarshal([]byte(r.body), &resp); err != nil || r.status != http.StatusServiceUnavailable || resp.ID != "q-1" ||
+			resp.Error.Code != CodeServerBusy || resp.Error.Data.RetryAfter != 1 || r.header.Get("Retry-After") != "1" ||
+			r.header.Get("Content-Type") != "application/json" {
+			t.Fatalf("door refusal: %d %v %s (%v)", r.status, r.header, r.body, err)
+		}
 	}
 	for i, body := range []string{
 		`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":3,"method":"p\u0069ng"}`,
 		initializeBody,
 	} {
-		for range 20 {
-			if r := send(t, http.MethodPost, url, nil, body); r.status != http.StatusOK {
-				t.Fatalf("message %d refused while shedding: %d %s", i, r.status, r.body)
-			}
+		if r := send(t, http.MethodPost, url, nil, body); r.status != http.StatusOK {
+			t.Fatalf("message %d refused while full: %d %s", i, r.status, r.body)
 		}
 	}
-	for range 20 {
-		if r := send(t, http.MethodPost, url, nil, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1}}`); r.status != http.StatusAccepted {
-			t.Fatalf("notification refused while shedding: %d %s", r.status, r.body)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+	} {
+		if r := send(t, http.MethodPost, url, nil, body); r.status != http.StatusAccepted {
+			t.Fatalf("notification refused while full: %d %s", r.status, r.body)
 		}
 	}
-	// Calls that get through run to their end.
-	ok := 0
-	for range 40 {
-		r := send(t, http.MethodPost, url, nil, holdCall(9))
-		switch {
-		case r.status == http.StatusOK && strings.Contains(r.body, "done"):
-			ok++
-		case r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, `"id":9`):
-			t.Fatalf("call: %d %s", r.status, r.body)
+	if started.Load() != 0 {
+		t.Fatalf("%d refused calls ran", started.Load())
+	}
+	adm.Release(1)
+	for range 5 {
+		if r := send(t, http.MethodPost, url, nil, holdCall(9)); r.status != http.StatusOK || !strings.Contains(r.body, "done") {
+			t.Fatalf("call with a slot free: %d %s", r.status, r.body)
 		}
 	}
-	if ok == 0 || started.Load() != int64(ok) {
-		t.Fatalf("%d calls answered, %d started", ok, started.Load())
-	}
-	s := adm.Stats()
-	if !s.Adaptive || s.ShedPermille != shedMax || s.RefusedAtDoor != uint64(door+40-ok) || s.Refused != s.RefusedAtDoor {
-		t.Fatalf("stats %+v (door %d, ok %d)", s, door, ok)
+	if s := adm.Stats(); s.RefusedAtDoor != n || s.Refused != n || started.Load() != 5 {
+		t.Fatalf("stats %+v, started %d", s, started.Load())
 	}
 }
 
@@ -187,8 +166,9 @@ func backendServer(slots int, service time.Duration, started, finished *atomic.I
 // TestAdmissionAdaptiveHTTPBackend: a tool waiting on a backend of 4 slots,
 // first called by 4 clients (what the backend takes: the usual latency), then
 // by 8 (twice that): the adaptive limit, started at 12, is cut below the 8
-// clients; every call gets its result or the busy 503, and
-// every admitted call runs to its end.
+// clients (the latency the HTTP handler reports reaches the controller);
+// every call gets its result or the busy 503, and every admitted call runs to
+// its end.
 func TestAdmissionAdaptiveHTTPBackend(t *testing.T) {
 	t.Parallel()
 	// A service time well above what a call costs the server under -race on a
@@ -250,10 +230,11 @@ func TestAdmissionAdaptiveHTTPBackend(t *testing.T) {
 	}
 	s := adm.Stats()
 	// From 12 with 8 clients every call runs and takes about twice its usual
-	// time: the cut takes the limit below 8; it never grows back to 12 (from 8
-	// on every call runs, taking twice its time, and is cut).
-	if low >= 2*slots || s.MaxRunning >= 12 {
-		t.Fatalf("limit went down to %d and ended at %d under twice the backend's capacity, want below %d and below 12", low, s.MaxRunning, 2*slots)
+	// time: the cut takes the limit below 8. (Where it ends is the simulated
+	// tests' business: on a loaded machine a cut may look as if it did not
+	// help, and be undone, as meant.)
+	if low >= 2*slots {
+		t.Fatalf("limit went down to %d under twice the backend's capacity, want below %d", low, 2*slots)
 	}
 	waitFor(t, "every admitted call to end", func() bool { return adm.Stats().Running == 0 })
 	if started.Load() != finished.Load() || finished.Load() != okCalls.Load() {

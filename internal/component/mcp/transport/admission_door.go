@@ -10,9 +10,8 @@ import (
 )
 
 // Refusals at the door: when admission control would refuse a POST anyway
-// (every slot taken and the queue full) or an adaptive limit sees the CPU
-// saturated (admission_adaptive.go), the POST is refused right after its body
-// is read: the body is only scanned for its method and id, not parsed or
+// (every slot taken and the queue full), the POST is refused right after its
+// body is read: the body is only scanned for its method and id, not parsed or
 // checked, and the answer is pre-rendered. Under a CPU-bound overload a
 // refusal is paid for with the CPU the admitted calls need (goodput at twice
 // the capacity is at most (1 − 2r)/(1 − r) of it when a refusal costs r of a
