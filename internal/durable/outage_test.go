@@ -263,12 +263,12 @@ func TestStopDuringAnOutageLeavesTheRunPending(t *testing.T) {
 	dir := t.TempDir()
 	var n [3]atomic.Int32
 	a := startAppWith(t, durable.Options{DataDir: dir}, threeSteps(&n)...)
-	failed := make(chan struct{}, 1)
+	var faults atomic.Int32
+	failedTwice := make(chan struct{})
 	durable.SetStoreFaultForTest(a.rt, func(_ string, step int) error {
 		if step == 2 {
-			select {
-			case failed <- struct{}{}:
-			default:
+			if faults.Add(1) == 2 {
+				close(failedTwice) // the suspended segment was taken up again
 			}
 			return errReset
 		}
@@ -279,7 +279,11 @@ func TestStopDuringAnOutageLeavesTheRunPending(t *testing.T) {
 	if _, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "in"), durable.StartOptions{RunID: "r1"}); err != nil {
 		t.Fatal(err)
 	}
-	<-failed
+	select {
+	case <-failedTwice:
+	case <-ctx.Done():
+		t.Fatalf("the run was not taken up again after its checkpoint failed (%d tries)", faults.Load())
+	}
 	if run, err := a.rt.Get(ctx, "r1"); err != nil || run.State != durable.StateWorking {
 		t.Fatalf("run %+v, %v", run, err)
 	}

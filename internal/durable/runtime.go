@@ -62,7 +62,7 @@ type Options struct {
 	// connection's write lock before it fails (and is retried as a transient
 	// error); 0 means DefaultBusyTimeout.
 	BusyTimeout time.Duration
-	Logger        *slog.Logger
+	Logger      *slog.Logger
 }
 
 // Runtime runs durable workflows: the [Runs] of an app.
@@ -132,10 +132,11 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		if err != nil {
 			return nil, fmt.Errorf("durable store: %w", err)
 		}
-		// Both connections wait for SQLite's write lock instead of failing:
-		// a step whose checkpoint cannot be written fails its run, and on a
-		// busy disk (fsyncs of other processes) a lock can be held for
-		// seconds. DBOS keeps a busy_timeout the URL names.
+		// Both connections wait for SQLite's write lock before failing with
+		// SQLITE_BUSY: on a busy disk (fsyncs of other processes) a lock can
+		// be held for seconds, and a write that fails so is retried after a
+		// pause (outage.go) instead of at once. DBOS keeps a busy_timeout the
+		// URL names.
 		busy := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
 		cfg.DatabaseURL = "sqlite:file:" + path + "?_pragma=busy_timeout(" + busy + ")"
 		// One process owns an embedded store: its runs are always its own.
