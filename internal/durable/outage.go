@@ -281,6 +281,12 @@ func leavePending(err error) error {
 // up at Shutdown (the next start recovers the segment) and when the store has
 // not answered for Options.StoreOutage (logged: the segment stays pending).
 func (rt *Runtime) revive(wfID string, o outage) {
+	// DBOS retries a store that does not answer until its context ends: this
+	// one ends at Shutdown, which waits for revive.
+	dctx, cancel := dbos.WithCancel(rt.dctx)
+	defer cancel()
+	stop := context.AfterFunc(rt.stopping, cancel)
+	defer stop()
 	for n := o.attempts; ; n++ {
 		t := time.NewTimer(storeBackoff(n))
 		select {
@@ -289,9 +295,14 @@ func (rt *Runtime) revive(wfID string, o outage) {
 			return
 		case <-t.C:
 		}
-		_, err := dbos.ResumeWorkflow[RunOutput](rt.dctx, wfID)
+		err := rt.resumeSuspended(dctx, wfID)
 		if err == nil {
 			return
+		}
+		select {
+		case <-rt.closed:
+			return
+		default:
 		}
 		if !transientStoreError(err) || time.Since(o.since) >= rt.opts.StoreOutage {
 			rt.outages.end(wfID)
@@ -300,4 +311,20 @@ func (rt *Runtime) revive(wfID string, o outage) {
 			return
 		}
 	}
+}
+
+// resumeSuspended hands suspended segment wfID back to DBOS's queue, unless it
+// is no longer pending: a run cancelled while it waited for the store stays
+// cancelled (DBOS would resume a cancelled workflow too).
+func (rt *Runtime) resumeSuspended(dctx dbos.Context, wfID string) error {
+	ws, err := dbos.ListWorkflows(dctx, dbos.WithFilterWorkflowIDs(wfID), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return err
+	}
+	if len(ws) != 1 || ws[0].Status != dbos.WorkflowStatusPending {
+		rt.outages.end(wfID)
+		return nil
+	}
+	_, err = dbos.ResumeWorkflow[RunOutput](dctx, wfID)
+	return err
 }

@@ -432,3 +432,40 @@ func pgxConnect(url string) (*sql.DB, error) {
 	db.SetMaxOpenConns(1)
 	return db, db.Ping()
 }
+
+// A run cancelled while it waits for its store stays cancelled: the store
+// answering again does not take it up.
+func TestARunCancelledDuringAnOutageStaysCancelled(t *testing.T) {
+	t.Parallel()
+	var n [3]atomic.Int32
+	a := startAppWith(t, durable.Options{DataDir: t.TempDir()}, threeSteps(&n)...)
+	var faults atomic.Int32
+	failed := make(chan struct{})
+	durable.SetStoreFaultForTest(a.rt, func(_ string, step int) error {
+		if step == 1 {
+			if faults.Add(1) == 1 {
+				close(failed)
+			}
+			return errReset
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "in"), durable.StartOptions{RunID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	<-failed
+	if run, err := a.rt.Cancel(ctx, "r1"); err != nil || run.State != durable.StateCancelled {
+		t.Fatalf("cancel: %+v, %v", run, err)
+	}
+	// Long enough for several resumptions, were there any (the first pause
+	// is at most 100 ms, DBOS's queue is polled every second).
+	time.Sleep(2500 * time.Millisecond)
+	before := faults.Load()
+	time.Sleep(1500 * time.Millisecond)
+	run, err := a.rt.Get(ctx, "r1")
+	if err != nil || run.State != durable.StateCancelled || faults.Load() != before || n[2].Load() != 0 {
+		t.Fatalf("run %+v, %v; checkpoint tried %d then %d times; last step ran %d times", run, err, before, faults.Load(), n[2].Load())
+	}
+}

@@ -83,8 +83,10 @@ type Runtime struct {
 	// ready is closed at Launch: a Start before it waits (a trigger may
 	// deliver before the runtime recovered its pending runs).
 	ready chan struct{}
-	// closed is closed at Shutdown: Await calls end.
+	// closed is closed at Shutdown: Await calls end; stopping ends then too.
 	closed   chan struct{}
+	stopping context.Context
+	stop     context.CancelFunc
 	shutdown sync.Once
 	onPark   []func(Run)
 	metrics  *Metrics // operate.go: SetMetrics; nil observes nothing
@@ -115,6 +117,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	rt := &Runtime{opts: opts, logger: opts.Logger.With("component", "durable"), waiters: map[string][]chan struct{}{},
 		ready: make(chan struct{}), closed: make(chan struct{})}
+	rt.stopping, rt.stop = context.WithCancel(context.Background())
 	cfg := dbos.Config{
 		AppName:            appName(opts.AppName),
 		ApplicationVersion: ApplicationVersion,
@@ -288,6 +291,7 @@ func (rt *Runtime) Launch(ec *engine.Context) error {
 func (rt *Runtime) Shutdown(timeout time.Duration) {
 	rt.shutdown.Do(func() {
 		close(rt.closed)
+		rt.stop()
 		rt.outages.stop() // no revive after the store is closed
 		if err := dbos.Shutdown(rt.dctx, timeout); err != nil {
 			rt.logger.Warn("durable: shutdown", "error", err)
