@@ -289,22 +289,25 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 		if r.fatal != nil {
 			return r.fatal
 		}
+		ended := false
 		res, err = dbos.RunAsStep(r.dctx, func(context.Context) (stepResult, error) {
-			fresh = true
+			ended = true
 			return r.result(ex, name, runErr), nil
 		}, dbos.WithStepName(stepName+" end"))
+		fresh = ended
 	} else {
 		began, called := time.Now(), false // not called: replayed from its checkpoint
 		var ran time.Duration
 		res, err = dbos.RunAsStep(r.dctx, func(context.Context) (stepResult, error) {
 			r.clock.ran(r.rt.metrics)
-			called, fresh = true, true
+			called = true
 			t := time.Now()
 			runErr := run(ctx)
 			ran = time.Since(t)
 			return r.result(ex, name, runErr), nil
 		}, dbos.WithStepName(stepName))
 		r.clock.observe(r.rt.metrics, began, called, ran) // operate.go
+		fresh = called
 	}
 	if err != nil {
 		return r.storeFailed(name, err)
