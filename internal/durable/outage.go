@@ -249,13 +249,14 @@ func (o *outages) note(wfID string) outage {
 
 // suspend leaves segment wfID pending after the transient store error cause
 // and has it resumed once the store answers. It returns the error the
-// segment's execution must end with; or, when the outage has lasted past
-// Options.StoreOutage, the failure the run ends with instead.
-func (rt *Runtime) suspend(wfID string, cause error) (suspended error, gaveUp *StoreOutageError) {
+// segment's execution must end with (a *suspendedError); or, when the outage
+// has lasted past Options.StoreOutage, a *StoreOutageError, the failure the
+// run ends with instead.
+func (rt *Runtime) suspend(wfID string, cause error) error {
 	o := rt.outages.note(wfID)
 	if since := time.Since(o.since); since >= rt.opts.StoreOutage {
 		rt.outages.end(wfID)
-		return nil, &StoreOutageError{Store: rt.storeName(), For: since, What: "recording run " + wfID, Err: cause}
+		return &StoreOutageError{Store: rt.storeName(), For: since, What: "recording run " + wfID, Err: cause}
 	}
 	if o.attempts == 1 {
 		rt.logger.Warn("durable: a checkpoint could not be kept; the run waits for the store and goes on from its last checkpoint",
@@ -263,7 +264,7 @@ func (rt *Runtime) suspend(wfID string, cause error) (suspended error, gaveUp *S
 	}
 	// Once stopping, none: the next start recovers the pending segment.
 	rt.outages.spawn(func() { rt.revive(wfID, o) })
-	return &suspendedError{cause: cause}, nil
+	return &suspendedError{cause: cause}
 }
 
 // leavePending is the error a segment's execution ends with when a write of

@@ -156,9 +156,10 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 		runErr = fmt.Errorf("durable store: %w", r.fatal)
 		if transientStoreError(r.fatal) {
 			// A blip must not fail the run: it waits, pending, for the store.
-			suspended, gaveUp := rt.suspend(wfID, r.fatal)
-			if suspended != nil {
-				return RunOutput{}, suspended
+			err := rt.suspend(wfID, r.fatal)
+			var gaveUp *StoreOutageError
+			if !errors.As(err, &gaveUp) {
+				return RunOutput{}, err
 			}
 			runErr = gaveUp
 		}
