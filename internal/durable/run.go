@@ -157,8 +157,8 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 		if transientStoreError(r.fatal) {
 			// A blip must not fail the run: it waits, pending, for the store.
 			err := rt.suspend(wfID, r.fatal)
-			var gaveUp *StoreOutageError
-			if !errors.As(err, &gaveUp) {
+			gaveUp, ok := err.(*StoreOutageError)
+			if !ok {
 				return RunOutput{}, err
 			}
 			runErr = gaveUp
