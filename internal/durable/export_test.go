@@ -1,5 +1,7 @@
 package durable
 
+import "time"
+
 // InboxHasForTest reports whether a record with key waits in w's inbox, from
 // any source.
 func InboxHasForTest(w *Waits, key string) bool {
@@ -19,3 +21,16 @@ func HeldForTest(w *Waits) int {
 	defer w.mu.Unlock()
 	return len(w.memory)
 }
+
+// SetStoreFaultForTest has f fail the checkpoint of a run's top-level step as
+// the store would, before the step runs (nil: no fault). Set it before the
+// runs it concerns start.
+func SetStoreFaultForTest(rt *Runtime, f func(run string, step int) error) {
+	rt.storeFault = f
+}
+
+// TransientStoreErrorForTest is transientStoreError.
+func TransientStoreErrorForTest(err error) bool { return transientStoreError(err) }
+
+// StoreBackoffForTest is storeBackoff.
+func StoreBackoffForTest(n int) time.Duration { return storeBackoff(n) }

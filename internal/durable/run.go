@@ -131,7 +131,7 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 	first := false // the first execution of the run (operate.go: traceContext)
 	if seg == 0 {
 		if first, err = rt.insertRun(dctx, runID, in, string(w.Kind)); err != nil {
-			return RunOutput{}, err
+			return RunOutput{}, leavePending(err)
 		}
 	}
 	snap, err := exchange.DecodeSnapshot(in.Snapshot)
@@ -141,7 +141,7 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 	ex := exchange.NewFromSnapshot(snap)
 	ex.In().SetHeader(HeaderRunID, runID) // ${header.HelixRunId} in the steps
 	r := &stepRunner{rt: rt, dctx: dctx, run: runID, segment: seg, in: in, last: in.Snapshot, journaled: journaledSteps(w),
-		clock: runClock{began: time.Now()}}
+		clock: runClock{began: time.Now()}, outage: rt.outages.in(wfID)}
 	ctx := engine.WithStepRunner(context.Context(dctx), r)
 	ctx = WithDurable(ctx, runID)
 	ctx = traceContext(ctx, in.Trace, first)
@@ -154,8 +154,20 @@ func (rt *Runtime) interpret(dctx dbos.Context, in RunInput) (RunOutput, error) 
 			return RunOutput{}, r.fatal
 		}
 		runErr = fmt.Errorf("durable store: %w", r.fatal)
+		if transientStoreError(r.fatal) {
+			// A blip must not fail the run: it waits, pending, for the store.
+			err := rt.suspend(wfID, r.fatal)
+			gaveUp, ok := err.(*StoreOutageError)
+			if !ok {
+				return RunOutput{}, err
+			}
+			runErr = gaveUp
+		}
 		ex = nil
 		r.internal = true
+	}
+	if r.outage {
+		rt.outages.end(wfID)
 	}
 	if r.park != nil {
 		return rt.parkRun(dctx, runID, seg, r)
@@ -209,6 +221,9 @@ type stepRunner struct {
 	parkName string
 	parkSnap json.RawMessage
 	fatal    error
+	// outage: the segment was suspended by a store outage and has not
+	// recorded a checkpoint since (outage.go).
+	outage bool
 	// internal is set when the run ends failing in Helix itself (Run.Internal).
 	internal bool
 	// clock times checkpoints and resumptions for /metrics (operate.go).
@@ -220,6 +235,11 @@ var _ engine.StepRunner = (*stepRunner)(nil)
 func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchange.Exchange, run func(context.Context) error) error {
 	if i < r.in.StartStep {
 		return nil // ran in an earlier segment; ex is the exchange before StartStep
+	}
+	if r.fatal != nil {
+		// No step after one the store could not record (an error handler
+		// that recovered would have the next step take its place).
+		return r.fatal
 	}
 	r.at = i
 	name = stableName(name)
@@ -239,8 +259,14 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 	}
 	ctx = WithKey(ctx, fmt.Sprintf("%s/%d/0", r.run, i))
 	stepName := strconv.Itoa(i) + " " + name
+	if f := r.rt.storeFault; f != nil {
+		if err := f(r.run, i); err != nil {
+			return r.storeFailed(name, err)
+		}
+	}
 	var res stepResult
 	var err error
+	fresh := false // the checkpoint was recorded now, not replayed
 	if r.journaled[name] {
 		// Its entries are steps of their own (DBOS does not nest steps), then
 		// the exchange it ended with is one more.
@@ -264,9 +290,12 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 		if r.fatal != nil {
 			return r.fatal
 		}
+		ended := false
 		res, err = dbos.RunAsStep(r.dctx, func(context.Context) (stepResult, error) {
+			ended = true
 			return r.result(ex, name, runErr), nil
 		}, dbos.WithStepName(stepName+" end"))
+		fresh = ended
 	} else {
 		began, called := time.Now(), false // not called: replayed from its checkpoint
 		var ran time.Duration
@@ -279,11 +308,24 @@ func (r *stepRunner) RunTop(ctx context.Context, i int, name string, ex *exchang
 			return r.result(ex, name, runErr), nil
 		}, dbos.WithStepName(stepName))
 		r.clock.observe(r.rt.metrics, began, called, ran) // operate.go
+		fresh = called
 	}
 	if err != nil {
 		return r.storeFailed(name, err)
 	}
+	if fresh {
+		r.recordedAgain()
+	}
 	return r.apply(ex, name, res)
+}
+
+// recordedAgain ends the segment's store outage, if any, at a checkpoint the
+// store kept: a later outage is timed from its own start.
+func (r *stepRunner) recordedAgain() {
+	if r.outage {
+		r.outage = false
+		r.rt.outages.end(segmentID(r.run, r.segment))
+	}
 }
 
 // recordedJournal reports whether the segment recorded the end of journaled
@@ -416,7 +458,9 @@ func (j *journal) Do(ctx context.Context, name string, fn func(context.Context) 
 		Value json.RawMessage `json:"v,omitempty"`
 		Error string          `json:"e,omitempty"`
 	}
+	fresh := false // recorded now, not replayed
 	e, err := dbos.RunAsStep(j.r.dctx, func(context.Context) (entry, error) {
+		fresh = true
 		v, err := fn(ctx)
 		if err != nil {
 			return entry{Error: err.Error()}, nil
@@ -429,6 +473,9 @@ func (j *journal) Do(ctx context.Context, name string, fn func(context.Context) 
 		}
 		j.r.fatal = err
 		return nil, err
+	}
+	if fresh {
+		j.r.recordedAgain()
 	}
 	if e.Error != "" {
 		return nil, errors.New(e.Error)
@@ -465,7 +512,7 @@ func (rt *Runtime) finish(dctx dbos.Context, runID string, seg int, in RunInput,
 		}
 	}
 	if err := rt.endRun(dctx, runID, seg, state, step, result, msg, internal); err != nil {
-		return RunOutput{}, err
+		return RunOutput{}, leavePending(err)
 	}
 	rt.wake(runID)
 	return RunOutput{State: state, Step: step}, nil
@@ -484,7 +531,7 @@ func (rt *Runtime) parkRun(dctx dbos.Context, runID string, seg int, r *stepRunn
 		}
 	}
 	if err := rt.parkInStore(dctx, runID, seg, state, r.at, r.parkName, newStoredWait(waits), r.parkSnap); err != nil {
-		return RunOutput{}, err
+		return RunOutput{}, leavePending(err)
 	}
 	// The hooks first: whoever awaits the run finds them done.
 	if run, err := rt.Get(context.WithoutCancel(dctx), runID); err == nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,7 +54,15 @@ type Options struct {
 	ReplicaID string
 	// MaxCheckpoint bounds one step's checkpoint; 0 means DefaultMaxCheckpoint.
 	MaxCheckpoint int
-	Logger        *slog.Logger
+	// StoreOutage bounds how long a run waits for a store that fails with a
+	// transient error before the run fails (outage.go); 0 means
+	// DefaultStoreOutage.
+	StoreOutage time.Duration
+	// BusyTimeout is how long a write to the embedded store waits for another
+	// connection's write lock before it fails (and is retried as a transient
+	// error); 0 means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // Runtime runs durable workflows: the [Runs] of an app.
@@ -74,11 +83,18 @@ type Runtime struct {
 	// ready is closed at Launch: a Start before it waits (a trigger may
 	// deliver before the runtime recovered its pending runs).
 	ready chan struct{}
-	// closed is closed at Shutdown: Await calls end.
+	// closed is closed at Shutdown: Await calls end; stopping ends then too.
 	closed   chan struct{}
+	stopping context.Context
+	stop     context.CancelFunc
 	shutdown sync.Once
 	onPark   []func(Run)
 	metrics  *Metrics // operate.go: SetMetrics; nil observes nothing
+	// storeFault, set by tests only, fails the checkpoint of a run's step as
+	// the store would (export_test.go).
+	storeFault func(run string, step int) error
+	// outages are the segments waiting for the store to answer (outage.go).
+	outages outages
 	// waiters are the Await calls of this process, by run id: woken when a
 	// run of this process parks or ends (runs of other replicas are polled).
 	waiters map[string][]chan struct{}
@@ -90,11 +106,18 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.MaxCheckpoint <= 0 {
 		opts.MaxCheckpoint = DefaultMaxCheckpoint
 	}
+	if opts.StoreOutage <= 0 {
+		opts.StoreOutage = DefaultStoreOutage
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	rt := &Runtime{opts: opts, logger: opts.Logger.With("component", "durable"), waiters: map[string][]chan struct{}{},
 		ready: make(chan struct{}), closed: make(chan struct{})}
+	rt.stopping, rt.stop = context.WithCancel(context.Background())
 	cfg := dbos.Config{
 		AppName:            appName(opts.AppName),
 		ApplicationVersion: ApplicationVersion,
@@ -112,14 +135,16 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		if err != nil {
 			return nil, fmt.Errorf("durable store: %w", err)
 		}
-		// Both connections wait for SQLite's write lock instead of failing:
-		// a step whose checkpoint cannot be written fails its run, and on a
-		// busy disk (fsyncs of other processes) a lock can be held for
-		// seconds. DBOS keeps a busy_timeout the URL names.
-		cfg.DatabaseURL = "sqlite:file:" + path + "?_pragma=busy_timeout(" + sqliteBusyMillis + ")"
+		// Both connections wait for SQLite's write lock before failing with
+		// SQLITE_BUSY: on a busy disk (fsyncs of other processes) a lock can
+		// be held for seconds, and a write that fails so is retried after a
+		// pause (outage.go) instead of at once. DBOS keeps a busy_timeout the
+		// URL names.
+		busy := strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
+		cfg.DatabaseURL = "sqlite:file:" + path + "?_pragma=busy_timeout(" + busy + ")"
 		// One process owns an embedded store: its runs are always its own.
 		cfg.ExecutorID = "local"
-		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout("+sqliteBusyMillis+")&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout("+busy+")&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
 		if err != nil {
 			return nil, fmt.Errorf("durable store %s: %w", path, err)
 		}
@@ -242,9 +267,10 @@ func (rt *Runtime) OnPark(f func(Run)) {
 // workflows of their own (registered through Extend).
 func (rt *Runtime) DBOS() dbos.Context { return rt.dctx }
 
-// sqliteBusyMillis is how long a write to the embedded durable store waits
-// for another connection's write to finish.
-const sqliteBusyMillis = "60000"
+// DefaultBusyTimeout is how long a write to the embedded durable store waits
+// for another connection's write to finish when Options.BusyTimeout does not
+// say.
+const DefaultBusyTimeout = 60 * time.Second
 
 // Launch starts running: the runs a crash left pending are recovered now, on
 // the workflows of ec.
@@ -265,6 +291,8 @@ func (rt *Runtime) Launch(ec *engine.Context) error {
 func (rt *Runtime) Shutdown(timeout time.Duration) {
 	rt.shutdown.Do(func() {
 		close(rt.closed)
+		rt.stop()
+		rt.outages.stop() // no revive after the store is closed
 		if err := dbos.Shutdown(rt.dctx, timeout); err != nil {
 			rt.logger.Warn("durable: shutdown", "error", err)
 		}

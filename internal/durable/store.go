@@ -105,10 +105,14 @@ func now() int64 { return time.Now().UnixMilli() }
 // a recovery finds it there).
 func (rt *Runtime) insertRun(ctx context.Context, runID string, in RunInput, kind string) (inserted bool, err error) {
 	t := now()
-	res, err := rt.db.ExecContext(context.WithoutCancel(ctx), rt.q(`INSERT INTO helix_runs
+	var res sql.Result
+	err = rt.storeRetry(ctx, "recording run "+runID, func() (err error) {
+		res, err = rt.db.ExecContext(context.WithoutCancel(ctx), rt.q(`INSERT INTO helix_runs
 		(run_id, workflow, kind, segment, state, principal, ttl_ms, created_at, updated_at)
 		VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`),
-		runID, in.Workflow, kind, string(StateWorking), in.Principal, in.TTLMillis, t, t)
+			runID, in.Workflow, kind, string(StateWorking), in.Principal, in.TTLMillis, t, t)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("durable store: recording run %s: %w", runID, err)
 	}
@@ -118,9 +122,12 @@ func (rt *Runtime) insertRun(ctx context.Context, runID string, in RunInput, kin
 
 // endRun records that segment seg of the run ended the run.
 func (rt *Runtime) endRun(ctx context.Context, runID string, seg int, state State, step int, result json.RawMessage, msg string, internal bool) error {
-	_, err := rt.db.ExecContext(context.WithoutCancel(ctx), rt.q(`UPDATE helix_runs SET state = ?, step = ?, result = ?, error = ?, internal_failure = ?,
+	err := rt.storeRetry(ctx, "recording the end of run "+runID, func() error {
+		_, err := rt.db.ExecContext(context.WithoutCancel(ctx), rt.q(`UPDATE helix_runs SET state = ?, step = ?, result = ?, error = ?, internal_failure = ?,
 		wait = NULL, snapshot = NULL, updated_at = ? WHERE run_id = ? AND segment = ? AND state = ?`),
-		string(state), step, nullString(result), msg, boolInt(internal), now(), runID, seg, string(StateWorking))
+			string(state), step, nullString(result), msg, boolInt(internal), now(), runID, seg, string(StateWorking))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("durable store: recording the end of run %s: %w", runID, err)
 	}
@@ -133,9 +140,12 @@ func (rt *Runtime) parkInStore(ctx context.Context, runID string, seg int, state
 	if err != nil {
 		return err
 	}
-	_, err = rt.db.ExecContext(context.WithoutCancel(ctx), rt.q(`UPDATE helix_runs SET state = ?, step = ?, step_name = ?, wait = ?, snapshot = ?,
+	err = rt.storeRetry(ctx, "parking run "+runID, func() error {
+		_, err := rt.db.ExecContext(context.WithoutCancel(ctx), rt.q(`UPDATE helix_runs SET state = ?, step = ?, step_name = ?, wait = ?, snapshot = ?,
 		updated_at = ? WHERE run_id = ? AND segment = ? AND state = ?`),
-		string(state), step, name, string(wait), string(snap), now(), runID, seg, string(StateWorking))
+			string(state), step, name, string(wait), string(snap), now(), runID, seg, string(StateWorking))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("durable store: parking run %s: %w", runID, err)
 	}
@@ -202,8 +212,9 @@ func (rt *Runtime) Start(ctx context.Context, workflow string, ex *exchange.Exch
 		return Run{}, fmt.Errorf("durable: starting run %s: %s", id, redactURL(err.Error(), rt.opts.Store))
 	}
 	run, err := rt.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		// Started, not yet recorded by its first execution.
+	if errors.Is(err, ErrNotFound) || transientStoreError(err) {
+		// Started, not yet recorded by its first execution (or the store
+		// does not answer now: the run waits for it, Await too).
 		t := time.Now()
 		return Run{ID: id, Workflow: workflow, State: StateWorking, Principal: opts.Principal, TTL: opts.TTL, CreatedAt: t, UpdatedAt: t, Attempts: 1}, nil
 	}
@@ -214,6 +225,7 @@ func (rt *Runtime) Start(ctx context.Context, workflow string, ex *exchange.Exch
 func (rt *Runtime) Await(ctx context.Context, runID string) (Run, error) {
 	poll := time.NewTicker(100 * time.Millisecond)
 	defer poll.Stop()
+	var storeErr error // the last read failed so
 	for {
 		woken := make(chan struct{})
 		rt.mu.Lock()
@@ -221,7 +233,14 @@ func (rt *Runtime) Await(ctx context.Context, runID string) (Run, error) {
 		rt.mu.Unlock()
 		run, err := rt.Get(ctx, runID)
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return run, err
+			if !transientStoreError(err) || ctx.Err() != nil {
+				return run, err
+			}
+			// The store does not answer: the run waits for it (outage.go),
+			// and so does its caller, up to its own deadline.
+			storeErr = err
+		} else {
+			storeErr = nil
 		}
 		if err == nil && (run.State != StateWorking) {
 			return run, nil
@@ -229,6 +248,9 @@ func (rt *Runtime) Await(ctx context.Context, runID string) (Run, error) {
 		// Other replicas' runs are polled; this process's wake it.
 		select {
 		case <-ctx.Done():
+			if storeErr != nil {
+				return run, fmt.Errorf("%w (the durable store does not answer: %v)", ctx.Err(), storeErr)
+			}
 			return run, ctx.Err()
 		case <-rt.closed:
 			return run, ErrShutdown
@@ -280,9 +302,15 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (Run, error) {
 		// Executions of the current segment: 1, plus one per recovery. Only
 		// while it works: Await reads every run it waits for here, and an
 		// ended run's reply need not wait for one more query.
-		if ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(segmentID(runID, r.Segment)), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false)); err == nil && len(ws) == 1 {
+		// DBOS retries a store that does not answer until its context ends:
+		// the caller's, not the runtime's.
+		lctx, cancel := dbos.WithCancel(rt.dctx)
+		stop := context.AfterFunc(ctx, cancel)
+		if ws, err := dbos.ListWorkflows(lctx, dbos.WithFilterWorkflowIDs(segmentID(runID, r.Segment)), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false)); err == nil && len(ws) == 1 {
 			r.Attempts = ws[0].Attempts
 		}
+		stop()
+		cancel()
 	}
 	return r, nil
 }
