@@ -64,23 +64,39 @@ func loopbackSources(n int, target string) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// newLoadClient is newHTTPClient with the connection handling of cfg: no
-// keep-alive for a new connection per call, and dials spread over sources (nil:
-// the system's choice).
-func newLoadClient(conns int, timeout time.Duration, newConn bool, sources []netip.Addr) *http.Client {
-	hc := newHTTPClient(conns, timeout)
-	tr := hc.Transport.(*http.Transport)
-	tr.DisableKeepAlives = newConn
+// loadClients returns one HTTP client per load client, each with a transport of
+// its own that holds at most one connection: -clients N is N keep-alive
+// connections at the server, as a thousand separate MCP clients are. A shared
+// pool would not keep to that: a request that finds no idle connection dials a
+// new one and, if another connection frees up first, takes that one and leaves
+// the dialled connection idle beside it, so the server would hold more
+// connections (each with its buffers and goroutine) than there are clients.
+// With newConn every request goes out on a fresh connection; dials spread over
+// sources in turn (nil: the system's choice).
+func loadClients(n int, timeout time.Duration, newConn bool, sources []netip.Addr) []*http.Client {
+	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	if len(sources) > 1 {
 		var next atomic.Uint64
-		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			src := sources[(next.Add(1)-1)%uint64(len(sources))]
 			d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second,
 				LocalAddr: &net.TCPAddr{IP: src.AsSlice()}}
 			return d.DialContext(ctx, network, addr)
 		}
 	}
-	return hc
+	out := make([]*http.Client, n)
+	for i := range out {
+		hc := newHTTPClient(1, timeout)
+		tr := hc.Transport.(*http.Transport)
+		tr.MaxConnsPerHost = 1
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1, 1
+		tr.DisableKeepAlives = newConn
+		if dial != nil {
+			tr.DialContext = dial
+		}
+		out[i] = hc
+	}
+	return out
 }
 
 // checkFileLimit fails early when the clients' connections cannot fit in the

@@ -195,3 +195,75 @@ func TestMatrixComparesWithinCellAndRound(t *testing.T) {
 		t.Error("a base without runs: want an error")
 	}
 }
+
+// -clients N: the server holds N connections, each carrying one client's
+// session from its initialize to its DELETE. A shared pool opens every session
+// on the same connection and, under load, dials connections beside the clients'.
+func TestEachClientItsOwnConnection(t *testing.T) {
+	f := &fakeServer{sessions: map[string]bool{}}
+	type connKey struct{}
+	var (
+		mu             sync.Mutex
+		nextConn       int
+		open, mostOpen int
+		perConn        = map[int]map[string]bool{} // connection → the sessions its requests named
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Context().Value(connKey{}).(int)
+		f.ServeHTTP(w, r)
+		sid := r.Header.Get(headerSession)
+		if sid == "" {
+			sid = w.Header().Get(headerSession) // initialize: the id it was given
+		}
+		mu.Lock()
+		perConn[id][sid] = true
+		mu.Unlock()
+	}))
+	srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		mu.Lock()
+		defer mu.Unlock()
+		nextConn++
+		perConn[nextConn] = map[string]bool{}
+		return context.WithValue(ctx, connKey{}, nextConn)
+	}
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case http.StateNew:
+			open++
+			mostOpen = max(mostOpen, open)
+		case http.StateClosed, http.StateHijacked:
+			open--
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	cfg := quickConfig(srv.URL + "/mcp")
+	cfg.Clients, cfg.Duration = 16, 300*time.Millisecond
+	r, err := runLoad(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Errors != 0 || r.Requests == 0 {
+		t.Fatalf("requests=%d errors=%d %q", r.Requests, r.Errors, r.ErrorSamples)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if mostOpen != cfg.Clients {
+		t.Errorf("%d clients held up to %d connections at once, want one each", cfg.Clients, mostOpen)
+	}
+	clients := map[string]bool{}
+	for id, sessions := range perConn {
+		if len(sessions) != 1 {
+			t.Errorf("connection %d carried the requests of sessions %v, want one client's", id, sessions)
+		}
+		for s := range sessions {
+			clients[s] = true
+		}
+	}
+	if len(clients) != cfg.Clients {
+		t.Errorf("the connections carried %d sessions, want %d", len(clients), cfg.Clients)
+	}
+}

@@ -123,8 +123,12 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := newLoadClient(cfg.Clients, cfg.Timeout, cfg.NewConn, sources)
-	defer hc.CloseIdleConnections()
+	clients := loadClients(cfg.Clients, cfg.Timeout, cfg.NewConn, sources)
+	defer func() {
+		for _, hc := range clients {
+			hc.CloseIdleConnections()
+		}
+	}()
 	params, err := json.Marshal(map[string]any{"name": cfg.Tool, "arguments": json.RawMessage(cfg.Args)})
 	if err != nil {
 		return nil, err
@@ -133,7 +137,7 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 	// Open every session first so that initialize cost is not part of the window.
 	sessions := make([]*session, cfg.Clients)
 	for i := range sessions {
-		s := &session{hc: hc, url: cfg.URL, protocol: cfg.Protocol}
+		s := &session{hc: clients[i], url: cfg.URL, protocol: cfg.Protocol}
 		if !cfg.Stateless {
 			if err := s.open(ctx); err != nil {
 				return nil, fmt.Errorf("client %d: open session at %s: %w", i, cfg.URL, err)
@@ -176,7 +180,10 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 		}()
 	}
 
-	// Snapshot the server at the window's edges.
+	// Snapshot the server at the window's edges, on a connection of the tool's
+	// own, not one of the clients'.
+	statsClient := newHTTPClient(1, cfg.Timeout)
+	defer statsClient.CloseIdleConnections()
 	var cpu0, cpu1, self0, self1 time.Duration
 	var ms0, ms1 memStats
 	var st0, st1 machineTicks
@@ -194,7 +201,7 @@ func runLoad(ctx context.Context, cfg loadConfig) (*result, error) {
 			*cpu = c
 		}
 		if cfg.Memstats != "" {
-			m, err := fetchMemStats(hc, cfg.Memstats)
+			m, err := fetchMemStats(statsClient, cfg.Memstats)
 			if err != nil && snapErr == nil {
 				snapErr = err
 			}

@@ -19,11 +19,15 @@ package netguard
 
 // stackReserveFrame is the frame of reserveStack. The runtime gives a goroutine
 // a stack of a power of two in size; with this frame on top of the frames below
-// the guard, the new stack is the next power of two above it, the size the MCP
-// handler reaches with a tool that runs a pipeline and a Starlang step (the
-// test of this file checks that a call that deep no longer moves the stack).
-// A frame of half the target size is well clear of both neighbouring sizes.
-const stackReserveFrame = 8 << 10
+// the guard, the new stack is the next power of two above it: 8 KiB, which
+// holds a keep-alive tools/call of a tool that runs a pipeline and a Starlang
+// step, with the console capturing it (the test of this file checks that a call
+// that deep no longer moves the stack; the MCP server's tests check that the
+// call fits). A stack that grows further stays at the larger size for the
+// connection's life, twice the memory per connection: so the reserve is not
+// larger than the handler needs. A frame of half the target size is well clear
+// of both neighbouring sizes.
+const stackReserveFrame = 4 << 10
 
 // reserveStack grows the calling goroutine's stack to hold stackReserveFrame
 // more bytes than it uses now. The frame must really be there, so it is a local

@@ -83,6 +83,25 @@ func TestStackReserveHoldsADeepHandler(t *testing.T) {
 	}
 }
 
+// TestStackReserveIsNoLargerThanNeeded: the reserve grows the stack to 8 KiB,
+// not beyond: a chain deeper than 8 KiB still moves it. A connection's goroutine
+// keeps the stack the reserve gave it for the connection's life, so a larger
+// reserve is memory on every idle keep-alive connection.
+func TestStackReserveIsNoLargerThanNeeded(t *testing.T) {
+	const depth = (9 << 10) / deepFrame // 9 KiB: more than an 8 KiB stack holds
+	done := make(chan bool)
+	go func() {
+		var marker byte
+		_ = reserveStack(0)
+		grown := uintptr(unsafe.Pointer(&marker))
+		_ = deep(depth)
+		done <- uintptr(unsafe.Pointer(&marker)) != grown
+	}()
+	if !<-done {
+		t.Fatal("a 9 KiB call chain after reserveStack did not move the stack: the reserve grew it beyond 8 KiB")
+	}
+}
+
 const deepFrame = 512
 
 //go:noinline

@@ -31,33 +31,63 @@ import (
 // behind such a result, with every detail, for the caller's log; it is nil when
 // the call succeeded or the tool itself reported the failure.
 func (t *Tool) Call(ctx context.Context, rawArgs json.RawMessage) (res Result, cause error) {
+	// The arguments, the failure and the result's shape are handled in functions
+	// of their own, writing into res: this frame stays on the stack for the
+	// whole call, which a connection's goroutine keeps at the size its deepest
+	// request took it to.
+	args, ok := t.arguments(rawArgs, &res)
+	if !ok {
+		return res, nil
+	}
+	if cause = t.invoke(ctx, args, &res); cause != nil {
+		failed(&res, cause)
+		return res, cause
+	}
+	t.shapeInto(&res)
+	return res, nil
+}
+
+// arguments decodes and validates a call's arguments; when they are not
+// valid, it writes the error result into res and returns false.
+//
+//go:noinline
+func (t *Tool) arguments(rawArgs json.RawMessage, res *Result) (map[string]any, bool) {
 	args, err := DecodeArguments(rawArgs)
 	if err != nil {
-		return ErrorResult(err.Error()), nil
+		*res = ErrorResult(err.Error())
+		return nil, false
 	}
 	if t.Validate != nil {
 		args, err = safeValidate(t.Validate, args)
 		if err != nil {
-			return ErrorResult(fmt.Sprintf("invalid arguments for tool %s: %v", t.Name, err)), nil
+			*res = ErrorResult(fmt.Sprintf("invalid arguments for tool %s: %v", t.Name, err))
+			return nil, false
 		}
 		if args == nil {
 			args = map[string]any{}
 		}
 	}
-	res, err = t.invoke(ctx, args)
-	if err != nil {
-		return ErrorResult(exchange.ClientMessage(err)), err
-	}
-	return t.shape(res), nil
+	return args, true
 }
 
-func (t *Tool) invoke(ctx context.Context, args map[string]any) (res Result, err error) {
+// failed makes res the result of a call that failed with cause.
+//
+//go:noinline
+func failed(res *Result, cause error) { *res = ErrorResult(exchange.ClientMessage(cause)) }
+
+// shapeInto is shape applied to res in place.
+//
+//go:noinline
+func (t *Tool) shapeInto(res *Result) { *res = t.shape(*res) }
+
+func (t *Tool) invoke(ctx context.Context, args map[string]any, res *Result) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &engine.PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return t.Invoke(ctx, args)
+	*res, err = t.Invoke(ctx, args)
+	return err
 }
 
 // safeValidate runs a user-supplied validator; a panic in it is reported like any

@@ -222,7 +222,7 @@ func (c *Capture) StartExchangeAt(ctx context.Context, now time.Time, kind, id, 
 		rec.ReplayOf = ticket.Of
 		rec.Principal = "console: " + ticket.By
 	}
-	rec.Input = c.redactor.snapshot(ex, c.opts.BodyLimit)
+	c.redactor.snapshotInto(&rec.Input, ex, c.opts.BodyLimit) // in place: a small frame (redact.go)
 	c.keepReplayInput(rec, ex)
 	return context.WithValue(ctx, ctxKey{}, &active{rec: rec}), &exchangeEnd{c: c, rec: rec, ex: ex}
 }
@@ -306,12 +306,14 @@ type stepEnd struct {
 
 func (e *stepEnd) End(err error, start, now time.Time) {
 	c := e.c
-	st := Step{Index: e.index, Name: e.name, Start: start, Duration: now.Sub(start)}
+	// Written in place, not built here and copied: this runs at the bottom of
+	// a tool call's stack (redact.go's snapshotInto).
+	e.rec.Steps = append(e.rec.Steps, Step{Index: e.index, Name: e.name, Start: start, Duration: now.Sub(start)})
+	st := &e.rec.Steps[len(e.rec.Steps)-1]
 	if err != nil {
 		st.Error = c.redactor.text(err.Error())
 	}
-	st.After = c.redactor.snapshot(e.ex, c.opts.BodyLimit)
-	e.rec.Steps = append(e.rec.Steps, st)
+	c.redactor.snapshotInto(&st.After, e.ex, c.opts.BodyLimit)
 }
 
 func (c *Capture) end(rec *Exchange, ex *exchange.Exchange, err error, now time.Time) {

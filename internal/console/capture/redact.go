@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/arvenza/helix/internal/console"
+	"github.com/arvenza/helix/internal/plainjson"
 	"github.com/arvenza/helix/internal/redact"
 	"github.com/arvenza/helix/pkg/exchange"
 )
@@ -66,39 +67,55 @@ func (r redactor) secret(name string) bool {
 // text hides the process's configured secrets and URL credentials in s.
 func (r redactor) text(s string) string { return redact.Text(s) }
 
-// snapshot is ex's headers and body now, as bounded, redacted text. It reads
-// the exchange without changing it and copies what it keeps.
-func (r redactor) snapshot(ex *exchange.Exchange, bodyLimit int) Snapshot {
-	var s Snapshot
+// snapshotInto writes ex's headers and body now into s, as bounded, redacted
+// text. It reads the exchange without changing it and copies what it keeps.
+// It and its helpers keep small frames, and write into s rather than return a
+// Snapshot: an exchange's and a step's capture run at the bottom of a tool
+// call's stack, which a connection's goroutine keeps at the size its deepest
+// request took it to.
+func (r redactor) snapshotInto(s *Snapshot, ex *exchange.Exchange, bodyLimit int) {
 	msg := ex.In()
 	if h := msg.Headers(); len(h) > 0 {
-		names := make([]string, 0, len(h))
-		for k := range h {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		if len(names) > maxHeaders {
-			s.HeadersNotShown = len(names) - maxHeaders
-			names = names[:maxHeaders]
-		}
-		s.Headers = make([]Header, 0, len(names))
-		for _, k := range names {
-			hd := Header{Name: k}
-			if r.secret(k) {
-				hd.Value, hd.Redacted = Mask, true
-				s.Redacted = true
-			} else {
-				v := r.text(exchange.Stringify(h[k]))
-				if len(v) > maxHeaderValue {
-					v, hd.Truncated = console.Cut(v, maxHeaderValue), true
-				}
-				hd.Value = v
-			}
-			s.Headers = append(s.Headers, hd)
-		}
+		r.headers(s, h)
 	}
+	r.body(s, msg.Body(), bodyLimit)
+	s.Redacted = s.Redacted || s.BodyRedacted
+	if err := ex.Exception(); err != nil {
+		s.Failed = r.text(err.Error())
+	}
+}
+
+// headers writes h, sorted, bounded and redacted, into s.
+func (r redactor) headers(s *Snapshot, h map[string]any) {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	if len(names) > maxHeaders {
+		s.HeadersNotShown = len(names) - maxHeaders
+		names = names[:maxHeaders]
+	}
+	s.Headers = make([]Header, 0, len(names))
+	for _, k := range names {
+		hd := Header{Name: k}
+		if r.secret(k) {
+			hd.Value, hd.Redacted = Mask, true
+			s.Redacted = true
+		} else {
+			v := r.text(exchange.Stringify(h[k]))
+			if len(v) > maxHeaderValue {
+				v, hd.Truncated = console.Cut(v, maxHeaderValue), true
+			}
+			hd.Value = v
+		}
+		s.Headers = append(s.Headers, hd)
+	}
+}
+
+// body writes body, bounded and redacted, into s.
+func (r redactor) body(s *Snapshot, body any, bodyLimit int) {
 	w := bodyWriter{r: r, limit: bodyLimit}
-	body := msg.Body()
 	s.BodyType = kindOf(body)
 	switch b := body.(type) {
 	case nil:
@@ -119,11 +136,6 @@ func (r redactor) snapshot(ex *exchange.Exchange, bodyLimit int) Snapshot {
 	s.BodyBytes = w.full
 	s.Truncated = w.truncated
 	s.BodyRedacted = w.redacted || s.Body != w.b.String()
-	s.Redacted = s.Redacted || s.BodyRedacted
-	if err := ex.Exception(); err != nil {
-		s.Failed = r.text(err.Error())
-	}
-	return s
 }
 
 // bodyWriter writes a body as JSON text up to limit bytes; past it, it only
@@ -167,6 +179,54 @@ func (w *bodyWriter) value(v any, depth int) {
 		w.raw("null")
 	case string:
 		w.str(x)
+	case bool, int, int64, float64, []byte:
+		w.scalar(x)
+	case map[string]any:
+		w.object(x, depth)
+	case []any:
+		w.raw("[")
+		for i, e := range x {
+			if i > 0 {
+				w.raw(",")
+			}
+			w.value(e, depth+1)
+		}
+		w.raw("]")
+	default:
+		w.other(x, depth)
+	}
+}
+
+// object, scalar, other and str are functions of their own so that value, which
+// recurses once per level of a body, keeps a small frame: the capture of a
+// step's body runs at the bottom of a tool call's stack, which a connection's
+// goroutine keeps at the size its deepest request took it to.
+func (w *bodyWriter) object(x map[string]any, depth int) {
+	keys := make([]string, 0, len(x))
+	for k := range x {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	w.raw("{")
+	for i, k := range keys {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.str(k)
+		w.raw(":")
+		if w.r.secret(k) {
+			w.str(Mask)
+			w.redacted = true
+			continue
+		}
+		w.value(x[k], depth+1)
+	}
+	w.raw("}")
+}
+
+// scalar writes a boolean, a number or bytes.
+func (w *bodyWriter) scalar(v any) {
+	switch x := v.(type) {
 	case bool:
 		w.raw(strconv.FormatBool(x))
 	case int:
@@ -181,51 +241,23 @@ func (w *bodyWriter) value(v any, depth int) {
 		w.raw(strconv.FormatFloat(x, 'g', -1, 64))
 	case []byte:
 		w.str("base64:" + base64.StdEncoding.EncodeToString(x[:min(len(x), w.limit)]))
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		w.raw("{")
-		for i, k := range keys {
-			if i > 0 {
-				w.raw(",")
-			}
-			w.str(k)
-			w.raw(":")
-			if w.r.secret(k) {
-				w.str(Mask)
-				w.redacted = true
-				continue
-			}
-			w.value(x[k], depth+1)
-		}
-		w.raw("}")
-	case []any:
-		w.raw("[")
-		for i, e := range x {
-			if i > 0 {
-				w.raw(",")
-			}
-			w.value(e, depth+1)
-		}
-		w.raw("]")
-	default:
-		// Another type (a struct a component made): its JSON, with secret
-		// fields hidden by decoding it into the generic form first.
-		b, err := json.Marshal(x)
-		if err != nil {
-			w.str(fmt.Sprintf("(%T: not JSON)", x))
-			return
-		}
-		var g any
-		if json.Unmarshal(b, &g) != nil {
-			w.str(fmt.Sprintf("(%T: not JSON)", x))
-			return
-		}
-		w.value(g, depth+1)
 	}
+}
+
+// other writes a value of another type (a struct a component made): its JSON,
+// with secret fields hidden by decoding it into the generic form first.
+func (w *bodyWriter) other(x any, depth int) {
+	b, err := json.Marshal(x)
+	if err != nil {
+		w.str(fmt.Sprintf("(%T: not JSON)", x))
+		return
+	}
+	var g any
+	if json.Unmarshal(b, &g) != nil {
+		w.str(fmt.Sprintf("(%T: not JSON)", x))
+		return
+	}
+	w.value(g, depth+1)
 }
 
 // str writes s as a JSON string. Only the part that can still fit is
@@ -238,15 +270,14 @@ func (w *bodyWriter) str(s string) {
 		return
 	}
 	if len(s) > room {
-		b, _ := json.Marshal(console.Cut(s, room))
-		w.raw(string(b))
+		w.raw(string(plainjson.AppendString(nil, console.Cut(s, room))))
 		// What was not encoded is counted, and the text is over the limit.
 		w.full += len(s) - room
 		w.truncated = true
 		return
 	}
-	b, _ := json.Marshal(s)
-	w.raw(string(b))
+	// As json.Marshal writes a string, without its reflection (a deep stack).
+	w.raw(string(plainjson.AppendString(nil, s)))
 }
 
 // kindOf names a body's kind for people ("" for none).

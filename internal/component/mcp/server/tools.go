@@ -308,25 +308,42 @@ func (c *toolCaller) callAsked(ctx context.Context, t *serverTool, rawArgs json.
 // run runs the tool; asked reports a run that stopped on a question for the
 // client (an engine.Interrupt: inputrequired.go answers the call with it).
 func (c *toolCaller) run(ctx context.Context, t *serverTool, rawArgs json.RawMessage) (_ *sdk.CallToolResult, asked bool) {
+	// The rare branches are functions of their own: this frame stays on the
+	// stack for the whole call, which a connection's goroutine keeps at the size
+	// its deepest request took it to.
 	if c.gate != nil {
 		if !c.gate.enter() {
-			return sdkResult(tool.ErrorResult("the MCP server is shutting down; try again later")), false
+			return shuttingDownResult(), false
 		}
 		defer c.gate.leave()
 	}
 	res, cause := t.t.Call(tool.WithCaller(withPrincipalHeader(ctx), c.caller), rawArgs)
-	if engine.IsInterrupt(cause) {
-		return sdkResult(res), true
-	}
 	if cause != nil {
-		// The client gets the message only; the log keeps the step and position.
-		if engine.IsPanic(cause) {
-			c.logger.Error("mcp tool panicked", "tool", t.info.Name, "workflow", t.t.ID, "error", cause)
-		} else {
-			c.logger.Debug("mcp tool failed", "tool", t.info.Name, "workflow", t.t.ID, "error", cause)
+		if engine.IsInterrupt(cause) {
+			return sdkResult(res), true
 		}
+		c.logFailure(t, cause)
 	}
 	return sdkResult(res), false
+}
+
+// shuttingDownResult is the answer to a call that comes while the server stops.
+//
+//go:noinline
+func shuttingDownResult() *sdk.CallToolResult {
+	return sdkResult(tool.ErrorResult("the MCP server is shutting down; try again later"))
+}
+
+// logFailure logs a failed call: the client gets the message only; the log
+// keeps the step and position.
+//
+//go:noinline
+func (c *toolCaller) logFailure(t *serverTool, cause error) {
+	if engine.IsPanic(cause) {
+		c.logger.Error("mcp tool panicked", "tool", t.info.Name, "workflow", t.t.ID, "error", cause)
+	} else {
+		c.logger.Debug("mcp tool failed", "tool", t.info.Name, "workflow", t.t.ID, "error", cause)
+	}
 }
 
 // textResult is a result of one text part, made with one allocation instead of three.

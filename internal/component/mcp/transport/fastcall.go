@@ -294,6 +294,16 @@ func (f *FastToolCalls) run(ctx context.Context, r *http.Request, fc *fastCall) 
 	} else {
 		res, err = f.throughMiddleware(ctx, r, fc)
 	}
+	return f.reply(fc, res, err)
+}
+
+// reply is the answer to fc for the tool's result res or error err: a function
+// of its own, so that run's frame, which stays on the stack while the tool
+// runs, does not hold the encoding's temporaries (a connection's goroutine
+// keeps its stack at the size its deepest request took it to).
+//
+//go:noinline
+func (f *FastToolCalls) reply(fc *fastCall, res *sdk.CallToolResult, err error) fastReply {
 	if err != nil {
 		// As the go-sdk session passes a handler's error on (toWire shapes it).
 		return fastReply{resp: &jsonrpc.Response{ID: fc.id, Error: err}}
@@ -472,12 +482,7 @@ func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastC
 	if _, fast := c.fast[fc.id]; fast || busy || c.closed {
 		closed := c.closed
 		c.mu.Unlock()
-		if closed {
-			http.Error(w, "session closed", http.StatusNotFound)
-			return
-		}
-		writeJSONRPCError(w, http.StatusBadRequest, fc.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("request id %v is already in use in this session", fc.id.Raw())})
+		refuseFastCall(w, fc.id, closed)
 		return
 	}
 	put(&c.fast, fc.id, ctx)
@@ -523,6 +528,20 @@ func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastC
 		return
 	}
 	ans.write(resp)
+}
+
+// refuseFastCall answers a call serveFast cannot run: its session closed, or its
+// id in use. A function of its own, so that serveFast's frame, which stays on
+// the stack while the tool runs, does not hold these temporaries.
+//
+//go:noinline
+func refuseFastCall(w http.ResponseWriter, id jsonrpc.ID, closed bool) {
+	if closed {
+		http.Error(w, "session closed", http.StatusNotFound)
+		return
+	}
+	writeJSONRPCError(w, http.StatusBadRequest, id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("request id %v is already in use in this session", id.Raw())})
 }
 
 // noteCancels handles the notifications/cancelled in msgs for the session's

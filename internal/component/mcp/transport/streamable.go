@@ -158,7 +158,10 @@ func (h *StreamableHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodPost:
-		h.post(w, r, version)
+		var fp fastPost
+		if h.post(w, r, version, &fp) {
+			h.runFastPost(w, r, &fp)
+		}
 	case r.Method == http.MethodGet && !h.stateless:
 		h.get(w, r)
 	case r.Method == http.MethodDelete && !h.stateless:
@@ -236,7 +239,7 @@ func accepts(values []string) (jsonOK, streamOK bool) {
 	return jsonOK, streamOK
 }
 
-func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version string) {
+func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version string, fp *fastPost) (fast bool) {
 	// The usual header spares ParseMediaType's parameter map.
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
@@ -330,7 +333,14 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 				refuseBusy(w, id)
 				return
 			}
-			defer h.admission.ReleaseTimed(n, time.Now())
+			fp.admitted, fp.since = n, time.Now()
+			// Released when post returns, or by runFastPost after the call it
+			// hands back.
+			defer func() {
+				if !fast {
+					h.admission.ReleaseTimed(n, fp.since)
+				}
+			}()
 		}
 	}
 
@@ -345,8 +355,8 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 			return
 		}
 		if fc != nil {
-			h.serveFastStateless(w, r, fc, jsonOK)
-			return
+			fp.fc, fp.jsonOK = fc, jsonOK
+			return true // runFastPost serves it
 		}
 		attachExtra(msgs, r, nil)
 		h.postStateless(w, r, msgs, calls, order, hasInit, effective, jsonOK, streamOK)
@@ -392,7 +402,11 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 		http.Error(w, "session closed", http.StatusNotFound)
 		return
 	}
-	defer c.end()
+	defer func() {
+		if !fast {
+			c.end()
+		}
+	}()
 	if parked && !c.unpark(r.Context()) { // park.go
 		http.Error(w, "session closed", http.StatusNotFound)
 		return
@@ -400,12 +414,12 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	if ip := c.session.InitializeParams(); ip != nil && h.serveTask(w, r, msgs, batch, &fields, ip.ProtocolVersion, c.session, jsonOK) {
 		return
 	}
-	if fc != nil && !c.wantsLogs() {
+	if fc != nil && !c.wantsLogs() && sid != "" {
 		// Only sessions the SDK would serve a tools/call in: initialized, with a
 		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
 		if ip := c.session.InitializeParams(); ip != nil && ip.ProtocolVersion < statelessProtocol {
-			c.serveFast(w, r, fc, jsonOK)
-			return
+			fp.c, fp.fc, fp.jsonOK = c, fc, jsonOK
+			return true // runFastPost serves it, and ends c's use
 		}
 	}
 	attachExtra(msgs, r, c)
@@ -413,6 +427,36 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	c.noteLogging(calls)
 	c.noteSession(msgs)
 	c.serve(w, r, msgs, calls, order, jsonOK, streamOK)
+	return false
+}
+
+// fastPost is a tool call for the fast path (fastcall.go) that post hands back
+// to ServeHTTP instead of serving it itself: the call then runs below
+// ServeHTTP's frame rather than below post's, the largest of the handler's
+// frames. A connection's goroutine keeps its stack at the size its deepest
+// request took it to, so the depth of this path is memory per connection
+// (internal/netguard/stack.go).
+type fastPost struct {
+	fc     *fastCall
+	c      *streamConn // the session, begun; nil: stateless
+	jsonOK bool
+	// admitted is the admission cost the call holds (0: none), since when.
+	admitted int
+	since    time.Time
+}
+
+// runFastPost serves the call post handed back, then ends the session's use and
+// releases the admission that post took for it.
+func (h *StreamableHandler) runFastPost(w http.ResponseWriter, r *http.Request, fp *fastPost) {
+	if fp.admitted > 0 {
+		defer h.admission.ReleaseTimed(fp.admitted, fp.since)
+	}
+	if fp.c == nil {
+		h.serveFastStateless(w, r, fp.fc, fp.jsonOK)
+		return
+	}
+	defer fp.c.end()
+	fp.c.serveFast(w, r, fp.fc, fp.jsonOK)
 }
 
 // chargeBatch takes the rate-limit tokens of a batch's calls beyond the first
