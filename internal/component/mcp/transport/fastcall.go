@@ -486,6 +486,7 @@ func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastC
 		return
 	}
 	put(&c.fast, fc.id, ctx)
+	fc.Session = c.session // nil while the session is parked (park.go)
 	c.mu.Unlock()
 	if !c.acquireCall(r.Context()) {
 		c.mu.Lock()
@@ -506,7 +507,6 @@ func (c *streamConn) serveFast(w http.ResponseWriter, r *http.Request, fc *fastC
 
 	c.h.fast.served.Add(1)
 	ans := startFastAnswer(w, jsonOK)
-	fc.Session = c.session
 	resp := c.h.fast.run(ctx, r, fc)
 	select {
 	case <-c.done:

@@ -490,3 +490,60 @@ func BenchmarkParkedCall(b *testing.B) {
 		})
 	}
 }
+
+// A session that only calls tools through the fast path needs no go-sdk session:
+// those calls do not keep it awake, and once parked they are served without
+// unparking it, with the answers of an awake session; a request the go-sdk
+// serves (tools/list) unparks it as before.
+func TestFastCallsLeaveASessionParked(t *testing.T) {
+	t.Parallel()
+	srv := resultServer(t)
+	fast := NewFastToolCalls(func(_ context.Context, _ *http.Request, call *ToolCall) (*sdk.CallToolResult, error) {
+		var in struct{ I int }
+		if err := json.Unmarshal(call.Args, &in); err != nil {
+			return nil, err
+		}
+		return rawResults[in.I], nil
+	}, nil)
+	h := NewStreamableHandler(srv, &Options{ParkIdleAfter: noSweep, Fast: fast})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	sid, awake := initSession(t, ts.URL), initSession(t, ts.URL)
+	call := func(sid string, i int) string {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"t","arguments":{"i":%d}}}`, 20+i, i)
+		r := send(t, http.MethodPost, ts.URL, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"}, body)
+		if r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", body, r.status, r.body)
+		}
+		return r.body
+	}
+	served := fast.served.Load()
+	// Fast calls between two sweeps: the session was not used (parkNow's sweeps).
+	call(sid, 0)
+	c := sessionOf(t, h, sid)
+	gen := h.park.gens()
+	c.tryPark(gen)
+	call(sid, 1)
+	c.tryPark(gen)
+	if !isParked(c) {
+		t.Fatal("a session with only fast calls since the last sweep was not parked")
+	}
+	for i := range rawResults {
+		if got, want := call(sid, i), call(awake, i); got != want {
+			t.Fatalf("call %d: parked session %s, awake %s", i, got, want)
+		}
+		if !isParked(c) {
+			t.Fatalf("call %d unparked the session", i)
+		}
+	}
+	if n := fast.served.Load() - served; n != uint64(2+2*len(rawResults)) {
+		t.Fatalf("the fast path served %d calls, want %d", n, 2+2*len(rawResults))
+	}
+	if n := idSessions(srv); n != 1 {
+		t.Fatalf("%d go-sdk sessions, want the awake one's only", n)
+	}
+	r := send(t, http.MethodPost, ts.URL, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"}, `{"jsonrpc":"2.0","id":40,"method":"tools/list"}`)
+	if r.status != http.StatusOK || !strings.Contains(r.body, `"name":"t"`) || isParked(c) {
+		t.Fatalf("tools/list on the parked session: %d %s (parked after: %v)", r.status, r.body, isParked(c))
+	}
+}

@@ -407,20 +407,24 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 			c.end()
 		}
 	}()
+	if fc != nil && !c.wantsLogs() && sid != "" && !h.taskTool(&fields) {
+		// Only sessions the SDK would serve a tools/call in: initialized, with a
+		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
+		// The fast path needs nothing of the go-sdk session, so a parked session
+		// stays parked (park.go), and the call does not count as a use that keeps
+		// the session awake.
+		if ip := c.initParams(); ip != nil && ip.ProtocolVersion < statelessProtocol {
+			fp.c, fp.fc, fp.jsonOK = c, fc, jsonOK
+			return true // runFastPost serves it, and ends c's use
+		}
+	}
+	c.noteUse()
 	if parked && !c.unpark(r.Context()) { // park.go
 		http.Error(w, "session closed", http.StatusNotFound)
 		return
 	}
 	if ip := c.session.InitializeParams(); ip != nil && h.serveTask(w, r, msgs, batch, &fields, ip.ProtocolVersion, c.session, jsonOK) {
 		return
-	}
-	if fc != nil && !c.wantsLogs() && sid != "" {
-		// Only sessions the SDK would serve a tools/call in: initialized, with a
-		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
-		if ip := c.session.InitializeParams(); ip != nil && ip.ProtocolVersion < statelessProtocol {
-			fp.c, fp.fc, fp.jsonOK = c, fc, jsonOK
-			return true // runFastPost serves it, and ends c's use
-		}
 	}
 	attachExtra(msgs, r, c)
 	c.noteCancels(msgs)
@@ -988,7 +992,8 @@ type streamConn struct {
 	replay replayBuffer
 
 	// What parking (park.go) must know, guarded by mu: uses counts the requests
-	// begun (sweptUses is its value at the last sweep); outgoing the server's
+	// begun that need the go-sdk session (noteUse; sweptUses is its value at the
+	// last sweep); outgoing the server's
 	// requests to the client not answered yet; subscribed, a resource
 	// subscription; initialized, the handshake done; level, the log level the
 	// session accepted (levelAsked for the logging/setLevel levelID running).
@@ -1138,6 +1143,9 @@ func (c *streamConn) Close() error {
 // arriving for the idle timeout), and never evicts it while a request runs.
 func (c *streamConn) begin() bool {
 	ok, _ := c.enter()
+	if ok {
+		c.noteUse()
+	}
 	return ok
 }
 
@@ -1150,8 +1158,16 @@ func (c *streamConn) enter() (ok, parked bool) {
 		return false, false
 	}
 	c.active++
-	c.uses++
 	return true, c.parked != nil
+}
+
+// noteUse counts a request that needs the session's go-sdk ServerSession: a
+// session none used since the previous sweep may be parked (park.go). Tool
+// calls the fast path serves do not count.
+func (c *streamConn) noteUse() {
+	c.mu.Lock()
+	c.uses++
+	c.mu.Unlock()
 }
 
 func (c *streamConn) end() {

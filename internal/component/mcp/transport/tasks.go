@@ -45,6 +45,16 @@ type TaskRequest struct {
 // tasksMethodName reports whether method belongs to the tasks surface.
 func tasksMethod(method string) bool { return strings.HasPrefix(method, "tasks/") }
 
+// taskTool reports whether fields name a tool the tasks extension serves
+// (serveTask), which the fast path must leave to it.
+func (h *StreamableHandler) taskTool(fields *callFields) bool {
+	if h.tasks == nil {
+		return false
+	}
+	name, ok := stringField(fields.name)
+	return ok && h.tasks.TaskTool(name)
+}
+
 // serveTask answers the lone request of a POST through the server's Tasks when it
 // belongs to them, and reports whether it did. Batches (2025-11-25 and earlier
 // only) go to the session.
