@@ -10,9 +10,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/arvenza/helix/internal/testtools"
@@ -545,5 +547,47 @@ func TestFastCallsLeaveASessionParked(t *testing.T) {
 	r := send(t, http.MethodPost, ts.URL, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"}, `{"jsonrpc":"2.0","id":40,"method":"tools/list"}`)
 	if r.status != http.StatusOK || !strings.Contains(r.body, `"name":"t"`) || isParked(c) {
 		t.Fatalf("tools/list on the parked session: %d %s (parked after: %v)", r.status, r.body, isParked(c))
+	}
+}
+
+// passTasks is a tasks extension that may run every tool as a task but hands
+// every request back (handled false), as a call without a task request is.
+type passTasks struct{ asked atomic.Int64 }
+
+func (p *passTasks) TaskTool(string) bool { return true }
+func (p *passTasks) Serve(context.Context, *TaskRequest) (any, *jsonrpc.Error, bool) {
+	p.asked.Add(1)
+	return nil, nil, false
+}
+
+// A call of a tool the tasks extension may run goes to it first; when it hands
+// the call back, the fast path still serves it (a parked session is woken for
+// the extension, which may use the session).
+func TestTaskToolCallsReachTheFastPathWhenTasksPass(t *testing.T) {
+	t.Parallel()
+	fast := NewFastToolCalls(func(_ context.Context, _ *http.Request, call *ToolCall) (*sdk.CallToolResult, error) {
+		return rawResults[0], nil
+	}, nil)
+	tasks := &passTasks{}
+	h := NewStreamableHandler(resultServer(t), &Options{ParkIdleAfter: noSweep, Fast: fast, Tasks: tasks})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	sid := initSession(t, ts.URL)
+	for round := range 2 {
+		if round == 1 && !parkNow(t, h, sid) {
+			t.Fatal("not parked")
+		}
+		before := fast.served.Load()
+		r := send(t, http.MethodPost, ts.URL, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"},
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","arguments":{"i":0}}}`)
+		if r.status != http.StatusOK || !strings.Contains(r.body, "hello") {
+			t.Fatalf("round %d: %d %s", round, r.status, r.body)
+		}
+		if fast.served.Load() != before+1 {
+			t.Fatalf("round %d: the fast path did not serve the call the tasks extension handed back", round)
+		}
+		if tasks.asked.Load() != int64(round+1) {
+			t.Fatalf("round %d: the tasks extension was asked %d times", round, tasks.asked.Load())
+		}
 	}
 }

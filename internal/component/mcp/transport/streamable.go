@@ -407,16 +407,13 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 			c.end()
 		}
 	}()
-	if fc != nil && !c.wantsLogs() && sid != "" && !h.taskTool(&fields) {
-		// Only sessions the SDK would serve a tools/call in: initialized, with a
-		// protocol before 2026-07-28 (the SDK marks later results with a resultType).
-		// The fast path needs nothing of the go-sdk session, so a parked session
-		// stays parked (park.go), and the call does not count as a use that keeps
-		// the session awake.
-		if ip := c.initParams(); ip != nil && ip.ProtocolVersion < statelessProtocol {
-			fp.c, fp.fc, fp.jsonOK = c, fc, jsonOK
-			return true // runFastPost serves it, and ends c's use
-		}
+	// A call the fast path serves (fastcall.go) needs nothing of the go-sdk
+	// session: a parked session stays parked (park.go), and the call does not
+	// count as a use that keeps the session awake. A tool the tasks extension
+	// serves goes to serveTask first, with the session awake.
+	if fastSession(c, fc, sid) && !h.taskTool(&fields) {
+		fp.c, fp.fc, fp.jsonOK = c, fc, jsonOK
+		return true // runFastPost serves it, and ends c's use
 	}
 	c.noteUse()
 	if parked && !c.unpark(r.Context()) { // park.go
@@ -426,12 +423,28 @@ func (h *StreamableHandler) post(w http.ResponseWriter, r *http.Request, version
 	if ip := c.session.InitializeParams(); ip != nil && h.serveTask(w, r, msgs, batch, &fields, ip.ProtocolVersion, c.session, jsonOK) {
 		return
 	}
+	if fastSession(c, fc, sid) {
+		fp.c, fp.fc, fp.jsonOK = c, fc, jsonOK
+		return true
+	}
 	attachExtra(msgs, r, c)
 	c.noteCancels(msgs)
 	c.noteLogging(calls)
 	c.noteSession(msgs)
 	c.serve(w, r, msgs, calls, order, jsonOK, streamOK)
 	return false
+}
+
+// fastSession reports whether the session c serves the call fc through the fast
+// path: only sessions the SDK would serve a tools/call in (initialized, with a
+// protocol before 2026-07-28: the SDK marks later results with a resultType),
+// and none that asked for log messages, which only the SDK path sends.
+func fastSession(c *streamConn, fc *fastCall, sid string) bool {
+	if fc == nil || sid == "" || c.wantsLogs() {
+		return false
+	}
+	ip := c.initParams()
+	return ip != nil && ip.ProtocolVersion < statelessProtocol
 }
 
 // fastPost is a tool call for the fast path (fastcall.go) that post hands back
