@@ -345,7 +345,7 @@ func TestSQLiteLockHeldLongerThanTheBusyTimeout(t *testing.T) {
 // again: the run finishes, each step once, and the caller awaiting it all
 // along gets its result.
 func TestPostgresStoppedMidRunResumes(t *testing.T) {
-	pg := startPrivatePostgres(t)
+	pg := testtools.StartPrivatePostgres(t)
 	var n [3]atomic.Int32
 	steps := threeSteps(&n)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -355,20 +355,20 @@ func TestPostgresStoppedMidRunResumes(t *testing.T) {
 		ex.In().SetBody(fmt.Sprint(ex.In().Body(), "+w.yaml:5:5 c"))
 		return nil
 	}}
-	a := startAppWith(t, durable.Options{DataDir: t.TempDir(), Store: pg.url}, steps...)
+	a := startAppWith(t, durable.Options{DataDir: t.TempDir(), Store: pg.URL + "?connect_timeout=2"}, steps...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := a.rt.Start(ctx, "wf", exchange.NewWithBody(exchange.InOut, "in"), durable.StartOptions{RunID: "r1"}); err != nil {
 		t.Fatal(err)
 	}
 	<-entered
-	pg.kill(t)
+	pg.Kill(t)
 	close(release)
 	restarted := make(chan struct{})
 	go func() {
 		defer close(restarted)
 		time.Sleep(2 * time.Second)
-		pg.start(t)
+		pg.Start(t)
 	}()
 	run, err := a.rt.Await(ctx, "r1")
 	<-restarted

@@ -1,4 +1,4 @@
-package durable_test
+package testtools
 
 import (
 	"fmt"
@@ -8,21 +8,23 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-
-	"github.com/arvenza/helix/internal/testtools"
 )
 
-// privatePostgres is a PostgreSQL server of the test's own, which it may stop
-// and start again without harming the tests that share the suite's server.
-type privatePostgres struct {
+// PrivatePostgres is a PostgreSQL server of one test's own, which it may kill
+// and start again (a crash, an outage) without harming the tests that share the
+// suite's server.
+type PrivatePostgres struct {
+	// URL reaches the server's postgres database as helix/helix (no query:
+	// callers add their own).
+	URL      string
 	bin, dir string
 	port     int
-	url      string
 }
 
-// startPrivatePostgres runs initdb and starts a server (skipped, or failed
-// under HELIX_REQUIRE_TOOLS=1, when no PostgreSQL binaries are found).
-func startPrivatePostgres(t *testing.T) *privatePostgres {
+// StartPrivatePostgres runs initdb and starts a server, stopped at the test's
+// end (skipped, or failed under HELIX_REQUIRE_TOOLS=1, when no PostgreSQL
+// binaries are found; HELIX_PG_BIN names their folder).
+func StartPrivatePostgres(t *testing.T) *PrivatePostgres {
 	t.Helper()
 	bin := os.Getenv("HELIX_PG_BIN")
 	if bin == "" {
@@ -34,14 +36,14 @@ func startPrivatePostgres(t *testing.T) *privatePostgres {
 		}
 	}
 	if bin == "" {
-		testtools.Missing(t, "no PostgreSQL binaries (initdb, pg_ctl) to run a server this test may stop; set HELIX_PG_BIN")
+		Missing(t, "no PostgreSQL binaries (initdb, pg_ctl) to run a server this test may stop; set HELIX_PG_BIN")
 		return nil
 	}
-	dir, err := os.MkdirTemp("", "helix-durable-pg-")
+	dir, err := os.MkdirTemp("", "helix-private-pg-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &privatePostgres{bin: bin, dir: dir, port: testtools.FreePort(t)}
+	p := &PrivatePostgres{bin: bin, dir: dir, port: FreePort(t)}
 	t.Cleanup(func() {
 		_ = p.pgctl("-m", "immediate", "-w", "stop")
 		_ = os.RemoveAll(dir)
@@ -53,7 +55,7 @@ func startPrivatePostgres(t *testing.T) *privatePostgres {
 		// initdb refuses to run as root: the server runs as postgres.
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			testtools.Missing(t, "running as root without a postgres user to run PostgreSQL as")
+			Missing(t, "running as root without a postgres user to run PostgreSQL as")
 			return nil
 		}
 		uid, _ := strconv.Atoi(u.Uid)
@@ -68,12 +70,12 @@ func startPrivatePostgres(t *testing.T) *privatePostgres {
 		"-A", "scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	p.url = fmt.Sprintf("postgres://helix:helix@127.0.0.1:%d/postgres?connect_timeout=2", p.port)
-	p.start(t)
+	p.URL = fmt.Sprintf("postgres://helix:helix@127.0.0.1:%d/postgres", p.port)
+	p.Start(t)
 	return p
 }
 
-func (p *privatePostgres) run(name string, args ...string) ([]byte, error) {
+func (p *PrivatePostgres) run(name string, args ...string) ([]byte, error) {
 	if os.Getuid() == 0 {
 		args = append([]string{"-u", "postgres", "--", name}, args...)
 		name = "runuser"
@@ -81,7 +83,7 @@ func (p *privatePostgres) run(name string, args ...string) ([]byte, error) {
 	return exec.Command(name, args...).CombinedOutput()
 }
 
-func (p *privatePostgres) pgctl(args ...string) error {
+func (p *PrivatePostgres) pgctl(args ...string) error {
 	out, err := p.run(filepath.Join(p.bin, "pg_ctl"), append([]string{"-D", filepath.Join(p.dir, "data")}, args...)...)
 	if err != nil {
 		return fmt.Errorf("pg_ctl %v: %v\n%s", args, err, out)
@@ -89,9 +91,9 @@ func (p *privatePostgres) pgctl(args ...string) error {
 	return nil
 }
 
-// start starts the server; a commit is acknowledged only once written, so
-// that a server stopped as by a crash keeps every checkpoint it acknowledged.
-func (p *privatePostgres) start(t *testing.T) {
+// Start starts the server. A commit is acknowledged only once written, so a
+// server killed as by a crash keeps every commit it acknowledged.
+func (p *PrivatePostgres) Start(t *testing.T) {
 	t.Helper()
 	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=on", p.port, p.dir)
 	if err := p.pgctl("-l", filepath.Join(p.dir, "log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
@@ -99,8 +101,9 @@ func (p *privatePostgres) start(t *testing.T) {
 	}
 }
 
-// kill stops the server as a crash would (immediate: clients cut at once).
-func (p *privatePostgres) kill(t *testing.T) {
+// Kill stops the server as a crash would (immediate: no checkpoint, clients cut
+// at once).
+func (p *PrivatePostgres) Kill(t *testing.T) {
 	t.Helper()
 	if err := p.pgctl("-m", "immediate", "-w", "stop"); err != nil {
 		t.Error(err)
